@@ -1,0 +1,61 @@
+//! Takes a call's JSON arguments apart into the typed parameters of a `#[tool]` function.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::tool_error::{ArgumentProblem, ToolError};
+
+/// The arguments object of one call, consumed parameter by parameter by generated code.
+#[doc(hidden)]
+#[derive(Debug, Default)]
+pub struct Arguments(Map<String, Value>);
+
+impl Arguments {
+    /// Wraps the arguments object of a call.
+    pub fn new(object: Map<String, Value>) -> Self {
+        Arguments(object)
+    }
+
+    /// Takes the required parameter `name`.
+    pub fn required<T: DeserializeOwned>(&mut self, name: &str) -> Result<T, ToolError> {
+        match self.0.remove(name) {
+            Some(value) => decode(name, value),
+            None => Err(ToolError::argument(
+                "",
+                format!("missing required property {name:?}"),
+            )),
+        }
+    }
+
+    /// Takes the optional parameter `name`: absent and `null` are both `None`.
+    pub fn optional<T: DeserializeOwned>(&mut self, name: &str) -> Result<Option<T>, ToolError> {
+        match self.0.remove(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => decode(name, value).map(Some),
+        }
+    }
+
+    /// Fails when the call gave properties that no parameter took.
+    pub fn finish(self) -> Result<(), ToolError> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        Err(ToolError::InvalidArguments(
+            self.0
+                .keys()
+                .map(|key| ArgumentProblem::new("", format!("unknown property {key:?}")))
+                .collect(),
+        ))
+    }
+}
+
+fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, ToolError> {
+    T::deserialize(value).map_err(|error| {
+        ToolError::argument(format!("/{}", escape_pointer(name)), error.to_string())
+    })
+}
+
+/// Escapes a property name as one JSON pointer segment (RFC 6901).
+pub(crate) fn escape_pointer(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}

@@ -1,0 +1,221 @@
+//! Assembling a registry from chosen declarations and tools built at run time.
+
+use std::borrow::Cow;
+
+use crate::declaration::{Declaration, declarations};
+use crate::dynamic::DynamicTool;
+use crate::error::{BuildProblem, RegistryError};
+use crate::policy::{Scope, ToolPolicy};
+use crate::registry::{Registry, Replacement};
+use crate::tool::Tool;
+
+/// Assembles a [`Registry`]: declared tools (all, or those under given modules), tools built
+/// at run time, explicit replacements, and tools that must be present.
+///
+/// Nothing is checked until [`build`](Self::build), which reports every problem at once and
+/// registers nothing unless there is none.
+///
+/// ```
+/// use registry_core::{tool, DynamicTool, Registry};
+///
+/// /// Search the documentation.
+/// #[tool(read_only)]
+/// fn search_docs(query: String) -> Vec<String> {
+///     vec![query]
+/// }
+///
+/// let registry = Registry::builder()
+///     .declared_in(["rust_out"]) // the doctest's crate: every tool declared in it
+///     .tool(DynamicTool::new("ping", "Answer pong.").handler(|_, _| Ok::<_, String>("pong".into())))
+///     .require(["search_docs", "ping"])
+///     .build()?;
+/// assert_eq!(registry.names().collect::<Vec<_>>(), ["ping", "search_docs"]);
+///
+/// let duplicate = Registry::builder()
+///     .tool(DynamicTool::new("ping", "One.").handler(|_, _| Ok::<_, String>("1".into())))
+///     .tool(DynamicTool::new("ping", "Two.").handler(|_, _| Ok::<_, String>("2".into())))
+///     .build();
+/// assert!(duplicate.unwrap_err().to_string().contains("two tools are named \"ping\""));
+/// # Ok::<(), registry_core::RegistryError>(())
+/// ```
+#[derive(Default)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct RegistryBuilder {
+    declared: Selection,
+    tools: Vec<DynamicTool>,
+    replacements: Vec<(DynamicTool, String)>,
+    required: Vec<String>,
+}
+
+/// Which `#[tool]` declarations to take.
+#[derive(Default)]
+enum Selection {
+    #[default]
+    None,
+    All,
+    Under(Vec<String>),
+}
+
+impl RegistryBuilder {
+    /// Takes every `#[tool]` linked into the program.
+    pub fn declared(mut self) -> Self {
+        self.declared = Selection::All;
+        self
+    }
+
+    /// Takes the `#[tool]` functions declared in the given modules or crates, and in modules
+    /// below them: `"my_app::tools"` takes `my_app::tools::build::get_status`, not
+    /// `my_app::toolset::x`. May be called more than once.
+    pub fn declared_in<I, S>(mut self, module_paths: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let paths = module_paths.into_iter().map(Into::into);
+        match &mut self.declared {
+            Selection::All => {}
+            Selection::Under(list) => list.extend(paths),
+            Selection::None => self.declared = Selection::Under(paths.collect()),
+        }
+        self
+    }
+
+    /// Adds a tool built at run time. A name already taken is an error at build.
+    pub fn tool(mut self, tool: DynamicTool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Replaces the tool of the same name with `tool`, and records it with `reason`
+    /// ([`Registry::replacements`]). Replacing a name that is not registered is an error.
+    pub fn replace(mut self, tool: DynamicTool, reason: impl Into<String>) -> Self {
+        self.replacements.push((tool, reason.into()));
+        self
+    }
+
+    /// Fails the build, naming them, if any of these tools is not registered (say, because
+    /// the crate that declares it was not linked; see [`link!`](crate::link)).
+    pub fn require<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.required.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Checks everything and builds the registry, or lists every problem found.
+    pub fn build(self) -> Result<Registry, RegistryError> {
+        let mut problems = Vec::new();
+        let mut tools: Vec<Tool> = self
+            .selected_declarations()
+            .into_iter()
+            .filter_map(|declaration| declared_tool(declaration, &mut problems))
+            .collect();
+        tools.extend(
+            self.tools
+                .into_iter()
+                .filter_map(|tool| tool.check(&mut problems))
+                .map(Tool::from_parts),
+        );
+        tools.sort_by(|a, b| a.name().cmp(b.name()));
+        tools.dedup_by(|second, first| {
+            let same = first.name() == second.name();
+            if same {
+                problems.push(BuildProblem::DuplicateName {
+                    name: first.name().to_owned(),
+                    first: first.source(),
+                    second: second.source(),
+                });
+            }
+            same
+        });
+        let mut replacements = Vec::new();
+        for (tool, reason) in self.replacements {
+            let Some(parts) = tool.check(&mut problems) else {
+                continue;
+            };
+            let by = parts.source;
+            let name = parts.name.to_string();
+            match tools.binary_search_by(|tool| tool.name().cmp(&name)) {
+                Ok(index) => {
+                    let replaced = std::mem::replace(&mut tools[index], Tool::from_parts(parts));
+                    replacements.push(Replacement {
+                        name,
+                        replaced: replaced.source(),
+                        by,
+                        reason,
+                    });
+                }
+                Err(_) => problems.push(BuildProblem::NothingToReplace { name, site: by }),
+            }
+        }
+        for name in self.required {
+            if tools.binary_search_by(|tool| tool.name().cmp(&name)).is_err() {
+                problems.push(BuildProblem::MissingTool { name });
+            }
+        }
+        if problems.is_empty() {
+            Ok(Registry::from_sorted(tools, replacements))
+        } else {
+            Err(RegistryError::Build(problems))
+        }
+    }
+
+    /// The chosen declarations, each once, in a stable order (name, then source).
+    fn selected_declarations(&self) -> Vec<&'static Declaration> {
+        let mut chosen: Vec<&'static Declaration> = match &self.declared {
+            Selection::None => return Vec::new(),
+            Selection::All => declarations().collect(),
+            Selection::Under(paths) => declarations()
+                .filter(|declaration| {
+                    let module = declaration.location.module_path().unwrap_or_default();
+                    paths.iter().any(|path| is_under(module, path))
+                })
+                .collect(),
+        };
+        chosen.sort_by_key(|declaration| (declaration.name, declaration.location));
+        chosen
+    }
+}
+
+/// Whether `module` is `path` or a module below it.
+fn is_under(module: &str, path: &str) -> bool {
+    module
+        .strip_prefix(path)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+}
+
+/// The tool of a declaration; its name and scopes were checked at compile time, and are
+/// checked again here in case the record was written by hand.
+fn declared_tool(declaration: &'static Declaration, problems: &mut Vec<BuildProblem>) -> Option<Tool> {
+    let source = declaration.location;
+    let mut valid = true;
+    if let Err(reason) = crate::name::check_tool_name(declaration.name) {
+        problems.push(BuildProblem::InvalidName {
+            name: declaration.name.to_owned(),
+            site: source,
+            reason,
+        });
+        valid = false;
+    }
+    let mut scopes = Vec::with_capacity(declaration.scopes.len());
+    for scope in declaration.scopes {
+        match Scope::new(Cow::Borrowed(*scope)) {
+            Ok(scope) => scopes.push(scope),
+            Err(error) => {
+                problems.push(BuildProblem::InvalidScope {
+                    tool: declaration.name.to_owned(),
+                    site: source,
+                    reason: error.to_string(),
+                });
+                valid = false;
+            }
+        }
+    }
+    let policy = ToolPolicy {
+        scopes,
+        hints: declaration.hints,
+    };
+    valid.then(|| Tool::declared(declaration, policy))
+}

@@ -1,0 +1,62 @@
+//! The static record that `#[tool]` submits to the registration list.
+//!
+//! Generated code builds these; applications read tools through [`Registry`] instead.
+//!
+//! [`Registry`]: crate::Registry
+
+use std::future::Future;
+use std::pin::Pin;
+
+use schemars::{Schema, SchemaGenerator};
+use serde_json::Value;
+
+use crate::arguments::Arguments;
+use crate::context::ToolContext;
+use crate::policy::Hints;
+use crate::source::Source;
+use crate::tool_error::ToolError;
+
+/// What running a tool gives: its JSON result, or why there is none.
+pub type Outcome = Result<Value, ToolError>;
+
+/// A boxed future that can move between threads.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One `#[tool]` function, as the macro declares it.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Declaration {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub title: Option<&'static str>,
+    pub scopes: &'static [&'static str],
+    pub hints: Hints,
+    pub params: &'static [Param],
+    pub execute: Execute,
+    pub location: Source,
+}
+
+/// One parameter of a `#[tool]` function that the model gives (the context is not one).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub description: Option<&'static str>,
+    pub required: bool,
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+}
+
+/// The generated executor of a `#[tool]` function.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Execute {
+    Sync(fn(&ToolContext, Arguments) -> Outcome),
+    Async(fn(ToolContext, Arguments) -> BoxFuture<'static, Outcome>),
+}
+
+inventory::collect!(Declaration);
+
+/// Every `#[tool]` linked into this program, in no particular order.
+pub(crate) fn declarations() -> impl Iterator<Item = &'static Declaration> {
+    inventory::iter::<Declaration>.into_iter()
+}

@@ -1,0 +1,213 @@
+//! Tools built at run time, without the macro: from configuration, a plugin, a remote catalog.
+
+use std::borrow::Cow;
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::error::BuildProblem;
+use crate::policy::{Hints, Scope, ToolPolicy};
+use crate::schema::empty_parameters_schema;
+use crate::source::Source;
+use crate::tool::{Handler, ToolParts};
+use crate::tool_error::ToolError;
+use crate::validate::ArgumentValidator;
+
+/// A tool assembled at run time: name, description, JSON Schema, handler and policy.
+///
+/// Nothing is checked until the registry is built; then it meets exactly the checks a
+/// `#[tool]` function meets (name rule, scopes, an object schema that compiles, duplicates),
+/// and every problem is reported with the place `DynamicTool::new` was called.
+///
+/// ```
+/// use registry_core::{DynamicTool, Registry, ToolContext};
+/// use serde_json::json;
+///
+/// let echo = DynamicTool::new("echo", "Repeat the text back.")
+///     .parameters(json!({
+///         "type": "object",
+///         "properties": {"text": {"type": "string"}},
+///         "required": ["text"],
+///         "additionalProperties": false
+///     }))
+///     .read_only()
+///     .handler(|_ctx, args| Ok::<_, String>(args["text"].clone()));
+/// let registry = Registry::builder().tool(echo).build().unwrap();
+///
+/// let ctx = ToolContext::new("call_1", "echo");
+/// let tool = registry.get("echo").unwrap();
+/// assert_eq!(tool.call_blocking(&ctx, json!({"text": "hi"})).unwrap(), json!("hi"));
+/// assert!(tool.call_blocking(&ctx, json!({"txt": "hi"})).is_err());
+/// ```
+pub struct DynamicTool {
+    name: String,
+    description: String,
+    title: Option<String>,
+    parameters: Value,
+    scopes: Vec<String>,
+    hints: Hints,
+    handler: Option<Handler>,
+    source: Source,
+}
+
+impl DynamicTool {
+    /// A tool named `name` that does what `description` says, taking no arguments until
+    /// [`parameters`](Self::parameters) says otherwise.
+    #[track_caller]
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        DynamicTool {
+            name: name.into(),
+            description: description.into(),
+            title: None,
+            parameters: empty_parameters_schema(),
+            scopes: Vec::new(),
+            hints: Hints::default(),
+            handler: None,
+            source: Source::caller(),
+        }
+    }
+
+    /// A human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The JSON Schema (2020-12) of the arguments; its root must be `"type": "object"`.
+    /// It is used as given: close objects with `"additionalProperties": false` to reject
+    /// undeclared arguments.
+    pub fn parameters(mut self, schema: Value) -> Self {
+        self.parameters = schema;
+        self
+    }
+
+    /// The scopes a subject must hold, all of them.
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Marks the tool read-only.
+    pub fn read_only(mut self) -> Self {
+        self.hints.read_only = true;
+        self
+    }
+
+    /// Marks the tool destructive.
+    pub fn destructive(mut self) -> Self {
+        self.hints.destructive = true;
+        self
+    }
+
+    /// Marks the tool idempotent.
+    pub fn idempotent(mut self) -> Self {
+        self.hints.idempotent = true;
+        self
+    }
+
+    /// Marks the tool as reaching outside the system.
+    pub fn open_world(mut self) -> Self {
+        self.hints.open_world = true;
+        self
+    }
+
+    /// Runs the tool with a synchronous function of the context and the validated arguments.
+    pub fn handler<F, E>(mut self, handler: F) -> Self
+    where
+        F: Fn(&ToolContext, Value) -> Result<Value, E> + Send + Sync + 'static,
+        E: Display,
+    {
+        self.handler = Some(Handler::Sync(Arc::new(move |ctx, args| {
+            handler(ctx, args).map_err(ToolError::failed)
+        })));
+        self
+    }
+
+    /// Runs the tool with an async function of the context and the validated arguments.
+    pub fn async_handler<F, Fut, E>(mut self, handler: F) -> Self
+    where
+        F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, E>> + Send + 'static,
+        E: Display,
+    {
+        self.handler = Some(Handler::Async(Arc::new(move |ctx, args| {
+            let future = handler(ctx, args);
+            Box::pin(async move { future.await.map_err(ToolError::failed) })
+        })));
+        self
+    }
+
+    /// The name it was given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Checks everything; every problem found is pushed to `problems`.
+    pub(crate) fn check(self, problems: &mut Vec<BuildProblem>) -> Option<ToolParts> {
+        let before = problems.len();
+        let tool = self.name.clone();
+        let source = self.source;
+        if let Err(reason) = crate::name::check_tool_name(&self.name) {
+            problems.push(BuildProblem::InvalidName { name: tool.clone(), site: source, reason });
+        }
+        if self.description.trim().is_empty() {
+            problems.push(BuildProblem::MissingDescription { tool: tool.clone(), site: source });
+        }
+        let mut scopes = Vec::new();
+        for scope in self.scopes {
+            match Scope::new(scope) {
+                Ok(scope) => scopes.push(scope),
+                Err(error) => problems.push(BuildProblem::InvalidScope {
+                    tool: tool.clone(),
+                    site: source,
+                    reason: error.to_string(),
+                }),
+            }
+        }
+        if self.hints.read_only && self.hints.destructive {
+            problems.push(BuildProblem::ContradictoryHints { tool: tool.clone(), site: source });
+        }
+        let validator = match check_schema(&self.parameters) {
+            Ok(validator) => Some(validator),
+            Err(reason) => {
+                problems.push(BuildProblem::InvalidSchema { tool: tool.clone(), site: source, reason });
+                None
+            }
+        };
+        if self.handler.is_none() {
+            problems.push(BuildProblem::MissingHandler { tool, site: source });
+        }
+        if problems.len() > before {
+            return None;
+        }
+        Some(ToolParts {
+            name: Cow::Owned(self.name),
+            description: Cow::Owned(self.description),
+            title: self.title.map(Cow::Owned),
+            policy: ToolPolicy { scopes, hints: self.hints },
+            source,
+            parameters: self.parameters,
+            validator: validator?,
+            handler: self.handler?,
+        })
+    }
+}
+
+/// An arguments schema must be a 2020-12 schema whose root is an object.
+fn check_schema(schema: &Value) -> Result<ArgumentValidator, String> {
+    if schema.get("type") != Some(&Value::from("object")) {
+        return Err(
+            "the parameters schema must have `\"type\": \"object\"` at its root, \
+             since tool arguments are a JSON object"
+                .into(),
+        );
+    }
+    ArgumentValidator::new(schema)
+}

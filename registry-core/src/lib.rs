@@ -1,0 +1,100 @@
+//! Declare the tools an LLM may call, and keep a hard boundary between what the system has
+//! and what one run may use.
+//!
+//! A tool is a plain function under [`#[tool]`](macro@tool). The macro derives the tool's
+//! definition (name, description from the doc comment, JSON Schema of the parameters from
+//! their types), an executor (JSON arguments in, JSON result out) and its policy (scopes and
+//! behaviour hints), and submits a static record to a registration list. At startup
+//! [`Registry::from_inventory`] builds the registry from that list; a duplicate name is an
+//! error naming both declaration sites, never an overwrite.
+//!
+//! ```
+//! use registry_core::{tool, Registry, ToolContext};
+//! use serde_json::json;
+//!
+//! /// Read the current build status of a project.
+//! ///
+//! /// Returns the state of the last pipeline run.
+//! #[tool(scopes = "build:read", read_only)]
+//! fn get_status(
+//!     /// Project identifier, e.g. `web`.
+//!     project: String,
+//!     /// Include the last log lines.
+//!     verbose: Option<bool>,
+//! ) -> Result<String, String> {
+//!     match project.as_str() {
+//!         "web" => Ok(if verbose == Some(true) { "green (12 steps)" } else { "green" }.into()),
+//!         other => Err(format!("no project named {other:?}")),
+//!     }
+//! }
+//!
+//! let registry = Registry::from_inventory()?;
+//! let tool = registry.get("get_status")?;
+//! assert_eq!(tool.definition().parameters["required"], json!(["project"]));
+//!
+//! let ctx = ToolContext::new("call_1", "get_status");
+//! assert_eq!(tool.call_blocking(&ctx, json!({"project": "web"})).unwrap(), json!("green"));
+//! let error = tool.call_blocking(&ctx, json!({"project": "web", "verbose": "yes"})).unwrap_err();
+//! assert_eq!(error.to_string(), r#"invalid arguments: /verbose: expected boolean or null, got string "yes""#);
+//! # Ok::<(), registry_core::RegistryError>(())
+//! ```
+//!
+//! # Which tools are collected: linking
+//!
+//! [`Registry::from_inventory`] sees every `#[tool]` function *linked into the program*, from
+//! any module of any crate. The compiler links a dependency only if the program names it
+//! somewhere: a crate that only declares tools, and is never called, is left out, and its
+//! tools are silently missing. Name such crates once, e.g. in `main.rs`:
+//!
+//! ```ignore
+//! registry_core::link!(billing_tools, search_tools);
+//! ```
+//!
+//! and let the application fail at startup if tools are still missing, with their names:
+//!
+//! ```ignore
+//! let registry = Registry::builder()
+//!     .declared()
+//!     .require(["create_invoice", "search"])
+//!     .build()?;
+//! ```
+//!
+//! Collection relies on [`inventory`](https://docs.rs/inventory), which works on Linux,
+//! macOS, Windows, the BSDs, iOS, Android and WebAssembly; not in `no_std` or on targets
+//! without static constructors.
+
+mod arguments;
+mod builder;
+mod context;
+mod declaration;
+mod definition;
+mod dynamic;
+mod error;
+mod link;
+mod name;
+mod policy;
+mod registry;
+mod schema;
+mod source;
+mod tool;
+mod tool_error;
+mod validate;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use builder::RegistryBuilder;
+pub use context::ToolContext;
+pub use declaration::{BoxFuture, Outcome};
+pub use definition::ToolDefinition;
+pub use dynamic::DynamicTool;
+pub use error::{BuildProblem, RegistryError};
+pub use name::{MAX_NAME_LEN, check_tool_name};
+pub use policy::{Hints, Scope, ScopeError, ToolPolicy};
+pub use registry::{Registry, Replacement};
+pub use source::Source;
+pub use tool::Tool;
+pub use tool_error::{ArgumentProblem, ToolError};
+
+#[doc = include_str!("tool_macro.md")]
+pub use registry_macros::tool;

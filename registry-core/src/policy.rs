@@ -1,0 +1,109 @@
+//! What a tool requires and promises: scopes and behaviour hints.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Serialize, Serializer};
+
+/// A permission a subject must hold to use a tool, such as `build:read`.
+///
+/// A scope is one or more non-empty segments of ASCII letters, digits, `_`, `.` and `-`,
+/// joined by `:`. Scopes are compared exactly; there are no wildcards.
+///
+/// ```
+/// use registry_core::Scope;
+///
+/// let scope: Scope = "deploy:write".parse().unwrap();
+/// assert_eq!(scope.as_str(), "deploy:write");
+/// assert!("deploy::write".parse::<Scope>().is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Scope(Cow<'static, str>);
+
+impl Scope {
+    /// Checks `scope` and makes a [`Scope`] of it.
+    pub fn new(scope: impl Into<Cow<'static, str>>) -> Result<Self, ScopeError> {
+        let scope = scope.into();
+        if scope.split(':').any(str::is_empty) {
+            return Err(ScopeError(format!(
+                "the scope {scope:?} has an empty segment; write segments joined by `:`, e.g. `build:read`"
+            )));
+        }
+        let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':');
+        if let Some(bad) = scope.chars().find(|c| !allowed(*c)) {
+            return Err(ScopeError(format!(
+                "the scope {scope:?} contains {bad:?}; a scope uses ASCII letters, digits, `_`, `.` and `-`, with `:` between segments"
+            )));
+        }
+        Ok(Scope(scope))
+    }
+
+    /// The scope as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl FromStr for Scope {
+    type Err = ScopeError;
+
+    fn from_str(scope: &str) -> Result<Self, Self::Err> {
+        Scope::new(scope.to_owned())
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Scope {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+/// A string that is not a valid [`Scope`]; the message says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ScopeError(String);
+
+/// How a tool behaves, as the MCP behaviour hints describe it.
+///
+/// These are promises of the declaration, set by the `read_only`, `destructive`, `idempotent`
+/// and `open_world` flags of `#[tool]`; each is `false` unless declared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Hints {
+    /// The tool does not modify its environment.
+    pub read_only: bool,
+    /// The tool may destroy or overwrite data.
+    pub destructive: bool,
+    /// Calling it again with the same arguments has no further effect.
+    pub idempotent: bool,
+    /// The tool reaches outside the system: the web, other services.
+    pub open_world: bool,
+}
+
+/// What a tool requires of a subject, and what it promises about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ToolPolicy {
+    /// The scopes a subject must hold, all of them, to see and call the tool.
+    pub scopes: Vec<Scope>,
+    /// The behaviour hints.
+    pub hints: Hints,
+}
+
+impl ToolPolicy {
+    /// A policy with no scopes and no hints.
+    pub fn new() -> Self {
+        ToolPolicy::default()
+    }
+
+    /// Whether the tool is declared `read_only`.
+    pub fn is_read_only(&self) -> bool {
+        self.hints.read_only
+    }
+}

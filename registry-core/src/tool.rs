@@ -1,0 +1,205 @@
+//! A tool in a registry: its definition, policy and source, and the way to call it.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+
+use crate::arguments::Arguments;
+use crate::context::ToolContext;
+use crate::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
+use crate::definition::ToolDefinition;
+use crate::policy::ToolPolicy;
+use crate::schema;
+use crate::source::Source;
+use crate::tool_error::ToolError;
+use crate::validate::ArgumentValidator;
+
+/// A registered tool.
+///
+/// Cheap to clone (it is shared). Its definition and the compiled validator of its arguments
+/// are built the first time they are needed, once.
+#[derive(Clone)]
+pub struct Tool(Arc<ToolInner>);
+
+struct ToolInner {
+    name: Cow<'static, str>,
+    description: Cow<'static, str>,
+    title: Option<Cow<'static, str>>,
+    policy: ToolPolicy,
+    source: Source,
+    parameters: Parameters,
+    definition: OnceLock<ToolDefinition>,
+    validator: OnceLock<Result<ArgumentValidator, String>>,
+    handler: Handler,
+}
+
+/// Where the arguments schema comes from.
+enum Parameters {
+    /// Generated from a `#[tool]` function's parameter types, when first needed.
+    Declared(&'static [Param]),
+    /// Given as JSON (tools built at run time).
+    Given(Value),
+}
+
+/// How a tool runs.
+#[derive(Clone)]
+pub(crate) enum Handler {
+    Declared(Execute),
+    Sync(Arc<dyn Fn(&ToolContext, Value) -> Outcome + Send + Sync>),
+    Async(Arc<dyn Fn(ToolContext, Value) -> BoxFuture<'static, Outcome> + Send + Sync>),
+}
+
+/// The parts of a tool, checked by the registry builder before they become a [`Tool`].
+pub(crate) struct ToolParts {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) description: Cow<'static, str>,
+    pub(crate) title: Option<Cow<'static, str>>,
+    pub(crate) policy: ToolPolicy,
+    pub(crate) source: Source,
+    pub(crate) parameters: Value,
+    pub(crate) validator: ArgumentValidator,
+    pub(crate) handler: Handler,
+}
+
+impl Tool {
+    /// The tool of a `#[tool]` declaration, whose scopes were checked at compile time.
+    pub(crate) fn declared(declaration: &'static Declaration, policy: ToolPolicy) -> Self {
+        Tool(Arc::new(ToolInner {
+            name: Cow::Borrowed(declaration.name),
+            description: Cow::Borrowed(declaration.description),
+            title: declaration.title.map(Cow::Borrowed),
+            policy,
+            source: declaration.location,
+            parameters: Parameters::Declared(declaration.params),
+            definition: OnceLock::new(),
+            validator: OnceLock::new(),
+            handler: Handler::Declared(declaration.execute),
+        }))
+    }
+
+    /// A tool built at run time, already checked.
+    pub(crate) fn from_parts(parts: ToolParts) -> Self {
+        Tool(Arc::new(ToolInner {
+            name: parts.name,
+            description: parts.description,
+            title: parts.title,
+            policy: parts.policy,
+            source: parts.source,
+            parameters: Parameters::Given(parts.parameters),
+            definition: OnceLock::new(),
+            validator: OnceLock::from(Ok(parts.validator)),
+            handler: parts.handler,
+        }))
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// What a model is shown: name, description, title and arguments schema.
+    pub fn definition(&self) -> &ToolDefinition {
+        self.0.definition.get_or_init(|| {
+            let parameters = match &self.0.parameters {
+                Parameters::Declared([]) => schema::empty_parameters_schema(),
+                Parameters::Declared(params) => schema::parameters_schema(params),
+                Parameters::Given(schema) => schema.clone(),
+            };
+            ToolDefinition {
+                name: self.0.name.to_string(),
+                description: self.0.description.to_string(),
+                title: self.0.title.as_deref().map(str::to_owned),
+                parameters,
+            }
+        })
+    }
+
+    /// The scopes it requires and the behaviour hints it declares.
+    pub fn policy(&self) -> &ToolPolicy {
+        &self.0.policy
+    }
+
+    /// Where it was declared.
+    pub fn source(&self) -> Source {
+        self.0.source
+    }
+
+    /// Whether the tool is `async` (an `async fn`, or a run-time tool with an async handler).
+    pub fn is_async(&self) -> bool {
+        matches!(
+            self.0.handler,
+            Handler::Async(_) | Handler::Declared(Execute::Async(_))
+        )
+    }
+
+    /// Checks `arguments` against the tool's schema; the error lists every problem.
+    pub fn validate(&self, arguments: &Value) -> Result<(), ToolError> {
+        let validator = self
+            .0
+            .validator
+            .get_or_init(|| ArgumentValidator::new(&self.definition().parameters));
+        let validator = validator.as_ref().map_err(|error| {
+            ToolError::Failed(format!(
+                "the tool {:?} cannot be called: its schema does not compile: {error}",
+                self.name()
+            ))
+        })?;
+        let problems = validator.problems(arguments);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ToolError::InvalidArguments(problems))
+        }
+    }
+
+    /// Validates `arguments`, then runs the tool.
+    ///
+    /// A synchronous tool runs on the calling thread when the future is first polled.
+    pub async fn call(&self, ctx: ToolContext, arguments: Value) -> Outcome {
+        self.validate(&arguments)?;
+        match &self.0.handler {
+            Handler::Declared(Execute::Sync(execute)) => execute(&ctx, Arguments::new(object(arguments))),
+            Handler::Declared(Execute::Async(execute)) => {
+                execute(ctx, Arguments::new(object(arguments))).await
+            }
+            Handler::Sync(handler) => handler(&ctx, arguments),
+            Handler::Async(handler) => handler(ctx, arguments).await,
+        }
+    }
+
+    /// Validates `arguments`, then runs the tool on this thread, without an async runtime.
+    ///
+    /// An `async` tool is driven to completion here; one that needs a runtime of its own
+    /// (tokio timers or sockets, say) must be called with [`Tool::call`] inside that runtime.
+    pub fn call_blocking(&self, ctx: &ToolContext, arguments: Value) -> Outcome {
+        self.validate(&arguments)?;
+        match &self.0.handler {
+            Handler::Declared(Execute::Sync(execute)) => execute(ctx, Arguments::new(object(arguments))),
+            Handler::Declared(Execute::Async(execute)) => {
+                pollster::block_on(execute(ctx.clone(), Arguments::new(object(arguments))))
+            }
+            Handler::Sync(handler) => handler(ctx, arguments),
+            Handler::Async(handler) => pollster::block_on(handler(ctx.clone(), arguments)),
+        }
+    }
+}
+
+/// The arguments object; validation has made sure it is one.
+fn object(arguments: Value) -> serde_json::Map<String, Value> {
+    match arguments {
+        Value::Object(object) => object,
+        _ => serde_json::Map::new(),
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.0.name)
+            .field("policy", &self.0.policy)
+            .field("source", &self.0.source)
+            .finish_non_exhaustive()
+    }
+}

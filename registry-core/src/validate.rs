@@ -1,0 +1,161 @@
+//! Checks a call's arguments against the schema the model was shown, and words every
+//! problem so that the model can fix it: a JSON pointer and what was expected there.
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{ValidationError, Validator};
+use serde_json::Value;
+
+use crate::tool_error::ArgumentProblem;
+
+/// A compiled arguments schema.
+#[derive(Debug)]
+pub(crate) struct ArgumentValidator(Validator);
+
+impl ArgumentValidator {
+    /// Compiles `schema` (JSON Schema 2020-12); the error says why it is not a valid schema.
+    pub(crate) fn new(schema: &Value) -> Result<Self, String> {
+        jsonschema::draft202012::new(schema)
+            .map(ArgumentValidator)
+            .map_err(|error| error.to_string())
+    }
+
+    /// Every problem with `arguments`; empty when they are valid.
+    pub(crate) fn problems(&self, arguments: &Value) -> Vec<ArgumentProblem> {
+        if let Some(problem) = not_an_object(arguments) {
+            return vec![problem];
+        }
+        let mut problems = Vec::new();
+        for error in self.0.iter_errors(arguments) {
+            describe(&error, &mut problems);
+        }
+        problems
+    }
+}
+
+/// The arguments of a call must be a JSON object.
+pub(crate) fn not_an_object(arguments: &Value) -> Option<ArgumentProblem> {
+    (!arguments.is_object()).then(|| {
+        ArgumentProblem::new(
+            "",
+            format!(
+                "the arguments must be a JSON object, got {}",
+                describe_value(arguments)
+            ),
+        )
+    })
+}
+
+fn describe(error: &ValidationError<'_>, out: &mut Vec<ArgumentProblem>) {
+    let pointer = error.instance_path().as_str().to_owned();
+    let instance = error.instance();
+    let message = match error.kind() {
+        ValidationErrorKind::Type { kind } => {
+            format!("expected {}, got {}", expected_types(kind), describe_value(instance))
+        }
+        ValidationErrorKind::Required { property } => {
+            format!("missing required property {property}")
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            for name in unexpected {
+                out.push(ArgumentProblem::new(
+                    pointer.clone(),
+                    format!("unknown property {name:?}"),
+                ));
+            }
+            return;
+        }
+        ValidationErrorKind::Enum { options } => {
+            format!("expected one of {options}, got {}", describe_value(instance))
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            format!("expected {expected_value}, got {}", describe_value(instance))
+        }
+        ValidationErrorKind::Minimum { limit } => format!("must be at least {limit}, got {instance}"),
+        ValidationErrorKind::Maximum { limit } => format!("must be at most {limit}, got {instance}"),
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            format!("must be greater than {limit}, got {instance}")
+        }
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            format!("must be less than {limit}, got {instance}")
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            format!("must be at least {limit} characters long")
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            format!("must be at most {limit} characters long")
+        }
+        ValidationErrorKind::MinItems { limit } => format!("must have at least {limit} items"),
+        ValidationErrorKind::MaxItems { limit } => format!("must have at most {limit} items"),
+        ValidationErrorKind::Pattern { pattern } => format!("must match the pattern {pattern:?}"),
+        ValidationErrorKind::Format { format } => format!("must be a valid {format}"),
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            if let Some(branch) = closest_branch(&pointer, context) {
+                branch.iter().for_each(|error| describe(error, out));
+                return;
+            }
+            format!(
+                "{} does not match any of the accepted forms",
+                describe_value(instance)
+            )
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => {
+            "matches more than one of the accepted forms; make it match exactly one".to_owned()
+        }
+        ValidationErrorKind::FalseSchema => "no value is allowed here".to_owned(),
+        _ => error.to_string(),
+    };
+    out.push(ArgumentProblem::new(pointer, message));
+}
+
+/// Of the alternatives of an `anyOf`/`oneOf`, the one branch whose errors are not about the
+/// value's type at this very place (so its shape was meant), if there is exactly one.
+fn closest_branch<'a>(
+    pointer: &str,
+    branches: &'a [Vec<ValidationError<'static>>],
+) -> Option<&'a [ValidationError<'static>]> {
+    let mut candidates = branches.iter().filter(|errors| {
+        !errors.iter().any(|error| {
+            error.instance_path().as_str() == pointer
+                && matches!(
+                    error.kind(),
+                    ValidationErrorKind::Type { .. }
+                        | ValidationErrorKind::Constant { .. }
+                        | ValidationErrorKind::Enum { .. }
+                )
+        })
+    });
+    let branch = candidates.next()?;
+    candidates.next().is_none().then_some(branch.as_slice())
+}
+
+fn expected_types(kind: &TypeKind) -> String {
+    match kind {
+        TypeKind::Single(json_type) => json_type.to_string(),
+        TypeKind::Multiple(types) => {
+            // "null" last: `boolean or null` reads as the optional boolean it is.
+            let mut names: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+            names.sort_by_key(|name| name == "null");
+            names.join(" or ")
+        }
+    }
+}
+
+/// `string "yes"`, `integer 5`, `array`, ...: a value as an error message shows it, short.
+pub(crate) fn describe_value(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(flag) => format!("boolean {flag}"),
+        Value::Number(number) if number.is_f64() => format!("number {number}"),
+        Value::Number(number) => format!("integer {number}"),
+        Value::String(text) => {
+            const MAX: usize = 40;
+            match text.char_indices().nth(MAX) {
+                Some((end, _)) => format!("string {:?}...", &text[..end]),
+                None => format!("string {text:?}"),
+            }
+        }
+        Value::Array(_) => "array".to_owned(),
+        Value::Object(_) => "object".to_owned(),
+    }
+}

@@ -1,0 +1,150 @@
+//! Parses the arguments of `#[tool(...)]`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
+use syn::{LitStr, Path};
+
+use crate::ctxt::Ctxt;
+
+/// Every key `#[tool]` accepts, in the order the docs list them.
+const KEYS: &[&str] = &[
+    "name",
+    "description",
+    "title",
+    "scopes",
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
+    "crate",
+];
+
+/// The parsed arguments of one `#[tool(...)]`.
+#[derive(Default)]
+pub(crate) struct ToolAttr {
+    /// `name = "get_status"`: the tool's name; default: the function's name.
+    pub(crate) name: Option<LitStr>,
+    /// `description = "..."`: what the model reads; default: the doc comment.
+    pub(crate) description: Option<LitStr>,
+    /// `title = "Build status"`: a human-readable title.
+    pub(crate) title: Option<LitStr>,
+    /// `scopes = "deploy:write, build:read"`: scopes a subject needs, all of them.
+    pub(crate) scopes: Option<LitStr>,
+    /// `read_only`: the tool does not modify its environment.
+    pub(crate) read_only: Option<Span>,
+    /// `destructive`: the tool may destroy or overwrite data.
+    pub(crate) destructive: Option<Span>,
+    /// `idempotent`: calling it twice with the same arguments does nothing more.
+    pub(crate) idempotent: Option<Span>,
+    /// `open_world`: the tool reaches outside the system (the web, other services).
+    pub(crate) open_world: Option<Span>,
+    /// `crate = path`: where `registry-core` is, for crates that re-export it.
+    pub(crate) krate: Option<Path>,
+}
+
+/// Parses `args`, recording every mistake in `cx` and carrying on past it.
+pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> ToolAttr {
+    let mut attr = ToolAttr::default();
+    let parser = syn::meta::parser(|meta| {
+        parse_key(cx, &mut attr, &meta)?;
+        Ok(())
+    });
+    if let Err(error) = syn::parse::Parser::parse2(parser, args) {
+        cx.syn_error(error);
+    }
+    attr
+}
+
+fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Result<()> {
+    let path = &meta.path;
+    let key = path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| quote::quote!(#path).to_string().replace(' ', ""));
+    match key.as_str() {
+        "name" => set(cx, meta, &mut attr.name, string(meta)?),
+        "description" => set(cx, meta, &mut attr.description, string(meta)?),
+        "title" => set(cx, meta, &mut attr.title, string(meta)?),
+        "scopes" => set(cx, meta, &mut attr.scopes, string(meta)?),
+        "read_only" => set(cx, meta, &mut attr.read_only, flag(cx, meta)?),
+        "destructive" => set(cx, meta, &mut attr.destructive, flag(cx, meta)?),
+        "idempotent" => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),
+        "open_world" => set(cx, meta, &mut attr.open_world, flag(cx, meta)?),
+        "crate" => {
+            let path: Path = meta.value()?.parse()?;
+            set(cx, meta, &mut attr.krate, path);
+        }
+        _ => {
+            cx.error_spanned_by(path, unknown_key_message(&key));
+            skip_value(meta)?;
+        }
+    }
+    Ok(())
+}
+
+/// Stores `value` unless the key was given before, which is an error.
+fn set<T>(cx: &Ctxt, meta: &ParseNestedMeta, slot: &mut Option<T>, value: T) {
+    if slot.is_some() {
+        let path = &meta.path;
+        let key = quote::quote!(#path).to_string();
+        cx.error_spanned_by(path, format!("`{key}` is given twice; keep one"));
+    } else {
+        *slot = Some(value);
+    }
+}
+
+fn string(meta: &ParseNestedMeta) -> syn::Result<LitStr> {
+    let path = &meta.path;
+    let key = quote::quote!(#path).to_string();
+    let Ok(value) = meta.value() else {
+        return Err(meta.error(format!(
+            "`{key}` takes a string value; write `{key} = \"...\"`"
+        )));
+    };
+    value.parse::<LitStr>().map_err(|error| {
+        syn::Error::new(
+            error.span(),
+            format!("`{key}` takes a string literal; write `{key} = \"...\"`"),
+        )
+    })
+}
+
+fn flag(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Span> {
+    let path = &meta.path;
+    if meta.input.peek(syn::Token![=]) || meta.input.peek(syn::token::Paren) {
+        let key = quote::quote!(#path).to_string();
+        cx.error_spanned_by(
+            path,
+            format!("`{key}` is a flag and takes no value; write `{key}` alone, or leave it out"),
+        );
+        skip_value(meta)?;
+    }
+    Ok(syn::spanned::Spanned::span(path))
+}
+
+/// Consumes whatever follows an unknown key, so parsing can go on to the next one.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(syn::Token![=]) {
+        meta.value()?.parse::<syn::Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        meta.parse_nested_meta(|inner| skip_value(&inner))?;
+    }
+    Ok(())
+}
+
+fn unknown_key_message(key: &str) -> String {
+    let nearest = KEYS
+        .iter()
+        .map(|candidate| (strsim::jaro_winkler(key, candidate), candidate))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| format!("; did you mean `{candidate}`?"))
+        .unwrap_or_default();
+    format!(
+        "unknown key `{key}`{nearest} (valid keys: {})",
+        KEYS.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}

@@ -1,0 +1,206 @@
+//! Validates the attribute and the function before anything is generated.
+
+use syn::{Pat, Type};
+
+use crate::attr::ToolAttr;
+use crate::ctxt::Ctxt;
+use crate::model::{ParamKind, ToolFn};
+use crate::name::{name_problem, scope_problem};
+
+/// Records in `cx` everything that keeps `tool` from being a tool.
+pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+    check_name(cx, attr, tool);
+    check_texts(cx, attr, tool);
+    check_scopes(cx, attr);
+    check_hints(cx, attr);
+    check_signature(cx, tool);
+    check_params(cx, tool);
+}
+
+fn check_name(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+    match &attr.name {
+        Some(name) => {
+            if let Some(problem) = name_problem(&name.value()) {
+                cx.error_spanned_by(name, problem);
+            }
+        }
+        None => {
+            let ident = &tool.item.sig.ident;
+            let name = ident.to_string();
+            if let Some(problem) = name_problem(name.trim_start_matches("r#")) {
+                cx.error_spanned_by(
+                    ident,
+                    format!("{problem}; or give the tool another name with `name = \"...\"`"),
+                );
+            }
+        }
+    }
+}
+
+fn check_texts(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+    for (key, text) in [("description", &attr.description), ("title", &attr.title)] {
+        if let Some(text) = text.as_ref().filter(|text| text.value().trim().is_empty()) {
+            cx.error_spanned_by(
+                text,
+                format!("`{key}` is empty; write what the tool does, or leave the key out"),
+            );
+        }
+    }
+    if attr.description.is_none() && tool.doc.is_none() {
+        cx.error_spanned_by(
+            &tool.item.sig.ident,
+            "this tool has no description, and a model cannot use an undescribed tool; \
+             add a `///` doc comment saying what it does, or `description = \"...\"`",
+        );
+    }
+}
+
+fn check_scopes(cx: &Ctxt, attr: &ToolAttr) {
+    let Some(scopes) = &attr.scopes else { return };
+    let value = scopes.value();
+    let list = split_scopes(&value);
+    if list.is_empty() {
+        cx.error_spanned_by(
+            scopes,
+            "`scopes` is empty; name at least one scope, e.g. `scopes = \"build:read\"`, \
+             or leave the key out for a tool that needs none",
+        );
+    }
+    for (index, scope) in list.iter().enumerate() {
+        if let Some(problem) = scope_problem(scope) {
+            cx.error_spanned_by(scopes, problem);
+        } else if list[..index].contains(scope) {
+            cx.error_spanned_by(scopes, format!("the scope `{scope}` is listed twice; keep one"));
+        }
+    }
+}
+
+/// The scopes of a `scopes = "a:b, c"` value, without the white space around them.
+pub(crate) fn split_scopes(value: &str) -> Vec<&str> {
+    if value.trim().is_empty() {
+        return Vec::new();
+    }
+    value.split(',').map(str::trim).collect()
+}
+
+fn check_hints(cx: &Ctxt, attr: &ToolAttr) {
+    if let (Some(_), Some(destructive)) = (attr.read_only, attr.destructive) {
+        cx.syn_error(syn::Error::new(
+            destructive,
+            "a tool cannot be both `read_only` and `destructive`; keep the one that is true",
+        ));
+    }
+}
+
+fn check_signature(cx: &Ctxt, tool: &ToolFn) {
+    let sig = &tool.item.sig;
+    if let Some(receiver) = tool.receiver {
+        cx.error_spanned_by(
+            receiver,
+            "a tool cannot take `self`; make it a free function and reach shared state \
+             through a `&ToolContext` parameter",
+        );
+    }
+    if !sig.generics.params.is_empty() {
+        cx.error_spanned_by(
+            &sig.generics,
+            "a tool cannot be generic; the registry must know every parameter's concrete type \
+             to write its JSON Schema; use concrete types",
+        );
+    } else if let Some(clause) = &sig.generics.where_clause {
+        cx.error_spanned_by(
+            clause,
+            "a tool cannot have a `where` clause; use concrete types",
+        );
+    }
+    if let syn::Safety::Unsafe(token) = &sig.safety {
+        cx.error_spanned_by(
+            token,
+            "a tool cannot be `unsafe`: the model calls it with any arguments it likes; \
+             make it safe and check the arguments inside",
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        cx.error_spanned_by(abi, "a tool cannot have an `extern` ABI; remove it");
+    }
+    if let Some(variadic) = &sig.variadic {
+        cx.error_spanned_by(variadic, "a tool cannot be variadic");
+    }
+    if let syn::ReturnType::Type(_, ty) = &sig.output {
+        if let Type::ImplTrait(_) = &**ty {
+            cx.error_spanned_by(
+                ty,
+                "a tool cannot return `impl Trait`; name the returned type, which must \
+                 implement `Serialize`",
+            );
+        }
+    }
+}
+
+fn check_params(cx: &Ctxt, tool: &ToolFn) {
+    let mut context_seen = false;
+    for param in &tool.params {
+        if param.ident.is_none() {
+            let message = match &*param.arg.pat {
+                Pat::Wild(_) => {
+                    "a tool parameter needs a name, which becomes the argument's name in the \
+                     schema; write `name: Type` instead of `_`"
+                }
+                _ => {
+                    "a tool parameter must be a plain name, which becomes the argument's name \
+                     in the schema; destructure inside the function instead"
+                }
+            };
+            cx.error_spanned_by(&param.arg.pat, message);
+        }
+        match param.kind {
+            ParamKind::Context => {
+                if let Type::Reference(reference) = param.ty {
+                    if let Some(mutability) = reference.mutability {
+                        cx.error_spanned_by(
+                            mutability,
+                            "the tool context is shared; take it as `&ToolContext`",
+                        );
+                    }
+                }
+                if context_seen {
+                    cx.error_spanned_by(param.ty, "a tool takes `&ToolContext` at most once");
+                }
+                context_seen = true;
+            }
+            ParamKind::Required => check_owned(cx, param.ty),
+            ParamKind::Optional { inner } => check_owned(cx, inner),
+        }
+    }
+}
+
+/// Arguments are deserialized from the model's JSON, so they must own their data.
+fn check_owned(cx: &Ctxt, ty: &Type) {
+    match ty {
+        Type::Reference(reference) => {
+            let suggestion = match &*reference.elem {
+                Type::Path(path) if path.path.is_ident("str") => "`String`".to_owned(),
+                Type::Slice(slice) => {
+                    let elem = &slice.elem;
+                    format!("`Vec<{}>`", quote::quote!(#elem))
+                }
+                elem => format!("`{}`", quote::quote!(#elem)),
+            };
+            cx.error_spanned_by(
+                ty,
+                format!(
+                    "a tool parameter cannot be borrowed: arguments are deserialized from the \
+                     model's JSON into owned values; use {suggestion}"
+                ),
+            );
+        }
+        Type::ImplTrait(_) => cx.error_spanned_by(
+            ty,
+            "a tool parameter cannot be `impl Trait`; the schema needs a concrete type",
+        ),
+        Type::Infer(_) | Type::Never(_) => {
+            cx.error_spanned_by(ty, "a tool parameter needs a concrete type")
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,246 @@
+//! Writes the code for a checked `#[tool]`: the user's function, unchanged but for its
+//! parameter docs, then, inside `const _: () = { ... };`, an executor and the static record
+//! submitted to the registration list.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::Item;
+
+use crate::attr::{self, ToolAttr};
+use crate::check::{check, split_scopes};
+use crate::ctxt::Ctxt;
+use crate::model::{Output, Param, ParamKind, ToolFn};
+
+/// The whole macro: parse, check, expand. On any error the user's item is emitted as it
+/// was (less its parameter docs) beside the errors, so only the real mistakes show.
+pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    let mut item = match syn::parse2::<Item>(input.clone()) {
+        Ok(Item::Fn(item)) => item,
+        Ok(other) => return not_a_function(&other, input),
+        Err(error) => {
+            let error = error.to_compile_error();
+            return quote!(#input #error);
+        }
+    };
+    let param_docs = crate::doc::take_param_docs(&mut item);
+    let cx = Ctxt::default();
+    let attr = attr::parse(&cx, args);
+    let tool = ToolFn::new(&item, param_docs);
+    check(&cx, &attr, &tool);
+    match cx.check() {
+        Ok(()) => {
+            let registration = registration(&attr, &tool);
+            quote!(#item #registration)
+        }
+        Err(errors) => quote!(#item #errors),
+    }
+}
+
+fn not_a_function(item: &Item, input: TokenStream) -> TokenStream {
+    let what = match item {
+        Item::Struct(_) => "a struct",
+        Item::Enum(_) => "an enum",
+        Item::Impl(_) => "an impl block",
+        Item::Mod(_) => "a module",
+        Item::Trait(_) => "a trait",
+        Item::Const(_) | Item::Static(_) => "a constant",
+        _ => "this item",
+    };
+    let error = syn::Error::new(
+        first_token_span(item),
+        format!(
+            "`#[tool]` goes on a free function, not on {what}; \
+             write `#[tool] fn name(...) -> ... {{ ... }}`"
+        ),
+    )
+    .to_compile_error();
+    quote!(#input #error)
+}
+
+fn first_token_span(item: &Item) -> Span {
+    quote!(#item)
+        .into_iter()
+        .find(|token| !matches!(token, proc_macro2::TokenTree::Punct(_)))
+        .map_or_else(Span::call_site, |token| token.span())
+}
+
+/// The hidden items that register `tool`.
+fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
+    let krate = attr
+        .krate
+        .clone()
+        .unwrap_or_else(|| syn::parse_quote!(::registry_core));
+    let rc = quote!(#krate::__private);
+    let ident = &tool.item.sig.ident;
+    let name = attr
+        .name
+        .as_ref()
+        .map_or_else(|| ident.to_string().trim_start_matches("r#").to_owned(), |name| name.value());
+    let description = attr
+        .description
+        .as_ref()
+        .map(syn::LitStr::value)
+        .or_else(|| tool.doc.clone())
+        .unwrap_or_default();
+    let title = option_str(attr.title.as_ref().map(syn::LitStr::value));
+    let scopes = attr
+        .scopes
+        .as_ref()
+        .map(|scopes| split_scopes(&scopes.value()).into_iter().map(str::to_owned).collect())
+        .unwrap_or_else(Vec::<String>::new);
+    let [read_only, destructive, idempotent, open_world] =
+        [attr.read_only, attr.destructive, attr.idempotent, attr.open_world].map(|f| f.is_some());
+    let params = tool.params.iter().filter_map(|param| param_record(&rc, param));
+    let executor = executor(&rc, tool);
+    let execute = if tool.is_async() {
+        quote!(#rc::Execute::Async(__execute))
+    } else {
+        quote!(#rc::Execute::Sync(__execute))
+    };
+    let location = quote_spanned!(ident.span()=> ::core::line!(), ::core::column!());
+    let once = same_crate_guard(&name, attr, ident);
+    quote! {
+        #[doc(hidden)]
+        const _: () = {
+            #executor
+            #once
+            #rc::inventory::submit! {
+                #rc::Declaration {
+                    name: #name,
+                    description: #description,
+                    title: #title,
+                    scopes: &[#(#scopes),*],
+                    hints: #rc::Hints {
+                        read_only: #read_only,
+                        destructive: #destructive,
+                        idempotent: #idempotent,
+                        open_world: #open_world,
+                    },
+                    params: &[#(#params),*],
+                    execute: #execute,
+                    location: #rc::Source::declared(
+                        ::core::module_path!(),
+                        ::core::file!(),
+                        #location,
+                    ),
+                }
+            }
+        };
+    }
+}
+
+/// One entry of the parameter list; none for the context.
+fn param_record(rc: &TokenStream, param: &Param) -> Option<TokenStream> {
+    let name = param.property_name()?;
+    let description = option_str(param.doc.clone());
+    let ty = param.ty;
+    let (required, schema) = match param.kind {
+        ParamKind::Context => return None,
+        ParamKind::Required => (true, quote_spanned!(ty.span()=> #rc::schema::<#ty>)),
+        ParamKind::Optional { .. } => (false, quote_spanned!(ty.span()=> #rc::schema::<#ty>)),
+    };
+    Some(quote! {
+        #rc::Param {
+            name: #name,
+            description: #description,
+            required: #required,
+            schema: #schema,
+        }
+    })
+}
+
+/// `fn __execute`: takes the JSON arguments apart, calls the function, serializes its result.
+fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
+    let ident = &tool.item.sig.ident;
+    let mut bindings = Vec::new();
+    let mut call_args = Vec::new();
+    for (index, param) in tool.params.iter().enumerate() {
+        let binding = format_ident!("__arg{}", index);
+        let name = param.property_name().unwrap_or_default();
+        match param.kind {
+            ParamKind::Context => {
+                call_args.push(quote!(&__ctx));
+                continue;
+            }
+            ParamKind::Required => {
+                let ty = param.ty;
+                bindings.push(quote_spanned! {ty.span()=>
+                    let #binding = __args.required::<#ty>(#name)?;
+                });
+            }
+            ParamKind::Optional { inner } => {
+                bindings.push(quote_spanned! {inner.span()=>
+                    let #binding = __args.optional::<#inner>(#name)?;
+                });
+            }
+        }
+        call_args.push(quote!(#binding));
+    }
+    let call = quote!(#ident(#(#call_args),*));
+    let call = if tool.is_async() {
+        quote!(#call.await)
+    } else {
+        call
+    };
+    let output = match &tool.output {
+        Output::Unit => quote!({ #call; #rc::output(()) }),
+        Output::Value(ty) => quote_spanned!(ty.span()=> #rc::output(#call)),
+        Output::Result(ty) => quote_spanned!(ty.span()=> #rc::result_output(#call)),
+    };
+    let body = quote! {
+        #(#bindings)*
+        __args.finish()?;
+        #output
+    };
+    if tool.is_async() {
+        let span = tool.item.sig.asyncness.span();
+        let boxed = quote_spanned!(span=> #rc::boxed);
+        quote! {
+            fn __execute(
+                __ctx: #rc::ToolContext,
+                mut __args: #rc::Arguments,
+            ) -> #rc::BoxFuture<'static, #rc::Outcome> {
+                #boxed(async move {
+                    let __ctx = __ctx;
+                    #body
+                })
+            }
+        }
+    } else {
+        quote! {
+            fn __execute(
+                __ctx: &#rc::ToolContext,
+                mut __args: #rc::Arguments,
+            ) -> #rc::Outcome {
+                let _ = __ctx;
+                #body
+            }
+        }
+    }
+}
+
+/// A macro named after the tool, exported at the crate root: a second tool of the same name
+/// in the same crate then fails to compile (E0428). Across crates the registry catches it.
+fn same_crate_guard(name: &str, attr: &ToolAttr, ident: &syn::Ident) -> TokenStream {
+    let span = attr.name.as_ref().map_or_else(|| ident.span(), syn::LitStr::span);
+    let guard = if name.contains('-') {
+        let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
+        format_ident!("__registry_tool_x{}", hex, span = span)
+    } else {
+        format_ident!("__registry_tool_named_{}", name, span = span)
+    };
+    quote! {
+        #[doc(hidden)]
+        #[macro_export]
+        macro_rules! #guard { () => {}; }
+    }
+}
+
+fn option_str(text: Option<String>) -> TokenStream {
+    match text {
+        Some(text) => quote!(::core::option::Option::Some(#text)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+

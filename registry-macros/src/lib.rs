@@ -1,0 +1,25 @@
+//! The `#[tool]` attribute macro.
+//!
+//! This crate is an implementation detail of `registry-core`, which re-exports [`macro@tool`]
+//! and documents it. Depend on `registry-core` instead.
+//!
+//! The macro works in three steps, one file each: [`attr`] and [`model`] parse the attribute
+//! and the function, [`check`] validates them, and [`expand`] writes the code. Every mistake
+//! found on the way is collected in a [`ctxt::Ctxt`] and reported at once, spanned on the
+//! offending token.
+
+mod attr;
+mod check;
+mod ctxt;
+mod doc;
+mod expand;
+mod model;
+mod name;
+
+use proc_macro::TokenStream;
+
+/// Declares a function as a tool; documented in `registry-core`.
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::tool(args.into(), input.into()).into()
+}

@@ -1,0 +1,143 @@
+//! A model of the annotated function: its parameters and its return type, read leniently.
+//! Whatever the model cannot use is reported by `check`.
+
+use syn::{FnArg, GenericArgument, Ident, ItemFn, Pat, PatType, PathArguments, ReturnType, Type};
+
+/// The function under `#[tool]`.
+pub(crate) struct ToolFn<'a> {
+    pub(crate) item: &'a ItemFn,
+    pub(crate) doc: Option<String>,
+    /// A `self` receiver, which a tool cannot have.
+    pub(crate) receiver: Option<&'a syn::Receiver>,
+    pub(crate) params: Vec<Param<'a>>,
+    pub(crate) output: Output<'a>,
+}
+
+/// One typed parameter of the function.
+pub(crate) struct Param<'a> {
+    pub(crate) arg: &'a PatType,
+    /// The binding, when the parameter is a plain identifier.
+    pub(crate) ident: Option<&'a Ident>,
+    pub(crate) ty: &'a Type,
+    pub(crate) doc: Option<String>,
+    pub(crate) kind: ParamKind<'a>,
+}
+
+/// What a parameter is to the tool.
+pub(crate) enum ParamKind<'a> {
+    /// `&ToolContext`: given by the registry, not part of the schema.
+    Context,
+    /// An argument the model must give.
+    Required,
+    /// `Option<T>`: an argument the model may leave out or set to `null`.
+    Optional { inner: &'a Type },
+}
+
+/// What the function returns.
+pub(crate) enum Output<'a> {
+    /// Nothing (`()`): the result is `null`.
+    Unit,
+    /// A value to serialize.
+    Value(&'a Type),
+    /// A `Result<T, E>` (or an alias named `Result`): `Ok` is serialized, `Err` displayed.
+    Result(&'a Type),
+}
+
+impl<'a> ToolFn<'a> {
+    /// Models `item`, whose parameter docs were already taken out as `param_docs`.
+    pub(crate) fn new(item: &'a ItemFn, param_docs: Vec<Option<String>>) -> Self {
+        let params = item
+            .sig
+            .inputs
+            .iter()
+            .zip(param_docs)
+            .filter_map(|(arg, doc)| match arg {
+                FnArg::Typed(arg) => Some(Param::new(arg, doc)),
+                FnArg::Receiver(_) => None,
+            })
+            .collect();
+        let output = match &item.sig.output {
+            ReturnType::Default => Output::Unit,
+            ReturnType::Type(_, ty) if last_segment_is(ty, "Result") => Output::Result(ty),
+            ReturnType::Type(_, ty) => Output::Value(ty),
+        };
+        ToolFn {
+            item,
+            doc: crate::doc::doc_text(&item.attrs),
+            receiver: item.sig.receiver(),
+            params,
+            output,
+        }
+    }
+
+    /// Whether the function is `async`.
+    pub(crate) fn is_async(&self) -> bool {
+        self.item.sig.asyncness.is_some()
+    }
+}
+
+impl<'a> Param<'a> {
+    fn new(arg: &'a PatType, doc: Option<String>) -> Self {
+        let ident = match &*arg.pat {
+            Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => Some(&pat.ident),
+            _ => None,
+        };
+        let ty = &*arg.ty;
+        let kind = if is_context(ty) {
+            ParamKind::Context
+        } else if let Some(inner) = option_inner(ty) {
+            ParamKind::Optional { inner }
+        } else {
+            ParamKind::Required
+        };
+        Param {
+            arg,
+            ident,
+            ty,
+            doc,
+            kind,
+        }
+    }
+
+    /// The property name in the schema: the identifier without any `r#`.
+    pub(crate) fn property_name(&self) -> Option<String> {
+        self.ident
+            .map(|ident| ident.to_string().trim_start_matches("r#").to_owned())
+    }
+}
+
+/// `&ToolContext` or `&path::to::ToolContext`, shared or `mut`.
+fn is_context(ty: &Type) -> bool {
+    match ty {
+        Type::Reference(reference) => last_segment_is(&reference.elem, "ToolContext"),
+        _ => false,
+    }
+}
+
+fn last_segment_is(ty: &Type, name: &str) -> bool {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == name),
+        Type::Group(group) => last_segment_is(&group.elem, name),
+        _ => false,
+    }
+}
+
+/// `T` when `ty` is `Option<T>` (by any path ending in `Option`).
+fn option_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    let segment = path.path.segments.last()?;
+    if segment.ident != "Option" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        GenericArgument::Type(inner) if args.args.len() == 1 => Some(inner),
+        _ => None,
+    }
+}
