@@ -226,9 +226,9 @@ fn same_crate_guard(name: &str, attr: &ToolAttr, ident: &syn::Ident) -> TokenStr
     let span = attr.name.as_ref().map_or_else(|| ident.span(), syn::LitStr::span);
     let guard = if name.contains('-') {
         let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
-        format_ident!("__registry_tool_x{}", hex, span = span)
+        format_ident!("__tool_name_must_be_unique__x{}", hex, span = span)
     } else {
-        format_ident!("__registry_tool_named_{}", name, span = span)
+        format_ident!("__tool_name_must_be_unique__{}", name, span = span)
     };
     quote! {
         #[doc(hidden)]
