@@ -1,0 +1,12 @@
+//! Tools declared in a crate of their own, to test collection across crates.
+
+use registry_core::tool;
+
+/// Count the words of a text.
+#[tool(read_only, idempotent)]
+pub fn count_words(
+    /// The text to count.
+    text: String,
+) -> usize {
+    text.split_whitespace().count()
+}
