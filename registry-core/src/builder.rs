@@ -151,7 +151,10 @@ impl RegistryBuilder {
             }
         }
         for name in self.required {
-            if tools.binary_search_by(|tool| tool.name().cmp(&name)).is_err() {
+            if tools
+                .binary_search_by(|tool| tool.name().cmp(&name))
+                .is_err()
+            {
                 problems.push(BuildProblem::MissingTool { name });
             }
         }
@@ -188,7 +191,10 @@ fn is_under(module: &str, path: &str) -> bool {
 
 /// The tool of a declaration; its name and scopes were checked at compile time, and are
 /// checked again here in case the record was written by hand.
-fn declared_tool(declaration: &'static Declaration, problems: &mut Vec<BuildProblem>) -> Option<Tool> {
+fn declared_tool(
+    declaration: &'static Declaration,
+    problems: &mut Vec<BuildProblem>,
+) -> Option<Tool> {
     let source = declaration.location;
     let mut valid = true;
     if let Err(reason) = crate::name::check_tool_name(declaration.name) {

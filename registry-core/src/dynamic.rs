@@ -155,10 +155,17 @@ impl DynamicTool {
         let tool = self.name.clone();
         let source = self.source;
         if let Err(reason) = crate::name::check_tool_name(&self.name) {
-            problems.push(BuildProblem::InvalidName { name: tool.clone(), site: source, reason });
+            problems.push(BuildProblem::InvalidName {
+                name: tool.clone(),
+                site: source,
+                reason,
+            });
         }
         if self.description.trim().is_empty() {
-            problems.push(BuildProblem::MissingDescription { tool: tool.clone(), site: source });
+            problems.push(BuildProblem::MissingDescription {
+                tool: tool.clone(),
+                site: source,
+            });
         }
         let mut scopes = Vec::new();
         for scope in self.scopes {
@@ -172,12 +179,19 @@ impl DynamicTool {
             }
         }
         if self.hints.read_only && self.hints.destructive {
-            problems.push(BuildProblem::ContradictoryHints { tool: tool.clone(), site: source });
+            problems.push(BuildProblem::ContradictoryHints {
+                tool: tool.clone(),
+                site: source,
+            });
         }
         let validator = match check_schema(&self.parameters) {
             Ok(validator) => Some(validator),
             Err(reason) => {
-                problems.push(BuildProblem::InvalidSchema { tool: tool.clone(), site: source, reason });
+                problems.push(BuildProblem::InvalidSchema {
+                    tool: tool.clone(),
+                    site: source,
+                    reason,
+                });
                 None
             }
         };
@@ -191,7 +205,10 @@ impl DynamicTool {
             name: Cow::Owned(self.name),
             description: Cow::Owned(self.description),
             title: self.title.map(Cow::Owned),
-            policy: ToolPolicy { scopes, hints: self.hints },
+            policy: ToolPolicy {
+                scopes,
+                hints: self.hints,
+            },
             source,
             parameters: self.parameters,
             validator: validator?,

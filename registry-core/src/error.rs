@@ -80,7 +80,9 @@ pub enum BuildProblem {
         reason: String,
     },
     /// The description is empty.
-    #[error("tool {tool:?} has no description, and a model cannot use an undescribed tool ({site})")]
+    #[error(
+        "tool {tool:?} has no description, and a model cannot use an undescribed tool ({site})"
+    )]
     MissingDescription {
         /// The tool.
         tool: String,
@@ -88,7 +90,9 @@ pub enum BuildProblem {
         site: Source,
     },
     /// A run-time tool was given no handler.
-    #[error("tool {tool:?} has no handler; give it one with `.handler(...)` or `.async_handler(...)` ({site})")]
+    #[error(
+        "tool {tool:?} has no handler; give it one with `.handler(...)` or `.async_handler(...)` ({site})"
+    )]
     MissingHandler {
         /// The tool.
         tool: String,
@@ -96,7 +100,9 @@ pub enum BuildProblem {
         site: Source,
     },
     /// `read_only` and `destructive` together.
-    #[error("tool {tool:?} is marked both read-only and destructive; keep the one that is true ({site})")]
+    #[error(
+        "tool {tool:?} is marked both read-only and destructive; keep the one that is true ({site})"
+    )]
     ContradictoryHints {
         /// The tool.
         tool: String,
@@ -104,7 +110,9 @@ pub enum BuildProblem {
         site: Source,
     },
     /// `replace` named a tool that is not registered, so there is nothing to replace.
-    #[error("cannot replace {name:?}: no tool of that name is registered; use `RegistryBuilder::tool` to add it ({site})")]
+    #[error(
+        "cannot replace {name:?}: no tool of that name is registered; use `RegistryBuilder::tool` to add it ({site})"
+    )]
     NothingToReplace {
         /// The name.
         name: String,

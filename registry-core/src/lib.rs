@@ -46,17 +46,21 @@
 //! somewhere: a crate that only declares tools, and is never called, is left out, and its
 //! tools are silently missing. Name such crates once, e.g. in `main.rs`:
 //!
-//! ```ignore
+//! ```
+//! # mod billing_tools {} mod search_tools {}
 //! registry_core::link!(billing_tools, search_tools);
 //! ```
 //!
 //! and let the application fail at startup if tools are still missing, with their names:
 //!
-//! ```ignore
-//! let registry = Registry::builder()
+//! ```
+//! # use registry_core::Registry;
+//! let error = Registry::builder()
 //!     .declared()
 //!     .require(["create_invoice", "search"])
-//!     .build()?;
+//!     .build()
+//!     .unwrap_err();
+//! assert!(error.to_string().contains("the required tool \"create_invoice\" is not registered"));
 //! ```
 //!
 //! Collection relies on [`inventory`](https://docs.rs/inventory), which works on Linux,
@@ -98,3 +102,8 @@ pub use tool_error::{ArgumentProblem, ToolError};
 
 #[doc = include_str!("tool_macro.md")]
 pub use registry_macros::tool;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -6,7 +6,8 @@
 /// tools, and that no code calls into, is left out by the compiler, and its tools are then
 /// silently missing from [`Registry::from_inventory`]. Naming it here is enough:
 ///
-/// ```ignore
+/// ```
+/// # mod billing_tools {} mod search_tools {}
 /// registry_core::link!(billing_tools, search_tools);
 /// ```
 ///

@@ -78,8 +78,16 @@ pub(crate) fn close_objects(schema: &mut Value) {
                     list.iter_mut().for_each(close_objects);
                 }
             }
-            "items" | "additionalProperties" | "unevaluatedProperties" | "unevaluatedItems"
-            | "additionalItems" | "contains" | "not" | "if" | "then" | "else"
+            "items"
+            | "additionalProperties"
+            | "unevaluatedProperties"
+            | "unevaluatedItems"
+            | "additionalItems"
+            | "contains"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
             | "propertyNames" => match value {
                 Value::Array(list) => list.iter_mut().for_each(close_objects),
                 other => close_objects(other),

@@ -19,7 +19,12 @@ pub struct Source {
 impl Source {
     /// The source of a `#[tool]` function; used by the generated code.
     #[doc(hidden)]
-    pub const fn declared(module_path: &'static str, file: &'static str, line: u32, column: u32) -> Self {
+    pub const fn declared(
+        module_path: &'static str,
+        file: &'static str,
+        line: u32,
+        column: u32,
+    ) -> Self {
         Source {
             module_path: Some(module_path),
             file,
@@ -75,8 +80,16 @@ impl Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.module_path {
-            Some(module) => write!(f, "`#[tool]` in {module} at {}:{}:{}", self.file, self.line, self.column),
-            None => write!(f, "built at run time at {}:{}:{}", self.file, self.line, self.column),
+            Some(module) => write!(
+                f,
+                "`#[tool]` in {module} at {}:{}:{}",
+                self.file, self.line, self.column
+            ),
+            None => write!(
+                f,
+                "built at run time at {}:{}:{}",
+                self.file, self.line, self.column
+            ),
         }
     }
 }

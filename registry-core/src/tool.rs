@@ -47,9 +47,16 @@ enum Parameters {
 #[derive(Clone)]
 pub(crate) enum Handler {
     Declared(Execute),
-    Sync(Arc<dyn Fn(&ToolContext, Value) -> Outcome + Send + Sync>),
-    Async(Arc<dyn Fn(ToolContext, Value) -> BoxFuture<'static, Outcome> + Send + Sync>),
+    Sync(Arc<SyncHandler>),
+    Async(Arc<AsyncHandler>),
 }
+
+/// The handler of a synchronous tool built at run time.
+pub(crate) type SyncHandler = dyn Fn(&ToolContext, Value) -> Outcome + Send + Sync;
+
+/// The handler of an async tool built at run time.
+pub(crate) type AsyncHandler =
+    dyn Fn(ToolContext, Value) -> BoxFuture<'static, Outcome> + Send + Sync;
 
 /// The parts of a tool, checked by the registry builder before they become a [`Tool`].
 pub(crate) struct ToolParts {
@@ -160,7 +167,9 @@ impl Tool {
     pub async fn call(&self, ctx: ToolContext, arguments: Value) -> Outcome {
         self.validate(&arguments)?;
         match &self.0.handler {
-            Handler::Declared(Execute::Sync(execute)) => execute(&ctx, Arguments::new(object(arguments))),
+            Handler::Declared(Execute::Sync(execute)) => {
+                execute(&ctx, Arguments::new(object(arguments)))
+            }
             Handler::Declared(Execute::Async(execute)) => {
                 execute(ctx, Arguments::new(object(arguments))).await
             }
@@ -176,7 +185,9 @@ impl Tool {
     pub fn call_blocking(&self, ctx: &ToolContext, arguments: Value) -> Outcome {
         self.validate(&arguments)?;
         match &self.0.handler {
-            Handler::Declared(Execute::Sync(execute)) => execute(ctx, Arguments::new(object(arguments))),
+            Handler::Declared(Execute::Sync(execute)) => {
+                execute(ctx, Arguments::new(object(arguments)))
+            }
             Handler::Declared(Execute::Async(execute)) => {
                 pollster::block_on(execute(ctx.clone(), Arguments::new(object(arguments))))
             }

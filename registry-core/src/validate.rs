@@ -28,6 +28,9 @@ impl ArgumentValidator {
         for error in self.0.iter_errors(arguments) {
             describe(&error, &mut problems);
         }
+        // In document order, whatever the order of the schema's keywords.
+        problems.sort_by(|a, b| (&a.pointer, &a.message).cmp(&(&b.pointer, &b.message)));
+        problems.dedup();
         problems
     }
 }
@@ -50,7 +53,11 @@ fn describe(error: &ValidationError<'_>, out: &mut Vec<ArgumentProblem>) {
     let instance = error.instance();
     let message = match error.kind() {
         ValidationErrorKind::Type { kind } => {
-            format!("expected {}, got {}", expected_types(kind), describe_value(instance))
+            format!(
+                "expected {}, got {}",
+                expected_types(kind),
+                describe_value(instance)
+            )
         }
         ValidationErrorKind::Required { property } => {
             format!("missing required property {property}")
@@ -66,13 +73,23 @@ fn describe(error: &ValidationError<'_>, out: &mut Vec<ArgumentProblem>) {
             return;
         }
         ValidationErrorKind::Enum { options } => {
-            format!("expected one of {options}, got {}", describe_value(instance))
+            format!(
+                "expected one of {options}, got {}",
+                describe_value(instance)
+            )
         }
         ValidationErrorKind::Constant { expected_value } => {
-            format!("expected {expected_value}, got {}", describe_value(instance))
+            format!(
+                "expected {expected_value}, got {}",
+                describe_value(instance)
+            )
         }
-        ValidationErrorKind::Minimum { limit } => format!("must be at least {limit}, got {instance}"),
-        ValidationErrorKind::Maximum { limit } => format!("must be at most {limit}, got {instance}"),
+        ValidationErrorKind::Minimum { limit } => {
+            format!("must be at least {limit}, got {instance}")
+        }
+        ValidationErrorKind::Maximum { limit } => {
+            format!("must be at most {limit}, got {instance}")
+        }
         ValidationErrorKind::ExclusiveMinimum { limit } => {
             format!("must be greater than {limit}, got {instance}")
         }
