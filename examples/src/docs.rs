@@ -38,3 +38,18 @@ pub fn search_docs(
         line: format!("... {query} ..."),
     }]
 }
+
+/// Show the changelog of a release, e.g. `2.4.0`.
+#[tool(read_only, idempotent)]
+pub fn changelog(
+    /// The release, as `major.minor.patch`.
+    version: String,
+) -> String {
+    // A bug left in on purpose: a version without three parts panics. The run catches it,
+    // the model is told the tool failed, and the panic message goes to the audit log.
+    let parts: Vec<u32> = version.split('.').map(|p| p.parse().unwrap()).collect();
+    format!(
+        "{}.{}.{}: faster deploys, fewer surprises",
+        parts[0], parts[1], parts[2]
+    )
+}

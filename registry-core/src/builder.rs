@@ -1,12 +1,19 @@
 //! Assembling a registry from chosen declarations and tools built at run time.
 
+use std::any::{Any, TypeId};
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
 
+use crate::access::AccessPolicy;
+use crate::audit::AuditSink;
 use crate::declaration::{Declaration, declarations};
 use crate::dynamic::DynamicTool;
 use crate::error::{BuildProblem, RegistryError};
+use crate::guard::ArgumentLimits;
 use crate::policy::{Scope, ToolPolicy};
-use crate::registry::{Registry, Replacement};
+use crate::registry::{Registry, RegistryParts, Replacement};
+use crate::state::AppState;
 use crate::tool::Tool;
 
 /// Assembles a [`Registry`]: declared tools (all, or those under given modules), tools built
@@ -45,6 +52,10 @@ pub struct RegistryBuilder {
     tools: Vec<DynamicTool>,
     replacements: Vec<(DynamicTool, String)>,
     required: Vec<String>,
+    state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    policy: Option<Box<dyn AccessPolicy>>,
+    audit: Option<Box<dyn AuditSink>>,
+    limits: ArgumentLimits,
 }
 
 /// Which `#[tool]` declarations to take.
@@ -104,6 +115,34 @@ impl RegistryBuilder {
         self
     }
 
+    /// Registers `value` as application state that tools reach with
+    /// [`ToolContext::state::<T>()`](crate::ToolContext::state): a database pool, an HTTP
+    /// client. One value per type; a second of the same type replaces the first.
+    pub fn state<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        self.state.insert(TypeId::of::<T>(), Arc::new(value));
+        self
+    }
+
+    /// Sets the application's [`AccessPolicy`], consulted when runs are opened; it can only
+    /// hide tools, never show more.
+    pub fn policy(mut self, policy: impl AccessPolicy) -> Self {
+        self.policy = Some(Box::new(policy));
+        self
+    }
+
+    /// Sends every audit event (projections, call decisions, changes) to `sink`, besides
+    /// `tracing`.
+    pub fn audit_sink(mut self, sink: impl AuditSink) -> Self {
+        self.audit = Some(Box::new(sink));
+        self
+    }
+
+    /// Sets the bounds on call arguments (default: 64 levels, 4 MiB).
+    pub fn argument_limits(mut self, limits: ArgumentLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Checks everything and builds the registry, or lists every problem found.
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
@@ -159,7 +198,14 @@ impl RegistryBuilder {
             }
         }
         if problems.is_empty() {
-            Ok(Registry::from_sorted(tools, replacements))
+            Ok(Registry::from_parts(RegistryParts {
+                tools,
+                replacements,
+                state: AppState::from_map(self.state),
+                policy: self.policy,
+                audit: self.audit,
+                limits: self.limits,
+            }))
         } else {
             Err(RegistryError::Build(problems))
         }
@@ -221,7 +267,9 @@ fn declared_tool(
     }
     let policy = ToolPolicy {
         scopes,
+        tenants: Vec::new(),
         hints: declaration.hints,
+        timeout: None,
     };
     valid.then(|| Tool::declared(declaration, policy))
 }

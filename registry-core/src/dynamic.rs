@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::fmt::Display;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -48,6 +49,8 @@ pub struct DynamicTool {
     title: Option<String>,
     parameters: Value,
     scopes: Vec<String>,
+    tenants: Vec<String>,
+    timeout: Option<Duration>,
     hints: Hints,
     handler: Option<Handler>,
     source: Source,
@@ -64,6 +67,8 @@ impl DynamicTool {
             title: None,
             parameters: empty_parameters_schema(),
             scopes: Vec::new(),
+            tenants: Vec::new(),
+            timeout: None,
             hints: Hints::default(),
             handler: None,
             source: Source::caller(),
@@ -91,6 +96,22 @@ impl DynamicTool {
         S: Into<String>,
     {
         self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Restricts the tool to subjects of these tenants (by default, every tenant).
+    pub fn tenants<I, S>(mut self, tenants: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tenants.extend(tenants.into_iter().map(Into::into));
+        self
+    }
+
+    /// Answers a call `TimedOut` if it takes longer than `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 
@@ -178,6 +199,12 @@ impl DynamicTool {
                 }),
             }
         }
+        if self.tenants.iter().any(|tenant| tenant.trim().is_empty()) {
+            problems.push(BuildProblem::InvalidTenant {
+                tool: tool.clone(),
+                site: source,
+            });
+        }
         if self.hints.read_only && self.hints.destructive {
             problems.push(BuildProblem::ContradictoryHints {
                 tool: tool.clone(),
@@ -207,7 +234,9 @@ impl DynamicTool {
             title: self.title.map(Cow::Owned),
             policy: ToolPolicy {
                 scopes,
+                tenants: self.tenants,
                 hints: self.hints,
+                timeout: self.timeout,
             },
             source,
             parameters: self.parameters,

@@ -99,6 +99,16 @@ pub enum BuildProblem {
         /// Where the tool was declared.
         site: Source,
     },
+    /// A tenant name is empty.
+    #[error(
+        "tool {tool:?} names an empty tenant; name each tenant, or give none to admit all ({site})"
+    )]
+    InvalidTenant {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+    },
     /// `read_only` and `destructive` together.
     #[error(
         "tool {tool:?} is marked both read-only and destructive; keep the one that is true ({site})"

@@ -67,19 +67,34 @@
 //! macOS, Windows, the BSDs, iOS, Android and WebAssembly; not in `no_std` or on targets
 //! without static constructors.
 
+mod access;
+mod allowed;
 mod arguments;
+mod audit;
 mod builder;
+mod call;
+mod change;
 mod context;
 mod declaration;
 mod definition;
+mod discovery;
 mod dynamic;
 mod error;
+mod execution;
+mod explain;
+mod fingerprint;
+mod guard;
+mod json_text;
 mod link;
 mod name;
+mod observation;
 mod policy;
 mod registry;
+mod run;
 mod schema;
 mod source;
+mod state;
+mod subject;
 mod tool;
 mod tool_error;
 mod validate;
@@ -87,16 +102,28 @@ mod validate;
 #[doc(hidden)]
 pub mod __private;
 
+pub use access::{AccessPolicy, Verdict};
+pub use allowed::AllowedSet;
+pub use audit::{AUDIT_TARGET, AuditEvent, AuditSink, CallEvent, ChangeEvent, ProjectionEvent};
 pub use builder::RegistryBuilder;
+pub use call::ToolCall;
+pub use change::{Change, ChangeKind, OldRuns, ReplacePolicy};
 pub use context::ToolContext;
 pub use declaration::{BoxFuture, Outcome};
 pub use definition::ToolDefinition;
 pub use dynamic::DynamicTool;
 pub use error::{BuildProblem, RegistryError};
+pub use explain::{Explanation, HiddenReason, HiddenTool};
+pub use fingerprint::Fingerprint;
+pub use guard::ArgumentLimits;
+pub use json_text::MAX_ARGUMENT_DEPTH;
 pub use name::{MAX_NAME_LEN, check_tool_name};
+pub use observation::{ErrorKind, Observation};
 pub use policy::{Hints, Scope, ScopeError, ToolPolicy};
 pub use registry::{Registry, Replacement};
+pub use run::{Capability, Run};
 pub use source::Source;
+pub use subject::{Access, Subject};
 pub use tool::Tool;
 pub use tool_error::{ArgumentProblem, ToolError};
 

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
@@ -92,8 +93,27 @@ pub struct Hints {
 pub struct ToolPolicy {
     /// The scopes a subject must hold, all of them, to see and call the tool.
     pub scopes: Vec<Scope>,
+    /// The tenants whose subjects may see it; empty: every tenant.
+    pub tenants: Vec<String>,
     /// The behaviour hints.
     pub hints: Hints,
+    /// How long a call may take before it is answered `TimedOut`; `None`: no limit of its
+    /// own (a run's limit may still apply).
+    #[serde(skip_serializing_if = "Option::is_none", with = "millis")]
+    pub timeout: Option<Duration>,
+}
+
+mod millis {
+    use std::time::Duration;
+
+    use serde::Serializer;
+
+    pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            None => s.serialize_none(),
+        }
+    }
 }
 
 impl ToolPolicy {
@@ -105,5 +125,10 @@ impl ToolPolicy {
     /// Whether the tool is declared `read_only`.
     pub fn is_read_only(&self) -> bool {
         self.hints.read_only
+    }
+
+    /// Whether subjects of `tenant` may see the tool.
+    pub fn admits_tenant(&self, tenant: &str) -> bool {
+        self.tenants.is_empty() || self.tenants.iter().any(|t| t == tenant)
     }
 }

@@ -1,17 +1,31 @@
-//! The registry: every tool the system has, by name.
+//! The registry: every tool the system has, by name; revocation and replacement.
 
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use crate::access::AccessPolicy;
+use crate::audit::{self, AuditEvent, AuditSink, ChangeEvent, ProjectionEvent};
 use crate::builder::RegistryBuilder;
+use crate::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
+use crate::context::RunScope;
+use crate::discovery::{SlotState, Snapshot};
+use crate::dynamic::DynamicTool;
 use crate::error::RegistryError;
+use crate::guard::ArgumentLimits;
+use crate::run::Run;
 use crate::source::Source;
+use crate::state::AppState;
+use crate::subject::Subject;
 use crate::tool::Tool;
 
-/// Every tool the system has, immutable once built, in name order.
+/// Every tool the system has, in name order.
 ///
 /// Build it once at startup with [`Registry::from_inventory`] (every `#[tool]` linked into
-/// the program) or [`Registry::builder`] (a chosen set, plus tools built at run time). It is
-/// cheap to clone and `Send + Sync`.
+/// the program) or [`Registry::builder`] (a chosen set, plus tools built at run time). Its
+/// set of names is fixed once built; the only changes are explicit and recorded:
+/// [`revoke`](Self::revoke) and [`replace`](Self::replace). It is cheap to clone (clones share
+/// everything) and `Send + Sync`.
 ///
 /// ```
 /// use registry_core::{tool, Registry};
@@ -32,16 +46,23 @@ use crate::tool::Tool;
 /// assert!(registry.get("get_stat").is_err());
 /// # Ok::<(), registry_core::RegistryError>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Registry {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
-    /// Sorted by name, names unique.
-    tools: Vec<Tool>,
+    /// The names, sorted; slot `i` is the tool named `names[i]`.
+    names: Vec<Cow<'static, str>>,
+    slots: Vec<SlotState>,
+    snapshot: RwLock<Arc<Snapshot>>,
+    /// Revocations and replacements, in order; its lock also serializes them.
+    changes: Mutex<Vec<Change>>,
     replacements: Vec<Replacement>,
+    state: AppState,
+    policy: Option<Box<dyn AccessPolicy>>,
+    audit: Option<Box<dyn AuditSink>>,
+    limits: ArgumentLimits,
 }
 
 /// A record of one tool replaced while the registry was built.
@@ -55,6 +76,16 @@ pub struct Replacement {
     pub by: Source,
     /// Why, as the application said.
     pub reason: String,
+}
+
+/// Everything a registry is made of, assembled by the builder.
+pub(crate) struct RegistryParts {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) replacements: Vec<Replacement>,
+    pub(crate) state: AppState,
+    pub(crate) policy: Option<Box<dyn AccessPolicy>>,
+    pub(crate) audit: Option<Box<dyn AuditSink>>,
+    pub(crate) limits: ArgumentLimits,
 }
 
 impl Registry {
@@ -72,67 +103,257 @@ impl Registry {
         RegistryBuilder::default()
     }
 
-    pub(crate) fn from_sorted(tools: Vec<Tool>, replacements: Vec<Replacement>) -> Registry {
+    /// A registry of `parts.tools`, which are sorted by name with unique names.
+    pub(crate) fn from_parts(parts: RegistryParts) -> Registry {
+        let names = parts.tools.iter().map(Tool::name_cow).collect();
+        let slots = parts.tools.iter().map(|_| SlotState::default()).collect();
+        let versions = vec![1; parts.tools.len()];
         Registry {
             inner: Arc::new(Inner {
-                tools,
-                replacements,
+                names,
+                slots,
+                snapshot: RwLock::new(Arc::new(Snapshot::new(parts.tools, versions))),
+                changes: Mutex::new(Vec::new()),
+                replacements: parts.replacements,
+                state: parts.state,
+                policy: parts.policy,
+                audit: parts.audit,
+                limits: parts.limits,
             }),
         }
     }
 
-    /// The names of all tools, sorted.
-    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.inner.tools.iter().map(Tool::name)
+    fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner
+            .snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
-    /// The tool named `name`, matched exactly.
-    pub fn get(&self, name: &str) -> Result<&Tool, RegistryError> {
+    fn slot(&self, name: &str) -> Option<usize> {
+        self.inner
+            .names
+            .binary_search_by(|probe| (**probe).cmp(name))
+            .ok()
+    }
+
+    /// The names of all tools, sorted.
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.inner.names.iter().map(|name| &**name)
+    }
+
+    /// The current version of the tool named `name`, matched exactly.
+    pub fn get(&self, name: &str) -> Result<Tool, RegistryError> {
         self.find(name).ok_or_else(|| RegistryError::UnknownTool {
             name: name.to_owned(),
         })
     }
 
-    /// The tool named `name`, matched exactly, if there is one.
-    pub fn find(&self, name: &str) -> Option<&Tool> {
-        let tools = &self.inner.tools;
-        tools
-            .binary_search_by(|tool| tool.name().cmp(name))
-            .ok()
-            .map(|index| &tools[index])
+    /// The current version of the tool named `name`, matched exactly, if there is one.
+    pub fn find(&self, name: &str) -> Option<Tool> {
+        let slot = self.slot(name)?;
+        Some(self.snapshot().tools[slot].clone())
     }
 
-    /// Whether a tool named `name` is registered.
+    /// Whether a tool named `name` is registered (revoked or not).
     pub fn contains(&self, name: &str) -> bool {
-        self.find(name).is_some()
+        self.slot(name).is_some()
     }
 
     /// How many tools there are.
     pub fn len(&self) -> usize {
-        self.inner.tools.len()
+        self.inner.names.len()
     }
 
     /// Whether there is no tool at all.
     pub fn is_empty(&self) -> bool {
-        self.inner.tools.is_empty()
+        self.inner.names.is_empty()
     }
 
-    /// The tools in name order.
-    pub fn iter(&self) -> std::slice::Iter<'_, Tool> {
-        self.inner.tools.iter()
+    /// The current version of every tool, in name order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Tool> + use<> {
+        let snapshot = self.snapshot();
+        (0..snapshot.tools.len()).map(move |index| snapshot.tools[index].clone())
     }
 
     /// The replacements made while building, in the order they were made.
     pub fn replacements(&self) -> &[Replacement] {
         &self.inner.replacements
     }
+
+    /// Opens a run for `subject`: projects the registry once into the tools the subject may
+    /// see, and freezes that set as the run's allowed tools.
+    ///
+    /// A tool is visible when the subject holds all its scopes, its tenant restriction admits
+    /// the subject's tenant, the access level admits it (a read-only run sees only
+    /// `read_only` tools), it is not revoked, and the application's [`AccessPolicy`], if any,
+    /// does not deny it.
+    pub fn open_run(&self, run_id: impl Into<Arc<str>>, subject: &Subject) -> Run {
+        let snapshot = self.snapshot();
+        let entries = snapshot.project(subject, &self.inner.slots, self.inner.policy.as_deref());
+        let scope = Arc::new(RunScope {
+            run_id: run_id.into(),
+            subject: subject.clone(),
+            state: self.inner.state.clone(),
+        });
+        let hidden = snapshot.tools.len() - entries.len();
+        let run = Run::new(self.clone(), snapshot, scope, entries);
+        let sink = self.audit_sink();
+        if audit::wanted(sink) {
+            audit::emit(
+                sink,
+                AuditEvent::Projection(ProjectionEvent {
+                    run_id: run.id().to_owned(),
+                    tenant: subject.tenant().to_owned(),
+                    agent: subject.agent().map(str::to_owned),
+                    fingerprint: run.allowed().fingerprint(),
+                    visible: run.allowed().len(),
+                    hidden,
+                }),
+            );
+        }
+        run
+    }
+
+    /// Revokes the tool named `name` for every run, old and new, at once: calls that start
+    /// after this returns are answered `Revoked`; calls already running complete. A later
+    /// [`replace`](Self::replace) brings a new version back.
+    pub fn revoke(&self, name: &str, reason: impl Into<String>) -> Result<Change, RegistryError> {
+        let slot = self.slot(name).ok_or_else(|| RegistryError::UnknownTool {
+            name: name.to_owned(),
+        })?;
+        let mut changes = self.lock_changes();
+        let snapshot = self.snapshot();
+        self.inner.slots[slot]
+            .revoked_through
+            .fetch_max(snapshot.versions[slot], Ordering::AcqRel);
+        let change = Change {
+            at: audit::now(),
+            name: name.to_owned(),
+            kind: ChangeKind::Revoked,
+            reason: reason.into(),
+            old_fingerprint: snapshot.tools[slot].fingerprint(),
+        };
+        changes.push(change.clone());
+        drop(changes);
+        self.emit_change(&change);
+        Ok(change)
+    }
+
+    /// Replaces the tool of the same name with `tool` for runs opened from now on. Runs
+    /// opened before either keep calling exactly the version they were shown, or get
+    /// `Revoked`, as `policy` says; a run never calls a version it was not shown.
+    ///
+    /// `tool` meets the checks of the builder; a problem is an error and changes nothing.
+    pub fn replace(
+        &self,
+        tool: DynamicTool,
+        policy: ReplacePolicy,
+    ) -> Result<Change, RegistryError> {
+        let mut problems = Vec::new();
+        let parts = tool.check(&mut problems);
+        let Some(parts) = parts else {
+            return Err(RegistryError::Build(problems));
+        };
+        let name = parts.name.to_string();
+        let slot = self.slot(&name).ok_or_else(|| {
+            RegistryError::Build(vec![crate::BuildProblem::NothingToReplace {
+                name: name.clone(),
+                site: parts.source,
+            }])
+        })?;
+        let mut changes = self.lock_changes();
+        let mut current = self
+            .inner
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let old_version = current.versions[slot];
+        let old_fingerprint = current.tools[slot].fingerprint();
+        let next = current.with_replaced(slot, Tool::from_parts(parts), old_version + 1);
+        if policy.old_runs == OldRuns::Revoke {
+            self.inner.slots[slot]
+                .revoked_through
+                .fetch_max(old_version, Ordering::AcqRel);
+        }
+        *current = Arc::new(next);
+        drop(current);
+        let change = Change {
+            at: audit::now(),
+            name,
+            kind: ChangeKind::Replaced(policy.old_runs),
+            reason: policy.reason,
+            old_fingerprint,
+        };
+        changes.push(change.clone());
+        drop(changes);
+        self.emit_change(&change);
+        Ok(change)
+    }
+
+    /// Every revocation and replacement since the registry was built, in order.
+    pub fn changes(&self) -> Vec<Change> {
+        self.lock_changes().clone()
+    }
+
+    fn lock_changes(&self) -> std::sync::MutexGuard<'_, Vec<Change>> {
+        self.inner
+            .changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn emit_change(&self, change: &Change) {
+        let sink = self.audit_sink();
+        if audit::wanted(sink) {
+            audit::emit(
+                sink,
+                AuditEvent::Change(ChangeEvent {
+                    change: change.clone(),
+                }),
+            );
+        }
+    }
+
+    pub(crate) fn is_revoked(&self, slot: u32, version: u64) -> bool {
+        self.inner.slots[slot as usize].is_revoked(version)
+    }
+
+    pub(crate) fn revocation_reason(&self, name: &str) -> Option<String> {
+        self.lock_changes()
+            .iter()
+            .rev()
+            .find(|change| change.name == name && change.kind == ChangeKind::Revoked)
+            .map(|change| change.reason.clone())
+    }
+
+    pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {
+        self.inner.audit.as_deref()
+    }
+
+    pub(crate) fn access_policy(&self) -> Option<&dyn AccessPolicy> {
+        self.inner.policy.as_deref()
+    }
+
+    pub(crate) fn limits(&self) -> &ArgumentLimits {
+        &self.inner.limits
+    }
 }
 
-impl<'a> IntoIterator for &'a Registry {
-    type Item = &'a Tool;
-    type IntoIter = std::slice::Iter<'a, Tool>;
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.inner.names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IntoIterator for &Registry {
+    type Item = Tool;
+    type IntoIter = Box<dyn ExactSizeIterator<Item = Tool>>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.iter()
+        Box::new(self.iter())
     }
 }

@@ -36,8 +36,74 @@ pub(crate) fn parameters_schema(params: &[Param]) -> Value {
         root.insert("$defs".into(), Value::Object(definitions));
     }
     let mut root = Value::Object(root);
+    if let Some(Value::Object(definitions)) = root.get("$defs") {
+        let definitions = definitions.clone();
+        inline_extended_refs(&mut root, &definitions);
+    }
     close_objects(&mut root);
     root
+}
+
+/// Merges into each schema that has a `$ref` to an object definition *and* properties of its
+/// own (serde's internally tagged newtype variant: the tag beside the variant's struct) the
+/// properties of that definition. Left as a `$ref`, the definition would be closed on its own
+/// and reject the tag, so that no value could match.
+fn inline_extended_refs(schema: &mut Value, definitions: &Map<String, Value>) {
+    match schema {
+        Value::Object(object) => {
+            let target = object
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|reference| reference.strip_prefix("#/$defs/"))
+                .and_then(|name| definitions.get(name))
+                .and_then(Value::as_object)
+                .filter(|target| is_plain_object(target));
+            if let (Some(target), true) = (target, object.contains_key("properties")) {
+                if let (Some(Value::Object(own)), Some(Value::Object(more))) =
+                    (object.get_mut("properties"), target.get("properties"))
+                {
+                    for (name, property) in more {
+                        own.entry(name.clone()).or_insert_with(|| property.clone());
+                    }
+                }
+                if let Some(Value::Array(more)) = target.get("required") {
+                    let required = object.entry("required").or_insert_with(|| json!([]));
+                    if let Value::Array(required) = required {
+                        for name in more {
+                            if !required.contains(name) {
+                                required.push(name.clone());
+                            }
+                        }
+                    }
+                }
+                if let Some(closed) = target.get("additionalProperties") {
+                    object.insert("additionalProperties".into(), closed.clone());
+                }
+                object.remove("$ref");
+            }
+            object
+                .values_mut()
+                .for_each(|value| inline_extended_refs(value, definitions));
+        }
+        Value::Array(list) => list
+            .iter_mut()
+            .for_each(|value| inline_extended_refs(value, definitions)),
+        _ => {}
+    }
+}
+
+/// An object schema made of nothing but properties (and words about them), which can be
+/// merged into another.
+fn is_plain_object(schema: &Map<String, Value>) -> bool {
+    schema.get("type") == Some(&Value::from("object"))
+        && schema.contains_key("properties")
+        && schema
+            .iter()
+            .all(|(keyword, value)| match keyword.as_str() {
+                "type" | "properties" | "required" | "title" | "description" => true,
+                "additionalProperties" => value == &Value::Bool(false),
+                _ => false,
+            })
 }
 
 /// The schema of a tool without parameters.

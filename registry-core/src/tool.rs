@@ -10,6 +10,7 @@ use crate::arguments::Arguments;
 use crate::context::ToolContext;
 use crate::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
 use crate::definition::ToolDefinition;
+use crate::fingerprint::Fingerprint;
 use crate::policy::ToolPolicy;
 use crate::schema;
 use crate::source::Source;
@@ -30,7 +31,8 @@ struct ToolInner {
     policy: ToolPolicy,
     source: Source,
     parameters: Parameters,
-    definition: OnceLock<ToolDefinition>,
+    definition: OnceLock<Arc<ToolDefinition>>,
+    fingerprint: OnceLock<Fingerprint>,
     validator: OnceLock<Result<ArgumentValidator, String>>,
     handler: Handler,
 }
@@ -81,6 +83,7 @@ impl Tool {
             source: declaration.location,
             parameters: Parameters::Declared(declaration.params),
             definition: OnceLock::new(),
+            fingerprint: OnceLock::new(),
             validator: OnceLock::new(),
             handler: Handler::Declared(declaration.execute),
         }))
@@ -96,6 +99,7 @@ impl Tool {
             source: parts.source,
             parameters: Parameters::Given(parts.parameters),
             definition: OnceLock::new(),
+            fingerprint: OnceLock::new(),
             validator: OnceLock::from(Ok(parts.validator)),
             handler: parts.handler,
         }))
@@ -107,20 +111,40 @@ impl Tool {
     }
 
     /// What a model is shown: name, description, title and arguments schema.
-    pub fn definition(&self) -> &ToolDefinition {
+    ///
+    /// Built the first time it is asked for, then shared.
+    pub fn definition(&self) -> Arc<ToolDefinition> {
+        self.definition_ref().clone()
+    }
+
+    pub(crate) fn definition_ref(&self) -> &Arc<ToolDefinition> {
         self.0.definition.get_or_init(|| {
             let parameters = match &self.0.parameters {
                 Parameters::Declared([]) => schema::empty_parameters_schema(),
                 Parameters::Declared(params) => schema::parameters_schema(params),
                 Parameters::Given(schema) => schema.clone(),
             };
-            ToolDefinition {
+            Arc::new(ToolDefinition {
                 name: self.0.name.to_string(),
                 description: self.0.description.to_string(),
                 title: self.0.title.as_deref().map(str::to_owned),
                 parameters,
-            }
+            })
         })
+    }
+
+    /// A stable fingerprint of the definition: changes whenever what a model is shown does.
+    pub fn fingerprint(&self) -> Fingerprint {
+        *self.0.fingerprint.get_or_init(|| {
+            let json = serde_json::to_vec(&**self.definition_ref())
+                .expect("a tool definition is always JSON");
+            Fingerprint::of_bytes(&json)
+        })
+    }
+
+    /// The name as stored: borrowed for declared tools, so that contexts need no copy.
+    pub(crate) fn name_cow(&self) -> std::borrow::Cow<'static, str> {
+        self.0.name.clone()
     }
 
     /// The scopes it requires and the behaviour hints it declares.
@@ -146,7 +170,7 @@ impl Tool {
         let validator = self
             .0
             .validator
-            .get_or_init(|| ArgumentValidator::new(&self.definition().parameters));
+            .get_or_init(|| ArgumentValidator::new(&self.definition_ref().parameters));
         let validator = validator.as_ref().map_err(|error| {
             ToolError::Failed(format!(
                 "the tool {:?} cannot be called: its schema does not compile: {error}",
@@ -163,18 +187,14 @@ impl Tool {
 
     /// Validates `arguments`, then runs the tool.
     ///
-    /// A synchronous tool runs on the calling thread when the future is first polled.
+    /// A synchronous tool runs on the calling thread when the future is first polled. This
+    /// is the tool alone: no allowed set, no revocation, no panic catching; a
+    /// [`Run`](crate::Run) adds those.
     pub async fn call(&self, ctx: ToolContext, arguments: Value) -> Outcome {
         self.validate(&arguments)?;
-        match &self.0.handler {
-            Handler::Declared(Execute::Sync(execute)) => {
-                execute(&ctx, Arguments::new(object(arguments)))
-            }
-            Handler::Declared(Execute::Async(execute)) => {
-                execute(ctx, Arguments::new(object(arguments))).await
-            }
-            Handler::Sync(handler) => handler(&ctx, arguments),
-            Handler::Async(handler) => handler(ctx, arguments).await,
+        match self.invoke(ctx, arguments) {
+            Invocation::Done(outcome) => outcome,
+            Invocation::Pending(future) => future.await,
         }
     }
 
@@ -184,17 +204,31 @@ impl Tool {
     /// (tokio timers or sockets, say) must be called with [`Tool::call`] inside that runtime.
     pub fn call_blocking(&self, ctx: &ToolContext, arguments: Value) -> Outcome {
         self.validate(&arguments)?;
-        match &self.0.handler {
-            Handler::Declared(Execute::Sync(execute)) => {
-                execute(ctx, Arguments::new(object(arguments)))
-            }
-            Handler::Declared(Execute::Async(execute)) => {
-                pollster::block_on(execute(ctx.clone(), Arguments::new(object(arguments))))
-            }
-            Handler::Sync(handler) => handler(ctx, arguments),
-            Handler::Async(handler) => pollster::block_on(handler(ctx.clone(), arguments)),
+        match self.invoke(ctx.clone(), arguments) {
+            Invocation::Done(outcome) => outcome,
+            Invocation::Pending(future) => pollster::block_on(future),
         }
     }
+
+    /// Runs a synchronous tool now, or starts an async one, with arguments already validated.
+    pub(crate) fn invoke(&self, ctx: ToolContext, arguments: Value) -> Invocation {
+        match &self.0.handler {
+            Handler::Declared(Execute::Sync(execute)) => {
+                Invocation::Done(execute(&ctx, Arguments::new(object(arguments))))
+            }
+            Handler::Declared(Execute::Async(execute)) => {
+                Invocation::Pending(execute(ctx, Arguments::new(object(arguments))))
+            }
+            Handler::Sync(handler) => Invocation::Done(handler(&ctx, arguments)),
+            Handler::Async(handler) => Invocation::Pending(handler(ctx, arguments)),
+        }
+    }
+}
+
+/// A started tool: finished (synchronous tools), or a future to drive.
+pub(crate) enum Invocation {
+    Done(Outcome),
+    Pending(BoxFuture<'static, Outcome>),
 }
 
 /// The arguments object; validation has made sure it is one.

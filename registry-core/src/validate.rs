@@ -111,6 +111,16 @@ fn describe(error: &ValidationError<'_>, out: &mut Vec<ArgumentProblem>) {
                 branch.iter().for_each(|error| describe(error, out));
                 return;
             }
+            if let Some(choices) = choices(&pointer, context) {
+                out.push(ArgumentProblem::new(
+                    pointer,
+                    format!(
+                        "expected one of {choices}, got {}",
+                        describe_value(instance)
+                    ),
+                ));
+                return;
+            }
             format!(
                 "{} does not match any of the accepted forms",
                 describe_value(instance)
@@ -144,6 +154,36 @@ fn closest_branch<'a>(
     });
     let branch = candidates.next()?;
     candidates.next().is_none().then_some(branch.as_slice())
+}
+
+/// When every alternative is a single value or type (an enum of strings, maybe nullable),
+/// the list of what is accepted: `"queued", "running" or null`.
+fn choices(pointer: &str, branches: &[Vec<ValidationError<'static>>]) -> Option<String> {
+    let mut accepted = Vec::new();
+    for branch in branches {
+        let [error] = branch.as_slice() else {
+            return None;
+        };
+        if error.instance_path().as_str() != pointer {
+            return None;
+        }
+        match error.kind() {
+            ValidationErrorKind::Constant { expected_value } => {
+                accepted.push(expected_value.to_string());
+            }
+            ValidationErrorKind::Enum { options } => match options.as_array() {
+                Some(options) => accepted.extend(options.iter().map(ToString::to_string)),
+                None => return None,
+            },
+            ValidationErrorKind::Type { kind } => accepted.push(expected_types(kind)),
+            _ => return None,
+        }
+    }
+    let last = accepted.pop()?;
+    if accepted.is_empty() {
+        return Some(last);
+    }
+    Some(format!("{} or {last}", accepted.join(", ")))
 }
 
 fn expected_types(kind: &TypeKind) -> String {

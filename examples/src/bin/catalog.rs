@@ -20,7 +20,7 @@ fn main() -> Result<(), RegistryError> {
         registry.names().collect::<Vec<_>>().join(", ")
     );
     for tool in &registry {
-        print_tool(tool);
+        print_tool(&tool);
     }
     Ok(())
 }
@@ -56,7 +56,7 @@ fn print_tool(tool: &Tool) {
     println!("   scopes: {scopes}");
     println!("   hints:  {hints}");
     println!("   source: {}", tool.source());
-    let json = serde_json::to_string_pretty(tool.definition()).expect("a definition is JSON");
+    let json = serde_json::to_string_pretty(&*tool.definition()).expect("a definition is JSON");
     for line in json.lines() {
         println!("   {line}");
     }

@@ -1,0 +1,171 @@
+//! Structured records of every projection, call decision and change, for the operators.
+//!
+//! Each event is emitted through `tracing` (target `registry_core::audit`) and handed to the
+//! application's [`AuditSink`], if it registered one. Argument values are never recorded:
+//! only their size and a hash.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::fingerprint::Fingerprint;
+use crate::observation::ErrorKind;
+
+/// The `tracing` target of audit events.
+pub const AUDIT_TARGET: &str = "registry_core::audit";
+
+/// One audited event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum AuditEvent {
+    /// A run was opened and its allowed set fixed.
+    Projection(ProjectionEvent),
+    /// A call was decided: refused, or executed with some outcome.
+    Call(CallEvent),
+    /// A tool was revoked or replaced.
+    Change(ChangeEvent),
+}
+
+/// A run's projection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ProjectionEvent {
+    /// The run.
+    pub run_id: String,
+    /// The subject's tenant.
+    pub tenant: String,
+    /// The agent, if the subject names one.
+    pub agent: Option<String>,
+    /// The fingerprint of the allowed set.
+    pub fingerprint: Fingerprint,
+    /// How many tools the run may see and call.
+    pub visible: usize,
+    /// How many registered tools it may not.
+    pub hidden: usize,
+}
+
+/// One call's decision and outcome.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct CallEvent {
+    /// The run.
+    pub run_id: String,
+    /// The subject's tenant.
+    pub tenant: String,
+    /// The fingerprint of the run's allowed set.
+    pub fingerprint: Fingerprint,
+    /// The model's call id.
+    pub call_id: String,
+    /// The tool name as the model wrote it.
+    pub tool: String,
+    /// `None` on success, otherwise why it failed.
+    pub outcome: Option<ErrorKind>,
+    /// From the start of resolution to the observation.
+    #[serde(with = "micros")]
+    pub duration: Duration,
+    /// The size of the arguments as JSON, in bytes (0 when they did not parse).
+    pub argument_bytes: usize,
+    /// A hash (XXH3-64, hex) of the arguments as JSON: equal arguments, equal hash.
+    pub argument_hash: String,
+    /// What the model was not told: a panic's message, a failure's text.
+    pub detail: Option<String>,
+}
+
+/// A revocation or replacement.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ChangeEvent {
+    /// What happened.
+    pub change: crate::change::Change,
+}
+
+mod micros {
+    use std::time::Duration;
+
+    use serde::Serializer;
+
+    pub(super) fn serialize<S: Serializer>(duration: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u128(duration.as_micros())
+    }
+}
+
+/// Receives every audit event. Any `Fn(&AuditEvent) + Send + Sync` is one.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use registry_core::{AuditEvent, Registry, Subject};
+///
+/// let events = Arc::new(Mutex::new(Vec::new()));
+/// let sink = {
+///     let events = events.clone();
+///     move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+/// };
+/// let registry = Registry::builder().audit_sink(sink).build().unwrap();
+/// let _run = registry.open_run("run-1", &Subject::new("tenant-a"));
+/// assert!(matches!(events.lock().unwrap()[0], AuditEvent::Projection(_)));
+/// ```
+pub trait AuditSink: Send + Sync + 'static {
+    /// Records one event. Called on the thread that caused it: keep it quick.
+    fn record(&self, event: &AuditEvent);
+}
+
+impl<F> AuditSink for F
+where
+    F: Fn(&AuditEvent) + Send + Sync + 'static,
+{
+    fn record(&self, event: &AuditEvent) {
+        self(event)
+    }
+}
+
+/// Emits `event` through `tracing` and to `sink`.
+pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
+    match &event {
+        AuditEvent::Projection(p) => tracing::info!(
+            target: AUDIT_TARGET,
+            event = "projection",
+            run_id = %p.run_id,
+            tenant = %p.tenant,
+            agent = p.agent.as_deref(),
+            fingerprint = %p.fingerprint,
+            visible = p.visible,
+            hidden = p.hidden,
+        ),
+        AuditEvent::Call(c) => tracing::info!(
+            target: AUDIT_TARGET,
+            event = "call",
+            run_id = %c.run_id,
+            tenant = %c.tenant,
+            fingerprint = %c.fingerprint,
+            call_id = %c.call_id,
+            tool = %c.tool,
+            outcome = c.outcome.map_or("ok", ErrorKind::as_str),
+            duration_us = c.duration.as_micros() as u64,
+            argument_bytes = c.argument_bytes,
+            argument_hash = %c.argument_hash,
+            detail = c.detail.as_deref(),
+        ),
+        AuditEvent::Change(c) => tracing::info!(
+            target: AUDIT_TARGET,
+            event = "change",
+            tool = %c.change.name,
+            kind = ?c.change.kind,
+            reason = %c.change.reason,
+            old_fingerprint = %c.change.old_fingerprint,
+        ),
+    }
+    if let Some(sink) = sink {
+        sink.record(&event);
+    }
+}
+
+/// Whether anyone listens: a sink, or a `tracing` subscriber for audit events.
+pub(crate) fn wanted(sink: Option<&dyn AuditSink>) -> bool {
+    sink.is_some() || tracing::enabled!(target: AUDIT_TARGET, tracing::Level::INFO)
+}
+
+/// Now, for change records.
+pub(crate) fn now() -> SystemTime {
+    SystemTime::now()
+}

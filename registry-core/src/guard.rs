@@ -1,0 +1,74 @@
+//! Limits on the shape of arguments, checked before anything else looks at them, so that
+//! hostile input (deep nesting, huge documents) is refused cheaply and without recursion.
+
+use serde_json::Value;
+
+use crate::tool_error::ArgumentProblem;
+
+/// Bounds on a call's arguments, checked before validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArgumentLimits {
+    /// The deepest nesting of arrays and objects (the arguments object is level 1).
+    pub max_depth: usize,
+    /// The largest size of the arguments as JSON text, in bytes (estimated while walking).
+    pub max_bytes: usize,
+}
+
+impl Default for ArgumentLimits {
+    /// 64 levels and 4 MiB.
+    fn default() -> Self {
+        ArgumentLimits {
+            max_depth: crate::json_text::MAX_ARGUMENT_DEPTH,
+            max_bytes: 4 << 20,
+        }
+    }
+}
+
+impl ArgumentLimits {
+    /// Checks `arguments` against the limits; the size estimate (an upper bound of the
+    /// compact JSON text, counting strings by their raw bytes) on success.
+    pub(crate) fn check(&self, arguments: &Value) -> Result<usize, ArgumentProblem> {
+        let mut bytes = 0usize;
+        let mut stack = vec![(arguments, 1usize)];
+        while let Some((value, depth)) = stack.pop() {
+            bytes += match value {
+                Value::Null | Value::Bool(_) => 5,
+                Value::Number(_) => 24,
+                Value::String(text) => text.len() + 2,
+                Value::Array(list) => {
+                    self.nest(depth, list.is_empty())?;
+                    stack.extend(list.iter().map(|item| (item, depth + 1)));
+                    list.len() + 2
+                }
+                Value::Object(object) => {
+                    self.nest(depth, object.is_empty())?;
+                    stack.extend(object.values().map(|item| (item, depth + 1)));
+                    object.keys().map(|key| key.len() + 4).sum::<usize>() + 2
+                }
+            };
+            if bytes > self.max_bytes {
+                return Err(ArgumentProblem::new(
+                    "",
+                    format!(
+                        "the arguments are larger than {} bytes; send less data",
+                        self.max_bytes
+                    ),
+                ));
+            }
+        }
+        Ok(bytes)
+    }
+
+    fn nest(&self, depth: usize, empty: bool) -> Result<(), ArgumentProblem> {
+        if depth > self.max_depth || (depth == self.max_depth && !empty) {
+            return Err(ArgumentProblem::new(
+                "",
+                format!(
+                    "the arguments are nested deeper than {} levels",
+                    self.max_depth
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

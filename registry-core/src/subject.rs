@@ -1,0 +1,118 @@
+//! Who a run acts for: tenant, granted scopes, access level, agent.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+/// How much a run may change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Every tool the scopes admit.
+    #[default]
+    ReadWrite,
+    /// Only tools declared `read_only`, whatever the scopes.
+    ReadOnly,
+}
+
+/// The subject of a run: the tenant it acts for, the scopes it was granted, its access level
+/// and, optionally, the agent's name.
+///
+/// ```
+/// use registry_core::{Access, Subject};
+///
+/// let subject = Subject::new("tenant-a")
+///     .with_scopes(["build:read", "deploy:write"])
+///     .read_only()
+///     .with_agent("release-bot");
+/// assert_eq!(subject.tenant(), "tenant-a");
+/// assert!(subject.has_scope("build:read"));
+/// assert_eq!(subject.access(), Access::ReadOnly);
+/// ```
+#[derive(Clone, PartialEq, Eq, Serialize)]
+pub struct Subject {
+    tenant: Arc<str>,
+    scopes: BTreeSet<String>,
+    access: Access,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<Arc<str>>,
+}
+
+impl Subject {
+    /// A subject of `tenant` with no scopes and read-write access.
+    pub fn new(tenant: impl Into<Arc<str>>) -> Self {
+        Subject {
+            tenant: tenant.into(),
+            scopes: BTreeSet::new(),
+            access: Access::ReadWrite,
+            agent: None,
+        }
+    }
+
+    /// Grants these scopes too. Scopes are matched exactly; a string that is not a valid
+    /// scope matches no tool, and [`Run::explain`](crate::Run::explain) points it out.
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Restricts the run to tools declared `read_only`.
+    pub fn read_only(mut self) -> Self {
+        self.access = Access::ReadOnly;
+        self
+    }
+
+    /// Sets the access level.
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// Names the agent acting (for the audit log and policies).
+    pub fn with_agent(mut self, agent: impl Into<Arc<str>>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+
+    /// The tenant.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The granted scopes, sorted.
+    pub fn scopes(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.scopes.iter().map(String::as_str)
+    }
+
+    /// Whether `scope` was granted.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.contains(scope)
+    }
+
+    /// The access level.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    /// The agent's name, if given.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+}
+
+impl fmt::Debug for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subject")
+            .field("tenant", &self.tenant)
+            .field("scopes", &self.scopes)
+            .field("access", &self.access)
+            .field("agent", &self.agent)
+            .finish()
+    }
+}
