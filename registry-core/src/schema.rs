@@ -17,6 +17,10 @@ pub(crate) fn parameters_schema(params: &[Param]) -> Value {
     let mut required = Vec::new();
     for param in params {
         let mut schema = (param.schema)(&mut generator).to_value();
+        if param.description.is_some() && schema == Value::Bool(true) {
+            // `true` (any value: `serde_json::Value`) has no room for a description; `{}` has.
+            schema = Value::Object(Map::new());
+        }
         if let (Some(description), Value::Object(object)) = (param.description, &mut schema) {
             object.insert("description".into(), description.into());
         }

@@ -10,3 +10,14 @@ pub fn count_words(
 ) -> usize {
     text.split_whitespace().count()
 }
+
+/// Tools about text, in a module of their own.
+pub mod text {
+    use registry_core::tool;
+
+    /// Reverse a text, character by character.
+    #[tool(title = "Reverse text")]
+    pub async fn reverse_text(text: String) -> String {
+        text.chars().rev().collect()
+    }
+}

@@ -1,0 +1,793 @@
+//! `Registry::builder`: tools built at run time (`DynamicTool`), every check reported in one
+//! build with the place each tool was built, duplicates between declared and built tools,
+//! explicit replacements, selecting declarations by module, and required tools.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use registry_core::{
+    BuildProblem, DynamicTool, Registry, RegistryError, Replacement, Source, ToolContext,
+    ToolError, tool,
+};
+use serde_json::{Value, json};
+
+const THIS_FILE: &str = include_str!("builder.rs");
+
+/// Where `DynamicTool::new(<first_arg>, ...)` is called in this file: line and column, from 1.
+fn site_of_new(first_arg: &str) -> (u32, u32) {
+    let call = "DynamicTool::new(";
+    let sites: Vec<(u32, u32)> = THIS_FILE
+        .match_indices(call)
+        .filter(|(at, _)| {
+            THIS_FILE[at + call.len()..]
+                .trim_start()
+                .starts_with(first_arg)
+        })
+        .map(|(at, _)| {
+            let before = &THIS_FILE[..at];
+            let line = before.matches('\n').count() + 1;
+            let column = at - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
+            (line as u32, column as u32)
+        })
+        .collect();
+    assert_eq!(sites.len(), 1, "one `new({first_arg}` expected");
+    sites[0]
+}
+
+/// Where the function `name` is declared in this file: the line and column of its name.
+fn site_of_fn(name: &str) -> (u32, u32) {
+    let pattern = format!("fn {name}(");
+    let sites: Vec<(u32, u32)> = THIS_FILE
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| line.trim_start().starts_with("fn "))
+        .filter_map(|(index, line)| {
+            let at = line.find(&pattern)? + "fn ".len();
+            Some((index as u32 + 1, at as u32 + 1))
+        })
+        .collect();
+    assert_eq!(sites.len(), 1, "`fn {name}(` should be declared once");
+    sites[0]
+}
+
+/// How errors show the place a tool was built.
+fn built_at(first_arg: &str) -> String {
+    let (line, column) = site_of_new(first_arg);
+    format!("built at run time at tests/tests/builder.rs:{line}:{column}")
+}
+
+fn assert_built_at(source: Source, first_arg: &str) {
+    assert!(!source.is_declared());
+    assert_eq!(source.module_path(), None);
+    assert_eq!(source.crate_name(), None);
+    assert_eq!(source.file(), file!());
+    assert_eq!((source.line(), source.column()), site_of_new(first_arg));
+    assert_eq!(source.to_string(), built_at(first_arg));
+}
+
+fn ctx(tool: &str) -> ToolContext {
+    ToolContext::new("call_1", tool)
+}
+
+fn names(registry: &Registry) -> Vec<&str> {
+    registry.names().collect()
+}
+
+/// A future that is pending once (waking itself) before it is ready.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Declared tools of this file.
+
+/// Read the current build status of a project.
+#[tool(read_only)]
+fn get_status(project: String) -> String {
+    format!("{project}: green")
+}
+
+mod a {
+    use registry_core::tool;
+
+    /// In `a`.
+    #[tool]
+    fn in_a() {}
+
+    pub mod b {
+        use registry_core::tool;
+
+        /// In `a::b`.
+        #[tool]
+        fn in_b() {}
+
+        pub mod c {
+            use registry_core::tool;
+
+            /// In `a::b::c`.
+            #[tool]
+            fn in_b_c() {}
+        }
+    }
+
+    pub mod bc {
+        use registry_core::tool;
+
+        /// In `a::bc`, whose path starts like `a::b`'s.
+        #[tool]
+        fn in_bc() {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// DynamicTool.
+
+fn echo_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"text": {"type": "string", "description": "What to repeat."}},
+        "required": ["text"],
+        "additionalProperties": false
+    })
+}
+
+#[test]
+fn a_valid_dynamic_tool_registers_and_runs() {
+    let echo = DynamicTool::new("echo", "Repeat the text back.")
+        .title("Echo")
+        .parameters(echo_schema())
+        .scopes(["chat:read", "chat.echo"])
+        .read_only()
+        .idempotent()
+        .handler(|ctx, args| {
+            let text = args["text"].as_str().unwrap_or_default();
+            if text.is_empty() {
+                return Err("nothing to repeat");
+            }
+            Ok(json!(format!("{}: {text}", ctx.call_id())))
+        });
+    assert_eq!(echo.name(), "echo");
+    let registry = Registry::builder().tool(echo).build().unwrap();
+    assert_eq!(names(&registry), ["echo"]);
+
+    let tool = registry.get("echo").unwrap();
+    assert_eq!(
+        serde_json::to_value(&*tool.definition()).unwrap(),
+        json!({
+            "name": "echo",
+            "description": "Repeat the text back.",
+            "title": "Echo",
+            "parameters": echo_schema()
+        })
+    );
+    let policy = tool.policy();
+    let scopes: Vec<&str> = policy.scopes.iter().map(|scope| scope.as_str()).collect();
+    assert_eq!(scopes, ["chat:read", "chat.echo"]);
+    assert!(policy.hints.read_only && policy.hints.idempotent);
+    assert!(!policy.hints.destructive && !policy.hints.open_world);
+    assert!(!tool.is_async());
+    assert_built_at(tool.source(), r#""echo""#);
+
+    assert_eq!(
+        tool.call_blocking(&ctx("echo"), json!({"text": "hi"})),
+        Ok(json!("call_1: hi"))
+    );
+    assert_eq!(
+        pollster::block_on(tool.call(ToolContext::new("call_2", "echo"), json!({"text": "yo"}))),
+        Ok(json!("call_2: yo"))
+    );
+    assert_eq!(
+        tool.call_blocking(&ctx("echo"), json!({"text": ""})),
+        Err(ToolError::Failed("nothing to repeat".to_owned()))
+    );
+    assert_eq!(
+        tool.call_blocking(&ctx("echo"), json!({"txt": "hi"}))
+            .unwrap_err()
+            .to_string(),
+        r#"invalid arguments: missing required property "text"; unknown property "txt""#
+    );
+}
+
+#[test]
+fn a_dynamic_tool_without_parameters_takes_an_empty_closed_object() {
+    let registry = Registry::builder()
+        .tool(DynamicTool::new("now", "Tell the time.").handler(|_, _| Ok::<_, String>(json!(0))))
+        .build()
+        .unwrap();
+    let tool = registry.get("now").unwrap();
+    assert_eq!(
+        tool.definition().parameters,
+        json!({"type": "object", "properties": {}, "additionalProperties": false})
+    );
+    assert_eq!(tool.definition().title, None);
+    assert_eq!(
+        tool.call_blocking(&ctx("now"), json!({"at": "noon"}))
+            .unwrap_err()
+            .to_string(),
+        r#"invalid arguments: unknown property "at""#
+    );
+}
+
+#[test]
+fn a_dynamic_schema_is_used_as_given_even_open() {
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("open", "Take anything beside `a`.")
+                .parameters(json!({"type": "object", "properties": {"a": {"type": "string"}}}))
+                .handler(|_, args| Ok::<_, String>(args)),
+        )
+        .build()
+        .unwrap();
+    let tool = registry.get("open").unwrap();
+    assert_eq!(
+        tool.definition().parameters,
+        json!({"type": "object", "properties": {"a": {"type": "string"}}})
+    );
+    assert_eq!(
+        tool.call_blocking(&ctx("open"), json!({"a": "x", "b": 1})),
+        Ok(json!({"a": "x", "b": 1}))
+    );
+    assert_eq!(
+        tool.call_blocking(&ctx("open"), json!({"a": 1}))
+            .unwrap_err()
+            .to_string(),
+        "invalid arguments: /a: expected string, got integer 1"
+    );
+}
+
+#[test]
+fn an_async_dynamic_tool_runs_both_ways() {
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("later", "Answer later.")
+                .parameters(echo_schema())
+                .async_handler(|ctx, args| async move {
+                    YieldOnce(false).await;
+                    match args["text"].as_str() {
+                        Some("fail") => Err(format!("{} failed", ctx.tool_name())),
+                        text => Ok(json!(text)),
+                    }
+                }),
+        )
+        .build()
+        .unwrap();
+    let tool = registry.get("later").unwrap();
+    assert!(tool.is_async());
+    assert_eq!(
+        pollster::block_on(tool.call(ctx("later"), json!({"text": "a"}))),
+        Ok(json!("a"))
+    );
+    assert_eq!(
+        tool.call_blocking(&ctx("later"), json!({"text": "b"})),
+        Ok(json!("b"))
+    );
+    assert_eq!(
+        tool.call_blocking(&ctx("later"), json!({"text": "fail"})),
+        Err(ToolError::Failed("later failed".to_owned()))
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every check, in one build.
+
+#[test]
+fn every_problem_of_every_tool_is_reported_in_one_build_with_its_site() {
+    let error = Registry::builder()
+        .tool(
+            DynamicTool::new("1st tool", "  ")
+                .scopes(["build::read", "deploy:write"])
+                .parameters(json!({"type": "array"}))
+                .read_only()
+                .destructive(),
+        )
+        .tool(
+            DynamicTool::new("broken_schema", "Has a schema that does not compile.")
+                .parameters(json!({"type": "object", "properties": {"x": {"type": "strin"}}}))
+                .handler(|_, _| Ok::<_, String>(Value::Null)),
+        )
+        .tool(
+            DynamicTool::new("get.status", "A dot in the name.")
+                .scopes(["build:read!"])
+                .handler(|_, _| Ok::<_, String>(Value::Null)),
+        )
+        .tool(DynamicTool::new("fine", "Nothing wrong.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .build()
+        .unwrap_err();
+
+    let (first, schema, dotted) = (
+        built_at(r#""1st tool""#),
+        built_at(r#""broken_schema""#),
+        built_at(r#""get.status""#),
+    );
+    let problems = error.problems();
+    assert_eq!(problems.len(), 9, "{error}");
+    // The reason a schema does not compile is the validator's own text.
+    let reason = r#""strin" is not valid under any of the schemas listed in the 'anyOf' keyword"#;
+    let BuildProblem::InvalidSchema {
+        tool,
+        reason: actual,
+        site,
+    } = &problems[6]
+    else {
+        panic!("expected an invalid schema, got {:?}", problems[6]);
+    };
+    assert_eq!((tool.as_str(), actual.as_str()), ("broken_schema", reason));
+    assert_eq!(site.to_string(), schema);
+    let lines: Vec<String> = error.to_string().lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines,
+        [
+            "the tool registry could not be built (9 problems):".to_owned(),
+            format!(
+                "  - the tool name \"1st tool\" starts with '1'; it must start with an ASCII \
+                 letter or `_` ({first})"
+            ),
+            format!(
+                "  - tool \"1st tool\" has no description, and a model cannot use an \
+                 undescribed tool ({first})"
+            ),
+            format!(
+                "  - tool \"1st tool\": the scope \"build::read\" has an empty segment; write \
+                 segments joined by `:`, e.g. `build:read` ({first})"
+            ),
+            format!(
+                "  - tool \"1st tool\" is marked both read-only and destructive; keep the one \
+                 that is true ({first})"
+            ),
+            format!(
+                "  - tool \"1st tool\": invalid parameters schema: the parameters schema must \
+                 have `\"type\": \"object\"` at its root, since tool arguments are a JSON \
+                 object ({first})"
+            ),
+            format!(
+                "  - tool \"1st tool\" has no handler; give it one with `.handler(...)` or \
+                 `.async_handler(...)` ({first})"
+            ),
+            format!("  - tool \"broken_schema\": invalid parameters schema: {reason} ({schema})"),
+            format!(
+                "  - the tool name \"get.status\" contains '.'; use only ASCII letters, digits, \
+                 `_` and `-` ({dotted})"
+            ),
+            format!(
+                "  - tool \"get.status\": the scope \"build:read!\" contains '!'; a scope uses \
+                 ASCII letters, digits, `_`, `.` and `-`, with `:` between segments ({dotted})"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_name_too_long_or_empty_is_refused() {
+    let long = "a".repeat(65);
+    let error = Registry::builder()
+        .tool(DynamicTool::new(long.clone(), "Long.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .tool(DynamicTool::new("", "Empty.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .tool(
+            DynamicTool::new("a".repeat(64), "Just short enough.")
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+        )
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error.problems(),
+        [
+            BuildProblem::InvalidName {
+                name: long.clone(),
+                site: site(&error.problems()[0]),
+                reason: format!(
+                    "the tool name \"{long}\" is 65 characters long; providers accept at most 64"
+                ),
+            },
+            BuildProblem::InvalidName {
+                name: String::new(),
+                site: site(&error.problems()[1]),
+                reason: "the tool name is empty".to_owned(),
+            },
+        ]
+    );
+    assert_built_at(site(&error.problems()[0]), "long.clone()");
+    assert_built_at(site(&error.problems()[1]), r#""""#);
+}
+
+/// The site of a problem about one tool.
+fn site(problem: &BuildProblem) -> Source {
+    match problem {
+        BuildProblem::InvalidName { site, .. }
+        | BuildProblem::InvalidScope { site, .. }
+        | BuildProblem::InvalidSchema { site, .. }
+        | BuildProblem::MissingDescription { site, .. }
+        | BuildProblem::MissingHandler { site, .. }
+        | BuildProblem::ContradictoryHints { site, .. }
+        | BuildProblem::NothingToReplace { site, .. } => *site,
+        other => panic!("no single site in {other:?}"),
+    }
+}
+
+#[test]
+fn a_tool_without_handler_is_refused() {
+    let error = Registry::builder()
+        .declared()
+        .tool(DynamicTool::new("no_handler", "Has no handler."))
+        .build()
+        .unwrap_err();
+    let [BuildProblem::MissingHandler { tool, site }] = error.problems() else {
+        panic!("expected a missing handler, got {error:?}");
+    };
+    assert_eq!(tool, "no_handler");
+    assert_built_at(*site, r#""no_handler""#);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Duplicates between declared and dynamic tools.
+
+#[test]
+fn a_dynamic_tool_named_like_a_declared_one_is_a_duplicate_naming_both() {
+    let error = Registry::builder()
+        .declared()
+        .tool(
+            DynamicTool::new("get_status", "Another status.")
+                .handler(|_, _| Ok::<_, String>(json!("?"))),
+        )
+        .build()
+        .unwrap_err();
+    let [
+        BuildProblem::DuplicateName {
+            name,
+            first,
+            second,
+        },
+    ] = error.problems()
+    else {
+        panic!("expected one duplicate, got {error:?}");
+    };
+    assert_eq!(name, "get_status");
+    let (line, column) = site_of_fn("get_status");
+    assert_eq!(first.module_path(), Some("builder"));
+    assert_eq!(
+        (first.file(), first.line(), first.column()),
+        (file!(), line, column)
+    );
+    assert_built_at(*second, r#""get_status", "Another"#);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the tool registry could not be built (1 problem):\n  - two tools are named \
+             \"get_status\": `#[tool]` in builder at tests/tests/builder.rs:{line}:{column} and \
+             {}; rename one with `#[tool(name = \"...\")]`, select one with \
+             `RegistryBuilder::declared_in`, or replace it explicitly with \
+             `RegistryBuilder::replace`",
+            built_at(r#""get_status", "Another"#)
+        )
+    );
+}
+
+#[test]
+fn two_dynamic_tools_of_one_name_are_a_duplicate() {
+    let error = Registry::builder()
+        .tool(DynamicTool::new("twin", "One.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .tool(DynamicTool::new("twin", "Two.").handler(|_, _| Ok::<_, String>(json!(2))))
+        .build()
+        .unwrap_err();
+    let [BuildProblem::DuplicateName { first, second, .. }] = error.problems() else {
+        panic!("expected one duplicate, got {error:?}");
+    };
+    assert_built_at(*first, r#""twin", "One"#);
+    assert_built_at(*second, r#""twin", "Two"#);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replacements.
+
+#[test]
+fn replace_swaps_a_declared_tool_and_records_it() {
+    let declared = Registry::from_inventory().unwrap();
+    let declared_source = declared.get("get_status").unwrap().source();
+    let registry = Registry::builder()
+        .declared()
+        .replace(
+            DynamicTool::new("get_status", "Report a canned status, for tests.")
+                .parameters(json!({
+                    "type": "object",
+                    "properties": {"project": {"type": "string"}},
+                    "required": ["project"],
+                    "additionalProperties": false
+                }))
+                .handler(|_, args| Ok::<_, String>(json!(format!("{}: stubbed", args["project"])))),
+            "the CI server is not reachable from tests",
+        )
+        .build()
+        .unwrap();
+    assert_eq!(names(&registry), names(&declared));
+    let tool = registry.get("get_status").unwrap();
+    assert_eq!(
+        tool.definition().description,
+        "Report a canned status, for tests."
+    );
+    assert_eq!(
+        tool.call_blocking(&ctx("get_status"), json!({"project": "web"})),
+        Ok(json!("\"web\": stubbed"))
+    );
+    assert_built_at(tool.source(), r#""get_status", "Report"#);
+    // The replacement's own policy, not the declaration's `read_only`.
+    assert!(!tool.policy().hints.read_only);
+
+    let [replacement] = registry.replacements() else {
+        panic!("expected one replacement: {:?}", registry.replacements());
+    };
+    assert_eq!(
+        replacement,
+        &Replacement {
+            name: "get_status".to_owned(),
+            replaced: declared_source,
+            by: tool.source(),
+            reason: "the CI server is not reachable from tests".to_owned(),
+        }
+    );
+    assert_eq!(
+        (declared_source.line(), declared_source.column()),
+        site_of_fn("get_status")
+    );
+    assert!(declared.replacements().is_empty());
+}
+
+#[test]
+fn replace_swaps_a_dynamic_tool_too_in_order() {
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("clock", "Tell the time.")
+                .handler(|_, _| Ok::<_, String>(json!("real"))),
+        )
+        .replace(
+            DynamicTool::new("clock", "A fixed time.")
+                .handler(|_, _| Ok::<_, String>(json!("fixed"))),
+            "deterministic tests",
+        )
+        .replace(
+            DynamicTool::new("clock", "A frozen time.")
+                .handler(|_, _| Ok::<_, String>(json!("frozen"))),
+            "even more deterministic",
+        )
+        .build()
+        .unwrap();
+    assert_eq!(
+        registry
+            .get("clock")
+            .unwrap()
+            .call_blocking(&ctx("clock"), json!({})),
+        Ok(json!("frozen"))
+    );
+    let records: Vec<(&str, u32, u32, &str)> = registry
+        .replacements()
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_str(),
+                r.replaced.line(),
+                r.by.line(),
+                r.reason.as_str(),
+            )
+        })
+        .collect();
+    let line = |first_arg| site_of_new(first_arg).0;
+    assert_eq!(
+        records,
+        [
+            (
+                "clock",
+                line(r#""clock", "Tell"#),
+                line(r#""clock", "A fixed"#),
+                "deterministic tests"
+            ),
+            (
+                "clock",
+                line(r#""clock", "A fixed"#),
+                line(r#""clock", "A frozen"#),
+                "even more deterministic"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn replacing_a_name_that_is_not_registered_is_an_error() {
+    // `get_status` is declared at the crate root, outside `builder::a`.
+    let error = Registry::builder()
+        .declared_in(["builder::a"])
+        .replace(
+            DynamicTool::new("get_status", "Not there to replace.")
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+            "a stub",
+        )
+        .build()
+        .unwrap_err();
+    let site = built_at(r#""get_status", "Not there"#);
+    let [BuildProblem::NothingToReplace { name, site: source }] = error.problems() else {
+        panic!("expected nothing to replace, got {error:?}");
+    };
+    assert_eq!(name, "get_status");
+    assert_eq!(source.to_string(), site);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the tool registry could not be built (1 problem):\n  - cannot replace \
+             \"get_status\": no tool of that name is registered; use `RegistryBuilder::tool` \
+             to add it ({site})"
+        )
+    );
+}
+
+#[test]
+fn a_replacement_is_checked_like_any_tool() {
+    let error = Registry::builder()
+        .declared()
+        .replace(DynamicTool::new("get_status", ""), "broken stub")
+        .build()
+        .unwrap_err();
+    let site = built_at(r#""get_status", """#);
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the tool registry could not be built (2 problems):\
+             \n  - tool \"get_status\" has no description, and a model cannot use an undescribed \
+             tool ({site})\
+             \n  - tool \"get_status\" has no handler; give it one with `.handler(...)` or \
+             `.async_handler(...)` ({site})"
+        )
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selecting declarations by module.
+
+#[test]
+fn declared_in_takes_a_module_and_those_below_it_by_whole_segments() {
+    let select = |paths: &[&str]| {
+        let registry = Registry::builder()
+            .declared_in(paths.iter().copied())
+            .build()
+            .unwrap();
+        registry.names().map(str::to_owned).collect::<Vec<_>>()
+    };
+    assert_eq!(select(&["builder::a::b"]), ["in_b", "in_b_c"]);
+    assert_eq!(select(&["builder::a::b::c"]), ["in_b_c"]);
+    assert_eq!(select(&["builder::a::bc"]), ["in_bc"]);
+    assert_eq!(select(&["builder::a"]), ["in_a", "in_b", "in_b_c", "in_bc"]);
+    assert_eq!(
+        select(&["builder"]),
+        ["get_status", "in_a", "in_b", "in_b_c", "in_bc"]
+    );
+    // Not a whole segment: nothing.
+    assert!(select(&["builder::a::"]).is_empty());
+    assert!(select(&["builde"]).is_empty());
+    assert!(select(&["a::b"]).is_empty());
+    assert!(select(&[]).is_empty());
+    // Overlapping paths take each declaration once.
+    assert_eq!(
+        select(&["builder::a::b", "builder::a", "builder::a::b::c"]),
+        ["in_a", "in_b", "in_b_c", "in_bc"]
+    );
+}
+
+#[test]
+fn declared_in_accumulates_and_declared_takes_everything() {
+    let registry = Registry::builder()
+        .declared_in(["builder::a::b::c"])
+        .declared_in(vec!["builder::a::bc".to_owned()])
+        .build()
+        .unwrap();
+    assert_eq!(names(&registry), ["in_b_c", "in_bc"]);
+
+    let all = Registry::from_inventory().unwrap();
+    for builder in [
+        Registry::builder()
+            .declared()
+            .declared_in(["builder::a::b"]),
+        Registry::builder()
+            .declared_in(["builder::a::b"])
+            .declared(),
+    ] {
+        assert_eq!(names(&builder.build().unwrap()), names(&all));
+    }
+    assert_eq!(
+        names(&all),
+        ["get_status", "in_a", "in_b", "in_b_c", "in_bc"]
+    );
+}
+
+#[test]
+fn an_empty_builder_builds_an_empty_registry() {
+    let registry = Registry::builder().build().unwrap();
+    assert!(registry.is_empty());
+    assert_eq!(registry.len(), 0);
+    assert_eq!(registry.names().count(), 0);
+    assert!(registry.replacements().is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Required tools.
+
+#[test]
+fn require_lists_every_missing_name() {
+    let error = Registry::builder()
+        .declared_in(["builder::a::b"])
+        .tool(
+            DynamicTool::new("ping", "Answer pong.").handler(|_, _| Ok::<_, String>(json!("pong"))),
+        )
+        .require(["in_b", "in_bc", "ping"])
+        .require(vec!["nope".to_owned(), "in_a".to_owned()])
+        .build()
+        .unwrap_err();
+    let missing = |name: &str| BuildProblem::MissingTool {
+        name: name.to_owned(),
+    };
+    assert_eq!(
+        error,
+        RegistryError::Build(vec![missing("in_bc"), missing("nope"), missing("in_a")])
+    );
+    let line = |name: &str| {
+        format!(
+            "\n  - the required tool \"{name}\" is not registered; if it is declared in another \
+             crate, make sure that crate is linked: name it in your code, e.g. \
+             `registry_core::link!(that_crate);`"
+        )
+    };
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "the tool registry could not be built (3 problems):{}{}{}",
+            line("in_bc"),
+            line("nope"),
+            line("in_a")
+        )
+    );
+}
+
+#[test]
+fn every_kind_of_problem_is_reported_together() {
+    let error = Registry::builder()
+        .declared()
+        .tool(DynamicTool::new("in_a", "Clashes.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .tool(DynamicTool::new("bad name", "Invalid.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .replace(
+            DynamicTool::new("ghost", "Replaces nothing.")
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+            "why not",
+        )
+        .require(["missing_one"])
+        .build()
+        .unwrap_err();
+    let kinds: Vec<&str> = error
+        .problems()
+        .iter()
+        .map(|problem| match problem {
+            BuildProblem::InvalidName { .. } => "invalid name",
+            BuildProblem::DuplicateName { .. } => "duplicate",
+            BuildProblem::NothingToReplace { .. } => "nothing to replace",
+            BuildProblem::MissingTool { .. } => "missing",
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["invalid name", "duplicate", "nothing to replace", "missing"]
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("the tool registry could not be built (4 problems):\n"),
+        "{error}"
+    );
+}
