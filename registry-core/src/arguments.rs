@@ -50,8 +50,25 @@ impl Arguments {
 }
 
 fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, ToolError> {
-    T::deserialize(value).map_err(|error| {
-        ToolError::argument(format!("/{}", escape_pointer(name)), error.to_string())
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let mut pointer = format!("/{}", escape_pointer(name));
+        for segment in error.path().iter() {
+            match segment {
+                serde_path_to_error::Segment::Seq { index } => {
+                    pointer.push_str(&format!("/{index}"));
+                }
+                serde_path_to_error::Segment::Map { key } => {
+                    pointer.push('/');
+                    pointer.push_str(&escape_pointer(key));
+                }
+                serde_path_to_error::Segment::Enum { variant } => {
+                    pointer.push('/');
+                    pointer.push_str(&escape_pointer(variant));
+                }
+                serde_path_to_error::Segment::Unknown => break,
+            }
+        }
+        ToolError::argument(pointer, error.into_inner().to_string())
     })
 }
 

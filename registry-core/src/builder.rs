@@ -146,6 +146,16 @@ impl RegistryBuilder {
     /// Checks everything and builds the registry, or lists every problem found.
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
+        if let Selection::Under(paths) = &self.declared {
+            for path in paths {
+                let found = declarations().any(|declaration| {
+                    is_under(declaration.location.module_path().unwrap_or_default(), path)
+                });
+                if !found {
+                    problems.push(BuildProblem::EmptySelection { path: path.clone() });
+                }
+            }
+        }
         let mut tools: Vec<Tool> = self
             .selected_declarations()
             .into_iter()

@@ -129,6 +129,15 @@ pub enum BuildProblem {
         /// Where the replacement was built.
         site: Source,
     },
+    /// `RegistryBuilder::declared_in` named a module under which no linked `#[tool]` is.
+    #[error(
+        "no `#[tool]` linked into this program is declared under `{path}`; check the module path, \
+         and if it is another crate, make sure it is linked: `registry_core::link!(that_crate);`"
+    )]
+    EmptySelection {
+        /// The module path given.
+        path: String,
+    },
     /// A tool the application requires is not registered.
     #[error(
         "the required tool {name:?} is not registered; if it is declared in another crate, \

@@ -114,10 +114,7 @@ fn describe(error: &ValidationError<'_>, out: &mut Vec<ArgumentProblem>) {
             if let Some(choices) = choices(&pointer, context) {
                 out.push(ArgumentProblem::new(
                     pointer,
-                    format!(
-                        "expected one of {choices}, got {}",
-                        describe_value(instance)
-                    ),
+                    format!("expected {choices}, got {}", describe_value(instance)),
                 ));
                 return;
             }
@@ -135,55 +132,87 @@ fn describe(error: &ValidationError<'_>, out: &mut Vec<ArgumentProblem>) {
     out.push(ArgumentProblem::new(pointer, message));
 }
 
-/// Of the alternatives of an `anyOf`/`oneOf`, the one branch whose errors are not about the
-/// value's type at this very place (so its shape was meant), if there is exactly one.
+/// Of the alternatives of an `anyOf`/`oneOf`, the one the value was evidently meant to be,
+/// if there is one: alternatives whose type, constant or tag the value contradicts are ruled
+/// out, and of those left, the one with the fewest problems, if only one has that few.
 fn closest_branch<'a>(
     pointer: &str,
     branches: &'a [Vec<ValidationError<'static>>],
 ) -> Option<&'a [ValidationError<'static>]> {
-    let mut candidates = branches.iter().filter(|errors| {
-        !errors.iter().any(|error| {
-            error.instance_path().as_str() == pointer
-                && matches!(
-                    error.kind(),
-                    ValidationErrorKind::Type { .. }
-                        | ValidationErrorKind::Constant { .. }
-                        | ValidationErrorKind::Enum { .. }
-                )
-        })
-    });
-    let branch = candidates.next()?;
-    candidates.next().is_none().then_some(branch.as_slice())
+    let plausible: Vec<&Vec<ValidationError<'static>>> = branches
+        .iter()
+        .filter(|errors| !errors.iter().any(|error| rules_out(pointer, error)))
+        .collect();
+    let fewest = plausible.iter().map(|errors| errors.len()).min()?;
+    let mut best = plausible.iter().filter(|errors| errors.len() == fewest);
+    let branch = best.next()?;
+    best.next().is_none().then_some(branch.as_slice())
+}
+
+/// Whether `error` shows that the value is not of its alternative's shape at all: a wrong type
+/// or constant for the value itself, or a wrong constant (a tag) for one of its properties.
+fn rules_out(pointer: &str, error: &ValidationError<'_>) -> bool {
+    let at = error.instance_path().as_str();
+    let same = at == pointer;
+    let child = at
+        .strip_prefix(pointer)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|rest| !rest.contains('/'));
+    match error.kind() {
+        ValidationErrorKind::Type { .. } => same,
+        ValidationErrorKind::Constant { .. } | ValidationErrorKind::Enum { .. } => same || child,
+        _ => false,
+    }
 }
 
 /// When every alternative is a single value or type (an enum of strings, maybe nullable),
-/// the list of what is accepted: `"queued", "running" or null`.
+/// what is accepted: `one of "queued", "running" or null`, or `object or null`.
 fn choices(pointer: &str, branches: &[Vec<ValidationError<'static>>]) -> Option<String> {
-    let mut accepted = Vec::new();
+    let mut accepted: Vec<String> = Vec::new();
+    let mut values = false;
     for branch in branches {
-        let [error] = branch.as_slice() else {
-            return None;
-        };
-        if error.instance_path().as_str() != pointer {
+        if branch.is_empty() || branch.iter().any(|e| e.instance_path().as_str() != pointer) {
             return None;
         }
-        match error.kind() {
+        let constant = branch.iter().find_map(|error| match error.kind() {
             ValidationErrorKind::Constant { expected_value } => {
-                accepted.push(expected_value.to_string());
+                Some(vec![expected_value.to_string()])
             }
-            ValidationErrorKind::Enum { options } => match options.as_array() {
-                Some(options) => accepted.extend(options.iter().map(ToString::to_string)),
-                None => return None,
+            ValidationErrorKind::Enum { options } => options
+                .as_array()
+                .map(|options| options.iter().map(ToString::to_string).collect()),
+            _ => None,
+        });
+        let listed = match constant {
+            Some(listed) => {
+                values = true;
+                listed
+            }
+            None => match branch.as_slice() {
+                [error] => match error.kind() {
+                    ValidationErrorKind::Type { kind } => vec![expected_types(kind)],
+                    _ => return None,
+                },
+                _ => return None,
             },
-            ValidationErrorKind::Type { kind } => accepted.push(expected_types(kind)),
-            _ => return None,
+        };
+        for item in listed {
+            if !accepted.contains(&item) {
+                accepted.push(item);
+            }
         }
     }
     let last = accepted.pop()?;
-    if accepted.is_empty() {
-        return Some(last);
-    }
-    Some(format!("{} or {last}", accepted.join(", ")))
+    let list = if accepted.is_empty() {
+        last
+    } else {
+        format!("{} or {last}", accepted.join(", "))
+    };
+    Some(if values {
+        format!("one of {list}")
+    } else {
+        list
+    })
 }
 
 fn expected_types(kind: &TypeKind) -> String {

@@ -669,10 +669,17 @@ fn declared_in_takes_a_module_and_those_below_it_by_whole_segments() {
         select(&["builder"]),
         ["get_status", "in_a", "in_b", "in_b_c", "in_bc"]
     );
-    // Not a whole segment: nothing.
-    assert!(select(&["builder::a::"]).is_empty());
-    assert!(select(&["builde"]).is_empty());
-    assert!(select(&["a::b"]).is_empty());
+    // Not a whole segment: nothing, and that is an error naming the path, not a silently
+    // empty registry.
+    for path in ["builder::a::", "builde", "a::b"] {
+        let error = Registry::builder().declared_in([path]).build().unwrap_err();
+        assert_eq!(
+            error.problems(),
+            [BuildProblem::EmptySelection {
+                path: path.to_owned()
+            }]
+        );
+    }
     assert!(select(&[]).is_empty());
     // Overlapping paths take each declaration once.
     assert_eq!(

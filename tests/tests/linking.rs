@@ -47,14 +47,19 @@ fn tools_of_a_crate_that_is_never_named_are_missing() {
 }
 
 #[test]
-fn selecting_the_unlinked_crate_finds_nothing() {
-    // No error either: a crate that is not linked has no declaration to select.
-    let registry = Registry::builder()
+fn selecting_the_unlinked_crate_is_an_error_that_says_to_link_it() {
+    // A crate that is not linked has no declaration to select: the builder says so rather
+    // than building an empty registry.
+    let error = Registry::builder()
         .declared_in(["unlinked_tools"])
         .build()
-        .unwrap();
-    assert!(registry.is_empty());
-    assert_eq!(registry.len(), 0);
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the tool registry could not be built (1 problem):\n  - no `#[tool]` linked into this \
+         program is declared under `unlinked_tools`; check the module path, and if it is another \
+         crate, make sure it is linked: `registry_core::link!(that_crate);`"
+    );
 }
 
 const MISSING: &str = "is not registered; if it is declared in another crate, make sure that \

@@ -703,3 +703,35 @@ fn every_tool_of_this_file_is_in_the_registry() {
         ]
     );
 }
+
+#[test]
+fn a_tagged_enum_is_reported_against_the_variant_the_value_names() {
+    let registry = registry();
+    let draw = registry.get("draw").unwrap();
+    // The tag names the variant: its own problems are reported, not "no form matches".
+    assert_eq!(
+        problems(&draw, json!({"shape": {"kind": "circle"}})),
+        ["/shape: missing required property \"radius\""]
+    );
+    assert_eq!(
+        problems(&draw, json!({"shape": {"kind": "circle", "radius": 1.0, "colour": "red"}})),
+        ["/shape: unknown property \"colour\""]
+    );
+    assert_eq!(
+        problems(&draw, json!({"shape": {"kind": "circle", "radius": "big"}})),
+        ["/shape/radius: expected number, got string \"big\""]
+    );
+    let deploy = registry.get("deploy").unwrap();
+    assert_eq!(
+        problems(&deploy, json!({"target": {"commit": {"sha": "x", "short": true}}})),
+        ["/target/commit: unknown property \"short\""]
+    );
+    assert_eq!(
+        problems(&deploy, json!({"target": {"branch": 5}})),
+        ["/target/branch: expected string, got integer 5"]
+    );
+    assert_eq!(
+        problems(&deploy, json!({"target": "earliest"})),
+        ["/target: expected one of object or \"latest\", got string \"earliest\""]
+    );
+}
