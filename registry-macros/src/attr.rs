@@ -1,6 +1,6 @@
 //! Parses the arguments of `#[tool(...)]`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use syn::meta::ParseNestedMeta;
 use syn::{LitStr, Path};
 
@@ -47,12 +47,43 @@ pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> ToolAttr {
     let mut attr = ToolAttr::default();
     let parser = syn::meta::parser(|meta| {
         parse_key(cx, &mut attr, &meta)?;
+        if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+            return Err(meta
+                .input
+                .error("expected `,` here; separate the keys of `#[tool(...)]` with commas"));
+        }
         Ok(())
     });
-    if let Err(error) = syn::parse::Parser::parse2(parser, args) {
+    if let Err(error) = syn::parse::Parser::parse2(parser, take_bare_values(cx, args)) {
         cx.syn_error(error);
     }
     attr
+}
+
+/// Reports and takes out every bare value, such as the literal of `#[tool("get_status")]`, so
+/// that the keys around it are still read.
+fn take_bare_values(cx: &Ctxt, args: TokenStream) -> TokenStream {
+    let mut kept = Vec::new();
+    let mut entry: Vec<TokenTree> = Vec::new();
+    let mut tokens = args.into_iter().peekable();
+    while let Some(token) = tokens.next() {
+        let ends_entry = matches!(&token, TokenTree::Punct(p) if p.as_char() == ',');
+        entry.push(token);
+        if ends_entry || tokens.peek().is_none() {
+            match entry.first() {
+                Some(TokenTree::Literal(value)) => cx.error_spanned_by(
+                    value,
+                    format!(
+                        "`{value}` is a value without a key; write `key = value`, \
+                         e.g. `name = {value}` or `description = {value}`"
+                    ),
+                ),
+                _ => kept.append(&mut entry),
+            }
+            entry.clear();
+        }
+    }
+    kept.into_iter().collect()
 }
 
 fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Result<()> {
@@ -70,10 +101,7 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         "destructive" => set(cx, meta, &mut attr.destructive, flag(cx, meta)?),
         "idempotent" => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),
         "open_world" => set(cx, meta, &mut attr.open_world, flag(cx, meta)?),
-        "crate" => {
-            let path: Path = meta.value()?.parse()?;
-            set(cx, meta, &mut attr.krate, path);
-        }
+        "crate" => set(cx, meta, &mut attr.krate, krate(meta)?),
         _ => {
             cx.error_spanned_by(path, unknown_key_message(&key));
             skip_value(meta)?;
@@ -107,6 +135,20 @@ fn string(meta: &ParseNestedMeta) -> syn::Result<LitStr> {
             format!("`{key}` takes a string literal; write `{key} = \"...\"`"),
         )
     })
+}
+
+fn krate(meta: &ParseNestedMeta) -> syn::Result<Path> {
+    const USAGE: &str = "`crate` takes the path of `registry_core`, not in quotes; \
+                         write `crate = path::to::registry_core`";
+    let Ok(value) = meta.value() else {
+        return Err(meta.error(USAGE));
+    };
+    if value.peek(LitStr) {
+        return Err(value.error(USAGE));
+    }
+    value
+        .parse::<Path>()
+        .map_err(|error| syn::Error::new(error.span(), USAGE))
 }
 
 fn flag(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Span> {

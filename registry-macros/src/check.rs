@@ -4,7 +4,7 @@ use syn::{Pat, Type};
 
 use crate::attr::ToolAttr;
 use crate::ctxt::Ctxt;
-use crate::model::{ParamKind, ToolFn};
+use crate::model::{ParamKind, ToolFn, has_impl_trait, ungroup};
 use crate::name::{name_problem, scope_problem};
 
 /// Records in `cx` everything that keeps `tool` from being a tool.
@@ -30,7 +30,9 @@ fn check_name(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
             if let Some(problem) = name_problem(name.trim_start_matches("r#")) {
                 cx.error_spanned_by(
                     ident,
-                    format!("{problem}; or give the tool another name with `name = \"...\"`"),
+                    format!(
+                        "{problem}; rename the function, or name the tool with `name = \"...\"`"
+                    ),
                 );
             }
         }
@@ -38,11 +40,15 @@ fn check_name(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
 }
 
 fn check_texts(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
-    for (key, text) in [("description", &attr.description), ("title", &attr.title)] {
+    let texts = [
+        ("description", &attr.description, "write what the tool does"),
+        ("title", &attr.title, "write a short title for people"),
+    ];
+    for (key, text, fix) in texts {
         if let Some(text) = text.as_ref().filter(|text| text.value().trim().is_empty()) {
             cx.error_spanned_by(
                 text,
-                format!("`{key}` is empty; write what the tool does, or leave the key out"),
+                format!("`{key}` is empty; {fix}, or leave the key out"),
             );
         }
     }
@@ -70,7 +76,10 @@ fn check_scopes(cx: &Ctxt, attr: &ToolAttr) {
         if let Some(problem) = scope_problem(scope) {
             cx.error_spanned_by(scopes, problem);
         } else if list[..index].contains(scope) {
-            cx.error_spanned_by(scopes, format!("the scope `{scope}` is listed twice; keep one"));
+            cx.error_spanned_by(
+                scopes,
+                format!("the scope `{scope}` is listed twice; keep one"),
+            );
         }
     }
 }
@@ -126,14 +135,14 @@ fn check_signature(cx: &Ctxt, tool: &ToolFn) {
     if let Some(variadic) = &sig.variadic {
         cx.error_spanned_by(variadic, "a tool cannot be variadic");
     }
-    if let syn::ReturnType::Type(_, ty) = &sig.output {
-        if let Type::ImplTrait(_) = &**ty {
-            cx.error_spanned_by(
-                ty,
-                "a tool cannot return `impl Trait`; name the returned type, which must \
-                 implement `Serialize`",
-            );
-        }
+    if let syn::ReturnType::Type(_, ty) = &sig.output
+        && has_impl_trait(ty)
+    {
+        cx.error_spanned_by(
+            ty,
+            "a tool cannot return `impl Trait`; name the returned type, which must \
+             implement `Serialize`",
+        );
     }
 }
 
@@ -155,16 +164,19 @@ fn check_params(cx: &Ctxt, tool: &ToolFn) {
         }
         match param.kind {
             ParamKind::Context => {
-                if let Type::Reference(reference) = param.ty {
-                    if let Some(mutability) = reference.mutability {
-                        cx.error_spanned_by(
-                            mutability,
-                            "the tool context is shared; take it as `&ToolContext`",
-                        );
-                    }
+                if let Type::Reference(reference) = ungroup(param.ty)
+                    && let Some(mutability) = reference.mutability
+                {
+                    cx.error_spanned_by(
+                        mutability,
+                        "the tool context is shared; take it as `&ToolContext`",
+                    );
                 }
                 if context_seen {
-                    cx.error_spanned_by(param.ty, "a tool takes `&ToolContext` at most once");
+                    cx.error_spanned_by(
+                        param.ty,
+                        "a tool takes `&ToolContext` at most once; remove this parameter",
+                    );
                 }
                 context_seen = true;
             }
@@ -176,7 +188,7 @@ fn check_params(cx: &Ctxt, tool: &ToolFn) {
 
 /// Arguments are deserialized from the model's JSON, so they must own their data.
 fn check_owned(cx: &Ctxt, ty: &Type) {
-    match ty {
+    match ungroup(ty) {
         Type::Reference(reference) => {
             let suggestion = match &*reference.elem {
                 Type::Path(path) if path.path.is_ident("str") => "`String`".to_owned(),
@@ -194,9 +206,9 @@ fn check_owned(cx: &Ctxt, ty: &Type) {
                 ),
             );
         }
-        Type::ImplTrait(_) => cx.error_spanned_by(
+        _ if has_impl_trait(ty) => cx.error_spanned_by(
             ty,
-            "a tool parameter cannot be `impl Trait`; the schema needs a concrete type",
+            "a tool parameter cannot use `impl Trait`; the schema needs a concrete type",
         ),
         Type::Infer(_) | Type::Never(_) => {
             cx.error_spanned_by(ty, "a tool parameter needs a concrete type")

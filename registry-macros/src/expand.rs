@@ -2,10 +2,10 @@
 //! parameter docs, then, inside `const _: () = { ... };`, an executor and the static record
 //! submitted to the registration list.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
-use syn::spanned::Spanned;
 use syn::Item;
+use syn::spanned::Spanned;
 
 use crate::attr::{self, ToolAttr};
 use crate::check::{check, split_scopes};
@@ -48,7 +48,7 @@ fn not_a_function(item: &Item, input: TokenStream) -> TokenStream {
         _ => "this item",
     };
     let error = syn::Error::new(
-        first_token_span(item),
+        keyword_span(item),
         format!(
             "`#[tool]` goes on a free function, not on {what}; \
              write `#[tool] fn name(...) -> ... {{ ... }}`"
@@ -58,11 +58,41 @@ fn not_a_function(item: &Item, input: TokenStream) -> TokenStream {
     quote!(#input #error)
 }
 
-fn first_token_span(item: &Item) -> Span {
-    quote!(#item)
-        .into_iter()
-        .find(|token| !matches!(token, proc_macro2::TokenTree::Punct(_)))
-        .map_or_else(Span::call_site, |token| token.span())
+/// The keyword that says what `item` is (`struct`, `impl`, ...), or its first token after
+/// its attributes.
+fn keyword_span(item: &Item) -> Span {
+    match item {
+        Item::Struct(item) => item.struct_token.span,
+        Item::Enum(item) => item.enum_token.span,
+        Item::Union(item) => item.union_token.span,
+        Item::Impl(item) => item.impl_token.span,
+        Item::Mod(item) => item.mod_token.span,
+        Item::Trait(item) => item.trait_token.span,
+        Item::Const(item) => item.const_token.span,
+        Item::Static(item) => item.static_token.span,
+        Item::Type(item) => item.type_token.span,
+        Item::Use(item) => item.use_token.span,
+        _ => {
+            let mut item = item.clone();
+            if let Some(attrs) = item_attrs(&mut item) {
+                attrs.clear();
+            }
+            quote!(#item)
+                .into_iter()
+                .next()
+                .map_or_else(Span::call_site, |token| token.span())
+        }
+    }
+}
+
+fn item_attrs(item: &mut Item) -> Option<&mut Vec<syn::Attribute>> {
+    match item {
+        Item::ExternCrate(item) => Some(&mut item.attrs),
+        Item::ForeignMod(item) => Some(&mut item.attrs),
+        Item::Macro(item) => Some(&mut item.attrs),
+        Item::TraitAlias(item) => Some(&mut item.attrs),
+        _ => None,
+    }
 }
 
 /// The hidden items that register `tool`.
@@ -73,10 +103,10 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         .unwrap_or_else(|| syn::parse_quote!(::registry_core));
     let rc = quote!(#krate::__private);
     let ident = &tool.item.sig.ident;
-    let name = attr
-        .name
-        .as_ref()
-        .map_or_else(|| ident.to_string().trim_start_matches("r#").to_owned(), |name| name.value());
+    let name = attr.name.as_ref().map_or_else(
+        || ident.to_string().trim_start_matches("r#").to_owned(),
+        |name| name.value(),
+    );
     let description = attr
         .description
         .as_ref()
@@ -84,14 +114,27 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         .or_else(|| tool.doc.clone())
         .unwrap_or_default();
     let title = option_str(attr.title.as_ref().map(syn::LitStr::value));
-    let scopes = attr
+    let scopes: Vec<String> = attr
         .scopes
         .as_ref()
-        .map(|scopes| split_scopes(&scopes.value()).into_iter().map(str::to_owned).collect())
-        .unwrap_or_else(Vec::<String>::new);
-    let [read_only, destructive, idempotent, open_world] =
-        [attr.read_only, attr.destructive, attr.idempotent, attr.open_world].map(|f| f.is_some());
-    let params = tool.params.iter().filter_map(|param| param_record(&rc, param));
+        .map(|scopes| {
+            split_scopes(&scopes.value())
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let [read_only, destructive, idempotent, open_world] = [
+        attr.read_only,
+        attr.destructive,
+        attr.idempotent,
+        attr.open_world,
+    ]
+    .map(|f| f.is_some());
+    let params = tool
+        .params
+        .iter()
+        .filter_map(|param| param_record(&rc, param));
     let executor = executor(&rc, tool);
     let execute = if tool.is_async() {
         quote!(#rc::Execute::Async(__execute))
@@ -137,8 +180,8 @@ fn param_record(rc: &TokenStream, param: &Param) -> Option<TokenStream> {
     let ty = param.ty;
     let (required, schema) = match param.kind {
         ParamKind::Context => return None,
-        ParamKind::Required => (true, quote_spanned!(ty.span()=> #rc::schema::<#ty>)),
-        ParamKind::Optional { .. } => (false, quote_spanned!(ty.span()=> #rc::schema::<#ty>)),
+        ParamKind::Required => (true, checked(quote!(#rc::schema), ty)),
+        ParamKind::Optional { .. } => (false, checked(quote!(#rc::schema), ty)),
     };
     Some(quote! {
         #rc::Param {
@@ -164,15 +207,12 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
                 continue;
             }
             ParamKind::Required => {
-                let ty = param.ty;
-                bindings.push(quote_spanned! {ty.span()=>
-                    let #binding = __args.required::<#ty>(#name)?;
-                });
+                let required = checked(quote!(#rc::Arguments::required), param.ty);
+                bindings.push(quote!(let #binding = #required(&mut __args, #name)?;));
             }
             ParamKind::Optional { inner } => {
-                bindings.push(quote_spanned! {inner.span()=>
-                    let #binding = __args.optional::<#inner>(#name)?;
-                });
+                let optional = checked(quote!(#rc::Arguments::optional), inner);
+                bindings.push(quote!(let #binding = #optional(&mut __args, #name)?;));
             }
         }
         call_args.push(quote!(#binding));
@@ -185,8 +225,21 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
     };
     let output = match &tool.output {
         Output::Unit => quote!({ #call; #rc::output(()) }),
-        Output::Value(ty) => quote_spanned!(ty.span()=> #rc::output(#call)),
-        Output::Result(ty) => quote_spanned!(ty.span()=> #rc::result_output(#call)),
+        Output::Value(ty) => {
+            let output = checked(quote!(#rc::output), ty);
+            quote!(#output(#call))
+        }
+        Output::Result {
+            ty,
+            args: Some((ok, err)),
+        } => {
+            let output = respan(quote!(#rc::result_output), ty.span());
+            quote!(#output::<#ok, #err>(#call))
+        }
+        Output::Result { ty, args: None } => {
+            let output = respan(quote!(#rc::result_output), ty.span());
+            quote!(#output(#call))
+        }
     };
     let body = quote! {
         #(#bindings)*
@@ -194,17 +247,22 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
         #output
     };
     if tool.is_async() {
+        let inner = quote! {
+            let __ctx = __ctx;
+            #body
+        };
+        // An error about the future (not `Send`) points at the user's `async`.
         let span = tool.item.sig.asyncness.span();
-        let boxed = quote_spanned!(span=> #rc::boxed);
+        let boxed = respan(quote!(#rc::boxed), span);
+        let boxed = quote_spanned! {span=>
+            #boxed(async move { #inner })
+        };
         quote! {
             fn __execute(
                 __ctx: #rc::ToolContext,
                 mut __args: #rc::Arguments,
             ) -> #rc::BoxFuture<'static, #rc::Outcome> {
-                #boxed(async move {
-                    let __ctx = __ctx;
-                    #body
-                })
+                #boxed
             }
         }
     } else {
@@ -223,18 +281,59 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
 /// A macro named after the tool, exported at the crate root: a second tool of the same name
 /// in the same crate then fails to compile (E0428). Across crates the registry catches it.
 fn same_crate_guard(name: &str, attr: &ToolAttr, ident: &syn::Ident) -> TokenStream {
-    let span = attr.name.as_ref().map_or_else(|| ident.span(), syn::LitStr::span);
+    let span = attr
+        .name
+        .as_ref()
+        .map_or_else(|| ident.span(), syn::LitStr::span);
     let guard = if name.contains('-') {
-        let hex: String = name.bytes().map(|b| format!("{b:02x}")).collect();
-        format_ident!("__tool_name_must_be_unique__x{}", hex, span = span)
+        // No `-` in an identifier: the name with `_` for each dash and where the dashes were,
+        // under a prefix of its own, so that it reads well and meets no other name.
+        let dashes: Vec<String> = name
+            .match_indices('-')
+            .map(|(at, _)| at.to_string())
+            .collect();
+        format_ident!(
+            "__tool_name_must_be_unique_with_dashes__{}__at_{}",
+            name.replace('-', "_"),
+            dashes.join("_"),
+            span = span
+        )
     } else {
         format_ident!("__tool_name_must_be_unique__{}", name, span = span)
     };
-    quote! {
+    // Spanned as a whole on the name, which is where rustc points to show both definitions.
+    // A tool in a function body puts the macro there, which is intended: it is exported only
+    // to be unique.
+    quote_spanned! {span=>
         #[doc(hidden)]
         #[macro_export]
+        #[allow(non_local_definitions)]
         macro_rules! #guard { () => {}; }
     }
+}
+
+/// `function::<ty>`, spanned so that an unmet bound on `ty` points at the user's `ty`.
+fn checked(function: TokenStream, ty: &syn::Type) -> TokenStream {
+    let function = respan(function, ty.span());
+    quote!(#function::<#ty>)
+}
+
+/// `tokens`, moved to `span`'s place in the user's code, each keeping its own hygiene.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|token| match token {
+            TokenTree::Group(group) => {
+                let mut moved = Group::new(group.delimiter(), respan(group.stream(), span));
+                moved.set_span(group.span().located_at(span));
+                TokenTree::Group(moved)
+            }
+            mut token => {
+                token.set_span(token.span().located_at(span));
+                token
+            }
+        })
+        .collect()
 }
 
 fn option_str(text: Option<String>) -> TokenStream {
@@ -243,4 +342,3 @@ fn option_str(text: Option<String>) -> TokenStream {
         None => quote!(::core::option::Option::None),
     }
 }
-

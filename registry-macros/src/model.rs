@@ -40,7 +40,11 @@ pub(crate) enum Output<'a> {
     /// A value to serialize.
     Value(&'a Type),
     /// A `Result<T, E>` (or an alias named `Result`): `Ok` is serialized, `Err` displayed.
-    Result(&'a Type),
+    Result {
+        ty: &'a Type,
+        /// `T` and `E`, when the type is written `Result<T, E>` rather than as an alias.
+        args: Option<(&'a Type, &'a Type)>,
+    },
 }
 
 impl<'a> ToolFn<'a> {
@@ -58,7 +62,10 @@ impl<'a> ToolFn<'a> {
             .collect();
         let output = match &item.sig.output {
             ReturnType::Default => Output::Unit,
-            ReturnType::Type(_, ty) if last_segment_is(ty, "Result") => Output::Result(ty),
+            ReturnType::Type(_, ty) if last_segment_is(ty, "Result") => Output::Result {
+                ty,
+                args: result_args(ty),
+            },
             ReturnType::Type(_, ty) => Output::Value(ty),
         };
         ToolFn {
@@ -106,38 +113,82 @@ impl<'a> Param<'a> {
     }
 }
 
+/// `ty` without the invisible groups around a type that a `macro_rules!` passed in as `$ty`.
+pub(crate) fn ungroup(mut ty: &Type) -> &Type {
+    while let Type::Group(group) = ty {
+        ty = &group.elem;
+    }
+    ty
+}
+
+/// Whether `impl Trait` appears anywhere in `ty`, e.g. `Vec<impl Trait>`.
+pub(crate) fn has_impl_trait(ty: &Type) -> bool {
+    fn any_impl(tokens: proc_macro2::TokenStream) -> bool {
+        tokens.into_iter().any(|token| match token {
+            proc_macro2::TokenTree::Ident(ident) => ident == "impl",
+            proc_macro2::TokenTree::Group(group) => any_impl(group.stream()),
+            _ => false,
+        })
+    }
+    any_impl(quote::ToTokens::to_token_stream(ty))
+}
+
 /// `&ToolContext` or `&path::to::ToolContext`, shared or `mut`.
 fn is_context(ty: &Type) -> bool {
-    match ty {
+    match ungroup(ty) {
         Type::Reference(reference) => last_segment_is(&reference.elem, "ToolContext"),
         _ => false,
     }
 }
 
 fn last_segment_is(ty: &Type, name: &str) -> bool {
-    match ty {
+    match ungroup(ty) {
         Type::Path(path) if path.qself.is_none() => path
             .path
             .segments
             .last()
             .is_some_and(|segment| segment.ident == name),
-        Type::Group(group) => last_segment_is(&group.elem, name),
         _ => false,
     }
 }
 
 /// `T` when `ty` is `Option<T>` (by any path ending in `Option`).
 fn option_inner(ty: &Type) -> Option<&Type> {
-    let Type::Path(path) = ty else { return None };
+    match type_args(ty, "Option")?.as_slice() {
+        [inner] => Some(*inner),
+        _ => None,
+    }
+}
+
+/// `T` and `E` when `ty` is `Result<T, E>` (by any path ending in `Result`).
+fn result_args(ty: &Type) -> Option<(&Type, &Type)> {
+    match type_args(ty, "Result")?.as_slice() {
+        [ok, err] => Some((*ok, *err)),
+        _ => None,
+    }
+}
+
+/// The type arguments of `ty` when it is a path ending in `name<...>` with only types
+/// between the brackets.
+fn type_args<'a>(ty: &'a Type, name: &str) -> Option<Vec<&'a Type>> {
+    let Type::Path(path) = ungroup(ty) else {
+        return None;
+    };
+    if path.qself.is_some() {
+        return None;
+    }
     let segment = path.path.segments.last()?;
-    if segment.ident != "Option" {
+    if segment.ident != name {
         return None;
     }
     let PathArguments::AngleBracketed(args) = &segment.arguments else {
         return None;
     };
-    match args.args.first()? {
-        GenericArgument::Type(inner) if args.args.len() == 1 => Some(inner),
-        _ => None,
-    }
+    args.args
+        .iter()
+        .map(|arg| match arg {
+            GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        })
+        .collect()
 }

@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Read the build status.
+#[tool]
+fn get_status(project: Option<&str>) -> String {
+    project.unwrap_or_default().to_owned()
+}
+
+fn main() {}

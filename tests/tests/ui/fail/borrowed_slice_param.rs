@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Read the build status.
+#[tool]
+fn get_status(projects: &[String]) -> usize {
+    projects.len()
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use registry_core::tool;
+
+#[tool(description = "  ")]
+fn get_status(project: String) -> String {
+    project
+}
+
+fn main() {}

@@ -1,0 +1,12 @@
+use registry_core::tool;
+
+/// Read the build status.
+#[tool(readonly)]
+fn get_status(
+    /// The project to read.
+    project: String,
+) -> String {
+    project
+}
+
+fn main() {}

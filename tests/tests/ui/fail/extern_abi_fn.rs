@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Read the build status.
+#[tool]
+extern "C" fn get_status(project: u32) -> u32 {
+    project
+}
+
+fn main() {}

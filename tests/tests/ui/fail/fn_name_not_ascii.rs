@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Read the build status.
+#[tool]
+fn état(project: String) -> String {
+    project
+}
+
+fn main() {}

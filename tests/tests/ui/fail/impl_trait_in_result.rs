@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Read the build status.
+#[tool]
+fn get_status(project: String) -> Result<impl serde::Serialize, String> {
+    Ok(project)
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Read the build status.
+#[tool]
+fn get_status(project: String) -> impl std::fmt::Display {
+    project
+}
+
+fn main() {}

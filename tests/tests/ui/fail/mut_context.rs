@@ -1,0 +1,11 @@
+use registry_core::tool;
+
+use registry_core::ToolContext;
+
+/// Read the build status.
+#[tool]
+fn get_status(ctx: &mut ToolContext, project: String) -> String {
+    format!("{project} {}", ctx.call_id())
+}
+
+fn main() {}

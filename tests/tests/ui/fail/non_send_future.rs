@@ -1,0 +1,13 @@
+use registry_core::tool;
+
+use std::rc::Rc;
+
+/// Read the build status.
+#[tool]
+async fn get_status(project: String) -> String {
+    let cache = Rc::new(project);
+    std::future::ready(()).await;
+    cache.to_string()
+}
+
+fn main() {}

@@ -1,0 +1,13 @@
+use registry_core::tool;
+
+struct Builds;
+
+/// Read the build status.
+#[tool]
+impl Builds {
+    fn get_status(&self, project: String) -> String {
+        project
+    }
+}
+
+fn main() {}

@@ -1,0 +1,14 @@
+use registry_core::tool;
+
+#[derive(serde::Deserialize)]
+struct Project {
+    id: String,
+}
+
+/// Read the build status.
+#[tool]
+fn get_status(project: Project) -> String {
+    project.id
+}
+
+fn main() {}

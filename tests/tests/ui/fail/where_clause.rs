@@ -1,0 +1,12 @@
+use registry_core::tool;
+
+/// Read the build status.
+#[tool]
+fn get_status(project: String) -> String
+where
+    String: Clone,
+{
+    project
+}
+
+fn main() {}

@@ -1,0 +1,42 @@
+use registry_core::{Registry, tool};
+
+/// Read a page of the web.
+#[tool(
+    name = "fetch_page",
+    description = "Fetch a web page and return its text.",
+    title = "Fetch page",
+    scopes = "web:read, net.outbound:http",
+    read_only,
+    idempotent,
+    open_world,
+    crate = registry_core,
+)]
+fn fetch(url: String) -> String {
+    url
+}
+
+/// Delete a file.
+#[tool(destructive)]
+fn delete_file(path: String) -> bool {
+    path.is_empty()
+}
+
+fn main() {
+    let registry = Registry::from_inventory().unwrap();
+    let fetch = registry.get("fetch_page").unwrap();
+    let definition = fetch.definition();
+    // `description` wins over the doc comment.
+    assert_eq!(
+        definition.description,
+        "Fetch a web page and return its text."
+    );
+    assert_eq!(definition.title.as_deref(), Some("Fetch page"));
+    let policy = fetch.policy();
+    let scopes: Vec<&str> = policy.scopes.iter().map(|s| s.as_str()).collect();
+    assert_eq!(scopes, ["web:read", "net.outbound:http"]);
+    let hints = policy.hints;
+    assert!(hints.read_only && hints.idempotent && hints.open_world && !hints.destructive);
+
+    let hints = registry.get("delete_file").unwrap().policy().hints;
+    assert!(hints.destructive && !hints.read_only && !hints.idempotent && !hints.open_world);
+}

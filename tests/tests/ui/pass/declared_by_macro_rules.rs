@@ -1,0 +1,56 @@
+use registry_core::{Registry, ToolContext, tool};
+use serde_json::json;
+
+/// Declares an echo tool whose parameter type comes from the caller.
+macro_rules! echo_tool {
+    ($name:ident, $ty:ty) => {
+        /// Echo the value back.
+        #[tool]
+        fn $name(ctx: &ToolContext, value: $ty) -> $ty {
+            let _ = ctx;
+            value
+        }
+    };
+}
+
+echo_tool!(echo_number, u32);
+echo_tool!(echo_maybe, Option<String>);
+
+/// Declares a tool whose context parameter type comes from the caller.
+macro_rules! context_tool {
+    ($ctx:ty) => {
+        /// Name the tool.
+        #[tool]
+        fn context_from_macro(ctx: $ctx) -> String {
+            ctx.tool_name().to_owned()
+        }
+    };
+}
+
+context_tool!(&ToolContext);
+
+fn main() {
+    let registry = Registry::from_inventory().unwrap();
+    let ctx = ToolContext::new("c1", "echo");
+    let number = registry.get("echo_number").unwrap();
+    assert_eq!(number.definition().parameters["required"], json!(["value"]));
+    assert_eq!(
+        number.call_blocking(&ctx, json!({"value": 7})).unwrap(),
+        json!(7)
+    );
+    let maybe = registry.get("echo_maybe").unwrap();
+    // `Option<String>` passed as `$ty` is still an optional argument.
+    assert!(
+        maybe
+            .definition()
+            .parameters
+            .get("required")
+            .is_none_or(|r| r == &json!([]))
+    );
+    assert_eq!(maybe.call_blocking(&ctx, json!({})).unwrap(), json!(null));
+    let context = registry.get("context_from_macro").unwrap();
+    assert_eq!(
+        context.call_blocking(&ctx, json!({})).unwrap(),
+        json!("echo")
+    );
+}
