@@ -277,9 +277,13 @@ fn declared_tool(
     }
     let policy = ToolPolicy {
         scopes,
-        tenants: Vec::new(),
+        tenants: declaration
+            .tenants
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect(),
         hints: declaration.hints,
-        timeout: None,
+        timeout: declaration.timeout,
     };
     valid.then(|| Tool::declared(declaration, policy))
 }

@@ -30,6 +30,8 @@ pub struct Declaration {
     pub description: &'static str,
     pub title: Option<&'static str>,
     pub scopes: &'static [&'static str],
+    pub tenants: &'static [&'static str],
+    pub timeout: Option<std::time::Duration>,
     pub hints: Hints,
     pub params: &'static [Param],
     pub execute: Execute,

@@ -150,7 +150,7 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         if registry.is_revoked(slot as u32, snapshot.versions[slot]) {
             reasons.push(HiddenReason::Revoked {
                 reason: registry
-                    .revocation_reason(tool.name())
+                    .revocation_reason(tool.name(), snapshot.versions[slot])
                     .unwrap_or_else(|| "no reason recorded".into()),
             });
         }

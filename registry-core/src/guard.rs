@@ -36,12 +36,12 @@ impl ArgumentLimits {
                 Value::Number(_) => 24,
                 Value::String(text) => text.len() + 2,
                 Value::Array(list) => {
-                    self.nest(depth, list.is_empty())?;
+                    self.nest(depth)?;
                     stack.extend(list.iter().map(|item| (item, depth + 1)));
                     list.len() + 2
                 }
                 Value::Object(object) => {
-                    self.nest(depth, object.is_empty())?;
+                    self.nest(depth)?;
                     stack.extend(object.values().map(|item| (item, depth + 1)));
                     object.keys().map(|key| key.len() + 4).sum::<usize>() + 2
                 }
@@ -59,8 +59,10 @@ impl ArgumentLimits {
         Ok(bytes)
     }
 
-    fn nest(&self, depth: usize, empty: bool) -> Result<(), ArgumentProblem> {
-        if depth > self.max_depth || (depth == self.max_depth && !empty) {
+    /// An array or object at level `depth` is within the limit if `depth` is: what it holds
+    /// is deeper only if it is itself an array or object, checked when it is reached.
+    fn nest(&self, depth: usize) -> Result<(), ArgumentProblem> {
+        if depth > self.max_depth {
             return Err(ArgumentProblem::new(
                 "",
                 format!(

@@ -320,12 +320,28 @@ impl Registry {
         self.inner.slots[slot as usize].is_revoked(version)
     }
 
-    pub(crate) fn revocation_reason(&self, name: &str) -> Option<String> {
-        self.lock_changes()
+    /// The reason of the change that revoked `version` of the tool `name`, if one did.
+    pub(crate) fn revocation_reason(&self, name: &str, version: u64) -> Option<String> {
+        // Versions start at 1 and each replacement adds one. A revocation revokes every
+        // version up to the current one, and so does a replacement that revokes old runs.
+        let mut current = 1;
+        for change in self
+            .lock_changes()
             .iter()
-            .rev()
-            .find(|change| change.name == name && change.kind == ChangeKind::Revoked)
-            .map(|change| change.reason.clone())
+            .filter(|change| change.name == name)
+        {
+            let revokes = matches!(
+                change.kind,
+                ChangeKind::Revoked | ChangeKind::Replaced(OldRuns::Revoke)
+            );
+            if revokes && version <= current {
+                return Some(change.reason.clone());
+            }
+            if let ChangeKind::Replaced(_) = change.kind {
+                current += 1;
+            }
+        }
+        None
     }
 
     pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {

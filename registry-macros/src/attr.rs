@@ -12,6 +12,8 @@ const KEYS: &[&str] = &[
     "description",
     "title",
     "scopes",
+    "tenants",
+    "timeout",
     "read_only",
     "destructive",
     "idempotent",
@@ -30,6 +32,10 @@ pub(crate) struct ToolAttr {
     pub(crate) title: Option<LitStr>,
     /// `scopes = "deploy:write, build:read"`: scopes a subject needs, all of them.
     pub(crate) scopes: Option<LitStr>,
+    /// `tenants = "acme, globex"`: only subjects of these tenants see the tool.
+    pub(crate) tenants: Option<LitStr>,
+    /// `timeout = "5s"`: a call that takes longer is answered `TimedOut`.
+    pub(crate) timeout: Option<LitStr>,
     /// `read_only`: the tool does not modify its environment.
     pub(crate) read_only: Option<Span>,
     /// `destructive`: the tool may destroy or overwrite data.
@@ -97,6 +103,8 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         "description" => set(cx, meta, &mut attr.description, string(meta)?),
         "title" => set(cx, meta, &mut attr.title, string(meta)?),
         "scopes" => set(cx, meta, &mut attr.scopes, string(meta)?),
+        "tenants" => set(cx, meta, &mut attr.tenants, string(meta)?),
+        "timeout" => set(cx, meta, &mut attr.timeout, string(meta)?),
         "read_only" => set(cx, meta, &mut attr.read_only, flag(cx, meta)?),
         "destructive" => set(cx, meta, &mut attr.destructive, flag(cx, meta)?),
         "idempotent" => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),

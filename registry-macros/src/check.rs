@@ -12,6 +12,8 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
     check_name(cx, attr, tool);
     check_texts(cx, attr, tool);
     check_scopes(cx, attr);
+    check_tenants(cx, attr);
+    check_timeout(cx, attr);
     check_hints(cx, attr);
     check_signature(cx, tool);
     check_params(cx, tool);
@@ -81,6 +83,67 @@ fn check_scopes(cx: &Ctxt, attr: &ToolAttr) {
                 format!("the scope `{scope}` is listed twice; keep one"),
             );
         }
+    }
+}
+
+fn check_tenants(cx: &Ctxt, attr: &ToolAttr) {
+    let Some(tenants) = &attr.tenants else { return };
+    let value = tenants.value();
+    let list = split_scopes(&value);
+    if list.is_empty() {
+        cx.error_spanned_by(
+            tenants,
+            "`tenants` is empty; name at least one tenant, e.g. `tenants = \"acme\"`, \
+             or leave the key out for a tool every tenant may use",
+        );
+    }
+    for (index, tenant) in list.iter().enumerate() {
+        if tenant.is_empty() {
+            cx.error_spanned_by(
+                tenants,
+                "`tenants` has an empty entry; separate tenant names with single commas",
+            );
+        } else if list[..index].contains(tenant) {
+            cx.error_spanned_by(
+                tenants,
+                format!("the tenant `{tenant}` is listed twice; keep one"),
+            );
+        }
+    }
+}
+
+fn check_timeout(cx: &Ctxt, attr: &ToolAttr) {
+    if let Some(timeout) = &attr.timeout
+        && let Err(problem) = timeout_millis(&timeout.value())
+    {
+        cx.error_spanned_by(timeout, problem);
+    }
+}
+
+/// The milliseconds of a `timeout = "..."` value: a positive whole number followed by `ms`,
+/// `s` or `m`.
+pub(crate) fn timeout_millis(value: &str) -> Result<u64, String> {
+    let value = value.trim();
+    let split = value
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let factor = match unit.trim() {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        _ => 0,
+    };
+    match number.parse::<u64>() {
+        Ok(0) if factor > 0 => Err(format!(
+            "the timeout `{value}` is zero, which no call could meet; give a positive duration, e.g. `timeout = \"5s\"`, or leave the key out"
+        )),
+        Ok(number) if factor > 0 => number
+            .checked_mul(factor)
+            .ok_or_else(|| format!("the timeout `{value}` is too long")),
+        _ => Err(format!(
+            "the timeout `{value}` is not a duration; write a positive whole number with `ms`, `s` or `m`, e.g. `timeout = \"5s\"`"
+        )),
     }
 }
 

@@ -8,7 +8,7 @@ use syn::Item;
 use syn::spanned::Spanned;
 
 use crate::attr::{self, ToolAttr};
-use crate::check::{check, split_scopes};
+use crate::check::{check, split_scopes, timeout_millis};
 use crate::ctxt::Ctxt;
 use crate::model::{Output, Param, ParamKind, ToolFn};
 
@@ -124,6 +124,22 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                 .collect()
         })
         .unwrap_or_default();
+    let tenants: Vec<String> = attr
+        .tenants
+        .as_ref()
+        .map(|tenants| {
+            split_scopes(&tenants.value())
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let timeout = match attr.timeout.as_ref().map(|t| timeout_millis(&t.value())) {
+        Some(Ok(millis)) => {
+            quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#millis)))
+        }
+        _ => quote!(::core::option::Option::None),
+    };
     let [read_only, destructive, idempotent, open_world] = [
         attr.read_only,
         attr.destructive,
@@ -154,6 +170,8 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                     description: #description,
                     title: #title,
                     scopes: &[#(#scopes),*],
+                    tenants: &[#(#tenants),*],
+                    timeout: #timeout,
                     hints: #rc::Hints {
                         read_only: #read_only,
                         destructive: #destructive,

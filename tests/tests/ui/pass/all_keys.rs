@@ -6,6 +6,8 @@ use registry_core::{Registry, tool};
     description = "Fetch a web page and return its text.",
     title = "Fetch page",
     scopes = "web:read, net.outbound:http",
+    tenants = "acme, globex",
+    timeout = "1500ms",
     read_only,
     idempotent,
     open_world,
@@ -34,6 +36,8 @@ fn main() {
     let policy = fetch.policy();
     let scopes: Vec<&str> = policy.scopes.iter().map(|s| s.as_str()).collect();
     assert_eq!(scopes, ["web:read", "net.outbound:http"]);
+    assert_eq!(policy.tenants, ["acme", "globex"]);
+    assert_eq!(policy.timeout, Some(std::time::Duration::from_millis(1500)));
     let hints = policy.hints;
     assert!(hints.read_only && hints.idempotent && hints.open_world && !hints.destructive);
 

@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Render a report.
+#[tool(timeout = "5 seconds")]
+fn render_report(month: String) -> String {
+    month
+}
+
+fn main() {}

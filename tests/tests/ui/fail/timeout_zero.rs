@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Render a report.
+#[tool(timeout = "0s")]
+fn render_report(month: String) -> String {
+    month
+}
+
+fn main() {}
