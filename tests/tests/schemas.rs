@@ -714,7 +714,10 @@ fn a_tagged_enum_is_reported_against_the_variant_the_value_names() {
         ["/shape: missing required property \"radius\""]
     );
     assert_eq!(
-        problems(&draw, json!({"shape": {"kind": "circle", "radius": 1.0, "colour": "red"}})),
+        problems(
+            &draw,
+            json!({"shape": {"kind": "circle", "radius": 1.0, "colour": "red"}})
+        ),
         ["/shape: unknown property \"colour\""]
     );
     assert_eq!(
@@ -723,7 +726,10 @@ fn a_tagged_enum_is_reported_against_the_variant_the_value_names() {
     );
     let deploy = registry.get("deploy").unwrap();
     assert_eq!(
-        problems(&deploy, json!({"target": {"commit": {"sha": "x", "short": true}}})),
+        problems(
+            &deploy,
+            json!({"target": {"commit": {"sha": "x", "short": true}}})
+        ),
         ["/target/commit: unknown property \"short\""]
     );
     assert_eq!(

@@ -1,0 +1,437 @@
+//! The audit trail: a projection event per run, a call event per call with its outcome,
+//! duration and the size and hash of the arguments (never their values), and a change event
+//! per revocation and replacement; to the application's sink and through `tracing`.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::ThreadId;
+use std::time::Duration;
+
+use registry_core::{
+    AUDIT_TARGET, AuditEvent, CallEvent, ChangeEvent, DynamicTool, ErrorKind, ProjectionEvent,
+    Registry, RegistryBuilder, ReplacePolicy, Subject, ToolCall,
+};
+use serde_json::{Value, json};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+/// A string that must never appear in the audit trail.
+const SECRET: &str = "SECRET-ARGUMENT-VALUE-4f1c";
+
+type Events = Arc<Mutex<Vec<AuditEvent>>>;
+
+fn tools() -> RegistryBuilder {
+    traced();
+    let note = json!({
+        "type": "object",
+        "properties": {"note": {"type": "string"}, "count": {"type": "integer"}},
+        "additionalProperties": false
+    });
+    Registry::builder()
+        .tool(
+            DynamicTool::new("note", "Take a note.")
+                .parameters(note.clone())
+                .read_only()
+                .handler(|_, _| Ok::<_, String>(json!("noted"))),
+        )
+        .tool(DynamicTool::new("nap", "Sleep 20 ms.").handler(|_, _| {
+            std::thread::sleep(Duration::from_millis(20));
+            Ok::<_, String>(json!("rested"))
+        }))
+        .tool(
+            DynamicTool::new("fail", "Fail.")
+                .parameters(note.clone())
+                .handler(|_, _| Err::<Value, _>("the disk is full")),
+        )
+        .tool(
+            DynamicTool::new("boom", "Panic.")
+                .parameters(note)
+                .handler(|_, _| -> Result<Value, String> { panic!("boom went the tool") }),
+        )
+        .tool(
+            DynamicTool::new("hang", "Never finish.")
+                .timeout(Duration::from_millis(100))
+                .async_handler(|_, _| std::future::pending::<Result<Value, String>>()),
+        )
+        .tool(
+            DynamicTool::new("withdrawn", "To be revoked.")
+                .handler(|_, _| Ok::<_, String>(json!("here"))),
+        )
+        .tool(
+            DynamicTool::new("admin", "Hidden.")
+                .scopes(["admin"])
+                .handler(|_, _| Ok::<_, String>(json!("admin"))),
+        )
+}
+
+fn registry() -> (Registry, Events) {
+    let events = Events::default();
+    let sink = {
+        let events = events.clone();
+        move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+    };
+    (tools().audit_sink(sink).build().unwrap(), events)
+}
+
+fn calls(events: &Events) -> Vec<CallEvent> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            AuditEvent::Call(call) => Some(call.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn opening_a_run_emits_its_projection() {
+    let (registry, events) = registry();
+    let run = registry.open_run(
+        "run-1",
+        &Subject::new("tenant-a").with_agent("helper").read_only(),
+    );
+    let reader = registry.open_run("run-2", &Subject::new("tenant-b"));
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 2);
+    let AuditEvent::Projection(projection) = &events[0] else {
+        panic!("{:?}", events[0]);
+    };
+    assert_eq!(projection.run_id, "run-1");
+    assert_eq!(projection.tenant, "tenant-a");
+    assert_eq!(projection.agent.as_deref(), Some("helper"));
+    assert_eq!(projection.fingerprint, run.allowed().fingerprint());
+    assert_eq!(projection.visible, 1);
+    assert_eq!(projection.hidden, 6);
+    assert_eq!(
+        serde_json::to_value(&events[0]).unwrap(),
+        json!({
+            "event": "projection",
+            "run_id": "run-1",
+            "tenant": "tenant-a",
+            "agent": "helper",
+            "fingerprint": run.allowed().fingerprint().to_string(),
+            "visible": 1,
+            "hidden": 6
+        })
+    );
+    let AuditEvent::Projection(ProjectionEvent {
+        run_id,
+        agent,
+        fingerprint,
+        visible,
+        hidden,
+        ..
+    }) = &events[1]
+    else {
+        panic!("{:?}", events[1]);
+    };
+    assert_eq!(run_id, "run-2");
+    assert_eq!(*agent, None);
+    assert_eq!(*fingerprint, reader.allowed().fingerprint());
+    assert_eq!((*visible, *hidden), (6, 1));
+}
+
+#[test]
+fn every_call_is_audited_with_its_outcome() {
+    let (registry, events) = registry();
+    let run = registry.open_run("run-1", &Subject::new("tenant-a"));
+    registry.revoke("withdrawn", "retired").unwrap();
+    let secret = json!({"note": SECRET});
+    let cases = [
+        ("ok", "note", secret.clone(), None),
+        ("slow", "nap", json!({}), None),
+        (
+            "unknown",
+            "no_such_tool",
+            secret.clone(),
+            Some(ErrorKind::UnknownTool),
+        ),
+        (
+            "hidden",
+            "admin",
+            secret.clone(),
+            Some(ErrorKind::NotAllowed),
+        ),
+        (
+            "revoked",
+            "withdrawn",
+            secret.clone(),
+            Some(ErrorKind::Revoked),
+        ),
+        (
+            "invalid",
+            "note",
+            json!({"note": SECRET, "count": SECRET}),
+            Some(ErrorKind::InvalidArguments),
+        ),
+        (
+            "failed",
+            "fail",
+            secret.clone(),
+            Some(ErrorKind::ExecutionFailed),
+        ),
+        (
+            "panicked",
+            "boom",
+            secret.clone(),
+            Some(ErrorKind::Panicked),
+        ),
+        ("timed_out", "hang", json!({}), Some(ErrorKind::TimedOut)),
+    ];
+    for (id, name, arguments, kind) in &cases {
+        let observation = run.call_blocking(ToolCall::new(*id, *name, arguments.clone()));
+        assert_eq!(observation.error_kind(), *kind, "{id}");
+    }
+
+    let calls = calls(&events);
+    assert_eq!(calls.len(), cases.len());
+    let fingerprint = run.allowed().fingerprint();
+    for ((id, name, _, kind), event) in cases.iter().zip(&calls) {
+        assert_eq!(event.run_id, "run-1", "{id}");
+        assert_eq!(event.tenant, "tenant-a", "{id}");
+        assert_eq!(event.fingerprint, fingerprint, "{id}");
+        assert_eq!(event.call_id, *id);
+        assert_eq!(event.tool, *name, "{id}");
+        assert_eq!(event.outcome, *kind, "{id}");
+    }
+    let by_id: BTreeMap<&str, &CallEvent> = calls.iter().map(|c| (c.call_id.as_str(), c)).collect();
+
+    // Durations cover the call.
+    assert!(by_id["slow"].duration >= Duration::from_millis(20));
+    assert!(by_id["timed_out"].duration >= Duration::from_millis(100));
+
+    // Size and hash of the arguments as compact JSON.
+    let size = serde_json::to_vec(&secret).unwrap().len();
+    assert_eq!(by_id["ok"].argument_bytes, size);
+    assert_eq!(by_id["ok"].argument_hash.len(), 16);
+    assert!(
+        by_id["ok"]
+            .argument_hash
+            .chars()
+            .all(|c| c.is_ascii_hexdigit())
+    );
+    assert_eq!(by_id["failed"].argument_bytes, size);
+    assert_eq!(by_id["failed"].argument_hash, by_id["ok"].argument_hash);
+    assert_eq!(by_id["panicked"].argument_hash, by_id["ok"].argument_hash);
+    assert_eq!(by_id["slow"].argument_bytes, 2);
+    assert_ne!(by_id["slow"].argument_hash, by_id["ok"].argument_hash);
+    assert_eq!(
+        by_id["invalid"].argument_bytes,
+        serde_json::to_vec(&cases[5].2).unwrap().len()
+    );
+    assert_ne!(by_id["invalid"].argument_hash, by_id["ok"].argument_hash);
+
+    // What the model was not told goes to the operators.
+    assert_eq!(by_id["failed"].detail.as_deref(), Some("the disk is full"));
+    assert_eq!(
+        by_id["panicked"].detail.as_deref(),
+        Some("panic: boom went the tool")
+    );
+    assert_eq!(by_id["ok"].detail, None);
+
+    // Never the argument values.
+    for event in events.lock().unwrap().iter() {
+        let json = serde_json::to_string(event).unwrap();
+        assert!(!json.contains(SECRET), "{json}");
+        assert!(!format!("{event:?}").contains(SECRET), "{event:?}");
+    }
+    let json = serde_json::to_value(AuditEvent::Call(by_id["ok"].clone())).unwrap();
+    let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "argument_bytes",
+            "argument_hash",
+            "call_id",
+            "detail",
+            "duration",
+            "event",
+            "fingerprint",
+            "outcome",
+            "run_id",
+            "tenant",
+            "tool"
+        ]
+    );
+    assert_eq!(json["event"], "call");
+    assert_eq!(json["outcome"], Value::Null);
+    assert_eq!(
+        serde_json::to_value(AuditEvent::Call(by_id["timed_out"].clone())).unwrap()["outcome"],
+        "timed_out"
+    );
+}
+
+#[test]
+fn equal_arguments_hash_equal_across_runs() {
+    let (registry, events) = registry();
+    let first = registry.open_run("run-1", &Subject::new("tenant-a"));
+    let second = registry.open_run("run-2", &Subject::new("tenant-b"));
+    let arguments = [
+        json!({"note": "a"}),
+        json!({"note": "a"}),
+        json!({"note": "b"}),
+        json!({"note": "a", "count": 1}),
+        json!({"note": "a", "count": 2}),
+    ];
+    for (index, arguments) in arguments.iter().enumerate() {
+        let run = if index % 2 == 0 { &first } else { &second };
+        run.call_blocking(ToolCall::new(index.to_string(), "note", arguments.clone()));
+    }
+    let hashes: Vec<String> = calls(&events)
+        .into_iter()
+        .map(|call| call.argument_hash)
+        .collect();
+    assert_eq!(hashes[0], hashes[1]);
+    for (i, a) in hashes.iter().enumerate().skip(1) {
+        for b in &hashes[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+}
+
+#[test]
+fn revocations_and_replacements_are_audited() {
+    let (registry, events) = registry();
+    let revoked = registry.revoke("withdrawn", "retired").unwrap();
+    let replaced = registry
+        .replace(
+            DynamicTool::new("note", "Take a note, better.")
+                .read_only()
+                .handler(|_, _| Ok::<_, String>(json!("noted"))),
+            ReplacePolicy::revoke_old_runs("v2"),
+        )
+        .unwrap();
+    // A failed replacement is not a change.
+    registry
+        .replace(
+            DynamicTool::new("note", "No handler."),
+            ReplacePolicy::keep_old_runs("broken"),
+        )
+        .unwrap_err();
+    let changes: Vec<ChangeEvent> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            AuditEvent::Change(change) => Some(change.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changes.len(), 2);
+    assert_eq!(changes[0].change, revoked);
+    assert_eq!(changes[1].change, replaced);
+    assert_eq!(registry.changes(), [revoked, replaced]);
+    let json = serde_json::to_value(AuditEvent::Change(changes[1].clone())).unwrap();
+    assert_eq!(json["event"], "change");
+    assert_eq!(json["change"]["name"], "note");
+    assert_eq!(json["change"]["kind"], json!({"replaced": "revoke"}));
+    assert_eq!(json["change"]["reason"], "v2");
+}
+
+/// One `tracing` event: the thread that emitted it, its target and its fields, as text.
+#[derive(Debug, Clone)]
+struct Captured {
+    thread: ThreadId,
+    target: String,
+    fields: BTreeMap<String, String>,
+}
+
+struct Recorder(&'static Mutex<Vec<Captured>>);
+
+/// Every `tracing` event of this test binary.
+///
+/// A global subscriber, installed before any test makes an event: a subscriber set with
+/// `tracing::subscriber::with_default` on one test's thread can miss events, since the other
+/// tests, on other threads without it, register the same call sites at the same time.
+/// Each test filters the events of its own thread.
+fn traced() -> &'static Mutex<Vec<Captured>> {
+    static CAPTURED: OnceLock<&'static Mutex<Vec<Captured>>> = OnceLock::new();
+    CAPTURED.get_or_init(|| {
+        let captured: &'static Mutex<Vec<Captured>> = Box::leak(Box::default());
+        let subscriber = tracing_subscriber::registry().with(Recorder(captured));
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("no other global subscriber in this test binary");
+        captured
+    })
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorder {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        self.0.lock().unwrap().push(Captured {
+            thread: std::thread::current().id(),
+            target: event.metadata().target().to_owned(),
+            fields,
+        });
+    }
+}
+
+#[test]
+fn events_go_through_tracing_even_without_a_sink() {
+    let registry = tools().build().unwrap();
+    let run = registry.open_run("run-t", &Subject::new("tenant-t"));
+    run.call_blocking(ToolCall::new("c1", "note", json!({"note": SECRET})));
+    run.call_blocking(ToolCall::new("c2", "fail", json!({"note": SECRET})));
+    registry.revoke("withdrawn", "retired").unwrap();
+    let fingerprint = run.allowed().fingerprint();
+
+    let here = std::thread::current().id();
+    let captured = traced().lock().unwrap();
+    let audit: Vec<&Captured> = captured
+        .iter()
+        .filter(|event| event.thread == here && event.target == AUDIT_TARGET)
+        .collect();
+    let kinds: Vec<&str> = audit.iter().map(|e| e.fields["event"].as_str()).collect();
+    assert_eq!(kinds, ["projection", "call", "call", "change"]);
+
+    let projection = &audit[0].fields;
+    assert_eq!(projection["run_id"], "run-t");
+    assert_eq!(projection["tenant"], "tenant-t");
+    assert_eq!(projection["fingerprint"], fingerprint.to_string());
+    assert_eq!(projection["visible"], "6");
+    assert_eq!(projection["hidden"], "1");
+
+    let ok = &audit[1].fields;
+    assert_eq!(ok["call_id"], "c1");
+    assert_eq!(ok["tool"], "note");
+    assert_eq!(ok["outcome"], "ok");
+    assert_eq!(ok["fingerprint"], fingerprint.to_string());
+    assert_eq!(
+        ok["argument_bytes"],
+        serde_json::to_vec(&json!({"note": SECRET}))
+            .unwrap()
+            .len()
+            .to_string()
+    );
+    assert!(ok.contains_key("duration_us"));
+    assert_eq!(ok["argument_hash"].len(), 16);
+    let failed = &audit[2].fields;
+    assert_eq!(failed["outcome"], "execution_failed");
+    assert_eq!(failed["argument_hash"], ok["argument_hash"]);
+    assert_eq!(failed["detail"], "the disk is full");
+    let change = &audit[3].fields;
+    assert_eq!(change["tool"], "withdrawn");
+    assert_eq!(change["reason"], "retired");
+
+    for event in captured.iter() {
+        assert!(
+            !event.fields.values().any(|value| value.contains(SECRET)),
+            "{event:?}"
+        );
+    }
+}

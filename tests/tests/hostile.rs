@@ -1,0 +1,733 @@
+//! A table of hostile calls, each with the exact kind it must be answered with: names that are
+//! almost right, hidden and foreign tools, a revoked tool, arguments of every wrong shape and
+//! size, a tool that panics and tools that never finish. The process survives them all and a
+//! valid call still works afterwards.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use registry_core::{
+    AuditEvent, CallEvent, DynamicTool, ErrorKind, MAX_ARGUMENT_DEPTH, Observation, Registry, Run,
+    Subject, ToolCall, tool,
+};
+use serde_json::{Value, json};
+
+/// Read the current build status of a project.
+#[tool(scopes = "build:read", read_only)]
+fn get_status(
+    /// Project identifier, e.g. `web`.
+    project: String,
+    /// How much detail, 0 to 255.
+    level: Option<u8>,
+    /// How many runs to list.
+    count: Option<u32>,
+) -> String {
+    format!("{project}: green (level {level:?}, count {count:?})")
+}
+
+/// Drop every table of the database.
+#[tool(scopes = "admin", destructive)]
+fn drop_tables() -> String {
+    "dropped".into()
+}
+
+/// Fail in the most unhelpful way.
+#[tool(scopes = "build:read")]
+fn explode(project: String) -> String {
+    panic!("secret internal state of {project}: the pump is on fire");
+}
+
+/// Fail in the most unhelpful way, asynchronously.
+#[tool(scopes = "build:read")]
+async fn explode_later(project: String) -> String {
+    panic!("async secret internal state of {project}: the pump is on fire");
+}
+
+/// Wait for something that never happens (its deadline is declared).
+#[tool(timeout = "100ms")]
+async fn hang_async() -> String {
+    std::future::pending::<()>().await;
+    unreachable!()
+}
+
+/// Old tool, to be withdrawn.
+#[tool(scopes = "build:read", read_only)]
+fn withdrawn() -> String {
+    "still here".into()
+}
+
+/// Tells the endless synchronous tool to give up, once the test is done with it.
+static STOP_SPINNING: AtomicBool = AtomicBool::new(false);
+
+/// The same, for the test of deadlines (tests run at the same time).
+static STOP_SPINNING_TOO: AtomicBool = AtomicBool::new(false);
+
+const TENANT: &str = "tenant-a";
+
+/// The registry of this file's tools plus run-time tools: one of another tenant and one that
+/// never finishes within its 100 ms, and a sink keeping every audit event.
+fn registry(events: Arc<Mutex<Vec<AuditEvent>>>) -> Registry {
+    Registry::builder()
+        .declared_in(["hostile"])
+        .tool(
+            DynamicTool::new("other_tenant_report", "A report for tenant b only.")
+                .scopes(["build:read"])
+                .tenants(["tenant-b"])
+                .read_only()
+                .handler(|_, _| Ok::<_, String>(json!("tenant b's secrets"))),
+        )
+        .tool(
+            DynamicTool::new("hang_sync", "Spin until told to stop.")
+                .timeout(Duration::from_millis(100))
+                .handler(|_, _| {
+                    while !STOP_SPINNING.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Ok::<_, String>(json!("finally"))
+                }),
+        )
+        .audit_sink(move |event: &AuditEvent| events.lock().unwrap().push(event.clone()))
+        .build()
+        .expect("the registry builds")
+}
+
+/// Arguments `{"project": "web", "level": [[[...0...]]]}` nested `levels` deep in all, built
+/// without recursion (`json!` would serialize the nested value again, recursively).
+fn nested(levels: usize) -> Value {
+    let mut value = json!(0);
+    for _ in 2..levels {
+        value = Value::Array(vec![value]);
+    }
+    let mut object = serde_json::Map::new();
+    object.insert("project".into(), json!("web"));
+    object.insert("level".into(), value);
+    Value::Object(object)
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+    ToolCall::new(id, name, arguments)
+}
+
+/// The hostile calls, and the kind each must be answered with.
+fn hostile_calls() -> Vec<(&'static str, ToolCall, ErrorKind)> {
+    let web = || json!({"project": "web"});
+    let huge_name = "g".repeat(10 * 1024);
+    vec![
+        (
+            "a name differing in case",
+            call("c01", "Get_Status", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a name in capitals",
+            call("c02", "GET_STATUS", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a trailing space",
+            call("c03", "get_status ", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a trailing newline",
+            call("c03b", "get_status\n", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a NUL character",
+            call("c03c", "get_status\0", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a leading space",
+            call("c04", " get_status", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a look-alike Cyrillic letter",
+            call("c05", "get_st\u{0430}tus", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a zero-width space inside",
+            call("c06", "get_\u{200b}status", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "an empty name",
+            call("c07", "", web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a 10 KB name",
+            call("c08", &huge_name, web()),
+            ErrorKind::UnknownTool,
+        ),
+        (
+            "a hidden tool called by name",
+            call("c09", "drop_tables", json!({})),
+            ErrorKind::NotAllowed,
+        ),
+        (
+            "a tool of another tenant",
+            call("c10", "other_tenant_report", json!({})),
+            ErrorKind::NotAllowed,
+        ),
+        (
+            "a revoked tool",
+            call("c11", "withdrawn", json!({})),
+            ErrorKind::Revoked,
+        ),
+        (
+            "arguments that are null",
+            call("c12", "get_status", Value::Null),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "arguments that are an array",
+            call("c13", "get_status", json!(["web"])),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "arguments that are a string",
+            call("c14", "get_status", json!("{\"project\": \"web\"}")),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "arguments nested 10,000 levels deep",
+            call("c15", "get_status", nested(10_000)),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "argument text nested 10,000 levels deep",
+            ToolCall::from_json_text(
+                "c16",
+                "get_status",
+                &format!(
+                    r#"{{"project": {}0{}}}"#,
+                    "[".repeat(10_000),
+                    "]".repeat(10_000)
+                ),
+            ),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "arguments 10 MB large",
+            call(
+                "c17",
+                "get_status",
+                json!({"project": "w".repeat(10 << 20)}),
+            ),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "arguments with a duplicate key",
+            ToolCall::from_json_text(
+                "c18",
+                "get_status",
+                r#"{"project": "web", "project": "api"}"#,
+            ),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "malformed argument text",
+            ToolCall::from_json_text("c19", "get_status", r#"{"project": "web""#),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "argument text with trailing garbage",
+            ToolCall::from_json_text("c20", "get_status", r#"{"project": "web"} {}"#),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "an integer out of range for u8 (refused by the schema)",
+            call("c21", "get_status", json!({"project": "web", "level": 256})),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "an integer out of range for u32 (refused when decoded)",
+            call(
+                "c22",
+                "get_status",
+                json!({"project": "web", "count": 5_000_000_000u64}),
+            ),
+            ErrorKind::InvalidArguments,
+        ),
+        (
+            "a tool that panics",
+            call("c23", "explode", web()),
+            ErrorKind::Panicked,
+        ),
+        (
+            "an async tool that panics",
+            call("c24", "explode_later", web()),
+            ErrorKind::Panicked,
+        ),
+        (
+            "an async tool that never finishes",
+            call("c25", "hang_async", json!({})),
+            ErrorKind::TimedOut,
+        ),
+        (
+            "a sync tool that never finishes",
+            call("c26", "hang_sync", json!({})),
+            ErrorKind::TimedOut,
+        ),
+    ]
+}
+
+fn open(registry: &Registry) -> Run {
+    registry.open_run(
+        "run-hostile",
+        &Subject::new(TENANT).with_scopes(["build:read"]),
+    )
+}
+
+/// Checks one hostile call's observation; `how` says which way it was made.
+fn check(
+    how: &str,
+    description: &str,
+    sent: (&str, &str),
+    observation: &Observation,
+    kind: ErrorKind,
+) {
+    let (call_id, name) = sent;
+    assert_eq!(
+        observation.error_kind(),
+        Some(kind),
+        "{how}, {description}: {observation:?}"
+    );
+    assert!(observation.is_error(), "{how}, {description}");
+    assert_eq!(observation.call_id(), call_id, "{how}, {description}");
+    assert_eq!(
+        observation.tool_name(),
+        name,
+        "{how}, {description}: the name as sent"
+    );
+    let text = observation.error_text().expect("an error has a text");
+    assert!(!text.is_empty(), "{how}, {description}");
+    assert!(
+        text.len() < 1_000,
+        "{how}, {description}: the text is {} bytes long",
+        text.len()
+    );
+    assert!(
+        !text.contains("pump is on fire"),
+        "{how}, {description}: the panic message leaked to the model: {text}"
+    );
+    assert!(
+        !text.contains("tenant b's secrets"),
+        "{how}, {description}: {text}"
+    );
+}
+
+#[test]
+fn hostile_calls_get_the_exact_kind_and_the_process_survives() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let registry = registry(events.clone());
+    // `hang_async` declares its deadline with `#[tool(timeout = "100ms")]`.
+    assert_eq!(
+        registry.get("hang_async").unwrap().policy().timeout,
+        Some(Duration::from_millis(100))
+    );
+    let run = open(&registry);
+    assert_eq!(
+        run.allowed().names().collect::<Vec<_>>(),
+        [
+            "explode",
+            "explode_later",
+            "get_status",
+            "hang_async",
+            "hang_sync",
+            "withdrawn"
+        ]
+    );
+    registry
+        .revoke("withdrawn", "it leaked data")
+        .expect("a registered tool can be revoked");
+
+    // Every case twice: without a runtime, and awaited.
+    for how in ["call_blocking", "call"] {
+        for (description, call, kind) in hostile_calls() {
+            let sent = (call.id().to_owned(), call.name().to_owned());
+            let observation = match how {
+                "call_blocking" => run.call_blocking(call),
+                _ => pollster::block_on(run.call(call)),
+            };
+            check(how, description, (&sent.0, &sent.1), &observation, kind);
+            // It serializes cleanly, with the call id and name as sent.
+            let json = serde_json::to_value(&observation).unwrap();
+            assert_eq!(json["call_id"], sent.0.as_str(), "{how}, {description}");
+            assert_eq!(json["tool_name"], sent.1.as_str(), "{how}, {description}");
+            assert_eq!(json["is_error"], true, "{how}, {description}");
+            assert_eq!(json["error_kind"], kind.as_str(), "{how}, {description}");
+        }
+    }
+
+    // The process survived, and a valid call still works, both ways.
+    let ok = run.call_blocking(call("after", "get_status", json!({"project": "web"})));
+    assert_eq!(ok.error_kind(), None, "{ok:?}");
+    assert_eq!(ok.call_id(), "after");
+    assert_eq!(ok.tool_name(), "get_status");
+    assert_eq!(ok.content(), &json!("web: green (level None, count None)"));
+    let ok = pollster::block_on(run.call(call(
+        "after_2",
+        "get_status",
+        json!({"project": "api", "level": 255, "count": 4_000_000_000u32}),
+    )));
+    assert_eq!(
+        ok.content(),
+        &json!("api: green (level Some(255), count Some(4000000000))")
+    );
+    STOP_SPINNING.store(true, Ordering::Relaxed);
+
+    // Every call was audited once per way, with its call id and name as sent.
+    let events = events.lock().unwrap();
+    let calls: Vec<&CallEvent> = events
+        .iter()
+        .filter_map(|event| match event {
+            AuditEvent::Call(call) => Some(call),
+            _ => None,
+        })
+        .collect();
+    let expected = hostile_calls();
+    assert_eq!(calls.len(), 2 * expected.len() + 2);
+    for (index, (description, call, kind)) in expected.iter().enumerate() {
+        for event in [calls[index], calls[expected.len() + index]] {
+            assert_eq!(event.call_id, call.id(), "{description}");
+            assert_eq!(event.tool, call.name(), "{description}");
+            assert_eq!(event.outcome, Some(*kind), "{description}");
+        }
+    }
+}
+
+/// The texts the model reads for the name cases: a hidden or foreign tool reads exactly like
+/// an unknown one, and a huge name is echoed truncated.
+#[test]
+fn a_hidden_tool_reads_exactly_like_an_unknown_one() {
+    let registry = registry(Arc::default());
+    let run = open(&registry);
+    let listed = "the tools you can call are: explode, explode_later, get_status, hang_async, hang_sync, withdrawn";
+
+    let unknown = run.call_blocking(call("1", "no_such_tool", json!({})));
+    assert_eq!(unknown.error_kind(), Some(ErrorKind::UnknownTool));
+    assert_eq!(
+        unknown.error_text().unwrap(),
+        format!("unknown tool \"no_such_tool\"; {listed}")
+    );
+    for hidden in ["drop_tables", "other_tenant_report"] {
+        let observation = run.call_blocking(call("2", hidden, json!({})));
+        assert_eq!(observation.error_kind(), Some(ErrorKind::NotAllowed));
+        assert_eq!(
+            observation.error_text().unwrap().replace(hidden, "X"),
+            unknown.error_text().unwrap().replace("no_such_tool", "X"),
+        );
+        assert_eq!(
+            observation.error_text().unwrap(),
+            format!("unknown tool \"{hidden}\"; {listed}")
+        );
+    }
+
+    let huge = "g".repeat(10 * 1024);
+    let observation = run.call_blocking(call("3", &huge, json!({})));
+    assert_eq!(
+        observation.tool_name(),
+        huge,
+        "the observation keeps the name as sent"
+    );
+    assert_eq!(
+        observation.error_text().unwrap(),
+        format!("unknown tool \"{}...\"; {listed}", "g".repeat(80))
+    );
+
+    let empty = run.call_blocking(call("4", "", json!({})));
+    assert_eq!(
+        empty.error_text().unwrap(),
+        format!("unknown tool \"\"; {listed}")
+    );
+}
+
+/// The texts the model reads for the argument cases.
+#[test]
+fn hostile_arguments_are_described_for_the_model() {
+    let registry = registry(Arc::default());
+    let run = open(&registry);
+    let text = |call: ToolCall| run.call_blocking(call).error_text().unwrap().to_owned();
+    let invalid = |problem: &str| {
+        format!(
+            "invalid arguments for \"get_status\": {problem}; call it again with arguments that match its schema"
+        )
+    };
+
+    assert_eq!(
+        text(call("1", "get_status", Value::Null)),
+        invalid("the arguments must be a JSON object, got null")
+    );
+    assert_eq!(
+        text(call("2", "get_status", json!([1]))),
+        invalid("the arguments must be a JSON object, got array")
+    );
+    assert_eq!(
+        text(call("3", "get_status", json!("web"))),
+        invalid("the arguments must be a JSON object, got string \"web\"")
+    );
+    assert_eq!(
+        text(call("4", "get_status", nested(10_000))),
+        invalid("the arguments are nested deeper than 64 levels")
+    );
+    assert_eq!(
+        text(call(
+            "5",
+            "get_status",
+            json!({"project": "w".repeat(10 << 20)})
+        )),
+        invalid("the arguments are larger than 4194304 bytes; send less data")
+    );
+    assert_eq!(
+        text(call(
+            "6",
+            "get_status",
+            json!({"project": "web", "level": 256})
+        )),
+        invalid("/level: must be at most 255, got 256")
+    );
+    assert_eq!(
+        text(call(
+            "7",
+            "get_status",
+            json!({"project": "web", "count": 5_000_000_000u64})
+        )),
+        invalid("/count: invalid value: integer `5000000000`, expected u32")
+    );
+    let duplicate = text(ToolCall::from_json_text(
+        "8",
+        "get_status",
+        r#"{"project": "web", "project": "api"}"#,
+    ));
+    assert!(
+        duplicate.starts_with(
+            "invalid arguments for \"get_status\": the arguments are not valid JSON: the key \"project\" is repeated"
+        ),
+        "{duplicate}"
+    );
+    let deep = text(ToolCall::from_json_text(
+        "9",
+        "get_status",
+        &format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
+    ));
+    assert!(
+        deep.contains("the arguments are not valid JSON: nested deeper than 64 levels"),
+        "{deep}"
+    );
+
+    let panicked = run.call_blocking(call("10", "explode", json!({"project": "web"})));
+    assert_eq!(
+        panicked.error_text().unwrap(),
+        "the tool \"explode\" failed with an internal error; the details were logged for the operators"
+    );
+    let timed_out = run.call_blocking(call("11", "hang_async", json!({})));
+    assert_eq!(
+        timed_out.error_text().unwrap(),
+        "the tool \"hang_async\" did not finish within 100 ms and was abandoned"
+    );
+}
+
+/// A panic's message never reaches the model, but reaches the audit log.
+#[test]
+fn a_panic_message_goes_to_the_audit_log_only() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let registry = registry(events.clone());
+    let run = open(&registry);
+    for name in ["explode", "explode_later"] {
+        let observation = run.call_blocking(call(name, name, json!({"project": "web"})));
+        assert_eq!(observation.error_kind(), Some(ErrorKind::Panicked));
+        assert!(
+            !serde_json::to_string(&observation)
+                .unwrap()
+                .contains("on fire")
+        );
+    }
+    let events = events.lock().unwrap();
+    let details: Vec<&str> = events
+        .iter()
+        .filter_map(|event| match event {
+            AuditEvent::Call(call) => call.detail.as_deref(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        details,
+        [
+            "panic: secret internal state of web: the pump is on fire",
+            "panic: async secret internal state of web: the pump is on fire",
+        ]
+    );
+}
+
+/// A deadline per run, per tool, or both (the shorter wins); a tool that finishes in time is
+/// answered normally.
+#[test]
+fn the_shorter_of_the_run_and_tool_deadlines_applies() {
+    let long = Duration::from_secs(30);
+    let short = Duration::from_millis(100);
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("pending", "Never finish.")
+                .async_handler(|_, _| std::future::pending::<Result<Value, String>>()),
+        )
+        .tool(
+            DynamicTool::new("pending_long", "Never finish, with a long deadline.")
+                .timeout(long)
+                .async_handler(|_, _| std::future::pending::<Result<Value, String>>()),
+        )
+        .tool(
+            DynamicTool::new("pending_short", "Never finish, with a short deadline.")
+                .timeout(short)
+                .async_handler(|_, _| std::future::pending::<Result<Value, String>>()),
+        )
+        .tool(
+            DynamicTool::new("spin", "Spin until told to stop.").handler(|_, _| {
+                while !STOP_SPINNING_TOO.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok::<_, String>(json!("finally"))
+            }),
+        )
+        .tool(
+            DynamicTool::new("quick", "Answer at once, with a deadline.")
+                .timeout(long)
+                .handler(|_, _| Ok::<_, String>(json!("quick"))),
+        )
+        .tool(
+            DynamicTool::new("quick_async", "Answer at once, with a deadline.")
+                .timeout(long)
+                .async_handler(|_, _| async { Ok::<_, String>(json!("quick")) }),
+        )
+        .build()
+        .unwrap();
+    let subject = Subject::new(TENANT);
+    let timed_out =
+        |text: &str| format!("the tool \"{text}\" did not finish within 100 ms and was abandoned");
+
+    // The tool's own deadline, in a run without one.
+    let run = registry.open_run("plain", &subject);
+    let observation = run.call_blocking(call("1", "pending_short", json!({})));
+    assert_eq!(observation.error_kind(), Some(ErrorKind::TimedOut));
+    assert_eq!(
+        observation.error_text().unwrap(),
+        timed_out("pending_short")
+    );
+    for name in ["quick", "quick_async"] {
+        let observation = run.call_blocking(call("2", name, json!({})));
+        assert_eq!(observation.content(), &json!("quick"), "{observation:?}");
+        let observation = pollster::block_on(run.call(call("3", name, json!({}))));
+        assert_eq!(observation.content(), &json!("quick"), "{observation:?}");
+    }
+
+    // The run's deadline, shorter than the tool's or alone.
+    let run = registry
+        .open_run("bounded", &subject)
+        .with_call_timeout(short);
+    for name in ["pending", "pending_long", "spin"] {
+        let observation = run.call_blocking(call("4", name, json!({})));
+        assert_eq!(
+            observation.error_kind(),
+            Some(ErrorKind::TimedOut),
+            "{name}"
+        );
+        assert_eq!(observation.error_text().unwrap(), timed_out(name));
+        let observation = pollster::block_on(run.call(call("5", name, json!({}))));
+        assert_eq!(
+            observation.error_kind(),
+            Some(ErrorKind::TimedOut),
+            "{name}"
+        );
+    }
+    // The tool's deadline, shorter than the run's.
+    let run = registry.open_run("loose", &subject).with_call_timeout(long);
+    let observation = run.call_blocking(call("6", "pending_short", json!({})));
+    assert_eq!(
+        observation.error_text().unwrap(),
+        timed_out("pending_short")
+    );
+    assert_eq!(
+        run.call_blocking(call("7", "quick", json!({}))).content(),
+        &json!("quick")
+    );
+    STOP_SPINNING_TOO.store(true, Ordering::Relaxed);
+}
+
+/// Call ids are untrusted too: whatever they are, they come back as sent.
+#[test]
+fn call_ids_come_back_as_sent() {
+    let registry = registry(Arc::default());
+    let run = open(&registry);
+    for id in ["", " ", "call\n1", "\u{0430}", &"x".repeat(10 * 1024)] {
+        for name in ["get_status", "nope"] {
+            let observation = run.call_blocking(call(id, name, json!({"project": "web"})));
+            assert_eq!(observation.call_id(), id);
+            assert_eq!(observation.tool_name(), name);
+        }
+    }
+}
+
+/// The depth limit is the same for parsed values and for argument text: `MAX_ARGUMENT_DEPTH`
+/// levels of arrays and objects (the arguments object is level 1) are accepted, one more is
+/// refused.
+#[test]
+fn the_depth_limit_is_exact_and_the_same_for_values_and_text() {
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("anything", "Take any object.")
+                .parameters(json!({"type": "object"}))
+                .handler(|_, _| Ok::<_, String>(json!("taken"))),
+        )
+        .build()
+        .unwrap();
+    let run = registry.open_run("run", &Subject::new(TENANT));
+    // `{"a": [[...[inner]...]]}` with `levels` levels of arrays and objects in all.
+    let text = |levels: usize, inner: &str| {
+        format!(
+            r#"{{"a": {}{inner}{}}}"#,
+            "[".repeat(levels - 1),
+            "]".repeat(levels - 1)
+        )
+    };
+    for (levels, inner) in [
+        (MAX_ARGUMENT_DEPTH - 1, "1"),
+        (MAX_ARGUMENT_DEPTH, ""),
+        (MAX_ARGUMENT_DEPTH, "1"),
+        (MAX_ARGUMENT_DEPTH, "\"x\", 2, null"),
+        (MAX_ARGUMENT_DEPTH + 1, ""),
+        (MAX_ARGUMENT_DEPTH + 1, "1"),
+    ] {
+        let text = text(levels, inner);
+        let accepted = levels <= MAX_ARGUMENT_DEPTH;
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        for (how, call) in [
+            ("text", ToolCall::from_json_text("1", "anything", &text)),
+            ("value", ToolCall::new("1", "anything", parsed)),
+        ] {
+            let observation = run.call_blocking(call);
+            if accepted {
+                assert_eq!(
+                    observation.content(),
+                    &json!("taken"),
+                    "{how}, {levels} levels, {inner:?}: {observation:?}"
+                );
+            } else {
+                assert_eq!(
+                    observation.error_kind(),
+                    Some(ErrorKind::InvalidArguments),
+                    "{how}, {levels} levels, {inner:?}"
+                );
+                let message = observation.error_text().unwrap();
+                assert!(
+                    message.contains("nested deeper than 64 levels"),
+                    "{how}: {message}"
+                );
+            }
+        }
+    }
+}

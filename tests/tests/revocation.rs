@@ -1,0 +1,538 @@
+//! Revocation and replacement of tools in a built registry: their effect on runs already open
+//! and on new ones, and their records.
+
+use std::time::SystemTime;
+
+use registry_core::{
+    BuildProblem, ChangeKind, DynamicTool, ErrorKind, HiddenReason, OldRuns, Registry,
+    RegistryError, ReplacePolicy, Run, Subject, ToolCall, tool,
+};
+use serde_json::{Value, json};
+
+/// Read the current build status of a project.
+#[tool(scopes = "build:read", read_only)]
+fn get_status(
+    /// Project identifier.
+    project: String,
+) -> String {
+    format!("{project}: green (declared)")
+}
+
+/// A version of the `lookup` tool: answers `"v{version}: {key}"`, and takes `key` as the
+/// argument named `argument` (so that versions can differ in what they accept).
+fn lookup(version: u32, argument: &str) -> DynamicTool {
+    let name = argument.to_owned();
+    DynamicTool::new("lookup", format!("Look a key up (version {version})."))
+        .parameters(json!({
+            "type": "object",
+            "properties": {(argument): {"type": "string"}},
+            "required": [argument],
+            "additionalProperties": false
+        }))
+        .scopes(["data:read"])
+        .read_only()
+        .handler(move |_, args: Value| {
+            Ok::<_, String>(json!(format!(
+                "v{version}: {}",
+                args[&name].as_str().unwrap()
+            )))
+        })
+}
+
+fn registry() -> Registry {
+    Registry::builder()
+        .declared_in(["revocation"])
+        .tool(lookup(1, "key"))
+        .tool(
+            DynamicTool::new("ping", "Answer pong.")
+                .read_only()
+                .handler(|_, _| Ok::<_, String>(json!("pong"))),
+        )
+        .build()
+        .unwrap()
+}
+
+fn subject() -> Subject {
+    Subject::new("tenant-a").with_scopes(["build:read", "data:read"])
+}
+
+fn open(registry: &Registry, id: &str) -> Run {
+    registry.open_run(id.to_owned(), &subject())
+}
+
+fn call(run: &Run, name: &str, arguments: Value) -> Result<Value, (ErrorKind, String)> {
+    let observation = run.call_blocking(ToolCall::new("call", name, arguments));
+    match observation.error_kind() {
+        None => Ok(observation.into_content()),
+        Some(kind) => Err((kind, observation.error_text().unwrap().to_owned())),
+    }
+}
+
+fn kind(result: Result<Value, (ErrorKind, String)>) -> Option<ErrorKind> {
+    result.err().map(|(kind, _)| kind)
+}
+
+#[test]
+fn a_revocation_affects_old_and_new_runs_at_once() {
+    let registry = registry();
+    let old = open(&registry, "old");
+    assert_eq!(
+        call(&old, "lookup", json!({"key": "k"})),
+        Ok(json!("v1: k"))
+    );
+
+    let change = registry
+        .revoke("lookup", "returns other tenants' rows")
+        .unwrap();
+    assert_eq!(change.kind, ChangeKind::Revoked);
+
+    // The old run still lists it (its set is frozen), but may not call it any more.
+    assert!(old.allowed().permits("lookup"));
+    assert_eq!(
+        call(&old, "lookup", json!({"key": "k"})),
+        Err((
+            ErrorKind::Revoked,
+            "the tool \"lookup\" has been withdrawn and can no longer be called; continue without it"
+                .into()
+        ))
+    );
+    // Even with invalid arguments: revocation is checked first.
+    assert_eq!(
+        kind(call(&old, "lookup", json!(null))),
+        Some(ErrorKind::Revoked)
+    );
+    // Other tools are untouched.
+    assert_eq!(call(&old, "ping", json!({})), Ok(json!("pong")));
+
+    // A new run does not see it, and calling it is refused like any hidden tool.
+    let new = open(&registry, "new");
+    assert!(!new.allowed().permits("lookup"));
+    assert_eq!(
+        new.allowed().names().collect::<Vec<_>>(),
+        ["get_status", "ping"]
+    );
+    assert_eq!(
+        kind(call(&new, "lookup", json!({"key": "k"}))),
+        Some(ErrorKind::NotAllowed)
+    );
+    // The operators are told why.
+    let explanation = new.explain();
+    assert_eq!(explanation.hidden.len(), 1);
+    assert_eq!(explanation.hidden[0].name, "lookup");
+    assert_eq!(
+        explanation.hidden[0].reasons,
+        [HiddenReason::Revoked {
+            reason: "returns other tenants' rows".into()
+        }]
+    );
+    assert!(
+        explanation
+            .to_string()
+            .contains("  - lookup: revoked: returns other tenants' rows\n")
+    );
+    // The registry still has it, revoked.
+    assert!(registry.contains("lookup"));
+    assert_eq!(registry.len(), 3);
+}
+
+#[test]
+fn a_declared_tool_can_be_revoked_too() {
+    let registry = registry();
+    let old = open(&registry, "old");
+    registry.revoke("get_status", "maintenance").unwrap();
+    assert_eq!(
+        kind(call(&old, "get_status", json!({"project": "web"}))),
+        Some(ErrorKind::Revoked)
+    );
+    assert!(!open(&registry, "new").allowed().permits("get_status"));
+}
+
+#[test]
+fn a_replacement_keeping_old_runs_serves_each_run_the_version_it_was_shown() {
+    let registry = registry();
+    let old = open(&registry, "old");
+    let v1_definition = registry.get("lookup").unwrap().definition();
+
+    let change = registry
+        .replace(
+            lookup(2, "id"),
+            ReplacePolicy::keep_old_runs("ids, not keys"),
+        )
+        .unwrap();
+    assert_eq!(change.kind, ChangeKind::Replaced(OldRuns::KeepShownVersion));
+    let new = open(&registry, "new");
+
+    // The old run calls exactly version 1, with version 1's schema.
+    assert_eq!(
+        call(&old, "lookup", json!({"key": "k"})),
+        Ok(json!("v1: k"))
+    );
+    assert_eq!(
+        kind(call(&old, "lookup", json!({"id": "k"}))),
+        Some(ErrorKind::InvalidArguments)
+    );
+    assert_eq!(
+        *old.definitions().find(|d| d.name == "lookup").unwrap(),
+        *v1_definition
+    );
+    // The new run calls exactly version 2.
+    assert_eq!(call(&new, "lookup", json!({"id": "k"})), Ok(json!("v2: k")));
+    assert_eq!(
+        kind(call(&new, "lookup", json!({"key": "k"}))),
+        Some(ErrorKind::InvalidArguments)
+    );
+    assert_eq!(
+        new.definitions()
+            .find(|d| d.name == "lookup")
+            .unwrap()
+            .description,
+        "Look a key up (version 2)."
+    );
+    assert_ne!(old.allowed().fingerprint(), new.allowed().fingerprint());
+    assert_eq!(
+        registry.get("lookup").unwrap().definition().description,
+        "Look a key up (version 2)."
+    );
+
+    // A third version: each of the three runs keeps its own.
+    registry
+        .replace(lookup(3, "key"), ReplacePolicy::keep_old_runs("keys again"))
+        .unwrap();
+    let newest = open(&registry, "newest");
+    assert_eq!(
+        call(&old, "lookup", json!({"key": "a"})),
+        Ok(json!("v1: a"))
+    );
+    assert_eq!(call(&new, "lookup", json!({"id": "b"})), Ok(json!("v2: b")));
+    assert_eq!(
+        call(&newest, "lookup", json!({"key": "c"})),
+        Ok(json!("v3: c"))
+    );
+
+    // A revocation then reaches every version.
+    registry.revoke("lookup", "all of them").unwrap();
+    for run in [&old, &new, &newest] {
+        assert_eq!(
+            kind(call(run, "lookup", json!({"key": "a"}))),
+            Some(ErrorKind::Revoked),
+            "{}",
+            run.id()
+        );
+    }
+}
+
+#[test]
+fn a_replacement_revoking_old_runs_stops_them_and_serves_new_runs() {
+    let registry = registry();
+    let old = open(&registry, "old");
+    let change = registry
+        .replace(
+            lookup(2, "key"),
+            ReplacePolicy::revoke_old_runs("v1 is broken"),
+        )
+        .unwrap();
+    assert_eq!(change.kind, ChangeKind::Replaced(OldRuns::Revoke));
+    let new = open(&registry, "new");
+
+    assert_eq!(
+        kind(call(&old, "lookup", json!({"key": "k"}))),
+        Some(ErrorKind::Revoked)
+    );
+    assert_eq!(
+        call(&new, "lookup", json!({"key": "k"})),
+        Ok(json!("v2: k"))
+    );
+    assert_eq!(call(&old, "ping", json!({})), Ok(json!("pong")));
+
+    // Keeping old runs on a later replacement does not bring version 1 back.
+    let middle = open(&registry, "middle");
+    registry
+        .replace(lookup(3, "key"), ReplacePolicy::keep_old_runs("v3"))
+        .unwrap();
+    assert_eq!(
+        kind(call(&old, "lookup", json!({"key": "k"}))),
+        Some(ErrorKind::Revoked)
+    );
+    assert_eq!(
+        call(&middle, "lookup", json!({"key": "k"})),
+        Ok(json!("v2: k"))
+    );
+    // And revoking old runs on the next one stops versions 2 and 3's older runs.
+    let third = open(&registry, "third");
+    registry
+        .replace(lookup(4, "key"), ReplacePolicy::revoke_old_runs("v4"))
+        .unwrap();
+    for run in [&middle, &third] {
+        assert_eq!(
+            kind(call(run, "lookup", json!({"key": "k"}))),
+            Some(ErrorKind::Revoked),
+            "{}",
+            run.id()
+        );
+    }
+    assert_eq!(
+        call(&open(&registry, "fourth"), "lookup", json!({"key": "k"})),
+        Ok(json!("v4: k"))
+    );
+}
+
+#[test]
+fn a_replacement_brings_a_revoked_tool_back_for_new_runs() {
+    let registry = registry();
+    let before = open(&registry, "before");
+    registry.revoke("lookup", "broken").unwrap();
+    let during = open(&registry, "during");
+    assert!(!during.allowed().permits("lookup"));
+
+    registry
+        .replace(lookup(2, "key"), ReplacePolicy::keep_old_runs("fixed"))
+        .unwrap();
+    let after = open(&registry, "after");
+    assert!(after.allowed().permits("lookup"));
+    assert_eq!(
+        call(&after, "lookup", json!({"key": "k"})),
+        Ok(json!("v2: k"))
+    );
+    assert!(after.explain().hidden.is_empty());
+
+    // Runs opened before keep what they had: the revoked version, or nothing.
+    assert_eq!(
+        kind(call(&before, "lookup", json!({"key": "k"}))),
+        Some(ErrorKind::Revoked)
+    );
+    assert_eq!(
+        kind(call(&during, "lookup", json!({"key": "k"}))),
+        Some(ErrorKind::NotAllowed)
+    );
+}
+
+#[test]
+fn every_change_is_recorded() {
+    let registry = registry();
+    assert!(registry.changes().is_empty());
+    let v1 = registry.get("lookup").unwrap().fingerprint();
+    let started = SystemTime::now();
+
+    let revoked = registry.revoke("lookup", "first reason").unwrap();
+    registry
+        .replace(
+            lookup(2, "key"),
+            ReplacePolicy::keep_old_runs("second reason"),
+        )
+        .unwrap();
+    let v2 = registry.get("lookup").unwrap().fingerprint();
+    assert_ne!(v1, v2);
+    registry
+        .replace(
+            lookup(3, "key"),
+            ReplacePolicy::revoke_old_runs("third reason"),
+        )
+        .unwrap();
+    let status = registry.get("get_status").unwrap().fingerprint();
+    registry.revoke("get_status", "fourth reason").unwrap();
+    let ended = SystemTime::now();
+
+    let changes = registry.changes();
+    let summary: Vec<_> = changes
+        .iter()
+        .map(|c| {
+            (
+                c.kind,
+                c.reason.as_str(),
+                c.name.as_str(),
+                c.old_fingerprint,
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (ChangeKind::Revoked, "first reason", "lookup", v1),
+            (
+                ChangeKind::Replaced(OldRuns::KeepShownVersion),
+                "second reason",
+                "lookup",
+                v1
+            ),
+            (
+                ChangeKind::Replaced(OldRuns::Revoke),
+                "third reason",
+                "lookup",
+                v2
+            ),
+            (ChangeKind::Revoked, "fourth reason", "get_status", status),
+        ]
+    );
+    assert_eq!(changes[0], revoked);
+    for pair in changes.windows(2) {
+        assert!(pair[0].at <= pair[1].at);
+    }
+    assert!(changes[0].at >= started && changes[3].at <= ended);
+
+    let json = serde_json::to_value(&changes[1]).unwrap();
+    let at = json["at_unix_ms"].as_u64().unwrap();
+    let expected_ms = changes[1]
+        .at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert_eq!(at, expected_ms);
+    assert_eq!(
+        json,
+        json!({
+            "at_unix_ms": at,
+            "name": "lookup",
+            "kind": {"replaced": "keep_shown_version"},
+            "reason": "second reason",
+            "old_fingerprint": v1.to_string()
+        })
+    );
+    assert_eq!(
+        serde_json::to_value(&changes[0]).unwrap()["kind"],
+        "revoked"
+    );
+}
+
+#[test]
+fn an_invalid_replacement_is_an_error_and_changes_nothing() {
+    let registry = registry();
+    let old = open(&registry, "old");
+    let fingerprint = registry.get("lookup").unwrap().fingerprint();
+
+    let invalid = [
+        DynamicTool::new("lookup", "No handler."),
+        DynamicTool::new("lookup", "A schema that is not an object.")
+            .parameters(json!({"type": "array"}))
+            .handler(|_, _| Ok::<_, String>(json!("x"))),
+        DynamicTool::new("lookup", "")
+            .scopes(["bad scope"])
+            .handler(|_, _| Ok::<_, String>(json!("x"))),
+        DynamicTool::new("lookup", "Read-only and destructive.")
+            .read_only()
+            .destructive()
+            .handler(|_, _| Ok::<_, String>(json!("x"))),
+    ];
+    for (index, tool) in invalid.into_iter().enumerate() {
+        let policy = if index % 2 == 0 {
+            ReplacePolicy::revoke_old_runs("bad")
+        } else {
+            ReplacePolicy::keep_old_runs("bad")
+        };
+        let error = registry.replace(tool, policy).unwrap_err();
+        assert!(
+            matches!(error, RegistryError::Build(ref problems) if !problems.is_empty()),
+            "{error:?}"
+        );
+    }
+    let error = registry
+        .replace(
+            DynamicTool::new("lookup", "")
+                .scopes(["bad scope"])
+                .handler(|_, _| Ok::<_, String>(json!("x"))),
+            ReplacePolicy::keep_old_runs("bad"),
+        )
+        .unwrap_err();
+    assert_eq!(error.problems().len(), 2, "{error}");
+
+    // Replacing a name that is not registered: nothing to replace.
+    let error = registry
+        .replace(
+            DynamicTool::new("lookup_two", "Not registered.")
+                .handler(|_, _| Ok::<_, String>(json!("x"))),
+            ReplacePolicy::keep_old_runs("new"),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error.problems(), [BuildProblem::NothingToReplace { name, .. }] if name == "lookup_two"),
+        "{error:?}"
+    );
+
+    assert!(registry.changes().is_empty());
+    assert_eq!(registry.get("lookup").unwrap().fingerprint(), fingerprint);
+    assert!(!registry.contains("lookup_two"));
+    assert_eq!(
+        call(&old, "lookup", json!({"key": "k"})),
+        Ok(json!("v1: k"))
+    );
+    assert_eq!(
+        call(&open(&registry, "new"), "lookup", json!({"key": "k"})),
+        Ok(json!("v1: k"))
+    );
+}
+
+#[test]
+fn revoking_an_unknown_name_is_an_error() {
+    let registry = registry();
+    for name in ["no_such_tool", "Lookup", "lookup ", ""] {
+        assert_eq!(
+            registry.revoke(name, "why not"),
+            Err(RegistryError::UnknownTool { name: name.into() })
+        );
+    }
+    assert!(registry.changes().is_empty());
+    assert_eq!(
+        call(&open(&registry, "run"), "lookup", json!({"key": "k"})),
+        Ok(json!("v1: k"))
+    );
+}
+
+#[test]
+fn changes_are_shared_by_clones_of_the_registry() {
+    let registry = registry();
+    let clone = registry.clone();
+    let old = open(&registry, "old");
+    clone.revoke("ping", "from the clone").unwrap();
+    assert_eq!(
+        kind(call(&old, "ping", json!({}))),
+        Some(ErrorKind::Revoked)
+    );
+    assert_eq!(registry.changes(), clone.changes());
+    assert_eq!(registry.changes().len(), 1);
+}
+
+/// `explain` names the change that revoked the version a run was shown, not a later one.
+#[test]
+fn explain_gives_the_reason_of_the_revocation_of_the_version_shown() {
+    let registry = registry();
+    // Hidden by its scope from this subject, so that explain lists it whatever happens.
+    let outsider = Subject::new("tenant-a");
+    let revoked_reason = |run: &Run| {
+        run.explain()
+            .hidden
+            .iter()
+            .find(|hidden| hidden.name == "lookup")
+            .unwrap()
+            .reasons
+            .iter()
+            .find_map(|reason| match reason {
+                HiddenReason::Revoked { reason } => Some(reason.clone()),
+                _ => None,
+            })
+    };
+
+    let at_v1 = registry.open_run("at-v1", &outsider);
+    assert_eq!(revoked_reason(&at_v1), None);
+    registry.revoke("lookup", "first revocation").unwrap();
+    let during_v1 = registry.open_run("during-v1", &subject());
+    registry
+        .replace(lookup(2, "key"), ReplacePolicy::keep_old_runs("v2"))
+        .unwrap();
+    let at_v2 = registry.open_run("at-v2", &outsider);
+    assert_eq!(revoked_reason(&at_v2), None);
+    registry
+        .replace(
+            lookup(3, "key"),
+            ReplacePolicy::revoke_old_runs("v2 is broken"),
+        )
+        .unwrap();
+    let at_v3 = registry.open_run("at-v3", &outsider);
+    registry.revoke("lookup", "second revocation").unwrap();
+
+    assert_eq!(revoked_reason(&at_v1).as_deref(), Some("first revocation"));
+    assert_eq!(
+        revoked_reason(&during_v1).as_deref(),
+        Some("first revocation")
+    );
+    assert_eq!(revoked_reason(&at_v2).as_deref(), Some("v2 is broken"));
+    assert_eq!(revoked_reason(&at_v3).as_deref(), Some("second revocation"));
+}
