@@ -190,8 +190,17 @@ impl Registry {
     /// `read_only` tools), it is not revoked, and the application's [`AccessPolicy`], if any,
     /// does not deny it.
     pub fn open_run(&self, run_id: impl Into<Arc<str>>, subject: &Subject) -> Run {
-        let snapshot = self.snapshot();
-        let entries = snapshot.project(subject, &self.inner.slots, self.inner.policy.as_deref());
+        // The read lock is held while projecting, so that a replacement (which revokes the old
+        // version and installs the new one under the write lock) is seen whole or not at all.
+        let (snapshot, entries) = {
+            let current = self
+                .inner
+                .snapshot
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            let entries = current.project(subject, &self.inner.slots, self.inner.policy.as_deref());
+            (current.clone(), entries)
+        };
         let scope = Arc::new(RunScope {
             run_id: run_id.into(),
             subject: subject.clone(),

@@ -90,6 +90,9 @@ pub struct Capability<'a> {
     pub hints: Hints,
 }
 
+/// How many characters of a model-chosen name or call id the audit log keeps.
+const AUDITED_NAME: usize = 256;
+
 /// How many names an unknown-tool answer lists at most.
 const LISTED_NAMES: usize = 50;
 
@@ -205,38 +208,42 @@ impl Run {
     /// Steps 1 to 3: the allowed set, revocation, the arguments.
     fn resolve(&self, call: ToolCall) -> Result<Resolved, Box<Decided>> {
         let (call_id, name, arguments) = call.into_parts();
+        // The arguments' shape is checked first (cheaply, without recursion) so that the
+        // audit log can record their size and hash for every call, refused ones included.
+        let audit = audit::wanted(self.registry.audit_sink());
+        let arguments = arguments.and_then(|arguments| {
+            self.registry.limits().check(&arguments)?;
+            Ok(arguments)
+        });
+        let fingerprint = match &arguments {
+            Ok(arguments) if audit => Some(argument_fingerprint(arguments)),
+            _ => None,
+        };
+        let refuse = |kind, text| {
+            let mut decided = Decided::refused(call_id.clone(), name.clone(), kind, text);
+            decided.arguments = fingerprint.clone();
+            Err(Box::new(decided))
+        };
         let Some(entry) = self.allowed.find(&name) else {
             let kind = if self.registry.contains(&name) {
                 ErrorKind::NotAllowed
             } else {
                 ErrorKind::UnknownTool
             };
-            let text = self.unknown_tool_text(&name);
-            return Err(Box::new(Decided::refused(call_id, name, kind, text)));
+            return refuse(kind, self.unknown_tool_text(&name));
         };
         if self.registry.is_revoked(entry.slot, entry.version) {
             let text = format!(
                 "the tool \"{name}\" has been withdrawn and can no longer be called; continue without it"
             );
-            return Err(Box::new(Decided::refused(
-                call_id,
-                name,
-                ErrorKind::Revoked,
-                text,
-            )));
+            return refuse(ErrorKind::Revoked, text);
         }
-        let audit = audit::wanted(self.registry.audit_sink());
-        let checked = arguments.and_then(|arguments| {
-            let bytes = self.registry.limits().check(&arguments)?;
-            Ok((arguments, bytes))
-        });
-        let (arguments, _) = match checked {
-            Ok(checked) => checked,
+        let arguments = match arguments {
+            Ok(arguments) => arguments,
             Err(problem) => {
                 return Err(Box::new(Decided::invalid(call_id, name, vec![problem])));
             }
         };
-        let fingerprint = audit.then(|| argument_fingerprint(&arguments));
         if let Err(error) = entry.tool.validate(&arguments) {
             let problems = match error {
                 ToolError::InvalidArguments(problems) => problems,
@@ -289,8 +296,8 @@ impl Run {
                     run_id: self.id().to_owned(),
                     tenant: self.subject().tenant().to_owned(),
                     fingerprint: self.allowed.fingerprint(),
-                    call_id: decided.call_id.clone(),
-                    tool: decided.name.clone(),
+                    call_id: truncate(&decided.call_id, AUDITED_NAME),
+                    tool: truncate(&decided.name, AUDITED_NAME),
                     outcome: decided.observation_kind(),
                     duration: started.elapsed(),
                     argument_bytes,

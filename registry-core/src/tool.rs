@@ -133,11 +133,12 @@ impl Tool {
         })
     }
 
-    /// A stable fingerprint of the definition: changes whenever what a model is shown does.
+    /// A stable fingerprint of what a model is shown of the tool (its definition and its
+    /// behaviour hints): it changes whenever that does.
     pub fn fingerprint(&self) -> Fingerprint {
         *self.0.fingerprint.get_or_init(|| {
-            let json = serde_json::to_vec(&**self.definition_ref())
-                .expect("a tool definition is always JSON");
+            let shown = (&**self.definition_ref(), &self.0.policy.hints);
+            let json = serde_json::to_vec(&shown).expect("a tool definition is always JSON");
             Fingerprint::of_bytes(&json)
         })
     }
