@@ -1,0 +1,132 @@
+//! Benchmarks of the two hot paths of a run, in release mode:
+//!
+//! - `project`: opening a run over 10,000 tools for a subject that sees 1,000 of them;
+//! - `call`: resolving and executing a trivial sync tool with two small arguments, against
+//!   calling the function directly after `serde_json` parsing, with argument validation
+//!   measured on its own so that what the registry adds besides it can be read off.
+//!
+//! Each figure is the median of 31 batches; a batch times many iterations and divides.
+//! Run: `cargo run --release --manifest-path bench/runs/Cargo.toml`.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use registry_core::{DynamicTool, Registry, Subject, ToolCall, ToolContext, tool};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Add two numbers.
+#[tool(read_only)]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {
+    println!("machine: {} cores", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    project();
+    call();
+}
+
+fn project() {
+    const TOOLS: usize = 10_000;
+    const SCOPES: usize = 10;
+    let mut builder = Registry::builder();
+    for index in 0..TOOLS {
+        let tool = DynamicTool::new(format!("tool_{index:05}"), "A tool of the benchmark.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"project": {"type": "string"}, "limit": {"type": "integer"}},
+                "required": ["project"],
+                "additionalProperties": false
+            }))
+            .scopes([format!("area{}:read", index % SCOPES)])
+            .handler(|_, _| Ok::<_, String>(Value::Null));
+        builder = builder.tool(tool);
+    }
+    let registry = builder.build().expect("the benchmark registry builds");
+    let subject = Subject::new("tenant-a").with_scopes(["area3:read"]);
+    // The first projection builds each visible tool's definition and fingerprint, once.
+    let first = Instant::now();
+    let run = registry.open_run("warm-up", &subject);
+    let first = first.elapsed();
+    assert_eq!(run.allowed().len(), TOOLS / SCOPES);
+    let median = median_per_iteration(200, || {
+        black_box(registry.open_run("run", black_box(&subject)));
+    });
+    println!(
+        "project: {TOOLS} tools, {} visible: {} per open_run (first, building definitions: {})",
+        TOOLS / SCOPES,
+        show(median),
+        show(first)
+    );
+}
+
+#[derive(Deserialize)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+fn call() {
+    let registry = Registry::builder()
+        .declared_in(["bench_runs"])
+        .build()
+        .expect("the benchmark registry builds");
+    let run = registry.open_run("run", &Subject::new("tenant-a"));
+    let arguments = json!({"a": 40, "b": 2});
+    let observation = run.call_blocking(ToolCall::new("call_1", "add", arguments.clone()));
+    assert_eq!(observation.content(), &json!(42));
+
+    let direct = median_per_iteration(200_000, || {
+        let args = black_box(arguments.clone());
+        let parsed: AddArgs = serde_json::from_value(args).expect("valid");
+        black_box(serde_json::to_value(add(parsed.a, parsed.b)).expect("json"));
+    });
+    let through_run = median_per_iteration(200_000, || {
+        let call = ToolCall::new("call_1", "add", black_box(arguments.clone()));
+        black_box(run.call_blocking(call));
+    });
+    let tool = registry.get("add").expect("registered");
+    let validation = median_per_iteration(200_000, || {
+        black_box(tool.validate(black_box(&arguments))).expect("valid");
+    });
+    let ctx = ToolContext::new("call_1", "add");
+    let tool_call = median_per_iteration(200_000, || {
+        black_box(tool.call_blocking(&ctx, black_box(arguments.clone()))).expect("valid");
+    });
+    let added = through_run.saturating_sub(validation).saturating_sub(direct);
+    println!("call: direct (serde_json from_value, call, to_value): {}", show(direct));
+    println!("call: argument validation alone (compiled schema):    {}", show(validation));
+    println!("call: Tool::call_blocking (validate + execute):       {}", show(tool_call));
+    println!("call: Run::call_blocking (resolve + validate + run):  {}", show(through_run));
+    println!("call: added by the registry besides validation:       {}", show(added));
+}
+
+/// The median over 31 batches of the time of one iteration of `body`, each batch running it
+/// `iterations / 31` times (at least once).
+fn median_per_iteration(iterations: u32, mut body: impl FnMut()) -> Duration {
+    let per_batch = (iterations / 31).max(1);
+    for _ in 0..per_batch {
+        body();
+    }
+    let mut batches: Vec<Duration> = (0..31)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..per_batch {
+                body();
+            }
+            start.elapsed() / per_batch
+        })
+        .collect();
+    batches.sort();
+    batches[15]
+}
+
+fn show(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    if nanos >= 10_000 {
+        format!("{:.1} µs", nanos as f64 / 1000.0)
+    } else {
+        format!("{nanos} ns")
+    }
+}
