@@ -66,7 +66,7 @@ fn check_texts(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
 fn check_scopes(cx: &Ctxt, attr: &ToolAttr) {
     let Some(scopes) = &attr.scopes else { return };
     let value = scopes.value();
-    let list = split_scopes(&value);
+    let list = split_list(&value);
     if list.is_empty() {
         cx.error_spanned_by(
             scopes,
@@ -89,7 +89,7 @@ fn check_scopes(cx: &Ctxt, attr: &ToolAttr) {
 fn check_tenants(cx: &Ctxt, attr: &ToolAttr) {
     let Some(tenants) = &attr.tenants else { return };
     let value = tenants.value();
-    let list = split_scopes(&value);
+    let list = split_list(&value);
     if list.is_empty() {
         cx.error_spanned_by(
             tenants,
@@ -147,8 +147,9 @@ pub(crate) fn timeout_millis(value: &str) -> Result<u64, String> {
     }
 }
 
-/// The scopes of a `scopes = "a:b, c"` value, without the white space around them.
-pub(crate) fn split_scopes(value: &str) -> Vec<&str> {
+/// The entries of a `scopes = "a:b, c"` (or `tenants = "..."`) value, without the white
+/// space around them.
+pub(crate) fn split_list(value: &str) -> Vec<&str> {
     if value.trim().is_empty() {
         return Vec::new();
     }

@@ -8,7 +8,7 @@ use syn::Item;
 use syn::spanned::Spanned;
 
 use crate::attr::{self, ToolAttr};
-use crate::check::{check, split_scopes, timeout_millis};
+use crate::check::{check, split_list, timeout_millis};
 use crate::ctxt::Ctxt;
 use crate::model::{Output, Param, ParamKind, ToolFn};
 
@@ -114,26 +114,8 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         .or_else(|| tool.doc.clone())
         .unwrap_or_default();
     let title = option_str(attr.title.as_ref().map(syn::LitStr::value));
-    let scopes: Vec<String> = attr
-        .scopes
-        .as_ref()
-        .map(|scopes| {
-            split_scopes(&scopes.value())
-                .into_iter()
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    let tenants: Vec<String> = attr
-        .tenants
-        .as_ref()
-        .map(|tenants| {
-            split_scopes(&tenants.value())
-                .into_iter()
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let scopes = listed(attr.scopes.as_ref());
+    let tenants = listed(attr.tenants.as_ref());
     let timeout = match attr.timeout.as_ref().map(|t| timeout_millis(&t.value())) {
         Some(Ok(millis)) => {
             quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#millis)))
@@ -352,6 +334,16 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
             }
         })
         .collect()
+}
+
+/// The entries of a comma-separated `scopes = "..."` or `tenants = "..."` value.
+fn listed(value: Option<&syn::LitStr>) -> Vec<String> {
+    value.map_or_else(Vec::new, |value| {
+        split_list(&value.value())
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    })
 }
 
 fn option_str(text: Option<String>) -> TokenStream {
