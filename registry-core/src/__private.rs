@@ -10,11 +10,12 @@ pub use crate::context::ToolContext;
 pub use crate::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
 pub use crate::policy::Hints;
 pub use crate::source::Source;
+pub use schemars::{Schema, SchemaGenerator};
 
 use std::fmt::Display;
 use std::future::Future;
 
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::tool_error::ToolError;
@@ -22,6 +23,58 @@ use crate::tool_error::ToolError;
 /// The schema of one parameter type.
 pub fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()
+}
+
+/// Finds, at compile time, whether a tool's output type has a JSON Schema: `Some` when it
+/// implements `JsonSchema`, `None` otherwise (autoref specialization: the generated code
+/// calls `(&&OutputProbe::<T>::new()).output_schema(generator)`).
+pub struct OutputProbe<T: ?Sized>(std::marker::PhantomData<T>);
+
+impl<T: ?Sized> OutputProbe<T> {
+    /// A probe of `T`.
+    pub const fn new() -> Self {
+        OutputProbe(std::marker::PhantomData)
+    }
+}
+
+impl<T: ?Sized> Default for OutputProbe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Chosen when the output type implements `JsonSchema`.
+pub trait OutputWithSchema {
+    /// The output's schema.
+    fn output_schema(&self, generator: &mut SchemaGenerator) -> Option<Schema>;
+}
+
+impl<T: JsonSchema + ?Sized> OutputWithSchema for &OutputProbe<T> {
+    fn output_schema(&self, generator: &mut SchemaGenerator) -> Option<Schema> {
+        Some(generator.subschema_for::<T>())
+    }
+}
+
+/// Chosen otherwise.
+pub trait OutputWithoutSchema {
+    /// No schema.
+    fn output_schema(&self, generator: &mut SchemaGenerator) -> Option<Schema>;
+}
+
+impl<T: ?Sized> OutputWithoutSchema for OutputProbe<T> {
+    fn output_schema(&self, _: &mut SchemaGenerator) -> Option<Schema> {
+        None
+    }
+}
+
+/// The `Ok` type of a `Result`, named through an alias (`io::Result<T>`) as well.
+pub trait OkType {
+    /// `T` of `Result<T, E>`.
+    type Ok;
+}
+
+impl<T, E> OkType for Result<T, E> {
+    type Ok = T;
 }
 
 /// Serializes a tool's plain result.

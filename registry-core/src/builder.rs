@@ -12,6 +12,7 @@ use crate::dynamic::DynamicTool;
 use crate::error::{BuildProblem, RegistryError};
 use crate::guard::ArgumentLimits;
 use crate::policy::{Scope, ToolPolicy};
+use crate::profile::Profile;
 use crate::registry::{Registry, RegistryParts, Replacement};
 use crate::state::AppState;
 use crate::tool::Tool;
@@ -56,6 +57,7 @@ pub struct RegistryBuilder {
     policy: Option<Box<dyn AccessPolicy>>,
     audit: Option<Box<dyn AuditSink>>,
     limits: ArgumentLimits,
+    compatible: Vec<Profile>,
 }
 
 /// Which `#[tool]` declarations to take.
@@ -143,6 +145,13 @@ impl RegistryBuilder {
         self
     }
 
+    /// Refuses to build unless every tool can be exported to each of `profiles`
+    /// (see [`Registry::check`]); each incompatibility is a build problem.
+    pub fn require_compatible(mut self, profiles: impl IntoIterator<Item = Profile>) -> Self {
+        self.compatible.extend(profiles);
+        self
+    }
+
     /// Checks everything and builds the registry, or lists every problem found.
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
@@ -207,15 +216,24 @@ impl RegistryBuilder {
                 problems.push(BuildProblem::MissingTool { name });
             }
         }
+        if !problems.is_empty() {
+            return Err(RegistryError::Build(problems));
+        }
+        let registry = Registry::from_parts(RegistryParts {
+            tools,
+            replacements,
+            state: AppState::from_map(self.state),
+            policy: self.policy,
+            audit: self.audit,
+            limits: self.limits,
+        });
+        for profile in self.compatible {
+            if let Err(error) = registry.check(profile) {
+                problems.extend(error.0.into_iter().map(BuildProblem::Incompatible));
+            }
+        }
         if problems.is_empty() {
-            Ok(Registry::from_parts(RegistryParts {
-                tools,
-                replacements,
-                state: AppState::from_map(self.state),
-                policy: self.policy,
-                audit: self.audit,
-                limits: self.limits,
-            }))
+            Ok(registry)
         } else {
             Err(RegistryError::Build(problems))
         }

@@ -26,6 +26,7 @@ pub struct ToolCall {
     id: String,
     name: String,
     arguments: Result<Value, ArgumentProblem>,
+    generated_id: bool,
 }
 
 impl ToolCall {
@@ -35,6 +36,7 @@ impl ToolCall {
             id: id.into(),
             name: name.into(),
             arguments: Ok(arguments),
+            generated_id: false,
         }
     }
 
@@ -46,7 +48,20 @@ impl ToolCall {
             id: id.into(),
             name: name.into(),
             arguments: json_text::parse(arguments),
+            generated_id: false,
         }
+    }
+
+    /// Marks the id as made up by this library (Gemini calls may come without one): the
+    /// rendered result then does not echo it to the provider.
+    pub fn with_generated_id(mut self) -> Self {
+        self.generated_id = true;
+        self
+    }
+
+    /// Whether the id was made up by this library rather than sent by the model.
+    pub fn has_generated_id(&self) -> bool {
+        self.generated_id
     }
 
     /// The id the model gave the call.
@@ -64,7 +79,20 @@ impl ToolCall {
         self.arguments.as_ref().ok()
     }
 
-    pub(crate) fn into_parts(self) -> (String, String, Result<Value, ArgumentProblem>) {
-        (self.id, self.name, self.arguments)
+    pub(crate) fn into_parts(self) -> (CallHeader, Result<Value, ArgumentProblem>) {
+        let header = CallHeader {
+            id: self.id,
+            name: self.name,
+            generated_id: self.generated_id,
+        };
+        (header, self.arguments)
     }
+}
+
+/// What identifies a call, kept to answer it.
+#[derive(Debug, Clone)]
+pub(crate) struct CallHeader {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) generated_id: bool,
 }

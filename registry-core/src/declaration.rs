@@ -34,6 +34,8 @@ pub struct Declaration {
     pub timeout: Option<std::time::Duration>,
     pub hints: Hints,
     pub params: &'static [Param],
+    /// The schema of the result, when its type has one.
+    pub output: fn(&mut SchemaGenerator) -> Option<Schema>,
     pub execute: Execute,
     pub location: Source,
 }

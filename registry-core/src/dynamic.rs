@@ -48,6 +48,7 @@ pub struct DynamicTool {
     description: String,
     title: Option<String>,
     parameters: Value,
+    output_schema: Option<Value>,
     scopes: Vec<String>,
     tenants: Vec<String>,
     timeout: Option<Duration>,
@@ -66,6 +67,7 @@ impl DynamicTool {
             description: description.into(),
             title: None,
             parameters: empty_parameters_schema(),
+            output_schema: None,
             scopes: Vec::new(),
             tenants: Vec::new(),
             timeout: None,
@@ -86,6 +88,13 @@ impl DynamicTool {
     /// undeclared arguments.
     pub fn parameters(mut self, schema: Value) -> Self {
         self.parameters = schema;
+        self
+    }
+
+    /// The JSON Schema of the result, for MCP's `outputSchema`: its root must be
+    /// `"type": "object"`.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
         self
     }
 
@@ -211,7 +220,7 @@ impl DynamicTool {
                 site: source,
             });
         }
-        let validator = match check_schema(&self.parameters) {
+        let validator = match check_schema(&self.parameters, "arguments") {
             Ok(validator) => Some(validator),
             Err(reason) => {
                 problems.push(BuildProblem::InvalidSchema {
@@ -222,6 +231,15 @@ impl DynamicTool {
                 None
             }
         };
+        if let Some(output) = &self.output_schema
+            && let Err(reason) = check_schema(output, "structured results")
+        {
+            problems.push(BuildProblem::InvalidSchema {
+                tool: tool.clone(),
+                site: source,
+                reason,
+            });
+        }
         if self.handler.is_none() {
             problems.push(BuildProblem::MissingHandler { tool, site: source });
         }
@@ -240,6 +258,7 @@ impl DynamicTool {
             },
             source,
             parameters: self.parameters,
+            output_schema: self.output_schema,
             validator: validator?,
             handler: self.handler?,
         })
@@ -247,13 +266,11 @@ impl DynamicTool {
 }
 
 /// An arguments schema must be a 2020-12 schema whose root is an object.
-fn check_schema(schema: &Value) -> Result<ArgumentValidator, String> {
+fn check_schema(schema: &Value, what: &str) -> Result<ArgumentValidator, String> {
     if schema.get("type") != Some(&Value::from("object")) {
-        return Err(
-            "the parameters schema must have `\"type\": \"object\"` at its root, \
-             since tool arguments are a JSON object"
-                .into(),
-        );
+        return Err(format!(
+            "the {what} schema must have `\"type\": \"object\"` at its root, since {what} are a JSON object"
+        ));
     }
     ArgumentValidator::new(schema)
 }

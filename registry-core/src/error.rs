@@ -70,7 +70,7 @@ pub enum BuildProblem {
         reason: String,
     },
     /// The arguments schema is not an object schema, or does not compile.
-    #[error("tool {tool:?}: invalid parameters schema: {reason} ({site})")]
+    #[error("tool {tool:?}: invalid schema: {reason} ({site})")]
     InvalidSchema {
         /// The tool.
         tool: String,
@@ -138,6 +138,9 @@ pub enum BuildProblem {
         /// The module path given.
         path: String,
     },
+    /// A tool cannot be exported to a profile the builder was told to require.
+    #[error("{0}")]
+    Incompatible(crate::profile::Incompatibility),
     /// A tool the application requires is not registered.
     #[error(
         "the required tool {name:?} is not registered; if it is declared in another crate, \

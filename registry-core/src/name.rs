@@ -22,13 +22,13 @@ pub fn check_tool_name(name: &str) -> Result<(), String> {
         Some(c) if c.is_ascii_alphabetic() || c == '_' => {}
         Some(c) => {
             return Err(format!(
-                "the tool name {name:?} starts with {c:?}; it must start with an ASCII letter or `_`"
+                "the tool name {name:?} starts with `{c}`; it must start with an ASCII letter or `_`"
             ));
         }
     }
     if let Some(c) = chars.find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))) {
         return Err(format!(
-            "the tool name {name:?} contains {c:?}; use only ASCII letters, digits, `_` and `-`"
+            "the tool name {name:?} contains `{c}`; use only ASCII letters, digits, `_` and `-`"
         ));
     }
     if name.len() > MAX_NAME_LEN {

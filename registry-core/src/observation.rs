@@ -61,6 +61,8 @@ pub struct Observation {
     tool_name: String,
     content: Value,
     error: Option<ErrorDetail>,
+    generated_id: bool,
+    structured: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +78,8 @@ impl Observation {
             tool_name,
             content,
             error: None,
+            generated_id: false,
+            structured: false,
         }
     }
 
@@ -88,7 +92,32 @@ impl Observation {
                 kind,
                 problems: Vec::new(),
             }),
+            generated_id: false,
+            structured: false,
         }
+    }
+
+    pub(crate) fn with_generated_id(mut self, generated: bool) -> Self {
+        self.generated_id = generated;
+        self
+    }
+
+    pub(crate) fn with_structured(mut self, structured: bool) -> Self {
+        self.structured = structured && self.error.is_none() && self.content.is_object();
+        self
+    }
+
+    /// Whether the call id was made up by this library (see [`ToolCall::with_generated_id`]).
+    ///
+    /// [`ToolCall::with_generated_id`]: crate::ToolCall::with_generated_id
+    pub fn has_generated_id(&self) -> bool {
+        self.generated_id
+    }
+
+    /// Whether the content is a structured result that conforms to the tool's output schema
+    /// (MCP's `structuredContent`).
+    pub fn is_structured(&self) -> bool {
+        self.structured
     }
 
     pub(crate) fn with_problems(mut self, problems: Vec<ArgumentProblem>) -> Self {

@@ -34,7 +34,7 @@ impl Scope {
         let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | ':');
         if let Some(bad) = scope.chars().find(|c| !allowed(*c)) {
             return Err(ScopeError(format!(
-                "the scope {scope:?} contains {bad:?}; a scope uses ASCII letters, digits, `_`, `.` and `-`, with `:` between segments"
+                "the scope {scope:?} contains `{bad}`; a scope uses ASCII letters, digits, `_`, `.` and `-`, with `:` between segments"
             )));
         }
         Ok(Scope(scope))

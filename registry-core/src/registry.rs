@@ -13,6 +13,7 @@ use crate::discovery::{SlotState, Snapshot};
 use crate::dynamic::DynamicTool;
 use crate::error::RegistryError;
 use crate::guard::ArgumentLimits;
+use crate::profile::{CompatibilityError, Profile};
 use crate::run::Run;
 use crate::source::Source;
 use crate::state::AppState;
@@ -299,6 +300,43 @@ impl Registry {
         drop(changes);
         self.emit_change(&change);
         Ok(change)
+    }
+
+    /// Checks every tool against `profile`: lowering (what cannot be expressed at all, such as
+    /// a recursive type for Gemini) and the profile's rules on what is exported. Lists every
+    /// incompatibility, with the tool, a JSON pointer, the rule and how to fix it.
+    pub fn check(&self, profile: Profile) -> Result<(), CompatibilityError> {
+        let snapshot = self.snapshot();
+        let (list, mut problems) = crate::export::export_all(profile, snapshot.tools.iter());
+        problems.extend(crate::compat::check_tools(profile, &list));
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(CompatibilityError(problems))
+        }
+    }
+
+    /// Panics, listing every incompatibility, unless every tool can be exported to every
+    /// profile of `profiles`: the one line to put in an application's test suite.
+    ///
+    /// ```
+    /// use registry_core::{Profile, Registry};
+    ///
+    /// #[test]
+    /// fn tools_work_with_every_provider() {
+    ///     Registry::from_inventory().unwrap().assert_compatible(Profile::ALL);
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn assert_compatible(&self, profiles: impl IntoIterator<Item = Profile>) {
+        let problems: Vec<_> = profiles
+            .into_iter()
+            .filter_map(|profile| self.check(profile).err())
+            .flat_map(|error| error.0)
+            .collect();
+        if !problems.is_empty() {
+            panic!("{}", CompatibilityError(problems));
+        }
     }
 
     /// Every revocation and replacement since the registry was built, in order.

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::allowed::AllowedSet;
 use crate::audit::{self, AuditEvent, CallEvent};
-use crate::call::ToolCall;
+use crate::call::{CallHeader, ToolCall};
 use crate::context::{RunScope, ToolContext};
 use crate::definition::ToolDefinition;
 use crate::discovery::{Entry, Snapshot};
@@ -15,6 +15,7 @@ use crate::execution::{self, Failure};
 use crate::explain::{self, Explanation};
 use crate::observation::{ErrorKind, Observation};
 use crate::policy::Hints;
+use crate::profile::{CompatibilityError, Profile};
 use crate::registry::Registry;
 use crate::tool_error::{ArgumentProblem, ToolError};
 
@@ -156,6 +157,24 @@ impl Run {
         explain::explain(self, &self.snapshot)
     }
 
+    /// Exactly the JSON `profile`'s consumer takes as its list of tools: this run's visible
+    /// tools only, in name order, each lowered to what the profile accepts. Byte-identical
+    /// from call to call and process to process (prompt caching depends on it).
+    ///
+    /// Fails, listing every problem, if a visible tool cannot be expressed in the profile
+    /// (check at startup with [`Registry::check`] to never meet this here).
+    pub fn export(&self, profile: Profile) -> Result<Value, CompatibilityError> {
+        crate::export::export_run(profile, self.allowed.entries().iter().map(|e| &e.tool))
+    }
+
+    /// The per-request allowlist of `profile`, naming this run's allowed tools, where the
+    /// profile has one: OpenAI `tool_choice` with `allowed_tools`, Gemini `toolConfig` with
+    /// `allowedFunctionNames`. `None` for the others.
+    pub fn allowlist(&self, profile: Profile) -> Option<Value> {
+        let names: Vec<&str> = self.allowed.names().collect();
+        crate::export::allowlist(profile, &names)
+    }
+
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }
@@ -207,7 +226,12 @@ impl Run {
 
     /// Steps 1 to 3: the allowed set, revocation, the arguments.
     fn resolve(&self, call: ToolCall) -> Result<Resolved, Box<Decided>> {
-        let (call_id, name, arguments) = call.into_parts();
+        let (header, arguments) = call.into_parts();
+        let CallHeader {
+            id: call_id,
+            name,
+            generated_id,
+        } = header;
         // The arguments' shape is checked first (cheaply, without recursion) so that the
         // audit log can record their size and hash for every call, refused ones included.
         let audit = audit::wanted(self.registry.audit_sink());
@@ -222,6 +246,7 @@ impl Run {
         let refuse = |kind, text| {
             let mut decided = Decided::refused(call_id.clone(), name.clone(), kind, text);
             decided.arguments = fingerprint.clone();
+            decided.generated_id = generated_id;
             Err(Box::new(decided))
         };
         let Some(entry) = self.allowed.find(&name) else {
@@ -241,7 +266,9 @@ impl Run {
         let arguments = match arguments {
             Ok(arguments) => arguments,
             Err(problem) => {
-                return Err(Box::new(Decided::invalid(call_id, name, vec![problem])));
+                let mut decided = Decided::invalid(call_id, name, vec![problem]);
+                decided.generated_id = generated_id;
+                return Err(Box::new(decided));
             }
         };
         if let Err(error) = entry.tool.validate(&arguments) {
@@ -251,6 +278,7 @@ impl Run {
             };
             let mut decided = Decided::invalid(call_id, name, problems);
             decided.arguments = fingerprint;
+            decided.generated_id = generated_id;
             return Err(Box::new(decided));
         }
         let context = ToolContext::in_run(
@@ -266,6 +294,8 @@ impl Run {
                 call_id,
                 name,
                 arguments: fingerprint,
+                generated_id,
+                structured: entry.tool.output_schema().is_some(),
             },
         })
     }
@@ -306,7 +336,7 @@ impl Run {
                 }),
             );
         }
-        decided.observation
+        decided.observation.with_generated_id(decided.generated_id)
     }
 }
 
@@ -323,12 +353,18 @@ struct Ticket {
     call_id: String,
     name: String,
     arguments: Option<(usize, String)>,
+    generated_id: bool,
+    structured: bool,
 }
 
 impl Ticket {
     fn outcome(self, outcome: Result<Value, Failure>) -> Decided {
         let (observation, detail) = match outcome {
-            Ok(value) => (Observation::success(self.call_id, self.name, value), None),
+            Ok(value) => (
+                Observation::success(self.call_id, self.name, value)
+                    .with_structured(self.structured),
+                None,
+            ),
             Err(failure) => {
                 let text = failure_text(&self.name, &failure);
                 let problems = match &failure.error {
@@ -346,6 +382,7 @@ impl Ticket {
             observation,
             arguments: self.arguments,
             detail,
+            generated_id: self.generated_id,
         }
     }
 }
@@ -357,6 +394,7 @@ struct Decided {
     observation: Observation,
     arguments: Option<(usize, String)>,
     detail: Option<String>,
+    generated_id: bool,
 }
 
 impl Decided {
@@ -368,6 +406,7 @@ impl Decided {
             observation,
             arguments: None,
             detail: None,
+            generated_id: false,
         }
     }
 

@@ -110,6 +110,45 @@ fn is_plain_object(schema: &Map<String, Value>) -> bool {
             })
 }
 
+/// The schema of a tool's result, for MCP's `outputSchema`: only when the result is a
+/// structured type (its schema is an object schema), with the type's definition inlined at
+/// the root and the others under `$defs`.
+pub(crate) fn output_schema(
+    output: fn(&mut schemars::SchemaGenerator) -> Option<schemars::Schema>,
+) -> Option<Value> {
+    let mut generator = SchemaSettings::draft2020_12().into_generator();
+    let schema = output(&mut generator)?.to_value();
+    let mut definitions = generator.take_definitions(true);
+    let mut root = match schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|reference| reference.strip_prefix("#/$defs/"))
+    {
+        Some(name) => {
+            let reference = format!("#/$defs/{name}");
+            let definition = definitions.get(name)?.clone();
+            let recursive = definitions
+                .iter()
+                .any(|(other, value)| other != name && value.to_string().contains(&reference))
+                || definition.to_string().contains(&reference);
+            if !recursive {
+                definitions.remove(name);
+            }
+            definition
+        }
+        None => schema,
+    };
+    if root.get("type") != Some(&Value::from("object")) {
+        return None;
+    }
+    if !definitions.is_empty()
+        && let Value::Object(object) = &mut root
+    {
+        object.insert("$defs".into(), Value::Object(definitions));
+    }
+    Some(root)
+}
+
 /// The schema of a tool without parameters.
 pub(crate) fn empty_parameters_schema() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})

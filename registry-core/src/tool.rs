@@ -12,6 +12,7 @@ use crate::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
 use crate::definition::ToolDefinition;
 use crate::fingerprint::Fingerprint;
 use crate::policy::ToolPolicy;
+use crate::profile::{Incompatibility, Profile};
 use crate::schema;
 use crate::source::Source;
 use crate::tool_error::ToolError;
@@ -31,7 +32,10 @@ struct ToolInner {
     policy: ToolPolicy,
     source: Source,
     parameters: Parameters,
+    output: Output,
     definition: OnceLock<Arc<ToolDefinition>>,
+    output_schema: OnceLock<Option<Value>>,
+    lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::ALL.len()],
     fingerprint: OnceLock<Fingerprint>,
     validator: OnceLock<Result<ArgumentValidator, String>>,
     handler: Handler,
@@ -43,6 +47,14 @@ enum Parameters {
     Declared(&'static [Param]),
     /// Given as JSON (tools built at run time).
     Given(Value),
+}
+
+/// Where the result schema comes from.
+enum Output {
+    /// Generated from a `#[tool]` function's return type, when first needed.
+    Declared(fn(&mut schemars::SchemaGenerator) -> Option<schemars::Schema>),
+    /// Given as JSON (tools built at run time), or none.
+    Given(Option<Value>),
 }
 
 /// How a tool runs.
@@ -68,6 +80,7 @@ pub(crate) struct ToolParts {
     pub(crate) policy: ToolPolicy,
     pub(crate) source: Source,
     pub(crate) parameters: Value,
+    pub(crate) output_schema: Option<Value>,
     pub(crate) validator: ArgumentValidator,
     pub(crate) handler: Handler,
 }
@@ -82,7 +95,10 @@ impl Tool {
             policy,
             source: declaration.location,
             parameters: Parameters::Declared(declaration.params),
+            output: Output::Declared(declaration.output),
             definition: OnceLock::new(),
+            output_schema: OnceLock::new(),
+            lowered: Default::default(),
             fingerprint: OnceLock::new(),
             validator: OnceLock::new(),
             handler: Handler::Declared(declaration.execute),
@@ -98,7 +114,10 @@ impl Tool {
             policy: parts.policy,
             source: parts.source,
             parameters: Parameters::Given(parts.parameters),
+            output: Output::Given(parts.output_schema),
             definition: OnceLock::new(),
+            output_schema: OnceLock::new(),
+            lowered: Default::default(),
             fingerprint: OnceLock::new(),
             validator: OnceLock::from(Ok(parts.validator)),
             handler: parts.handler,
@@ -140,6 +159,26 @@ impl Tool {
             let shown = (&**self.definition_ref(), &self.0.policy.hints);
             let json = serde_json::to_vec(&shown).expect("a tool definition is always JSON");
             Fingerprint::of_bytes(&json)
+        })
+    }
+
+    /// The JSON Schema of the result, when it is a structured type (an object): MCP's
+    /// `outputSchema`. Derived from a `#[tool]` function's return type when that implements
+    /// `JsonSchema`.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.0
+            .output_schema
+            .get_or_init(|| match &self.0.output {
+                Output::Declared(output) => schema::output_schema(*output),
+                Output::Given(schema) => schema.clone(),
+            })
+            .as_ref()
+    }
+
+    /// The parameters schema lowered for `profile`, built once per profile.
+    pub(crate) fn lowered(&self, profile: Profile) -> &Result<Value, Vec<Incompatibility>> {
+        self.0.lowered[profile.index()].get_or_init(|| {
+            crate::lower::lower(profile, self.name(), &self.definition_ref().parameters)
         })
     }
 

@@ -134,6 +134,7 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         .iter()
         .filter_map(|param| param_record(&rc, param));
     let executor = executor(&rc, tool);
+    let output = output_schema(&rc, tool);
     let execute = if tool.is_async() {
         quote!(#rc::Execute::Async(__execute))
     } else {
@@ -145,6 +146,7 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         #[doc(hidden)]
         const _: () = {
             #executor
+            #output
             #once
             #rc::inventory::submit! {
                 #rc::Declaration {
@@ -161,6 +163,7 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                         open_world: #open_world,
                     },
                     params: &[#(#params),*],
+                    output: __output,
                     execute: #execute,
                     location: #rc::Source::declared(
                         ::core::module_path!(),
@@ -191,6 +194,29 @@ fn param_record(rc: &TokenStream, param: &Param) -> Option<TokenStream> {
             schema: #schema,
         }
     })
+}
+
+/// `fn __output`: the schema of the result type, if it has one (a type without `JsonSchema`
+/// is fine: it just has no output schema).
+fn output_schema(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
+    let ty = match &tool.output {
+        Output::Unit => quote!(()),
+        Output::Value(ty) => quote!(#ty),
+        Output::Result {
+            args: Some((ok, _)),
+            ..
+        } => quote!(#ok),
+        Output::Result { ty, args: None } => quote!(<#ty as #rc::OkType>::Ok),
+    };
+    quote! {
+        fn __output(
+            __generator: &mut #rc::SchemaGenerator,
+        ) -> ::core::option::Option<#rc::Schema> {
+            #[allow(unused_imports)]
+            use #rc::{OutputWithSchema as _, OutputWithoutSchema as _};
+            (&&#rc::OutputProbe::<#ty>::new()).output_schema(__generator)
+        }
+    }
 }
 
 /// `fn __execute`: takes the JSON arguments apart, calls the function, serializes its result.

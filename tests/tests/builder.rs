@@ -332,7 +332,7 @@ fn every_problem_of_every_tool_is_reported_in_one_build_with_its_site() {
         [
             "the tool registry could not be built (9 problems):".to_owned(),
             format!(
-                "  - the tool name \"1st tool\" starts with '1'; it must start with an ASCII \
+                "  - the tool name \"1st tool\" starts with `1`; it must start with an ASCII \
                  letter or `_` ({first})"
             ),
             format!(
@@ -348,21 +348,21 @@ fn every_problem_of_every_tool_is_reported_in_one_build_with_its_site() {
                  that is true ({first})"
             ),
             format!(
-                "  - tool \"1st tool\": invalid parameters schema: the parameters schema must \
-                 have `\"type\": \"object\"` at its root, since tool arguments are a JSON \
+                "  - tool \"1st tool\": invalid schema: the arguments schema must \
+                 have `\"type\": \"object\"` at its root, since arguments are a JSON \
                  object ({first})"
             ),
             format!(
                 "  - tool \"1st tool\" has no handler; give it one with `.handler(...)` or \
                  `.async_handler(...)` ({first})"
             ),
-            format!("  - tool \"broken_schema\": invalid parameters schema: {reason} ({schema})"),
+            format!("  - tool \"broken_schema\": invalid schema: {reason} ({schema})"),
             format!(
-                "  - the tool name \"get.status\" contains '.'; use only ASCII letters, digits, \
+                "  - the tool name \"get.status\" contains `.`; use only ASCII letters, digits, \
                  `_` and `-` ({dotted})"
             ),
             format!(
-                "  - tool \"get.status\": the scope \"build:read!\" contains '!'; a scope uses \
+                "  - tool \"get.status\": the scope \"build:read!\" contains `!`; a scope uses \
                  ASCII letters, digits, `_`, `.` and `-`, with `:` between segments ({dotted})"
             ),
         ]
