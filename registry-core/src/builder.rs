@@ -251,7 +251,9 @@ impl RegistryBuilder {
                 })
                 .collect(),
         };
-        chosen.sort_by_key(|declaration| (declaration.name, declaration.location));
+        chosen.sort_unstable_by(|a, b| {
+            (a.name.cmp(b.name)).then_with(|| a.location.cmp(&b.location))
+        });
         chosen
     }
 }
