@@ -322,10 +322,8 @@ impl Registry {
     /// ```
     /// use registry_core::{Profile, Registry};
     ///
-    /// #[test]
-    /// fn tools_work_with_every_provider() {
-    ///     Registry::from_inventory().unwrap().assert_compatible(Profile::ALL);
-    /// }
+    /// // In a test of the application (`#[test] fn tools_work_with_every_provider()`):
+    /// Registry::from_inventory().unwrap().assert_compatible(Profile::ALL);
     /// ```
     #[track_caller]
     pub fn assert_compatible(&self, profiles: impl IntoIterator<Item = Profile>) {
