@@ -1,20 +1,22 @@
-//! A scripted agent session: two subjects of one tenant, what each is shown, and a bundled
-//! transcript of model calls (valid and hostile) with the observation each one gets, a
-//! revocation in the middle, and the audit log at the end.
+//! The whole library in one offline run: tools declared in two modules and a tools crate,
+//! two subjects and what each is shown, the export for each provider, then a bundled
+//! transcript of model calls (valid and hostile) arriving in a provider's format, with the
+//! observation each one gets and the result message rendered back, a revocation in the
+//! middle, and the audit log at the end. No network, no key.
 //!
-//! Run it with `cargo run -p registry-examples --bin session`.
+//! Run it with `cargo run -p registry-examples --bin demo`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use registry_core::{AuditEvent, Registry, Run, Subject, ToolCall};
+use registry_core::{AuditEvent, Profile, Registry, Run, Subject};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use registry_examples as _;
 
 /// The transcript bundled with the example.
-const TRANSCRIPT: &str = include_str!("../../transcripts/session.json");
+const TRANSCRIPT: &str = include_str!("../../transcripts/transcript.json");
 
 #[derive(Deserialize)]
 struct Transcript {
@@ -29,6 +31,8 @@ struct SubjectSpec {
     #[serde(default)]
     read_only: bool,
     agent: Option<String>,
+    /// The provider whose format the subject's model speaks.
+    provider: String,
 }
 
 #[derive(Deserialize)]
@@ -84,6 +88,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         runs.insert(name.clone(), run);
     }
 
+    show_exports(&runs["reader"]);
+
     println!("== The transcript\n");
     for step in transcript.steps {
         match step {
@@ -92,28 +98,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 println!("[operator] revokes {revoke:?}: {reason}\n");
             }
             Step::Call { run, note, call } => {
-                let arguments = match (&call.arguments, &call.arguments_text) {
-                    (_, Some(text)) => text.clone(),
-                    (Some(value), None) => value.to_string(),
-                    (None, None) => "{}".to_owned(),
-                };
-                let call = match call.arguments_text {
-                    Some(text) => ToolCall::from_json_text(call.id, call.name, &text),
-                    None => ToolCall::new(call.id, call.name, call.arguments.unwrap_or_default()),
-                };
+                let profile = provider(&transcript.subjects[&run].provider);
+                let response = provider_response(profile, &call);
                 println!("[{run}] {note}");
-                println!(
-                    "  model calls {} {} with {arguments}",
-                    call.id(),
-                    call.name()
-                );
-                let observation = runs[&run].call_blocking(call);
-                match observation.error_kind() {
-                    None => println!("  -> ok: {}", observation.content()),
-                    Some(kind) => println!(
-                        "  -> {kind}: {}",
-                        observation.error_text().unwrap_or_default()
-                    ),
+                println!("  the model answers ({profile}): {response}");
+                let calls = profile.parse_calls(&response)?;
+                for call in calls {
+                    let observation = runs[&run].call_blocking(call);
+                    match observation.error_kind() {
+                        None => println!("  -> ok: {}", observation.content()),
+                        Some(kind) => println!(
+                            "  -> {kind}: {}",
+                            observation.error_text().unwrap_or_default()
+                        ),
+                    }
+                    println!("  sent back: {}", profile.render(&observation));
                 }
                 println!();
             }
@@ -127,6 +126,59 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// What each provider is shown for the same run: the first tool of each export, in full.
+fn show_exports(run: &Run) {
+    println!("== What each provider is shown for the reader (its first tool; all exports are byte-stable)\n");
+    for profile in Profile::ALL {
+        match run.export(profile) {
+            Ok(export) => {
+                let text = serde_json::to_string(&export).expect("an export is JSON");
+                let first = match profile {
+                    Profile::Gemini => &export[0]["functionDeclarations"][0],
+                    _ => &export[0],
+                };
+                println!("{profile} ({} bytes for {} tools):", text.len(), run.allowed().len());
+                println!("  {first}");
+                if let Some(allowlist) = run.allowlist(profile) {
+                    println!("  allowlist: {allowlist}");
+                }
+            }
+            Err(error) => println!("{profile}: {error}"),
+        }
+        println!();
+    }
+}
+
+/// The provider named in the transcript.
+fn provider(name: &str) -> Profile {
+    Profile::ALL
+        .into_iter()
+        .find(|profile| profile.name() == name)
+        .unwrap_or_else(|| panic!("the transcript names an unknown provider {name:?}"))
+}
+
+/// The model's response carrying `call`, in the provider's own format.
+fn provider_response(profile: Profile, call: &CallSpec) -> Value {
+    let arguments = call.arguments.clone().unwrap_or_else(|| json!({}));
+    let text = call
+        .arguments_text
+        .clone()
+        .unwrap_or_else(|| arguments.to_string());
+    match profile {
+        Profile::OpenAiChat { .. } => json!({"choices": [{"message": {"role": "assistant",
+            "tool_calls": [{"id": call.id, "type": "function",
+                "function": {"name": call.name, "arguments": text}}]}}]}),
+        Profile::OpenAiResponses { .. } => json!({"output": [{"type": "function_call",
+            "call_id": call.id, "name": call.name, "arguments": text}]}),
+        Profile::Anthropic => json!({"content": [{"type": "tool_use", "id": call.id,
+            "name": call.name, "input": arguments}]}),
+        Profile::Gemini => json!({"candidates": [{"content": {"parts": [{"functionCall":
+            {"name": call.name, "args": arguments}}]}}]}),
+        _ => json!({"jsonrpc": "2.0", "id": call.id, "method": "tools/call",
+            "params": {"name": call.name, "arguments": arguments}}),
+    }
+}
+
 fn show_run(name: &str, spec: &SubjectSpec, run: &Run) {
     let access = if spec.read_only {
         "read-only"
@@ -134,9 +186,10 @@ fn show_run(name: &str, spec: &SubjectSpec, run: &Run) {
         "read-write"
     };
     println!(
-        "== {name}: tenant {}, scopes [{}], {access}",
+        "== {name}: tenant {}, scopes [{}], {access}, its model speaks {}",
         spec.tenant,
-        spec.scopes.join(", ")
+        spec.scopes.join(", "),
+        spec.provider
     );
     println!(
         "   is shown {} tools: {}",

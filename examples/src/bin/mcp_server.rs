@@ -1,0 +1,266 @@
+//! An MCP server for the example tools: over stdio by default (one client, the process that
+//! started this one), over streamable HTTP with `--http` (many clients, each with a bearer
+//! token standing for a subject).
+//!
+//! ```sh
+//! # stdio, acting for one subject (flags, or MCP_TENANT / MCP_SCOPES / MCP_READ_ONLY / MCP_AGENT):
+//! cargo run -p registry-examples --bin mcp_server -- --tenant acme --scopes build:read --read-only
+//! # HTTP on 127.0.0.1:8750, with the bundled development tokens:
+//! cargo run -p registry-examples --bin mcp_server -- --http --tokens examples/mcp-tokens.json
+//! ```
+//!
+//! Logs (the registry's audit events included) go to stderr; in stdio mode stdout carries
+//! nothing but protocol messages. Run with `--help` for every flag.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::time::Duration;
+
+use registry_core::{Registry, Subject};
+use registry_mcp::{CancellationToken, HttpConfig, HttpServer, McpServer, ServerOptions, Tokens};
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use registry_examples as _;
+
+const USAGE: &str = "\
+usage: mcp_server [--tenant T] [--scopes A,B] [--read-only] [--agent NAME]   (stdio)
+       mcp_server --http [ADDR] [--tokens FILE]                            (HTTP)
+
+stdio (the default): serves one client on stdin/stdout, acting for the subject given by
+  --tenant T        the tenant (env MCP_TENANT; default acme)
+  --scopes A,B      granted scopes, comma-separated (env MCP_SCOPES; default none)
+  --read-only       only read-only tools (env MCP_READ_ONLY=1)
+  --agent NAME      the agent's name, for the audit log (env MCP_AGENT)
+
+HTTP:
+  --http [ADDR]     serve streamable HTTP at http://ADDR/mcp (default 127.0.0.1:8750;
+                    port 0 picks a free one); the address is printed on stderr
+  --tokens FILE     bearer tokens and their subjects (JSON; default: the bundled
+                    development tokens, examples/mcp-tokens.json)
+  --allow-host H    accept this Host header too (repeatable; default loopback names only)
+
+both:
+  --page-size N     tools per tools/list page (default 100)
+  --poll-ms N       how often to check the registry for revocations (default 200)
+  --call-timeout-ms N   a deadline for every call
+  --max-message-bytes N largest message accepted (default 8 MiB)
+  --log FILTER      log filter, e.g. debug or info,registry_core::audit=warn
+                    (env RUST_LOG; default info)";
+
+/// The bundled development tokens.
+const DEV_TOKENS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp-tokens.json");
+
+#[derive(Debug)]
+struct Args {
+    http: Option<SocketAddr>,
+    tokens: Option<PathBuf>,
+    allowed_hosts: Vec<String>,
+    tenant: String,
+    scopes: Vec<String>,
+    read_only: bool,
+    agent: Option<String>,
+    options: ServerOptions,
+    log: String,
+    /// Test support, not in the usage text: when FILE exists, revoke tool NAME.
+    revoke_on: Option<(PathBuf, String)>,
+}
+
+impl Args {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+        let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        let mut parsed = Args {
+            http: None,
+            tokens: None,
+            allowed_hosts: Vec::new(),
+            tenant: env("MCP_TENANT").unwrap_or_else(|| "acme".to_owned()),
+            scopes: env("MCP_SCOPES").map(|s| split(&s)).unwrap_or_default(),
+            read_only: env("MCP_READ_ONLY").is_some_and(|v| v != "0" && v != "false"),
+            agent: env("MCP_AGENT"),
+            options: ServerOptions::default()
+                .with_server_info("registry-examples", env!("CARGO_PKG_VERSION")),
+            log: env("RUST_LOG").unwrap_or_else(|| "info".to_owned()),
+            revoke_on: None,
+        };
+        let mut pending: Option<String> = None;
+        while let Some(arg) = pending.take().or_else(|| args.next()) {
+            let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+            match arg.as_str() {
+                "--help" | "-h" => return Err(String::new()),
+                "--http" => {
+                    let addr = match args.next() {
+                        Some(next) if !next.starts_with("--") => next,
+                        next => {
+                            pending = next;
+                            "127.0.0.1:8750".to_owned()
+                        }
+                    };
+                    parsed.http = Some(addr.parse().map_err(|_| {
+                        format!("--http: {addr:?} is not an address like 127.0.0.1:8750")
+                    })?);
+                }
+                "--tokens" => parsed.tokens = Some(value("--tokens")?.into()),
+                "--allow-host" => parsed.allowed_hosts.push(value("--allow-host")?),
+                "--tenant" => parsed.tenant = value("--tenant")?,
+                "--scopes" => parsed.scopes = split(&value("--scopes")?),
+                "--read-only" => parsed.read_only = true,
+                "--agent" => parsed.agent = Some(value("--agent")?),
+                "--page-size" => {
+                    parsed.options = parsed
+                        .options
+                        .with_page_size(number(&value("--page-size")?)?);
+                }
+                "--poll-ms" => {
+                    let ms = number(&value("--poll-ms")?)?;
+                    parsed.options = parsed.options.with_poll_interval(Duration::from_millis(ms));
+                }
+                "--call-timeout-ms" => {
+                    let ms = number(&value("--call-timeout-ms")?)?;
+                    parsed.options = parsed.options.with_call_timeout(Duration::from_millis(ms));
+                }
+                "--max-message-bytes" => {
+                    let bytes = number(&value("--max-message-bytes")?)?;
+                    parsed.options = parsed.options.with_max_message_bytes(bytes);
+                }
+                "--log" => parsed.log = value("--log")?,
+                "--admin-revoke-on" => {
+                    let file = value("--admin-revoke-on")?;
+                    let name = value("--admin-revoke-on")?;
+                    parsed.revoke_on = Some((file.into(), name));
+                }
+                other => return Err(format!("unknown argument {other:?}")),
+            }
+        }
+        Ok(parsed)
+    }
+
+    fn subject(&self) -> Subject {
+        let mut subject = Subject::new(self.tenant.as_str()).with_scopes(self.scopes.clone());
+        if self.read_only {
+            subject = subject.read_only();
+        }
+        if let Some(agent) = &self.agent {
+            subject = subject.with_agent(agent.as_str());
+        }
+        subject
+    }
+}
+
+fn split(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn number<T: FromStr>(text: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("{text:?} is not a number"))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match Args::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(message) if message.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("mcp_server: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(message) = init_logging(&args.log) {
+        eprintln!("mcp_server: --log: {message}");
+        return ExitCode::from(2);
+    }
+    // A panicking tool is caught by the run and its message goes to the audit log; keep the
+    // default hook from printing it (and a backtrace) as well.
+    std::panic::set_hook(Box::new(|info| tracing::debug!("{info}")));
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("mcp_server: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr, never stdout: in stdio mode stdout is the protocol.
+fn init_logging(filter: &str) -> Result<(), String> {
+    let filter: Targets = filter.parse().map_err(|error| format!("{error}"))?;
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal()),
+        )
+        .with(filter)
+        .init();
+    Ok(())
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let registry = Registry::from_inventory()?;
+    if let Some((file, name)) = args.revoke_on.clone() {
+        revoke_when_present(registry.clone(), file, name);
+    }
+    let Some(addr) = args.http else {
+        let subject = args.subject();
+        tracing::info!(?subject, "serving MCP on stdio");
+        let server = McpServer::new(registry, args.options)?;
+        return Ok(server.serve_stdio(subject).await?);
+    };
+    let tokens_file = args.tokens.clone().unwrap_or_else(|| {
+        tracing::warn!("no --tokens: using the bundled development tokens ({DEV_TOKENS})");
+        DEV_TOKENS.into()
+    });
+    let tokens = Tokens::load(&tokens_file)?;
+    tracing::info!(file = %tokens_file.display(), ?tokens, "accepting these tokens");
+    let shutdown = CancellationToken::new();
+    let mut config = HttpConfig::new(tokens)
+        .with_addr(addr)
+        .with_options(args.options)
+        .with_shutdown(shutdown.clone());
+    if !args.allowed_hosts.is_empty() {
+        let mut hosts = config.allowed_hosts.clone();
+        hosts.extend(args.allowed_hosts);
+        config = config.with_allowed_hosts(hosts);
+    }
+    let server = HttpServer::bind(registry, config).await?;
+    // The tests read this line to learn the port.
+    eprintln!("mcp_server: listening on {}", server.url());
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            tracing::info!("interrupted; shutting down");
+            shutdown.cancel();
+        }
+    });
+    Ok(server.serve().await?)
+}
+
+/// Test support: revokes `name` once `file` exists, so that a test can trigger a revocation
+/// at the moment it chooses.
+fn revoke_when_present(registry: Registry, file: PathBuf, name: String) {
+    tokio::spawn(async move {
+        loop {
+            if tokio::fs::try_exists(&file).await.unwrap_or(false) {
+                match registry.revoke(
+                    &name,
+                    format!("revoked by the operator ({})", file.display()),
+                ) {
+                    Ok(change) => tracing::info!(tool = %change.name, "revoked"),
+                    Err(error) => tracing::error!(%error, "could not revoke"),
+                }
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+}
