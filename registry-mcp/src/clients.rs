@@ -1,0 +1,260 @@
+//! The server's shared state: one client per subject, the runs each is served from, and the
+//! watch over the registry's changes that announces them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use registry_core::{Fingerprint, Profile, Registry, Run, Subject};
+use rmcp::model::Tool;
+use rmcp::{Peer, RoleServer};
+use tokio::sync::watch;
+
+use crate::options::ServerOptions;
+
+/// Everything the transports and handlers of one server share.
+pub(crate) struct Shared {
+    pub(crate) registry: Registry,
+    pub(crate) options: ServerOptions,
+    /// One client per principal (stdio: one for the process; HTTP: one per token).
+    clients: Mutex<HashMap<Arc<str>, Arc<Client>>>,
+    /// The registry's change count as last checked.
+    generation: AtomicU64,
+    /// Serializes change checks, so that each change is announced once.
+    checking: tokio::sync::Mutex<()>,
+    runs_opened: AtomicU64,
+    watching: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn new(registry: Registry, options: ServerOptions) -> Arc<Shared> {
+        let generation = registry_generation(&registry);
+        Arc::new(Shared {
+            registry,
+            options,
+            clients: Mutex::new(HashMap::new()),
+            generation: AtomicU64::new(generation),
+            checking: tokio::sync::Mutex::new(()),
+            runs_opened: AtomicU64::new(0),
+            watching: AtomicBool::new(false),
+        })
+    }
+
+    /// The client named `id`, created (with its first run) the first time it is asked for.
+    pub(crate) fn client(self: &Arc<Self>, id: &str, subject: &Subject) -> Arc<Client> {
+        let mut clients = lock(&self.clients);
+        if let Some(client) = clients.get(id) {
+            return client.clone();
+        }
+        let client = Arc::new(Client::new(self, Arc::from(id), subject.clone()));
+        clients.insert(client.id.clone(), client.clone());
+        client
+    }
+
+    /// Starts the task that polls the registry for changes, once, if a Tokio runtime is
+    /// running. It ends when the last handle on this state is gone.
+    pub(crate) fn watch(self: &Arc<Self>) {
+        if self.watching.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.watching.store(false, Ordering::Release);
+            return;
+        };
+        let shared = Arc::downgrade(self);
+        let interval = self.options.poll_interval;
+        runtime.spawn(async move {
+            let mut ticker = tokio::time::interval(interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                let Some(shared) = shared.upgrade() else {
+                    break;
+                };
+                shared.check_changes().await;
+            }
+        });
+    }
+
+    /// Checks the registry for revocations and replacements since the last check; for each
+    /// client whose visible tools changed, opens the run it will be served from once it lists
+    /// again, and announces the change to its connections.
+    pub(crate) async fn check_changes(self: &Arc<Self>) {
+        let _checking = self.checking.lock().await;
+        let generation = registry_generation(&self.registry);
+        if self.generation.swap(generation, Ordering::AcqRel) == generation {
+            return;
+        }
+        let clients: Vec<Arc<Client>> = lock(&self.clients).values().cloned().collect();
+        for client in clients {
+            if client.prepare(self, generation) {
+                tracing::info!(client = %client.id, "the tools this client may see changed; announcing it");
+                client.announce().await;
+            }
+        }
+    }
+
+    fn open(self: &Arc<Self>, client: &str, subject: &Subject, generation: u64) -> Arc<RunSlot> {
+        let seq = self.runs_opened.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut run = self
+            .registry
+            .open_run(format!("mcp-{client}-{seq}"), subject);
+        if let Some(timeout) = self.options.call_timeout {
+            run = run.with_call_timeout(timeout);
+        }
+        Arc::new(RunSlot {
+            fingerprint: run.allowed().fingerprint(),
+            run,
+            generation,
+            seq,
+            tools: OnceLock::new(),
+        })
+    }
+}
+
+/// How many revocations and replacements the registry has seen.
+fn registry_generation(registry: &Registry) -> u64 {
+    registry.changes().len() as u64
+}
+
+/// One subject's connections and the runs they are served from.
+pub(crate) struct Client {
+    pub(crate) id: Arc<str>,
+    subject: Subject,
+    runs: Mutex<Runs>,
+    /// Connections that went through `initialize` (protocol versions before 2026-07-28):
+    /// they get `notifications/tools/list_changed` unscoped.
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Bumped whenever what this client may see changed; `subscriptions/listen` streams
+    /// (2026-07-28) wait on it.
+    visible: watch::Sender<u64>,
+}
+
+struct Runs {
+    /// The run calls go to: the one whose tools the client was last shown.
+    current: Arc<RunSlot>,
+    /// Opened after a change, and made current when the client lists its tools again.
+    next: Option<Arc<RunSlot>>,
+}
+
+/// A run and what is kept with it.
+pub(crate) struct RunSlot {
+    pub(crate) run: Run,
+    fingerprint: Fingerprint,
+    /// The registry's change count when it was opened.
+    generation: u64,
+    /// The number of the run in this server, which page cursors name.
+    pub(crate) seq: u64,
+    /// The run's MCP tool list, made once.
+    tools: OnceLock<Result<Arc<[Tool]>, String>>,
+}
+
+impl RunSlot {
+    /// The run's tools as MCP `Tool`s, in name order: its MCP export, converted once.
+    pub(crate) fn tools(&self) -> Result<Arc<[Tool]>, String> {
+        self.tools
+            .get_or_init(|| {
+                let export = self
+                    .run
+                    .export(Profile::Mcp)
+                    .map_err(|error| error.to_string())?;
+                let serde_json::Value::Array(items) = export else {
+                    return Err("the MCP export is not a list".to_owned());
+                };
+                items
+                    .into_iter()
+                    .map(|item| {
+                        serde_json::from_value::<Tool>(item).map_err(|error| {
+                            format!("an exported tool is not an MCP tool: {error}")
+                        })
+                    })
+                    .collect::<Result<Vec<Tool>, String>>()
+                    .map(Arc::from)
+            })
+            .clone()
+    }
+}
+
+impl Client {
+    fn new(shared: &Arc<Shared>, id: Arc<str>, subject: Subject) -> Client {
+        let current = shared.open(&id, &subject, registry_generation(&shared.registry));
+        Client {
+            id,
+            subject,
+            runs: Mutex::new(Runs {
+                current,
+                next: None,
+            }),
+            peers: Mutex::new(Vec::new()),
+            visible: watch::channel(0).0,
+        }
+    }
+
+    /// The run calls are served from.
+    pub(crate) fn current(&self) -> Arc<RunSlot> {
+        lock(&self.runs).current.clone()
+    }
+
+    /// The run a fresh `tools/list` is served from: after a change in the registry, a new run
+    /// (refreshing permissions means opening a new run); otherwise the current one.
+    pub(crate) fn relist(&self, shared: &Arc<Shared>) -> Arc<RunSlot> {
+        let generation = registry_generation(&shared.registry);
+        let mut runs = lock(&self.runs);
+        if runs.current.generation != generation {
+            let next = match runs.next.take() {
+                Some(next) if next.generation == generation => next,
+                _ => shared.open(&self.id, &self.subject, generation),
+            };
+            runs.current = next;
+        }
+        runs.current.clone()
+    }
+
+    /// Opens the run for registry state `generation`, to be made current at the next list;
+    /// true if its tools differ from what the client was last shown or told about.
+    fn prepare(&self, shared: &Arc<Shared>, generation: u64) -> bool {
+        let mut runs = lock(&self.runs);
+        if runs.current.generation >= generation {
+            return false;
+        }
+        let known = runs.next.as_ref().unwrap_or(&runs.current).fingerprint;
+        let next = match &runs.next {
+            Some(next) if next.generation == generation => next.clone(),
+            _ => shared.open(&self.id, &self.subject, generation),
+        };
+        let changed = next.fingerprint != known;
+        runs.next = Some(next);
+        changed
+    }
+
+    /// Sends `notifications/tools/list_changed` to every connection of this client.
+    async fn announce(&self) {
+        self.visible.send_modify(|version| *version += 1);
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = lock(&self.peers);
+            peers.retain(|peer| !peer.is_transport_closed());
+            peers.clone()
+        };
+        for peer in peers {
+            if let Err(error) = peer.notify_tool_list_changed().await {
+                tracing::debug!(client = %self.id, %error, "could not send tools/list_changed");
+            }
+        }
+    }
+
+    /// Remembers a connection that went through `initialize`, to announce changes to it.
+    pub(crate) fn add_peer(&self, peer: Peer<RoleServer>) {
+        let mut peers = lock(&self.peers);
+        peers.retain(|peer| !peer.is_transport_closed());
+        peers.push(peer);
+    }
+
+    /// A receiver that sees every change of what this client may see.
+    pub(crate) fn changes(&self) -> watch::Receiver<u64> {
+        self.visible.subscribe()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

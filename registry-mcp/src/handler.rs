@@ -1,0 +1,265 @@
+//! The MCP request handler: `tools/list` and `tools/call` served from a client's run.
+
+use std::sync::{Arc, OnceLock};
+
+use registry_core::{ErrorKind, Observation, Profile, ToolCall};
+use rmcp::model::{
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Extensions,
+    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use crate::clients::{Client, RunSlot, Shared};
+use crate::tokens::Principal;
+
+/// The MCP server of one connection (a stdio process, an HTTP session or a stateless HTTP
+/// request): an rmcp [`ServerHandler`] that serves `tools/list` and `tools/call` from a run of
+/// the registry opened for the connection's subject.
+///
+/// Made by [`McpServer::handler`](crate::McpServer::handler) for a subject known up front
+/// (stdio), or [`McpServer::http_handler`](crate::McpServer::http_handler) for one taken from
+/// each request's authenticated [`Principal`].
+///
+/// - `tools/list`: the run's visible tools in MCP's format, in name order, in pages of
+///   [`ServerOptions::page_size`](crate::ServerOptions::page_size) with an opaque cursor.
+/// - `tools/call`: a [`ToolCall`] with the JSON-RPC request id as call id, resolved and run by
+///   the run. An unknown tool and a tool this run may not see are both JSON-RPC error -32602
+///   with the same message; every other outcome is a `CallToolResult`, `isError: true` for
+///   invalid arguments, failures, panics, timeouts and revoked tools.
+/// - Changes of the registry that alter what the subject may see are announced with
+///   `notifications/tools/list_changed`: unscoped to connections that went through
+///   `initialize`, and on `subscriptions/listen` streams that asked for them (2026-07-28).
+#[derive(Clone)]
+pub struct RegistryServer {
+    shared: Arc<Shared>,
+    binding: Binding,
+}
+
+#[derive(Clone)]
+enum Binding {
+    /// Every request acts for this client.
+    Fixed(Arc<Client>),
+    /// Requests act for the principal the HTTP layer found; the first one binds the handler
+    /// (an HTTP session) to it.
+    FromRequest(Arc<OnceLock<Arc<Client>>>),
+}
+
+impl std::fmt::Debug for RegistryServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let client = match &self.binding {
+            Binding::Fixed(client) => Some(client.id.clone()),
+            Binding::FromRequest(bound) => bound.get().map(|client| client.id.clone()),
+        };
+        f.debug_struct("RegistryServer")
+            .field("client", &client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegistryServer {
+    pub(crate) fn fixed(shared: Arc<Shared>, client: Arc<Client>) -> Self {
+        RegistryServer {
+            shared,
+            binding: Binding::Fixed(client),
+        }
+    }
+
+    pub(crate) fn from_request(shared: Arc<Shared>) -> Self {
+        RegistryServer {
+            shared,
+            binding: Binding::FromRequest(Arc::new(OnceLock::new())),
+        }
+    }
+
+    /// The client a request acts for.
+    fn client(&self, extensions: &Extensions) -> Result<Arc<Client>, ErrorData> {
+        let bound = match &self.binding {
+            Binding::Fixed(client) => return Ok(client.clone()),
+            Binding::FromRequest(bound) => bound,
+        };
+        let principal = extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .or_else(|| extensions.get::<Principal>())
+            .ok_or_else(|| ErrorData::invalid_request("the request is not authenticated", None))?;
+        let client = self.shared.client(principal.id(), principal.subject());
+        let bound = bound.get_or_init(|| client.clone());
+        if Arc::ptr_eq(bound, &client) {
+            Ok(client)
+        } else {
+            tracing::warn!(
+                session_of = %bound.id,
+                presented = %client.id,
+                "refused a request made with another token than the session's"
+            );
+            Err(ErrorData::invalid_request(
+                "this session was opened with another token",
+                None,
+            ))
+        }
+    }
+
+    fn list(&self, cursor: Option<&str>, client: &Client) -> Result<ListToolsResult, ErrorData> {
+        let (slot, offset) = match cursor {
+            None => (client.relist(&self.shared), 0),
+            Some(cursor) => {
+                let slot = client.current();
+                let offset = parse_cursor(cursor, &slot)?;
+                (slot, offset)
+            }
+        };
+        let tools = slot.tools().map_err(|error| {
+            tracing::error!(client = %client.id, %error, "the tool list cannot be exported to MCP");
+            ErrorData::internal_error("the tool list cannot be exported", None)
+        })?;
+        if offset > tools.len() || (offset == tools.len() && offset > 0) {
+            return Err(invalid_cursor());
+        }
+        let end = (offset + self.shared.options.page_size).min(tools.len());
+        let mut result = ListToolsResult::with_all_items(tools[offset..end].to_vec());
+        if end < tools.len() {
+            result.next_cursor = Some(cursor_for(&slot, end));
+        }
+        // The list depends on who asks: no shared cache may serve it to anyone else.
+        result.cache_scope = Some(CacheScope::Private);
+        Ok(result)
+    }
+}
+
+impl ServerHandler for RegistryServer {
+    fn get_info(&self) -> ServerConfig {
+        let options = &self.shared.options;
+        let mut config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(&options.name, &options.version));
+        if let Some(instructions) = &options.instructions {
+            config = config.with_instructions(instructions);
+        }
+        config
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // Binds an HTTP session to the token that opened it.
+        self.client(&context.extensions)?;
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let client = self.client(&context.extensions)?;
+        let cursor = request.as_ref().and_then(|params| params.cursor.as_deref());
+        self.list(cursor, &client)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let client = self.client(&context.extensions)?;
+        let slot = client.current();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
+        let observation = slot.run.call(call).await;
+        call_result(&observation).map(CallToolResponse::from)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        match self.client(&context.extensions) {
+            Ok(client) => {
+                tracing::debug!(client = %client.id, "client initialized");
+                client.add_peer(context.peer);
+            }
+            Err(error) => tracing::debug!(%error.message, "initialized without a client"),
+        }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let tools = SubscriptionFilter::builder().tools_list_changed().build();
+        Some(requested.intersection(&tools))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let client = self.client(&context.request_context().extensions)?;
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let mut changes = client.changes();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    if let Err(error) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!(client = %client.id, %error, "subscription closed");
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The MCP answer to an observation: JSON-RPC error -32602 for an unknown or hidden tool (the
+/// same message for both, so a hidden tool's existence does not leak), otherwise the
+/// `CallToolResult` of the MCP profile.
+pub(crate) fn call_result(observation: &Observation) -> Result<CallToolResult, ErrorData> {
+    if let Some(ErrorKind::UnknownTool | ErrorKind::NotAllowed) = observation.error_kind() {
+        let text = observation
+            .error_text()
+            .unwrap_or("unknown tool")
+            .to_owned();
+        return Err(ErrorData::invalid_params(text, None));
+    }
+    serde_json::from_value(Profile::Mcp.render(observation)).map_err(|error| {
+        tracing::error!(%error, "a rendered result is not an MCP CallToolResult");
+        ErrorData::internal_error("the result cannot be rendered", None)
+    })
+}
+
+/// A cursor naming `offset` in the tool list of `slot`'s run. Its format is private: clients
+/// pass it back as they got it.
+fn cursor_for(slot: &RunSlot, offset: usize) -> String {
+    format!("{:x}.{:x}", slot.seq, offset)
+}
+
+fn parse_cursor(cursor: &str, slot: &RunSlot) -> Result<usize, ErrorData> {
+    let (seq, offset) = cursor.split_once('.').ok_or_else(invalid_cursor)?;
+    let seq = u64::from_str_radix(seq, 16).map_err(|_| invalid_cursor())?;
+    let offset = usize::from_str_radix(offset, 16).map_err(|_| invalid_cursor())?;
+    if seq != slot.seq {
+        return Err(ErrorData::invalid_params(
+            "the cursor is stale: the tool list changed; list the tools again without a cursor",
+            None,
+        ));
+    }
+    Ok(offset)
+}
+
+fn invalid_cursor() -> ErrorData {
+    ErrorData::invalid_params(
+        "invalid cursor; list the tools again without a cursor",
+        None,
+    )
+}

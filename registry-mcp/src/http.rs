@@ -1,0 +1,363 @@
+//! The streamable HTTP transport: many clients, each authenticated by a bearer token.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
+use http_body_util::BodyExt;
+use registry_core::Registry;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::tokens::{Principal, Tokens};
+use crate::{McpServer, ServeError, ServerOptions};
+
+/// Where and how to serve over HTTP.
+///
+/// ```
+/// use registry_mcp::{HttpConfig, Tokens};
+///
+/// let config = HttpConfig::new(Tokens::new());
+/// assert_eq!(config.addr.to_string(), "127.0.0.1:8750");
+/// assert_eq!(config.path, "/mcp");
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// The address to listen on. Default `127.0.0.1:8750`: loopback only. Port 0 picks a free
+    /// port ([`HttpServer::local_addr`] tells which).
+    pub addr: SocketAddr,
+    /// The path of the MCP endpoint. Default `/mcp`.
+    pub path: String,
+    /// The accepted bearer tokens, and who each stands for.
+    pub tokens: Tokens,
+    /// What every transport shares.
+    pub options: ServerOptions,
+    /// The `Host` header values accepted (against DNS rebinding): host names, or `host:port`.
+    /// Default: `localhost`, `127.0.0.1` and `::1`. A server reached under another name must
+    /// list it; an empty list accepts any.
+    pub allowed_hosts: Vec<String>,
+    /// Cancelled to stop the server: it stops accepting requests and ends every session.
+    pub shutdown: CancellationToken,
+}
+
+impl HttpConfig {
+    /// Loopback, `/mcp`, default options, accepting `tokens`.
+    pub fn new(tokens: Tokens) -> Self {
+        HttpConfig {
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 8750)),
+            path: "/mcp".to_owned(),
+            tokens,
+            options: ServerOptions::default(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// Sets the address to listen on.
+    pub fn with_addr(mut self, addr: SocketAddr) -> Self {
+        self.addr = addr;
+        self
+    }
+
+    /// Sets the path of the MCP endpoint.
+    pub fn with_path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Sets the options every transport shares.
+    pub fn with_options(mut self, options: ServerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets the accepted `Host` header values.
+    pub fn with_allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the token whose cancellation stops the server.
+    pub fn with_shutdown(mut self, shutdown: CancellationToken) -> Self {
+        self.shutdown = shutdown;
+        self
+    }
+}
+
+/// Serves `registry` over streamable HTTP as `config` says, until `config.shutdown` is
+/// cancelled.
+///
+/// Every request must carry `Authorization: Bearer <token>` with a token of
+/// `config.tokens`; any other gets 401 with an empty body, before anything else is looked at.
+/// Each token stands for a subject, and all requests and sessions of one token are served
+/// from one run opened for it (a new one after the registry changed, when the client lists
+/// its tools again). A body that is not JSON gets 400 with JSON-RPC error -32700, JSON that
+/// is not a JSON-RPC message 400 with -32600, a body larger than
+/// [`ServerOptions::max_message_bytes`] 413; the server keeps serving.
+///
+/// ```no_run
+/// use registry_core::Registry;
+/// use registry_mcp::{HttpConfig, Tokens};
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     let registry = Registry::from_inventory()?;
+///     let tokens = Tokens::load("tokens.json")?;
+///     registry_mcp::serve_http(registry, HttpConfig::new(tokens)).await?;
+///     Ok(())
+/// }
+/// ```
+pub async fn serve_http(registry: Registry, config: HttpConfig) -> Result<(), ServeError> {
+    let server = HttpServer::bind(registry, config).await?;
+    tracing::info!(url = %server.url(), "serving MCP over HTTP");
+    server.serve().await
+}
+
+/// An HTTP server bound to its address, not yet serving: [`HttpServer::local_addr`] says
+/// where it listens (useful with port 0), [`HttpServer::serve`] serves.
+#[derive(Debug)]
+pub struct HttpServer {
+    listener: TcpListener,
+    router: axum::Router,
+    addr: SocketAddr,
+    path: String,
+    shutdown: CancellationToken,
+}
+
+impl HttpServer {
+    /// Checks that the registry can be served over MCP, and binds `config.addr`.
+    pub async fn bind(registry: Registry, config: HttpConfig) -> Result<HttpServer, ServeError> {
+        let server = McpServer::new(registry, config.options.clone())?;
+        let listener = TcpListener::bind(config.addr).await?;
+        let addr = listener.local_addr()?;
+        let router = server.http_router(&config);
+        Ok(HttpServer {
+            listener,
+            router,
+            addr,
+            path: config.path,
+            shutdown: config.shutdown,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The URL of its MCP endpoint, e.g. `http://127.0.0.1:8750/mcp`.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.addr, self.path)
+    }
+
+    /// Serves until the shutdown token is cancelled.
+    pub async fn serve(self) -> Result<(), ServeError> {
+        let shutdown = self.shutdown;
+        // Without TCP_NODELAY, the last chunk of a streamed answer waits for the client's
+        // delayed ACK (40 ms on Linux) before it leaves.
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY");
+            }
+        });
+        axum::serve(listener, self.router)
+            .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
+            .await?;
+        Ok(())
+    }
+}
+
+impl McpServer {
+    /// An axum router serving MCP at `config.path`, with the bearer-token check and the
+    /// protocol-error layer of [`serve_http`], to serve with `axum::serve` or to nest in an
+    /// application's own router. `config.addr` is not used. Call it inside a Tokio runtime.
+    pub fn http_router(&self, config: &HttpConfig) -> axum::Router {
+        self.shared().watch();
+        let server = self.clone();
+        let rmcp_config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(config.allowed_hosts.clone())
+            .with_max_request_body_bytes(config.options.max_message_bytes)
+            .with_cancellation_token(config.shutdown.child_token());
+        let service = StreamableHttpService::new(
+            move || Ok(server.http_handler()),
+            Arc::new(LocalSessionManager::default()),
+            rmcp_config,
+        );
+        let limits = Arc::new(Limits {
+            max_body: config.options.max_message_bytes,
+        });
+        axum::Router::new()
+            .nest_service(&config.path, service)
+            .layer(axum::middleware::from_fn_with_state(
+                limits,
+                protocol_errors,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(config.tokens.clone()),
+                authenticate,
+            ))
+    }
+}
+
+/// Refuses, with 401 and nothing else, every request without a known bearer token; puts the
+/// [`Principal`] of a known one into the request's extensions.
+async fn authenticate(
+    State(tokens): State<Arc<Tokens>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let principal = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| bearer_token(value))
+        .and_then(|token| tokens.resolve(token))
+        .cloned();
+    let Some(principal) = principal else {
+        tracing::warn!(
+            method = %request.method(),
+            path = request.uri().path(),
+            "refused a request without a valid bearer token"
+        );
+        return unauthorized();
+    };
+    let started = Instant::now();
+    let method = request.method().clone();
+    let id = principal.id().to_owned();
+    request.extensions_mut().insert::<Principal>(principal);
+    let response = next.run(request).await;
+    tracing::debug!(
+        client = %id,
+        %method,
+        status = response.status().as_u16(),
+        elapsed_us = started.elapsed().as_micros() as u64,
+        "request"
+    );
+    response
+}
+
+/// The token of an `Authorization: Bearer <token>` header (the scheme in any case).
+fn bearer_token(value: &HeaderValue) -> Option<&str> {
+    let value = value.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+    )
+        .into_response()
+}
+
+struct Limits {
+    max_body: usize,
+}
+
+/// Answers a POST whose body is not JSON with JSON-RPC error -32700, and one whose JSON is not
+/// a JSON-RPC message (which rmcp refuses with 415) with -32600, both as HTTP 400; a body over
+/// the limit with 413 and -32600.
+async fn protocol_errors(
+    State(limits): State<Arc<Limits>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let is_json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            let essence = value.split(';').next().unwrap_or_default().trim();
+            essence.eq_ignore_ascii_case("application/json")
+        });
+    if request.method() != Method::POST || !is_json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes: Bytes = match http_body_util::Limited::new(body, limits.max_body)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                &format!("the message is larger than {} bytes", limits.max_body),
+            );
+        }
+        Err(error) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32700,
+                &format!("the request body could not be read: {error}"),
+            );
+        }
+    };
+    if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        tracing::debug!(%error, "a request body that is not JSON");
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32700,
+            &format!("parse error: {error}"),
+        );
+    }
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        // The body is JSON (checked above) with a JSON content type: rmcp refused it because
+        // it is not a JSON-RPC message.
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "invalid request: the body is not a JSON-RPC request, notification or response",
+        );
+    }
+    response
+}
+
+fn rpc_error(status: StatusCode, code: i32, message: &str) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": message},
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_read_from_the_header() {
+        let token =
+            |value: &'static str| bearer_token(&HeaderValue::from_static(value)).map(str::to_owned);
+        assert_eq!(token("Bearer abc").as_deref(), Some("abc"));
+        assert_eq!(token("bearer  abc ").as_deref(), Some("abc"));
+        assert_eq!(token("Basic abc"), None);
+        assert_eq!(token("Bearer "), None);
+        assert_eq!(token("Bearerabc"), None);
+    }
+}

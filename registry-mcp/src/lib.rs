@@ -1,0 +1,167 @@
+//! Serve a [`registry_core`] tool registry over the Model Context Protocol, so that any MCP
+//! client (Claude Desktop, IDE agents, the MCP Inspector, other agent processes) can use the
+//! tools an application declared once, each client seeing only what its credentials allow.
+//!
+//! Built on [`rmcp`], the official Rust MCP SDK: rmcp does the protocol (JSON-RPC, lifecycle,
+//! protocol versions up to 2026-07-28, stdio and streamable HTTP); this crate maps it onto the
+//! registry's runs. `registry-core` itself stays free of rmcp and of any async runtime.
+//!
+//! ```no_run
+//! use registry_core::{Registry, Subject};
+//! use registry_mcp::{HttpConfig, McpServer, ServerOptions, Tokens};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let registry = Registry::from_inventory()?;
+//!     // One client over stdin/stdout, acting for a subject from configuration:
+//!     let subject = Subject::new("acme").with_scopes(["build:read"]).read_only();
+//!     registry_mcp::serve_stdio(registry.clone(), subject).await?;
+//!     // Or many over HTTP, each bearer token standing for a subject:
+//!     let config = HttpConfig::new(Tokens::load("tokens.json")?);
+//!     registry_mcp::serve_http(registry, config).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # What a client gets
+//!
+//! - **One run per client.** Requests are served from a [`Run`](registry_core::Run) opened
+//!   for the client's subject: stdio's from configuration, HTTP's from its bearer token
+//!   ([`Tokens`]). All requests and sessions presenting one token share its run.
+//! - **`tools/list`**: the run's visible tools exported with
+//!   [`Profile::Mcp`](registry_core::Profile::Mcp) (hints as `annotations`, output schemas as
+//!   `outputSchema`), in name order, in pages of [`ServerOptions::page_size`] with an opaque
+//!   cursor. A cursor names the run it was made in: after the run changed it is refused
+//!   (-32602), and the client lists again from the start.
+//! - **`tools/call`**: a [`ToolCall`](registry_core::ToolCall) whose call id is the JSON-RPC
+//!   request id and whose arguments are the request's (`{}` when absent), resolved and run by
+//!   the run. An unknown tool and a hidden one are the same JSON-RPC error -32602; every
+//!   other outcome is a `CallToolResult` rendered by the MCP profile, with `isError: true`
+//!   for invalid arguments, failures, panics, timeouts and revoked tools, and
+//!   `structuredContent` when the tool has an output schema.
+//! - **Changes.** The registry is polled for revocations and replacements
+//!   ([`ServerOptions::poll_interval`], or [`McpServer::check_changes`] at once). When a change
+//!   alters what a client may see, a new run is opened for it and
+//!   `notifications/tools/list_changed` is sent: unscoped to connections that went through
+//!   `initialize`, and on `subscriptions/listen` streams that asked for tool list changes
+//!   (protocol 2026-07-28). The new run takes over when the client lists its tools again
+//!   (the first page): until then its calls are still resolved by the run whose tools it
+//!   was shown, so a revoked tool is answered `isError` with the revocation's text, and a
+//!   replaced one is called in the version it was shown or refused, as the replacement's
+//!   policy says. A run never calls a version its client was not shown.
+//!
+//! # What it does not do
+//!
+//! No TLS (put a reverse proxy in front for anything beyond loopback), no OAuth (static
+//! bearer tokens from a file), no resources, prompts, sampling or tasks, no rate limiting,
+//! and no persistence of sessions across restarts.
+
+mod clients;
+mod handler;
+mod http;
+mod options;
+mod stdio;
+mod tokens;
+
+use std::sync::Arc;
+
+use registry_core::{CompatibilityError, Profile, Registry, Subject};
+
+pub use handler::RegistryServer;
+pub use http::{HttpConfig, HttpServer, serve_http};
+pub use options::ServerOptions;
+pub use stdio::serve_stdio;
+pub use tokens::{MIN_TOKEN_LEN, Principal, TokenError, Tokens};
+
+/// Re-exported: the MCP SDK this crate is built on, at the version it uses.
+pub use rmcp;
+/// Re-exported: the token that stops an HTTP server ([`HttpConfig::shutdown`]).
+pub use tokio_util::sync::CancellationToken;
+
+use clients::Shared;
+
+/// A registry served over MCP: the state every connection of one server shares (the
+/// registry, the options, one client per subject, the watch over the registry's changes).
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct McpServer {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("registry", &self.shared.registry)
+            .field("options", &self.shared.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Some tools cannot be exported to MCP: every problem, with how to fix it.
+    #[error("the registry cannot be served over MCP: {0}")]
+    Incompatible(#[from] CompatibilityError),
+    /// The token file is unusable.
+    #[error(transparent)]
+    Tokens(#[from] TokenError),
+    /// The MCP connection could not be set up (e.g. the client closed it before initializing).
+    #[error("the MCP connection failed: {0}")]
+    Initialize(String),
+    /// Binding or serving failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl McpServer {
+    /// A server for `registry`. Fails if a tool cannot be exported to MCP
+    /// ([`Registry::check`] with [`Profile::Mcp`]), so that no client ever meets it.
+    pub fn new(registry: Registry, options: ServerOptions) -> Result<McpServer, ServeError> {
+        registry.check(Profile::Mcp)?;
+        Ok(McpServer {
+            shared: Shared::new(registry, options),
+        })
+    }
+
+    /// The registry served.
+    pub fn registry(&self) -> &Registry {
+        &self.shared.registry
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ServerOptions {
+        &self.shared.options
+    }
+
+    /// The handler of a connection acting for `subject`, for any rmcp transport (stdio uses
+    /// it). `id` names the client in logs and run ids; handlers made with the same `id`
+    /// share one client, hence one run. Inside a Tokio runtime, this starts the watch over
+    /// the registry's changes.
+    pub fn handler(&self, id: &str, subject: Subject) -> RegistryServer {
+        self.shared.watch();
+        let client = self.shared.client(id, &subject);
+        RegistryServer::fixed(self.shared.clone(), client)
+    }
+
+    /// The handler of an HTTP session or request, acting for the [`Principal`] that the HTTP
+    /// layer put into each request's extensions (a request without one is refused). The
+    /// first request binds the handler to its principal; a later one with another principal
+    /// is refused.
+    pub fn http_handler(&self) -> RegistryServer {
+        self.shared.watch();
+        RegistryServer::from_request(self.shared.clone())
+    }
+
+    /// Checks the registry for revocations and replacements now, instead of at the next
+    /// poll, and announces those that change what a client may see. Call it after
+    /// [`Registry::revoke`] or [`Registry::replace`] for an immediate announcement.
+    pub async fn check_changes(&self) {
+        self.shared.check_changes().await;
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}

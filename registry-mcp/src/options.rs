@@ -1,0 +1,92 @@
+//! What a server can be told: page size, change polling, limits, its name.
+
+use std::time::Duration;
+
+/// Settings shared by every transport.
+///
+/// ```
+/// use std::time::Duration;
+/// use registry_mcp::ServerOptions;
+///
+/// let options = ServerOptions::default()
+///     .with_page_size(20)
+///     .with_call_timeout(Duration::from_secs(30))
+///     .with_server_info("my-tools", "1.2.0");
+/// assert_eq!(options.page_size, 20);
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// How many tools one `tools/list` page holds at most (at least 1). Default 100.
+    pub page_size: usize,
+    /// How often the registry is checked for revocations and replacements, to announce them
+    /// with `notifications/tools/list_changed`. Default 200 ms.
+    /// [`McpServer::check_changes`](crate::McpServer::check_changes) checks at once.
+    pub poll_interval: Duration,
+    /// A deadline for every call, on top of each tool's own `timeout`; `None` (the default)
+    /// leaves only the tools' own. With a deadline, a synchronous tool runs on a thread of
+    /// its own rather than on the server's async workers.
+    pub call_timeout: Option<Duration>,
+    /// The largest message accepted, in bytes: a longer stdio line is dropped, a larger HTTP
+    /// body answered 413. Default 8 MiB (the registry's argument limit is 4 MiB).
+    pub max_message_bytes: usize,
+    /// The name this server gives in `initialize` and `server/discover`.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Instructions for the client, if any.
+    pub instructions: Option<String>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            page_size: 100,
+            poll_interval: Duration::from_millis(200),
+            call_timeout: None,
+            max_message_bytes: 8 * 1024 * 1024,
+            name: env!("CARGO_PKG_NAME").to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            instructions: None,
+        }
+    }
+}
+
+impl ServerOptions {
+    /// Sets the page size of `tools/list` (at least 1).
+    pub fn with_page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self
+    }
+
+    /// Sets how often the registry is checked for changes.
+    pub fn with_poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets a deadline for every call.
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the largest message accepted, in bytes.
+    pub fn with_max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes.max(1024);
+        self
+    }
+
+    /// Sets the name and version the server gives.
+    pub fn with_server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// Sets instructions for the client.
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+}

@@ -1,0 +1,340 @@
+//! Bearer tokens for the HTTP transport, and the subjects they stand for.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+
+use registry_core::{Access, Subject};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+/// The shortest token accepted, in bytes: a shorter one is too easy to guess.
+pub const MIN_TOKEN_LEN: usize = 16;
+
+/// Who sent an HTTP request: the token entry it presented (by its id, never the token) and
+/// the subject the token stands for.
+///
+/// The HTTP transport puts it into the request's extensions once the bearer token is known.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Principal {
+    id: Arc<str>,
+    subject: Subject,
+}
+
+impl Principal {
+    /// A principal named `id` acting as `subject`.
+    pub fn new(id: impl Into<Arc<str>>, subject: Subject) -> Self {
+        Principal {
+            id: id.into(),
+            subject,
+        }
+    }
+
+    /// The id of the token entry: what the logs and run ids name.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The subject the token stands for.
+    pub fn subject(&self) -> &Subject {
+        &self.subject
+    }
+}
+
+impl fmt::Debug for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Principal")
+            .field("id", &self.id)
+            .field("subject", &self.subject)
+            .finish()
+    }
+}
+
+/// The accepted bearer tokens, each standing for a [`Principal`].
+///
+/// Tokens are kept only as SHA-256 digests, so a token file may list digests instead of the
+/// tokens themselves (`token_sha256`), and is then no secret. The file is JSON:
+///
+/// ```json
+/// {
+///   "tokens": [
+///     {
+///       "id": "support-bot",
+///       "token": "a long random string, at least 16 bytes",
+///       "tenant": "acme",
+///       "scopes": ["build:read"],
+///       "access": "read_only",
+///       "agent": "support-bot"
+///     },
+///     {
+///       "id": "release-bot",
+///       "token_sha256": "64 hex digits: sha256 of the token",
+///       "tenant": "acme",
+///       "scopes": ["build:read", "build:write", "deploy:write"]
+///     }
+///   ]
+/// }
+/// ```
+///
+/// `id` (unique) names the entry in logs and run ids; exactly one of `token` and
+/// `token_sha256`; `tenant` is required; `scopes` defaults to none, `access` to
+/// `"read_write"` (or `"read_only"`), `agent` to the id. Unknown keys are errors.
+///
+/// ```
+/// use registry_mcp::Tokens;
+///
+/// let tokens = Tokens::from_json(r#"{"tokens": [
+///     {"id": "bot", "token": "0123456789abcdef-bot", "tenant": "acme", "scopes": ["build:read"]}
+/// ]}"#).unwrap();
+/// let principal = tokens.resolve("0123456789abcdef-bot").unwrap();
+/// assert_eq!(principal.id(), "bot");
+/// assert!(principal.subject().has_scope("build:read"));
+/// assert!(tokens.resolve("0123456789abcdef-bo").is_none());
+/// ```
+#[derive(Clone, Default)]
+pub struct Tokens {
+    by_digest: HashMap<[u8; 32], Principal>,
+}
+
+/// A token file or entry that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// The file could not be read.
+    #[error("cannot read the tokens file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not the expected JSON.
+    #[error("the tokens file is not valid: {0}")]
+    Syntax(String),
+    /// An entry is wrong.
+    #[error("token entry {id:?}: {problem}")]
+    Entry {
+        /// The entry's id.
+        id: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenFile {
+    tokens: Vec<TokenEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenEntry {
+    id: String,
+    token: Option<String>,
+    token_sha256: Option<String>,
+    tenant: String,
+    #[serde(default)]
+    scopes: Vec<String>,
+    #[serde(default)]
+    access: AccessLevel,
+    agent: Option<String>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum AccessLevel {
+    #[default]
+    ReadWrite,
+    ReadOnly,
+}
+
+impl Tokens {
+    /// No tokens: every request is refused.
+    pub fn new() -> Self {
+        Tokens::default()
+    }
+
+    /// Reads a JSON token file (see the type's docs for its format).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, TokenError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Tokens::from_json(&text)
+    }
+
+    /// Parses the JSON of a token file.
+    pub fn from_json(text: &str) -> Result<Self, TokenError> {
+        let file: TokenFile =
+            serde_json::from_str(text).map_err(|error| TokenError::Syntax(error.to_string()))?;
+        let mut tokens = Tokens::new();
+        for entry in file.tokens {
+            let problem = |problem: &str| TokenError::Entry {
+                id: entry.id.clone(),
+                problem: problem.to_owned(),
+            };
+            let digest = match (&entry.token, &entry.token_sha256) {
+                (Some(token), None) => {
+                    check_token(token).map_err(|p| problem(&p))?;
+                    digest(token)
+                }
+                (None, Some(hex)) => parse_digest(hex)
+                    .ok_or_else(|| problem("token_sha256 must be 64 hexadecimal digits"))?,
+                _ => {
+                    return Err(problem(
+                        "give exactly one of \"token\" and \"token_sha256\"",
+                    ));
+                }
+            };
+            let mut subject = Subject::new(entry.tenant.as_str()).with_scopes(entry.scopes);
+            if let AccessLevel::ReadOnly = entry.access {
+                subject = subject.with_access(Access::ReadOnly);
+            }
+            let agent = entry.agent.unwrap_or_else(|| entry.id.clone());
+            let principal = Principal::new(entry.id.as_str(), subject.with_agent(agent));
+            tokens.insert_digest(digest, principal)?;
+        }
+        Ok(tokens)
+    }
+
+    /// Accepts `token` for `principal`.
+    pub fn insert(&mut self, token: &str, principal: Principal) -> Result<(), TokenError> {
+        check_token(token).map_err(|problem| TokenError::Entry {
+            id: principal.id().to_owned(),
+            problem,
+        })?;
+        self.insert_digest(digest(token), principal)
+    }
+
+    fn insert_digest(&mut self, digest: [u8; 32], principal: Principal) -> Result<(), TokenError> {
+        let duplicate = |problem: &str| TokenError::Entry {
+            id: principal.id().to_owned(),
+            problem: problem.to_owned(),
+        };
+        if principal.id().is_empty() {
+            return Err(duplicate("the id is empty"));
+        }
+        if self.by_digest.values().any(|p| p.id() == principal.id()) {
+            return Err(duplicate("another entry has the same id"));
+        }
+        if self.by_digest.contains_key(&digest) {
+            return Err(duplicate("another entry has the same token"));
+        }
+        self.by_digest.insert(digest, principal);
+        Ok(())
+    }
+
+    /// The principal `token` stands for, if it is accepted.
+    pub fn resolve(&self, token: &str) -> Option<&Principal> {
+        self.by_digest.get(&digest(token))
+    }
+
+    /// How many tokens are accepted.
+    pub fn len(&self) -> usize {
+        self.by_digest.len()
+    }
+
+    /// Whether no token is accepted.
+    pub fn is_empty(&self) -> bool {
+        self.by_digest.is_empty()
+    }
+
+    /// The accepted principals, by id.
+    pub fn principals(&self) -> impl Iterator<Item = &Principal> + '_ {
+        let mut principals: Vec<&Principal> = self.by_digest.values().collect();
+        principals.sort_by(|a, b| a.id().cmp(b.id()));
+        principals.into_iter()
+    }
+}
+
+impl fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the digests: only who may connect.
+        f.debug_list().entries(self.principals()).finish()
+    }
+}
+
+fn check_token(token: &str) -> Result<(), String> {
+    if token.len() < MIN_TOKEN_LEN {
+        return Err(format!(
+            "the token is shorter than {MIN_TOKEN_LEN} bytes; use a long random string"
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("the token must be printable ASCII without spaces".to_owned());
+    }
+    Ok(())
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+fn parse_digest(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut digest = [0u8; 32];
+    for (byte, pair) in digest.iter_mut().zip(hex.chunks(2)) {
+        let high = (pair[0] as char).to_digit(16)?;
+        let low = (pair[1] as char).to_digit(16)?;
+        *byte = (high * 16 + low) as u8;
+    }
+    Some(digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_and_plain_tokens_resolve_alike() {
+        let hex: String = digest("0123456789abcdef-xyz")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let text = format!(
+            r#"{{"tokens": [{{"id": "a", "token_sha256": "{hex}", "tenant": "t", "access": "read_only"}}]}}"#
+        );
+        let tokens = Tokens::from_json(&text).unwrap();
+        let principal = tokens.resolve("0123456789abcdef-xyz").unwrap();
+        assert_eq!(principal.subject().access(), Access::ReadOnly);
+        assert_eq!(principal.subject().agent(), Some("a"));
+    }
+
+    #[test]
+    fn bad_entries_are_refused() {
+        for (text, expected) in [
+            (
+                r#"{"tokens": [{"id": "a", "token": "short", "tenant": "t"}]}"#,
+                "shorter",
+            ),
+            (r#"{"tokens": [{"id": "a", "tenant": "t"}]}"#, "exactly one"),
+            (
+                r#"{"tokens": [{"id": "a", "token_sha256": "zz", "tenant": "t"}]}"#,
+                "64",
+            ),
+            (
+                r#"{"tokens": [{"id": "a", "token": "0123456789abcdef", "tenant": "t", "scope": []}]}"#,
+                "unknown field",
+            ),
+            (
+                r#"{"tokens": [{"id": "a", "token": "0123456789abcdef", "tenant": "t"},
+                               {"id": "a", "token": "0123456789abcdefg", "tenant": "t"}]}"#,
+                "same id",
+            ),
+            (
+                r#"{"tokens": [{"id": "a", "token": "0123456789abcdef", "tenant": "t"},
+                               {"id": "b", "token": "0123456789abcdef", "tenant": "t"}]}"#,
+                "same token",
+            ),
+        ] {
+            let error = Tokens::from_json(text).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+}
