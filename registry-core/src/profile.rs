@@ -94,8 +94,8 @@ pub struct Incompatibility {
     pub profile: Profile,
     /// The tool.
     pub tool: String,
-    /// A JSON pointer into the tool's canonical parameters schema (or into the exported tool
-    /// object, for rules about the tool itself such as its name).
+    /// A JSON pointer: into the tool's canonical parameters schema for what lowering cannot
+    /// express, into the exported tool object for what the checker (`compat`) finds.
     pub pointer: String,
     /// The rule broken, as `providers.md` states it.
     pub rule: String,

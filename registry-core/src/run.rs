@@ -263,7 +263,7 @@ impl Run {
             );
             return refuse(ErrorKind::Revoked, text);
         }
-        let arguments = match arguments {
+        let mut arguments = match arguments {
             Ok(arguments) => arguments,
             Err(problem) => {
                 let mut decided = Decided::invalid(call_id, name, vec![problem]);
@@ -271,6 +271,7 @@ impl Run {
                 return Err(Box::new(decided));
             }
         };
+        entry.tool.normalize(&mut arguments);
         if let Err(error) = entry.tool.validate(&arguments) {
             let problems = match error {
                 ToolError::InvalidArguments(problems) => problems,

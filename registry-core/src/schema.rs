@@ -158,10 +158,20 @@ pub(crate) fn empty_parameters_schema() -> Value {
 /// `additionalProperties: false`, or `unevaluatedProperties: false` where subschemas
 /// (`allOf`, `anyOf`, `oneOf`, `$ref`) may declare more properties beside it.
 pub(crate) fn close_objects(schema: &mut Value) {
+    close(schema, true);
+}
+
+/// Closes `schema` (when `close_self`) and every object schema below it. The branches of an
+/// object's `allOf`/`anyOf`/`oneOf` are not closed on their own when the object lists
+/// properties beside them (a flattened enum): the object's `unevaluatedProperties: false`
+/// closes them together, where a closed branch would reject the object's own properties.
+fn close(schema: &mut Value, close_self: bool) {
     let Value::Object(object) = schema else {
         return;
     };
-    let open = object.contains_key("properties")
+    let has_properties = object.contains_key("properties");
+    let open = close_self
+        && has_properties
         && !object.contains_key("additionalProperties")
         && !object.contains_key("unevaluatedProperties");
     if open {
@@ -182,7 +192,13 @@ pub(crate) fn close_objects(schema: &mut Value) {
                     map.values_mut().for_each(close_objects);
                 }
             }
-            "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+            "allOf" | "anyOf" | "oneOf" => {
+                if let Value::Array(list) = value {
+                    list.iter_mut()
+                        .for_each(|branch| close(branch, !has_properties));
+                }
+            }
+            "prefixItems" => {
                 if let Value::Array(list) = value {
                     list.iter_mut().for_each(close_objects);
                 }

@@ -225,12 +225,14 @@ impl Tool {
         }
     }
 
-    /// Validates `arguments`, then runs the tool.
+    /// Validates `arguments`, then runs the tool. `null` for a parameter that is not
+    /// required means absent (its `None` or default), as strict-mode models send it.
     ///
     /// A synchronous tool runs on the calling thread when the future is first polled. This
     /// is the tool alone: no allowed set, no revocation, no panic catching; a
     /// [`Run`](crate::Run) adds those.
-    pub async fn call(&self, ctx: ToolContext, arguments: Value) -> Outcome {
+    pub async fn call(&self, ctx: ToolContext, mut arguments: Value) -> Outcome {
+        self.normalize(&mut arguments);
         self.validate(&arguments)?;
         match self.invoke(ctx, arguments) {
             Invocation::Done(outcome) => outcome,
@@ -242,12 +244,19 @@ impl Tool {
     ///
     /// An `async` tool is driven to completion here; one that needs a runtime of its own
     /// (tokio timers or sockets, say) must be called with [`Tool::call`] inside that runtime.
-    pub fn call_blocking(&self, ctx: &ToolContext, arguments: Value) -> Outcome {
+    pub fn call_blocking(&self, ctx: &ToolContext, mut arguments: Value) -> Outcome {
+        self.normalize(&mut arguments);
         self.validate(&arguments)?;
         match self.invoke(ctx.clone(), arguments) {
             Invocation::Done(outcome) => outcome,
             Invocation::Pending(future) => pollster::block_on(future),
         }
+    }
+
+    /// Treats `null` for an optional top-level argument as absent (see
+    /// [`Tool::call`]); done before validation.
+    pub(crate) fn normalize(&self, arguments: &mut Value) {
+        crate::validate::drop_null_optionals(arguments, &self.definition_ref().parameters);
     }
 
     /// Runs a synchronous tool now, or starts an async one, with arguments already validated.

@@ -35,6 +35,22 @@ impl ArgumentValidator {
     }
 }
 
+/// Treats `null` for a top-level property the schema does not require as absent: OpenAI's
+/// strict mode makes models send every property, `null` for those they leave out, and a
+/// parameter with a default (not only an `Option`) must then get its default.
+pub(crate) fn drop_null_optionals(arguments: &mut Value, schema: &Value) {
+    let (Value::Object(arguments), Some(Value::Object(properties))) =
+        (arguments, schema.get("properties"))
+    else {
+        return;
+    };
+    let required = schema.get("required").and_then(Value::as_array);
+    let is_required = |name: &str| required.is_some_and(|list| list.iter().any(|r| r == name));
+    arguments.retain(|name, value| {
+        !(value.is_null() && properties.contains_key(name) && !is_required(name))
+    });
+}
+
 /// The arguments of a call must be a JSON object.
 pub(crate) fn not_an_object(arguments: &Value) -> Option<ArgumentProblem> {
     (!arguments.is_object()).then(|| {

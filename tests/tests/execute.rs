@@ -523,3 +523,31 @@ fn tools_can_be_called_from_other_threads() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Count lines, with a default.
+#[registry_core::tool]
+fn count_lines(
+    text: String,
+    /// The separator; a newline by default.
+    separator: Option<String>,
+) -> usize {
+    text.split(separator.as_deref().unwrap_or("\n")).count()
+}
+
+#[test]
+fn null_for_an_optional_argument_means_absent_as_strict_models_send_it() {
+    let registry = registry_core::Registry::from_inventory().unwrap();
+    let tool = registry.get("count_lines").unwrap();
+    let ctx = registry_core::ToolContext::new("c", "count_lines");
+    let with_null =
+        tool.call_blocking(&ctx, serde_json::json!({"text": "a\nb", "separator": null}));
+    assert_eq!(with_null.unwrap(), serde_json::json!(2));
+    // A required argument set to null is still an error.
+    let error = tool
+        .call_blocking(&ctx, serde_json::json!({"text": null}))
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid arguments: /text: expected string, got null"
+    );
+}

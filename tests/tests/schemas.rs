@@ -696,6 +696,7 @@ fn every_tool_of_this_file_is_in_the_registry() {
             "overridden",
             "ping",
             "primitives",
+            "run_command",
             "search_with_context",
             "set_priority",
             "start_job",
@@ -739,5 +740,54 @@ fn a_tagged_enum_is_reported_against_the_variant_the_value_names() {
     assert_eq!(
         problems(&deploy, json!({"target": "earliest"})),
         ["/target: expected one of object or \"latest\", got string \"earliest\""]
+    );
+}
+
+/// A command: a name, plus what kind of command it is, flattened beside it.
+#[derive(Deserialize, JsonSchema)]
+struct Command {
+    name: String,
+    #[serde(flatten)]
+    kind: CommandKind,
+}
+
+/// The kinds of command.
+#[derive(Deserialize, JsonSchema)]
+#[serde(tag = "kind")]
+enum CommandKind {
+    A { speed: u8 },
+    B,
+}
+
+/// Run a command.
+#[tool]
+fn run_command(cmd: Command) -> String {
+    match cmd.kind {
+        CommandKind::A { speed } => format!("{} at {speed}", cmd.name),
+        CommandKind::B => cmd.name,
+    }
+}
+
+#[test]
+fn a_flattened_tagged_enum_accepts_the_parent_properties_and_rejects_others() {
+    let registry = registry();
+    let tool = registry.get("run_command").unwrap();
+    assert_eq!(
+        problems(&tool, json!({"cmd": {"name": "x", "kind": "B"}})),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        problems(
+            &tool,
+            json!({"cmd": {"name": "x", "kind": "A", "speed": 3}})
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        problems(
+            &tool,
+            json!({"cmd": {"name": "x", "kind": "B", "colour": "red"}})
+        ),
+        ["/cmd: unknown property \"colour\""]
     );
 }
