@@ -29,7 +29,7 @@
 //!   for the client's subject: stdio's from configuration, HTTP's from its bearer token
 //!   ([`Tokens`]). All requests and sessions presenting one token share its run.
 //! - **`tools/list`**: the run's visible tools exported with
-//!   [`Profile::Mcp`](registry_core::Profile::Mcp) (hints as `annotations`, output schemas as
+//!   [`Profile::Mcp`] (hints as `annotations`, output schemas as
 //!   `outputSchema`), in name order, in pages of [`ServerOptions::page_size`] with an opaque
 //!   cursor. A cursor names the run it was made in: after the run changed it is refused
 //!   (-32602), and the client lists again from the start.

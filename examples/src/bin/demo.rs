@@ -128,7 +128,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// What each provider is shown for the same run: the first tool of each export, in full.
 fn show_exports(run: &Run) {
-    println!("== What each provider is shown for the reader (its first tool; all exports are byte-stable)\n");
+    println!(
+        "== What each provider is shown for the reader (its first tool; all exports are byte-stable)\n"
+    );
     for profile in Profile::ALL {
         match run.export(profile) {
             Ok(export) => {
@@ -137,7 +139,11 @@ fn show_exports(run: &Run) {
                     Profile::Gemini => &export[0]["functionDeclarations"][0],
                     _ => &export[0],
                 };
-                println!("{profile} ({} bytes for {} tools):", text.len(), run.allowed().len());
+                println!(
+                    "{profile} ({} bytes for {} tools):",
+                    text.len(),
+                    run.allowed().len()
+                );
                 println!("  {first}");
                 if let Some(allowlist) = run.allowlist(profile) {
                     println!("  allowlist: {allowlist}");

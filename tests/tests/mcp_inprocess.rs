@@ -1,0 +1,241 @@
+//! `registry-mcp` in process: an rmcp client talking to `McpServer::serve_io` over an
+//! in-memory pipe, for what the example tools do not show: output schemas and
+//! `structuredContent`, deadlines, long lists and stale cursors, replacements, and changes
+//! that a client must not hear about.
+
+mod mcp_support;
+
+use std::time::Duration;
+
+use mcp_support::*;
+use registry_core::{DynamicTool, Registry, ReplacePolicy, Subject, tool};
+use registry_mcp::{McpServer, ServerOptions};
+use rmcp::model::PaginatedRequestParams;
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::{ClientHandler, ServiceExt};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// Tomorrow's weather.
+#[derive(Serialize, JsonSchema)]
+struct Forecast {
+    /// The city.
+    city: String,
+    /// Degrees Celsius.
+    celsius: i32,
+}
+
+/// Tomorrow's weather in a city.
+#[tool(read_only)]
+fn forecast(
+    /// The city, e.g. `Oslo`.
+    city: String,
+) -> Forecast {
+    Forecast { city, celsius: 21 }
+}
+
+/// Takes far longer than it may.
+#[tool(timeout = "50ms")]
+async fn slow() -> String {
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    "late".to_owned()
+}
+
+#[derive(Clone)]
+struct Notified(mpsc::UnboundedSender<()>);
+
+impl ClientHandler for Notified {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.0.send(());
+    }
+}
+
+/// A server that only checks for changes when told to, and a client connected to it.
+async fn connect<H: ClientHandler>(
+    registry: &Registry,
+    subject: Subject,
+    handler: H,
+) -> (McpServer, RunningService<RoleClient, H>) {
+    let options = ServerOptions::default().with_poll_interval(Duration::from_secs(3600));
+    let server = McpServer::new(registry.clone(), options).unwrap();
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let serving = server.clone();
+    tokio::spawn(async move {
+        serving
+            .serve_io("test", subject, server_read, server_write)
+            .await
+    });
+    let client = within("initialize", handler.serve(tokio::io::split(client_io)))
+        .await
+        .unwrap();
+    (server, client)
+}
+
+fn declared() -> Registry {
+    Registry::builder()
+        .declared_in([module_path!()])
+        .build()
+        .unwrap()
+}
+
+fn greet(version: &'static str, description: &str) -> DynamicTool {
+    DynamicTool::new("greet", description)
+        .read_only()
+        .handler(move |_ctx, _args| Ok::<_, String>(json!(version)))
+}
+
+#[tokio::test]
+async fn an_output_schema_gives_structured_content() {
+    let (_server, client) = connect(&declared(), Subject::new("t"), ()).await;
+    let (tools, _) = list_all(&client).await;
+    assert_eq!(names(&tools), ["forecast", "slow"]);
+    let schema = tools[0].output_schema.as_ref().expect("an output schema");
+    assert_eq!(schema["type"], json!("object"));
+    assert!(schema["properties"]["celsius"].is_object());
+    assert!(tools[1].output_schema.is_none());
+
+    let result = call(&client, "forecast", json!({"city": "Oslo"}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false));
+    let expected = json!({"city": "Oslo", "celsius": 21});
+    assert_eq!(result.structured_content, Some(expected.clone()));
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&result)).unwrap(),
+        expected
+    );
+    within("shutdown", client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_missed_deadline_is_a_tool_error() {
+    let (_server, client) = connect(&declared(), Subject::new("t"), ()).await;
+    let result = call(&client, "slow", json!({})).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        text(&result).contains("did not finish within 50 ms"),
+        "{}",
+        text(&result)
+    );
+    assert!(result.structured_content.is_none());
+    within("shutdown", client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn long_lists_come_in_pages_and_a_cursor_of_an_old_run_is_refused() {
+    let mut builder = Registry::builder();
+    for i in 0..250 {
+        builder = builder.tool(
+            DynamicTool::new(format!("tool_{i:03}"), "One of many.")
+                .read_only()
+                .handler(|_ctx, _args| Ok::<_, String>(json!("ok"))),
+        );
+    }
+    let registry = builder.build().unwrap();
+    let (server, client) = connect(&registry, Subject::new("t"), ()).await;
+
+    let (tools, pages) = list_all(&client).await;
+    assert_eq!(pages, 3, "pages of 100 by default");
+    let expected: Vec<String> = (0..250).map(|i| format!("tool_{i:03}")).collect();
+    assert_eq!(names(&tools), expected);
+
+    let first = within("tools/list", client.list_tools(None)).await.unwrap();
+    let cursor = first.next_cursor.expect("a second page");
+    registry.revoke("tool_100", "retired").unwrap();
+    server.check_changes().await;
+    // Still the same run until the client lists from the start: the cursor works.
+    let page = PaginatedRequestParams::default().with_cursor(Some(cursor.clone()));
+    let second = within("tools/list", client.list_tools(Some(page.clone())))
+        .await
+        .unwrap();
+    assert_eq!(second.tools[0].name, "tool_100");
+    // Listing from the start opens a new run; the old cursor is stale.
+    let (tools, _) = list_all(&client).await;
+    assert_eq!(tools.len(), 249);
+    let stale = within("tools/list", client.list_tools(Some(page)))
+        .await
+        .unwrap_err();
+    assert!(invalid_params(stale).contains("stale"));
+    within("shutdown", client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_replacement_reaches_a_client_when_it_lists_again() {
+    let registry = Registry::builder()
+        .tool(greet("v1", "Say hello."))
+        .build()
+        .unwrap();
+    let (sender, mut notified) = mpsc::unbounded_channel();
+    let (server, client) = connect(&registry, Subject::new("t"), Notified(sender)).await;
+    assert_eq!(names(&list_all(&client).await.0), ["greet"]);
+
+    // Old runs keep the version they were shown, until the client lists again.
+    registry
+        .replace(
+            greet("v2", "Say hello, better."),
+            ReplacePolicy::keep_old_runs("v2"),
+        )
+        .unwrap();
+    server.check_changes().await;
+    within("list_changed", notified.recv()).await.unwrap();
+    let old = call(&client, "greet", json!({})).await.unwrap();
+    assert_eq!(text(&old), "v1");
+    let (tools, _) = list_all(&client).await;
+    assert_eq!(tools[0].description.as_deref(), Some("Say hello, better."));
+    assert_eq!(
+        text(&call(&client, "greet", json!({})).await.unwrap()),
+        "v2"
+    );
+
+    // Or they stop getting it.
+    registry
+        .replace(
+            greet("v3", "Say hello, best."),
+            ReplacePolicy::revoke_old_runs("v3"),
+        )
+        .unwrap();
+    server.check_changes().await;
+    within("list_changed", notified.recv()).await.unwrap();
+    let refused = call(&client, "greet", json!({})).await.unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("withdrawn"), "{}", text(&refused));
+    list_all(&client).await;
+    assert_eq!(
+        text(&call(&client, "greet", json!({})).await.unwrap()),
+        "v3"
+    );
+    within("shutdown", client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_change_to_a_tool_a_client_cannot_see_is_not_announced_to_it() {
+    let registry = Registry::builder()
+        .tool(greet("v1", "Say hello."))
+        .tool(
+            DynamicTool::new("purge", "Delete everything.")
+                .scopes(["admin:write"])
+                .handler(|_ctx, _args| Ok::<_, String>(json!("purged"))),
+        )
+        .build()
+        .unwrap();
+    let (sender, mut notified) = mpsc::unbounded_channel();
+    let (server, client) = connect(&registry, Subject::new("t"), Notified(sender)).await;
+    assert_eq!(names(&list_all(&client).await.0), ["greet"]);
+
+    registry.revoke("purge", "not needed").unwrap();
+    server.check_changes().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        notified.try_recv().is_err(),
+        "nothing this client sees changed"
+    );
+
+    registry.revoke("greet", "not needed either").unwrap();
+    server.check_changes().await;
+    within("list_changed", notified.recv()).await.unwrap();
+    assert!(list_all(&client).await.0.is_empty());
+    within("shutdown", client.cancel()).await.unwrap();
+}

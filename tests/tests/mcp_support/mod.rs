@@ -1,0 +1,181 @@
+//! Shared by the MCP tests: building and starting the example server
+//! (`examples/src/bin/mcp_server.rs`) as a child process, and small helpers.
+//!
+//! The server binary belongs to another package, so `CARGO_BIN_EXE_*` does not name it: the
+//! tests build it with `cargo build -p registry-examples --bin mcp_server` (once per test
+//! binary, into the same target directory and profile as the tests themselves) and run it
+//! from there.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, Tool};
+use rmcp::service::{Peer, RoleClient, ServiceError};
+use serde_json::{Map, Value};
+
+/// How long any one step of a test may take before it fails.
+pub const STEP: Duration = Duration::from_secs(30);
+
+/// The bundled development tokens.
+pub const SUPPORT_TOKEN: &str = "support-bot-dev-token-0001";
+pub const RELEASE_TOKEN: &str = "release-bot-dev-token-0002";
+pub const AUDITOR_TOKEN: &str = "auditor-dev-token-0003-globex";
+
+/// What the read-only support bot (tenant acme, `build:read`) sees.
+pub const READER_TOOLS: [&str; 4] = ["changelog", "get_status", "list_builds", "search_docs"];
+/// What the release bot (tenant acme, every scope) sees.
+pub const WRITER_TOOLS: [&str; 7] = [
+    "changelog",
+    "deploy",
+    "get_status",
+    "list_builds",
+    "retry_build",
+    "rollback",
+    "search_docs",
+];
+
+/// The workspace's root directory.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is in the workspace")
+        .to_path_buf()
+}
+
+/// The tokens file bundled with the examples.
+pub fn tokens_file() -> PathBuf {
+    workspace().join("examples/mcp-tokens.json")
+}
+
+/// The example server's binary, built once per test binary.
+pub fn server_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(build_server)
+}
+
+fn build_server() -> PathBuf {
+    // This test runs from <target>/<profile>/deps/<name>-<hash>: build into the same target
+    // directory and profile, so that a second build finds everything compiled.
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let deps = exe.parent().expect("deps directory");
+    let profile_dir = deps.parent().expect("profile directory");
+    let target_dir = profile_dir.parent().expect("target directory");
+    let profile = profile_dir
+        .file_name()
+        .and_then(|name| name.to_str())
+        .expect("a profile directory name");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace())
+        .args(["build", "-p", "registry-examples", "--bin", "mcp_server"])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    match profile {
+        "debug" => {}
+        "release" => {
+            command.arg("--release");
+        }
+        other => {
+            command.args(["--profile", other]);
+        }
+    }
+    let status = command.status().expect("cargo runs");
+    assert!(status.success(), "building the example server failed");
+    let binary = profile_dir.join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
+    assert!(binary.exists(), "{} was not built", binary.display());
+    binary
+}
+
+/// Fails the test if `future` takes longer than [`STEP`].
+pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(STEP, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out: {what}"),
+    }
+}
+
+/// Every tool, following the cursor page by page; also returns how many pages there were.
+pub async fn list_all(peer: &Peer<RoleClient>) -> (Vec<Tool>, usize) {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    let mut pages = 0;
+    loop {
+        let params = rmcp::model::PaginatedRequestParams::default().with_cursor(cursor);
+        let page = within("tools/list", peer.list_tools(Some(params)))
+            .await
+            .expect("tools/list succeeds");
+        pages += 1;
+        tools.extend(page.tools);
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return (tools, pages);
+        }
+        assert!(pages < 100, "the cursor never ends");
+    }
+}
+
+/// The names of `tools`.
+pub fn names(tools: &[Tool]) -> Vec<String> {
+    tools.iter().map(|tool| tool.name.to_string()).collect()
+}
+
+/// Calls `name` with `arguments` (a JSON object).
+pub async fn call(
+    peer: &Peer<RoleClient>,
+    name: &str,
+    arguments: Value,
+) -> Result<CallToolResult, ServiceError> {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object");
+    };
+    let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+    within("tools/call", peer.call_tool(params)).await
+}
+
+/// Calls `name` without arguments at all (no `arguments` key).
+pub async fn call_bare(
+    peer: &Peer<RoleClient>,
+    name: &str,
+) -> Result<CallToolResult, ServiceError> {
+    within(
+        "tools/call",
+        peer.call_tool(CallToolRequestParams::new(name.to_owned())),
+    )
+    .await
+}
+
+/// The text of a result's single text block.
+pub fn text(result: &CallToolResult) -> String {
+    assert_eq!(result.content.len(), 1, "one content block: {result:?}");
+    result.content[0]
+        .as_text()
+        .expect("a text block")
+        .text
+        .clone()
+}
+
+/// The JSON-RPC error of a failed request, asserting it is -32602 (invalid params).
+pub fn invalid_params(error: ServiceError) -> String {
+    match error {
+        ServiceError::McpError(data) => {
+            assert_eq!(data.code, ErrorCode::INVALID_PARAMS, "{data:?}");
+            data.message.into_owned()
+        }
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+/// A JSON object from `value`.
+pub fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => panic!("not an object"),
+    }
+}
