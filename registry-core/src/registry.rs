@@ -1,7 +1,7 @@
 //! The registry: every tool the system has, by name; revocation and replacement.
 
 use std::borrow::Cow;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::access::AccessPolicy;
@@ -59,6 +59,8 @@ struct Inner {
     snapshot: RwLock<Arc<Snapshot>>,
     /// Revocations and replacements, in order; its lock also serializes them.
     changes: Mutex<Vec<Change>>,
+    /// How many changes were made: read without a lock by whoever watches for them.
+    generation: AtomicU64,
     replacements: Vec<Replacement>,
     state: AppState,
     policy: Option<Box<dyn AccessPolicy>>,
@@ -115,6 +117,7 @@ impl Registry {
                 slots,
                 snapshot: RwLock::new(Arc::new(Snapshot::new(parts.tools, versions))),
                 changes: Mutex::new(Vec::new()),
+                generation: AtomicU64::new(0),
                 replacements: parts.replacements,
                 state: parts.state,
                 policy: parts.policy,
@@ -246,6 +249,7 @@ impl Registry {
             old_fingerprint: snapshot.tools[slot].fingerprint(),
         };
         changes.push(change.clone());
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
         drop(changes);
         self.emit_change(&change);
         Ok(change)
@@ -297,6 +301,7 @@ impl Registry {
             old_fingerprint,
         };
         changes.push(change.clone());
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
         drop(changes);
         self.emit_change(&change);
         Ok(change)
@@ -335,6 +340,12 @@ impl Registry {
         if !problems.is_empty() {
             panic!("{}", CompatibilityError(problems));
         }
+    }
+
+    /// How many revocations and replacements have been made: cheap to poll (an atomic read)
+    /// for a server that must tell its clients when their tool lists may have changed.
+    pub fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::Acquire)
     }
 
     /// Every revocation and replacement since the registry was built, in order.

@@ -24,9 +24,10 @@ impl Profile {
     /// [`parse_calls`](Profile::parse_calls)). MCP's `structuredContent` is sent when the tool has
     /// an output schema and the result is an object ([`Observation::is_structured`]).
     ///
-    /// Every error reaches MCP as a tool error (`isError: true`), an unknown tool's too: MCP
-    /// would answer that with JSON-RPC error -32602, but a tool this run may not see must be
-    /// answered exactly like an unknown one, and the model reads the text either way.
+    /// Every observation renders to MCP as a `CallToolResult` (`isError: true` for errors). An
+    /// MCP server answers an unknown tool with JSON-RPC error -32602 instead, before
+    /// rendering, and must answer a hidden one (`NotAllowed`) exactly the same way: the
+    /// `registry-mcp` server does both.
     ///
     /// ```
     /// use registry_core::{tool, Profile, Registry, Subject, ToolCall};

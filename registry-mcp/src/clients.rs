@@ -114,7 +114,7 @@ impl Shared {
 
 /// How many revocations and replacements the registry has seen.
 fn registry_generation(registry: &Registry) -> u64 {
-    registry.changes().len() as u64
+    registry.generation()
 }
 
 /// One subject's connections and the runs they are served from.
