@@ -30,6 +30,10 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use crate::profile::{Incompatibility, Profile};
+use crate::rules::{
+    ANTHROPIC_FORMATS, GEMINI_NUMBER_FORMATS, OPENAI_FORMATS, STRICT_MAX_CHARS,
+    STRICT_MAX_ENUM_VALUES, STRICT_MAX_NESTING, STRICT_MAX_PROPERTIES,
+};
 
 /// What a tool name must match for every consumer at once.
 pub const PORTABLE_NAME: &str = "^[A-Za-z_][A-Za-z0-9_-]{0,63}$";
@@ -459,30 +463,6 @@ const BOUNDS: &[&str] = &[
     "maxProperties",
 ];
 
-const OPENAI_FORMATS: &[&str] = &[
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
-const ANTHROPIC_FORMATS: &[&str] = &[
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "uri",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
-
 /// Checks one tool's arguments schema.
 struct Checker<'r, 'v> {
     report: &'r mut Report,
@@ -773,7 +753,7 @@ impl Checker<'_, '_> {
                 Profile::Gemini => {
                     let numeric = types.iter().any(|t| t == "integer" || t == "number");
                     if numeric {
-                        ["int32", "int64", "float", "double"].contains(&format.as_str())
+                        GEMINI_NUMBER_FORMATS.contains(&format.as_str())
                     } else {
                         ["enum", "date-time"].contains(&format.as_str())
                     }
@@ -924,21 +904,21 @@ impl Checker<'_, '_> {
             }
             pending.extend(subschemas(object).into_iter().map(|(_, inner)| inner));
         }
-        if properties > 5000 {
+        if properties > STRICT_MAX_PROPERTIES {
             self.add(
                 "",
                 format!("OpenAI strict mode: at most 5000 object properties; {properties} here"),
                 "split the tool",
             );
         }
-        if enum_values > 1000 {
+        if enum_values > STRICT_MAX_ENUM_VALUES {
             self.add(
                 "",
                 format!("OpenAI strict mode: at most 1000 enum values; {enum_values} here"),
                 "take a string instead of a huge enum",
             );
         }
-        if chars > 120_000 {
+        if chars > STRICT_MAX_CHARS {
             self.add(
                 "",
                 format!("OpenAI strict mode: at most 120,000 characters of property names, definition names and enum values; {chars} here"),

@@ -96,6 +96,7 @@ mod policy;
 mod profile;
 mod registry;
 mod render;
+mod rules;
 mod run;
 mod schema;
 mod source;

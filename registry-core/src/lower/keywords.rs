@@ -5,37 +5,9 @@ use serde_json::{Map, Value};
 use super::merge::merge_into;
 use super::words::{self, Text};
 use super::{Lowering, child};
-
-/// OpenAI's formats (strict and not).
-const OPENAI_FORMATS: &[&str] = &[
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
-
-/// Anthropic's formats.
-const ANTHROPIC_FORMATS: &[&str] = &[
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "uri",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
-
-/// Gemini's string formats, and its numeric ones.
-const GEMINI_STRING_FORMATS: &[&str] = &["enum", "date-time"];
-const GEMINI_NUMBER_FORMATS: &[&str] = &["int32", "int64", "float", "double"];
+use crate::rules::{
+    ANTHROPIC_FORMATS, GEMINI_NUMBER_FORMATS, GEMINI_STRING_FORMATS, OPENAI_FORMATS,
+};
 
 /// The bounds OpenAI takes (strict and not).
 const OPENAI_BOUNDS: &[&str] = &[

@@ -5,12 +5,11 @@ use serde_json::{Map, Value, json};
 
 use super::keywords::has_type;
 use super::{Lowering, child};
-
-/// OpenAI strict mode's limits on one schema.
-const MAX_PROPERTIES: usize = 5000;
-const MAX_NESTING: usize = 10;
-const MAX_ENUM_VALUES: usize = 1000;
-const MAX_CHARS: usize = 120_000;
+// OpenAI strict mode's limits on one schema.
+use crate::rules::{
+    STRICT_MAX_CHARS as MAX_CHARS, STRICT_MAX_ENUM_VALUES as MAX_ENUM_VALUES,
+    STRICT_MAX_NESTING as MAX_NESTING, STRICT_MAX_PROPERTIES as MAX_PROPERTIES,
+};
 
 impl Lowering<'_> {
     /// Closes an object schema, and makes every property required, those that were optional
