@@ -963,7 +963,7 @@ impl Checker<'_, '_> {
         } else {
             depth
         };
-        if depth > 10 {
+        if depth > STRICT_MAX_NESTING {
             return Some(pointer.to_owned());
         }
         for (token, inner) in subschemas(object) {
