@@ -1,12 +1,26 @@
 //! Declare the tools an LLM may call, and keep a hard boundary between what the system has
 //! and what one run may use.
 //!
-//! A tool is a plain function under [`#[tool]`](macro@tool). The macro derives the tool's
-//! definition (name, description from the doc comment, JSON Schema of the parameters from
-//! their types), an executor (JSON arguments in, JSON result out) and its policy (scopes and
-//! behaviour hints), and submits a static record to a registration list. At startup
-//! [`Registry::from_inventory`] builds the registry from that list; a duplicate name is an
-//! error naming both declaration sites, never an overwrite.
+//! One data path, each step a part of the API:
+//!
+//! 1. **declare**: a tool is a plain function under [`#[tool]`](macro@tool), which derives
+//!    its definition (name, description from the doc comment, JSON Schema of the parameters
+//!    from their types), an executor (JSON arguments in, JSON result out) and its policy
+//!    (scopes, tenants, behaviour hints), and submits a static record to a registration list;
+//!    [`DynamicTool`] builds one at run time;
+//! 2. **register**: [`Registry::from_inventory`] (or [`Registry::builder`]) builds the
+//!    registry from that list; a duplicate name is an error naming both declaration sites,
+//!    never an overwrite;
+//! 3. **discover**: [`Registry::open_run`] projects the registry for one [`Subject`] and
+//!    freezes what it may see as the run's [`AllowedSet`];
+//! 4. **present**: [`Run::export`] gives the visible definitions in the exact format of a
+//!    [`Profile`] (OpenAI, Anthropic, Gemini, MCP);
+//! 5. **resolve and execute**: [`Run::call`] checks every call (a [`ToolCall`], read from a
+//!    provider's response with [`Profile::parse_calls`]) against the allowed set, resolves
+//!    it, validates its arguments against the schema the model was shown, runs it, and
+//!    answers with an [`Observation`], which [`Profile::render`] turns into the provider's
+//!    result message. Unknown, hidden, revoked and invalid calls, failures, panics and
+//!    timeouts are all observations the model can act on.
 //!
 //! ```
 //! use registry_core::{tool, Registry, ToolContext};
