@@ -304,6 +304,8 @@ fn declared_tool(
             .collect(),
         hints: declaration.hints,
         timeout: declaration.timeout,
+        needs_approval: declaration.needs_approval,
+        rate_limit: declaration.rate_limit,
     };
     valid.then(|| Tool::declared(declaration, policy))
 }

@@ -32,6 +32,10 @@ pub struct Declaration {
     pub scopes: &'static [&'static str],
     pub tenants: &'static [&'static str],
     pub timeout: Option<std::time::Duration>,
+    /// Every call waits for a person's approval (`needs_approval`).
+    pub needs_approval: bool,
+    /// Calls per subject and period (`rate_limit = "10/min"`).
+    pub rate_limit: Option<crate::gate::RateLimit>,
     pub hints: Hints,
     pub params: &'static [Param],
     /// The schema of the result, when its type has one.

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::context::ToolContext;
 use crate::error::BuildProblem;
+use crate::gate::RateLimit;
 use crate::policy::{Hints, Scope, ToolPolicy};
 use crate::schema::empty_parameters_schema;
 use crate::source::Source;
@@ -52,6 +53,8 @@ pub struct DynamicTool {
     scopes: Vec<String>,
     tenants: Vec<String>,
     timeout: Option<Duration>,
+    needs_approval: bool,
+    rate_limit: Option<Result<RateLimit, String>>,
     hints: Hints,
     handler: Option<Handler>,
     source: Source,
@@ -71,6 +74,8 @@ impl DynamicTool {
             scopes: Vec::new(),
             tenants: Vec::new(),
             timeout: None,
+            needs_approval: false,
+            rate_limit: None,
             hints: Hints::default(),
             handler: None,
             source: Source::caller(),
@@ -121,6 +126,24 @@ impl DynamicTool {
     /// Answers a call `TimedOut` if it takes longer than `timeout`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Makes every call wait for a person's approval before it runs (see
+    /// [`Run::approve`](crate::Run::approve)).
+    pub fn needs_approval(mut self, needs: bool) -> Self {
+        self.needs_approval = needs;
+        self
+    }
+
+    /// Limits calls per subject (tenant and agent): `"10/min"` or a [`RateLimit`]. A malformed
+    /// text is a build problem.
+    pub fn rate_limit<L>(mut self, limit: L) -> Self
+    where
+        L: TryInto<RateLimit>,
+        L::Error: Display,
+    {
+        self.rate_limit = Some(limit.try_into().map_err(|error| error.to_string()));
         self
     }
 
@@ -240,6 +263,18 @@ impl DynamicTool {
                 reason,
             });
         }
+        let rate_limit = match self.rate_limit {
+            Some(Err(reason)) => {
+                problems.push(BuildProblem::InvalidRateLimit {
+                    tool: tool.clone(),
+                    site: source,
+                    reason,
+                });
+                None
+            }
+            Some(Ok(limit)) => Some(limit),
+            None => None,
+        };
         if self.handler.is_none() {
             problems.push(BuildProblem::MissingHandler { tool, site: source });
         }
@@ -255,6 +290,8 @@ impl DynamicTool {
                 tenants: self.tenants,
                 hints: self.hints,
                 timeout: self.timeout,
+                needs_approval: self.needs_approval,
+                rate_limit,
             },
             source,
             parameters: self.parameters,

@@ -69,6 +69,16 @@ pub enum BuildProblem {
         /// What is wrong with the scope.
         reason: String,
     },
+    /// A rate limit is not well formed.
+    #[error("tool {tool:?}: {reason} ({site})")]
+    InvalidRateLimit {
+        /// The tool (empty for the registry's default limit).
+        tool: String,
+        /// Where the tool was declared (the builder call for the default).
+        site: Source,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The arguments schema is not an object schema, or does not compile.
     #[error("tool {tool:?}: invalid schema: {reason} ({site})")]
     InvalidSchema {

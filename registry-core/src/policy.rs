@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
+use crate::gate::RateLimit;
+
 /// A permission a subject must hold to use a tool, such as `build:read`.
 ///
 /// A scope is one or more non-empty segments of ASCII letters, digits, `_`, `.` and `-`,
@@ -101,6 +103,13 @@ pub struct ToolPolicy {
     /// own (a run's limit may still apply).
     #[serde(skip_serializing_if = "Option::is_none", with = "millis")]
     pub timeout: Option<Duration>,
+    /// Every call waits for a person's approval before it runs (`needs_approval`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub needs_approval: bool,
+    /// At most this many calls per subject and period (`rate_limit = "10/min"`); `None`: the
+    /// registry's default limit, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
 }
 
 mod millis {

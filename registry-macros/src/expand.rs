@@ -156,6 +156,8 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                     scopes: &[#(#scopes),*],
                     tenants: &[#(#tenants),*],
                     timeout: #timeout,
+                    needs_approval: false,
+                    rate_limit: ::core::option::Option::None,
                     hints: #rc::Hints {
                         read_only: #read_only,
                         destructive: #destructive,
