@@ -8,9 +8,10 @@ pub use serde_json;
 pub use crate::arguments::Arguments;
 pub use crate::context::ToolContext;
 pub use crate::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
-pub use crate::gate::RateLimit;
+pub use crate::gate::{AsyncCheck, Check, RateLimit, SyncCheck};
 pub use crate::policy::Hints;
 pub use crate::source::Source;
+pub use crate::tool::CallThroughARun;
 pub use schemars::{Schema, SchemaGenerator};
 
 use std::fmt::Display;

@@ -25,6 +25,77 @@ pub enum AuditEvent {
     Call(CallEvent),
     /// A tool was revoked or replaced.
     Change(ChangeEvent),
+    /// An approval request was made or decided.
+    Approval(ApprovalEvent),
+    /// A tool's readiness changed.
+    Readiness(ReadinessEvent),
+}
+
+/// What happened to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ApprovalEventKind {
+    /// A call asked for approval; nothing ran.
+    Requested,
+    /// A person approved it as requested; it ran.
+    Approved,
+    /// A person approved it with edited arguments; it ran with those.
+    Edited,
+    /// A person (or a policy, for edited arguments) denied it.
+    Denied,
+    /// It expired undecided.
+    Expired,
+    /// Its tool was revoked or replaced before a decision.
+    Revoked,
+}
+
+impl ApprovalEventKind {
+    /// The kind as a snake_case word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalEventKind::Requested => "requested",
+            ApprovalEventKind::Approved => "approved",
+            ApprovalEventKind::Edited => "edited",
+            ApprovalEventKind::Denied => "denied",
+            ApprovalEventKind::Expired => "expired",
+            ApprovalEventKind::Revoked => "revoked",
+        }
+    }
+}
+
+/// One step of an approval request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ApprovalEvent {
+    /// What happened.
+    pub kind: ApprovalEventKind,
+    /// The request's id.
+    pub id: String,
+    /// The run deciding (or asking).
+    pub run_id: String,
+    /// The subject's tenant.
+    pub tenant: String,
+    /// The model's call id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// Who decided, when the application said.
+    pub by: Option<String>,
+    /// Why it needed approval, or why it was denied.
+    pub reason: String,
+    /// A hash (XXH3-64, hex) of the requested arguments as JSON; never the values.
+    pub argument_hash: String,
+}
+
+/// A tool became ready, or stopped being ready.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ReadinessEvent {
+    /// The tool.
+    pub tool: String,
+    /// Why it is not ready; `None`: it is now.
+    pub not_ready: Option<String>,
 }
 
 /// A run's projection.
@@ -68,8 +139,10 @@ pub struct CallEvent {
     pub argument_bytes: usize,
     /// A hash (XXH3-64, hex) of the arguments as JSON: equal arguments, equal hash.
     pub argument_hash: String,
-    /// What the model was not told: a panic's message, a failure's text.
+    /// What the model was not told: a panic's message, a failure's text, a policy's reason.
     pub detail: Option<String>,
+    /// The approval request the call waits for, or ran under.
+    pub approval_id: Option<String>,
 }
 
 /// A revocation or replacement.
@@ -145,6 +218,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             argument_bytes = c.argument_bytes,
             argument_hash = %c.argument_hash,
             detail = c.detail.as_deref(),
+            approval_id = c.approval_id.as_deref(),
         ),
         AuditEvent::Change(c) => tracing::info!(
             target: AUDIT_TARGET,
@@ -153,6 +227,26 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             kind = ?c.change.kind,
             reason = %c.change.reason,
             old_fingerprint = %c.change.old_fingerprint,
+        ),
+        AuditEvent::Approval(a) => tracing::info!(
+            target: AUDIT_TARGET,
+            event = "approval",
+            kind = a.kind.as_str(),
+            id = %a.id,
+            run_id = %a.run_id,
+            tenant = %a.tenant,
+            call_id = %a.call_id,
+            tool = %a.tool,
+            by = a.by.as_deref(),
+            reason = %a.reason,
+            argument_hash = %a.argument_hash,
+        ),
+        AuditEvent::Readiness(r) => tracing::info!(
+            target: AUDIT_TARGET,
+            event = "readiness",
+            tool = %r.tool,
+            ready = r.not_ready.is_none(),
+            not_ready = r.not_ready.as_deref(),
         ),
     }
     if let Some(sink) = sink {

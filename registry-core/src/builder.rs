@@ -3,17 +3,23 @@
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt::Display;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::access::AccessPolicy;
 use crate::audit::AuditSink;
 use crate::declaration::{Declaration, declarations};
 use crate::dynamic::DynamicTool;
 use crate::error::{BuildProblem, RegistryError};
+use crate::gate::{
+    ApprovalStore, CallPolicy, Check, GateConfig, QuotaStore, Quotas, RateLimit, ReadinessCheck,
+};
 use crate::guard::ArgumentLimits;
 use crate::policy::{Scope, ToolPolicy};
 use crate::profile::Profile;
 use crate::registry::{Registry, RegistryParts, Replacement};
+use crate::source::Source;
 use crate::state::AppState;
 use crate::tool::Tool;
 
@@ -58,6 +64,10 @@ pub struct RegistryBuilder {
     audit: Option<Box<dyn AuditSink>>,
     limits: ArgumentLimits,
     compatible: Vec<Profile>,
+    gate: GateConfig,
+    rate_limit: Option<(Result<RateLimit, String>, Source)>,
+    readiness: Vec<(String, Check, Source)>,
+    readiness_timeout: Option<Duration>,
 }
 
 /// Which `#[tool]` declarations to take.
@@ -152,6 +162,79 @@ impl RegistryBuilder {
         self
     }
 
+    /// Sets the registry's per-call policy, asked for every validated call before it runs:
+    /// allow, deny with a reason the model reads, or require a person's approval. See
+    /// [`CallPolicy`]; a run can narrow it with [`Run::with_call_policy`](crate::Run::with_call_policy).
+    pub fn call_policy(mut self, policy: impl CallPolicy) -> Self {
+        self.gate.call_policy = Some(Box::new(policy));
+        self
+    }
+
+    /// Limits calls of every tool per subject (tenant and agent): `"10/min"` or a
+    /// [`RateLimit`]. A tool's own `rate_limit` replaces this default for that tool. A
+    /// malformed text is a build problem.
+    #[track_caller]
+    pub fn rate_limit<L>(mut self, limit: L) -> Self
+    where
+        L: TryInto<RateLimit>,
+        L::Error: Display,
+    {
+        let limit = limit.try_into().map_err(|error| error.to_string());
+        self.rate_limit = Some((limit, Source::caller()));
+        self
+    }
+
+    /// Keeps rate-limit buckets in `store` (default: in memory), for limits shared across
+    /// processes.
+    pub fn quota_store(mut self, store: impl QuotaStore) -> Self {
+        self.gate.quotas = Quotas::Custom(Box::new(store));
+        self
+    }
+
+    /// Keeps approval requests in `store` (default: in memory), for requests that outlive the
+    /// process or are decided by another one.
+    pub fn approval_store(mut self, store: impl ApprovalStore) -> Self {
+        self.gate.approvals = Box::new(store);
+        self
+    }
+
+    /// How long an approval request waits for a decision before it expires (default: 15
+    /// minutes).
+    pub fn approval_ttl(mut self, ttl: Duration) -> Self {
+        self.gate.approval_ttl = ttl;
+        self
+    }
+
+    /// Gives the tool `tool_name` a readiness check: a function, sync or `async`, returning
+    /// `Ok(())` or `Err(reason)`. It runs at [`build`](Self::build) and on every
+    /// [`Registry::check_readiness`], under a deadline ([`readiness_timeout`](Self::readiness_timeout));
+    /// a tool that is not ready is hidden from new runs with the reason
+    /// [`HiddenReason::NotReady`](crate::HiddenReason::NotReady), and calls in older runs are
+    /// answered [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable). A check that
+    /// panics or times out counts as not ready. Naming a tool that is not registered is a
+    /// build problem.
+    ///
+    /// At `build` checks run on the calling thread, without an async runtime: a check that
+    /// needs one (Tokio sockets, say) fails there; run [`Registry::check_readiness`] inside
+    /// the runtime right after building.
+    #[track_caller]
+    pub fn readiness<M>(
+        mut self,
+        tool_name: impl Into<String>,
+        check: impl ReadinessCheck<M>,
+    ) -> Self {
+        self.readiness
+            .push((tool_name.into(), check.into_check(), Source::caller()));
+        self
+    }
+
+    /// How long one readiness check may take before its tool counts as not ready (default:
+    /// 5 s).
+    pub fn readiness_timeout(mut self, timeout: Duration) -> Self {
+        self.readiness_timeout = Some(timeout);
+        self
+    }
+
     /// Checks everything and builds the registry, or lists every problem found.
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
@@ -208,6 +291,29 @@ impl RegistryBuilder {
                 Err(_) => problems.push(BuildProblem::NothingToReplace { name, site: by }),
             }
         }
+        let mut gate = self.gate;
+        match self.rate_limit {
+            Some((Ok(limit), _)) => gate.rate_limit = Some(limit),
+            Some((Err(reason), site)) => problems.push(BuildProblem::InvalidRateLimit {
+                tool: String::new(),
+                site,
+                reason,
+            }),
+            None => {}
+        }
+        let mut readiness = Vec::with_capacity(self.readiness.len());
+        for (name, check, site) in self.readiness {
+            if tools
+                .binary_search_by(|tool| tool.name().cmp(&name))
+                .is_err()
+            {
+                problems.push(BuildProblem::UnknownReadinessTool { name, site });
+            } else if readiness.iter().any(|(other, _)| *other == name) {
+                problems.push(BuildProblem::RepeatedReadiness { name, site });
+            } else {
+                readiness.push((name, check));
+            }
+        }
         for name in self.required {
             if tools
                 .binary_search_by(|tool| tool.name().cmp(&name))
@@ -226,7 +332,13 @@ impl RegistryBuilder {
             policy: self.policy,
             audit: self.audit,
             limits: self.limits,
+            gate,
+            readiness,
+            readiness_timeout: self
+                .readiness_timeout
+                .unwrap_or(crate::gate::DEFAULT_TIMEOUT),
         });
+        pollster::block_on(registry.check_readiness());
         for profile in self.compatible {
             if let Err(error) = registry.check(profile) {
                 problems.extend(error.0.into_iter().map(BuildProblem::Incompatible));

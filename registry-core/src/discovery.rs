@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::access::{AccessPolicy, Verdict};
+use crate::gate::ReadyState;
 use crate::subject::{Access, Subject};
 use crate::tool::Tool;
 
@@ -16,6 +17,8 @@ use crate::tool::Tool;
 pub(crate) struct SlotState {
     /// Every version up to this one is revoked (versions start at 1; 0: none is).
     pub(crate) revoked_through: AtomicU64,
+    /// Whether the tool passed its readiness check, the last time it ran.
+    pub(crate) ready: ReadyState,
 }
 
 impl SlotState {
@@ -126,7 +129,7 @@ impl Snapshot {
                 continue;
             }
             let version = self.versions[index];
-            if slots[index].is_revoked(version) {
+            if slots[index].is_revoked(version) || !slots[index].ready.is_ready() {
                 continue;
             }
             let tool = &self.tools[index];

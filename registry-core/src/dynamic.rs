@@ -25,7 +25,7 @@ use crate::validate::ArgumentValidator;
 /// and every problem is reported with the place `DynamicTool::new` was called.
 ///
 /// ```
-/// use registry_core::{DynamicTool, Registry, ToolContext};
+/// use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall};
 /// use serde_json::json;
 ///
 /// let echo = DynamicTool::new("echo", "Repeat the text back.")
@@ -39,10 +39,11 @@ use crate::validate::ArgumentValidator;
 ///     .handler(|_ctx, args| Ok::<_, String>(args["text"].clone()));
 /// let registry = Registry::builder().tool(echo).build().unwrap();
 ///
-/// let ctx = ToolContext::new("call_1", "echo");
-/// let tool = registry.get("echo").unwrap();
-/// assert_eq!(tool.call_blocking(&ctx, json!({"text": "hi"})).unwrap(), json!("hi"));
-/// assert!(tool.call_blocking(&ctx, json!({"txt": "hi"})).is_err());
+/// let run = registry.open_run("run-1", &Subject::new("acme"));
+/// let ok = run.call_blocking(ToolCall::new("c1", "echo", json!({"text": "hi"})));
+/// assert_eq!(ok.content(), &json!("hi"));
+/// let typo = run.call_blocking(ToolCall::new("c2", "echo", json!({"txt": "hi"})));
+/// assert_eq!(typo.error_kind(), Some(ErrorKind::InvalidArguments));
 /// ```
 pub struct DynamicTool {
     name: String,

@@ -69,6 +69,24 @@ pub enum BuildProblem {
         /// What is wrong with the scope.
         reason: String,
     },
+    /// A readiness check names a tool that is not registered.
+    #[error(
+        "a readiness check is given for {name:?}, which is not registered; check the name ({site})"
+    )]
+    UnknownReadinessTool {
+        /// The name given.
+        name: String,
+        /// Where `RegistryBuilder::readiness` was called.
+        site: Source,
+    },
+    /// Two readiness checks for one tool.
+    #[error("a second readiness check is given for {name:?}; combine them into one ({site})")]
+    RepeatedReadiness {
+        /// The tool.
+        name: String,
+        /// Where the second `RegistryBuilder::readiness` was called.
+        site: Source,
+    },
     /// A rate limit is not well formed.
     #[error("tool {tool:?}: {reason} ({site})")]
     InvalidRateLimit {

@@ -137,7 +137,7 @@ fn failed_to_start(error: &std::io::Error) -> Failure {
     }
 }
 
-fn panic_message(payload: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {
@@ -148,10 +148,10 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// A future whose panics become `Err(message)`.
-struct CatchUnwind(BoxFuture<'static, Outcome>);
+pub(crate) struct CatchUnwind<T = Outcome>(pub(crate) BoxFuture<'static, T>);
 
-impl Future for CatchUnwind {
-    type Output = Result<Outcome, String>;
+impl<T> Future for CatchUnwind<T> {
+    type Output = Result<T, String>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
@@ -163,7 +163,10 @@ impl Future for CatchUnwind {
 }
 
 /// `future`'s output, or `None` once `limit` has passed.
-async fn with_deadline<F: Future + Unpin>(future: F, limit: Duration) -> Option<F::Output> {
+pub(crate) async fn with_deadline<F: Future + Unpin>(
+    future: F,
+    limit: Duration,
+) -> Option<F::Output> {
     Deadline {
         future,
         delay: Delay::new(limit),

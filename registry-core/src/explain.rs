@@ -54,6 +54,12 @@ pub enum HiddenReason {
         /// Why, as recorded.
         reason: String,
     },
+    /// The tool's readiness check fails (see
+    /// [`RegistryBuilder::readiness`](crate::RegistryBuilder::readiness)).
+    NotReady {
+        /// Why, as the check said.
+        reason: String,
+    },
     /// The application policy denied it.
     DeniedByPolicy {
         /// The policy's reason.
@@ -114,6 +120,7 @@ impl fmt::Display for HiddenReason {
                 f.write_str("not read-only, and the run is read-only")
             }
             HiddenReason::Revoked { reason } => write!(f, "revoked: {reason}"),
+            HiddenReason::NotReady { reason } => write!(f, "not ready: {reason}"),
             HiddenReason::DeniedByPolicy { reason } => write!(f, "denied by policy: {reason}"),
         }
     }
@@ -153,6 +160,9 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
                     .revocation_reason(tool.name(), snapshot.versions[slot])
                     .unwrap_or_else(|| "no reason recorded".into()),
             });
+        }
+        if let Some(reason) = registry.not_ready(slot as u32) {
+            reasons.push(HiddenReason::NotReady { reason });
         }
         if reasons.is_empty()
             && let Some(policy) = registry.access_policy()

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use xxhash_rust::xxh3::Xxh3;
 
 /// A stable 128-bit fingerprint (XXH3) of tool definitions: the same definitions give the
@@ -43,5 +43,23 @@ impl fmt::Display for Fingerprint {
 impl Serialize for Fingerprint {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fingerprint {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        if text.len() != 32 {
+            return Err(serde::de::Error::custom(format!(
+                "a fingerprint is 32 hexadecimal digits, not {text:?}"
+            )));
+        }
+        u128::from_str_radix(&text, 16)
+            .map(Fingerprint)
+            .map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "a fingerprint is 32 hexadecimal digits, not {text:?}"
+                ))
+            })
     }
 }

@@ -1,8 +1,69 @@
 //! The gate: what every call passes after its arguments are validated and before it runs.
 //!
-//! A per-call policy ([`CallPolicy`]), human approval bound to exactly what was approved
-//! ([`ApprovalRequest`]), quotas ([`RateLimit`], [`QuotaStore`]) and readiness.
+//! - a per-call policy ([`CallPolicy`]) that allows, denies or asks for approval;
+//! - human approval ([`ApprovalRequest`]), bound to exactly what was shown and approved, kept
+//!   in an [`ApprovalStore`];
+//! - quotas: a [`RateLimit`] per subject and tool, counted in a [`QuotaStore`], and a run's
+//!   call budget;
+//! - readiness ([`ReadinessCheck`]): a tool that cannot work is not shown, nor run.
 
+mod approval;
+mod policy;
+mod quota;
 mod rate_limit;
+mod readiness;
+mod store;
 
+pub use approval::{ApprovalError, ApprovalRequest, ApprovalState, StoreError};
+pub use policy::{CallPolicy, CallRequest, Decision};
+pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
 pub use rate_limit::{RateLimit, RateLimitError};
+pub use readiness::{AsyncCheck, Check, ReadinessCheck, SyncCheck, ToolReadiness};
+pub use store::{ApprovalStore, MemoryApprovalStore, Transition};
+
+pub(crate) use approval::{DEFAULT_TTL, new_id};
+pub(crate) use quota::Budget;
+pub(crate) use readiness::{DEFAULT_TIMEOUT, ReadyState};
+
+/// The gate's configuration, part of a registry.
+pub(crate) struct GateConfig {
+    pub(crate) call_policy: Option<Box<dyn CallPolicy>>,
+    pub(crate) rate_limit: Option<RateLimit>,
+    pub(crate) quotas: Quotas,
+    pub(crate) approvals: Box<dyn ApprovalStore>,
+    pub(crate) approval_ttl: std::time::Duration,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            call_policy: None,
+            rate_limit: None,
+            quotas: Quotas::Memory(MemoryQuotaStore::new()),
+            approvals: Box::new(MemoryApprovalStore::new()),
+            approval_ttl: DEFAULT_TTL,
+        }
+    }
+}
+
+/// Where rate-limit buckets are: in memory (asked without a future), or in a store.
+pub(crate) enum Quotas {
+    Memory(MemoryQuotaStore),
+    Custom(Box<dyn QuotaStore>),
+}
+
+impl Quotas {
+    pub(crate) fn store(&self) -> &dyn QuotaStore {
+        match self {
+            Quotas::Memory(memory) => memory,
+            Quotas::Custom(store) => &**store,
+        }
+    }
+
+    pub(crate) fn memory(&self) -> Option<&MemoryQuotaStore> {
+        match self {
+            Quotas::Memory(memory) => Some(memory),
+            Quotas::Custom(_) => None,
+        }
+    }
+}

@@ -17,13 +17,14 @@
 //!    [`Profile`] (OpenAI, Anthropic, Gemini, MCP);
 //! 5. **resolve and execute**: [`Run::call`] checks every call (a [`ToolCall`], read from a
 //!    provider's response with [`Profile::parse_calls`]) against the allowed set, resolves
-//!    it, validates its arguments against the schema the model was shown, runs it, and
+//!    it, validates its arguments against the schema the model was shown, passes it through
+//!    the gate (a per-call [`CallPolicy`], human approval, quotas, readiness), runs it, and
 //!    answers with an [`Observation`], which [`Profile::render`] turns into the provider's
 //!    result message. Unknown, hidden, revoked and invalid calls, failures, panics and
 //!    timeouts are all observations the model can act on.
 //!
 //! ```
-//! use registry_core::{tool, Registry, ToolContext};
+//! use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
 //! use serde_json::json;
 //!
 //! /// Read the current build status of a project.
@@ -43,13 +44,15 @@
 //! }
 //!
 //! let registry = Registry::from_inventory()?;
-//! let tool = registry.get("get_status")?;
-//! assert_eq!(tool.definition().parameters["required"], json!(["project"]));
+//! assert_eq!(registry.get("get_status")?.definition().parameters["required"], json!(["project"]));
 //!
-//! let ctx = ToolContext::new("call_1", "get_status");
-//! assert_eq!(tool.call_blocking(&ctx, json!({"project": "web"})).unwrap(), json!("green"));
-//! let error = tool.call_blocking(&ctx, json!({"project": "web", "verbose": "yes"})).unwrap_err();
-//! assert_eq!(error.to_string(), r#"invalid arguments: /verbose: expected boolean or null, got string "yes""#);
+//! // A tool runs only inside a run: the tools one subject may use, frozen.
+//! let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["build:read"]));
+//! let ok = run.call_blocking(ToolCall::new("call_1", "get_status", json!({"project": "web"})));
+//! assert_eq!(ok.content(), &json!("green"));
+//! let bad = run.call_blocking(ToolCall::new("call_2", "get_status", json!({"project": "web", "verbose": "yes"})));
+//! assert_eq!(bad.error_kind(), Some(ErrorKind::InvalidArguments));
+//! assert_eq!(bad.problems()[0].to_string(), r#"/verbose: expected boolean or null, got string "yes""#);
 //! # Ok::<(), registry_core::RegistryError>(())
 //! ```
 //!
@@ -126,7 +129,10 @@ pub mod __private;
 
 pub use access::{AccessPolicy, Verdict};
 pub use allowed::AllowedSet;
-pub use audit::{AUDIT_TARGET, AuditEvent, AuditSink, CallEvent, ChangeEvent, ProjectionEvent};
+pub use audit::{
+    AUDIT_TARGET, ApprovalEvent, ApprovalEventKind, AuditEvent, AuditSink, CallEvent, ChangeEvent,
+    ProjectionEvent, ReadinessEvent,
+};
 pub use builder::RegistryBuilder;
 pub use call::ToolCall;
 pub use change::{Change, ChangeKind, OldRuns, ReplacePolicy};
@@ -137,7 +143,11 @@ pub use dynamic::DynamicTool;
 pub use error::{BuildProblem, RegistryError};
 pub use explain::{Explanation, HiddenReason, HiddenTool};
 pub use fingerprint::Fingerprint;
-pub use gate::{RateLimit, RateLimitError};
+pub use gate::{
+    ApprovalError, ApprovalRequest, ApprovalState, ApprovalStore, CallPolicy, CallRequest,
+    Decision, MemoryApprovalStore, MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore,
+    RateLimit, RateLimitError, ReadinessCheck, StoreError, ToolReadiness, Transition,
+};
 pub use guard::ArgumentLimits;
 pub use json_text::MAX_ARGUMENT_DEPTH;
 pub use name::{MAX_NAME_LEN, check_tool_name};

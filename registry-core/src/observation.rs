@@ -1,10 +1,12 @@
 //! What the model is told after a call: a result, or an error it can act on.
 
 use std::fmt;
+use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use crate::gate::ApprovalRequest;
 use crate::tool_error::ArgumentProblem;
 
 /// Why a call produced no result. Every kind reaches the model as an error observation with
@@ -28,6 +30,19 @@ pub enum ErrorKind {
     Panicked,
     /// The tool did not finish within its deadline.
     TimedOut,
+    /// A call policy refused the call, or a person denied its approval; the text carries the
+    /// reason. Nothing ran.
+    Denied,
+    /// The call waits for a person's approval: nothing ran yet.
+    /// [`Observation::approval`] gives the request to decide with
+    /// [`Run::approve`](crate::Run::approve) or [`Run::deny`](crate::Run::deny).
+    ApprovalRequired,
+    /// A rate limit or the run's call budget is exhausted; [`Observation::retry_after`] says
+    /// when a call may succeed again (`None`: not in this run). Nothing ran.
+    RateLimited,
+    /// The tool is registered but not ready (its readiness check fails), or whether it may
+    /// run cannot be known now (a store did not answer). Nothing ran.
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -41,6 +56,10 @@ impl ErrorKind {
             ErrorKind::ExecutionFailed => "execution_failed",
             ErrorKind::Panicked => "panicked",
             ErrorKind::TimedOut => "timed_out",
+            ErrorKind::Denied => "denied",
+            ErrorKind::ApprovalRequired => "approval_required",
+            ErrorKind::RateLimited => "rate_limited",
+            ErrorKind::Unavailable => "unavailable",
         }
     }
 }
@@ -69,6 +88,8 @@ pub struct Observation {
 struct ErrorDetail {
     kind: ErrorKind,
     problems: Vec<ArgumentProblem>,
+    approval: Option<Box<ApprovalRequest>>,
+    retry_after: Option<Duration>,
 }
 
 impl Observation {
@@ -91,6 +112,8 @@ impl Observation {
             error: Some(ErrorDetail {
                 kind,
                 problems: Vec::new(),
+                approval: None,
+                retry_after: None,
             }),
             generated_id: false,
             structured: false,
@@ -125,6 +148,32 @@ impl Observation {
             error.problems = problems;
         }
         self
+    }
+
+    pub(crate) fn with_approval(mut self, request: ApprovalRequest) -> Self {
+        if let Some(error) = &mut self.error {
+            error.approval = Some(Box::new(request));
+        }
+        self
+    }
+
+    pub(crate) fn with_retry_after(mut self, retry_after: Option<Duration>) -> Self {
+        if let Some(error) = &mut self.error {
+            error.retry_after = retry_after;
+        }
+        self
+    }
+
+    /// For [`ErrorKind::ApprovalRequired`], the request a person decides: what exactly would
+    /// run, and why it needs approval.
+    pub fn approval(&self) -> Option<&ApprovalRequest> {
+        self.error.as_ref()?.approval.as_deref()
+    }
+
+    /// For [`ErrorKind::RateLimited`], how long until a call may succeed again; `None` when
+    /// it will not in this run (its call budget is spent).
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.error.as_ref()?.retry_after
     }
 
     /// The id of the call this answers.

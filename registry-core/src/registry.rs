@@ -5,13 +5,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::access::AccessPolicy;
-use crate::audit::{self, AuditEvent, AuditSink, ChangeEvent, ProjectionEvent};
+use std::time::Duration;
+
+use crate::audit::{
+    self, ApprovalEvent, ApprovalEventKind, AuditEvent, AuditSink, ChangeEvent, ProjectionEvent,
+    ReadinessEvent,
+};
 use crate::builder::RegistryBuilder;
 use crate::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
 use crate::context::RunScope;
 use crate::discovery::{SlotState, Snapshot};
 use crate::dynamic::DynamicTool;
 use crate::error::RegistryError;
+use crate::gate::{ApprovalRequest, CallPolicy, Check, GateConfig, ToolReadiness};
 use crate::guard::ArgumentLimits;
 use crate::profile::{CompatibilityError, Profile};
 use crate::run::Run;
@@ -66,6 +72,10 @@ struct Inner {
     policy: Option<Box<dyn AccessPolicy>>,
     audit: Option<Box<dyn AuditSink>>,
     limits: ArgumentLimits,
+    gate: GateConfig,
+    /// The readiness check of each slot, if it has one.
+    readiness: Vec<Option<Check>>,
+    readiness_timeout: Duration,
 }
 
 /// A record of one tool replaced while the registry was built.
@@ -89,6 +99,10 @@ pub(crate) struct RegistryParts {
     pub(crate) policy: Option<Box<dyn AccessPolicy>>,
     pub(crate) audit: Option<Box<dyn AuditSink>>,
     pub(crate) limits: ArgumentLimits,
+    pub(crate) gate: GateConfig,
+    /// Readiness checks by tool name (names checked by the builder).
+    pub(crate) readiness: Vec<(String, Check)>,
+    pub(crate) readiness_timeout: Duration,
 }
 
 impl Registry {
@@ -111,6 +125,12 @@ impl Registry {
         let names = parts.tools.iter().map(Tool::name_cow).collect();
         let slots = parts.tools.iter().map(|_| SlotState::default()).collect();
         let versions = vec![1; parts.tools.len()];
+        let mut readiness: Vec<Option<Check>> = vec![None; parts.tools.len()];
+        for (name, check) in parts.readiness {
+            if let Ok(slot) = parts.tools.binary_search_by(|tool| tool.name().cmp(&name)) {
+                readiness[slot] = Some(check);
+            }
+        }
         Registry {
             inner: Arc::new(Inner {
                 names,
@@ -123,6 +143,9 @@ impl Registry {
                 policy: parts.policy,
                 audit: parts.audit,
                 limits: parts.limits,
+                gate: parts.gate,
+                readiness,
+                readiness_timeout: parts.readiness_timeout,
             }),
         }
     }
@@ -398,6 +421,102 @@ impl Registry {
             }
         }
         None
+    }
+
+    /// Runs every readiness check (see [`RegistryBuilder::readiness`]) again, concurrently,
+    /// each under its deadline, and records the results: a tool that is not ready is hidden
+    /// from runs opened from now on, and calls to it in older runs are answered
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable); one that is ready again is
+    /// shown again. A change counts in [`generation`](Self::generation) and is audited.
+    ///
+    /// Returns each checked tool's result, in name order. Call it from the application's own
+    /// schedule (a health endpoint, a timer): checks that need an async runtime run in it.
+    pub async fn check_readiness(&self) -> Vec<ToolReadiness> {
+        let timeout = self.inner.readiness_timeout;
+        let checks = self
+            .inner
+            .readiness
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, check)| Some((slot, check.as_ref()?)))
+            .map(|(slot, check)| async move { (slot, check.run(timeout).await) });
+        let results = futures_util::future::join_all(checks).await;
+        results
+            .into_iter()
+            .map(|(slot, result)| {
+                if self.inner.slots[slot].ready.set(&result) {
+                    self.inner.generation.fetch_add(1, Ordering::AcqRel);
+                    let event = ReadinessEvent {
+                        tool: self.inner.names[slot].to_string(),
+                        not_ready: result.as_ref().err().cloned(),
+                    };
+                    if let Some(reason) = &event.not_ready {
+                        tracing::warn!(target: audit::AUDIT_TARGET, tool = %event.tool, %reason, "tool not ready");
+                    }
+                    let sink = self.audit_sink();
+                    if audit::wanted(sink) {
+                        audit::emit(sink, AuditEvent::Readiness(event));
+                    }
+                }
+                ToolReadiness {
+                    name: self.inner.names[slot].to_string(),
+                    not_ready: result.err(),
+                }
+            })
+            .collect()
+    }
+
+    /// Why the tool in `slot` is not ready, if it is not.
+    pub(crate) fn not_ready(&self, slot: u32) -> Option<String> {
+        let state = &self.inner.slots[slot as usize].ready;
+        if state.is_ready() {
+            return None;
+        }
+        Some(state.reason().unwrap_or_else(|| "not ready".into()))
+    }
+
+    /// The version of the tool in `slot` that new runs get.
+    pub(crate) fn current_version(&self, slot: u32) -> u64 {
+        self.snapshot().versions[slot as usize]
+    }
+
+    pub(crate) fn gate(&self) -> &GateConfig {
+        &self.inner.gate
+    }
+
+    pub(crate) fn call_policy(&self) -> Option<&dyn CallPolicy> {
+        self.inner.gate.call_policy.as_deref()
+    }
+
+    pub(crate) fn audit_approval(
+        &self,
+        run: &Run,
+        request: &ApprovalRequest,
+        kind: ApprovalEventKind,
+        by: Option<&str>,
+    ) {
+        let sink = self.audit_sink();
+        if !audit::wanted(sink) {
+            return;
+        }
+        let reason = match kind {
+            ApprovalEventKind::Denied => String::new(),
+            _ => request.reason.clone(),
+        };
+        audit::emit(
+            sink,
+            AuditEvent::Approval(ApprovalEvent {
+                kind,
+                id: request.id.clone(),
+                run_id: run.id().to_owned(),
+                tenant: request.tenant.clone(),
+                call_id: crate::run::truncate(&request.call_id, crate::run::AUDITED_NAME),
+                tool: request.tool_name.clone(),
+                by: by.map(str::to_owned),
+                reason,
+                argument_hash: crate::run::argument_fingerprint(&request.arguments).1,
+            }),
+        );
     }
 
     pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {

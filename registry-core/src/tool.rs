@@ -1,4 +1,4 @@
-//! A tool in a registry: its definition, policy and source, and the way to call it.
+//! A tool in a registry: its definition, policy and source. It runs only through a run.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -225,36 +225,28 @@ impl Tool {
         }
     }
 
-    /// Validates `arguments`, then runs the tool. `null` for a parameter that is not
-    /// required means absent (its `None` or default), as strict-mode models send it.
-    ///
-    /// A synchronous tool runs on the calling thread when the future is first polled. This
-    /// is the tool alone: no allowed set, no revocation, no panic catching; a
-    /// [`Run`](crate::Run) adds those.
-    pub async fn call(&self, ctx: ToolContext, mut arguments: Value) -> Outcome {
-        self.normalize(&mut arguments);
-        self.validate(&arguments)?;
-        match self.invoke(ctx, arguments) {
-            Invocation::Done(outcome) => outcome,
-            Invocation::Pending(future) => future.await,
-        }
+    /// Removed: a tool runs only through a run. This signature exists so that the compiler
+    /// says what to write instead.
+    #[doc(hidden)]
+    #[allow(unreachable_code)] // no type implements `CallThroughARun`
+    pub fn call<C: CallThroughARun>(
+        &self,
+        ctx: C,
+        _arguments: Value,
+    ) -> std::future::Ready<Outcome> {
+        match ctx.never() {}
     }
 
-    /// Validates `arguments`, then runs the tool on this thread, without an async runtime.
-    ///
-    /// An `async` tool is driven to completion here; one that needs a runtime of its own
-    /// (tokio timers or sockets, say) must be called with [`Tool::call`] inside that runtime.
-    pub fn call_blocking(&self, ctx: &ToolContext, mut arguments: Value) -> Outcome {
-        self.normalize(&mut arguments);
-        self.validate(&arguments)?;
-        match self.invoke(ctx.clone(), arguments) {
-            Invocation::Done(outcome) => outcome,
-            Invocation::Pending(future) => pollster::block_on(future),
-        }
+    /// Removed: a tool runs only through a run. This signature exists so that the compiler
+    /// says what to write instead.
+    #[doc(hidden)]
+    #[allow(unreachable_code)] // no type implements `CallThroughARun`
+    pub fn call_blocking<C: CallThroughARun>(&self, ctx: C, _arguments: Value) -> Outcome {
+        match ctx.never() {}
     }
 
-    /// Treats `null` for an optional top-level argument as absent (see
-    /// [`Tool::call`]); done before validation.
+    /// Treats `null` for an optional top-level argument as absent, as strict-mode models
+    /// send it; done before validation.
     pub(crate) fn normalize(&self, arguments: &mut Value) {
         crate::validate::drop_null_optionals(arguments, &self.definition_ref().parameters);
     }
@@ -272,6 +264,24 @@ impl Tool {
             Handler::Async(handler) => Invocation::Pending(handler(ctx, arguments)),
         }
     }
+}
+
+/// Implemented by nothing: `Tool::call` and `Tool::call_blocking` cannot be called, and the
+/// compiler's message says how to call a tool instead.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a tool cannot be called directly: every execution goes through a run",
+    label = "`Tool::call` and `Tool::call_blocking` were removed",
+    note = "open a run for the subject, then call the tool in it: `registry.open_run(run_id, &subject).call_blocking(ToolCall::new(call_id, name, arguments))`, or `.call(..).await`",
+    note = "a run checks the allowed set, revocation, readiness, the arguments and the call policy before the tool runs"
+)]
+pub trait CallThroughARun: sealed::Sealed {
+    #[doc(hidden)]
+    fn never(self) -> std::convert::Infallible;
+}
+
+mod sealed {
+    pub trait Sealed {}
 }
 
 /// A started tool: finished (synchronous tools), or a future to drive.

@@ -1,0 +1,294 @@
+//! Human approval, bound to exactly what was shown and approved.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::fingerprint::Fingerprint;
+use crate::observation::Observation;
+use crate::tool_error::ArgumentProblem;
+
+/// A call that waits for a person: exactly what would run, for whom, and why it needs
+/// approval.
+///
+/// It is bound to what the model was shown: the fingerprint of the run's allowed set and the
+/// digest of the tool's definition. [`Run::approve`](crate::Run::approve) runs it with exactly
+/// these arguments, from a run with the same allowed set, at most once, before it expires, and
+/// only if the tool was neither revoked nor replaced since. It serializes (to keep it in a
+/// database, or show it in a console) and deserializes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    pub(crate) id: String,
+    pub(crate) run_id: String,
+    pub(crate) tenant: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent: Option<String>,
+    pub(crate) call_id: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) generated_id: bool,
+    pub(crate) tool_name: String,
+    pub(crate) arguments: Value,
+    pub(crate) reason: String,
+    pub(crate) allowed_set: Fingerprint,
+    pub(crate) definition: Fingerprint,
+    #[serde(rename = "requested_at_unix_ms", with = "unix_ms")]
+    pub(crate) requested_at: SystemTime,
+    #[serde(rename = "expires_at_unix_ms", with = "unix_ms")]
+    pub(crate) expires_at: SystemTime,
+}
+
+impl ApprovalRequest {
+    /// The request's id: unguessable, unique, what [`Run::approve`](crate::Run::approve)
+    /// takes.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The tool that would run.
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// The arguments it would run with, validated against the tool's schema.
+    pub fn arguments(&self) -> &Value {
+        &self.arguments
+    }
+
+    /// Why it needs approval: the tool is marked `needs_approval`, or a call policy's reason.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// The run that made the call.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The model's id for the call; the observation that answers it carries the same.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The subject's tenant.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The subject's agent, if it names one.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    /// The fingerprint of the run's allowed set: only a run with the same set (and subject)
+    /// can decide the request.
+    pub fn allowed_set(&self) -> Fingerprint {
+        self.allowed_set
+    }
+
+    /// The digest of the tool's definition as the model was shown it.
+    pub fn definition_digest(&self) -> Fingerprint {
+        self.definition
+    }
+
+    /// When the call was made.
+    pub fn requested_at(&self) -> SystemTime {
+        self.requested_at
+    }
+
+    /// When the request expires, undecided.
+    pub fn expires_at(&self) -> SystemTime {
+        self.expires_at
+    }
+
+    /// A one-line question for a person: `Allow "deploy" with {"env":"production"}? (reason)`.
+    pub fn question(&self) -> String {
+        format!(
+            "Allow \"{}\" with {}? ({})",
+            self.tool_name, self.arguments, self.reason
+        )
+    }
+}
+
+/// Where an approval request stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ApprovalState {
+    /// Waiting for a person.
+    Pending,
+    /// Approved, and run (with the arguments as requested, or as edited).
+    Approved {
+        /// Who approved, if the application said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// Whether it ran with edited arguments.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        edited: bool,
+    },
+    /// Denied by a person.
+    Denied {
+        /// Who denied, if the application said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// Why.
+        reason: String,
+    },
+    /// Not decided in time.
+    Expired,
+    /// The tool was revoked or replaced before a decision.
+    Revoked,
+}
+
+impl ApprovalState {
+    /// Whether it is still waiting.
+    pub fn is_pending(&self) -> bool {
+        matches!(self, ApprovalState::Pending)
+    }
+}
+
+impl fmt::Display for ApprovalState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApprovalState::Pending => f.write_str("pending"),
+            ApprovalState::Approved { by: Some(by), .. } => write!(f, "approved by {by}"),
+            ApprovalState::Approved { by: None, .. } => f.write_str("approved"),
+            ApprovalState::Denied { by: Some(by), .. } => write!(f, "denied by {by}"),
+            ApprovalState::Denied { by: None, .. } => f.write_str("denied"),
+            ApprovalState::Expired => f.write_str("expired"),
+            ApprovalState::Revoked => f.write_str("revoked"),
+        }
+    }
+}
+
+/// Why an approval or a denial could not be applied. Each says what happened and what to do.
+///
+/// Where the error settles the call (it expired, or its tool was revoked or replaced),
+/// [`ApprovalError::observation`] is the answer to give the model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// No request has this id (in this registry's approval store).
+    #[error("no approval request has the id {id:?}; it may belong to another registry's store")]
+    UnknownId {
+        /// The id given.
+        id: String,
+    },
+    /// The request was decided already: an approval runs its call at most once.
+    #[error("the approval request {id:?} was already decided ({state}); a call runs at most once")]
+    AlreadyDecided {
+        /// The id.
+        id: String,
+        /// How it was decided.
+        state: ApprovalState,
+    },
+    /// The request expired before it was decided; nothing ran.
+    #[error(
+        "the approval request {id:?} expired undecided; nothing ran, and the model must call again to ask anew"
+    )]
+    Expired {
+        /// The id.
+        id: String,
+        /// What to tell the model.
+        observation: Box<Observation>,
+    },
+    /// The run deciding is not the run that asked: its allowed set (what the model was
+    /// shown) or its subject differs.
+    #[error(
+        "the approval request {id:?} was made in a run with another allowed set or subject; decide it from a run opened for the same subject with the same tools"
+    )]
+    OtherRun {
+        /// The id.
+        id: String,
+    },
+    /// The tool was revoked or replaced since the request: the version the person was asked
+    /// about is gone, and no other version runs in its place.
+    #[error(
+        "the tool {tool:?} was revoked or replaced since the approval request {id:?}; nothing ran"
+    )]
+    Revoked {
+        /// The id.
+        id: String,
+        /// The tool.
+        tool: String,
+        /// What to tell the model ([`ErrorKind::Revoked`](crate::ErrorKind::Revoked)).
+        observation: Box<Observation>,
+    },
+    /// The edited arguments do not validate against the tool's schema; the request is still
+    /// pending, to approve with arguments that do.
+    #[error("the edited arguments for approval request {id:?} are invalid: {}", list(.problems))]
+    InvalidArguments {
+        /// The id.
+        id: String,
+        /// Every problem found.
+        problems: Vec<ArgumentProblem>,
+    },
+    /// The approval store failed; nothing was decided and nothing ran.
+    #[error("the approval store failed: {0}; nothing was decided")]
+    Store(#[from] StoreError),
+}
+
+impl ApprovalError {
+    /// What to tell the model when this error settles the call (expired, revoked); `None`
+    /// otherwise.
+    pub fn observation(&self) -> Option<&Observation> {
+        match self {
+            ApprovalError::Expired { observation, .. }
+            | ApprovalError::Revoked { observation, .. } => Some(observation),
+            _ => None,
+        }
+    }
+}
+
+fn list(problems: &[ArgumentProblem]) -> String {
+    problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A store (of approvals or quotas) that could not answer. The gate fails closed on it:
+/// nothing runs that it cannot know is allowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(String);
+
+impl StoreError {
+    /// An error with this message, for store implementations.
+    pub fn new(message: impl Into<String>) -> StoreError {
+        StoreError(message.into())
+    }
+}
+
+/// How long a request waits by default before it expires: 15 minutes.
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// A new request id: `apr_` and 128 random bits in hex.
+pub(crate) fn new_id() -> Result<String, StoreError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|error| StoreError::new(format!("no randomness for an approval id: {error}")))?;
+    Ok(format!("apr_{:032x}", u128::from_le_bytes(bytes)))
+}
+
+pub(crate) mod unix_ms {
+    use std::time::{Duration, SystemTime};
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(at: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        let ms = at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| {
+                u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+            });
+        s.serialize_u64(ms)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+        let ms = u64::deserialize(d)?;
+        Ok(SystemTime::UNIX_EPOCH + Duration::from_millis(ms))
+    }
+}

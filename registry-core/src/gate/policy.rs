@@ -1,0 +1,120 @@
+//! The per-call policy: after a call's arguments are validated, before it runs.
+
+use serde_json::Value;
+
+use crate::policy::ToolPolicy;
+use crate::subject::Subject;
+
+/// One validated call, as a [`CallPolicy`] sees it.
+///
+/// Everything in it was checked: the tool is in the run's allowed set, not revoked, ready,
+/// and the arguments validate against the schema the model was shown.
+#[derive(Debug, Clone, Copy)]
+pub struct CallRequest<'a> {
+    pub(crate) subject: &'a Subject,
+    pub(crate) run_id: &'a str,
+    pub(crate) call_id: &'a str,
+    pub(crate) tool_name: &'a str,
+    pub(crate) policy: &'a ToolPolicy,
+    pub(crate) arguments: &'a Value,
+}
+
+impl<'a> CallRequest<'a> {
+    /// The subject the run acts for: tenant, scopes, access, agent.
+    pub fn subject(&self) -> &'a Subject {
+        self.subject
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> &'a str {
+        self.run_id
+    }
+
+    /// The model's id for the call.
+    pub fn call_id(&self) -> &'a str {
+        self.call_id
+    }
+
+    /// The tool called.
+    pub fn tool_name(&self) -> &'a str {
+        self.tool_name
+    }
+
+    /// The tool's scopes, tenants, hints, approval flag and rate limit.
+    pub fn policy(&self) -> &'a ToolPolicy {
+        self.policy
+    }
+
+    /// The arguments, validated against the tool's schema (`null` for an optional argument
+    /// already removed).
+    pub fn arguments(&self) -> &'a Value {
+        self.arguments
+    }
+}
+
+/// What a [`CallPolicy`] decides for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The call may run (subject to quotas).
+    Allow,
+    /// The call is refused: the model gets [`ErrorKind::Denied`](crate::ErrorKind::Denied)
+    /// with this reason, which it can act on.
+    Deny(String),
+    /// The call waits for a person: the model gets
+    /// [`ErrorKind::ApprovalRequired`](crate::ErrorKind::ApprovalRequired), and nothing runs
+    /// until [`Run::approve`](crate::Run::approve).
+    RequireApproval(String),
+}
+
+/// Decides, per call, whether a validated call may run: the second gate, after the run's
+/// allowed set. Any `Fn(&CallRequest<'_>) -> Decision + Send + Sync + 'static` is one.
+///
+/// Set one for the registry with
+/// [`RegistryBuilder::call_policy`](crate::RegistryBuilder::call_policy) and one per run with
+/// [`Run::with_call_policy`](crate::Run::with_call_policy); a run's policy can only narrow:
+/// the stricter decision wins (deny over approval over allow). A policy that panics denies
+/// the call.
+///
+/// ```
+/// use registry_core::{tool, CallRequest, Decision, ErrorKind, Registry, Subject, ToolCall};
+/// use serde_json::json;
+///
+/// /// Deploy a project to an environment.
+/// #[tool(scopes = "deploy:write", destructive)]
+/// fn deploy(project: String, env: String) -> String {
+///     format!("{project} deployed to {env}")
+/// }
+///
+/// let registry = Registry::builder()
+///     .declared()
+///     .call_policy(|call: &CallRequest<'_>| match call.arguments()["env"].as_str() {
+///         Some("production") if call.subject().agent() != Some("release-bot") => {
+///             Decision::Deny("only the release bot deploys to production".into())
+///         }
+///         Some("production") => Decision::RequireApproval("a production deploy".into()),
+///         _ => Decision::Allow,
+///     })
+///     .build()
+///     .unwrap();
+/// let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["deploy:write"]));
+///
+/// let staging = run.call_blocking(ToolCall::new("c1", "deploy", json!({"project": "web", "env": "staging"})));
+/// assert_eq!(staging.content(), &json!("web deployed to staging"));
+///
+/// let production = run.call_blocking(ToolCall::new("c2", "deploy", json!({"project": "web", "env": "production"})));
+/// assert_eq!(production.error_kind(), Some(ErrorKind::Denied));
+/// assert!(production.error_text().unwrap().contains("only the release bot"));
+/// ```
+pub trait CallPolicy: Send + Sync + 'static {
+    /// Decides one call.
+    fn decide(&self, call: &CallRequest<'_>) -> Decision;
+}
+
+impl<F> CallPolicy for F
+where
+    F: Fn(&CallRequest<'_>) -> Decision + Send + Sync + 'static,
+{
+    fn decide(&self, call: &CallRequest<'_>) -> Decision {
+        self(call)
+    }
+}

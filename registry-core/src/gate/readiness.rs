@@ -1,0 +1,176 @@
+//! Readiness: a registered tool whose credentials or connection are missing is not shown.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::declaration::BoxFuture;
+
+/// How long one readiness check may take by default before the tool counts as not ready.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A readiness check: a function of no arguments, sync or `async`, that returns `Ok(())` when
+/// its tool can work and `Err(reason)` when not (`reason: Display`).
+///
+/// Given to [`RegistryBuilder::readiness`](crate::RegistryBuilder::readiness). The `Marker`
+/// type only tells sync and async checks apart; it is inferred.
+///
+/// ```
+/// use registry_core::{tool, ErrorKind, HiddenReason, Registry, Subject};
+///
+/// /// Send a message to the team's chat.
+/// #[tool]
+/// fn notify(text: String) -> String {
+///     text
+/// }
+///
+/// let registry = Registry::builder()
+///     .declared()
+///     .readiness("notify", || match std::env::var("CHAT_TOKEN_FOR_DOCTEST") {
+///         Ok(_) => Ok(()),
+///         Err(_) => Err("CHAT_TOKEN_FOR_DOCTEST is not set"),
+///     })
+///     .build()
+///     .unwrap();
+/// let run = registry.open_run("run-1", &Subject::new("acme"));
+/// assert!(!run.allowed().permits("notify"));
+/// let hidden = &run.explain().hidden[0];
+/// assert_eq!(
+///     hidden.reasons,
+///     [HiddenReason::NotReady { reason: "CHAT_TOKEN_FOR_DOCTEST is not set".into() }]
+/// );
+/// ```
+pub trait ReadinessCheck<Marker>: Send + Sync + 'static {
+    #[doc(hidden)]
+    fn into_check(self) -> Check;
+}
+
+/// The marker of synchronous checks.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum SyncCheck {}
+
+/// The marker of `async` checks.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum AsyncCheck {}
+
+impl<F, E> ReadinessCheck<SyncCheck> for F
+where
+    F: Fn() -> Result<(), E> + Send + Sync + 'static,
+    E: Display,
+{
+    fn into_check(self) -> Check {
+        Check::Sync(Arc::new(move || self().map_err(|error| error.to_string())))
+    }
+}
+
+impl<F, Fut, E> ReadinessCheck<AsyncCheck> for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Display,
+{
+    fn into_check(self) -> Check {
+        Check::Async(Arc::new(move || {
+            let future = self();
+            Box::pin(async move { future.await.map_err(|error| error.to_string()) })
+        }))
+    }
+}
+
+/// A readiness check, erased.
+#[doc(hidden)]
+#[derive(Clone)]
+pub enum Check {
+    Sync(Arc<dyn Fn() -> Result<(), String> + Send + Sync>),
+    Async(Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>),
+}
+
+impl std::fmt::Debug for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Check::Sync(_) => "Check::Sync",
+            Check::Async(_) => "Check::Async",
+        })
+    }
+}
+
+impl Check {
+    /// Runs the check under `timeout`; a panic or a missed deadline is "not ready".
+    pub(crate) async fn run(&self, timeout: Duration) -> Result<(), String> {
+        let future = match self {
+            Check::Sync(check) => {
+                return catch_unwind(AssertUnwindSafe(|| check()))
+                    .unwrap_or_else(|_| Err("the readiness check panicked".into()));
+            }
+            Check::Async(check) => match catch_unwind(AssertUnwindSafe(|| check())) {
+                Ok(future) => future,
+                Err(_) => return Err("the readiness check panicked".into()),
+            },
+        };
+        match crate::execution::with_deadline(crate::execution::CatchUnwind(future), timeout).await
+        {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err("the readiness check panicked".into()),
+            None => Err(format!(
+                "the readiness check did not answer within {} ms",
+                timeout.as_millis()
+            )),
+        }
+    }
+}
+
+/// Whether a tool is ready, as last checked; read on every projection and call.
+#[derive(Debug, Default)]
+pub(crate) struct ReadyState {
+    not_ready: AtomicBool,
+    reason: Mutex<Option<String>>,
+}
+
+impl ReadyState {
+    pub(crate) fn is_ready(&self) -> bool {
+        !self.not_ready.load(Ordering::Acquire)
+    }
+
+    /// Why not, if not.
+    pub(crate) fn reason(&self) -> Option<String> {
+        if self.is_ready() {
+            return None;
+        }
+        self.reason
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records a result; whether readiness changed.
+    pub(crate) fn set(&self, result: &Result<(), String>) -> bool {
+        let mut reason = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
+        *reason = result.as_ref().err().cloned();
+        let was_not_ready = self.not_ready.swap(result.is_err(), Ordering::AcqRel);
+        was_not_ready != result.is_err()
+    }
+}
+
+/// The result of checking one tool's readiness.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ToolReadiness {
+    /// The tool.
+    pub name: String,
+    /// Why it is not ready; `None`: it is.
+    pub not_ready: Option<String>,
+}
+
+impl ToolReadiness {
+    /// Whether the tool is ready.
+    pub fn is_ready(&self) -> bool {
+        self.not_ready.is_none()
+    }
+}

@@ -1,0 +1,130 @@
+//! Where approval requests are kept: in memory by default, or in a database.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+
+use crate::declaration::BoxFuture;
+use crate::gate::approval::{ApprovalRequest, ApprovalState, StoreError};
+
+/// What the store did with a decision.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Transition {
+    /// The request was pending and now has the new state: this caller won.
+    Decided(Box<ApprovalRequest>),
+    /// The request was decided before, as given: this caller lost.
+    AlreadyDecided(ApprovalState),
+    /// No request has that id.
+    Unknown,
+}
+
+/// Keeps approval requests and their states; the in-memory [`MemoryApprovalStore`] is the
+/// default, and a database-backed store lets another process (a restarted server, another
+/// replica) decide a request.
+///
+/// The one guarantee a store must give: [`decide`](Self::decide) moves a request out of
+/// [`ApprovalState::Pending`] at most once, even when called concurrently (one transaction, or
+/// one compare-and-set), so that an approved call runs at most once.
+pub trait ApprovalStore: Send + Sync + 'static {
+    /// Keeps a new pending request.
+    fn insert<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// The request with id `id`, and its state.
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>>;
+
+    /// Moves the request from pending to `state`, atomically.
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        state: ApprovalState,
+    ) -> BoxFuture<'a, Result<Transition, StoreError>>;
+}
+
+/// The default [`ApprovalStore`]: in this process's memory, lost when it exits.
+///
+/// Share one (in an `Arc`) between registries built one after the other to let a rebuilt
+/// registry decide requests made before.
+#[derive(Debug, Default)]
+pub struct MemoryApprovalStore {
+    requests: Mutex<HashMap<String, (ApprovalRequest, ApprovalState)>>,
+}
+
+impl MemoryApprovalStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryApprovalStore::default()
+    }
+
+    /// Every request and its state, in no particular order.
+    pub fn requests(&self) -> Vec<(ApprovalRequest, ApprovalState)> {
+        self.lock().values().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (ApprovalRequest, ApprovalState)>> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ApprovalStore for MemoryApprovalStore {
+    fn insert<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
+        let result = match self.lock().entry(request.id.clone()) {
+            std::collections::hash_map::Entry::Occupied(_) => Err(StoreError::new(format!(
+                "an approval request with the id {:?} exists already",
+                request.id
+            ))),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert((request.clone(), ApprovalState::Pending));
+                Ok(())
+            }
+        };
+        Box::pin(std::future::ready(result))
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>> {
+        let found = self.lock().get(id).cloned();
+        Box::pin(std::future::ready(Ok(found)))
+    }
+
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        state: ApprovalState,
+    ) -> BoxFuture<'a, Result<Transition, StoreError>> {
+        let transition = match self.lock().get_mut(id) {
+            None => Transition::Unknown,
+            Some((request, current)) if current.is_pending() => {
+                *current = state;
+                Transition::Decided(Box::new(request.clone()))
+            }
+            Some((_, current)) => Transition::AlreadyDecided(current.clone()),
+        };
+        Box::pin(std::future::ready(Ok(transition)))
+    }
+}
+
+impl<S: ApprovalStore> ApprovalStore for std::sync::Arc<S> {
+    fn insert<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
+        (**self).insert(request)
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>> {
+        (**self).get(id)
+    }
+
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        state: ApprovalState,
+    ) -> BoxFuture<'a, Result<Transition, StoreError>> {
+        (**self).decide(id, state)
+    }
+}
