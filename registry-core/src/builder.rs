@@ -214,9 +214,10 @@ impl RegistryBuilder {
     /// panics or times out counts as not ready. Naming a tool that is not registered is a
     /// build problem.
     ///
-    /// At `build` checks run on the calling thread, without an async runtime: a check that
-    /// needs one (Tokio sockets, say) fails there; run [`Registry::check_readiness`] inside
-    /// the runtime right after building.
+    /// At `build` checks run on a thread of their own, without an async runtime: a check
+    /// that needs one (Tokio sockets or timers, say) fails there with the reason, and its tool
+    /// starts not ready; run [`Registry::check_readiness`] inside the runtime right after
+    /// building.
     #[track_caller]
     pub fn readiness<M>(
         mut self,
@@ -338,7 +339,13 @@ impl RegistryBuilder {
                 .readiness_timeout
                 .unwrap_or(crate::gate::DEFAULT_TIMEOUT),
         });
-        pollster::block_on(registry.check_readiness());
+        // On a thread of their own, so that a check that needs the caller's async runtime fails
+        // at once (rather than blocking that runtime's thread until its deadline).
+        std::thread::scope(|scope| {
+            let _ = scope
+                .spawn(|| pollster::block_on(registry.check_readiness()))
+                .join();
+        });
         for profile in self.compatible {
             if let Err(error) = registry.check(profile) {
                 problems.extend(error.0.into_iter().map(BuildProblem::Incompatible));

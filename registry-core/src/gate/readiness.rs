@@ -107,23 +107,30 @@ impl Check {
         let future = match self {
             Check::Sync(check) => {
                 return catch_unwind(AssertUnwindSafe(|| check()))
-                    .unwrap_or_else(|_| Err("the readiness check panicked".into()));
+                    .unwrap_or_else(|payload| Err(panicked(&*payload)));
             }
             Check::Async(check) => match catch_unwind(AssertUnwindSafe(|| check())) {
                 Ok(future) => future,
-                Err(_) => return Err("the readiness check panicked".into()),
+                Err(payload) => return Err(panicked(&*payload)),
             },
         };
         match crate::execution::with_deadline(crate::execution::CatchUnwind(future), timeout).await
         {
             Some(Ok(result)) => result,
-            Some(Err(_)) => Err("the readiness check panicked".into()),
+            Some(Err(message)) => Err(format!("the readiness check panicked: {message}")),
             None => Err(format!(
                 "the readiness check did not answer within {} ms",
                 timeout.as_millis()
             )),
         }
     }
+}
+
+fn panicked(payload: &(dyn std::any::Any + Send)) -> String {
+    format!(
+        "the readiness check panicked: {}",
+        crate::execution::panic_message(payload)
+    )
 }
 
 /// Whether a tool is ready, as last checked; read on every projection and call.

@@ -1,0 +1,863 @@
+//! The gate, attacked: a table of hostile approval, policy and quota cases, each run through
+//! the synchronous and the asynchronous path with the exact outcome expected, and the tool's
+//! executions counted, so that "nothing ran" is checked rather than assumed.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use registry_core::{
+    ApprovalError, ApprovalEvent, ApprovalEventKind, ApprovalRequest, ApprovalState, ApprovalStore,
+    AuditEvent, BoxFuture, CallRequest, Decision, DynamicTool, ErrorKind, MemoryApprovalStore,
+    Observation, QuotaDecision, QuotaKey, QuotaStore, RateLimit, Registry, RegistryBuilder,
+    ReplacePolicy, Run, StoreError, Subject, ToolCall, Transition,
+};
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy)]
+enum Mode {
+    Sync,
+    Async,
+}
+
+const MODES: [Mode; 2] = [Mode::Sync, Mode::Async];
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn call(mode: Mode, run: &Run, call: ToolCall) -> Observation {
+    match mode {
+        Mode::Sync => run.call_blocking(call),
+        Mode::Async => runtime().block_on(run.call(call)),
+    }
+}
+
+fn approve(mode: Mode, run: &Run, id: &str) -> Result<Observation, ApprovalError> {
+    match mode {
+        Mode::Sync => run.approve_blocking(id),
+        Mode::Async => runtime().block_on(run.approve(id)),
+    }
+}
+
+fn approve_with(
+    mode: Mode,
+    run: &Run,
+    id: &str,
+    arguments: Value,
+) -> Result<Observation, ApprovalError> {
+    match mode {
+        Mode::Sync => run.approve_with_blocking(id, arguments),
+        Mode::Async => runtime().block_on(run.approve_with(id, arguments)),
+    }
+}
+
+fn deny(mode: Mode, run: &Run, id: &str, reason: &str) -> Result<Observation, ApprovalError> {
+    match mode {
+        Mode::Sync => run.deny_blocking(id, reason),
+        Mode::Async => runtime().block_on(run.deny(id, reason)),
+    }
+}
+
+/// Every execution of the test tools: (tool, arguments).
+#[derive(Clone, Default)]
+struct Executions(Arc<Mutex<Vec<(String, Value)>>>);
+
+impl Executions {
+    fn of(&self, tool: &str) -> Vec<Value> {
+        let all = self.0.lock().unwrap();
+        all.iter()
+            .filter(|(name, _)| name == tool)
+            .map(|(_, args)| args.clone())
+            .collect()
+    }
+
+    fn count(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+fn env_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "project": {"type": "string"},
+            "env": {"enum": ["staging", "production"]}
+        },
+        "required": ["project", "env"],
+        "additionalProperties": false
+    })
+}
+
+/// `deploy` (needs approval), `status` (free), `ping` (rate limited 2/s), all counted.
+fn tools(executions: &Executions) -> Vec<DynamicTool> {
+    let counted = |name: &'static str| {
+        let executions = executions.clone();
+        move |_: &registry_core::ToolContext, args: Value| {
+            executions
+                .0
+                .lock()
+                .unwrap()
+                .push((name.into(), args.clone()));
+            Ok::<_, String>(json!(format!("{name} ran with {args}")))
+        }
+    };
+    vec![
+        DynamicTool::new("deploy", "Deploy a project.")
+            .parameters(env_schema())
+            .scopes(["deploy:write"])
+            .destructive()
+            .needs_approval(true)
+            .handler(counted("deploy")),
+        DynamicTool::new("release", "Release a project to an environment.")
+            .parameters(env_schema())
+            .scopes(["deploy:write"])
+            .handler(counted("release")),
+        DynamicTool::new("status", "Read the status.")
+            .read_only()
+            .handler(counted("status")),
+        DynamicTool::new("ping", "Answer pong.")
+            .read_only()
+            .rate_limit("2/s")
+            .handler(counted("ping")),
+    ]
+}
+
+fn builder(executions: &Executions) -> RegistryBuilder {
+    tools(executions)
+        .into_iter()
+        .fold(Registry::builder(), RegistryBuilder::tool)
+}
+
+fn subject() -> Subject {
+    Subject::new("acme")
+        .with_scopes(["deploy:write"])
+        .with_agent("release-bot")
+}
+
+fn deploy(id: &str, env: &str) -> ToolCall {
+    ToolCall::new(id, "deploy", json!({"project": "web", "env": env}))
+}
+
+/// A pending request from `run`.
+fn pending(mode: Mode, run: &Run, id: &str) -> ApprovalRequest {
+    let observation = call(mode, run, deploy(id, "production"));
+    assert_eq!(
+        observation.error_kind(),
+        Some(ErrorKind::ApprovalRequired),
+        "{observation:?}"
+    );
+    observation.approval().expect("a request").clone()
+}
+
+#[test]
+fn a_call_that_needs_approval_runs_nothing_and_says_so() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let observation = call(mode, &run, deploy("c1", "production"));
+        assert_eq!(observation.error_kind(), Some(ErrorKind::ApprovalRequired));
+        assert_eq!(executions.count(), 0, "{mode:?}");
+        let text = observation.error_text().unwrap();
+        assert!(text.contains("needs a person's approval"), "{text}");
+        assert!(text.contains("nothing was done"), "{text}");
+        let request = observation.approval().unwrap();
+        assert!(request.id().starts_with("apr_") && request.id().len() == 36);
+        assert_eq!(request.tool_name(), "deploy");
+        assert_eq!(request.call_id(), "c1");
+        assert_eq!(
+            request.arguments(),
+            &json!({"project": "web", "env": "production"})
+        );
+        assert_eq!(request.allowed_set(), run.allowed().fingerprint());
+        assert_eq!(
+            request.definition_digest(),
+            registry.get("deploy").unwrap().fingerprint()
+        );
+        assert!(request.reason().contains("marked as needing approval"));
+        assert!(request.expires_at() > request.requested_at());
+
+        let done = approve(mode, &run, request.id()).unwrap();
+        assert_eq!(done.call_id(), "c1");
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(
+            executions.of("deploy"),
+            [json!({"project": "web", "env": "production"})]
+        );
+    }
+}
+
+#[test]
+fn concurrent_approvals_execute_exactly_once() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = Arc::new(registry.open_run("run-1", &subject()));
+        let request = pending(mode, &run, "c1");
+        let outcomes: Vec<Result<Observation, ApprovalError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let run = run.clone();
+                    let id = request.id().to_owned();
+                    scope.spawn(move || approve(mode, &run, &id))
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let winners = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
+        assert_eq!(winners, 1, "{mode:?}: {outcomes:?}");
+        for outcome in outcomes.iter().filter_map(|o| o.as_ref().err()) {
+            assert!(
+                matches!(
+                    outcome,
+                    ApprovalError::AlreadyDecided {
+                        state: ApprovalState::Approved { .. },
+                        ..
+                    }
+                ),
+                "{outcome:?}"
+            );
+        }
+        assert_eq!(executions.of("deploy").len(), 1, "{mode:?}");
+    }
+}
+
+#[test]
+fn another_run_cannot_decide() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let request = pending(mode, &run, "c1");
+
+        // Another tenant; another agent; a run that sees other tools.
+        let others = [
+            registry.open_run(
+                "run-2",
+                &Subject::new("globex")
+                    .with_scopes(["deploy:write"])
+                    .with_agent("release-bot"),
+            ),
+            registry.open_run(
+                "run-3",
+                &Subject::new("acme")
+                    .with_scopes(["deploy:write"])
+                    .with_agent("intruder"),
+            ),
+            registry.open_run("run-4", &Subject::new("acme").with_agent("release-bot")),
+        ];
+        for other in &others {
+            let error = approve(mode, other, request.id()).unwrap_err();
+            assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
+            assert!(error.to_string().contains("another allowed set or subject"));
+            let error = deny(mode, other, request.id(), "no").unwrap_err();
+            assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
+        }
+        assert_eq!(executions.count(), 0);
+
+        // A run reopened for the same subject, with the same tools, can.
+        let reopened = registry.open_run("run-1-again", &subject());
+        assert!(approve(mode, &reopened, request.id()).is_ok());
+        assert_eq!(executions.of("deploy").len(), 1);
+    }
+}
+
+#[test]
+fn unknown_ids_are_refused() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = registry.open_run("run-1", &subject());
+        for id in ["", "apr_0", "apr_00000000000000000000000000000000", "x\n\0"] {
+            let error = approve(mode, &run, id).unwrap_err();
+            assert_eq!(error, ApprovalError::UnknownId { id: id.into() });
+            let error = deny(mode, &run, id, "no").unwrap_err();
+            assert_eq!(error, ApprovalError::UnknownId { id: id.into() });
+        }
+        assert_eq!(executions.count(), 0);
+    }
+}
+
+#[test]
+fn an_expired_request_is_settled_and_never_runs() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions)
+            .approval_ttl(Duration::from_millis(30))
+            .build()
+            .unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let request = pending(mode, &run, "c1");
+        std::thread::sleep(Duration::from_millis(60));
+        let error = approve(mode, &run, request.id()).unwrap_err();
+        let ApprovalError::Expired { observation, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(observation.call_id(), "c1");
+        assert_eq!(observation.error_kind(), Some(ErrorKind::Denied));
+        assert!(error.observation().is_some());
+        // Settled: it stays expired.
+        let again = approve(mode, &run, request.id()).unwrap_err();
+        assert!(matches!(
+            again,
+            ApprovalError::AlreadyDecided {
+                state: ApprovalState::Expired,
+                ..
+            }
+        ));
+        assert_eq!(executions.count(), 0);
+    }
+}
+
+#[test]
+fn a_request_whose_tool_was_revoked_or_replaced_never_runs() {
+    for mode in MODES {
+        for replaced in [false, true] {
+            let executions = Executions::default();
+            let registry = builder(&executions).build().unwrap();
+            let run = registry.open_run("run-1", &subject());
+            let request = pending(mode, &run, "c1");
+            if replaced {
+                // Even a replacement that lets old runs keep their version: the person
+                // approved a version that new runs no longer get.
+                let new = DynamicTool::new("deploy", "Deploy a project, v2.")
+                    .parameters(env_schema())
+                    .scopes(["deploy:write"])
+                    .needs_approval(true)
+                    .handler(|_, _| Ok::<_, String>(json!("v2 ran")));
+                registry
+                    .replace(new, ReplacePolicy::keep_old_runs("v2"))
+                    .unwrap();
+            } else {
+                registry.revoke("deploy", "incident 42").unwrap();
+            }
+            let error = approve(mode, &run, request.id()).unwrap_err();
+            let ApprovalError::Revoked {
+                observation, tool, ..
+            } = &error
+            else {
+                panic!("{error:?}");
+            };
+            assert_eq!(tool, "deploy");
+            assert_eq!(observation.error_kind(), Some(ErrorKind::Revoked));
+            assert_eq!(observation.call_id(), "c1");
+            assert_eq!(executions.count(), 0, "{mode:?} replaced={replaced}");
+        }
+    }
+}
+
+#[test]
+fn approve_with_invalid_arguments_keeps_the_request_pending() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let request = pending(mode, &run, "c1");
+        for invalid in [
+            json!({"project": "web", "env": "moon"}),
+            json!({"project": "web"}),
+            json!({"project": "web", "env": "staging", "force": true}),
+            json!("not an object"),
+        ] {
+            let error = approve_with(mode, &run, request.id(), invalid.clone()).unwrap_err();
+            let ApprovalError::InvalidArguments { problems, .. } = &error else {
+                panic!("{invalid}: {error:?}");
+            };
+            assert!(!problems.is_empty());
+        }
+        assert_eq!(executions.count(), 0);
+        // Edited to staging: runs with exactly the edited arguments.
+        let edited = json!({"project": "web", "env": "staging"});
+        let done = approve_with(mode, &run, request.id(), edited.clone()).unwrap();
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(executions.of("deploy"), [edited]);
+    }
+}
+
+#[test]
+fn deny_then_approve_runs_nothing() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let request = pending(mode, &run, "c1");
+        let denied = deny(mode, &run, request.id(), "not during the freeze").unwrap();
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
+        assert_eq!(denied.call_id(), "c1");
+        assert!(
+            denied
+                .error_text()
+                .unwrap()
+                .contains("not during the freeze")
+        );
+        let error = approve(mode, &run, request.id()).unwrap_err();
+        assert!(matches!(
+            error,
+            ApprovalError::AlreadyDecided {
+                state: ApprovalState::Denied { .. },
+                ..
+            }
+        ));
+        let error = approve_with(mode, &run, request.id(), request.arguments().clone());
+        assert!(error.is_err());
+        assert_eq!(executions.count(), 0);
+    }
+}
+
+#[test]
+fn a_policy_that_panics_denies_and_the_process_lives() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions)
+            .call_policy(|call: &CallRequest<'_>| {
+                if call.tool_name() == "status" {
+                    panic!("policy bug");
+                }
+                Decision::Allow
+            })
+            .build()
+            .unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let observation = call(mode, &run, ToolCall::new("c1", "status", json!({})));
+        assert_eq!(observation.error_kind(), Some(ErrorKind::Denied));
+        assert!(!observation.error_text().unwrap().contains("policy bug"));
+        assert_eq!(executions.count(), 0);
+        // Everything else still works.
+        let ping = call(mode, &run, ToolCall::new("c2", "ping", json!({})));
+        assert!(!ping.is_error(), "{ping:?}");
+    }
+}
+
+#[test]
+fn quota_exhaustion_and_refill() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let ping = |id: &str| call(mode, &run, ToolCall::new(id, "ping", json!({})));
+        assert!(!ping("c1").is_error());
+        assert!(!ping("c2").is_error());
+        let limited = ping("c3");
+        assert_eq!(limited.error_kind(), Some(ErrorKind::RateLimited));
+        let retry = limited.retry_after().expect("a time to retry");
+        assert!(
+            retry > Duration::ZERO && retry <= Duration::from_millis(500),
+            "{retry:?}"
+        );
+        assert!(limited.error_text().unwrap().contains("try again in"));
+        assert_eq!(executions.of("ping").len(), 2);
+
+        // The same tool for another subject has its own bucket.
+        let other = registry.open_run("run-2", &Subject::new("globex"));
+        assert!(
+            !other
+                .call_blocking(ToolCall::new("c4", "ping", json!({})))
+                .is_error()
+        );
+
+        std::thread::sleep(retry + Duration::from_millis(20));
+        assert!(!ping("c5").is_error(), "refilled");
+        assert_eq!(executions.of("ping").len(), 4);
+    }
+}
+
+#[test]
+fn a_registry_wide_limit_applies_to_tools_without_their_own() {
+    let executions = Executions::default();
+    let registry = builder(&executions).rate_limit("1/h").build().unwrap();
+    let run = registry.open_run("run-1", &subject());
+    let status = |id: &str| run.call_blocking(ToolCall::new(id, "status", json!({})));
+    assert!(!status("c1").is_error());
+    let limited = status("c2");
+    assert_eq!(limited.error_kind(), Some(ErrorKind::RateLimited));
+    assert!(limited.retry_after().unwrap() > Duration::from_secs(3000));
+    // `ping` keeps its own 2/s.
+    for id in ["p1", "p2"] {
+        assert!(
+            !run.call_blocking(ToolCall::new(id, "ping", json!({})))
+                .is_error()
+        );
+    }
+}
+
+#[test]
+fn budget_exhaustion() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = registry.open_run("run-1", &subject()).with_call_budget(2);
+        let status = |id: &str| call(mode, &run, ToolCall::new(id, "status", json!({})));
+        // A refused call does not spend the budget.
+        let unknown = call(mode, &run, ToolCall::new("c0", "nope", json!({})));
+        assert_eq!(unknown.error_kind(), Some(ErrorKind::UnknownTool));
+        assert!(!status("c1").is_error());
+        assert!(!status("c2").is_error());
+        let spent = status("c3");
+        assert_eq!(spent.error_kind(), Some(ErrorKind::RateLimited));
+        assert_eq!(spent.retry_after(), None);
+        assert!(spent.error_text().unwrap().contains("all 2 tool calls"));
+        assert_eq!(executions.count(), 2);
+    }
+}
+
+#[test]
+fn a_policy_sees_validated_calls_and_decides() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let executions = Executions::default();
+    let registry = builder(&executions)
+        .call_policy({
+            let seen = seen.clone();
+            move |call: &CallRequest<'_>| {
+                seen.lock().unwrap().push((
+                    call.run_id().to_owned(),
+                    call.call_id().to_owned(),
+                    call.tool_name().to_owned(),
+                    call.subject().agent().map(str::to_owned),
+                    call.arguments().clone(),
+                    call.policy().hints.destructive,
+                ));
+                match (call.tool_name(), call.arguments()["env"].as_str()) {
+                    ("release", Some("production")) => {
+                        Decision::RequireApproval("a production release".into())
+                    }
+                    ("release", Some("staging"))
+                        if call.subject().agent() != Some("release-bot") =>
+                    {
+                        Decision::Deny("only the release bot releases".into())
+                    }
+                    _ => Decision::Allow,
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &subject());
+    let release = |id: &str, env: &str| {
+        run.call_blocking(ToolCall::new(
+            id,
+            "release",
+            json!({"project": "web", "env": env}),
+        ))
+    };
+    assert!(!release("c1", "staging").is_error());
+    let waiting = release("c2", "production");
+    assert_eq!(waiting.error_kind(), Some(ErrorKind::ApprovalRequired));
+    assert_eq!(waiting.approval().unwrap().reason(), "a production release");
+    // Invalid arguments never reach the policy.
+    let invalid = release("c3", "moon");
+    assert_eq!(invalid.error_kind(), Some(ErrorKind::InvalidArguments));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(
+        seen[0],
+        (
+            "run-1".into(),
+            "c1".into(),
+            "release".into(),
+            Some("release-bot".into()),
+            json!({"project": "web", "env": "staging"}),
+            false
+        )
+    );
+
+    let intruder = registry.open_run(
+        "run-2",
+        &Subject::new("acme")
+            .with_scopes(["deploy:write"])
+            .with_agent("intern"),
+    );
+    let denied = intruder.call_blocking(ToolCall::new(
+        "c4",
+        "release",
+        json!({"project": "web", "env": "staging"}),
+    ));
+    assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
+    assert!(
+        denied
+            .error_text()
+            .unwrap()
+            .contains("only the release bot releases")
+    );
+    assert_eq!(executions.of("release").len(), 1);
+}
+
+#[test]
+fn a_run_policy_only_narrows() {
+    let executions = Executions::default();
+    let registry = builder(&executions)
+        .call_policy(|call: &CallRequest<'_>| match call.tool_name() {
+            "ping" => Decision::Deny("the registry says no".into()),
+            "status" => Decision::RequireApproval("the registry asks".into()),
+            _ => Decision::Allow,
+        })
+        .build()
+        .unwrap();
+    // The run allows everything: the registry's denial and approval still hold.
+    let lenient = registry
+        .open_run("run-1", &subject())
+        .with_call_policy(|_: &CallRequest<'_>| Decision::Allow);
+    let ping = lenient.call_blocking(ToolCall::new("c1", "ping", json!({})));
+    assert_eq!(ping.error_kind(), Some(ErrorKind::Denied));
+    let status = lenient.call_blocking(ToolCall::new("c2", "status", json!({})));
+    assert_eq!(status.error_kind(), Some(ErrorKind::ApprovalRequired));
+    // The run denies what the registry would ask about: the denial wins.
+    let strict = registry
+        .open_run("run-2", &subject())
+        .with_call_policy(|_: &CallRequest<'_>| Decision::Deny("read-only hour".into()));
+    let status = strict.call_blocking(ToolCall::new("c3", "status", json!({})));
+    assert_eq!(status.error_kind(), Some(ErrorKind::Denied));
+    assert!(status.error_text().unwrap().contains("read-only hour"));
+    assert_eq!(executions.count(), 0);
+}
+
+#[test]
+fn an_edited_approval_still_meets_the_policy() {
+    let executions = Executions::default();
+    let registry = builder(&executions)
+        .call_policy(
+            |call: &CallRequest<'_>| match call.arguments()["project"].as_str() {
+                Some("billing") => Decision::Deny("billing is frozen".into()),
+                _ => Decision::Allow,
+            },
+        )
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &subject());
+    let request = pending(Mode::Sync, &run, "c1");
+    let denied = run
+        .approve_with_blocking(
+            request.id(),
+            json!({"project": "billing", "env": "staging"}),
+        )
+        .unwrap();
+    assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
+    assert!(denied.error_text().unwrap().contains("billing is frozen"));
+    assert_eq!(executions.count(), 0);
+}
+
+#[test]
+fn a_request_survives_a_restart_with_a_shared_store() {
+    let store = Arc::new(MemoryApprovalStore::new());
+    let executions = Executions::default();
+    let first = builder(&executions)
+        .approval_store(store.clone())
+        .build()
+        .unwrap();
+    let request = pending(Mode::Sync, &first.open_run("run-1", &subject()), "c1");
+    drop(first);
+
+    // The request as a database would keep it.
+    let json = serde_json::to_value(&request).unwrap();
+    assert_eq!(json["tool_name"], "deploy");
+    assert!(json["requested_at_unix_ms"].as_u64().unwrap() > 0);
+    let back: ApprovalRequest = serde_json::from_value(json).unwrap();
+    assert_eq!(back.id(), request.id());
+    assert_eq!(back.allowed_set(), request.allowed_set());
+    assert_eq!(back.arguments(), request.arguments());
+
+    let second = builder(&executions)
+        .approval_store(store.clone())
+        .build()
+        .unwrap();
+    let reopened = second.open_run("run-1", &subject());
+    let done = reopened.approve_by_blocking(request.id(), "alice").unwrap();
+    assert!(!done.is_error(), "{done:?}");
+    assert_eq!(executions.of("deploy").len(), 1);
+    let (_, state) = store
+        .requests()
+        .into_iter()
+        .find(|(r, _)| r.id() == request.id())
+        .unwrap();
+    assert_eq!(
+        state,
+        ApprovalState::Approved {
+            by: Some("alice".into()),
+            edited: false
+        }
+    );
+}
+
+#[test]
+fn every_step_of_an_approval_is_audited_without_argument_values() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let executions = Executions::default();
+    let registry = builder(&executions)
+        .audit_sink({
+            let events = events.clone();
+            move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+        })
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &subject());
+    let first = pending(Mode::Sync, &run, "c1");
+    run.approve_by_blocking(first.id(), "alice").unwrap();
+    let second = pending(Mode::Sync, &run, "c2");
+    run.approve_with_blocking(second.id(), json!({"project": "web", "env": "staging"}))
+        .unwrap();
+    let third = pending(Mode::Sync, &run, "c3");
+    run.deny_blocking(third.id(), "no").unwrap();
+
+    let events = events.lock().unwrap().clone();
+    let approvals: Vec<&ApprovalEvent> = events
+        .iter()
+        .filter_map(|event| match event {
+            AuditEvent::Approval(a) => Some(a),
+            _ => None,
+        })
+        .collect();
+    let kinds: Vec<_> = approvals
+        .iter()
+        .map(|a| (a.kind, a.call_id.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (ApprovalEventKind::Requested, "c1"),
+            (ApprovalEventKind::Approved, "c1"),
+            (ApprovalEventKind::Requested, "c2"),
+            (ApprovalEventKind::Edited, "c2"),
+            (ApprovalEventKind::Requested, "c3"),
+            (ApprovalEventKind::Denied, "c3"),
+        ]
+    );
+    assert_eq!(approvals[1].by.as_deref(), Some("alice"));
+    // The call events carry the request they wait for or ran under.
+    let calls: Vec<_> = events
+        .iter()
+        .filter_map(|event| match event {
+            AuditEvent::Call(c) => Some((c.call_id.clone(), c.outcome, c.approval_id.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 6, "{calls:?}");
+    assert_eq!(
+        calls[0],
+        (
+            "c1".into(),
+            Some(ErrorKind::ApprovalRequired),
+            Some(first.id().into())
+        )
+    );
+    assert_eq!(calls[1], ("c1".into(), None, Some(first.id().into())));
+    assert_eq!(
+        calls[5],
+        (
+            "c3".into(),
+            Some(ErrorKind::Denied),
+            Some(third.id().into())
+        )
+    );
+    let text = format!("{events:?}");
+    assert!(
+        !text.contains("production"),
+        "argument values leaked: {text}"
+    );
+}
+
+/// A store that always fails.
+struct Broken;
+
+impl QuotaStore for Broken {
+    fn acquire<'a>(
+        &'a self,
+        _: QuotaKey<'a>,
+        _: RateLimit,
+    ) -> BoxFuture<'a, Result<QuotaDecision, StoreError>> {
+        Box::pin(async { Err(StoreError::new("connection refused")) })
+    }
+}
+
+impl ApprovalStore for Broken {
+    fn insert<'a>(&'a self, _: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Err(StoreError::new("connection refused")) })
+    }
+
+    fn get<'a>(
+        &'a self,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>> {
+        Box::pin(async { Err(StoreError::new("connection refused")) })
+    }
+
+    fn decide<'a>(
+        &'a self,
+        _: &'a str,
+        _: ApprovalState,
+    ) -> BoxFuture<'a, Result<Transition, StoreError>> {
+        Box::pin(async { Err(StoreError::new("connection refused")) })
+    }
+}
+
+#[test]
+fn stores_that_cannot_answer_fail_closed() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions)
+            .quota_store(Broken)
+            .approval_store(Broken)
+            .build()
+            .unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let ping = call(mode, &run, ToolCall::new("c1", "ping", json!({})));
+        assert_eq!(ping.error_kind(), Some(ErrorKind::Unavailable));
+        let deploy = call(mode, &run, deploy("c2", "staging"));
+        assert_eq!(deploy.error_kind(), Some(ErrorKind::Unavailable));
+        assert!(deploy.approval().is_none());
+        let error = approve(mode, &run, "apr_1").unwrap_err();
+        assert!(matches!(error, ApprovalError::Store(_)), "{error:?}");
+        // A tool without a limit is not affected.
+        assert!(!call(mode, &run, ToolCall::new("c3", "status", json!({}))).is_error());
+        assert_eq!(
+            executions.of("ping").len() + executions.of("deploy").len(),
+            0
+        );
+    }
+}
+
+#[test]
+fn a_store_can_be_asked_asynchronously_for_quotas() {
+    /// Counts in an async store, with a real await point.
+    #[derive(Default)]
+    struct Slow(AtomicUsize);
+    impl QuotaStore for Slow {
+        fn acquire<'a>(
+            &'a self,
+            _: QuotaKey<'a>,
+            limit: RateLimit,
+        ) -> BoxFuture<'a, Result<QuotaDecision, StoreError>> {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                let used = self.0.fetch_add(1, Ordering::SeqCst);
+                Ok(if used < limit.calls() as usize {
+                    QuotaDecision::Granted
+                } else {
+                    QuotaDecision::Exhausted {
+                        retry_after: Duration::from_secs(1),
+                    }
+                })
+            })
+        }
+    }
+    let executions = Executions::default();
+    let registry = builder(&executions)
+        .quota_store(Slow::default())
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &subject());
+    let outcomes: Vec<_> = runtime().block_on(async {
+        let mut outcomes = Vec::new();
+        for id in ["c1", "c2", "c3"] {
+            outcomes.push(
+                run.call(ToolCall::new(id, "ping", json!({})))
+                    .await
+                    .error_kind(),
+            );
+        }
+        outcomes
+    });
+    assert_eq!(outcomes, [None, None, Some(ErrorKind::RateLimited)]);
+}

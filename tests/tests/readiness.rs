@@ -1,0 +1,207 @@
+//! Readiness: a registered tool that cannot work is not shown to new runs, and answered
+//! `Unavailable` in older ones; checks that fail, panic or hang count as not ready.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use registry_core::{
+    AuditEvent, BuildProblem, DynamicTool, ErrorKind, HiddenReason, Registry, RegistryBuilder,
+    Subject, ToolCall,
+};
+use serde_json::json;
+
+fn counted(name: &str, runs: &Arc<AtomicUsize>) -> DynamicTool {
+    let runs = runs.clone();
+    DynamicTool::new(name, "Do the thing.").handler(move |_, _| {
+        runs.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, String>(json!("done"))
+    })
+}
+
+fn with_tools(runs: &Arc<AtomicUsize>) -> RegistryBuilder {
+    Registry::builder()
+        .tool(counted("notify", runs))
+        .tool(counted("status", runs))
+}
+
+#[test]
+fn a_tool_whose_check_fails_is_hidden_with_the_reason() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let registry = with_tools(&runs)
+        .readiness("notify", || Err::<(), _>("CHAT_TOKEN is not set"))
+        .readiness("status", || Ok::<(), String>(()))
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &Subject::new("acme"));
+    assert_eq!(run.allowed().names().collect::<Vec<_>>(), ["status"]);
+    let explanation = run.explain();
+    assert_eq!(explanation.hidden.len(), 1);
+    assert_eq!(explanation.hidden[0].name, "notify");
+    assert_eq!(
+        explanation.hidden[0].reasons,
+        [HiddenReason::NotReady {
+            reason: "CHAT_TOKEN is not set".into()
+        }]
+    );
+    assert!(
+        explanation
+            .to_string()
+            .contains("not ready: CHAT_TOKEN is not set")
+    );
+    // Hidden is not just hidden: a call is refused like any tool the run may not use.
+    let call = run.call_blocking(ToolCall::new("c1", "notify", json!({})));
+    assert_eq!(call.error_kind(), Some(ErrorKind::NotAllowed));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn readiness_changes_apply_to_new_and_old_runs() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let up = Arc::new(AtomicBool::new(true));
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let registry = with_tools(&runs)
+        .readiness("notify", {
+            let up = up.clone();
+            move || {
+                let up = up.load(Ordering::SeqCst);
+                async move {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    if up {
+                        Ok(())
+                    } else {
+                        Err("the chat service is down")
+                    }
+                }
+            }
+        })
+        .audit_sink({
+            let events = events.clone();
+            move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+        })
+        .build()
+        .unwrap();
+    // At build, the async check ran without a runtime: it needs Tokio's timer, so it failed
+    // at once, saying why; the application checks again inside its runtime.
+    let run = registry.open_run("run-0", &Subject::new("acme"));
+    let reason = run.explain().hidden[0].reasons[0].to_string();
+    assert!(
+        reason.contains("panicked") && reason.contains("Tokio"),
+        "{reason}"
+    );
+    let report = registry.check_readiness().await;
+    assert_eq!(report.len(), 1);
+    assert!(report[0].is_ready(), "{report:?}");
+
+    let old = registry.open_run("run-1", &Subject::new("acme"));
+    assert!(old.allowed().permits("notify"));
+    let generation = registry.generation();
+
+    up.store(false, Ordering::SeqCst);
+    let report = registry.check_readiness().await;
+    assert_eq!(
+        report[0].not_ready.as_deref(),
+        Some("the chat service is down")
+    );
+    assert!(registry.generation() > generation, "a change is announced");
+    let call = old.call(ToolCall::new("c1", "notify", json!({}))).await;
+    assert_eq!(call.error_kind(), Some(ErrorKind::Unavailable));
+    assert!(
+        call.error_text()
+            .unwrap()
+            .contains("not available right now")
+    );
+    assert!(
+        !call.error_text().unwrap().contains("down"),
+        "the reason is for operators"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let new = registry.open_run("run-2", &Subject::new("acme"));
+    assert!(!new.allowed().permits("notify"));
+
+    up.store(true, Ordering::SeqCst);
+    registry.check_readiness().await;
+    let again = registry.open_run("run-3", &Subject::new("acme"));
+    assert!(again.allowed().permits("notify"));
+    let call = old.call(ToolCall::new("c2", "notify", json!({}))).await;
+    assert!(!call.is_error(), "{call:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+
+    let readiness: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            AuditEvent::Readiness(r) => Some(r.not_ready.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        readiness.ends_with(&[None, Some("the chat service is down".into()), None]),
+        "{readiness:?}"
+    );
+    let audited_unavailable = events.lock().unwrap().iter().any(|event| {
+        matches!(event, AuditEvent::Call(c)
+            if c.outcome == Some(ErrorKind::Unavailable)
+                && c.detail.as_deref() == Some("the chat service is down"))
+    });
+    assert!(audited_unavailable);
+}
+
+#[test]
+fn checks_that_panic_or_hang_count_as_not_ready() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let started = std::time::Instant::now();
+    let registry = with_tools(&runs)
+        .readiness("notify", || -> Result<(), String> {
+            panic!("bug in check")
+        })
+        .readiness("status", || std::future::pending::<Result<(), String>>())
+        .readiness_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let run = registry.open_run("run-1", &Subject::new("acme"));
+    assert!(run.allowed().is_empty());
+    let reasons: Vec<String> = run
+        .explain()
+        .hidden
+        .iter()
+        .map(|tool| tool.reasons[0].to_string())
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "not ready: the readiness check panicked: bug in check",
+            "not ready: the readiness check did not answer within 50 ms"
+        ]
+    );
+}
+
+#[test]
+fn a_check_for_an_unknown_or_repeated_tool_is_a_build_problem() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let error = with_tools(&runs)
+        .readiness("notfiy", || Ok::<(), String>(()))
+        .readiness("status", || Ok::<(), String>(()))
+        .readiness("status", || Ok::<(), String>(()))
+        .build()
+        .unwrap_err();
+    let problems = error.problems();
+    assert_eq!(problems.len(), 2, "{error}");
+    assert!(
+        matches!(&problems[0], BuildProblem::UnknownReadinessTool { name, .. } if name == "notfiy")
+    );
+    assert!(
+        matches!(&problems[1], BuildProblem::RepeatedReadiness { name, .. } if name == "status")
+    );
+    let text = error.to_string();
+    assert!(
+        text.contains("\"notfiy\", which is not registered"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tests/tests/readiness.rs"),
+        "the call site: {text}"
+    );
+}
