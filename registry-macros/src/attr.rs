@@ -14,6 +14,8 @@ const KEYS: &[&str] = &[
     "scopes",
     "tenants",
     "timeout",
+    "needs_approval",
+    "rate_limit",
     "read_only",
     "destructive",
     "idempotent",
@@ -36,6 +38,10 @@ pub(crate) struct ToolAttr {
     pub(crate) tenants: Option<LitStr>,
     /// `timeout = "5s"`: a call that takes longer is answered `TimedOut`.
     pub(crate) timeout: Option<LitStr>,
+    /// `needs_approval`: every call waits for a person's approval.
+    pub(crate) needs_approval: Option<Span>,
+    /// `rate_limit = "10/min"`: at most that many calls per subject and tool.
+    pub(crate) rate_limit: Option<LitStr>,
     /// `read_only`: the tool does not modify its environment.
     pub(crate) read_only: Option<Span>,
     /// `destructive`: the tool may destroy or overwrite data.
@@ -105,6 +111,8 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         "scopes" => set(cx, meta, &mut attr.scopes, string(meta)?),
         "tenants" => set(cx, meta, &mut attr.tenants, string(meta)?),
         "timeout" => set(cx, meta, &mut attr.timeout, string(meta)?),
+        "needs_approval" => set(cx, meta, &mut attr.needs_approval, flag(cx, meta)?),
+        "rate_limit" => set(cx, meta, &mut attr.rate_limit, string(meta)?),
         "read_only" => set(cx, meta, &mut attr.read_only, flag(cx, meta)?),
         "destructive" => set(cx, meta, &mut attr.destructive, flag(cx, meta)?),
         "idempotent" => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),
@@ -197,4 +205,26 @@ fn unknown_key_message(key: &str) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unknown_key_message;
+
+    #[test]
+    fn misspelled_keys_suggest_the_nearest() {
+        for (typed, meant) in [
+            ("ratelimit", "rate_limit"),
+            ("rate_limt", "rate_limit"),
+            ("needs_aproval", "needs_approval"),
+            ("needsapproval", "needs_approval"),
+            ("readonly", "read_only"),
+        ] {
+            let message = unknown_key_message(typed);
+            assert!(
+                message.contains(&format!("; did you mean `{meant}`?")),
+                "{message}"
+            );
+        }
+    }
 }

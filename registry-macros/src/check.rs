@@ -14,6 +14,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
     check_scopes(cx, attr);
     check_tenants(cx, attr);
     check_timeout(cx, attr);
+    check_rate_limit(cx, attr);
     check_hints(cx, attr);
     check_signature(cx, tool);
     check_params(cx, tool);
@@ -147,6 +148,43 @@ pub(crate) fn timeout_millis(value: &str) -> Result<u64, String> {
     }
 }
 
+fn check_rate_limit(cx: &Ctxt, attr: &ToolAttr) {
+    if let Some(rate_limit) = &attr.rate_limit
+        && let Err(problem) = rate_limit_parts(&rate_limit.value())
+    {
+        cx.error_spanned_by(rate_limit, problem);
+    }
+}
+
+/// The calls and the seconds of a `rate_limit = "10/min"` value: `<calls>/<unit>`, the unit
+/// one of `s`, `min`, `h`. The error is the one `registry_core` gives for the same text at run
+/// time (`gate::rate_limit::parse` and `RateLimitError`), word for word: keep them in step.
+pub(crate) fn rate_limit_parts(value: &str) -> Result<(u32, u64), String> {
+    rate_limit_reason(value).map_err(|reason| format!("invalid rate limit {value:?}: {reason}"))
+}
+
+fn rate_limit_reason(text: &str) -> Result<(u32, u64), &'static str> {
+    let Some((calls, unit)) = text.split_once('/') else {
+        return Err("write it as calls per unit, as in \"10/min\"");
+    };
+    let calls: u32 = calls
+        .trim()
+        .parse()
+        .map_err(|_| "the number of calls must be a whole number, as in \"10/min\"")?;
+    if calls == 0 {
+        return Err(
+            "the number of calls must be at least 1; to forbid a tool, revoke it or deny it in a call policy",
+        );
+    }
+    let seconds = match unit.trim() {
+        "s" => 1,
+        "min" => 60,
+        "h" => 3600,
+        _ => return Err("the unit must be `s`, `min` or `h`, as in \"10/min\""),
+    };
+    Ok((calls, seconds))
+}
+
 /// The entries of a `scopes = "a:b, c"` (or `tenants = "..."`) value, without the white
 /// space around them.
 pub(crate) fn split_list(value: &str) -> Vec<&str> {
@@ -278,5 +316,43 @@ fn check_owned(cx: &Ctxt, ty: &Type) {
             cx.error_spanned_by(ty, "a tool parameter needs a concrete type")
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_limit_parts;
+
+    #[test]
+    fn rate_limits_in_every_unit() {
+        assert_eq!(rate_limit_parts("3/s"), Ok((3, 1)));
+        assert_eq!(rate_limit_parts("10/min"), Ok((10, 60)));
+        assert_eq!(rate_limit_parts(" 1 / h "), Ok((1, 3600)));
+        assert_eq!(rate_limit_parts("4294967295/s"), Ok((u32::MAX, 1)));
+    }
+
+    #[test]
+    fn malformed_rate_limits_say_why_as_the_core_does() {
+        assert_eq!(
+            rate_limit_parts("10/week").unwrap_err(),
+            r#"invalid rate limit "10/week": the unit must be `s`, `min` or `h`, as in "10/min""#
+        );
+        assert_eq!(
+            rate_limit_parts("10 per minute").unwrap_err(),
+            r#"invalid rate limit "10 per minute": write it as calls per unit, as in "10/min""#
+        );
+        for text in ["ten/min", "-1/min", "1.5/min", "4294967296/s", "/min"] {
+            assert!(
+                rate_limit_parts(text)
+                    .unwrap_err()
+                    .ends_with(r#"the number of calls must be a whole number, as in "10/min""#),
+                "{text}"
+            );
+        }
+        assert!(
+            rate_limit_parts("0/min")
+                .unwrap_err()
+                .ends_with("the number of calls must be at least 1; to forbid a tool, revoke it or deny it in a call policy")
+        );
     }
 }

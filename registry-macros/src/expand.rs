@@ -8,7 +8,7 @@ use syn::Item;
 use syn::spanned::Spanned;
 
 use crate::attr::{self, ToolAttr};
-use crate::check::{check, split_list, timeout_millis};
+use crate::check::{check, rate_limit_parts, split_list, timeout_millis};
 use crate::ctxt::Ctxt;
 use crate::model::{Output, Param, ParamKind, ToolFn};
 
@@ -122,6 +122,17 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         }
         _ => quote!(::core::option::Option::None),
     };
+    let needs_approval = attr.needs_approval.is_some();
+    let rate_limit = match attr
+        .rate_limit
+        .as_ref()
+        .map(|r| rate_limit_parts(&r.value()))
+    {
+        Some(Ok((calls, seconds))) => {
+            quote!(::core::option::Option::Some(#rc::RateLimit::checked(#calls, #seconds)))
+        }
+        _ => quote!(::core::option::Option::None),
+    };
     let [read_only, destructive, idempotent, open_world] = [
         attr.read_only,
         attr.destructive,
@@ -156,8 +167,8 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                     scopes: &[#(#scopes),*],
                     tenants: &[#(#tenants),*],
                     timeout: #timeout,
-                    needs_approval: false,
-                    rate_limit: ::core::option::Option::None,
+                    needs_approval: #needs_approval,
+                    rate_limit: #rate_limit,
                     hints: #rc::Hints {
                         read_only: #read_only,
                         destructive: #destructive,
