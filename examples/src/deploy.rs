@@ -1,6 +1,6 @@
 //! Deployment tools: they change things, so they need write scopes.
 
-use registry_core::{ToolContext, tool};
+use registry_core::{CallRequest, Decision, ToolContext, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -44,4 +44,31 @@ pub fn rollback(
     env: Environment,
 ) -> String {
     format!("{env:?} rolled back")
+}
+
+/// Delete a preview environment and everything in it.
+///
+/// Destructive and irreversible: every call waits for a person's approval.
+#[tool(scopes = "deploy:write", destructive, needs_approval)]
+pub fn drop_preview(
+    /// The preview environment, e.g. `pr-1234`.
+    name: String,
+) -> Result<String, String> {
+    if !name.starts_with("pr-") {
+        return Err(format!(
+            "{name:?} is not a preview environment (they are named pr-N)"
+        ));
+    }
+    Ok(format!("preview {name} deleted"))
+}
+
+/// The example programs' call policy: a deploy to production waits for a person; the rest
+/// is allowed.
+pub fn policy(call: &CallRequest<'_>) -> Decision {
+    match (call.tool_name(), call.arguments()["env"].as_str()) {
+        ("deploy", Some("production")) => {
+            Decision::RequireApproval("a deploy to production".into())
+        }
+        _ => Decision::Allow,
+    }
 }

@@ -83,7 +83,7 @@ pub fn list_builds(
 }
 
 /// Run a project's last build again.
-#[tool(scopes = "build:write", idempotent)]
+#[tool(scopes = "build:write", idempotent, rate_limit = "3/min")]
 pub async fn retry_build(
     /// Project identifier, e.g. `web`.
     project: String,

@@ -4,14 +4,10 @@
 //!
 //! Run it with `cargo run -p registry-examples --bin catalog`.
 
-use registry_core::{Registry, RegistryError, Tool};
-
-// The tools live in the examples library and in `build-tools`, which the library links.
-use registry_examples as _;
+use registry_core::{RegistryError, Tool};
 
 fn main() -> Result<(), RegistryError> {
-    let registry = Registry::builder()
-        .declared()
+    let registry = registry_examples::registry()
         .require(["get_status", "deploy", "search_docs"])
         .build()?;
     println!(
@@ -55,6 +51,12 @@ fn print_tool(tool: &Tool) {
     println!("== {}", tool.name());
     println!("   scopes: {scopes}");
     println!("   hints:  {hints}");
+    if policy.needs_approval {
+        println!("   gate:   every call waits for a person's approval");
+    }
+    if let Some(limit) = policy.rate_limit {
+        println!("   gate:   at most {limit} per subject");
+    }
     println!("   source: {}", tool.source());
     let json = serde_json::to_string_pretty(&*tool.definition()).expect("a definition is JSON");
     for line in json.lines() {

@@ -1,19 +1,19 @@
 //! The whole library in one offline run: tools declared in two modules and a tools crate,
 //! two subjects and what each is shown, the export for each provider, then a bundled
 //! transcript of model calls (valid and hostile) arriving in a provider's format, with the
-//! observation each one gets and the result message rendered back, a revocation in the
-//! middle, and the audit log at the end. No network, no key.
+//! observation each one gets and the result message rendered back; the gate at work (a
+//! production deploy and a destructive tool waiting for a person, approved and denied, a rate
+//! limit, a tool that is not ready); a revocation in the middle, and the audit log at the end.
+//! No network, no key.
 //!
 //! Run it with `cargo run -p registry-examples --bin demo`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use registry_core::{AuditEvent, Profile, Registry, Run, Subject};
+use registry_core::{AuditEvent, Profile, Run, Subject};
 use serde::Deserialize;
 use serde_json::{Value, json};
-
-use registry_examples as _;
 
 /// The transcript bundled with the example.
 const TRANSCRIPT: &str = include_str!("../../transcripts/transcript.json");
@@ -47,6 +47,23 @@ enum Step {
         revoke: String,
         reason: String,
     },
+    /// A person approves the call with this id, which waits for approval.
+    Approve {
+        approve: String,
+        by: String,
+    },
+    /// A person denies it.
+    Deny {
+        deny: String,
+        by: String,
+        reason: String,
+    },
+}
+
+/// A call that waits for a person: its run and the request's id.
+struct Waiting {
+    run: String,
+    id: String,
 }
 
 #[derive(Deserialize)]
@@ -67,7 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let log = audit_log.clone();
         move |event: &AuditEvent| log.lock().unwrap().push(event.clone())
     };
-    let registry = Registry::builder().declared().audit_sink(sink).build()?;
+    let registry = registry_examples::registry().audit_sink(sink).build()?;
     println!(
         "The registry has {} tools: {}\n",
         registry.len(),
@@ -91,8 +108,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     show_exports(&runs["reader"]);
 
     println!("== The transcript\n");
+    let mut waiting: BTreeMap<String, Waiting> = BTreeMap::new();
     for step in transcript.steps {
         match step {
+            Step::Approve { approve, by } => {
+                let Some(call) = waiting.remove(&approve) else {
+                    return Err(format!(
+                        "the transcript approves {approve:?}, which waits for nothing"
+                    )
+                    .into());
+                };
+                println!("[{by}] approves {approve}");
+                let observation = runs[&call.run].approve_by_blocking(&call.id, by.as_str())?;
+                show_answer(
+                    &observation,
+                    provider(&transcript.subjects[&call.run].provider),
+                );
+                println!();
+            }
+            Step::Deny { deny, by, reason } => {
+                let Some(call) = waiting.remove(&deny) else {
+                    return Err(
+                        format!("the transcript denies {deny:?}, which waits for nothing").into(),
+                    );
+                };
+                println!("[{by}] denies {deny}: {reason}");
+                let observation = runs[&call.run].deny_blocking(&call.id, reason.as_str())?;
+                show_answer(
+                    &observation,
+                    provider(&transcript.subjects[&call.run].provider),
+                );
+                println!();
+            }
             Step::Revoke { revoke, reason } => {
                 registry.revoke(&revoke, reason.as_str())?;
                 println!("[operator] revokes {revoke:?}: {reason}\n");
@@ -105,14 +152,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let calls = profile.parse_calls(&response)?;
                 for call in calls {
                     let observation = runs[&run].call_blocking(call);
-                    match observation.error_kind() {
-                        None => println!("  -> ok: {}", observation.content()),
-                        Some(kind) => println!(
-                            "  -> {kind}: {}",
-                            observation.error_text().unwrap_or_default()
-                        ),
+                    if let Some(request) = observation.approval() {
+                        // An application asks a person before answering the model.
+                        println!(
+                            "  -> waits for approval {}: {}",
+                            request.id(),
+                            request.question()
+                        );
+                        waiting.insert(
+                            observation.call_id().to_owned(),
+                            Waiting {
+                                run: run.clone(),
+                                id: request.id().to_owned(),
+                            },
+                        );
+                        continue;
                     }
-                    println!("  sent back: {}", profile.render(&observation));
+                    show_answer(&observation, profile);
                 }
                 println!();
             }
@@ -124,6 +180,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", audit_line(event));
     }
     Ok(())
+}
+
+/// The observation, and the result message the model gets.
+fn show_answer(observation: &registry_core::Observation, profile: Profile) {
+    match (observation.error_kind(), observation.retry_after()) {
+        (None, _) => println!("  -> ok: {}", observation.content()),
+        (Some(kind), Some(retry)) => println!(
+            "  -> {kind} (retry after {} ms): {}",
+            retry.as_millis(),
+            observation.error_text().unwrap_or_default()
+        ),
+        (Some(kind), None) => println!(
+            "  -> {kind}: {}",
+            observation.error_text().unwrap_or_default()
+        ),
+    }
+    println!("  sent back: {}", profile.render(observation));
 }
 
 /// What each provider is shown for the same run: the first tool of each export, in full.
@@ -236,6 +309,24 @@ fn audit_line(event: &AuditEvent) -> String {
         AuditEvent::Change(c) => format!(
             "change     {} {:?}: {}",
             c.change.name, c.change.kind, c.change.reason
+        ),
+        AuditEvent::Approval(a) => format!(
+            "approval   {:<10} {} {:<17} {}{}  {}",
+            a.run_id,
+            a.call_id,
+            a.tool,
+            a.kind.as_str(),
+            a.by.as_deref()
+                .map(|by| format!(" by {by}"))
+                .unwrap_or_default(),
+            a.id
+        ),
+        AuditEvent::Readiness(r) => format!(
+            "readiness  {} {}",
+            r.tool,
+            r.not_ready
+                .as_deref()
+                .map_or("ready".to_owned(), |why| format!("not ready: {why}"))
         ),
         other => format!("{other:?}"),
     }

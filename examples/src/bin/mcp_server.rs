@@ -207,7 +207,8 @@ fn init_logging(filter: &str) -> Result<(), String> {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let registry = Registry::from_inventory()?;
+    let registry = registry_examples::registry().build()?;
+    registry.check_readiness().await;
     if let Some((file, name)) = args.revoke_on.clone() {
         revoke_when_present(registry.clone(), file, name);
     }

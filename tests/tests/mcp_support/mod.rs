@@ -28,9 +28,10 @@ pub const AUDITOR_TOKEN: &str = "auditor-dev-token-0003-globex";
 /// What the read-only support bot (tenant acme, `build:read`) sees.
 pub const READER_TOOLS: [&str; 4] = ["changelog", "get_status", "list_builds", "search_docs"];
 /// What the release bot (tenant acme, every scope) sees.
-pub const WRITER_TOOLS: [&str; 7] = [
+pub const WRITER_TOOLS: [&str; 8] = [
     "changelog",
     "deploy",
+    "drop_preview",
     "get_status",
     "list_builds",
     "retry_build",
