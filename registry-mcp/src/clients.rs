@@ -4,8 +4,9 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::SystemTime;
 
-use registry_core::{Fingerprint, Profile, Registry, Run, Subject};
+use registry_core::{ApprovalRequest, Fingerprint, Profile, Registry, Run, Subject};
 use rmcp::model::Tool;
 use rmcp::{Peer, RoleServer};
 use tokio::sync::watch;
@@ -128,6 +129,17 @@ pub(crate) struct Client {
     /// Bumped whenever what this client may see changed; `subscriptions/listen` streams
     /// (2026-07-28) wait on it.
     visible: watch::Sender<u64>,
+    /// Approval questions sent as input requests of an `input_required` result (protocol
+    /// 2026-07-28), by approval id, until the client retries the call with the answer.
+    asked: Mutex<HashMap<String, Asked>>,
+}
+
+/// An approval question waiting for the client's answer in a retried call.
+pub(crate) struct Asked {
+    /// The run that made the call, which decides it.
+    pub(crate) slot: Arc<RunSlot>,
+    /// What the person was asked about.
+    pub(crate) request: ApprovalRequest,
 }
 
 struct Runs {
@@ -187,7 +199,22 @@ impl Client {
             }),
             peers: Mutex::new(Vec::new()),
             visible: watch::channel(0).0,
+            asked: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Remembers an approval question the client was sent, to decide it when the client
+    /// retries the call with the answer; forgets questions whose requests expired.
+    pub(crate) fn remember_question(&self, slot: Arc<RunSlot>, request: ApprovalRequest) {
+        let now = SystemTime::now();
+        let mut asked = lock(&self.asked);
+        asked.retain(|_, asked| asked.request.expires_at() > now);
+        asked.insert(request.id().to_owned(), Asked { slot, request });
+    }
+
+    /// The approval question `id` this client was sent, taken: it is answered once.
+    pub(crate) fn take_question(&self, id: &str) -> Option<Asked> {
+        lock(&self.asked).remove(id)
     }
 
     /// The run calls are served from.

@@ -12,6 +12,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use crate::approval;
 use crate::clients::{Client, RunSlot, Shared};
 use crate::tokens::Principal;
 
@@ -27,11 +28,31 @@ use crate::tokens::Principal;
 ///   [`ServerOptions::page_size`](crate::ServerOptions::page_size) with an opaque cursor.
 /// - `tools/call`: a [`ToolCall`] with the JSON-RPC request id as call id, resolved and run by
 ///   the run. An unknown tool and a tool this run may not see are both JSON-RPC error -32602
-///   with the same message; every other outcome is a `CallToolResult`, `isError: true` for
-///   invalid arguments, failures, panics, timeouts and revoked tools.
+///   with the same message; every other outcome is a `CallToolResult`, `isError: true` with
+///   the run's text for invalid arguments, failures, panics, timeouts, revoked tools, and the
+///   gate's refusals (denied by a call policy, rate limited, unavailable), none of which ran.
+/// - A call that needs a person's approval (a `needs_approval` tool, or a call policy's
+///   `RequireApproval`) is asked about, if the client declared form elicitation: an
+///   `elicitation/create` (on protocol 2026-07-28, the input request `approval` of an
+///   `input_required` result) whose message is [`ApprovalRequest::question`] and whose form
+///   is one required checkbox, `approve`. Accepted with `approve: true`, the call runs
+///   ([`Run::approve_by`], the client's id as approver) with exactly the arguments shown, and
+///   its result is the answer. Declined, cancelled, or accepted without `approve: true`, the
+///   request is denied ("the user declined") and the answer is `isError: true` with the
+///   denial's text. If no answer can be had (the client fails the request, the connection
+///   closes, [`ServerOptions::approval_timeout`] passes, the call is cancelled), it is denied
+///   too: nothing runs without a yes.
+/// - A client without form elicitation cannot ask anyone: the answer is `isError: true`,
+///   saying that the tool needs a person's approval which this client cannot give and that
+///   nothing was done, and the request is **denied** rather than left pending, so that it
+///   cannot run later, unseen, after the model was told that nothing was done.
 /// - Changes of the registry that alter what the subject may see are announced with
 ///   `notifications/tools/list_changed`: unscoped to connections that went through
 ///   `initialize`, and on `subscriptions/listen` streams that asked for them (2026-07-28).
+///
+/// [`ApprovalRequest::question`]: registry_core::ApprovalRequest::question
+/// [`Run::approve_by`]: registry_core::Run::approve_by
+/// [`ServerOptions::approval_timeout`]: crate::ServerOptions::approval_timeout
 #[derive(Clone)]
 pub struct RegistryServer {
     shared: Arc<Shared>,
@@ -172,10 +193,17 @@ impl ServerHandler for RegistryServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let client = self.client(&context.extensions)?;
+        if let Some(state) = request.request_state.clone() {
+            return approval::resume(&client, request, &state).await;
+        }
         let slot = client.current();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
         let observation = slot.run.call(call).await;
+        if let Some(pending) = observation.approval() {
+            let options = &self.shared.options;
+            return approval::ask(&client, slot.clone(), pending, &context, options).await;
+        }
         call_result(&observation).map(CallToolResponse::from)
     }
 
@@ -224,13 +252,40 @@ impl ServerHandler for RegistryServer {
 /// The MCP answer to an observation: JSON-RPC error -32602 for an unknown or hidden tool (the
 /// same message for both, so a hidden tool's existence does not leak), otherwise the
 /// `CallToolResult` of the MCP profile.
+///
+/// | kind | answer |
+/// | --- | --- |
+/// | none (success) | `CallToolResult`, `structuredContent` with an output schema |
+/// | `UnknownTool`, `NotAllowed` | JSON-RPC error -32602, the run's text |
+/// | `InvalidArguments`, `ExecutionFailed`, `Panicked`, `TimedOut`, `Revoked` | `isError: true`, the run's text |
+/// | `Denied`, `RateLimited`, `Unavailable` | `isError: true`, the run's text (nothing ran) |
+/// | `ApprovalRequired` | asked first (see [`RegistryServer`]); if it ever gets here, `isError: true` |
+///
+/// A kind added to `ErrorKind` later (it is non-exhaustive) is an `isError` result too.
 pub(crate) fn call_result(observation: &Observation) -> Result<CallToolResult, ErrorData> {
-    if let Some(ErrorKind::UnknownTool | ErrorKind::NotAllowed) = observation.error_kind() {
-        let text = observation
-            .error_text()
-            .unwrap_or("unknown tool")
-            .to_owned();
-        return Err(ErrorData::invalid_params(text, None));
+    match observation.error_kind() {
+        Some(ErrorKind::UnknownTool | ErrorKind::NotAllowed) => {
+            let text = observation
+                .error_text()
+                .unwrap_or("unknown tool")
+                .to_owned();
+            return Err(ErrorData::invalid_params(text, None));
+        }
+        None
+        | Some(
+            ErrorKind::InvalidArguments
+            | ErrorKind::ExecutionFailed
+            | ErrorKind::Panicked
+            | ErrorKind::TimedOut
+            | ErrorKind::Revoked
+            | ErrorKind::Denied
+            | ErrorKind::ApprovalRequired
+            | ErrorKind::RateLimited
+            | ErrorKind::Unavailable,
+        ) => {}
+        // `ErrorKind` is `#[non_exhaustive]`, so a match on it outside registry-core needs this
+        // arm: a kind added later is an error the model reads, like those above.
+        Some(_) => {}
     }
     serde_json::from_value(Profile::Mcp.render(observation)).map_err(|error| {
         tracing::error!(%error, "a rendered result is not an MCP CallToolResult");

@@ -37,8 +37,16 @@
 //!   request id and whose arguments are the request's (`{}` when absent), resolved and run by
 //!   the run. An unknown tool and a hidden one are the same JSON-RPC error -32602; every
 //!   other outcome is a `CallToolResult` rendered by the MCP profile, with `isError: true`
-//!   for invalid arguments, failures, panics, timeouts and revoked tools, and
-//!   `structuredContent` when the tool has an output schema.
+//!   for invalid arguments, failures, panics, timeouts, revoked tools and the gate's refusals
+//!   (a call policy's denial, a rate limit, a tool not ready), and `structuredContent` when
+//!   the tool has an output schema.
+//! - **Approvals.** A call that needs a person's approval is put to the client's user with
+//!   elicitation (`elicitation/create`; on protocol 2026-07-28 an `input_required` result)
+//!   if the client declared it: a form with one checkbox, `approve`, and the request's
+//!   question as message. Ticked and accepted, the call runs with exactly the arguments
+//!   shown; declined, cancelled or unanswered, it is denied and the answer is `isError`. A
+//!   client without elicitation gets `isError` saying it cannot give the approval the tool
+//!   needs and that nothing was done, and the request is denied. See [`RegistryServer`].
 //! - **Changes.** The registry is polled for revocations and replacements
 //!   ([`ServerOptions::poll_interval`], or [`McpServer::check_changes`] at once). When a change
 //!   alters what a client may see, a new run is opened for it and
@@ -53,9 +61,11 @@
 //! # What it does not do
 //!
 //! No TLS (put a reverse proxy in front for anything beyond loopback), no OAuth (static
-//! bearer tokens from a file), no resources, prompts, sampling or tasks, no rate limiting,
-//! and no persistence of sessions across restarts.
+//! bearer tokens from a file), no resources, prompts, sampling or tasks, no rate limiting of
+//! its own (the registry's rate limits and call policies apply), no approval of calls other
+//! than through the client's elicitation, and no persistence of sessions across restarts.
 
+mod approval;
 mod clients;
 mod handler;
 mod http;

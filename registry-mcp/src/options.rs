@@ -27,6 +27,11 @@ pub struct ServerOptions {
     /// leaves only the tools' own. With a deadline, a synchronous tool runs on a thread of
     /// its own rather than on the server's async workers.
     pub call_timeout: Option<Duration>,
+    /// How long a person has to answer the approval question of a call that needs approval
+    /// (`elicitation/create`, sent to clients that support elicitation), at most until the
+    /// approval request itself expires. Unanswered in time, the call is denied. Default 10
+    /// minutes.
+    pub approval_timeout: Duration,
     /// The largest message accepted, in bytes: a longer stdio line is dropped, a larger HTTP
     /// body answered 413. Default 8 MiB (the registry's argument limit is 4 MiB).
     pub max_message_bytes: usize,
@@ -44,6 +49,7 @@ impl Default for ServerOptions {
             page_size: 100,
             poll_interval: Duration::from_millis(200),
             call_timeout: None,
+            approval_timeout: Duration::from_secs(10 * 60),
             max_message_bytes: 8 * 1024 * 1024,
             name: env!("CARGO_PKG_NAME").to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -68,6 +74,12 @@ impl ServerOptions {
     /// Sets a deadline for every call.
     pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets how long a person has to answer an approval question.
+    pub fn with_approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = timeout;
         self
     }
 

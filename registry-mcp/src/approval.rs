@@ -1,0 +1,299 @@
+//! Calls that need a person's approval: the question put to the client's user with MCP
+//! elicitation, and what the model is told when no one can be asked.
+//!
+//! # The question
+//!
+//! A form-mode `elicitation/create` whose message is [`ApprovalRequest::question`] (`Allow
+//! "deploy" with {"env":"production"}? (a production deploy)`) and whose `requestedSchema` is
+//! an object with one required boolean property, `approve` (titled "Allow this call", default
+//! `false`). MCP restricts a form to a flat object of primitive properties, and says nothing
+//! of what an empty form's "accept" means; a checkbox the person must tick makes the approval
+//! explicit, and a client that submits the form with its defaults (or a person who submits
+//! it unticked) approves nothing. So:
+//!
+//! - `accept` with `{"approve": true}`: approved; the call runs, with exactly the arguments
+//!   shown, and its result answers the `tools/call`;
+//! - `accept` with anything else, `decline`, `cancel`: denied, "the user declined";
+//! - no answer (an error from the client, a closed connection, no answer within
+//!   [`ServerOptions::approval_timeout`](crate::ServerOptions::approval_timeout), the
+//!   `tools/call` cancelled): denied, the approval "could not be obtained". Nothing runs
+//!   without a yes.
+//!
+//! On protocol 2026-07-28, which forbids requests from server to client, the same question is
+//! the input request `approval` of an `input_required` result, and the approval request's id is
+//! its `requestState`; the client retries the call with the answer. The id is looked up among
+//! the questions sent to this client only (a state from elsewhere is refused with -32602), and
+//! each is answered once.
+//!
+//! # Clients that cannot be asked
+//!
+//! A client that did not declare form elicitation gets an `isError` result saying that the
+//! tool needs a person's approval, which this client cannot give, and that nothing was done;
+//! the approval request is **denied** ("the MCP client cannot ask a person for approval").
+//! Left pending, it could be approved later by someone else and run with no one waiting for
+//! its result, after the model was told nothing was done; denied, what the model was told stays
+//! true, and the audit log says why.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use registry_core::{ApprovalError, ApprovalRequest, Observation};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest, InputRequiredResult, ProtocolVersion,
+};
+use rmcp::service::{RequestContext, ServiceError};
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+
+use crate::clients::{Client, RunSlot};
+use crate::handler::call_result;
+use crate::options::ServerOptions;
+
+/// The key of the approval question among the input requests of an `input_required` result.
+const QUESTION_KEY: &str = "approval";
+/// The form's one field: whether the person allows the call.
+const APPROVE_FIELD: &str = "approve";
+
+/// What came of asking.
+enum Answer {
+    /// The person allowed the call.
+    Approved,
+    /// The person said no, or did not say yes: the reason recorded.
+    Declined(&'static str),
+    /// No answer could be had: why.
+    NotObtained(String),
+}
+
+/// Answers a call that needs approval (`request`, made in `slot`'s run): asks the client's
+/// user if the client supports form elicitation, and otherwise denies it.
+pub(crate) async fn ask(
+    client: &Client,
+    slot: Arc<RunSlot>,
+    request: &ApprovalRequest,
+    context: &RequestContext<RoleServer>,
+    options: &ServerOptions,
+) -> Result<CallToolResponse, ErrorData> {
+    if !can_elicit_form(context.client_capabilities()) {
+        return cannot_ask(client, &slot, request)
+            .await
+            .map(CallToolResponse::from);
+    }
+    let modern = context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    if modern {
+        // No requests from server to client on 2026-07-28: the question goes back in an
+        // `input_required` result, and the client retries the call with the answer.
+        tracing::info!(
+            client = %client.id,
+            tool = request.tool_name(),
+            approval = request.id(),
+            "asking the client's user for approval (input_required)"
+        );
+        let question = InputRequest::Elicitation(ElicitRequest::new(question(request)));
+        let requests = BTreeMap::from([(QUESTION_KEY.to_owned(), question)]);
+        client.remember_question(slot, request.clone());
+        let result = InputRequiredResult::new(Some(requests), Some(request.id().to_owned()));
+        return Ok(result.into());
+    }
+    tracing::info!(
+        client = %client.id,
+        tool = request.tool_name(),
+        approval = request.id(),
+        "asking the client's user for approval (elicitation/create)"
+    );
+    let left = request
+        .expires_at()
+        .duration_since(SystemTime::now())
+        .unwrap_or(Duration::ZERO);
+    let wait = options.approval_timeout.min(left);
+    let asking = context
+        .peer
+        .create_elicitation_with_timeout(question(request), Some(wait));
+    let answer = tokio::select! {
+        answered = asking => match answered {
+            Ok(result) => answer_of(&result),
+            Err(error) => Answer::NotObtained(failure(&error, wait)),
+        },
+        () = context.ct.cancelled() => {
+            Answer::NotObtained("the call was cancelled before anyone answered".to_owned())
+        }
+    };
+    decide(client, &slot, request, answer)
+        .await
+        .map(CallToolResponse::from)
+}
+
+/// Answers the retry of a call whose approval question went back in an `input_required`
+/// result (protocol 2026-07-28): `state` is the approval request's id.
+pub(crate) async fn resume(
+    client: &Client,
+    mut params: CallToolRequestParams,
+    state: &str,
+) -> Result<CallToolResponse, ErrorData> {
+    let Some(asked) = client.take_question(state) else {
+        return Err(ErrorData::invalid_params(
+            "the requestState names no approval question waiting for an answer from this client (it was answered already, or it expired); call the tool again",
+            None,
+        ));
+    };
+    let answer = if params.name != asked.request.tool_name() {
+        Answer::NotObtained("the retried call names another tool".to_owned())
+    } else {
+        let response = params
+            .input_responses
+            .as_mut()
+            .and_then(|responses| responses.remove(QUESTION_KEY));
+        match response.map(serde_json::from_value::<ElicitResult>) {
+            Some(Ok(result)) => answer_of(&result),
+            Some(Err(error)) => Answer::NotObtained(format!(
+                "the client's answer is not an elicitation result: {error}"
+            )),
+            None => Answer::NotObtained(
+                "the client retried the call without answering the approval question".to_owned(),
+            ),
+        }
+    };
+    decide(client, &asked.slot, &asked.request, answer)
+        .await
+        .map(CallToolResponse::from)
+}
+
+/// Whether the client declared form elicitation (an empty `elicitation` capability means form,
+/// as before modes existed).
+fn can_elicit_form(capabilities: Option<ClientCapabilities>) -> bool {
+    capabilities
+        .and_then(|capabilities| capabilities.elicitation)
+        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+}
+
+/// The approval question: the request's own question, and a form with one required checkbox.
+fn question(request: &ApprovalRequest) -> ElicitRequestParams {
+    let question = request.question();
+    let mut properties = BTreeMap::new();
+    properties.insert(
+        APPROVE_FIELD.to_owned(),
+        rmcp::model::PrimitiveSchemaDefinition::Boolean(
+            rmcp::model::BooleanSchema::new()
+                .title("Allow this call")
+                .description(question.clone())
+                .with_default(false),
+        ),
+    );
+    let schema = ElicitationSchema::new(properties).with_required(vec![APPROVE_FIELD.to_owned()]);
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question,
+        requested_schema: schema,
+    }
+}
+
+/// What an elicitation result says.
+fn answer_of(result: &ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept => {
+            let approve = result
+                .content
+                .as_ref()
+                .and_then(|content| content.get(APPROVE_FIELD));
+            if approve == Some(&Value::Bool(true)) {
+                Answer::Approved
+            } else {
+                Answer::Declined("the user declined (the form was sent without allowing the call)")
+            }
+        }
+        ElicitationAction::Decline => Answer::Declined("the user declined"),
+        ElicitationAction::Cancel => Answer::Declined("the user declined (dismissed the question)"),
+        // `ElicitationAction` is non-exhaustive: an action this server does not know is no yes.
+        _ => Answer::NotObtained(format!(
+            "the client answered with an unknown action ({:?})",
+            result.action
+        )),
+    }
+}
+
+/// Why an elicitation request failed, in a few words.
+fn failure(error: &ServiceError, wait: Duration) -> String {
+    match error {
+        ServiceError::Timeout { .. } => format!("no one answered within {} s", wait.as_secs()),
+        ServiceError::McpError(data) => {
+            format!("the client refused the question: {}", data.message)
+        }
+        ServiceError::TransportClosed => "the connection closed before anyone answered".to_owned(),
+        other => format!("the question could not be asked: {other}"),
+    }
+}
+
+/// Applies the answer to the request, in the run that made it, and says what the model is told.
+async fn decide(
+    client: &Client,
+    slot: &RunSlot,
+    request: &ApprovalRequest,
+    answer: Answer,
+) -> Result<CallToolResult, ErrorData> {
+    let run = &slot.run;
+    let id = request.id();
+    let tool = request.tool_name();
+    match answer {
+        Answer::Approved => {
+            tracing::info!(client = %client.id, tool, approval = id, "the client's user approved");
+            settled(run.approve_by(id, client.id.as_ref()).await)
+        }
+        Answer::Declined(reason) => {
+            tracing::info!(client = %client.id, tool, approval = id, reason, "the client's user declined");
+            settled(run.deny_by(id, reason, client.id.as_ref()).await)
+        }
+        Answer::NotObtained(why) => {
+            tracing::warn!(client = %client.id, tool, approval = id, %why, "no approval; denied");
+            let reason = format!("the approval could not be obtained: {why}");
+            match run.deny(id, reason).await {
+                Ok(_) => Ok(tool_error(format!(
+                    "the call to \"{tool}\" needs a person's approval, which could not be obtained ({why}); nothing was done"
+                ))),
+                Err(error) => settled(Err(error)),
+            }
+        }
+    }
+}
+
+/// Denies a request this client cannot ask anyone about, and says so.
+async fn cannot_ask(
+    client: &Client,
+    slot: &RunSlot,
+    request: &ApprovalRequest,
+) -> Result<CallToolResult, ErrorData> {
+    let tool = request.tool_name();
+    tracing::info!(
+        client = %client.id,
+        tool,
+        approval = request.id(),
+        "the client cannot ask for approval (no form elicitation); denied"
+    );
+    let reason =
+        "the MCP client cannot ask a person for approval (it does not support elicitation)";
+    match slot.run.deny(request.id(), reason).await {
+        Ok(_) => Ok(tool_error(format!(
+            "the call to \"{tool}\" needs a person's approval, which this MCP client cannot give (it does not support elicitation); nothing was done. Calling it again from this client will not help"
+        ))),
+        Err(error) => settled(Err(error)),
+    }
+}
+
+/// The answer to a decided request: its observation, or the error's (or its text).
+fn settled(decided: Result<Observation, ApprovalError>) -> Result<CallToolResult, ErrorData> {
+    match decided {
+        Ok(observation) => call_result(&observation),
+        Err(error) => match error.observation() {
+            Some(observation) => call_result(observation),
+            None => Ok(tool_error(error.to_string())),
+        },
+    }
+}
+
+/// An `isError` result with `text`.
+fn tool_error(text: String) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
