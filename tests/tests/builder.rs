@@ -7,9 +7,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use registry_core::{
-    BuildProblem, DynamicTool, Registry, RegistryError, Replacement, Source, ToolContext,
-    ToolError, tool,
+    ArgumentProblem, BuildProblem, DynamicTool, Registry, RegistryError, Replacement, Source,
+    ToolCall, tool,
 };
+use registry_tests::{failure, open_run, problems, success};
 use serde_json::{Value, json};
 
 const THIS_FILE: &str = include_str!("builder.rs");
@@ -64,10 +65,6 @@ fn assert_built_at(source: Source, first_arg: &str) {
     assert_eq!(source.file(), file!());
     assert_eq!((source.line(), source.column()), site_of_new(first_arg));
     assert_eq!(source.to_string(), built_at(first_arg));
-}
-
-fn ctx(tool: &str) -> ToolContext {
-    ToolContext::new("call_1", tool)
 }
 
 fn names(registry: &Registry) -> Vec<&str> {
@@ -181,23 +178,30 @@ fn a_valid_dynamic_tool_registers_and_runs() {
     assert!(!tool.is_async());
     assert_built_at(tool.source(), r#""echo""#);
 
+    let run = open_run(&registry, &["chat:read", "chat.echo"]);
+    let call = |id: &str, arguments| run.call_blocking(ToolCall::new(id, "echo", arguments));
     assert_eq!(
-        tool.call_blocking(&ctx("echo"), json!({"text": "hi"})),
-        Ok(json!("call_1: hi"))
+        success(call("call_1", json!({"text": "hi"}))),
+        json!("call_1: hi")
     );
     assert_eq!(
-        pollster::block_on(tool.call(ToolContext::new("call_2", "echo"), json!({"text": "yo"}))),
-        Ok(json!("call_2: yo"))
+        success(pollster::block_on(run.call(ToolCall::new(
+            "call_2",
+            "echo",
+            json!({"text": "yo"})
+        )))),
+        json!("call_2: yo")
     );
     assert_eq!(
-        tool.call_blocking(&ctx("echo"), json!({"text": ""})),
-        Err(ToolError::Failed("nothing to repeat".to_owned()))
+        failure(&call("call_3", json!({"text": ""}))),
+        "nothing to repeat"
     );
     assert_eq!(
-        tool.call_blocking(&ctx("echo"), json!({"txt": "hi"}))
-            .unwrap_err()
-            .to_string(),
-        r#"invalid arguments: missing required property "text"; unknown property "txt""#
+        problems(&call("call_4", json!({"txt": "hi"}))),
+        [
+            ArgumentProblem::new("", r#"missing required property "text""#),
+            ArgumentProblem::new("", r#"unknown property "txt""#),
+        ]
     );
 }
 
@@ -213,11 +217,10 @@ fn a_dynamic_tool_without_parameters_takes_an_empty_closed_object() {
         json!({"type": "object", "properties": {}, "additionalProperties": false})
     );
     assert_eq!(tool.definition().title, None);
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        tool.call_blocking(&ctx("now"), json!({"at": "noon"}))
-            .unwrap_err()
-            .to_string(),
-        r#"invalid arguments: unknown property "at""#
+        problems(&run.call_blocking(ToolCall::new("call_1", "now", json!({"at": "noon"})))),
+        [ArgumentProblem::new("", r#"unknown property "at""#)]
     );
 }
 
@@ -236,15 +239,15 @@ fn a_dynamic_schema_is_used_as_given_even_open() {
         tool.definition().parameters,
         json!({"type": "object", "properties": {"a": {"type": "string"}}})
     );
+    let run = open_run(&registry, &[]);
+    let call = |arguments| run.call_blocking(ToolCall::new("call_1", "open", arguments));
     assert_eq!(
-        tool.call_blocking(&ctx("open"), json!({"a": "x", "b": 1})),
-        Ok(json!({"a": "x", "b": 1}))
+        success(call(json!({"a": "x", "b": 1}))),
+        json!({"a": "x", "b": 1})
     );
     assert_eq!(
-        tool.call_blocking(&ctx("open"), json!({"a": 1}))
-            .unwrap_err()
-            .to_string(),
-        "invalid arguments: /a: expected string, got integer 1"
+        problems(&call(json!({"a": 1}))),
+        [ArgumentProblem::new("/a", "expected string, got integer 1")]
     );
 }
 
@@ -266,17 +269,19 @@ fn an_async_dynamic_tool_runs_both_ways() {
         .unwrap();
     let tool = registry.get("later").unwrap();
     assert!(tool.is_async());
+    let run = open_run(&registry, &[]);
+    let call = |arguments| ToolCall::new("call_1", "later", arguments);
     assert_eq!(
-        pollster::block_on(tool.call(ctx("later"), json!({"text": "a"}))),
-        Ok(json!("a"))
+        success(pollster::block_on(run.call(call(json!({"text": "a"}))))),
+        json!("a")
     );
     assert_eq!(
-        tool.call_blocking(&ctx("later"), json!({"text": "b"})),
-        Ok(json!("b"))
+        success(run.call_blocking(call(json!({"text": "b"})))),
+        json!("b")
     );
     assert_eq!(
-        tool.call_blocking(&ctx("later"), json!({"text": "fail"})),
-        Err(ToolError::Failed("later failed".to_owned()))
+        failure(&run.call_blocking(call(json!({"text": "fail"})))),
+        "later failed"
     );
 }
 
@@ -516,9 +521,14 @@ fn replace_swaps_a_declared_tool_and_records_it() {
         tool.definition().description,
         "Report a canned status, for tests."
     );
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        tool.call_blocking(&ctx("get_status"), json!({"project": "web"})),
-        Ok(json!("\"web\": stubbed"))
+        success(run.call_blocking(ToolCall::new(
+            "call_1",
+            "get_status",
+            json!({"project": "web"})
+        ))),
+        json!("\"web\": stubbed")
     );
     assert_built_at(tool.source(), r#""get_status", "Report"#);
     // The replacement's own policy, not the declaration's `read_only`.
@@ -563,11 +573,12 @@ fn replace_swaps_a_dynamic_tool_too_in_order() {
         .build()
         .unwrap();
     assert_eq!(
-        registry
-            .get("clock")
-            .unwrap()
-            .call_blocking(&ctx("clock"), json!({})),
-        Ok(json!("frozen"))
+        success(open_run(&registry, &[]).call_blocking(ToolCall::new(
+            "call_1",
+            "clock",
+            json!({})
+        ))),
+        json!("frozen")
     );
     let records: Vec<(&str, u32, u32, &str)> = registry
         .replacements()

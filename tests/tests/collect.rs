@@ -2,7 +2,8 @@
 //! this test and from a second crate (`extra-tools`, linked with `link!`); and knows where each
 //! was declared.
 
-use registry_core::{Registry, RegistryError, Tool, ToolContext};
+use registry_core::{Registry, RegistryError, Tool, ToolCall};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 registry_core::link!(extra_tools);
@@ -219,19 +220,23 @@ fn the_policy_of_each_declaration_is_kept() {
 #[test]
 fn tools_of_the_linked_crate_run() {
     let registry = Registry::from_inventory().unwrap();
-    let ctx = ToolContext::new("call_1", "count_words");
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        registry
-            .get("count_words")
-            .unwrap()
-            .call_blocking(&ctx, json!({"text": "one two  three"})),
-        Ok(json!(3))
+        success(run.call_blocking(ToolCall::new(
+            "call_1",
+            "count_words",
+            json!({"text": "one two  three"})
+        ))),
+        json!(3)
     );
-    let reverse = registry.get("reverse_text").unwrap();
-    assert!(reverse.is_async());
+    assert!(registry.get("reverse_text").unwrap().is_async());
     assert_eq!(
-        pollster::block_on(reverse.call(ctx, json!({"text": "abc"}))),
-        Ok(json!("cba"))
+        success(pollster::block_on(run.call(ToolCall::new(
+            "call_2",
+            "reverse_text",
+            json!({"text": "abc"})
+        )))),
+        json!("cba")
     );
 }
 
@@ -240,17 +245,19 @@ fn a_clone_shares_the_tools_and_crosses_threads() {
     let registry = Registry::from_inventory().unwrap();
     let clone = registry.clone();
     let names = std::thread::spawn(move || {
-        let ctx = ToolContext::new("call_2", "deploy_build");
-        let result = clone
-            .get("deploy_build")
-            .unwrap()
-            .call_blocking(&ctx, json!({"project": "web", "build": 7}));
+        // `deploy_build` needs both scopes, and a read-write run (it is destructive).
+        let run = open_run(&clone, &["deploy:write", "build:read"]);
+        let result = run.call_blocking(ToolCall::new(
+            "call_2",
+            "deploy_build",
+            json!({"project": "web", "build": 7}),
+        ));
         (clone.names().map(str::to_owned).collect::<Vec<_>>(), result)
     })
     .join()
     .unwrap();
     assert_eq!(names.0, ALL);
-    assert_eq!(names.1, Ok(json!("web#7 deployed")));
+    assert_eq!(success(names.1), json!("web#7 deployed"));
     assert_eq!(registry.len(), 5);
 }
 

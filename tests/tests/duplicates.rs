@@ -1,7 +1,8 @@
 //! Two linked crates (`dup-one`, `dup-two`) declare tools of the same names: collecting them
 //! all fails, listing every clash with both declaration sites; selecting one crate works.
 
-use registry_core::{BuildProblem, DynamicTool, Registry, RegistryError, Source, ToolContext};
+use registry_core::{BuildProblem, DynamicTool, Registry, RegistryError, Source, ToolCall};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 registry_core::link!(dup_one, dup_two);
@@ -162,7 +163,6 @@ fn the_error_is_the_same_every_time() {
 
 #[test]
 fn selecting_one_crate_builds_with_its_tools_only() {
-    let ctx = ToolContext::new("call_1", "search");
     for (krate, names, found) in [
         (
             "dup_one",
@@ -180,12 +180,10 @@ fn selecting_one_crate_builds_with_its_tools_only() {
         for tool in &registry {
             assert_eq!(tool.source().crate_name(), Some(krate), "{}", tool.name());
         }
+        let run = open_run(&registry, &[]);
         assert_eq!(
-            registry
-                .get("search")
-                .unwrap()
-                .call_blocking(&ctx, json!({"query": "rust"})),
-            Ok(json!(found))
+            success(run.call_blocking(ToolCall::new("call_1", "search", json!({"query": "rust"})))),
+            json!(found)
         );
     }
 }

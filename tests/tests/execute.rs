@@ -1,14 +1,15 @@
-//! Calling declared tools, with `Tool::call_blocking` and with `Tool::call` driven by a small
-//! executor: valid arguments, each kind of invalid argument with its exact message and JSON
-//! pointer, `Option` parameters, tool errors, results that are not JSON, async tools and the
-//! call context.
+//! Calling declared tools through a run, with `Run::call_blocking` and with `Run::call` driven
+//! by a small executor: valid arguments, each kind of invalid argument with its exact message
+//! and JSON pointer, `Option` parameters, tool errors, results that are not JSON, async tools
+//! and the call context.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use registry_core::{ArgumentProblem, Registry, ToolContext, ToolError, tool};
+use registry_core::{Observation, Registry, ToolCall, ToolContext, tool};
+use registry_tests::{failure, open_run, success};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -17,30 +18,33 @@ fn registry() -> Registry {
     Registry::from_inventory().expect("the tools of this file build a registry")
 }
 
-fn ctx(tool: &str) -> ToolContext {
-    ToolContext::new("call_1", tool)
-}
-
-/// Calls `name` with `arguments` both ways, synchronously and through `Tool::call`, checks
-/// that both give the same outcome, and returns it.
-fn call(name: &str, arguments: Value) -> Result<Value, ToolError> {
+/// Calls `name` with `arguments` through a run both ways, blocking and awaited through
+/// `Run::call`, checks that both give the same observation, and returns it.
+fn call(name: &str, arguments: Value) -> Observation {
     let registry = registry();
-    let tool = registry.get(name).unwrap();
-    let blocking = tool.call_blocking(&ctx(name), arguments.clone());
-    let awaited = pollster::block_on(tool.call(ctx(name), arguments));
+    let run = open_run(&registry, &[]);
+    let call = ToolCall::new("call_1", name, arguments);
+    let blocking = run.call_blocking(call.clone());
+    let awaited = pollster::block_on(run.call(call));
     assert_eq!(blocking, awaited, "call_blocking and call disagree");
     blocking
 }
 
 /// The problems of an invalid call, as (pointer, message) pairs.
-fn problems(outcome: Result<Value, ToolError>) -> Vec<(String, String)> {
-    match outcome {
-        Err(ToolError::InvalidArguments(problems)) => problems
-            .into_iter()
-            .map(|ArgumentProblem { pointer, message }| (pointer, message))
-            .collect(),
-        other => panic!("expected invalid arguments, got {other:?}"),
-    }
+#[track_caller]
+fn problems(observation: &Observation) -> Vec<(String, String)> {
+    registry_tests::problems(observation)
+        .iter()
+        .map(|problem| (problem.pointer.clone(), problem.message.clone()))
+        .collect()
+}
+
+/// What the model reads when the arguments of `name` have the problems `listed`.
+fn invalid_text(name: &str, listed: &str) -> String {
+    format!(
+        "invalid arguments for {name:?}: {listed}; call it again with arguments that match its \
+         schema"
+    )
 }
 
 fn problem(pointer: &str, message: &str) -> (String, String) {
@@ -145,37 +149,40 @@ async fn whoami_later(ctx: &ToolContext) -> String {
 #[test]
 fn valid_arguments_run_the_tool_and_give_its_json_result() {
     assert_eq!(
-        call(
+        success(call(
             "get_status",
             json!({"project": "web", "verbose": true, "level": 255})
-        ),
-        Ok(json!("web: green, verbose=Some(true), level=Some(255)"))
+        )),
+        json!("web: green, verbose=Some(true), level=Some(255)")
     );
     assert_eq!(
-        call(
+        success(call(
             "list_runs",
             json!({"project": "api", "filter": {"status": "failed", "limit": 2}, "count": 5})
-        ),
-        Ok(json!(["api#0 failed", "api#1 failed"]))
+        )),
+        json!(["api#0 failed", "api#1 failed"])
     );
 }
 
 #[test]
 fn an_absent_option_and_a_null_option_are_both_none() {
-    let expected = Ok(json!("web: green, verbose=None, level=None"));
-    assert_eq!(call("get_status", json!({"project": "web"})), expected);
+    let expected = json!("web: green, verbose=None, level=None");
     assert_eq!(
-        call(
+        success(call("get_status", json!({"project": "web"}))),
+        expected
+    );
+    assert_eq!(
+        success(call(
             "get_status",
             json!({"project": "web", "verbose": null, "level": null})
-        ),
+        )),
         expected
     );
 }
 
 #[test]
 fn a_tool_returning_nothing_gives_null() {
-    assert_eq!(call("forget", json!({"key": "k"})), Ok(Value::Null));
+    assert_eq!(success(call("forget", json!({"key": "k"}))), Value::Null);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,11 +192,14 @@ fn a_tool_returning_nothing_gives_null() {
 fn a_missing_required_argument_is_named() {
     let outcome = call("get_status", json!({"verbose": true}));
     assert_eq!(
-        outcome.clone().unwrap_err().to_string(),
-        r#"invalid arguments: missing required property "project""#
+        outcome.error_text(),
+        Some(&*invalid_text(
+            "get_status",
+            r#"missing required property "project""#
+        ))
     );
     assert_eq!(
-        problems(outcome),
+        problems(&outcome),
         [problem("", r#"missing required property "project""#)]
     );
 }
@@ -198,11 +208,11 @@ fn a_missing_required_argument_is_named() {
 fn an_unknown_argument_is_named() {
     let outcome = call("get_status", json!({"project": "web", "projct": "web"}));
     assert_eq!(
-        outcome.clone().unwrap_err().to_string(),
-        r#"invalid arguments: unknown property "projct""#
+        outcome.error_text(),
+        Some(&*invalid_text("get_status", r#"unknown property "projct""#))
     );
     assert_eq!(
-        problems(outcome),
+        problems(&outcome),
         [problem("", r#"unknown property "projct""#)]
     );
 }
@@ -214,11 +224,14 @@ fn an_unknown_property_inside_a_struct_argument_points_at_the_struct() {
         json!({"project": "api", "filter": {"status": "ok", "colour": "red"}, "count": 1}),
     );
     assert_eq!(
-        outcome.clone().unwrap_err().to_string(),
-        r#"invalid arguments: /filter: unknown property "colour""#
+        outcome.error_text(),
+        Some(&*invalid_text(
+            "list_runs",
+            r#"/filter: unknown property "colour""#
+        ))
     );
     assert_eq!(
-        problems(outcome),
+        problems(&outcome),
         [problem("/filter", r#"unknown property "colour""#)]
     );
 }
@@ -227,18 +240,21 @@ fn an_unknown_property_inside_a_struct_argument_points_at_the_struct() {
 fn a_wrongly_typed_argument_says_what_was_expected_and_what_came() {
     let outcome = call("get_status", json!({"project": "web", "verbose": "yes"}));
     assert_eq!(
-        outcome.clone().unwrap_err().to_string(),
-        r#"invalid arguments: /verbose: expected boolean or null, got string "yes""#
+        outcome.error_text(),
+        Some(&*invalid_text(
+            "get_status",
+            r#"/verbose: expected boolean or null, got string "yes""#
+        ))
     );
     assert_eq!(
-        problems(outcome),
+        problems(&outcome),
         [problem(
             "/verbose",
             r#"expected boolean or null, got string "yes""#
         )]
     );
     assert_eq!(
-        problems(call(
+        problems(&call(
             "list_runs",
             json!({"project": "api", "filter": {"status": 7}, "count": 1.5})
         )),
@@ -253,7 +269,7 @@ fn a_wrongly_typed_argument_says_what_was_expected_and_what_came() {
 fn a_long_string_is_shortened_in_the_message() {
     let long = "y".repeat(50);
     assert_eq!(
-        problems(call(
+        problems(&call(
             "get_status",
             json!({"project": "web", "verbose": long})
         )),
@@ -277,11 +293,14 @@ fn arguments_that_are_not_an_object_are_refused_whole() {
     ] {
         let outcome = call("get_status", arguments);
         assert_eq!(
-            outcome.clone().unwrap_err().to_string(),
-            format!("invalid arguments: the arguments must be a JSON object, got {got}")
+            outcome.error_text(),
+            Some(&*invalid_text(
+                "get_status",
+                &format!("the arguments must be a JSON object, got {got}")
+            ))
         );
         assert_eq!(
-            problems(outcome),
+            problems(&outcome),
             [problem(
                 "",
                 &format!("the arguments must be a JSON object, got {got}")
@@ -290,7 +309,7 @@ fn arguments_that_are_not_an_object_are_refused_whole() {
     }
     // Even a tool that takes nothing wants an object.
     assert_eq!(
-        problems(call("whoami_later", Value::Null)),
+        problems(&call("whoami_later", Value::Null)),
         [problem("", "the arguments must be a JSON object, got null")]
     );
 }
@@ -298,11 +317,11 @@ fn arguments_that_are_not_an_object_are_refused_whole() {
 #[test]
 fn an_integer_out_of_range_of_u8_is_refused_by_the_schema() {
     assert_eq!(
-        problems(call("get_status", json!({"project": "web", "level": 256}))),
+        problems(&call("get_status", json!({"project": "web", "level": 256}))),
         [problem("/level", "must be at most 255, got 256")]
     );
     assert_eq!(
-        problems(call("get_status", json!({"project": "web", "level": -1}))),
+        problems(&call("get_status", json!({"project": "web", "level": -1}))),
         [problem("/level", "must be at least 0, got -1")]
     );
 }
@@ -316,18 +335,21 @@ fn an_integer_out_of_range_of_u32_is_refused_when_decoded() {
         json!({"project": "api", "filter": {"status": "ok"}, "count": 5_000_000_000u64}),
     );
     assert_eq!(
-        outcome.clone().unwrap_err().to_string(),
-        "invalid arguments: /count: invalid value: integer `5000000000`, expected u32"
+        outcome.error_text(),
+        Some(&*invalid_text(
+            "list_runs",
+            "/count: invalid value: integer `5000000000`, expected u32"
+        ))
     );
     assert_eq!(
-        problems(outcome),
+        problems(&outcome),
         [problem(
             "/count",
             "invalid value: integer `5000000000`, expected u32"
         )]
     );
     assert_eq!(
-        problems(call(
+        problems(&call(
             "list_runs",
             json!({"project": "api", "filter": {"status": "ok"}, "count": -3})
         )),
@@ -344,7 +366,7 @@ fn every_problem_is_listed_at_once() {
         "get_status",
         json!({"verbose": "yes", "level": 300, "projct": "web", "force": true}),
     );
-    let listed = problems(outcome.clone());
+    let listed = problems(&outcome);
     let mut found = listed.clone();
     found.sort();
     assert_eq!(
@@ -367,14 +389,14 @@ fn every_problem_is_listed_at_once() {
         })
         .collect();
     assert_eq!(
-        outcome.unwrap_err().to_string(),
-        format!("invalid arguments: {}", shown.join("; "))
+        outcome.error_text(),
+        Some(&*invalid_text("get_status", &shown.join("; ")))
     );
 }
 
 #[test]
 fn problems_inside_nested_values_are_listed_with_those_outside() {
-    let mut found = problems(call(
+    let mut found = problems(&call(
         "list_runs",
         json!({"project": 1, "filter": {"limit": "ten", "extra": 0}}),
     ));
@@ -400,13 +422,10 @@ fn problems_inside_nested_values_are_listed_with_those_outside() {
 #[test]
 fn an_err_of_the_tool_is_a_failure_with_its_text() {
     let outcome = call("get_status", json!({"project": "mobile"}));
+    assert_eq!(failure(&outcome), r#"no project named "mobile""#);
     assert_eq!(
-        outcome,
-        Err(ToolError::Failed(r#"no project named "mobile""#.to_owned()))
-    );
-    assert_eq!(
-        outcome.unwrap_err().to_string(),
-        r#"no project named "mobile""#
+        outcome.error_text(),
+        Some(r#"the tool "get_status" failed: no project named "mobile""#)
     );
 }
 
@@ -414,11 +433,7 @@ fn an_err_of_the_tool_is_a_failure_with_its_text() {
 fn a_result_that_is_not_json_is_an_output_error() {
     let outcome = call("unrepresentable", json!({}));
     assert_eq!(
-        outcome,
-        Err(ToolError::Output("key must be a string".to_owned()))
-    );
-    assert_eq!(
-        outcome.unwrap_err().to_string(),
+        failure(&outcome),
         "the tool's result could not be converted to JSON: key must be a string"
     );
 }
@@ -432,22 +447,22 @@ fn an_async_tool_runs_with_call_and_with_call_blocking() {
     let tool = registry.get("fetch").unwrap();
     assert!(tool.is_async());
     assert!(!registry.get("get_status").unwrap().is_async());
+    let run = open_run(&registry, &[]);
+    let fetch = ToolCall::new("call_1", "fetch", json!({"url": "https://example.org"}));
     assert_eq!(
-        pollster::block_on(tool.call(ctx("fetch"), json!({"url": "https://example.org"}))),
-        Ok(json!("<html>example.org</html>"))
+        success(pollster::block_on(run.call(fetch.clone()))),
+        json!("<html>example.org</html>")
     );
     assert_eq!(
-        tool.call_blocking(&ctx("fetch"), json!({"url": "https://example.org"})),
-        Ok(json!("<html>example.org</html>"))
+        success(run.call_blocking(fetch)),
+        json!("<html>example.org</html>")
     );
     assert_eq!(
-        call("fetch", json!({"url": "http://example.org"})),
-        Err(ToolError::Failed(
-            r#"only https is allowed, got "http://example.org""#.to_owned()
-        ))
+        failure(&call("fetch", json!({"url": "http://example.org"}))),
+        r#"only https is allowed, got "http://example.org""#
     );
     assert_eq!(
-        problems(call("fetch", json!({"uri": "https://example.org"}))),
+        problems(&call("fetch", json!({"uri": "https://example.org"}))),
         [
             problem("", r#"missing required property "url""#),
             problem("", r#"unknown property "uri""#),
@@ -463,23 +478,26 @@ fn a_tool_sees_the_context_of_its_call() {
         tool.definition().parameters["properties"],
         json!({"greeting": {"type": "string"}})
     );
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        tool.call_blocking(
-            &ToolContext::new("toolu_01A", "whoami"),
+        success(run.call_blocking(ToolCall::new(
+            "toolu_01A",
+            "whoami",
             json!({"greeting": "hello"})
-        ),
-        Ok(json!("hello from whoami in call toolu_01A"))
+        ))),
+        json!("hello from whoami in call toolu_01A")
     );
     assert_eq!(
-        pollster::block_on(tool.call(
-            ToolContext::new("call_xyz", "whoami"),
+        success(pollster::block_on(run.call(ToolCall::new(
+            "call_xyz",
+            "whoami",
             json!({"greeting": "hi"})
-        )),
-        Ok(json!("hi from whoami in call call_xyz"))
+        )))),
+        json!("hi from whoami in call call_xyz")
     );
     // The context is not an argument: giving it as one is an unknown property.
     assert_eq!(
-        problems(tool.call_blocking(&ctx("whoami"), json!({"greeting": "hi", "ctx": {}}))),
+        problems(&call("whoami", json!({"greeting": "hi", "ctx": {}}))),
         [problem("", r#"unknown property "ctx""#)]
     );
 }
@@ -489,13 +507,18 @@ fn an_async_tool_sees_the_context_of_its_call() {
     let registry = registry();
     let tool = registry.get("whoami_later").unwrap();
     assert!(tool.is_async());
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        pollster::block_on(tool.call(ToolContext::new("call_7", "whoami_later"), json!({}))),
-        Ok(json!("whoami_later in call call_7"))
+        success(pollster::block_on(run.call(ToolCall::new(
+            "call_7",
+            "whoami_later",
+            json!({})
+        )))),
+        json!("whoami_later in call call_7")
     );
     assert_eq!(
-        tool.call_blocking(&ToolContext::new("call_8", "whoami_later"), json!({})),
-        Ok(json!("whoami_later in call call_8"))
+        success(run.call_blocking(ToolCall::new("call_8", "whoami_later", json!({})))),
+        json!("whoami_later in call call_8")
     );
 }
 
@@ -506,9 +529,10 @@ fn tools_can_be_called_from_other_threads() {
         .map(|index| {
             let registry = registry.clone();
             std::thread::spawn(move || {
-                let tool = registry.get("fetch").unwrap();
+                let run = open_run(&registry, &[]);
                 let url = format!("https://host{index}");
-                pollster::block_on(tool.call(ctx("fetch"), json!({ "url": url })))
+                let fetch = ToolCall::new("call_1", "fetch", json!({ "url": url }));
+                success(pollster::block_on(run.call(fetch)))
             })
         })
         .collect();
@@ -519,7 +543,7 @@ fn tools_can_be_called_from_other_threads() {
     assert_eq!(
         results,
         (0..4)
-            .map(|index| Ok(json!(format!("<html>host{index}</html>"))))
+            .map(|index| json!(format!("<html>host{index}</html>")))
             .collect::<Vec<_>>()
     );
 }
@@ -537,17 +561,21 @@ fn count_lines(
 #[test]
 fn null_for_an_optional_argument_means_absent_as_strict_models_send_it() {
     let registry = registry_core::Registry::from_inventory().unwrap();
-    let tool = registry.get("count_lines").unwrap();
-    let ctx = registry_core::ToolContext::new("c", "count_lines");
-    let with_null =
-        tool.call_blocking(&ctx, serde_json::json!({"text": "a\nb", "separator": null}));
-    assert_eq!(with_null.unwrap(), serde_json::json!(2));
+    let run = open_run(&registry, &[]);
+    let call = |arguments| run.call_blocking(ToolCall::new("c", "count_lines", arguments));
+    let with_null = call(serde_json::json!({"text": "a\nb", "separator": null}));
+    assert_eq!(success(with_null), serde_json::json!(2));
     // A required argument set to null is still an error.
-    let error = tool
-        .call_blocking(&ctx, serde_json::json!({"text": null}))
-        .unwrap_err();
+    let error = call(serde_json::json!({"text": null}));
     assert_eq!(
-        error.to_string(),
-        "invalid arguments: /text: expected string, got null"
+        problems(&error),
+        [problem("/text", "expected string, got null")]
+    );
+    assert_eq!(
+        error.error_text(),
+        Some(&*invalid_text(
+            "count_lines",
+            "/text: expected string, got null"
+        ))
     );
 }

@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 
-use registry_core::{Registry, Tool, ToolContext, ToolError, tool};
+use registry_core::{Registry, Tool, ToolCall, ToolContext, ToolError, tool};
+use registry_tests::{open_run, success};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -152,11 +153,14 @@ fn a_json_value_parameter_takes_anything_and_keeps_its_description() {
             "additionalProperties": false
         })
     );
-    let tool = registry.get("store").unwrap();
-    let ctx = ToolContext::new("call_1", "store");
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        tool.call_blocking(&ctx, json!({"payload": {"a": [1]}, "extra": null})),
-        Ok(json!([{"a": [1]}, null, null]))
+        success(run.call_blocking(ToolCall::new(
+            "call_1",
+            "store",
+            json!({"payload": {"a": [1]}, "extra": null})
+        ))),
+        json!([{"a": [1]}, null, null])
     );
 }
 
@@ -423,15 +427,14 @@ fn an_internally_tagged_newtype_variant_accepts_its_tag_and_its_fields() {
     );
     let registry = registry();
     let tool = registry.get("start_job").unwrap();
-    let ctx = ToolContext::new("call_1", "start_job");
+    let run = open_run(&registry, &[]);
+    let call =
+        |arguments| success(run.call_blocking(ToolCall::new("call_1", "start_job", arguments)));
     assert_eq!(
-        tool.call_blocking(&ctx, json!({"job": {"kind": "build", "steps": 3}})),
-        Ok(json!("building in 3 steps"))
+        call(json!({"job": {"kind": "build", "steps": 3}})),
+        json!("building in 3 steps")
     );
-    assert_eq!(
-        tool.call_blocking(&ctx, json!({"job": {"kind": "idle"}})),
-        Ok(json!("idling"))
-    );
+    assert_eq!(call(json!({"job": {"kind": "idle"}})), json!("idling"));
     // The merged variant is closed: a property of neither the tag nor the struct is refused.
     assert!(
         tool.validate(&json!({"job": {"kind": "build", "steps": 3, "parallel": true}}))
@@ -590,13 +593,14 @@ fn raw_identifiers_lose_their_prefix() {
             "additionalProperties": false
         })
     );
-    let ctx = ToolContext::new("call_1", "create_item");
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        registry
-            .get("create_item")
-            .unwrap()
-            .call_blocking(&ctx, json!({"type": "folder", "match": true})),
-        Ok(json!("folder Some(true)"))
+        success(run.call_blocking(ToolCall::new(
+            "call_1",
+            "create_item",
+            json!({"type": "folder", "match": true})
+        ))),
+        json!("folder Some(true)")
     );
 }
 

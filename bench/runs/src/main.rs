@@ -1,9 +1,11 @@
 //! Benchmarks of the two hot paths of a run, in release mode:
 //!
 //! - `project`: opening a run over 10,000 tools for a subject that sees 1,000 of them;
-//! - `call`: resolving and executing a trivial sync tool with two small arguments, against
-//!   calling the function directly after `serde_json` parsing, with argument validation
-//!   measured on its own so that what the registry adds besides it can be read off.
+//! - `call`: a trivial sync tool with two small arguments given as JSON text, called through a
+//!   run (`ToolCall::from_json_text` and `Run::call_blocking`) against calling the plain
+//!   function directly after `serde_json::from_str` of the same text into a struct, with
+//!   argument validation measured on its own so that what the registry adds besides it can be
+//!   read off.
 //!
 //! Each figure is the median of 31 batches; a batch times many iterations and divides.
 //! Run: `cargo run --release --manifest-path bench/runs/Cargo.toml`.
@@ -11,7 +13,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use registry_core::{DynamicTool, Registry, Subject, ToolCall, ToolContext, tool};
+use registry_core::{DynamicTool, Registry, Subject, ToolCall, tool};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -61,6 +63,7 @@ fn project() {
     );
 }
 
+/// The arguments of `add`, for calling it directly.
 #[derive(Deserialize)]
 struct AddArgs {
     a: i64,
@@ -73,33 +76,35 @@ fn call() {
         .build()
         .expect("the benchmark registry builds");
     let run = registry.open_run("run", &Subject::new("tenant-a"));
-    let arguments = json!({"a": 40, "b": 2});
-    let observation = run.call_blocking(ToolCall::new("call_1", "add", arguments.clone()));
+    // The arguments as a model sends them: JSON text.
+    let text = r#"{"a": 40, "b": 2}"#;
+    let observation = run.call_blocking(ToolCall::from_json_text("call_1", "add", text));
     assert_eq!(observation.content(), &json!(42));
+    let parsed: AddArgs = serde_json::from_str(text).expect("valid");
+    assert_eq!(add(parsed.a, parsed.b), 42);
 
+    // The plain function, called by name after parsing the text into its arguments struct;
+    // its result made JSON as a run's is.
     let direct = median_per_iteration(200_000, || {
-        let args = black_box(arguments.clone());
-        let parsed: AddArgs = serde_json::from_value(args).expect("valid");
+        let parsed: AddArgs = serde_json::from_str(black_box(text)).expect("valid");
         black_box(serde_json::to_value(add(parsed.a, parsed.b)).expect("json"));
     });
     let through_run = median_per_iteration(200_000, || {
-        let call = ToolCall::new("call_1", "add", black_box(arguments.clone()));
+        let call = ToolCall::from_json_text("call_1", "add", black_box(text));
         black_box(run.call_blocking(call));
     });
     let tool = registry.get("add").expect("registered");
+    let arguments: Value = serde_json::from_str(text).expect("valid");
     let validation = median_per_iteration(200_000, || {
         black_box(tool.validate(black_box(&arguments))).expect("valid");
     });
-    let ctx = ToolContext::new("call_1", "add");
-    let tool_call = median_per_iteration(200_000, || {
-        black_box(tool.call_blocking(&ctx, black_box(arguments.clone()))).expect("valid");
-    });
     let added = through_run.saturating_sub(validation).saturating_sub(direct);
-    println!("call: direct (serde_json from_value, call, to_value): {}", show(direct));
-    println!("call: argument validation alone (compiled schema):    {}", show(validation));
-    println!("call: Tool::call_blocking (validate + execute):       {}", show(tool_call));
-    println!("call: Run::call_blocking (resolve + validate + run):  {}", show(through_run));
-    println!("call: added by the registry besides validation:       {}", show(added));
+    let ratio = through_run.as_secs_f64() / direct.as_secs_f64().max(f64::MIN_POSITIVE);
+    println!("call: direct (from_str into a struct, add, to_value):  {}", show(direct));
+    println!("call: run (from_json_text + Run::call_blocking):        {}", show(through_run));
+    println!("call: run / direct:                                     {ratio:.1}x");
+    println!("call: argument validation alone (compiled schema):      {}", show(validation));
+    println!("call: added by the registry besides validation:         {}", show(added));
 }
 
 /// The median over 31 batches of the time of one iteration of `body`, each batch running it

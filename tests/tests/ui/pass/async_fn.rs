@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{Registry, ToolCall, ToolContext, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Greet someone, eventually.
@@ -19,12 +20,12 @@ fn main() {
     let registry = Registry::from_inventory().unwrap();
     let greet = registry.get("greet").unwrap();
     assert!(greet.is_async());
-    let ctx = ToolContext::new("call_1", "greet");
-    let result = greet.call_blocking(&ctx, json!({"name": "Ada"})).unwrap();
+    let run = open_run(&registry, &[]);
+    let result =
+        success(run.call_blocking(ToolCall::new("call_1", "greet", json!({"name": "Ada"}))));
     assert_eq!(result, json!("hello, Ada"));
-    let whoami = registry.get("whoami").unwrap();
     assert_eq!(
-        whoami.call_blocking(&ctx, json!({})).unwrap(),
+        success(run.call_blocking(ToolCall::new("call_1", "whoami", json!({})))),
         json!("call_1")
     );
 }

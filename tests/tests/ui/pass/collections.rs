@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{Registry, ToolCall, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Sum the values, per key and of the list.
@@ -16,7 +17,10 @@ fn main() {
     assert_eq!(parameters["required"], json!(["values", "weights"]));
     assert_eq!(parameters["properties"]["values"]["type"], json!("array"));
     assert_eq!(parameters["properties"]["weights"]["type"], json!("object"));
-    let ctx = ToolContext::new("c1", "total");
+    let run = open_run(&registry, &[]);
     let args = json!({"values": [1, 2], "weights": {"a": 10}, "tags": ["x"]});
-    assert_eq!(total.call_blocking(&ctx, args).unwrap(), json!(14));
+    assert_eq!(
+        success(run.call_blocking(ToolCall::new("c1", "total", args))),
+        json!(14)
+    );
 }

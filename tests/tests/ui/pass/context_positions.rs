@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{Registry, ToolCall, ToolContext, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Only the context.
@@ -27,7 +28,7 @@ fn context_last(a: String, b: String, ctx: &ToolContext) -> String {
 
 fn main() {
     let registry = Registry::from_inventory().unwrap();
-    let ctx = ToolContext::new("c1", "context_only");
+    let run = open_run(&registry, &[]);
     let only = registry.get("context_only").unwrap();
     assert!(
         only.definition()
@@ -36,7 +37,7 @@ fn main() {
             .is_none_or(|p| p == &json!({}))
     );
     assert_eq!(
-        only.call_blocking(&ctx, json!({})).unwrap(),
+        success(run.call_blocking(ToolCall::new("c1", "context_only", json!({})))),
         json!("context_only")
     );
 
@@ -54,7 +55,7 @@ fn main() {
             "{name}"
         );
         assert_eq!(
-            tool.call_blocking(&ctx, args.clone()).unwrap(),
+            success(run.call_blocking(ToolCall::new("c1", name, args.clone()))),
             json!(expected),
             "{name}"
         );

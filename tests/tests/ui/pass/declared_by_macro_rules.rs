@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{Registry, ToolCall, ToolContext, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Declares an echo tool whose parameter type comes from the caller.
@@ -31,13 +32,11 @@ context_tool!(&ToolContext);
 
 fn main() {
     let registry = Registry::from_inventory().unwrap();
-    let ctx = ToolContext::new("c1", "echo");
+    let run = open_run(&registry, &[]);
+    let call = |name: &str, args| success(run.call_blocking(ToolCall::new("c1", name, args)));
     let number = registry.get("echo_number").unwrap();
     assert_eq!(number.definition().parameters["required"], json!(["value"]));
-    assert_eq!(
-        number.call_blocking(&ctx, json!({"value": 7})).unwrap(),
-        json!(7)
-    );
+    assert_eq!(call("echo_number", json!({"value": 7})), json!(7));
     let maybe = registry.get("echo_maybe").unwrap();
     // `Option<String>` passed as `$ty` is still an optional argument.
     assert!(
@@ -47,10 +46,9 @@ fn main() {
             .get("required")
             .is_none_or(|r| r == &json!([]))
     );
-    assert_eq!(maybe.call_blocking(&ctx, json!({})).unwrap(), json!(null));
-    let context = registry.get("context_from_macro").unwrap();
+    assert_eq!(call("echo_maybe", json!({})), json!(null));
     assert_eq!(
-        context.call_blocking(&ctx, json!({})).unwrap(),
-        json!("echo")
+        call("context_from_macro", json!({})),
+        json!("context_from_macro")
     );
 }

@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{Registry, ToolCall, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 mod tools {
@@ -29,10 +30,9 @@ fn main() {
             .unwrap()
             .ends_with("tools::build")
     );
-    let ctx = ToolContext::new("c1", "local_tool");
-    let local = registry.get("local_tool").unwrap();
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        local.call_blocking(&ctx, json!({"x": 1})).unwrap(),
+        success(run.call_blocking(ToolCall::new("c1", "local_tool", json!({"x": 1})))),
         json!(2)
     );
     assert_eq!(tools::build::build_status("web".into()), "web: green");

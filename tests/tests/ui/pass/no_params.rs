@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{ErrorKind, Registry, ToolCall, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Tell the time, always noon.
@@ -17,7 +18,11 @@ fn main() {
             .get("required")
             .is_none_or(|required| required == &json!([]))
     );
-    let ctx = ToolContext::new("call_1", "now");
-    assert_eq!(now.call_blocking(&ctx, json!({})).unwrap(), json!("12:00"));
-    assert!(now.call_blocking(&ctx, json!({"extra": 1})).is_err());
+    let run = open_run(&registry, &[]);
+    assert_eq!(
+        success(run.call_blocking(ToolCall::new("call_1", "now", json!({})))),
+        json!("12:00")
+    );
+    let extra = run.call_blocking(ToolCall::new("call_2", "now", json!({"extra": 1})));
+    assert_eq!(extra.error_kind(), Some(ErrorKind::InvalidArguments));
 }

@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{Registry, ToolCall, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Search the logs.
@@ -14,13 +15,17 @@ fn main() {
     assert_eq!(parameters["required"], json!(["query"]));
     assert!(parameters["properties"]["limit"].is_object());
     assert!(parameters["properties"]["since"].is_object());
-    let ctx = ToolContext::new("c1", "search");
-    let result = search
-        .call_blocking(&ctx, json!({"query": "q", "limit": null}))
-        .unwrap();
+    let run = open_run(&registry, &[]);
+    let result = success(run.call_blocking(ToolCall::new(
+        "c1",
+        "search",
+        json!({"query": "q", "limit": null}),
+    )));
     assert_eq!(result, json!("q None None"));
-    let result = search
-        .call_blocking(&ctx, json!({"query": "q", "limit": 3, "since": "x"}))
-        .unwrap();
+    let result = success(run.call_blocking(ToolCall::new(
+        "c2",
+        "search",
+        json!({"query": "q", "limit": 3, "since": "x"}),
+    )));
     assert_eq!(result, json!("q Some(3) Some(\"x\")"));
 }

@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{Registry, ToolCall, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Match a value against a type.
@@ -13,9 +14,11 @@ fn main() {
     let parameters = &tool.definition().parameters;
     assert_eq!(parameters["required"], json!(["type"]));
     assert!(parameters["properties"]["async"].is_object());
-    let ctx = ToolContext::new("c1", "match");
-    let result = tool
-        .call_blocking(&ctx, json!({"type": "int", "async": true}))
-        .unwrap();
+    let run = open_run(&registry, &[]);
+    let result = success(run.call_blocking(ToolCall::new(
+        "c1",
+        "match",
+        json!({"type": "int", "async": true}),
+    )));
     assert_eq!(result, json!("int Some(true)"));
 }

@@ -1,6 +1,7 @@
 use std::fmt;
 
-use registry_core::{Registry, ToolContext, ToolError, tool};
+use registry_core::{Registry, ToolCall, tool};
+use registry_tests::{failure, open_run, success};
 use serde_json::json;
 
 /// Return a plain value.
@@ -61,36 +62,29 @@ fn alias_error() -> std::io::Result<()> {
     Err(std::io::Error::other("disk full"))
 }
 
-fn failure(outcome: Result<serde_json::Value, ToolError>) -> String {
-    match outcome {
-        Err(ToolError::Failed(message)) => message,
-        other => panic!("expected a failure, got {other:?}"),
-    }
-}
-
 fn main() {
     let registry = Registry::from_inventory().unwrap();
-    let ctx = ToolContext::new("c1", "test");
-    let call = |name: &str, args| registry.get(name).unwrap().call_blocking(&ctx, args);
-    assert_eq!(call("plain", json!({})).unwrap(), json!([1, 2]));
-    assert_eq!(call("nothing", json!({})).unwrap(), json!(null));
-    assert_eq!(call("unit", json!({})).unwrap(), json!(null));
+    let run = open_run(&registry, &[]);
+    let call = |name: &str, args| run.call_blocking(ToolCall::new("c1", name, args));
+    assert_eq!(success(call("plain", json!({}))), json!([1, 2]));
+    assert_eq!(success(call("nothing", json!({}))), json!(null));
+    assert_eq!(success(call("unit", json!({}))), json!(null));
     assert_eq!(
-        call("string_error", json!({"fail": false})).unwrap(),
+        success(call("string_error", json!({"fail": false}))),
         json!(1)
     );
     assert_eq!(
-        failure(call("string_error", json!({"fail": true}))),
+        failure(&call("string_error", json!({"fail": true}))),
         "it failed"
     );
     assert_eq!(
-        failure(call("custom_error", json!({"key": "k"}))),
+        failure(&call("custom_error", json!({"key": "k"}))),
         "no entry named \"k\""
     );
     assert_eq!(
-        call("boxed_error", json!({"number": "42"})).unwrap(),
+        success(call("boxed_error", json!({"number": "42"}))),
         json!(42)
     );
-    assert!(failure(call("boxed_error", json!({"number": "x"}))).contains("invalid digit"));
-    assert_eq!(failure(call("alias_error", json!({}))), "disk full");
+    assert!(failure(&call("boxed_error", json!({"number": "x"}))).contains("invalid digit"));
+    assert_eq!(failure(&call("alias_error", json!({}))), "disk full");
 }

@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{Registry, ToolCall, tool};
+use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Add two numbers.
@@ -13,9 +14,9 @@ fn main() {
     assert!(!add.is_async());
     assert_eq!(add.definition().description, "Add two numbers.");
     assert_eq!(add.definition().parameters["required"], json!(["a", "b"]));
-    let ctx = ToolContext::new("call_1", "add");
+    let run = open_run(&registry, &[]);
     assert_eq!(
-        add.call_blocking(&ctx, json!({"a": 2, "b": 3})).unwrap(),
+        success(run.call_blocking(ToolCall::new("call_1", "add", json!({"a": 2, "b": 3})))),
         json!(5)
     );
 }

@@ -1,4 +1,5 @@
-use registry_core::{Registry, ToolContext, tool};
+use registry_core::{ErrorKind, Registry, ToolCall, tool};
+use registry_tests::{open_run, success};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -43,13 +44,15 @@ fn main() {
         deploy.definition().parameters["required"],
         json!(["release", "target"])
     );
-    let ctx = ToolContext::new("c1", "deploy");
+    // A destructive tool: a read-write run.
+    let run = open_run(&registry, &[]);
     let args = json!({"release": {"version": "1.2"}, "target": "production"});
-    let result = deploy.call_blocking(&ctx, args).unwrap();
+    let result = success(run.call_blocking(ToolCall::new("c1", "deploy", args)));
     assert_eq!(result, json!({"target": "production", "version": "1.2"}));
-    assert!(
-        deploy
-            .call_blocking(&ctx, json!({"release": {"version": "1"}, "target": "moon"}))
-            .is_err()
+    let moon = json!({"release": {"version": "1"}, "target": "moon"});
+    assert_eq!(
+        run.call_blocking(ToolCall::new("c2", "deploy", moon))
+            .error_kind(),
+        Some(ErrorKind::InvalidArguments)
     );
 }
