@@ -142,6 +142,7 @@ pub struct CallEvent {
     /// What the model was not told: a panic's message, a failure's text, a policy's reason.
     pub detail: Option<String>,
     /// The approval request the call waits for, or ran under.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
 }
 

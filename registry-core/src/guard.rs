@@ -27,25 +27,30 @@ impl Default for ArgumentLimits {
 impl ArgumentLimits {
     /// Checks `arguments` against the limits; the size estimate (an upper bound of the
     /// compact JSON text, counting strings by their raw bytes) on success.
-    pub(crate) fn check(&self, arguments: &Value) -> Result<usize, ArgumentProblem> {
+    pub(crate) fn check<'a>(&self, arguments: &'a Value) -> Result<usize, ArgumentProblem> {
         let mut bytes = 0usize;
-        let mut stack = vec![(arguments, 1usize)];
-        while let Some((value, depth)) = stack.pop() {
-            bytes += match value {
-                Value::Null | Value::Bool(_) => 5,
-                Value::Number(_) => 24,
-                Value::String(text) => text.len() + 2,
+        // Containers wait on a stack; scalars are counted at once, so that the flat
+        // arguments of most calls are checked without allocating.
+        let mut stack: Vec<(&'a Value, usize)> = Vec::new();
+        let mut next = Some((arguments, 1usize));
+        while let Some((value, depth)) = next.take().or_else(|| stack.pop()) {
+            let mut visit = |child: &'a Value| match child {
+                Value::Array(_) | Value::Object(_) => stack.push((child, depth + 1)),
+                scalar => bytes += scalar_bytes(scalar),
+            };
+            match value {
                 Value::Array(list) => {
                     self.nest(depth)?;
-                    stack.extend(list.iter().map(|item| (item, depth + 1)));
-                    list.len() + 2
+                    list.iter().for_each(&mut visit);
+                    bytes += list.len() + 2;
                 }
                 Value::Object(object) => {
                     self.nest(depth)?;
-                    stack.extend(object.values().map(|item| (item, depth + 1)));
-                    object.keys().map(|key| key.len() + 4).sum::<usize>() + 2
+                    object.values().for_each(&mut visit);
+                    bytes += object.keys().map(|key| key.len() + 4).sum::<usize>() + 2;
                 }
-            };
+                scalar => bytes += scalar_bytes(scalar),
+            }
             if bytes > self.max_bytes {
                 return Err(ArgumentProblem::new(
                     "",
@@ -72,5 +77,14 @@ impl ArgumentLimits {
             ));
         }
         Ok(())
+    }
+}
+
+/// An upper bound of a scalar's size as compact JSON text.
+fn scalar_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len() + 2,
+        Value::Number(_) => 24,
+        _ => 5,
     }
 }

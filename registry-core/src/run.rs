@@ -613,8 +613,8 @@ impl Run {
                     run_id: self.id().to_owned(),
                     tenant: self.subject().tenant().to_owned(),
                     fingerprint: self.allowed.fingerprint(),
-                    call_id: truncate(&decided.call_id, AUDITED_NAME),
-                    tool: truncate(&decided.name, AUDITED_NAME),
+                    call_id: truncate(decided.observation.call_id(), AUDITED_NAME),
+                    tool: truncate(decided.observation.tool_name(), AUDITED_NAME),
                     outcome: decided.observation_kind(),
                     duration: started.elapsed(),
                     argument_bytes,
@@ -721,8 +721,6 @@ impl Ticket {
             }
         };
         Decided {
-            call_id: observation.call_id().to_owned(),
-            name: observation.tool_name().to_owned(),
             observation,
             arguments: self.arguments,
             detail,
@@ -734,8 +732,6 @@ impl Ticket {
 
 /// A decided call: its observation and what the audit log records of it.
 pub(crate) struct Decided {
-    pub(crate) call_id: String,
-    pub(crate) name: String,
     pub(crate) observation: Observation,
     pub(crate) arguments: Option<(usize, String)>,
     pub(crate) detail: Option<String>,
@@ -745,11 +741,8 @@ pub(crate) struct Decided {
 
 impl Decided {
     pub(crate) fn refused(call_id: String, name: String, kind: ErrorKind, text: String) -> Decided {
-        let observation = Observation::error(call_id.clone(), name.clone(), kind, text);
         Decided {
-            call_id,
-            name,
-            observation,
+            observation: Observation::error(call_id, name, kind, text),
             arguments: None,
             detail: None,
             generated_id: false,

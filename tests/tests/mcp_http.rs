@@ -229,7 +229,7 @@ async fn calls_over_http_answer_like_over_stdio() {
     let failed = call(
         &client,
         "deploy",
-        json!({"project": "api", "env": "production"}),
+        json!({"project": "api", "env": "staging"}),
     )
     .await
     .unwrap();
