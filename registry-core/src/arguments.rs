@@ -8,17 +8,24 @@ use crate::tool_error::{ArgumentProblem, ToolError};
 /// The arguments object of one call, consumed parameter by parameter by generated code.
 #[doc(hidden)]
 #[derive(Debug, Default)]
-pub struct Arguments(Map<String, Value>);
+pub struct Arguments(Vec<(String, Value)>);
 
 impl Arguments {
     /// Wraps the arguments object of a call.
     pub fn new(object: Map<String, Value>) -> Self {
-        Arguments(object)
+        // A list, not the map: a tool's few parameters are found faster by a scan than by
+        // removing them from a tree one by one.
+        Arguments(object.into_iter().collect())
+    }
+
+    fn take(&mut self, name: &str) -> Option<Value> {
+        let index = self.0.iter().position(|(key, _)| key == name)?;
+        Some(self.0.swap_remove(index).1)
     }
 
     /// Takes the required parameter `name`.
     pub fn required<T: DeserializeOwned>(&mut self, name: &str) -> Result<T, ToolError> {
-        match self.0.remove(name) {
+        match self.take(name) {
             Some(value) => decode(name, value),
             None => Err(ToolError::argument(
                 "",
@@ -29,21 +36,22 @@ impl Arguments {
 
     /// Takes the optional parameter `name`: absent and `null` are both `None`.
     pub fn optional<T: DeserializeOwned>(&mut self, name: &str) -> Result<Option<T>, ToolError> {
-        match self.0.remove(name) {
+        match self.take(name) {
             None | Some(Value::Null) => Ok(None),
             Some(value) => decode(name, value).map(Some),
         }
     }
 
     /// Fails when the call gave properties that no parameter took.
-    pub fn finish(self) -> Result<(), ToolError> {
+    pub fn finish(mut self) -> Result<(), ToolError> {
         if self.0.is_empty() {
             return Ok(());
         }
+        self.0.sort_by(|a, b| a.0.cmp(&b.0));
         Err(ToolError::InvalidArguments(
             self.0
-                .keys()
-                .map(|key| ArgumentProblem::new("", format!("unknown property {key:?}")))
+                .iter()
+                .map(|(key, _)| ArgumentProblem::new("", format!("unknown property {key:?}")))
                 .collect(),
         ))
     }

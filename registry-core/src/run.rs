@@ -233,7 +233,7 @@ impl Run {
 
     /// Resolves `call`, passes it through the gate and executes it.
     pub async fn call(&self, call: ToolCall) -> Observation {
-        let started = Instant::now();
+        let started = self.clock();
         let resolved = match self.resolve(call).and_then(|resolved| self.gate(resolved)) {
             Ok(Gated::Run(resolved)) => resolved,
             Ok(Gated::Approval(resolved, reason)) => {
@@ -253,7 +253,7 @@ impl Run {
     /// Resolves, gates and executes `call` on this thread, without an async runtime (async
     /// tools, deadlines and asynchronous stores are driven by a small local executor).
     pub fn call_blocking(&self, call: ToolCall) -> Observation {
-        let started = Instant::now();
+        let started = self.clock();
         let resolved = match self.resolve(call).and_then(|resolved| self.gate(resolved)) {
             Ok(Gated::Run(resolved)) => resolved,
             Ok(Gated::Approval(resolved, reason)) => {
@@ -602,8 +602,13 @@ impl Run {
         )
     }
 
+    /// When a call started, if the audit log will want its duration.
+    pub(crate) fn clock(&self) -> Option<Instant> {
+        audit::wanted(self.registry.audit_sink()).then(Instant::now)
+    }
+
     /// Audits the decision and makes the observation.
-    pub(crate) fn finish(&self, decided: Decided, started: Instant) -> Observation {
+    pub(crate) fn finish(&self, decided: Decided, started: Option<Instant>) -> Observation {
         let sink = self.registry.audit_sink();
         if audit::wanted(sink) {
             let (argument_bytes, argument_hash) = decided.arguments.clone().unwrap_or_default();
@@ -616,7 +621,7 @@ impl Run {
                     call_id: truncate(decided.observation.call_id(), AUDITED_NAME),
                     tool: truncate(decided.observation.tool_name(), AUDITED_NAME),
                     outcome: decided.observation_kind(),
-                    duration: started.elapsed(),
+                    duration: started.map_or(Duration::ZERO, |started| started.elapsed()),
                     argument_bytes,
                     argument_hash,
                     detail: decided.detail.clone(),

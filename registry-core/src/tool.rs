@@ -38,6 +38,8 @@ struct ToolInner {
     lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::ALL.len()],
     fingerprint: OnceLock<Fingerprint>,
     validator: OnceLock<Result<ArgumentValidator, String>>,
+    /// The top-level properties that are not required, for which `null` means absent.
+    optional: OnceLock<Box<[String]>>,
     handler: Handler,
 }
 
@@ -101,6 +103,7 @@ impl Tool {
             lowered: Default::default(),
             fingerprint: OnceLock::new(),
             validator: OnceLock::new(),
+            optional: OnceLock::new(),
             handler: Handler::Declared(declaration.execute),
         }))
     }
@@ -120,6 +123,7 @@ impl Tool {
             lowered: Default::default(),
             fingerprint: OnceLock::new(),
             validator: OnceLock::from(Ok(parts.validator)),
+            optional: OnceLock::new(),
             handler: parts.handler,
         }))
     }
@@ -248,7 +252,16 @@ impl Tool {
     /// Treats `null` for an optional top-level argument as absent, as strict-mode models
     /// send it; done before validation.
     pub(crate) fn normalize(&self, arguments: &mut Value) {
-        crate::validate::drop_null_optionals(arguments, &self.definition_ref().parameters);
+        let optional = self.0.optional.get_or_init(|| {
+            crate::validate::optional_properties(&self.definition_ref().parameters)
+        });
+        if let (false, Value::Object(arguments)) = (optional.is_empty(), arguments) {
+            for name in optional {
+                if arguments.get(name).is_some_and(Value::is_null) {
+                    arguments.remove(name);
+                }
+            }
+        }
     }
 
     /// Runs a synchronous tool now, or starts an async one, with arguments already validated.

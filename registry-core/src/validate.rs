@@ -39,20 +39,20 @@ impl ArgumentValidator {
     }
 }
 
-/// Treats `null` for a top-level property the schema does not require as absent: OpenAI's
-/// strict mode makes models send every property, `null` for those they leave out, and a
-/// parameter with a default (not only an `Option`) must then get its default.
-pub(crate) fn drop_null_optionals(arguments: &mut Value, schema: &Value) {
-    let (Value::Object(arguments), Some(Value::Object(properties))) =
-        (arguments, schema.get("properties"))
-    else {
-        return;
+/// The top-level properties of `schema` that it does not require: `null` for one of them
+/// means absent. OpenAI's strict mode makes models send every property, `null` for those they
+/// leave out, and a parameter with a default (not only an `Option`) must then get its default.
+pub(crate) fn optional_properties(schema: &Value) -> Box<[String]> {
+    let Some(Value::Object(properties)) = schema.get("properties") else {
+        return Box::default();
     };
     let required = schema.get("required").and_then(Value::as_array);
     let is_required = |name: &str| required.is_some_and(|list| list.iter().any(|r| r == name));
-    arguments.retain(|name, value| {
-        !(value.is_null() && properties.contains_key(name) && !is_required(name))
-    });
+    properties
+        .keys()
+        .filter(|name| !is_required(name))
+        .cloned()
+        .collect()
 }
 
 /// The arguments of a call must be a JSON object.

@@ -13,7 +13,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use registry_core::{DynamicTool, Registry, Subject, ToolCall, tool};
+use registry_core::{CallRequest, Decision, DynamicTool, Registry, Subject, ToolCall, tool};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -98,13 +98,43 @@ fn call() {
     let validation = median_per_iteration(200_000, || {
         black_box(tool.validate(black_box(&arguments))).expect("valid");
     });
+    // The same call with the gate configured: a call policy that reads the arguments, and a
+    // rate limit (generous, so that every call is admitted) counted per subject and tool.
+    let gated = Registry::builder()
+        .declared_in(["bench_runs"])
+        .call_policy(|call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
+            Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
+            _ => Decision::Allow,
+        })
+        .rate_limit("1000000000/s")
+        .build()
+        .expect("the gated registry builds");
+    let gated_run = gated.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
+    let through_gate = median_per_iteration(200_000, || {
+        let call = ToolCall::from_json_text("call_1", "add", black_box(text));
+        black_box(gated_run.call_blocking(call));
+    });
+    // What no run can avoid: the arguments as a JSON value, to validate them against the
+    // schema the model was shown.
+    let tree = median_per_iteration(200_000, || {
+        black_box(serde_json::from_str::<Value>(black_box(text)).expect("valid"));
+    });
+    let strict = median_per_iteration(200_000, || {
+        black_box(ToolCall::from_json_text("call_1", "add", black_box(text)));
+    });
     let added = through_run.saturating_sub(validation).saturating_sub(direct);
     let ratio = through_run.as_secs_f64() / direct.as_secs_f64().max(f64::MIN_POSITIVE);
+    let gated_ratio = through_gate.as_secs_f64() / direct.as_secs_f64().max(f64::MIN_POSITIVE);
+    let tree_ratio = tree.as_secs_f64() / direct.as_secs_f64().max(f64::MIN_POSITIVE);
     println!("call: direct (from_str into a struct, add, to_value):  {}", show(direct));
     println!("call: run (from_json_text + Run::call_blocking):        {}", show(through_run));
     println!("call: run / direct:                                     {ratio:.1}x");
     println!("call: argument validation alone (compiled schema):      {}", show(validation));
     println!("call: added by the registry besides validation:         {}", show(added));
+    println!("call: run with a call policy and a rate limit:          {}", show(through_gate));
+    println!("call: gated run / direct:                               {gated_ratio:.1}x");
+    println!("call: floor, the text parsed into a serde_json::Value:   {} ({tree_ratio:.1}x direct)", show(tree));
+    println!("call: ToolCall::from_json_text alone (strict parse):    {}", show(strict));
 }
 
 /// The median over 31 batches of the time of one iteration of `body`, each batch running it

@@ -176,7 +176,7 @@ impl Run {
         id: &str,
         verdict: PersonVerdict,
     ) -> Result<Observation, ApprovalError> {
-        let started = Instant::now();
+        let started = self.clock();
         let store = &self.registry().gate().approvals;
         let unknown = || ApprovalError::UnknownId { id: id.to_owned() };
         let (request, state) = store.get(id).await?.ok_or_else(unknown)?;
@@ -259,7 +259,7 @@ impl Run {
         request: ApprovalRequest,
         by: Option<String>,
         edited: Option<Value>,
-        started: Instant,
+        started: Option<Instant>,
     ) -> Result<Observation, ApprovalError> {
         let was_edited = edited.is_some();
         let arguments = match edited {
@@ -376,7 +376,7 @@ impl Run {
         request: &ApprovalRequest,
         kind: ErrorKind,
         text: String,
-        started: Instant,
+        started: Option<Instant>,
     ) -> Observation {
         let decided: Decided = self.ticket(request).refused(kind, text);
         self.finish(decided, started)
