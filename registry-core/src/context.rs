@@ -54,7 +54,9 @@ impl RunScope {
 
 impl ToolContext {
     /// The context of call `call_id` to the tool `tool_name`, outside any run (no tenant, no
-    /// scopes, no application state): for calling a [`Tool`](crate::Tool) directly, in tests.
+    /// scopes, no application state): for unit tests that call a `#[tool]` function as the
+    /// plain Rust function it still is. A registered tool runs only through a
+    /// [`Run`](crate::Run), which gives its calls their real context.
     pub fn new(call_id: impl Into<Arc<str>>, tool_name: impl Into<String>) -> Self {
         ToolContext {
             scope: RunScope::detached(),

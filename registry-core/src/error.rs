@@ -20,6 +20,15 @@ pub enum RegistryError {
     },
 }
 
+/// Whose rate limit: a tool's, or the registry's default (no tool).
+fn rate_limit_owner(tool: &str) -> String {
+    if tool.is_empty() {
+        "the registry's default rate limit: ".to_owned()
+    } else {
+        format!("tool {tool:?}: ")
+    }
+}
+
 impl RegistryError {
     /// The problems that kept the registry from being built (empty for other errors).
     pub fn problems(&self) -> &[BuildProblem] {
@@ -88,7 +97,7 @@ pub enum BuildProblem {
         site: Source,
     },
     /// A rate limit is not well formed.
-    #[error("tool {tool:?}: {reason} ({site})")]
+    #[error("{}{reason} ({site})", rate_limit_owner(tool))]
     InvalidRateLimit {
         /// The tool (empty for the registry's default limit).
         tool: String,

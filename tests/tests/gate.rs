@@ -861,3 +861,38 @@ fn a_store_can_be_asked_asynchronously_for_quotas() {
     });
     assert_eq!(outcomes, [None, None, Some(ErrorKind::RateLimited)]);
 }
+
+#[test]
+fn malformed_rate_limits_are_build_problems() {
+    let error = Registry::builder()
+        .rate_limit("10/week")
+        .tool(
+            DynamicTool::new("ping", "Answer pong.")
+                .rate_limit("0/s")
+                .handler(|_, _| Ok::<_, String>(json!("pong"))),
+        )
+        .build()
+        .unwrap_err();
+    let text = error.to_string();
+    assert_eq!(error.problems().len(), 2, "{text}");
+    assert!(
+        text.contains(r#"the registry's default rate limit: invalid rate limit "10/week": the unit must be `s`, `min` or `h`"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            r#"tool "ping": invalid rate limit "0/s": the number of calls must be at least 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("tests/tests/gate.rs"),
+        "the call sites: {text}"
+    );
+    // And a limit given as a value needs no parsing.
+    let registry = Registry::builder()
+        .rate_limit(RateLimit::per_minute(5))
+        .build()
+        .unwrap();
+    assert!(registry.is_empty());
+}

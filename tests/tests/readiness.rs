@@ -156,7 +156,7 @@ fn checks_that_panic_or_hang_count_as_not_ready() {
         .readiness("notify", || -> Result<(), String> {
             panic!("bug in check")
         })
-        .readiness("status", || std::future::pending::<Result<(), String>>())
+        .readiness("status", std::future::pending::<Result<(), String>>)
         .readiness_timeout(Duration::from_millis(50))
         .build()
         .unwrap();
