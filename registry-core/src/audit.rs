@@ -215,7 +215,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             call_id = %c.call_id,
             tool = %c.tool,
             outcome = c.outcome.map_or("ok", ErrorKind::as_str),
-            duration_us = c.duration.as_micros() as u64,
+            duration_us = u64::try_from(c.duration.as_micros()).unwrap_or(u64::MAX),
             argument_bytes = c.argument_bytes,
             argument_hash = %c.argument_hash,
             detail = c.detail.as_deref(),

@@ -2,6 +2,9 @@
 
 use serde_json::Value;
 
+use std::sync::OnceLock;
+
+use crate::guard::ArgumentLimits;
 use crate::json_text;
 use crate::tool_error::ArgumentProblem;
 
@@ -16,17 +19,46 @@ use crate::tool_error::ArgumentProblem;
 /// let call = ToolCall::new("call_1", "get_status", json!({"project": "web"}));
 /// assert_eq!(call.name(), "get_status");
 ///
-/// // Arguments that arrive as JSON text (OpenAI sends them so) are parsed strictly:
-/// // a malformed text or a repeated key is an invalid-arguments observation at call time.
+/// // Arguments that arrive as JSON text (OpenAI sends them so) are kept as text, and parsed
+/// // strictly when the call is resolved, under the registry's `ArgumentLimits`: a malformed
+/// // text or a repeated key is an invalid-arguments observation at call time.
 /// let call = ToolCall::from_json_text("call_2", "get_status", r#"{"project": "web", "project": "api"}"#);
+/// assert_eq!(call.arguments_text(), Some(r#"{"project": "web", "project": "api"}"#));
 /// assert!(call.arguments().is_none());
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ToolCall {
     id: String,
     name: String,
-    arguments: Result<Value, ArgumentProblem>,
+    arguments: Arguments,
     generated_id: bool,
+}
+
+/// A call's arguments as they came.
+#[derive(Debug, Clone)]
+enum Arguments {
+    /// Already a JSON value.
+    Value(Value),
+    /// JSON text, parsed at resolution; `parsed` caches [`ToolCall::arguments`]'s reading of
+    /// it under the default limits.
+    Text {
+        text: String,
+        parsed: OnceLock<Result<Value, ArgumentProblem>>,
+    },
+}
+
+impl PartialEq for ToolCall {
+    fn eq(&self, other: &Self) -> bool {
+        let arguments = match (&self.arguments, &other.arguments) {
+            (Arguments::Value(a), Arguments::Value(b)) => a == b,
+            (Arguments::Text { text: a, .. }, Arguments::Text { text: b, .. }) => a == b,
+            _ => self.arguments() == other.arguments() && self.arguments().is_some(),
+        };
+        arguments
+            && self.id == other.id
+            && self.name == other.name
+            && self.generated_id == other.generated_id
+    }
 }
 
 impl ToolCall {
@@ -35,19 +67,28 @@ impl ToolCall {
         ToolCall {
             id: id.into(),
             name: name.into(),
-            arguments: Ok(arguments),
+            arguments: Arguments::Value(arguments),
             generated_id: false,
         }
     }
 
-    /// A call whose arguments are JSON text, parsed here: strictly (a repeated key is an
-    /// error, as is anything after the value) and with a depth limit. A text that does not
-    /// parse makes a call that resolves to an invalid-arguments observation saying where.
-    pub fn from_json_text(id: impl Into<String>, name: impl Into<String>, arguments: &str) -> Self {
+    /// A call whose arguments are JSON text. The text is kept as it is and parsed when the
+    /// call is resolved by a run: strictly (a repeated key is an error, as is anything after
+    /// the value) and under the registry's [`ArgumentLimits`](crate::ArgumentLimits) (depth
+    /// and size). A text that does not parse resolves to an invalid-arguments observation
+    /// saying where.
+    pub fn from_json_text(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
         ToolCall {
             id: id.into(),
             name: name.into(),
-            arguments: json_text::parse(arguments),
+            arguments: Arguments::Text {
+                text: arguments.into(),
+                parsed: OnceLock::new(),
+            },
             generated_id: false,
         }
     }
@@ -74,18 +115,41 @@ impl ToolCall {
         &self.name
     }
 
-    /// The arguments, unless their text could not be parsed.
+    /// The arguments, unless their text does not parse (strictly, under the default
+    /// [`ArgumentLimits`](crate::ArgumentLimits); a run parses it again under its registry's).
     pub fn arguments(&self) -> Option<&Value> {
-        self.arguments.as_ref().ok()
+        match &self.arguments {
+            Arguments::Value(value) => Some(value),
+            Arguments::Text { text, parsed } => parsed
+                .get_or_init(|| json_text::parse(text, &ArgumentLimits::default()))
+                .as_ref()
+                .ok(),
+        }
     }
 
-    pub(crate) fn into_parts(self) -> (CallHeader, Result<Value, ArgumentProblem>) {
+    /// The arguments' text, for a call made with [`from_json_text`](Self::from_json_text).
+    pub fn arguments_text(&self) -> Option<&str> {
+        match &self.arguments {
+            Arguments::Value(_) => None,
+            Arguments::Text { text, .. } => Some(text),
+        }
+    }
+
+    /// The call's parts, its arguments parsed (if they are text) under `limits`.
+    pub(crate) fn into_parts(
+        self,
+        limits: &ArgumentLimits,
+    ) -> (CallHeader, Result<Value, ArgumentProblem>) {
         let header = CallHeader {
             id: self.id,
             name: self.name,
             generated_id: self.generated_id,
         };
-        (header, self.arguments)
+        let arguments = match self.arguments {
+            Arguments::Value(value) => Ok(value),
+            Arguments::Text { text, .. } => json_text::parse(&text, limits),
+        };
+        (header, arguments)
     }
 }
 

@@ -57,7 +57,10 @@ pub enum ChangeKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Change {
     /// When it took effect (serialized as milliseconds since the Unix epoch).
-    #[serde(rename = "at_unix_ms", serialize_with = "unix_ms")]
+    #[serde(
+        rename = "at_unix_ms",
+        serialize_with = "crate::gate::unix_ms::serialize"
+    )]
     pub at: SystemTime,
     /// The tool.
     pub name: String,
@@ -67,11 +70,4 @@ pub struct Change {
     pub reason: String,
     /// The fingerprint of the definition that was revoked or replaced.
     pub old_fingerprint: Fingerprint,
-}
-
-fn unix_ms<S: serde::Serializer>(at: &SystemTime, serializer: S) -> Result<S::Ok, S::Error> {
-    let ms = at
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64);
-    serializer.serialize_u64(ms)
 }

@@ -33,24 +33,26 @@ pub(crate) struct Snapshot {
     pub(crate) tools: Vec<Tool>,
     pub(crate) versions: Vec<u64>,
     requirements: Vec<Requirement>,
-    ids: Vec<u32>,
-    scope_ids: HashMap<String, u32>,
-    tenant_ids: HashMap<String, u32>,
+    ids: Vec<usize>,
+    scope_ids: HashMap<String, usize>,
+    tenant_ids: HashMap<String, usize>,
 }
 
-/// What one tool requires, as ranges into `Snapshot::ids`.
+/// What one tool requires, as ranges into `Snapshot::ids`. Counts are `usize`: a tool from
+/// configuration may list any number of tenants, and no count can wrap around (a tenant list
+/// that wrapped to empty would admit every tenant).
 #[derive(Debug, Clone, Copy)]
 struct Requirement {
-    start: u32,
-    scopes: u16,
-    tenants: u16,
+    start: usize,
+    scopes: usize,
+    tenants: usize,
     read_only: bool,
 }
 
 /// One tool a run may see and call: the version it was shown.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
-    pub(crate) slot: u32,
+    pub(crate) slot: usize,
     pub(crate) version: u64,
     pub(crate) tool: Tool,
 }
@@ -66,10 +68,10 @@ impl Snapshot {
             versions,
         };
         for tool in &tools {
-            let start = snapshot.ids.len() as u32;
+            let start = snapshot.ids.len();
             let policy = tool.policy();
             for scope in &policy.scopes {
-                let next = snapshot.scope_ids.len() as u32;
+                let next = snapshot.scope_ids.len();
                 let id = *snapshot
                     .scope_ids
                     .entry(scope.as_str().to_owned())
@@ -77,14 +79,14 @@ impl Snapshot {
                 snapshot.ids.push(id);
             }
             for tenant in &policy.tenants {
-                let next = snapshot.tenant_ids.len() as u32;
+                let next = snapshot.tenant_ids.len();
                 let id = *snapshot.tenant_ids.entry(tenant.clone()).or_insert(next);
                 snapshot.ids.push(id);
             }
             snapshot.requirements.push(Requirement {
                 start,
-                scopes: policy.scopes.len() as u16,
-                tenants: policy.tenants.len() as u16,
+                scopes: policy.scopes.len(),
+                tenants: policy.tenants.len(),
                 read_only: policy.hints.read_only,
             });
         }
@@ -116,15 +118,15 @@ impl Snapshot {
             if read_only_run && !requirement.read_only {
                 continue;
             }
-            let ids = &self.ids[requirement.start as usize..];
-            let (scopes, rest) = ids.split_at(usize::from(requirement.scopes));
+            let ids = &self.ids[requirement.start..];
+            let (scopes, rest) = ids.split_at(requirement.scopes);
             if !scopes
                 .iter()
-                .all(|&id| grants[(id / 64) as usize] & (1 << (id % 64)) != 0)
+                .all(|&id| grants[id / 64] & (1 << (id % 64)) != 0)
             {
                 continue;
             }
-            let tenants = &rest[..usize::from(requirement.tenants)];
+            let tenants = &rest[..requirement.tenants];
             if !tenants.is_empty() && !tenant.is_some_and(|t| tenants.contains(&t)) {
                 continue;
             }
@@ -139,7 +141,7 @@ impl Snapshot {
                 continue;
             }
             entries.push(Entry {
-                slot: index as u32,
+                slot: index,
                 version,
                 tool: tool.clone(),
             });
@@ -152,7 +154,7 @@ impl Snapshot {
         let mut grants = vec![0u64; self.scope_ids.len().div_ceil(64).max(1)];
         for scope in subject.scopes() {
             if let Some(&id) = self.scope_ids.get(scope) {
-                grants[(id / 64) as usize] |= 1 << (id % 64);
+                grants[id / 64] |= 1 << (id % 64);
             }
         }
         grants

@@ -154,14 +154,14 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         if subject.access() == Access::ReadOnly && !policy.hints.read_only {
             reasons.push(HiddenReason::WriteToolInReadOnlyRun);
         }
-        if registry.is_revoked(slot as u32, snapshot.versions[slot]) {
+        if registry.is_revoked(slot, snapshot.versions[slot]) {
             reasons.push(HiddenReason::Revoked {
                 reason: registry
                     .revocation_reason(tool.name(), snapshot.versions[slot])
                     .unwrap_or_else(|| "no reason recorded".into()),
             });
         }
-        if let Some(reason) = registry.not_ready(slot as u32) {
+        if let Some(reason) = registry.not_ready(slot) {
             reasons.push(HiddenReason::NotReady { reason });
         }
         if reasons.is_empty()

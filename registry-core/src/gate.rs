@@ -21,7 +21,7 @@ pub use rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{AsyncCheck, Check, ReadinessCheck, SyncCheck, ToolReadiness};
 pub use store::{ApprovalStore, MemoryApprovalStore, Transition};
 
-pub(crate) use approval::{DEFAULT_TTL, new_id};
+pub(crate) use approval::{DEFAULT_TTL, new_id, unix_ms};
 pub(crate) use quota::Budget;
 pub(crate) use readiness::{DEFAULT_TIMEOUT, ReadyState};
 

@@ -52,16 +52,20 @@ impl ArgumentLimits {
                 scalar => bytes += scalar_bytes(scalar),
             }
             if bytes > self.max_bytes {
-                return Err(ArgumentProblem::new(
-                    "",
-                    format!(
-                        "the arguments are larger than {} bytes; send less data",
-                        self.max_bytes
-                    ),
-                ));
+                return Err(self.too_large());
             }
         }
         Ok(bytes)
+    }
+
+    pub(crate) fn too_large(&self) -> ArgumentProblem {
+        ArgumentProblem::new(
+            "",
+            format!(
+                "the arguments are larger than {} bytes; send less data",
+                self.max_bytes
+            ),
+        )
     }
 
     /// An array or object at level `depth` is within the limit if `depth` is: what it holds

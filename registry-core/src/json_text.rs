@@ -6,36 +6,49 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::guard::ArgumentLimits;
 use crate::tool_error::ArgumentProblem;
 
 /// The deepest nesting of arrays and objects accepted in arguments.
 pub const MAX_ARGUMENT_DEPTH: usize = 64;
 
-/// Parses `text` as one JSON value, refusing duplicate keys.
-pub(crate) fn parse(text: &str) -> Result<Value, ArgumentProblem> {
+/// Parses `text` as one JSON value, refusing duplicate keys, nesting deeper than `max_depth`
+/// levels (the root is level 1) and text longer than `max_bytes`.
+pub(crate) fn parse(text: &str, limits: &ArgumentLimits) -> Result<Value, ArgumentProblem> {
+    if text.len() > limits.max_bytes {
+        return Err(limits.too_large());
+    }
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = Strict { depth: 0 }
-        .deserialize(&mut deserializer)
-        .and_then(|value| deserializer.end().map(|()| value))
-        .map_err(|error| {
-            ArgumentProblem::new("", format!("the arguments are not valid JSON: {error}"))
-        })?;
+    // serde_json's own recursion limit (128) stops text nested deeper than that first, with
+    // its own message; the limits are checked again on the value.
+    let value = Strict {
+        depth: 0,
+        max_depth: limits.max_depth,
+    }
+    .deserialize(&mut deserializer)
+    .and_then(|value| deserializer.end().map(|()| value))
+    .map_err(|error| {
+        ArgumentProblem::new("", format!("the arguments are not valid JSON: {error}"))
+    })?;
     Ok(value)
 }
 
 struct Strict {
     depth: usize,
+    max_depth: usize,
 }
 
 impl Strict {
     fn nested<E: de::Error>(&self) -> Result<Strict, E> {
-        if self.depth >= MAX_ARGUMENT_DEPTH {
+        if self.depth >= self.max_depth {
             return Err(E::custom(format_args!(
-                "nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+                "nested deeper than {} levels",
+                self.max_depth
             )));
         }
         Ok(Strict {
             depth: self.depth + 1,
+            max_depth: self.max_depth,
         })
     }
 }

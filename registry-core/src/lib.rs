@@ -84,6 +84,9 @@
 //! macOS, Windows, the BSDs, iOS, Android and WebAssembly; not in `no_std` or on targets
 //! without static constructors.
 
+// Library code reports failures; it does not unwrap them (tests may).
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 mod access;
 mod allowed;
 mod arguments;

@@ -119,7 +119,7 @@ mod millis {
 
     pub(super) fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
         match d {
-            Some(d) => s.serialize_some(&(d.as_millis() as u64)),
+            Some(d) => s.serialize_some(&u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             None => s.serialize_none(),
         }
     }

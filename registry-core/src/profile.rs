@@ -68,10 +68,15 @@ impl Profile {
 
     /// The position in [`Profile::ALL`], for per-profile caches.
     pub(crate) fn index(self) -> usize {
-        Profile::ALL
-            .iter()
-            .position(|profile| *profile == self)
-            .expect("every profile is in ALL")
+        match self {
+            Profile::Mcp => 0,
+            Profile::OpenAiChat { strict: false } => 1,
+            Profile::OpenAiChat { strict: true } => 2,
+            Profile::OpenAiResponses { strict: false } => 3,
+            Profile::OpenAiResponses { strict: true } => 4,
+            Profile::Anthropic => 5,
+            Profile::Gemini => 6,
+        }
     }
 }
 

@@ -395,8 +395,8 @@ impl Registry {
         }
     }
 
-    pub(crate) fn is_revoked(&self, slot: u32, version: u64) -> bool {
-        self.inner.slots[slot as usize].is_revoked(version)
+    pub(crate) fn is_revoked(&self, slot: usize, version: u64) -> bool {
+        self.inner.slots[slot].is_revoked(version)
     }
 
     /// The reason of the change that revoked `version` of the tool `name`, if one did.
@@ -467,8 +467,8 @@ impl Registry {
     }
 
     /// Why the tool in `slot` is not ready, if it is not.
-    pub(crate) fn not_ready(&self, slot: u32) -> Option<String> {
-        let state = &self.inner.slots[slot as usize].ready;
+    pub(crate) fn not_ready(&self, slot: usize) -> Option<String> {
+        let state = &self.inner.slots[slot].ready;
         if state.is_ready() {
             return None;
         }
@@ -476,8 +476,8 @@ impl Registry {
     }
 
     /// The version of the tool in `slot` that new runs get.
-    pub(crate) fn current_version(&self, slot: u32) -> u64 {
-        self.snapshot().versions[slot as usize]
+    pub(crate) fn current_version(&self, slot: usize) -> u64 {
+        self.snapshot().versions[slot]
     }
 
     pub(crate) fn gate(&self) -> &GateConfig {

@@ -294,7 +294,7 @@ impl Run {
 
     /// Steps 1 to 3: the allowed set, revocation and readiness, the arguments.
     fn resolve(&self, call: ToolCall) -> Result<Resolved, Box<Decided>> {
-        let (header, arguments) = call.into_parts();
+        let (header, arguments) = call.into_parts(self.registry.limits());
         let CallHeader {
             id: call_id,
             name,

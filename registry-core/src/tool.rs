@@ -161,7 +161,8 @@ impl Tool {
     pub fn fingerprint(&self) -> Fingerprint {
         *self.0.fingerprint.get_or_init(|| {
             let shown = (&**self.definition_ref(), &self.0.policy.hints);
-            let json = serde_json::to_vec(&shown).expect("a tool definition is always JSON");
+            // A definition is strings and JSON values: it always serializes.
+            let json = serde_json::to_vec(&shown).unwrap_or_default();
             Fingerprint::of_bytes(&json)
         })
     }

@@ -8,6 +8,9 @@
 //! found on the way is collected in a [`ctxt::Ctxt`] and reported at once, spanned on the
 //! offending token.
 
+// Library code reports failures; it does not unwrap them (tests may).
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 mod attr;
 mod check;
 mod ctxt;

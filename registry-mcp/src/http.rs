@@ -248,7 +248,7 @@ async fn authenticate(
         client = %id,
         %method,
         status = response.status().as_u16(),
-        elapsed_us = started.elapsed().as_micros() as u64,
+        elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "request"
     );
     response

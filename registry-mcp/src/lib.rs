@@ -65,6 +65,9 @@
 //! its own (the registry's rate limits and call policies apply), no approval of calls other
 //! than through the client's elicitation, and no persistence of sessions across restarts.
 
+// Library code reports failures; it does not unwrap them (tests may).
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 mod approval;
 mod clients;
 mod handler;

@@ -282,7 +282,7 @@ fn parse_digest(hex: &str) -> Option<[u8; 32]> {
     for (byte, pair) in digest.iter_mut().zip(hex.chunks(2)) {
         let high = (pair[0] as char).to_digit(16)?;
         let low = (pair[1] as char).to_digit(16)?;
-        *byte = (high * 16 + low) as u8;
+        *byte = u8::try_from(high * 16 + low).ok()?;
     }
     Some(digest)
 }

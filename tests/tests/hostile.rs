@@ -204,7 +204,7 @@ fn hostile_calls() -> Vec<(&'static str, ToolCall, ErrorKind)> {
             ToolCall::from_json_text(
                 "c16",
                 "get_status",
-                &format!(
+                format!(
                     r#"{{"project": {}0{}}}"#,
                     "[".repeat(10_000),
                     "]".repeat(10_000)
@@ -519,7 +519,7 @@ fn hostile_arguments_are_described_for_the_model() {
     let deep = text(ToolCall::from_json_text(
         "9",
         "get_status",
-        &format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
+        format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
     ));
     assert!(
         deep.contains("the arguments are not valid JSON: nested deeper than 64 levels"),
