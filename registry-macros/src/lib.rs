@@ -3,9 +3,9 @@
 //! This crate is an implementation detail of `registry-core`, which re-exports [`macro@tool`]
 //! and documents it. Depend on `registry-core` instead.
 //!
-//! The macro works in three steps, one file each: [`attr`] and [`model`] parse the attribute
-//! and the function, [`check`] validates them, and [`expand`] writes the code. Every mistake
-//! found on the way is collected in a [`ctxt::Ctxt`] and reported at once, spanned on the
+//! The macro works in three steps, one file each: `attr` and `model` parse the attribute
+//! and the function, `check` validates them, and `expand` writes the code. Every mistake
+//! found on the way is collected in a `ctxt::Ctxt` and reported at once, spanned on the
 //! offending token.
 
 // Library code reports failures; it does not unwrap them (tests may).

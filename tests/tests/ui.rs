@@ -14,24 +14,52 @@ const PASS: &str = "tests/ui/pass";
 
 #[test]
 fn ui() {
-    // A glob that matches nothing passes silently: make sure the directories the globs name
-    // hold cases.
-    assert!(cases_in(FAIL) >= 24, "compile-fail cases missing in {FAIL}");
-    assert!(cases_in(PASS) >= 1, "pass cases missing in {PASS}");
+    // A glob that matches nothing passes silently, and a case without its expected output (or
+    // an output left behind by a removed case) is easy to miss: check the listing first.
+    let fail = listing(FAIL);
+    let cases: Vec<&String> = fail.iter().filter(|name| name.ends_with(".rs")).collect();
+    let outputs: Vec<&String> = fail
+        .iter()
+        .filter(|name| name.ends_with(".stderr"))
+        .collect();
+    assert!(!cases.is_empty(), "no compile-fail cases in {FAIL}");
+    for case in &cases {
+        let stderr = case.replace(".rs", ".stderr");
+        assert!(
+            fail.contains(&stderr),
+            "{FAIL}/{case} has no {stderr}: run with TRYBUILD=overwrite and review it"
+        );
+    }
+    for output in &outputs {
+        let case = output.replace(".stderr", ".rs");
+        assert!(
+            fail.contains(&case),
+            "{FAIL}/{output} belongs to no case: remove it"
+        );
+    }
+    assert!(
+        listing(PASS).iter().any(|name| name.ends_with(".rs")),
+        "no pass cases in {PASS}"
+    );
 
     let cases = trybuild::TestCases::new();
     cases.compile_fail(format!("{FAIL}/*.rs"));
     cases.pass(format!("{PASS}/*.rs"));
 }
 
-fn cases_in(dir: &str) -> usize {
+/// The names of the files in `dir`, sorted.
+fn listing(dir: &str) -> Vec<String> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    std::fs::read_dir(&dir)
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|error| panic!("cannot read {}: {error}", dir.display()))
-        .filter(|entry| {
+        .map(|entry| {
             entry
-                .as_ref()
-                .is_ok_and(|entry| entry.path().extension().is_some_and(|ext| ext == "rs"))
+                .unwrap_or_else(|error| panic!("cannot list {}: {error}", dir.display()))
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
         })
-        .count()
+        .collect();
+    names.sort();
+    names
 }

@@ -55,10 +55,11 @@ pub fn tokens_file() -> PathBuf {
 /// The example server's binary, built once per test binary.
 pub fn server_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(build_server)
+    BINARY.get_or_init(|| example_binary("mcp_server"))
 }
 
-fn build_server() -> PathBuf {
+/// Builds the example program `name` (a binary of `registry-examples`) and gives its path.
+pub fn example_binary(name: &str) -> PathBuf {
     // This test runs from <target>/<profile>/deps/<name>-<hash>: build into the same target
     // directory and profile, so that a second build finds everything compiled.
     let exe = std::env::current_exe().expect("the test executable's path");
@@ -73,7 +74,7 @@ fn build_server() -> PathBuf {
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace())
-        .args(["build", "-p", "registry-examples", "--bin", "mcp_server"])
+        .args(["build", "-p", "registry-examples", "--bin", name])
         .arg("--target-dir")
         .arg(target_dir)
         .stdout(Stdio::null())
@@ -88,8 +89,11 @@ fn build_server() -> PathBuf {
         }
     }
     let status = command.status().expect("cargo runs");
-    assert!(status.success(), "building the example server failed");
-    let binary = profile_dir.join(format!("mcp_server{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        status.success(),
+        "building the example program {name} failed"
+    );
+    let binary = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(binary.exists(), "{} was not built", binary.display());
     binary
 }
