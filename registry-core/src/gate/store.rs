@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use crate::declaration::BoxFuture;
 use crate::gate::approval::{ApprovalRequest, ApprovalState, StoreError};
@@ -46,11 +47,19 @@ pub trait ApprovalStore: Send + Sync + 'static {
 /// The default [`ApprovalStore`]: in this process's memory, lost when it exits.
 ///
 /// Share one (in an `Arc`) between registries built one after the other to let a rebuilt
-/// registry decide requests made before.
+/// registry decide requests made before. A request is kept until an hour after it expires
+/// (decided or not), so that a late decision is told it expired or was decided; after that it
+/// is forgotten (a decision then gets "unknown id"), and memory stays bounded by the requests
+/// of the last hours.
 #[derive(Debug, Default)]
 pub struct MemoryApprovalStore {
-    requests: Mutex<HashMap<String, (ApprovalRequest, ApprovalState)>>,
+    requests: Mutex<Requests>,
 }
+
+type Requests = HashMap<String, (ApprovalRequest, ApprovalState)>;
+
+/// How long a request is kept after it expires.
+const RETENTION: Duration = Duration::from_secs(3600);
 
 impl MemoryApprovalStore {
     /// An empty store.
@@ -63,14 +72,25 @@ impl MemoryApprovalStore {
         self.lock().values().cloned().collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (ApprovalRequest, ApprovalState)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Requests> {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets the requests that expired more than [`RETENTION`] ago.
+    fn prune(requests: &mut Requests) {
+        let now = SystemTime::now();
+        requests.retain(|_, (request, _)| request.expires_at + RETENTION > now);
     }
 }
 
 impl ApprovalStore for MemoryApprovalStore {
     fn insert<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
-        let result = match self.lock().entry(request.id.clone()) {
+        let mut requests = self.lock();
+        // Amortized: prune when the map has doubled since the last time.
+        if requests.len() >= 1024 && requests.len().is_power_of_two() {
+            Self::prune(&mut requests);
+        }
+        let result = match requests.entry(request.id.clone()) {
             std::collections::hash_map::Entry::Occupied(_) => Err(StoreError::new(format!(
                 "an approval request with the id {:?} exists already",
                 request.id
@@ -126,5 +146,48 @@ impl<S: ApprovalStore> ApprovalStore for std::sync::Arc<S> {
         state: ApprovalState,
     ) -> BoxFuture<'a, Result<Transition, StoreError>> {
         (**self).decide(id, state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fingerprint::Fingerprint;
+
+    fn request(id: usize, expired_ago: Duration) -> ApprovalRequest {
+        let expires_at = SystemTime::now() - expired_ago;
+        ApprovalRequest {
+            id: format!("apr_{id}"),
+            run_id: "run".into(),
+            tenant: "acme".into(),
+            agent: None,
+            call_id: format!("c{id}"),
+            generated_id: false,
+            tool_name: "deploy".into(),
+            arguments: serde_json::json!({}),
+            reason: "test".into(),
+            allowed_set: Fingerprint::of_bytes(b"set"),
+            definition: Fingerprint::of_bytes(b"definition"),
+            requested_at: expires_at,
+            expires_at,
+        }
+    }
+
+    #[test]
+    fn requests_long_expired_are_forgotten() {
+        let store = MemoryApprovalStore::new();
+        let long_ago = RETENTION + Duration::from_secs(60);
+        for id in 0..1000 {
+            pollster::block_on(store.insert(&request(id, long_ago))).unwrap();
+        }
+        // Recently expired ones are kept: a late decision is told they expired.
+        for id in 1000..1100 {
+            pollster::block_on(store.insert(&request(id, Duration::from_secs(60)))).unwrap();
+        }
+        let left = store.requests();
+        assert!(left.len() < 200, "{}", left.len());
+        assert!(left.iter().all(|(r, _)| r.id != "apr_0"));
+        assert!(pollster::block_on(store.get("apr_1099")).unwrap().is_some());
+        assert!(pollster::block_on(store.get("apr_1050")).unwrap().is_some());
     }
 }
