@@ -66,7 +66,7 @@ pub enum BuildProblem {
         /// Where the tool was declared.
         site: Source,
         /// What is wrong with it.
-        reason: String,
+        reason: crate::name::NameError,
     },
     /// A scope is not well formed.
     #[error("tool {tool:?}: {reason} ({site})")]

@@ -153,7 +153,7 @@ pub use gate::{
 };
 pub use guard::ArgumentLimits;
 pub use json_text::MAX_ARGUMENT_DEPTH;
-pub use name::{MAX_NAME_LEN, check_tool_name};
+pub use name::{MAX_NAME_LEN, NameError, check_tool_name};
 pub use observation::{ErrorKind, Observation};
 pub use parse::ParseError;
 pub use policy::{Hints, Scope, ScopeError, ToolPolicy};

@@ -11,8 +11,7 @@ use crate::tool_error::ArgumentProblem;
 
 /// Why a call produced no result. Every kind reaches the model as an error observation with
 /// a text it can act on; the kind itself is for the application and the audit log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// No tool of that name exists.
@@ -61,6 +60,13 @@ impl ErrorKind {
             ErrorKind::RateLimited => "rate_limited",
             ErrorKind::Unavailable => "unavailable",
         }
+    }
+}
+
+/// Serialized as [`ErrorKind::as_str`] gives it: the names are spelled in one place.
+impl Serialize for ErrorKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 

@@ -2,8 +2,6 @@
 //!
 //! See [`Profile::parse_calls`] for what each profile reads.
 
-use std::fmt;
-
 use serde_json::{Map, Value};
 
 use crate::call::ToolCall;
@@ -23,7 +21,8 @@ use crate::profile::Profile;
 ///     "cannot read openai-chat tool calls: at /choices/0/message/tool_calls: expected an array of tool calls, found an object",
 /// );
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read {profile} tool calls: {}{message}", at(pointer))]
 #[non_exhaustive]
 pub struct ParseError {
     /// The profile whose shape was expected.
@@ -34,17 +33,14 @@ pub struct ParseError {
     pub message: String,
 }
 
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot read {} tool calls: ", self.profile)?;
-        if !self.pointer.is_empty() {
-            write!(f, "at {}: ", self.pointer)?;
-        }
-        f.write_str(&self.message)
+/// `at <pointer>: `, or nothing for the whole response.
+fn at(pointer: &str) -> String {
+    if pointer.is_empty() {
+        String::new()
+    } else {
+        format!("at {pointer}: ")
     }
 }
-
-impl std::error::Error for ParseError {}
 
 impl Profile {
     /// The tool calls in `response`, a provider response (or message) as JSON, in order.

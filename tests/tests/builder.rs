@@ -7,8 +7,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use registry_core::{
-    ArgumentProblem, BuildProblem, DynamicTool, Registry, RegistryError, Replacement, Source,
-    ToolCall, tool,
+    ArgumentProblem, BuildProblem, DynamicTool, NameError, Registry, RegistryError, Replacement,
+    Source, ToolCall, tool,
 };
 use registry_tests::{failure, open_run, problems, success};
 use serde_json::{Value, json};
@@ -392,16 +392,24 @@ fn a_name_too_long_or_empty_is_refused() {
             BuildProblem::InvalidName {
                 name: long.clone(),
                 site: site(&error.problems()[0]),
-                reason: format!(
-                    "the tool name \"{long}\" is 65 characters long; providers accept at most 64"
-                ),
+                reason: NameError::TooLong {
+                    name: long.clone(),
+                    length: 65,
+                },
             },
             BuildProblem::InvalidName {
                 name: String::new(),
                 site: site(&error.problems()[1]),
-                reason: "the tool name is empty".to_owned(),
+                reason: NameError::Empty,
             },
         ]
+    );
+    assert_eq!(
+        error.problems()[0].to_string().split(" (").next(),
+        Some(
+            format!("the tool name \"{long}\" is 65 characters long; providers accept at most 64")
+                .as_str()
+        )
     );
     assert_built_at(site(&error.problems()[0]), "long.clone()");
     assert_built_at(site(&error.problems()[1]), r#""""#);
