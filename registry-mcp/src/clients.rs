@@ -62,6 +62,23 @@ impl Shared {
             self.watching.store(false, Ordering::Release);
             return;
         };
+        if let Some(interval) = self.options.readiness_interval {
+            let shared = Arc::downgrade(self);
+            runtime.spawn(async move {
+                let mut ticker = tokio::time::interval(interval);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                ticker.tick().await; // the registry checked at build
+                loop {
+                    ticker.tick().await;
+                    let Some(shared) = shared.upgrade() else {
+                        break;
+                    };
+                    // A change counts in the registry's generation: the change poll below
+                    // announces it.
+                    shared.registry.check_readiness().await;
+                }
+            });
+        }
         let shared = Arc::downgrade(self);
         let interval = self.options.poll_interval;
         runtime.spawn(async move {

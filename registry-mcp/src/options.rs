@@ -23,6 +23,12 @@ pub struct ServerOptions {
     /// with `notifications/tools/list_changed`. Default 200 ms.
     /// [`McpServer::check_changes`](crate::McpServer::check_changes) checks at once.
     pub poll_interval: Duration,
+    /// How often the registry's readiness checks run again
+    /// ([`Registry::check_readiness`](registry_core::Registry::check_readiness)): a tool that
+    /// stops being ready disappears from the clients' lists (announced like a revocation), and
+    /// comes back when it is ready again. `None` runs them only when the application does.
+    /// Default 30 s.
+    pub readiness_interval: Option<Duration>,
     /// A deadline for every call, on top of each tool's own `timeout`; `None` (the default)
     /// leaves only the tools' own. With a deadline, a synchronous tool runs on a thread of
     /// its own rather than on the server's async workers.
@@ -48,6 +54,7 @@ impl Default for ServerOptions {
         ServerOptions {
             page_size: 100,
             poll_interval: Duration::from_millis(200),
+            readiness_interval: Some(Duration::from_secs(30)),
             call_timeout: None,
             approval_timeout: Duration::from_secs(10 * 60),
             max_message_bytes: 8 * 1024 * 1024,
@@ -68,6 +75,12 @@ impl ServerOptions {
     /// Sets how often the registry is checked for changes.
     pub fn with_poll_interval(mut self, interval: Duration) -> Self {
         self.poll_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets how often the readiness checks run again; `None`: never by the server.
+    pub fn with_readiness_interval(mut self, interval: Option<Duration>) -> Self {
+        self.readiness_interval = interval.map(|interval| interval.max(Duration::from_millis(1)));
         self
     }
 
