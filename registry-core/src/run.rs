@@ -245,8 +245,9 @@ impl Run {
         if let Err(refused) = self.admit(&resolved).await {
             return self.finish(*refused, started);
         }
-        let outcome = self.execute(&resolved.entry, resolved.context, resolved.arguments);
-        let outcome = outcome.await;
+        let outcome = self
+            .execute(&resolved.entry, resolved.context, resolved.arguments)
+            .await;
         self.finish(resolved.ticket.outcome(outcome), started)
     }
 

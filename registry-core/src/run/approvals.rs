@@ -321,6 +321,12 @@ impl Run {
             arguments,
             ticket,
         };
+        // Revoked while the person decided: the approval is spent, and nothing runs.
+        if self.registry().is_revoked(entry.slot, entry.version) {
+            let text = revoked_text(entry.tool.name());
+            let decided = resolved.ticket.refused(ErrorKind::Revoked, text);
+            return Ok(self.finish(decided, started));
+        }
         if let Some(reason) = self.registry().not_ready(entry.slot) {
             let text = super::unavailable_text(entry.tool.name());
             let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
