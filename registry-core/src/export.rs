@@ -2,7 +2,7 @@
 //!
 //! | profile | the list (the request's `tools`) | one tool |
 //! | --- | --- | --- |
-//! | MCP | the `tools` of a `tools/list` result | `{name, title?, description, inputSchema, outputSchema?, annotations}` |
+//! | MCP | the `tools` of a `tools/list` result | `{name, title?, description, inputSchema, outputSchema?, annotations, _meta}` |
 //! | OpenAI Chat | `tools` | `{"type": "function", "function": {name, description, parameters, strict}}` |
 //! | OpenAI Responses | `tools` | `{"type": "function", name, description, parameters, strict}` |
 //! | Anthropic | `tools` | `{name, description, input_schema}` |
@@ -10,6 +10,11 @@
 //!
 //! Keys are sorted (serde_json's map is ordered by key) and tools come in name order, so an
 //! export is byte-identical from call to call and process to process.
+//!
+//! An MCP tool carries its digest in `_meta` (`{"io.github.tool-registry/digest":
+//! "sha256:..."}`, [`DIGEST_META_KEY`](crate::DIGEST_META_KEY)): the SHA-256 of the tool
+//! object without `_meta` ([`Tool::digest`]), which a client can pin and check against a
+//! lock file ([`Registry::lock`](crate::Registry::lock)).
 
 use serde_json::{Map, Value, json};
 
@@ -100,6 +105,34 @@ fn has_properties(schema: &Value) -> bool {
         .is_some_and(|properties| !properties.is_empty())
 }
 
+/// The tool object of `tool` as `profile` exports it, before `_meta` is added: what its
+/// digest is taken of. The problems when `profile` cannot express it.
+pub(crate) fn unpinned_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibility]> {
+    let parameters = tool.lowered(profile).as_ref().map_err(Vec::as_slice)?;
+    Ok(tool_object(
+        profile,
+        &Exported {
+            definition: tool.definition_ref(),
+            parameters,
+            hints: tool.policy().hints,
+            output_schema: tool.output_schema(),
+        },
+    ))
+}
+
+/// The tool object of `tool` as `profile` exports it: for MCP, with its digest in `_meta`.
+fn exported_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibility]> {
+    let mut object = unpinned_object(profile, tool)?;
+    if profile == Profile::Mcp
+        && let (Value::Object(object), Ok(digest)) = (&mut object, tool.digest(profile))
+    {
+        let mut meta = Map::new();
+        meta.insert(crate::lock::DIGEST_META_KEY.into(), digest.into());
+        object.insert("_meta".into(), Value::Object(meta));
+    }
+    Ok(object)
+}
+
 /// The whole tool list of `profile`, from its tool objects in name order.
 pub(crate) fn tool_list(profile: Profile, tools: Vec<Value>) -> Value {
     match profile {
@@ -170,19 +203,8 @@ pub(crate) fn export_all<'a>(
     let mut objects = Vec::new();
     let mut problems = Vec::new();
     for tool in tools {
-        match tool.lowered(profile) {
-            Ok(parameters) => {
-                let definition = tool.definition_ref();
-                objects.push(tool_object(
-                    profile,
-                    &Exported {
-                        definition,
-                        parameters,
-                        hints: tool.policy().hints,
-                        output_schema: tool.output_schema(),
-                    },
-                ));
-            }
+        match exported_object(profile, tool) {
+            Ok(object) => objects.push(object),
             Err(found) => problems.extend(found.iter().cloned()),
         }
     }

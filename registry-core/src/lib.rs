@@ -109,6 +109,7 @@ mod gate;
 mod guard;
 mod json_text;
 mod link;
+mod lock;
 mod lower;
 mod name;
 mod observation;
@@ -153,6 +154,7 @@ pub use gate::{
 };
 pub use guard::ArgumentLimits;
 pub use json_text::MAX_ARGUMENT_DEPTH;
+pub use lock::DIGEST_META_KEY;
 pub use name::{MAX_NAME_LEN, NameError, check_tool_name};
 pub use observation::{ErrorKind, Observation};
 pub use parse::ParseError;

@@ -365,6 +365,138 @@ impl Registry {
         }
     }
 
+    /// The lock text of the registry: every tool, in name order, with who may use it, what
+    /// the gate asks of its calls, and a digest of what each profile shows a model of it.
+    /// Commit it as a file and check it in a test ([`assert_lockfile`](Self::assert_lockfile)):
+    /// then a changed description or schema (how a tool "rug pull" or a poisoned description
+    /// reaches a model), a new scope, tenant, hint or gate flag, or a tool added or removed
+    /// is a reviewed diff, never a silent change.
+    ///
+    /// The text is the same in every process and on every machine for the same tools; it
+    /// holds no time, path or version. Three comment lines (`#`), then one block per tool,
+    /// blocks separated by a blank line, one `key = value` line per fact, always in this
+    /// order:
+    ///
+    /// ```text
+    /// # Tool definitions pinned by registry_core::Registry::lock (format 1); review every change.
+    /// # Digests: SHA-256 of each tool as each profile exports it (keys sorted, compact, no _meta).
+    /// # Rewrite: REGISTRY_LOCK=overwrite cargo test; then review the diff before committing it.
+    ///
+    /// [deploy]
+    /// scopes = build:read, deploy:write
+    /// tenants = *
+    /// hints = destructive, open_world
+    /// gate = needs_approval, rate_limit 10/min
+    /// definition = sha256:5d0e…
+    /// mcp = sha256:9b1f…
+    /// openai-chat = sha256:…
+    /// openai-chat-strict = sha256:…
+    /// openai-responses = sha256:…
+    /// openai-responses-strict = sha256:…
+    /// anthropic = sha256:…
+    /// gemini = unsupported: /$defs/Tree: …
+    /// ```
+    ///
+    /// | line | what |
+    /// | --- | --- |
+    /// | `[name]` | the tool's name |
+    /// | `scopes` | the scopes a subject must hold, sorted; `(none)` |
+    /// | `tenants` | the tenants whose subjects may see it, sorted; `*`: every tenant. A tenant that could be misread (empty, `*`, with spaces or commas, ...) is a JSON string |
+    /// | `hints` | `read_only`, `destructive`, `idempotent`, `open_world`, those declared, in this order; `(none)` |
+    /// | `gate` | `needs_approval`, and `rate_limit 10/min`: the tool's own limit, or the registry's default (`RegistryBuilder::rate_limit`) followed by `(registry default)`; `(none)` |
+    /// | `definition` | the digest of the provider-neutral definition: name, title, description, the canonical parameters schema and the output schema |
+    /// | one line per profile of [`Profile::ALL`], by [`Profile::name`] | [`Tool::digest`]: the SHA-256 of the tool object that profile's export holds (without `_meta`), or `unsupported: ` and what that profile cannot express (`pointer: rule`, separated by `; `) |
+    ///
+    /// A digest is `sha256:` and 64 lowercase hexadecimal digits. The `mcp` digest is also the
+    /// value of each MCP tool's `_meta` key [`DIGEST_META_KEY`](crate::DIGEST_META_KEY), so an
+    /// MCP client can pin it. A description or schema change alters `definition` and every
+    /// profile's digest; an upgrade that only changes how one profile lowers a schema alters
+    /// that profile's line alone.
+    ///
+    /// Not in the lock: where a tool was declared, its timeout, readiness checks, call
+    /// policies (code, not data), revocations made at run time.
+    ///
+    /// ```
+    /// use registry_core::{tool, Registry};
+    ///
+    /// /// Start a deployment of a project.
+    /// #[tool(scopes = "deploy:write, build:read", destructive, needs_approval, rate_limit = "10/min")]
+    /// fn deploy(project: String) -> String {
+    ///     format!("deploying {project}")
+    /// }
+    ///
+    /// let lock = Registry::from_inventory().unwrap().lock();
+    /// let block: Vec<&str> = lock.lines().skip_while(|line| *line != "[deploy]").take(5).collect();
+    /// assert_eq!(block, [
+    ///     "[deploy]",
+    ///     "scopes = build:read, deploy:write",
+    ///     "tenants = *",
+    ///     "hints = destructive",
+    ///     "gate = needs_approval, rate_limit 10/min",
+    /// ]);
+    /// assert!(lock.contains("\nmcp = sha256:"));
+    /// assert!(lock.contains("\ngemini = sha256:"));
+    /// ```
+    pub fn lock(&self) -> String {
+        crate::lock::lock_text(&self.snapshot().tools, self.inner.gate.rate_limit)
+    }
+
+    /// Panics with what changed, tool by tool, unless the lock file at `path` holds exactly
+    /// [`lock()`](Self::lock); the test that pins a registry's tool definitions:
+    ///
+    /// ```no_run
+    /// # use registry_core::Registry;
+    /// #[test]
+    /// fn tool_definitions_are_pinned() {
+    ///     Registry::from_inventory().unwrap().assert_lockfile("tools.lock");
+    /// }
+    /// ```
+    ///
+    /// `path` is relative to the working directory: in a `cargo test`, the root of the crate
+    /// whose test it is (where its `Cargo.toml` is).
+    ///
+    /// - A mismatch panics with a line diff, tool by tool: each tool changed (its old lines
+    ///   `-`, its new ones `+`), added or removed, and how to accept the change.
+    /// - With the environment variable `REGISTRY_LOCK=overwrite`, the file is written (with
+    ///   its directory) instead, and the check passes: `REGISTRY_LOCK=overwrite cargo test`,
+    ///   then review the diff (`git diff tools.lock`) and commit it.
+    /// - A missing file panics saying how to create it (the same variable).
+    ///
+    /// Line ends do not matter (a file checked out with CRLF matches). In CI, run the tests
+    /// without the variable: a definition that changed without its lock file fails the build.
+    ///
+    /// ```
+    /// use registry_core::{tool, Registry};
+    ///
+    /// /// Read the current build status of a project.
+    /// #[tool(scopes = "build:read", read_only)]
+    /// fn get_status(project: String) -> String {
+    ///     format!("{project}: passed")
+    /// }
+    ///
+    /// let registry = Registry::from_inventory().unwrap();
+    /// let path = std::env::temp_dir().join(format!("tools-{}.lock", std::process::id()));
+    /// std::fs::write(&path, registry.lock()).unwrap(); // what REGISTRY_LOCK=overwrite does
+    /// registry.assert_lockfile(&path); // passes: nothing changed
+    ///
+    /// // A lock file that pinned another scope: the check fails, naming the tool and the line
+    /// // (unless REGISTRY_LOCK=overwrite is set: then it rewrites the file).
+    /// std::fs::write(&path, registry.lock().replace("build:read", "build:write")).unwrap();
+    /// if std::env::var_os("REGISTRY_LOCK").is_none() {
+    ///     let check = std::panic::AssertUnwindSafe(|| registry.assert_lockfile(&path));
+    ///     let panic = std::panic::catch_unwind(check).unwrap_err();
+    ///     let message = panic.downcast_ref::<String>().unwrap();
+    ///     assert!(message.contains("[get_status] changed:\n  - scopes = build:write\n  + scopes = build:read"));
+    /// }
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    #[track_caller]
+    pub fn assert_lockfile(&self, path: impl AsRef<std::path::Path>) {
+        if let Err(message) = crate::lock::check_file(path.as_ref(), &self.lock()) {
+            panic!("{message}");
+        }
+    }
+
     /// How many revocations and replacements have been made: cheap to poll (an atomic read)
     /// for a server that must tell its clients when their tool lists may have changed.
     pub fn generation(&self) -> u64 {

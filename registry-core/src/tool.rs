@@ -12,7 +12,7 @@ use crate::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
 use crate::definition::ToolDefinition;
 use crate::fingerprint::Fingerprint;
 use crate::policy::ToolPolicy;
-use crate::profile::{Incompatibility, Profile};
+use crate::profile::{CompatibilityError, Incompatibility, Profile};
 use crate::schema;
 use crate::source::Source;
 use crate::tool_error::ToolError;
@@ -36,6 +36,8 @@ struct ToolInner {
     definition: OnceLock<Arc<ToolDefinition>>,
     output_schema: OnceLock<Option<Value>>,
     lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::ALL.len()],
+    /// The digest of the exported tool object, per profile; `None` where it cannot be exported.
+    digests: [OnceLock<Option<String>>; Profile::ALL.len()],
     fingerprint: OnceLock<Fingerprint>,
     validator: OnceLock<Result<ArgumentValidator, String>>,
     /// The top-level properties that are not required, for which `null` means absent.
@@ -101,6 +103,7 @@ impl Tool {
             definition: OnceLock::new(),
             output_schema: OnceLock::new(),
             lowered: Default::default(),
+            digests: Default::default(),
             fingerprint: OnceLock::new(),
             validator: OnceLock::new(),
             optional: OnceLock::new(),
@@ -121,6 +124,7 @@ impl Tool {
             definition: OnceLock::new(),
             output_schema: OnceLock::new(),
             lowered: Default::default(),
+            digests: Default::default(),
             fingerprint: OnceLock::new(),
             validator: OnceLock::from(Ok(parts.validator)),
             optional: OnceLock::new(),
@@ -165,6 +169,46 @@ impl Tool {
             let json = serde_json::to_vec(&shown).unwrap_or_default();
             Fingerprint::of_bytes(&json)
         })
+    }
+
+    /// The digest of the tool as `profile` exports it: `sha256:` and 64 lowercase hexadecimal
+    /// digits, the SHA-256 of the tool object of [`Run::export`](crate::Run::export) (for
+    /// Gemini, the function declaration), without `_meta`, as compact JSON with every
+    /// object's keys sorted. Any change to what that profile shows of the tool (name, title,
+    /// description, schemas, hints) changes it; the same tool gives the same digest in every
+    /// process and on every machine.
+    ///
+    /// It is the digest a [lock file](crate::Registry::lock) pins, and, for
+    /// [`Profile::Mcp`], the value of the exported tool's `_meta` key
+    /// [`DIGEST_META_KEY`](crate::DIGEST_META_KEY). An error when `profile` cannot express
+    /// the tool (as `Run::export` would report).
+    ///
+    /// ```
+    /// use registry_core::{tool, Profile, Registry};
+    ///
+    /// /// Read the current build status of a project.
+    /// #[tool(read_only)]
+    /// fn get_status(project: String) -> String {
+    ///     format!("{project}: passed")
+    /// }
+    ///
+    /// let tool = Registry::from_inventory().unwrap().get("get_status").unwrap();
+    /// let digest = tool.digest(Profile::Mcp).unwrap();
+    /// assert!(digest.starts_with("sha256:") && digest.len() == 7 + 64);
+    /// assert_ne!(digest, tool.digest(Profile::Anthropic).unwrap());
+    /// ```
+    pub fn digest(&self, profile: Profile) -> Result<&str, CompatibilityError> {
+        let digest = self.0.digests[profile.index()].get_or_init(|| {
+            crate::export::unpinned_object(profile, self)
+                .ok()
+                .map(|object| crate::lock::digest_of(&object))
+        });
+        match digest {
+            Some(digest) => Ok(digest),
+            None => Err(CompatibilityError(
+                self.lowered(profile).clone().err().unwrap_or_default(),
+            )),
+        }
     }
 
     /// The JSON Schema of the result, when it is a structured type (an object): MCP's

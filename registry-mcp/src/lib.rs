@@ -30,7 +30,9 @@
 //!   ([`Tokens`]). All requests and sessions presenting one token share its run.
 //! - **`tools/list`**: the run's visible tools exported with
 //!   [`Profile::Mcp`] (hints as `annotations`, output schemas as
-//!   `outputSchema`), in name order, in pages of [`ServerOptions::page_size`] with an opaque
+//!   `outputSchema`, and each tool's digest in `_meta` under
+//!   [`DIGEST_META_KEY`](registry_core::DIGEST_META_KEY): the `mcp` line of
+//!   [`Registry::lock`](registry_core::Registry::lock), which a client can pin), in name order, in pages of [`ServerOptions::page_size`] with an opaque
 //!   cursor. A cursor names the run it was made in: after the run changed it is refused
 //!   (-32602), and the client lists again from the start.
 //! - **`tools/call`**: a [`ToolCall`](registry_core::ToolCall) whose call id is the JSON-RPC

@@ -3,7 +3,7 @@
 //! providers' documented shapes, malformed ones included) and observations rendered as each
 //! consumer's result message.
 
-use registry_core::{Profile, Registry, Run, Subject, tool};
+use registry_core::{DIGEST_META_KEY, Profile, Registry, Run, Subject, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -173,11 +173,18 @@ fn mcp_export_is_the_tools_of_a_tools_list_result() {
     let (list, properties) = envelope(Profile::Mcp);
     assert_eq!(properties, expected_properties());
     let output_schema = registry().get("summary").unwrap().output_schema().cloned();
+    // Each tool's digest, which a client can pin (the `mcp` line of `Registry::lock`).
+    let meta = |name: &str| {
+        let registry = registry();
+        let tool = registry.get(name).unwrap();
+        json!({ DIGEST_META_KEY: tool.digest(Profile::Mcp).unwrap() })
+    };
     assert_eq!(
         list,
         json!([
             {
                 "name": "deploy",
+                "_meta": meta("deploy"),
                 "description": "Start a deployment of a project.",
                 "inputSchema": SCHEMA,
                 "annotations": {
@@ -189,6 +196,7 @@ fn mcp_export_is_the_tools_of_a_tools_list_result() {
             },
             {
                 "name": "get_status",
+                "_meta": meta("get_status"),
                 "title": "Build status",
                 "description": "Read the current build status of a project.",
                 "inputSchema": SCHEMA,
@@ -202,6 +210,7 @@ fn mcp_export_is_the_tools_of_a_tools_list_result() {
             },
             {
                 "name": "list_projects",
+                "_meta": meta("list_projects"),
                 "description": "List every project.",
                 "inputSchema": SCHEMA,
                 "annotations": {
@@ -213,6 +222,7 @@ fn mcp_export_is_the_tools_of_a_tools_list_result() {
             },
             {
                 "name": "summary",
+                "_meta": meta("summary"),
                 "description": "Summarize a project's pipeline.",
                 "inputSchema": SCHEMA,
                 "outputSchema": output_schema,
@@ -403,7 +413,11 @@ fn exports_are_byte_identical_across_registries_and_calls() {
     }
     // Keys are sorted, whatever order the code wrote them in.
     let text = serde_json::to_string(&run().export(Profile::Mcp).unwrap()).unwrap();
-    assert!(text.starts_with(r#"[{"annotations":{"destructiveHint":true,"idempotentHint":false,"openWorldHint":true,"readOnlyHint":false},"description":"Start a deployment of a project.","inputSchema":"#), "{text}");
+    assert!(
+        text.starts_with(r#"[{"_meta":{"io.github.tool-registry/digest":"sha256:"#),
+        "{text}"
+    );
+    assert!(text.contains(r#""},"annotations":{"destructiveHint":true,"idempotentHint":false,"openWorldHint":true,"readOnlyHint":false},"description":"Start a deployment of a project.","inputSchema":"#), "{text}");
 }
 
 // Allowlists.
