@@ -1,7 +1,6 @@
 //! The README's demonstration and catalog, run as a user runs them, so that what the README
 //! says they show cannot rot.
 
-#[allow(dead_code)]
 mod mcp_support;
 
 use std::process::Command;
