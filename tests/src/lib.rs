@@ -57,3 +57,54 @@ pub fn failure(observation: &Observation) -> &str {
         .and_then(|text| text.strip_prefix(&prefix))
         .unwrap_or_else(|| panic!("expected a text starting {prefix:?}, got {observation:?}"))
 }
+
+/// Where `DynamicTool::new(<first_arg>, ...)` is called in `source` (a test file's text, from
+/// `include_str!`): line and column, from 1. Panics unless there is exactly one such call.
+#[track_caller]
+pub fn site_of_new(source: &str, first_arg: &str) -> (u32, u32) {
+    let call = "DynamicTool::new(";
+    let sites: Vec<(u32, u32)> = source
+        .match_indices(call)
+        .filter(|(at, _)| {
+            source[at + call.len()..]
+                .trim_start()
+                .starts_with(first_arg)
+        })
+        .map(|(at, _)| {
+            let before = &source[..at];
+            let line = before.matches('\n').count() + 1;
+            let column = at - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
+            (number(line), number(column))
+        })
+        .collect();
+    assert_eq!(sites.len(), 1, "one `new({first_arg}` expected");
+    sites[0]
+}
+
+/// Where the function `name` is declared in `source`: the line and the column of its name,
+/// both from 1. Panics unless it is declared exactly once.
+#[track_caller]
+pub fn site_of_fn(source: &str, name: &str) -> (u32, u32) {
+    let pattern = format!("fn {name}(");
+    let sites: Vec<(u32, u32)> = source
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let line = line.trim_start();
+            ["fn ", "pub fn ", "async fn ", "pub async fn "]
+                .iter()
+                .any(|start| line.starts_with(start))
+        })
+        .filter_map(|(index, line)| {
+            let at = line.find(&pattern)? + "fn ".len();
+            Some((number(index + 1), number(at + 1)))
+        })
+        .collect();
+    assert_eq!(sites.len(), 1, "`fn {name}(` should be declared once");
+    sites[0]
+}
+
+/// A line or column number as `Source` gives it.
+fn number(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

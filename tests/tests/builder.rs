@@ -10,51 +10,14 @@ use registry_core::{
     ArgumentProblem, BuildProblem, DynamicTool, NameError, Registry, RegistryError, Replacement,
     Source, ToolCall, tool,
 };
-use registry_tests::{failure, open_run, problems, success};
+use registry_tests::{failure, open_run, problems, site_of_fn, site_of_new, success};
 use serde_json::{Value, json};
 
 const THIS_FILE: &str = include_str!("builder.rs");
 
-/// Where `DynamicTool::new(<first_arg>, ...)` is called in this file: line and column, from 1.
-fn site_of_new(first_arg: &str) -> (u32, u32) {
-    let call = "DynamicTool::new(";
-    let sites: Vec<(u32, u32)> = THIS_FILE
-        .match_indices(call)
-        .filter(|(at, _)| {
-            THIS_FILE[at + call.len()..]
-                .trim_start()
-                .starts_with(first_arg)
-        })
-        .map(|(at, _)| {
-            let before = &THIS_FILE[..at];
-            let line = before.matches('\n').count() + 1;
-            let column = at - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
-            (line as u32, column as u32)
-        })
-        .collect();
-    assert_eq!(sites.len(), 1, "one `new({first_arg}` expected");
-    sites[0]
-}
-
-/// Where the function `name` is declared in this file: the line and column of its name.
-fn site_of_fn(name: &str) -> (u32, u32) {
-    let pattern = format!("fn {name}(");
-    let sites: Vec<(u32, u32)> = THIS_FILE
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| line.trim_start().starts_with("fn "))
-        .filter_map(|(index, line)| {
-            let at = line.find(&pattern)? + "fn ".len();
-            Some((index as u32 + 1, at as u32 + 1))
-        })
-        .collect();
-    assert_eq!(sites.len(), 1, "`fn {name}(` should be declared once");
-    sites[0]
-}
-
 /// How errors show the place a tool was built.
 fn built_at(first_arg: &str) -> String {
-    let (line, column) = site_of_new(first_arg);
+    let (line, column) = site_of_new(THIS_FILE, first_arg);
     format!("built at run time at tests/tests/builder.rs:{line}:{column}")
 }
 
@@ -63,7 +26,10 @@ fn assert_built_at(source: Source, first_arg: &str) {
     assert_eq!(source.module_path(), None);
     assert_eq!(source.crate_name(), None);
     assert_eq!(source.file(), file!());
-    assert_eq!((source.line(), source.column()), site_of_new(first_arg));
+    assert_eq!(
+        (source.line(), source.column()),
+        site_of_new(THIS_FILE, first_arg)
+    );
     assert_eq!(source.to_string(), built_at(first_arg));
 }
 
@@ -467,7 +433,7 @@ fn a_dynamic_tool_named_like_a_declared_one_is_a_duplicate_naming_both() {
         panic!("expected one duplicate, got {error:?}");
     };
     assert_eq!(name, "get_status");
-    let (line, column) = site_of_fn("get_status");
+    let (line, column) = site_of_fn(THIS_FILE, "get_status");
     assert_eq!(first.module_path(), Some("builder"));
     assert_eq!(
         (first.file(), first.line(), first.column()),
@@ -556,7 +522,7 @@ fn replace_swaps_a_declared_tool_and_records_it() {
     );
     assert_eq!(
         (declared_source.line(), declared_source.column()),
-        site_of_fn("get_status")
+        site_of_fn(THIS_FILE, "get_status")
     );
     assert!(declared.replacements().is_empty());
 }
@@ -600,7 +566,7 @@ fn replace_swaps_a_dynamic_tool_too_in_order() {
             )
         })
         .collect();
-    let line = |first_arg| site_of_new(first_arg).0;
+    let line = |first_arg| site_of_new(THIS_FILE, first_arg).0;
     assert_eq!(
         records,
         [

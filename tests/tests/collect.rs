@@ -3,7 +3,7 @@
 //! was declared.
 
 use registry_core::{Registry, RegistryError, Tool, ToolCall};
-use registry_tests::{open_run, success};
+use registry_tests::{open_run, site_of_fn, success};
 use serde_json::json;
 
 registry_core::link!(extra_tools);
@@ -47,28 +47,6 @@ const _: () = {
 
 const THIS_FILE: &str = include_str!("collect.rs");
 const EXTRA_TOOLS_FILE: &str = include_str!("../crates/extra-tools/src/lib.rs");
-
-/// Where the function `name` is declared in `source`: the line and the column of its name,
-/// both from 1.
-fn site_of_fn(source: &str, name: &str) -> (u32, u32) {
-    let pattern = format!("fn {name}(");
-    let sites: Vec<(u32, u32)> = source
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| {
-            let line = line.trim_start();
-            ["fn ", "pub fn ", "async fn ", "pub async fn "]
-                .iter()
-                .any(|start| line.starts_with(start))
-        })
-        .filter_map(|(index, line)| {
-            let at = line.find(&pattern)? + "fn ".len();
-            Some((index as u32 + 1, at as u32 + 1))
-        })
-        .collect();
-    assert_eq!(sites.len(), 1, "`fn {name}(` should be declared once");
-    sites[0]
-}
 
 const ALL: [&str; 5] = [
     "count_words",

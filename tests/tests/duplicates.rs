@@ -2,52 +2,13 @@
 //! all fails, listing every clash with both declaration sites; selecting one crate works.
 
 use registry_core::{BuildProblem, DynamicTool, Registry, RegistryError, Source, ToolCall};
-use registry_tests::{open_run, success};
+use registry_tests::{open_run, site_of_fn, site_of_new, success};
 use serde_json::json;
 
 registry_core::link!(dup_one, dup_two);
 
 const DUP_ONE_FILE: &str = include_str!("../crates/dup-one/src/lib.rs");
 const DUP_TWO_FILE: &str = include_str!("../crates/dup-two/src/lib.rs");
-
-/// Where the function `name` is declared in `source`: the line and the column of its name,
-/// both from 1.
-fn site_of_fn(source: &str, name: &str) -> (u32, u32) {
-    let pattern = format!("fn {name}(");
-    let sites: Vec<(u32, u32)> = source
-        .lines()
-        .enumerate()
-        .filter(|(_, line)| line.trim_start().starts_with("pub fn "))
-        .filter_map(|(index, line)| {
-            let at = line.find(&pattern)? + "fn ".len();
-            Some((index as u32 + 1, at as u32 + 1))
-        })
-        .collect();
-    assert_eq!(sites.len(), 1, "`fn {name}(` should be declared once");
-    sites[0]
-}
-
-/// Where `DynamicTool::new(<first_arg>, ...)` is called in this file: line and column, from 1.
-fn site_of_new(first_arg: &str) -> (u32, u32) {
-    let source = include_str!("duplicates.rs");
-    let call = "DynamicTool::new(";
-    let sites: Vec<(u32, u32)> = source
-        .match_indices(call)
-        .filter(|(at, _)| {
-            source[at + call.len()..]
-                .trim_start()
-                .starts_with(first_arg)
-        })
-        .map(|(at, _)| {
-            let before = &source[..at];
-            let line = before.matches('\n').count() + 1;
-            let column = at - before.rfind('\n').map_or(0, |newline| newline + 1) + 1;
-            (line as u32, column as u32)
-        })
-        .collect();
-    assert_eq!(sites.len(), 1, "one `new({first_arg}` expected");
-    sites[0]
-}
 
 /// A declaration site, as expected: crate, module, file, line and column.
 #[derive(Debug, PartialEq)]
@@ -271,7 +232,7 @@ fn a_name_used_three_times_gives_a_clash_per_extra_tool() {
         Site::actual(*first),
         Site::of("dup_one", "dup_one", "search")
     );
-    let (line, column) = site_of_new("\"search\"");
+    let (line, column) = site_of_new(include_str!("duplicates.rs"), "\"search\"");
     assert!(!second.is_declared());
     assert_eq!(
         (second.file(), second.line(), second.column()),
