@@ -425,6 +425,7 @@ fn declared_tool(
         timeout: declaration.timeout,
         needs_approval: declaration.needs_approval,
         rate_limit: declaration.rate_limit,
+        allow_description: declaration.allow_description.map(Cow::Borrowed),
     };
     valid.then(|| Tool::declared(declaration, policy))
 }

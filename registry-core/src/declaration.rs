@@ -29,6 +29,8 @@ pub struct Declaration {
     pub name: &'static str,
     pub description: &'static str,
     pub title: Option<&'static str>,
+    /// Why the description lint is overridden (`allow_description = "..."`).
+    pub allow_description: Option<&'static str>,
     pub scopes: &'static [&'static str],
     pub tenants: &'static [&'static str],
     pub timeout: Option<std::time::Duration>,

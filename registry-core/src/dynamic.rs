@@ -57,6 +57,7 @@ pub struct DynamicTool {
     needs_approval: bool,
     rate_limit: Option<Result<RateLimit, String>>,
     hints: Hints,
+    allow_description: Option<String>,
     handler: Option<Handler>,
     source: Source,
 }
@@ -78,6 +79,7 @@ impl DynamicTool {
             needs_approval: false,
             rate_limit: None,
             hints: Hints::default(),
+            allow_description: None,
             handler: None,
             source: Source::caller(),
         }
@@ -172,6 +174,37 @@ impl DynamicTool {
         self
     }
 
+    /// Exempts the tool from the description lint, for `reason`, which is kept in its policy
+    /// ([`ToolPolicy::allow_description`]) where reviewers see it (the `catalog` example prints
+    /// it). An empty reason is a build problem.
+    ///
+    /// Without it, [`build`](crate::RegistryBuilder::build) refuses a tool whose description,
+    /// title, or any `description` or `title` in its parameters or output schema holds a
+    /// secret, an internal address, an invisible or reordering character, or an instruction
+    /// aimed at the model (the rules of `#[tool]`, from the `registry-lint` crate).
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Registry};
+    ///
+    /// let ping = || {
+    ///     DynamicTool::new("ping_gateway", "Ping the gateway at 10.0.0.1.")
+    ///         .handler(|_ctx, _args| Ok::<_, String>("pong".into()))
+    /// };
+    /// let error = Registry::builder().tool(ping()).build().unwrap_err();
+    /// assert!(error.to_string().contains("a private IP address \"10.0.0.1\""));
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(ping().allow_description("only operators' runs see this tool"))
+    ///     .build()
+    ///     .unwrap();
+    /// let policy = registry.get("ping_gateway").unwrap().policy().clone();
+    /// assert_eq!(policy.allow_description.as_deref(), Some("only operators' runs see this tool"));
+    /// ```
+    pub fn allow_description(mut self, reason: impl Into<String>) -> Self {
+        self.allow_description = Some(reason.into());
+        self
+    }
+
     /// Runs the tool with a synchronous function of the context and the validated arguments.
     pub fn handler<F, E>(mut self, handler: F) -> Self
     where
@@ -220,6 +253,24 @@ impl DynamicTool {
                 tool: tool.clone(),
                 site: source,
             });
+        }
+        match &self.allow_description {
+            Some(reason) if !reason.trim().is_empty() => {}
+            allowed => {
+                if allowed.is_some() {
+                    problems.push(BuildProblem::EmptyAllowReason {
+                        tool: tool.clone(),
+                        site: source,
+                    });
+                }
+                let texts = Texts {
+                    description: &self.description,
+                    title: self.title.as_deref(),
+                    parameters: &self.parameters,
+                    output_schema: self.output_schema.as_ref(),
+                };
+                texts.lint(&tool, source, problems);
+            }
         }
         let mut scopes = Vec::new();
         for scope in self.scopes {
@@ -293,6 +344,7 @@ impl DynamicTool {
                 timeout: self.timeout,
                 needs_approval: self.needs_approval,
                 rate_limit,
+                allow_description: self.allow_description.map(Cow::Owned),
             },
             source,
             parameters: self.parameters,
@@ -300,6 +352,82 @@ impl DynamicTool {
             validator: validator?,
             handler: self.handler?,
         })
+    }
+}
+
+/// The texts of a tool that a model reads.
+struct Texts<'a> {
+    description: &'a str,
+    title: Option<&'a str>,
+    parameters: &'a Value,
+    output_schema: Option<&'a Value>,
+}
+
+impl Texts<'_> {
+    /// Runs the description lint on each text: the description, the title, and every
+    /// `description` and `title` string in the schemas; each finding is a problem.
+    fn lint(&self, tool: &str, site: Source, problems: &mut Vec<BuildProblem>) {
+        let mut lint = |field: &dyn Fn() -> String, text: &str| {
+            for finding in registry_lint::check(text) {
+                problems.push(BuildProblem::UnsafeDescription {
+                    tool: tool.to_owned(),
+                    site,
+                    field: field(),
+                    rule: finding.rule.id(),
+                    excerpt: finding.excerpt.clone(),
+                    finding: finding.to_string(),
+                });
+            }
+        };
+        lint(&|| "description".to_owned(), self.description);
+        if let Some(title) = self.title {
+            lint(&|| "title".to_owned(), title);
+        }
+        let schemas = [
+            ("parameters", Some(self.parameters)),
+            ("output", self.output_schema),
+        ];
+        for (which, schema) in schemas {
+            if let Some(schema) = schema {
+                schema_texts(schema, &mut String::new(), &mut |pointer, key, text| {
+                    let at = if pointer.is_empty() {
+                        "the root"
+                    } else {
+                        pointer
+                    };
+                    lint(&|| format!("`{key}` at {at} of the {which} schema"), text);
+                });
+            }
+        }
+    }
+}
+
+/// Calls `found(pointer, key, text)` for every `description` or `title` string in `schema`,
+/// `pointer` being the JSON pointer of the object that holds it.
+fn schema_texts(schema: &Value, pointer: &mut String, found: &mut dyn FnMut(&str, &str, &str)) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object {
+                if let (Some(text), "description" | "title") = (value.as_str(), key.as_str()) {
+                    found(pointer, key, text);
+                }
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                schema_texts(value, pointer, found);
+                pointer.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&index.to_string());
+                schema_texts(item, pointer, found);
+                pointer.truncate(len);
+            }
+        }
+        _ => {}
     }
 }
 

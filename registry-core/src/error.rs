@@ -126,6 +126,41 @@ pub enum BuildProblem {
         /// Where the tool was declared.
         site: Source,
     },
+    /// A text the model reads (the description, the title, or a `description` or `title` in
+    /// the parameters or output schema) is refused by the description lint: it holds a
+    /// secret, an internal address, an invisible or reordering character, or an instruction
+    /// aimed at the model. The message names the rule, the text and the fix.
+    #[error(
+        "tool {tool:?}: the {field} contains {finding}; if the text is meant to be there, say why \
+         with `DynamicTool::allow_description(\"...\")` ({site})"
+    )]
+    UnsafeDescription {
+        /// The tool.
+        tool: String,
+        /// Where the tool was built.
+        site: Source,
+        /// Which text: `description`, `title`, or e.g. ``description` at /properties/path of
+        /// the parameters schema`.
+        field: String,
+        /// The rule broken, e.g. `secret/api-token` (see `registry_lint::Rule::id`).
+        rule: &'static str,
+        /// The text found, invisible characters escaped (`\u{200b}`) and secrets cut short.
+        excerpt: String,
+        /// What was found, the rule and how to fix it.
+        finding: String,
+    },
+    /// `DynamicTool::allow_description` was given an empty reason.
+    #[error(
+        "tool {tool:?}: `allow_description` needs a reason, which is kept with the tool for \
+         reviewers (`ToolPolicy::allow_description`): say why its texts are safe to show to \
+         every model ({site})"
+    )]
+    EmptyAllowReason {
+        /// The tool.
+        tool: String,
+        /// Where the tool was built.
+        site: Source,
+    },
     /// A run-time tool was given no handler.
     #[error(
         "tool {tool:?} has no handler; give it one with `.handler(...)` or `.async_handler(...)` ({site})"

@@ -110,6 +110,12 @@ pub struct ToolPolicy {
     /// registry's default limit, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
+    /// Why the description lint does not apply to this tool: the reason given with
+    /// `#[tool(allow_description = "...")]` or
+    /// [`DynamicTool::allow_description`](crate::DynamicTool::allow_description); `None` when
+    /// its description, title and parameter docs passed the lint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow_description: Option<Cow<'static, str>>,
 }
 
 mod millis {

@@ -20,6 +20,7 @@ const KEYS: &[&str] = &[
     "destructive",
     "idempotent",
     "open_world",
+    "allow_description",
     "crate",
 ];
 
@@ -50,6 +51,8 @@ pub(crate) struct ToolAttr {
     pub(crate) idempotent: Option<Span>,
     /// `open_world`: the tool reaches outside the system (the web, other services).
     pub(crate) open_world: Option<Span>,
+    /// `allow_description = "reason"`: the description lint is overridden, for this reason.
+    pub(crate) allow_description: Option<LitStr>,
     /// `crate = path`: where `registry-core` is, for crates that re-export it.
     pub(crate) krate: Option<Path>,
 }
@@ -117,6 +120,7 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         "destructive" => set(cx, meta, &mut attr.destructive, flag(cx, meta)?),
         "idempotent" => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),
         "open_world" => set(cx, meta, &mut attr.open_world, flag(cx, meta)?),
+        "allow_description" => set(cx, meta, &mut attr.allow_description, string(meta)?),
         "crate" => set(cx, meta, &mut attr.krate, krate(meta)?),
         _ => {
             cx.error_spanned_by(path, unknown_key_message(&key));
@@ -219,6 +223,9 @@ mod tests {
             ("needs_aproval", "needs_approval"),
             ("needsapproval", "needs_approval"),
             ("readonly", "read_only"),
+            ("allow_descriptions", "allow_description"),
+            ("allow_desc", "allow_description"),
+            ("allowdescription", "allow_description"),
         ] {
             let message = unknown_key_message(typed);
             assert!(

@@ -1,5 +1,9 @@
 //! Validates the attribute and the function before anything is generated.
 
+use std::ops::Range;
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
 use syn::{Pat, Type};
 
 use crate::attr::ToolAttr;
@@ -11,6 +15,7 @@ use crate::name::{name_problem, scope_problem};
 pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
     check_name(cx, attr, tool);
     check_texts(cx, attr, tool);
+    check_description_lint(cx, attr, tool);
     check_scopes(cx, attr);
     check_tenants(cx, attr);
     check_timeout(cx, attr);
@@ -60,6 +65,64 @@ fn check_texts(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
             &tool.item.sig.ident,
             "this tool has no description, and a model cannot use an undescribed tool; \
              add a `///` doc comment saying what it does, or `description = \"...\"`",
+        );
+    }
+}
+
+/// Runs the description lint (`registry-lint`, the same rules `build()` applies to tools built
+/// at run time) on every text the model reads: the description (the doc comment, or
+/// `description = "..."`), the title, and each parameter's doc. Each finding is spanned on the
+/// comment line or literal that holds it. `allow_description = "reason"` skips the lint; the
+/// reason must say something.
+fn check_description_lint(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+    if let Some(reason) = &attr.allow_description {
+        if !reason.value().trim().is_empty() {
+            return;
+        }
+        cx.error_spanned_by(
+            reason,
+            "`allow_description` needs a reason, which is kept with the tool for reviewers \
+             (`ToolPolicy::allow_description`): write why this text is safe to show to every \
+             model, e.g. `allow_description = \"the address is the public documentation \
+             range\"`, or remove the key",
+        );
+    }
+    match (&attr.description, &tool.doc) {
+        (Some(description), _) => lint(cx, "description", &description.value(), |_| {
+            description.to_token_stream()
+        }),
+        (None, Some(doc)) => lint(cx, "description", &doc.text, |range| {
+            doc.attrs_holding(range)
+        }),
+        (None, None) => {}
+    }
+    if let Some(title) = &attr.title {
+        lint(cx, "title", &title.value(), |_| title.to_token_stream());
+    }
+    for param in &tool.params {
+        if let (ParamKind::Required | ParamKind::Optional { .. }, Some(doc), Some(name)) =
+            (&param.kind, &param.doc, param.property_name())
+        {
+            lint(
+                cx,
+                &format!("description of `{name}`"),
+                &doc.text,
+                |range| doc.attrs_holding(range),
+            );
+        }
+    }
+}
+
+/// Records an error for each finding of the lint in `text`, the `site` of the tool it is,
+/// spanned on `tokens(range)`.
+fn lint(cx: &Ctxt, site: &str, text: &str, tokens: impl Fn(Range<usize>) -> TokenStream) {
+    for finding in registry_lint::check(text) {
+        cx.error_spanned_by(
+            tokens(finding.range.clone()),
+            format!(
+                "the {site} contains {finding}; if the text is meant to be there, say why with \
+                 `allow_description = \"...\"`"
+            ),
         );
     }
 }

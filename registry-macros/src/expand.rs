@@ -111,9 +111,10 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         .description
         .as_ref()
         .map(syn::LitStr::value)
-        .or_else(|| tool.doc.clone())
+        .or_else(|| tool.doc.as_ref().map(|doc| doc.text.clone()))
         .unwrap_or_default();
     let title = option_str(attr.title.as_ref().map(syn::LitStr::value));
+    let allow_description = option_str(attr.allow_description.as_ref().map(syn::LitStr::value));
     let scopes = listed(attr.scopes.as_ref());
     let tenants = listed(attr.tenants.as_ref());
     let timeout = match attr.timeout.as_ref().map(|t| timeout_millis(&t.value())) {
@@ -164,6 +165,7 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
                     name: #name,
                     description: #description,
                     title: #title,
+                    allow_description: #allow_description,
                     scopes: &[#(#scopes),*],
                     tenants: &[#(#tenants),*],
                     timeout: #timeout,
@@ -192,7 +194,7 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
 /// One entry of the parameter list; none for the context.
 fn param_record(rc: &TokenStream, param: &Param) -> Option<TokenStream> {
     let name = param.property_name()?;
-    let description = option_str(param.doc.clone());
+    let description = option_str(param.doc.as_ref().map(|doc| doc.text.clone()));
     let ty = param.ty;
     let (required, schema) = match param.kind {
         ParamKind::Context => return None,

@@ -3,10 +3,12 @@
 
 use syn::{FnArg, GenericArgument, Ident, ItemFn, Pat, PatType, PathArguments, ReturnType, Type};
 
+use crate::doc::Doc;
+
 /// The function under `#[tool]`.
 pub(crate) struct ToolFn<'a> {
     pub(crate) item: &'a ItemFn,
-    pub(crate) doc: Option<String>,
+    pub(crate) doc: Option<Doc>,
     /// A `self` receiver, which a tool cannot have.
     pub(crate) receiver: Option<&'a syn::Receiver>,
     pub(crate) params: Vec<Param<'a>>,
@@ -19,7 +21,7 @@ pub(crate) struct Param<'a> {
     /// The binding, when the parameter is a plain identifier.
     pub(crate) ident: Option<&'a Ident>,
     pub(crate) ty: &'a Type,
-    pub(crate) doc: Option<String>,
+    pub(crate) doc: Option<Doc>,
     pub(crate) kind: ParamKind<'a>,
 }
 
@@ -49,7 +51,7 @@ pub(crate) enum Output<'a> {
 
 impl<'a> ToolFn<'a> {
     /// Models `item`, whose parameter docs were already taken out as `param_docs`.
-    pub(crate) fn new(item: &'a ItemFn, param_docs: Vec<Option<String>>) -> Self {
+    pub(crate) fn new(item: &'a ItemFn, param_docs: Vec<Option<Doc>>) -> Self {
         let params = item
             .sig
             .inputs
@@ -70,7 +72,7 @@ impl<'a> ToolFn<'a> {
         };
         ToolFn {
             item,
-            doc: crate::doc::doc_text(&item.attrs),
+            doc: crate::doc::doc(&item.attrs),
             receiver: item.sig.receiver(),
             params,
             output,
@@ -84,7 +86,7 @@ impl<'a> ToolFn<'a> {
 }
 
 impl<'a> Param<'a> {
-    fn new(arg: &'a PatType, doc: Option<String>) -> Self {
+    fn new(arg: &'a PatType, doc: Option<Doc>) -> Self {
         let ident = match &*arg.pat {
             Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => Some(&pat.ident),
             _ => None,

@@ -57,6 +57,9 @@ fn print_tool(tool: &Tool) {
     if let Some(limit) = policy.rate_limit {
         println!("   gate:   at most {limit} per subject");
     }
+    if let Some(reason) = &policy.allow_description {
+        println!("   lint:   description lint overridden: {reason}");
+    }
     println!("   source: {}", tool.source());
     let json = serde_json::to_string_pretty(&*tool.definition()).expect("a definition is JSON");
     for line in json.lines() {

@@ -11,6 +11,7 @@ use registry_core::{Registry, tool};
     read_only,
     idempotent,
     open_world,
+    allow_description = "reviewed: the text names no host",
     crate = registry_core,
 )]
 fn fetch(url: String) -> String {
@@ -40,6 +41,10 @@ fn main() {
     assert_eq!(policy.timeout, Some(std::time::Duration::from_millis(1500)));
     let hints = policy.hints;
     assert!(hints.read_only && hints.idempotent && hints.open_world && !hints.destructive);
+    assert_eq!(
+        policy.allow_description.as_deref(),
+        Some("reviewed: the text names no host")
+    );
 
     let hints = registry.get("delete_file").unwrap().policy().hints;
     assert!(hints.destructive && !hints.read_only && !hints.idempotent && !hints.open_world);

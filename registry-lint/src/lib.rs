@@ -1,0 +1,280 @@
+//! The description lint: what a tool's description, title and parameter docs must not hold.
+//!
+//! A tool's description is shown to every model and every client that lists the tool. It is
+//! not secret storage, it should not map the internal network, it should read the same to a
+//! model as to a reviewer, and it should describe the tool rather than instruct the model.
+//! [`check`] finds, in one text:
+//!
+//! - **secrets** ([`Family::Secret`]): private keys, API and bearer tokens of the common
+//!   shapes, JWTs, passwords in URLs;
+//! - **internal addresses** ([`Family::Address`]): private, loopback and link-local IP
+//!   addresses, host names under `.internal`, `.local`, `.corp`, `.lan` and `.localhost`,
+//!   `localhost` URLs;
+//! - **invisible characters** ([`Family::Invisible`]): zero-width characters, bidirectional
+//!   controls, Unicode tag characters;
+//! - **instructions aimed at the model** ([`Family::Injection`]): "ignore previous
+//!   instructions", "you are now ...", "system prompt", `<important>`-style tags, text that
+//!   hides things from the user, and instructions about other tools.
+//!
+//! The same rules run at compile time in `#[tool]` and at `build()` for tools built at run
+//! time, so a text passes or fails alike in both.
+//!
+//! ```
+//! let findings = registry_lint::check("Read the build status. Key: sk-proj-4fG7hJ2kL9mN3pQ8rS1tU6vW");
+//! assert_eq!(findings.len(), 1);
+//! assert_eq!(findings[0].rule.id(), "secret/api-token");
+//! assert_eq!(findings[0].excerpt, "sk-proj-…");
+//!
+//! assert!(registry_lint::check("Read the current build status of a project.").is_empty());
+//! ```
+
+use std::fmt;
+use std::ops::Range;
+
+mod address;
+mod injection;
+mod invisible;
+mod secret;
+mod text;
+mod words;
+
+pub use text::escape;
+
+/// What a [`Rule`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Credentials: keys, tokens, passwords.
+    Secret,
+    /// Addresses of the internal network.
+    Address,
+    /// Characters that are invisible or reorder text.
+    Invisible,
+    /// Text addressed to the model rather than describing the tool.
+    Injection,
+}
+
+impl Family {
+    /// The family's name, the first half of a rule id: `secret`, `address`, `invisible`,
+    /// `injection`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Secret => "secret",
+            Family::Address => "address",
+            Family::Invisible => "invisible",
+            Family::Injection => "injection",
+        }
+    }
+
+    /// How to fix a finding of this family.
+    pub fn fix(self) -> &'static str {
+        match self {
+            Family::Secret => {
+                "a description is shown to every model and client that lists the tool and is \
+                 not secret storage: remove the secret (and rotate it), and give the tool its \
+                 credentials through configuration or application state"
+            }
+            Family::Address => {
+                "a description is shown to every model and client that lists the tool, and \
+                 internal addresses map your network for them: remove it, and keep addresses \
+                 in configuration or application state"
+            }
+            Family::Invisible => {
+                "invisible and reordering characters make a model read something other than \
+                 what a reviewer sees: remove them"
+            }
+            Family::Injection => {
+                "a description says what the tool does and what its arguments mean; it does \
+                 not instruct the model, hide things from the user or speak for other tools: \
+                 rewrite it as a plain description"
+            }
+        }
+    }
+}
+
+/// One rule of the lint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rule {
+    /// `-----BEGIN ... PRIVATE KEY-----`.
+    PrivateKey,
+    /// `Bearer <long token>`.
+    BearerToken,
+    /// An API token of a known shape: `sk-...`, `sk-proj-...`, `ghp_...`, `github_pat_...`,
+    /// `glpat-...`, `xoxb-...`, `AKIA...`, `AIza...`, `sk_live_...`.
+    ApiToken,
+    /// A JSON Web Token: `eyJ...` `.` `eyJ...` `.` `...`.
+    Jwt,
+    /// `scheme://user:password@host`.
+    UrlPassword,
+    /// An IPv4 or IPv6 address in a private, loopback or link-local range.
+    PrivateIp,
+    /// A host name under `.internal`, `.local`, `.corp`, `.lan` or `.localhost`.
+    InternalHost,
+    /// `http://localhost...` or `localhost:<port>`.
+    LocalhostUrl,
+    /// U+200B–U+200D, U+2060, U+FEFF.
+    ZeroWidth,
+    /// U+202A–U+202E, U+2066–U+2069, U+200E, U+200F, U+061C.
+    BidiControl,
+    /// U+E0000–U+E007F, which can spell hidden ASCII text.
+    TagCharacter,
+    /// "ignore (all) previous instructions", "disregard the above", ...
+    IgnoreInstructions,
+    /// "you are now ...", "pretend to be ...".
+    RoleChange,
+    /// "system prompt".
+    SystemPrompt,
+    /// `<important>`, `<system>`, `<|im_start|>`, `[INST]` and the like.
+    PromptMarkup,
+    /// "do not tell the user", "hide this from the user".
+    HiddenFromUser,
+    /// Instructions about other tools: "before using this tool, read ...", "when you call
+    /// `send_email`, always ...", "instead of calling `search`", "never call `deploy`".
+    CrossTool,
+}
+
+impl Rule {
+    /// Every rule.
+    pub const ALL: [Rule; 17] = [
+        Rule::PrivateKey,
+        Rule::BearerToken,
+        Rule::ApiToken,
+        Rule::Jwt,
+        Rule::UrlPassword,
+        Rule::PrivateIp,
+        Rule::InternalHost,
+        Rule::LocalhostUrl,
+        Rule::ZeroWidth,
+        Rule::BidiControl,
+        Rule::TagCharacter,
+        Rule::IgnoreInstructions,
+        Rule::RoleChange,
+        Rule::SystemPrompt,
+        Rule::PromptMarkup,
+        Rule::HiddenFromUser,
+        Rule::CrossTool,
+    ];
+
+    /// The rule's family.
+    pub fn family(self) -> Family {
+        match self {
+            Rule::PrivateKey
+            | Rule::BearerToken
+            | Rule::ApiToken
+            | Rule::Jwt
+            | Rule::UrlPassword => Family::Secret,
+            Rule::PrivateIp | Rule::InternalHost | Rule::LocalhostUrl => Family::Address,
+            Rule::ZeroWidth | Rule::BidiControl | Rule::TagCharacter => Family::Invisible,
+            Rule::IgnoreInstructions
+            | Rule::RoleChange
+            | Rule::SystemPrompt
+            | Rule::PromptMarkup
+            | Rule::HiddenFromUser
+            | Rule::CrossTool => Family::Injection,
+        }
+    }
+
+    /// A stable id, `family/rule`, e.g. `secret/api-token`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::PrivateKey => "secret/private-key",
+            Rule::BearerToken => "secret/bearer-token",
+            Rule::ApiToken => "secret/api-token",
+            Rule::Jwt => "secret/jwt",
+            Rule::UrlPassword => "secret/url-password",
+            Rule::PrivateIp => "address/private-ip",
+            Rule::InternalHost => "address/internal-host",
+            Rule::LocalhostUrl => "address/localhost-url",
+            Rule::ZeroWidth => "invisible/zero-width",
+            Rule::BidiControl => "invisible/bidi-control",
+            Rule::TagCharacter => "invisible/tag-character",
+            Rule::IgnoreInstructions => "injection/ignore-instructions",
+            Rule::RoleChange => "injection/role-change",
+            Rule::SystemPrompt => "injection/system-prompt",
+            Rule::PromptMarkup => "injection/prompt-markup",
+            Rule::HiddenFromUser => "injection/hidden-from-user",
+            Rule::CrossTool => "injection/cross-tool",
+        }
+    }
+
+    /// How to fix a finding of this rule (its family's advice).
+    pub fn fix(self) -> &'static str {
+        self.family().fix()
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// One thing the lint refuses in a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule it breaks.
+    pub rule: Rule,
+    /// Where it is: a byte range of the text, on character boundaries.
+    pub range: Range<usize>,
+    /// The text found, as it may be shown: invisible characters escaped (`\u{200b}`),
+    /// secrets cut after their first characters, long matches shortened.
+    pub excerpt: String,
+    /// What was found and where, e.g. `an API token "sk-proj-…"`.
+    pub message: String,
+}
+
+impl Finding {
+    fn new(rule: Rule, range: Range<usize>, what: &str, excerpt: String) -> Self {
+        let message = format!("{what} \"{excerpt}\"");
+        Finding {
+            rule,
+            range,
+            excerpt,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Finding {
+    /// The message, the rule and the fix: `an API token "sk-…" (rule `secret/api-token`); a
+    /// description is shown ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} (rule `{}`); {}",
+            self.message,
+            self.rule.id(),
+            self.rule.fix()
+        )
+    }
+}
+
+/// Everything the lint refuses in `text`, in order of position.
+///
+/// A finding inside another of the same family (the IPv4 part of `::ffff:10.0.0.1`, the JWT
+/// of `Bearer eyJ...`) is left out.
+pub fn check(text: &str) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    secret::check(text, &mut findings);
+    address::check(text, &mut findings);
+    invisible::check(text, &mut findings);
+    injection::check(text, &mut findings);
+    findings.sort_by(|a, b| {
+        (a.range.start, b.range.end, a.rule.id()).cmp(&(b.range.start, a.range.end, b.rule.id()))
+    });
+    let mut kept: Vec<Finding> = Vec::with_capacity(findings.len());
+    for finding in findings {
+        let covered = kept.iter().any(|outer| {
+            outer.rule.family() == finding.rule.family()
+                && outer.range.start <= finding.range.start
+                && finding.range.end <= outer.range.end
+        });
+        if !covered {
+            kept.push(finding);
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests;

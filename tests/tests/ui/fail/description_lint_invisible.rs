@@ -1,0 +1,9 @@
+use registry_core::tool;
+
+/// Read the build status of a project.
+#[tool(title = "Build\u{200B} status")]
+fn get_status(project: String) -> String {
+    project
+}
+
+fn main() {}
