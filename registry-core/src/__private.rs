@@ -5,13 +5,13 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
-pub use crate::arguments::Arguments;
-pub use crate::context::ToolContext;
-pub use crate::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
+pub use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
+pub use crate::declare::policy::Hints;
+pub use crate::declare::source::Source;
+pub use crate::execute::context::ToolContext;
 pub use crate::gate::{AsyncCheck, Check, RateLimit, SyncCheck};
-pub use crate::policy::Hints;
-pub use crate::source::Source;
-pub use crate::tool::CallThroughARun;
+pub use crate::register::tool::CallThroughARun;
+pub use crate::resolve::arguments::Arguments;
 pub use schemars::{Schema, SchemaGenerator};
 
 use std::fmt::Display;
@@ -20,7 +20,7 @@ use std::future::Future;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::tool_error::ToolError;
+use crate::resolve::tool_error::ToolError;
 
 /// The schema of one parameter type.
 pub fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {

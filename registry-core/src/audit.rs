@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::fingerprint::Fingerprint;
-use crate::observation::ErrorKind;
+use crate::discover::fingerprint::Fingerprint;
+use crate::execute::observation::ErrorKind;
 
 /// The `tracing` target of audit events.
 pub const AUDIT_TARGET: &str = "registry_core::audit";
@@ -151,7 +151,7 @@ pub struct CallEvent {
 #[non_exhaustive]
 pub struct ChangeEvent {
     /// What happened.
-    pub change: crate::change::Change,
+    pub change: crate::register::change::Change,
 }
 
 mod micros {

@@ -1,4 +1,5 @@
-//! The gate: what every call passes after its arguments are validated and before it runs.
+//! Step 6, **the gate**: what every call passes after its arguments are validated and before it
+//! runs.
 //!
 //! - a per-call policy ([`CallPolicy`]) that allows, denies or asks for approval;
 //! - human approval ([`ApprovalRequest`]), bound to exactly what was shown and approved, kept

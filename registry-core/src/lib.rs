@@ -87,87 +87,57 @@
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-mod access;
-mod allowed;
-mod arguments;
 mod audit;
-mod builder;
-mod call;
-mod change;
-pub mod compat;
-mod context;
-mod declaration;
-mod definition;
-mod discovery;
-mod dynamic;
-mod error;
-mod execution;
-mod explain;
-mod export;
-mod fingerprint;
+mod declare;
+mod discover;
+mod execute;
 mod gate;
-mod guard;
-mod json_text;
-mod link;
-mod lock;
-mod lower;
-mod name;
-mod observation;
-mod parse;
-mod policy;
-mod profile;
-mod registry;
-mod render;
-mod rules;
-mod run;
-mod schema;
-mod source;
-mod state;
-mod subject;
-mod tool;
-mod tool_error;
-mod validate;
+mod present;
+mod register;
+mod resolve;
 
 #[doc(hidden)]
 pub mod __private;
 
-pub use access::{AccessPolicy, Verdict};
-pub use allowed::AllowedSet;
+pub use present::compat;
+
 pub use audit::{
     AUDIT_TARGET, ApprovalEvent, ApprovalEventKind, AuditEvent, AuditSink, CallEvent, ChangeEvent,
     ProjectionEvent, ReadinessEvent,
 };
-pub use builder::RegistryBuilder;
-pub use call::ToolCall;
-pub use change::{Change, ChangeKind, OldRuns, ReplacePolicy};
-pub use context::ToolContext;
-pub use declaration::{BoxFuture, Outcome};
-pub use definition::ToolDefinition;
-pub use dynamic::DynamicTool;
-pub use error::{BuildProblem, RegistryError};
-pub use explain::{Explanation, HiddenReason, HiddenTool};
-pub use fingerprint::Fingerprint;
+pub use declare::declaration::{BoxFuture, Outcome};
+pub use declare::definition::ToolDefinition;
+pub use declare::dynamic::DynamicTool;
+pub use declare::name::{MAX_NAME_LEN, NameError, check_tool_name};
+pub use declare::policy::{Hints, Scope, ScopeError, ToolPolicy};
+pub use declare::source::Source;
+pub use discover::access::{AccessPolicy, Verdict};
+pub use discover::allowed::AllowedSet;
+pub use discover::explain::{Explanation, HiddenReason, HiddenTool};
+pub use discover::fingerprint::Fingerprint;
+pub use discover::run::{Capability, Run};
+pub use discover::subject::{Access, Subject};
+pub use execute::context::ToolContext;
+pub use execute::observation::{ErrorKind, Observation};
 pub use gate::{
     ApprovalError, ApprovalRequest, ApprovalState, ApprovalStore, CallPolicy, CallRequest,
     Decision, MemoryApprovalStore, MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore,
     RateLimit, RateLimitError, ReadinessCheck, StoreError, ToolReadiness, Transition,
 };
-pub use guard::ArgumentLimits;
-pub use json_text::MAX_ARGUMENT_DEPTH;
-pub use lock::DIGEST_META_KEY;
-pub use name::{MAX_NAME_LEN, NameError, check_tool_name};
-pub use observation::{ErrorKind, Observation};
-pub use parse::ParseError;
-pub use policy::{Hints, Scope, ScopeError, ToolPolicy};
-pub use profile::{CompatibilityError, Incompatibility, Profile};
-pub use registry::{Registry, Replacement};
-pub use run::{Capability, Run};
-pub use source::Source;
-pub use subject::{Access, Subject};
-pub use tool::Tool;
-pub use tool_error::{ArgumentProblem, ToolError};
+pub use present::parse::ParseError;
+pub use present::profile::{CompatibilityError, Incompatibility, Profile};
+pub use register::builder::RegistryBuilder;
+pub use register::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
+pub use register::error::{BuildProblem, RegistryError};
+pub use register::lock::DIGEST_META_KEY;
+pub use register::registry::{Registry, Replacement};
+pub use register::tool::Tool;
+pub use resolve::call::ToolCall;
+pub use resolve::guard::ArgumentLimits;
+pub use resolve::json_text::MAX_ARGUMENT_DEPTH;
+pub use resolve::tool_error::{ArgumentProblem, ToolError};
 
-#[doc = include_str!("tool_macro.md")]
+#[doc = include_str!("declare/tool_macro.md")]
 pub use registry_macros::tool;
 
 /// The README's examples, compiled and run as doc tests.

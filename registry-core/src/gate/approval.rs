@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::fingerprint::Fingerprint;
-use crate::observation::Observation;
-use crate::tool_error::ArgumentProblem;
+use crate::discover::fingerprint::Fingerprint;
+use crate::execute::observation::Observation;
+use crate::resolve::tool_error::ArgumentProblem;
 
 /// A call that waits for a person: exactly what would run, for whom, and why it needs
 /// approval.

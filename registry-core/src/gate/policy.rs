@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use crate::policy::ToolPolicy;
-use crate::subject::Subject;
+use crate::declare::policy::ToolPolicy;
+use crate::discover::subject::Subject;
 
 /// One validated call, as a [`CallPolicy`] sees it.
 ///

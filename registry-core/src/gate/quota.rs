@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::declaration::BoxFuture;
+use crate::declare::declaration::BoxFuture;
 use crate::gate::approval::StoreError;
 use crate::gate::rate_limit::RateLimit;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::declaration::BoxFuture;
+use crate::declare::declaration::BoxFuture;
 
 /// How long one readiness check may take by default before the tool counts as not ready.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -114,7 +114,11 @@ impl Check {
                 Err(payload) => return Err(panicked(&*payload)),
             },
         };
-        match crate::execution::with_deadline(crate::execution::CatchUnwind(future), timeout).await
+        match crate::execute::execution::with_deadline(
+            crate::execute::execution::CatchUnwind(future),
+            timeout,
+        )
+        .await
         {
             Some(Ok(result)) => result,
             Some(Err(message)) => Err(format!("the readiness check panicked: {message}")),
@@ -129,7 +133,7 @@ impl Check {
 fn panicked(payload: &(dyn std::any::Any + Send)) -> String {
     format!(
         "the readiness check panicked: {}",
-        crate::execution::panic_message(payload)
+        crate::execute::execution::panic_message(payload)
     )
 }
 

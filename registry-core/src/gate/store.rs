@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use crate::declaration::BoxFuture;
+use crate::declare::declaration::BoxFuture;
 use crate::gate::approval::{ApprovalRequest, ApprovalState, StoreError};
 
 /// What the store did with a decision.
@@ -152,7 +152,7 @@ impl<S: ApprovalStore> ApprovalStore for std::sync::Arc<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fingerprint::Fingerprint;
+    use crate::discover::fingerprint::Fingerprint;
 
     fn request(id: usize, expired_ago: Duration) -> ApprovalRequest {
         let expires_at = SystemTime::now() - expired_ago;

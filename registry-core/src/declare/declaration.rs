@@ -1,0 +1,72 @@
+//! The static record that `#[tool]` submits to the registration list.
+//!
+//! Generated code builds these; applications read tools through [`Registry`] instead.
+//!
+//! [`Registry`]: crate::Registry
+
+use std::future::Future;
+use std::pin::Pin;
+
+use schemars::{Schema, SchemaGenerator};
+use serde_json::Value;
+
+use crate::declare::policy::Hints;
+use crate::declare::source::Source;
+use crate::execute::context::ToolContext;
+use crate::resolve::arguments::Arguments;
+use crate::resolve::tool_error::ToolError;
+
+/// What running a tool gives: its JSON result, or why there is none.
+pub type Outcome = Result<Value, ToolError>;
+
+/// A boxed future that can move between threads.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One `#[tool]` function, as the macro declares it.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Declaration {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub title: Option<&'static str>,
+    /// Why the description lint is overridden (`allow_description = "..."`).
+    pub allow_description: Option<&'static str>,
+    pub scopes: &'static [&'static str],
+    pub tenants: &'static [&'static str],
+    pub timeout: Option<std::time::Duration>,
+    /// Every call waits for a person's approval (`needs_approval`).
+    pub needs_approval: bool,
+    /// Calls per subject and period (`rate_limit = "10/min"`).
+    pub rate_limit: Option<crate::gate::RateLimit>,
+    pub hints: Hints,
+    pub params: &'static [Param],
+    /// The schema of the result, when its type has one.
+    pub output: fn(&mut SchemaGenerator) -> Option<Schema>,
+    pub execute: Execute,
+    pub location: Source,
+}
+
+/// One parameter of a `#[tool]` function that the model gives (the context is not one).
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub description: Option<&'static str>,
+    pub required: bool,
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+}
+
+/// The generated executor of a `#[tool]` function.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Execute {
+    Sync(fn(&ToolContext, Arguments) -> Outcome),
+    Async(fn(ToolContext, Arguments) -> BoxFuture<'static, Outcome>),
+}
+
+inventory::collect!(Declaration);
+
+/// Every `#[tool]` linked into this program, in no particular order.
+pub(crate) fn declarations() -> impl Iterator<Item = &'static Declaration> {
+    inventory::iter::<Declaration>.into_iter()
+}

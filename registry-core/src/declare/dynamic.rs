@@ -1,0 +1,442 @@
+//! Tools built at run time, without the macro: from configuration, a plugin, a remote catalog.
+
+use std::borrow::Cow;
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::declare::policy::{Hints, Scope, ToolPolicy};
+use crate::declare::schema::empty_parameters_schema;
+use crate::declare::source::Source;
+use crate::execute::context::ToolContext;
+use crate::gate::RateLimit;
+use crate::register::error::BuildProblem;
+use crate::register::tool::{Handler, ToolParts};
+use crate::resolve::tool_error::ToolError;
+use crate::resolve::validate::ArgumentValidator;
+
+/// A tool assembled at run time: name, description, JSON Schema, handler and policy.
+///
+/// Nothing is checked until the registry is built; then it meets exactly the checks a
+/// `#[tool]` function meets (name rule, scopes, an object schema that compiles, duplicates),
+/// and every problem is reported with the place `DynamicTool::new` was called.
+///
+/// ```
+/// use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall};
+/// use serde_json::json;
+///
+/// let echo = DynamicTool::new("echo", "Repeat the text back.")
+///     .parameters(json!({
+///         "type": "object",
+///         "properties": {"text": {"type": "string"}},
+///         "required": ["text"],
+///         "additionalProperties": false
+///     }))
+///     .read_only()
+///     .handler(|_ctx, args| Ok::<_, String>(args["text"].clone()));
+/// let registry = Registry::builder().tool(echo).build().unwrap();
+///
+/// let run = registry.open_run("run-1", &Subject::new("acme"));
+/// let ok = run.call_blocking(ToolCall::new("c1", "echo", json!({"text": "hi"})));
+/// assert_eq!(ok.content(), &json!("hi"));
+/// let typo = run.call_blocking(ToolCall::new("c2", "echo", json!({"txt": "hi"})));
+/// assert_eq!(typo.error_kind(), Some(ErrorKind::InvalidArguments));
+/// ```
+pub struct DynamicTool {
+    name: String,
+    description: String,
+    title: Option<String>,
+    parameters: Value,
+    output_schema: Option<Value>,
+    scopes: Vec<String>,
+    tenants: Vec<String>,
+    timeout: Option<Duration>,
+    needs_approval: bool,
+    rate_limit: Option<Result<RateLimit, String>>,
+    hints: Hints,
+    allow_description: Option<String>,
+    handler: Option<Handler>,
+    source: Source,
+}
+
+impl DynamicTool {
+    /// A tool named `name` that does what `description` says, taking no arguments until
+    /// [`parameters`](Self::parameters) says otherwise.
+    #[track_caller]
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        DynamicTool {
+            name: name.into(),
+            description: description.into(),
+            title: None,
+            parameters: empty_parameters_schema(),
+            output_schema: None,
+            scopes: Vec::new(),
+            tenants: Vec::new(),
+            timeout: None,
+            needs_approval: false,
+            rate_limit: None,
+            hints: Hints::default(),
+            allow_description: None,
+            handler: None,
+            source: Source::caller(),
+        }
+    }
+
+    /// A human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The JSON Schema (2020-12) of the arguments; its root must be `"type": "object"`.
+    /// It is used as given: close objects with `"additionalProperties": false` to reject
+    /// undeclared arguments.
+    pub fn parameters(mut self, schema: Value) -> Self {
+        self.parameters = schema;
+        self
+    }
+
+    /// The JSON Schema of the result, for MCP's `outputSchema`: its root must be
+    /// `"type": "object"`.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// The scopes a subject must hold, all of them.
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// Restricts the tool to subjects of these tenants (by default, every tenant).
+    pub fn tenants<I, S>(mut self, tenants: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tenants.extend(tenants.into_iter().map(Into::into));
+        self
+    }
+
+    /// Answers a call `TimedOut` if it takes longer than `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Makes every call wait for a person's approval before it runs (see
+    /// [`Run::approve`](crate::Run::approve)).
+    pub fn needs_approval(mut self, needs: bool) -> Self {
+        self.needs_approval = needs;
+        self
+    }
+
+    /// Limits calls per subject (tenant and agent): `"10/min"` or a [`RateLimit`]. A malformed
+    /// text is a build problem.
+    pub fn rate_limit<L>(mut self, limit: L) -> Self
+    where
+        L: TryInto<RateLimit>,
+        L::Error: Display,
+    {
+        self.rate_limit = Some(limit.try_into().map_err(|error| error.to_string()));
+        self
+    }
+
+    /// Marks the tool read-only.
+    pub fn read_only(mut self) -> Self {
+        self.hints.read_only = true;
+        self
+    }
+
+    /// Marks the tool destructive.
+    pub fn destructive(mut self) -> Self {
+        self.hints.destructive = true;
+        self
+    }
+
+    /// Marks the tool idempotent.
+    pub fn idempotent(mut self) -> Self {
+        self.hints.idempotent = true;
+        self
+    }
+
+    /// Marks the tool as reaching outside the system.
+    pub fn open_world(mut self) -> Self {
+        self.hints.open_world = true;
+        self
+    }
+
+    /// Exempts the tool from the description lint, for `reason`, which is kept in its policy
+    /// ([`ToolPolicy::allow_description`]) where reviewers see it (the `catalog` example prints
+    /// it). An empty reason is a build problem.
+    ///
+    /// Without it, [`build`](crate::RegistryBuilder::build) refuses a tool whose description,
+    /// title, or any `description` or `title` in its parameters or output schema holds a
+    /// secret, an internal address, an invisible or reordering character, or an instruction
+    /// aimed at the model (the rules of `#[tool]`, from the `registry-lint` crate).
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Registry};
+    ///
+    /// let ping = || {
+    ///     DynamicTool::new("ping_gateway", "Ping the gateway at 10.0.0.1.")
+    ///         .handler(|_ctx, _args| Ok::<_, String>("pong".into()))
+    /// };
+    /// let error = Registry::builder().tool(ping()).build().unwrap_err();
+    /// assert!(error.to_string().contains("a private IP address \"10.0.0.1\""));
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(ping().allow_description("only operators' runs see this tool"))
+    ///     .build()
+    ///     .unwrap();
+    /// let policy = registry.get("ping_gateway").unwrap().policy().clone();
+    /// assert_eq!(policy.allow_description.as_deref(), Some("only operators' runs see this tool"));
+    /// ```
+    pub fn allow_description(mut self, reason: impl Into<String>) -> Self {
+        self.allow_description = Some(reason.into());
+        self
+    }
+
+    /// Runs the tool with a synchronous function of the context and the validated arguments.
+    pub fn handler<F, E>(mut self, handler: F) -> Self
+    where
+        F: Fn(&ToolContext, Value) -> Result<Value, E> + Send + Sync + 'static,
+        E: Display,
+    {
+        self.handler = Some(Handler::Sync(Arc::new(move |ctx, args| {
+            handler(ctx, args).map_err(ToolError::failed)
+        })));
+        self
+    }
+
+    /// Runs the tool with an async function of the context and the validated arguments.
+    pub fn async_handler<F, Fut, E>(mut self, handler: F) -> Self
+    where
+        F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, E>> + Send + 'static,
+        E: Display,
+    {
+        self.handler = Some(Handler::Async(Arc::new(move |ctx, args| {
+            let future = handler(ctx, args);
+            Box::pin(async move { future.await.map_err(ToolError::failed) })
+        })));
+        self
+    }
+
+    /// The name it was given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Checks everything; every problem found is pushed to `problems`.
+    pub(crate) fn check(self, problems: &mut Vec<BuildProblem>) -> Option<ToolParts> {
+        let before = problems.len();
+        let tool = self.name.clone();
+        let source = self.source;
+        if let Err(reason) = crate::declare::name::check_tool_name(&self.name) {
+            problems.push(BuildProblem::InvalidName {
+                name: tool.clone(),
+                site: source,
+                reason,
+            });
+        }
+        if self.description.trim().is_empty() {
+            problems.push(BuildProblem::MissingDescription {
+                tool: tool.clone(),
+                site: source,
+            });
+        }
+        match &self.allow_description {
+            Some(reason) if !reason.trim().is_empty() => {}
+            allowed => {
+                if allowed.is_some() {
+                    problems.push(BuildProblem::EmptyAllowReason {
+                        tool: tool.clone(),
+                        site: source,
+                    });
+                }
+                let texts = Texts {
+                    description: &self.description,
+                    title: self.title.as_deref(),
+                    parameters: &self.parameters,
+                    output_schema: self.output_schema.as_ref(),
+                };
+                texts.lint(&tool, source, problems);
+            }
+        }
+        let mut scopes = Vec::new();
+        for scope in self.scopes {
+            match Scope::new(scope) {
+                Ok(scope) => scopes.push(scope),
+                Err(error) => problems.push(BuildProblem::InvalidScope {
+                    tool: tool.clone(),
+                    site: source,
+                    reason: error.to_string(),
+                }),
+            }
+        }
+        if self.tenants.iter().any(|tenant| tenant.trim().is_empty()) {
+            problems.push(BuildProblem::InvalidTenant {
+                tool: tool.clone(),
+                site: source,
+            });
+        }
+        if self.hints.read_only && self.hints.destructive {
+            problems.push(BuildProblem::ContradictoryHints {
+                tool: tool.clone(),
+                site: source,
+            });
+        }
+        let validator = match check_schema(&self.parameters, "arguments") {
+            Ok(validator) => Some(validator),
+            Err(reason) => {
+                problems.push(BuildProblem::InvalidSchema {
+                    tool: tool.clone(),
+                    site: source,
+                    reason,
+                });
+                None
+            }
+        };
+        if let Some(output) = &self.output_schema
+            && let Err(reason) = check_schema(output, "structured results")
+        {
+            problems.push(BuildProblem::InvalidSchema {
+                tool: tool.clone(),
+                site: source,
+                reason,
+            });
+        }
+        let rate_limit = match self.rate_limit {
+            Some(Err(reason)) => {
+                problems.push(BuildProblem::InvalidRateLimit {
+                    tool: tool.clone(),
+                    site: source,
+                    reason,
+                });
+                None
+            }
+            Some(Ok(limit)) => Some(limit),
+            None => None,
+        };
+        if self.handler.is_none() {
+            problems.push(BuildProblem::MissingHandler { tool, site: source });
+        }
+        if problems.len() > before {
+            return None;
+        }
+        Some(ToolParts {
+            name: Cow::Owned(self.name),
+            description: Cow::Owned(self.description),
+            title: self.title.map(Cow::Owned),
+            policy: ToolPolicy {
+                scopes,
+                tenants: self.tenants,
+                hints: self.hints,
+                timeout: self.timeout,
+                needs_approval: self.needs_approval,
+                rate_limit,
+                allow_description: self.allow_description.map(Cow::Owned),
+            },
+            source,
+            parameters: self.parameters,
+            output_schema: self.output_schema,
+            validator: validator?,
+            handler: self.handler?,
+        })
+    }
+}
+
+/// The texts of a tool that a model reads.
+struct Texts<'a> {
+    description: &'a str,
+    title: Option<&'a str>,
+    parameters: &'a Value,
+    output_schema: Option<&'a Value>,
+}
+
+impl Texts<'_> {
+    /// Runs the description lint on each text: the description, the title, and every
+    /// `description` and `title` string in the schemas; each finding is a problem.
+    fn lint(&self, tool: &str, site: Source, problems: &mut Vec<BuildProblem>) {
+        let mut lint = |field: &dyn Fn() -> String, text: &str| {
+            for finding in registry_lint::check(text) {
+                problems.push(BuildProblem::UnsafeDescription {
+                    tool: tool.to_owned(),
+                    site,
+                    field: field(),
+                    rule: finding.rule.id(),
+                    excerpt: finding.excerpt.clone(),
+                    finding: finding.to_string(),
+                });
+            }
+        };
+        lint(&|| "description".to_owned(), self.description);
+        if let Some(title) = self.title {
+            lint(&|| "title".to_owned(), title);
+        }
+        let schemas = [
+            ("parameters", Some(self.parameters)),
+            ("output", self.output_schema),
+        ];
+        for (which, schema) in schemas {
+            if let Some(schema) = schema {
+                schema_texts(schema, &mut String::new(), &mut |pointer, key, text| {
+                    let at = if pointer.is_empty() {
+                        "the root"
+                    } else {
+                        pointer
+                    };
+                    lint(&|| format!("`{key}` at {at} of the {which} schema"), text);
+                });
+            }
+        }
+    }
+}
+
+/// Calls `found(pointer, key, text)` for every `description` or `title` string in `schema`,
+/// `pointer` being the JSON pointer of the object that holds it.
+fn schema_texts(schema: &Value, pointer: &mut String, found: &mut dyn FnMut(&str, &str, &str)) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object {
+                if let (Some(text), "description" | "title") = (value.as_str(), key.as_str()) {
+                    found(pointer, key, text);
+                }
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                schema_texts(value, pointer, found);
+                pointer.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&index.to_string());
+                schema_texts(item, pointer, found);
+                pointer.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// An arguments schema must be a 2020-12 schema whose root is an object.
+fn check_schema(schema: &Value, what: &str) -> Result<ArgumentValidator, String> {
+    if schema.get("type") != Some(&Value::from("object")) {
+        return Err(format!(
+            "the {what} schema must have `\"type\": \"object\"` at its root, since {what} are a JSON object"
+        ));
+    }
+    ArgumentValidator::new(schema)
+}

@@ -1,0 +1,11 @@
+//! Step 3, **discover**: a [`Run`](run::Run) projects the registry onto one
+//! [`Subject`](subject::Subject) and freezes the [`AllowedSet`](allowed::AllowedSet); `explain`
+//! says why the rest is hidden. The run is also where every call is resolved, gated and executed.
+
+pub(crate) mod access;
+pub(crate) mod allowed;
+pub(crate) mod discovery;
+pub(crate) mod explain;
+pub(crate) mod fingerprint;
+pub(crate) mod run;
+pub(crate) mod subject;

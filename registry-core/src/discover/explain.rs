@@ -1,0 +1,196 @@
+//! Why a run cannot see a tool: for operators, never for the model.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::declare::policy::Scope;
+use crate::discover::access::Verdict;
+use crate::discover::discovery::Snapshot;
+use crate::discover::run::Run;
+use crate::discover::subject::Access;
+
+/// Why each registered tool is not visible to a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// How many tools the registry had when the run was opened.
+    pub registered: usize,
+    /// How many the run may see.
+    pub visible: usize,
+    /// Every hidden tool, in name order, with every reason that hides it.
+    pub hidden: Vec<HiddenTool>,
+    /// Scopes the subject was granted that are not valid scope strings (they match nothing).
+    pub malformed_scopes: Vec<String>,
+}
+
+/// One hidden tool and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HiddenTool {
+    /// The tool.
+    pub name: String,
+    /// Every reason, in the order the rules are applied.
+    pub reasons: Vec<HiddenReason>,
+}
+
+/// A reason a tool is hidden from a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum HiddenReason {
+    /// The subject lacks these scopes.
+    MissingScopes {
+        /// The scopes the tool needs and the subject was not granted.
+        missing: Vec<Scope>,
+    },
+    /// The tool is restricted to other tenants.
+    OtherTenant {
+        /// The tenants it is restricted to.
+        tenants: Vec<String>,
+    },
+    /// A read-only run, and the tool is not `read_only`.
+    WriteToolInReadOnlyRun,
+    /// The tool is revoked.
+    Revoked {
+        /// Why, as recorded.
+        reason: String,
+    },
+    /// The tool's readiness check fails (see
+    /// [`RegistryBuilder::readiness`](crate::RegistryBuilder::readiness)).
+    NotReady {
+        /// Why, as the check said.
+        reason: String,
+    },
+    /// The application policy denied it.
+    DeniedByPolicy {
+        /// The policy's reason.
+        reason: String,
+    },
+}
+
+impl Explanation {
+    /// Whether the registry had no tool at all (as opposed to every tool being filtered out).
+    pub fn nothing_registered(&self) -> bool {
+        self.registered == 0
+    }
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.registered == 0 {
+            return f.write_str("no tool is registered at all");
+        }
+        if self.visible == 0 {
+            writeln!(
+                f,
+                "all {} registered tools were filtered out:",
+                self.registered
+            )?;
+        } else {
+            writeln!(
+                f,
+                "{} of {} registered tools are visible; hidden:",
+                self.visible, self.registered
+            )?;
+        }
+        for tool in &self.hidden {
+            let reasons: Vec<String> = tool.reasons.iter().map(ToString::to_string).collect();
+            writeln!(f, "  - {}: {}", tool.name, reasons.join("; "))?;
+        }
+        for scope in &self.malformed_scopes {
+            writeln!(
+                f,
+                "  ! granted scope {scope:?} is not a valid scope and matches nothing"
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for HiddenReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HiddenReason::MissingScopes { missing } => {
+                let list: Vec<&str> = missing.iter().map(Scope::as_str).collect();
+                write!(f, "missing scopes {}", list.join(", "))
+            }
+            HiddenReason::OtherTenant { tenants } => {
+                write!(f, "only for tenants {}", tenants.join(", "))
+            }
+            HiddenReason::WriteToolInReadOnlyRun => {
+                f.write_str("not read-only, and the run is read-only")
+            }
+            HiddenReason::Revoked { reason } => write!(f, "revoked: {reason}"),
+            HiddenReason::NotReady { reason } => write!(f, "not ready: {reason}"),
+            HiddenReason::DeniedByPolicy { reason } => write!(f, "denied by policy: {reason}"),
+        }
+    }
+}
+
+/// Applies each rule to each tool of `snapshot`, collecting every reason.
+pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
+    let subject = run.subject();
+    let registry = run.registry();
+    let mut hidden = Vec::new();
+    for (slot, tool) in snapshot.tools.iter().enumerate() {
+        if run.allowed().permits(tool.name()) {
+            continue;
+        }
+        let policy = tool.policy();
+        let mut reasons = Vec::new();
+        let missing: Vec<Scope> = policy
+            .scopes
+            .iter()
+            .filter(|scope| !subject.has_scope(scope.as_str()))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            reasons.push(HiddenReason::MissingScopes { missing });
+        }
+        if !policy.admits_tenant(subject.tenant()) {
+            reasons.push(HiddenReason::OtherTenant {
+                tenants: policy.tenants.clone(),
+            });
+        }
+        if subject.access() == Access::ReadOnly && !policy.hints.read_only {
+            reasons.push(HiddenReason::WriteToolInReadOnlyRun);
+        }
+        if registry.is_revoked(slot, snapshot.versions[slot]) {
+            reasons.push(HiddenReason::Revoked {
+                reason: registry
+                    .revocation_reason(tool.name(), snapshot.versions[slot])
+                    .unwrap_or_else(|| "no reason recorded".into()),
+            });
+        }
+        if let Some(reason) = registry.not_ready(slot) {
+            reasons.push(HiddenReason::NotReady { reason });
+        }
+        if reasons.is_empty()
+            && let Some(policy) = registry.access_policy()
+            && let Verdict::Deny(reason) = policy.check(subject, tool)
+        {
+            reasons.push(HiddenReason::DeniedByPolicy { reason });
+        }
+        if reasons.is_empty() {
+            // Admitted by every rule now, but not when the run was opened (revoked then and
+            // replaced since, or a policy that changed its mind): the run keeps its set.
+            reasons.push(HiddenReason::DeniedByPolicy {
+                reason: "not visible when the run was opened".into(),
+            });
+        }
+        hidden.push(HiddenTool {
+            name: tool.name().to_owned(),
+            reasons,
+        });
+    }
+    let malformed_scopes = subject
+        .scopes()
+        .filter(|scope| Scope::new(scope.to_string()).is_err())
+        .map(str::to_owned)
+        .collect();
+    Explanation {
+        registered: snapshot.tools.len(),
+        visible: run.allowed().len(),
+        hidden,
+        malformed_scopes,
+    }
+}

@@ -1,0 +1,7 @@
+//! Step 7, **execute**: a call that passed the gate runs, its panics caught and its deadline
+//! kept, with a [`ToolContext`](context::ToolContext); every outcome is an
+//! [`Observation`](observation::Observation).
+
+pub(crate) mod context;
+pub(crate) mod execution;
+pub(crate) mod observation;

@@ -1,0 +1,194 @@
+//! Running a resolved call: catching panics, enforcing deadlines, classifying failures.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_timer::Delay;
+use serde_json::Value;
+
+use crate::declare::declaration::{BoxFuture, Outcome};
+use crate::execute::context::ToolContext;
+use crate::execute::observation::ErrorKind;
+use crate::register::tool::{Invocation, Tool};
+use crate::resolve::tool_error::ToolError;
+
+/// A call that produced no result: the kind, the text for the model, and what only the audit
+/// log gets.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) kind: ErrorKind,
+    pub(crate) error: Option<ToolError>,
+    pub(crate) detail: Option<String>,
+    pub(crate) timeout: Option<Duration>,
+}
+
+/// Runs `tool` in an async context. Synchronous tools run inline, or on a thread of their
+/// own when a deadline applies (a thread cannot be interrupted: past the deadline its result
+/// is abandoned).
+pub(crate) async fn execute(
+    tool: &Tool,
+    ctx: ToolContext,
+    arguments: Value,
+    timeout: Option<Duration>,
+) -> Result<Value, Failure> {
+    if !tool.is_async() {
+        if let Some(limit) = timeout {
+            let (sender, receiver) = futures_channel::oneshot::channel();
+            let tool = tool.clone();
+            std::thread::Builder::new()
+                .name(format!("tool-{}", tool.name()))
+                .spawn(move || {
+                    let _ = sender.send(run_sync(&tool, ctx, arguments));
+                })
+                .map_err(|error| failed_to_start(&error))?;
+            return match with_deadline(receiver, limit).await {
+                Some(Ok(result)) => result,
+                Some(Err(_)) => Err(panicked("the tool's thread ended without a result".into())),
+                None => Err(timed_out(limit)),
+            };
+        }
+        return run_sync(tool, ctx, arguments);
+    }
+    let future = match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
+        Ok(Invocation::Pending(future)) => CatchUnwind(future),
+        Ok(Invocation::Done(outcome)) => return classify(outcome),
+        Err(payload) => return Err(panicked(panic_message(&*payload))),
+    };
+    let result = match timeout {
+        None => future.await,
+        Some(limit) => match with_deadline(future, limit).await {
+            Some(result) => result,
+            None => return Err(timed_out(limit)),
+        },
+    };
+    match result {
+        Ok(outcome) => classify(outcome),
+        Err(message) => Err(panicked(message)),
+    }
+}
+
+/// Runs `tool` on this thread; async tools and deadlines are driven by a small local executor.
+pub(crate) fn execute_blocking(
+    tool: &Tool,
+    ctx: ToolContext,
+    arguments: Value,
+    timeout: Option<Duration>,
+) -> Result<Value, Failure> {
+    if !tool.is_async() && timeout.is_none() {
+        return run_sync(tool, ctx, arguments);
+    }
+    pollster::block_on(execute(tool, ctx, arguments, timeout))
+}
+
+fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Value, Failure> {
+    match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
+        Ok(Invocation::Done(outcome)) => classify(outcome),
+        Ok(Invocation::Pending(future)) => match pollster::block_on(CatchUnwind(future)) {
+            Ok(outcome) => classify(outcome),
+            Err(message) => Err(panicked(message)),
+        },
+        Err(payload) => Err(panicked(panic_message(&*payload))),
+    }
+}
+
+fn classify(outcome: Outcome) -> Result<Value, Failure> {
+    outcome.map_err(|error| {
+        let kind = match error {
+            ToolError::InvalidArguments(_) => ErrorKind::InvalidArguments,
+            _ => ErrorKind::ExecutionFailed,
+        };
+        Failure {
+            kind,
+            detail: Some(error.to_string()),
+            error: Some(error),
+            timeout: None,
+        }
+    })
+}
+
+fn panicked(message: String) -> Failure {
+    Failure {
+        kind: ErrorKind::Panicked,
+        error: None,
+        detail: Some(format!("panic: {message}")),
+        timeout: None,
+    }
+}
+
+fn timed_out(limit: Duration) -> Failure {
+    Failure {
+        kind: ErrorKind::TimedOut,
+        error: None,
+        detail: None,
+        timeout: Some(limit),
+    }
+}
+
+fn failed_to_start(error: &std::io::Error) -> Failure {
+    Failure {
+        kind: ErrorKind::ExecutionFailed,
+        error: Some(ToolError::Failed("the tool could not be started".into())),
+        detail: Some(format!("spawning the tool's thread failed: {error}")),
+        timeout: None,
+    }
+}
+
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic without a message".to_owned()
+    }
+}
+
+/// A future whose panics become `Err(message)`.
+pub(crate) struct CatchUnwind<T = Outcome>(pub(crate) BoxFuture<'static, T>);
+
+impl<T> Future for CatchUnwind<T> {
+    type Output = Result<T, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match catch_unwind(AssertUnwindSafe(|| self.0.as_mut().poll(cx))) {
+            Ok(Poll::Ready(outcome)) => Poll::Ready(Ok(outcome)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(payload) => Poll::Ready(Err(panic_message(&*payload))),
+        }
+    }
+}
+
+/// `future`'s output, or `None` once `limit` has passed.
+pub(crate) async fn with_deadline<F: Future + Unpin>(
+    future: F,
+    limit: Duration,
+) -> Option<F::Output> {
+    Deadline {
+        future,
+        delay: Delay::new(limit),
+    }
+    .await
+}
+
+struct Deadline<F> {
+    future: F,
+    delay: Delay,
+}
+
+impl<F: Future + Unpin> Future for Deadline<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(output) = Pin::new(&mut self.future).poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        match Pin::new(&mut self.delay).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

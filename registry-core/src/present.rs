@@ -1,0 +1,11 @@
+//! Step 4, **present**: each provider's exact shapes. A [`Profile`](profile::Profile) exports
+//! definitions (lowering each schema to what the provider accepts, checked by `compat`), parses
+//! the calls in a provider's response and renders results back.
+
+pub mod compat;
+pub(crate) mod export;
+pub(crate) mod lower;
+pub(crate) mod parse;
+pub(crate) mod profile;
+pub(crate) mod render;
+pub(crate) mod rules;

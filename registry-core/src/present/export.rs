@@ -1,0 +1,212 @@
+//! Export: the tool list in the exact JSON format each consumer takes.
+//!
+//! | profile | the list (the request's `tools`) | one tool |
+//! | --- | --- | --- |
+//! | MCP | the `tools` of a `tools/list` result | `{name, title?, description, inputSchema, outputSchema?, annotations, _meta}` |
+//! | OpenAI Chat | `tools` | `{"type": "function", "function": {name, description, parameters, strict}}` |
+//! | OpenAI Responses | `tools` | `{"type": "function", name, description, parameters, strict}` |
+//! | Anthropic | `tools` | `{name, description, input_schema}` |
+//! | Gemini | `tools`: one `Tool` holding every declaration | `{name, description, parameters?}` |
+//!
+//! Keys are sorted (serde_json's map is ordered by key) and tools come in name order, so an
+//! export is byte-identical from call to call and process to process.
+//!
+//! An MCP tool carries its digest in `_meta` (`{"io.github.tool-registry/digest":
+//! "sha256:..."}`, [`DIGEST_META_KEY`](crate::DIGEST_META_KEY)): the SHA-256 of the tool
+//! object without `_meta` ([`Tool::digest`]), which a client can pin and check against a
+//! lock file ([`Registry::lock`](crate::Registry::lock)).
+
+use serde_json::{Map, Value, json};
+
+use crate::declare::definition::ToolDefinition;
+use crate::declare::policy::Hints;
+use crate::present::profile::{CompatibilityError, Incompatibility, Profile};
+use crate::register::tool::Tool;
+
+/// One tool as it is exported: its definition with the profile's lowered parameters.
+pub(crate) struct Exported<'a> {
+    pub(crate) definition: &'a ToolDefinition,
+    pub(crate) parameters: &'a Value,
+    pub(crate) hints: Hints,
+    pub(crate) output_schema: Option<&'a Value>,
+}
+
+/// One tool object of `profile`'s tool list (for Gemini, one function declaration).
+pub(crate) fn tool_object(profile: Profile, tool: &Exported<'_>) -> Value {
+    let definition = tool.definition;
+    match profile {
+        Profile::Mcp => mcp_tool(tool),
+        Profile::OpenAiChat { strict } => json!({
+            "type": "function",
+            "function": {
+                "name": definition.name,
+                "description": definition.description,
+                "parameters": tool.parameters,
+                "strict": strict,
+            },
+        }),
+        Profile::OpenAiResponses { strict } => json!({
+            "type": "function",
+            "name": definition.name,
+            "description": definition.description,
+            "parameters": tool.parameters,
+            "strict": strict,
+        }),
+        Profile::Anthropic => json!({
+            "name": definition.name,
+            "description": definition.description,
+            "input_schema": tool.parameters,
+        }),
+        Profile::Gemini => {
+            let mut declaration = Map::new();
+            declaration.insert("name".into(), definition.name.clone().into());
+            declaration.insert("description".into(), definition.description.clone().into());
+            // Gemini rejects an object schema without properties ("parameters.properties:
+            // should be non-empty for OBJECT type"); a function without parameters is
+            // declared without `parameters`.
+            if has_properties(tool.parameters) {
+                declaration.insert("parameters".into(), tool.parameters.clone());
+            }
+            Value::Object(declaration)
+        }
+    }
+}
+
+/// An MCP `Tool`: every behaviour hint is stated, since a client assumes MCP's defaults
+/// (`destructiveHint` and `openWorldHint` true) for the ones left out.
+fn mcp_tool(tool: &Exported<'_>) -> Value {
+    let definition = tool.definition;
+    let hints = tool.hints;
+    let mut annotations = Map::new();
+    annotations.insert("readOnlyHint".into(), hints.read_only.into());
+    annotations.insert("destructiveHint".into(), hints.destructive.into());
+    annotations.insert("idempotentHint".into(), hints.idempotent.into());
+    annotations.insert("openWorldHint".into(), hints.open_world.into());
+    let mut object = Map::new();
+    object.insert("name".into(), definition.name.clone().into());
+    if let Some(title) = &definition.title {
+        object.insert("title".into(), title.clone().into());
+        annotations.insert("title".into(), title.clone().into());
+    }
+    object.insert("description".into(), definition.description.clone().into());
+    object.insert("inputSchema".into(), tool.parameters.clone());
+    if let Some(output) = tool.output_schema {
+        object.insert("outputSchema".into(), output.clone());
+    }
+    object.insert("annotations".into(), Value::Object(annotations));
+    Value::Object(object)
+}
+
+/// Whether `schema` lists at least one property.
+fn has_properties(schema: &Value) -> bool {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|properties| !properties.is_empty())
+}
+
+/// The tool object of `tool` as `profile` exports it, before `_meta` is added: what its
+/// digest is taken of. The problems when `profile` cannot express it.
+pub(crate) fn unpinned_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibility]> {
+    let parameters = tool.lowered(profile).as_ref().map_err(Vec::as_slice)?;
+    Ok(tool_object(
+        profile,
+        &Exported {
+            definition: tool.definition_ref(),
+            parameters,
+            hints: tool.policy().hints,
+            output_schema: tool.output_schema(),
+        },
+    ))
+}
+
+/// The tool object of `tool` as `profile` exports it: for MCP, with its digest in `_meta`.
+fn exported_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibility]> {
+    let mut object = unpinned_object(profile, tool)?;
+    if profile == Profile::Mcp
+        && let (Value::Object(object), Ok(digest)) = (&mut object, tool.digest(profile))
+    {
+        let mut meta = Map::new();
+        meta.insert(crate::register::lock::DIGEST_META_KEY.into(), digest.into());
+        object.insert("_meta".into(), Value::Object(meta));
+    }
+    Ok(object)
+}
+
+/// The whole tool list of `profile`, from its tool objects in name order.
+pub(crate) fn tool_list(profile: Profile, tools: Vec<Value>) -> Value {
+    match profile {
+        Profile::Gemini if tools.is_empty() => Value::Array(Vec::new()),
+        Profile::Gemini => json!([{ "functionDeclarations": tools }]),
+        _ => Value::Array(tools),
+    }
+}
+
+/// The per-request allowlist of `profile` naming `names`, where the profile has one: the
+/// value of OpenAI's `tool_choice`, or of Gemini's `toolConfig`. `None` for MCP and
+/// Anthropic, and when `names` is empty (there are no tools to send, and OpenAI refuses a
+/// `tool_choice` without tools).
+pub(crate) fn allowlist(profile: Profile, names: &[&str]) -> Option<Value> {
+    if names.is_empty() {
+        return None;
+    }
+    match profile {
+        Profile::OpenAiChat { .. } => {
+            let tools: Vec<Value> = names
+                .iter()
+                .map(|name| json!({"type": "function", "function": {"name": name}}))
+                .collect();
+            Some(json!({
+                "type": "allowed_tools",
+                "allowed_tools": {"mode": "auto", "tools": tools},
+            }))
+        }
+        Profile::OpenAiResponses { .. } => {
+            let tools: Vec<Value> = names
+                .iter()
+                .map(|name| json!({"type": "function", "name": name}))
+                .collect();
+            Some(json!({"type": "allowed_tools", "mode": "auto", "tools": tools}))
+        }
+        // `VALIDATED`, not `ANY`: `ANY` forces a function call on every turn, so the model
+        // could never answer in text; `VALIDATED` lets it choose, like OpenAI's `auto`, and
+        // limits its calls to `allowedFunctionNames` (which Gemini takes only with `ANY` or
+        // `VALIDATED`).
+        Profile::Gemini => Some(json!({
+            "functionCallingConfig": {"mode": "VALIDATED", "allowedFunctionNames": names},
+        })),
+        Profile::Mcp | Profile::Anthropic => None,
+    }
+}
+
+/// The export of `tools` (in name order) for `profile`.
+pub(crate) fn export_run<'a>(
+    profile: Profile,
+    tools: impl Iterator<Item = &'a Tool>,
+) -> Result<Value, CompatibilityError> {
+    let (list, problems) = export_all(profile, tools);
+    if problems.is_empty() {
+        Ok(list)
+    } else {
+        Err(CompatibilityError(problems))
+    }
+}
+
+/// The export of every tool of `tools` that `profile` can express, and the problems of
+/// those it cannot.
+pub(crate) fn export_all<'a>(
+    profile: Profile,
+    tools: impl Iterator<Item = &'a Tool>,
+) -> (Value, Vec<Incompatibility>) {
+    let mut tools: Vec<&Tool> = tools.collect();
+    tools.sort_by(|a, b| a.name().cmp(b.name()));
+    let mut objects = Vec::new();
+    let mut problems = Vec::new();
+    for tool in tools {
+        match exported_object(profile, tool) {
+            Ok(object) => objects.push(object),
+            Err(found) => problems.extend(found.iter().cloned()),
+        }
+    }
+    (tool_list(profile, objects), problems)
+}

@@ -1,0 +1,132 @@
+//! Provider profiles: the consumers a tool definition is exported to, each with its rules.
+//!
+//! A tool has one canonical schema; a profile *lowers* it to what its consumer accepts
+//! ([`lower`](crate::present::lower)), exports the tool list in the consumer's exact format
+//! ([`export`](crate::present::export)), reads the consumer's tool calls ([`parse`](crate::present::parse)) and
+//! renders observations as the consumer's result messages ([`render`](crate::present::render)). The
+//! rules are those of `shared/reference/providers.md`; [`compat`](crate::present::compat) checks them.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// A consumer of tool definitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Profile {
+    /// The Model Context Protocol (revision 2026-07-28): `tools/list` and `tools/call`.
+    Mcp,
+    /// OpenAI Chat Completions (`tools`, `tool_calls`, `role: "tool"` messages).
+    OpenAiChat {
+        /// Strict mode (structured outputs): every property required, optional ones nullable.
+        strict: bool,
+    },
+    /// The OpenAI Responses API (`function_call` and `function_call_output` items).
+    OpenAiResponses {
+        /// Strict mode (structured outputs): every property required, optional ones nullable.
+        strict: bool,
+    },
+    /// The Anthropic Messages API (`tool_use` and `tool_result` blocks).
+    Anthropic,
+    /// Google Gemini (`functionDeclarations`, `functionCall`, `functionResponse`).
+    Gemini,
+}
+
+impl Profile {
+    /// Every profile, in a fixed order.
+    pub const ALL: [Profile; 7] = [
+        Profile::Mcp,
+        Profile::OpenAiChat { strict: false },
+        Profile::OpenAiChat { strict: true },
+        Profile::OpenAiResponses { strict: false },
+        Profile::OpenAiResponses { strict: true },
+        Profile::Anthropic,
+        Profile::Gemini,
+    ];
+
+    /// A short stable name: `mcp`, `openai-chat`, `openai-chat-strict`, `openai-responses`,
+    /// `openai-responses-strict`, `anthropic`, `gemini`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Mcp => "mcp",
+            Profile::OpenAiChat { strict: false } => "openai-chat",
+            Profile::OpenAiChat { strict: true } => "openai-chat-strict",
+            Profile::OpenAiResponses { strict: false } => "openai-responses",
+            Profile::OpenAiResponses { strict: true } => "openai-responses-strict",
+            Profile::Anthropic => "anthropic",
+            Profile::Gemini => "gemini",
+        }
+    }
+
+    /// Whether the profile is one of OpenAI's strict modes.
+    pub fn is_strict(self) -> bool {
+        matches!(
+            self,
+            Profile::OpenAiChat { strict: true } | Profile::OpenAiResponses { strict: true }
+        )
+    }
+
+    /// The position in [`Profile::ALL`], for per-profile caches.
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Profile::Mcp => 0,
+            Profile::OpenAiChat { strict: false } => 1,
+            Profile::OpenAiChat { strict: true } => 2,
+            Profile::OpenAiResponses { strict: false } => 3,
+            Profile::OpenAiResponses { strict: true } => 4,
+            Profile::Anthropic => 5,
+            Profile::Gemini => 6,
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Profile {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// One thing in a tool's definition that a profile cannot take, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Incompatibility {
+    /// The profile.
+    pub profile: Profile,
+    /// The tool.
+    pub tool: String,
+    /// A JSON pointer: into the tool's canonical parameters schema for what lowering cannot
+    /// express, into the exported tool object for what the checker (`compat`) finds.
+    pub pointer: String,
+    /// The rule broken, as `providers.md` states it.
+    pub rule: String,
+    /// How to fix it.
+    pub fix: String,
+}
+
+impl fmt::Display for Incompatibility {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: tool {:?} at {:?}: {}; {}",
+            self.profile, self.tool, self.pointer, self.rule, self.fix
+        )
+    }
+}
+
+/// Tools that cannot be expressed in a profile: every incompatibility found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} incompatibilit{} with provider profiles:{}", .0.len(), if .0.len() == 1 { "y" } else { "ies" }, Lines(.0))]
+pub struct CompatibilityError(pub Vec<Incompatibility>);
+
+struct Lines<'a>(&'a [Incompatibility]);
+
+impl fmt::Display for Lines<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|item| write!(f, "\n  - {item}"))
+    }
+}

@@ -1,0 +1,107 @@
+//! Results out: an observation as the consumer's result message.
+//!
+//! See [`Profile::render`] for each consumer's message.
+
+use serde_json::{Map, Value, json};
+
+use crate::execute::observation::Observation;
+use crate::present::profile::Profile;
+
+impl Profile {
+    /// The consumer's result message for `observation`.
+    ///
+    /// | profile | result | error |
+    /// | --- | --- | --- |
+    /// | OpenAI Chat | message `{"role": "tool", "tool_call_id", "content"}` | the same, the text says it |
+    /// | OpenAI Responses | item `{"type": "function_call_output", "call_id", "output"}` | the same |
+    /// | Anthropic | block `{"type": "tool_result", "tool_use_id", "content"}` | the same with `"is_error": true` |
+    /// | Gemini | part `{"functionResponse": {"name", "response": {"output"}, "id"?}}` | `"response": {"error"}` |
+    /// | MCP | `CallToolResult {"content": [text], "isError": false, "structuredContent"?}` | `"isError": true` |
+    ///
+    /// Where the consumer takes text, a string result is sent as it is and any other result as
+    /// its JSON text; an error is its text. Gemini takes JSON, and gets the result itself. Its
+    /// `id` is echoed only when the call had one (not one made up by
+    /// [`parse_calls`](Profile::parse_calls)). MCP's `structuredContent` is sent when the tool has
+    /// an output schema and the result is an object ([`Observation::is_structured`]).
+    ///
+    /// Every observation renders to MCP as a `CallToolResult` (`isError: true` for errors). An
+    /// MCP server answers an unknown tool with JSON-RPC error -32602 instead, before
+    /// rendering, and must answer a hidden one (`NotAllowed`) exactly the same way: the
+    /// `registry-mcp` server does both.
+    ///
+    /// ```
+    /// use registry_core::{tool, Profile, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Read the current build status of a project.
+    /// #[tool]
+    /// fn get_status(project: String) -> String {
+    ///     format!("{project}: green")
+    /// }
+    ///
+    /// let registry = Registry::from_inventory().unwrap();
+    /// let run = registry.open_run("run-1", &Subject::new("tenant-a"));
+    /// let call = ToolCall::new("toolu_01", "get_status", json!({"project": "web"}));
+    /// let observation = run.call_blocking(call);
+    /// assert_eq!(
+    ///     Profile::Anthropic.render(&observation),
+    ///     json!({"type": "tool_result", "tool_use_id": "toolu_01", "content": "web: green"}),
+    /// );
+    /// ```
+    pub fn render(&self, observation: &Observation) -> Value {
+        match self {
+            Profile::OpenAiChat { .. } => json!({
+                "role": "tool",
+                "tool_call_id": observation.call_id(),
+                "content": text(observation),
+            }),
+            Profile::OpenAiResponses { .. } => json!({
+                "type": "function_call_output",
+                "call_id": observation.call_id(),
+                "output": text(observation),
+            }),
+            Profile::Anthropic => {
+                let mut block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": observation.call_id(),
+                    "content": text(observation),
+                });
+                if observation.is_error() {
+                    block["is_error"] = Value::Bool(true);
+                }
+                block
+            }
+            Profile::Gemini => {
+                let response = match observation.error_text() {
+                    Some(error) => json!({ "error": error }),
+                    None => json!({ "output": observation.content() }),
+                };
+                let mut function_response = Map::new();
+                function_response.insert("name".into(), observation.tool_name().into());
+                function_response.insert("response".into(), response);
+                if !observation.has_generated_id() {
+                    function_response.insert("id".into(), observation.call_id().into());
+                }
+                json!({ "functionResponse": function_response })
+            }
+            Profile::Mcp => {
+                let mut result = json!({
+                    "content": [{"type": "text", "text": text(observation)}],
+                    "isError": observation.is_error(),
+                });
+                if observation.is_structured() {
+                    result["structuredContent"] = observation.content().clone();
+                }
+                result
+            }
+        }
+    }
+}
+
+/// The observation as text: a string as it is, any other result as its JSON text.
+fn text(observation: &Observation) -> String {
+    match observation.content() {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}

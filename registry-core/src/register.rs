@@ -1,0 +1,11 @@
+//! Step 2, **register**: the [`Registry`](registry::Registry) of every tool, built by the
+//! [`RegistryBuilder`](builder::RegistryBuilder) with every problem reported at once; its changes
+//! (revocation, replacement) and its lockfile.
+
+pub(crate) mod builder;
+pub(crate) mod change;
+pub(crate) mod error;
+pub(crate) mod lock;
+pub(crate) mod registry;
+pub(crate) mod state;
+pub(crate) mod tool;

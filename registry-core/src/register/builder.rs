@@ -1,0 +1,431 @@
+//! Assembling a registry from chosen declarations and tools built at run time.
+
+use std::any::{Any, TypeId};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::audit::AuditSink;
+use crate::declare::declaration::{Declaration, declarations};
+use crate::declare::dynamic::DynamicTool;
+use crate::declare::policy::{Scope, ToolPolicy};
+use crate::declare::source::Source;
+use crate::discover::access::AccessPolicy;
+use crate::gate::{
+    ApprovalStore, CallPolicy, Check, GateConfig, QuotaStore, Quotas, RateLimit, ReadinessCheck,
+};
+use crate::present::profile::Profile;
+use crate::register::error::{BuildProblem, RegistryError};
+use crate::register::registry::{Registry, RegistryParts, Replacement};
+use crate::register::state::AppState;
+use crate::register::tool::Tool;
+use crate::resolve::guard::ArgumentLimits;
+
+/// Assembles a [`Registry`]: declared tools (all, or those under given modules), tools built
+/// at run time, explicit replacements, and tools that must be present.
+///
+/// Nothing is checked until [`build`](Self::build), which reports every problem at once and
+/// registers nothing unless there is none.
+///
+/// ```
+/// use registry_core::{tool, DynamicTool, Registry};
+///
+/// /// Search the documentation.
+/// #[tool(read_only)]
+/// fn search_docs(query: String) -> Vec<String> {
+///     vec![query]
+/// }
+///
+/// let registry = Registry::builder()
+///     .declared_in(["rust_out"]) // the doctest's crate: every tool declared in it
+///     .tool(DynamicTool::new("ping", "Answer pong.").handler(|_, _| Ok::<_, String>("pong".into())))
+///     .require(["search_docs", "ping"])
+///     .build()?;
+/// assert_eq!(registry.names().collect::<Vec<_>>(), ["ping", "search_docs"]);
+///
+/// let duplicate = Registry::builder()
+///     .tool(DynamicTool::new("ping", "One.").handler(|_, _| Ok::<_, String>("1".into())))
+///     .tool(DynamicTool::new("ping", "Two.").handler(|_, _| Ok::<_, String>("2".into())))
+///     .build();
+/// assert!(duplicate.unwrap_err().to_string().contains("two tools are named \"ping\""));
+/// # Ok::<(), registry_core::RegistryError>(())
+/// ```
+#[derive(Default)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct RegistryBuilder {
+    declared: Selection,
+    tools: Vec<DynamicTool>,
+    replacements: Vec<(DynamicTool, String)>,
+    required: Vec<String>,
+    state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
+    policy: Option<Box<dyn AccessPolicy>>,
+    audit: Option<Box<dyn AuditSink>>,
+    limits: ArgumentLimits,
+    compatible: Vec<Profile>,
+    gate: GateConfig,
+    rate_limit: Option<(Result<RateLimit, String>, Source)>,
+    readiness: Vec<(String, Check, Source)>,
+    readiness_timeout: Option<Duration>,
+}
+
+/// Which `#[tool]` declarations to take.
+#[derive(Default)]
+enum Selection {
+    #[default]
+    None,
+    All,
+    Under(Vec<String>),
+}
+
+impl RegistryBuilder {
+    /// Takes every `#[tool]` linked into the program.
+    pub fn declared(mut self) -> Self {
+        self.declared = Selection::All;
+        self
+    }
+
+    /// Takes the `#[tool]` functions declared in the given modules or crates, and in modules
+    /// below them: `"my_app::tools"` takes `my_app::tools::build::get_status`, not
+    /// `my_app::toolset::x`. May be called more than once.
+    pub fn declared_in<I, S>(mut self, module_paths: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let paths = module_paths.into_iter().map(Into::into);
+        match &mut self.declared {
+            Selection::All => {}
+            Selection::Under(list) => list.extend(paths),
+            Selection::None => self.declared = Selection::Under(paths.collect()),
+        }
+        self
+    }
+
+    /// Adds a tool built at run time. A name already taken is an error at build.
+    pub fn tool(mut self, tool: DynamicTool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Replaces the tool of the same name with `tool`, and records it with `reason`
+    /// ([`Registry::replacements`]). Replacing a name that is not registered is an error.
+    pub fn replace(mut self, tool: DynamicTool, reason: impl Into<String>) -> Self {
+        self.replacements.push((tool, reason.into()));
+        self
+    }
+
+    /// Fails the build, naming them, if any of these tools is not registered (say, because
+    /// the crate that declares it was not linked; see [`link!`](crate::link!)).
+    pub fn require<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.required.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Registers `value` as application state that tools reach with
+    /// [`ToolContext::state::<T>()`](crate::ToolContext::state): a database pool, an HTTP
+    /// client. One value per type; a second of the same type replaces the first.
+    pub fn state<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        self.state.insert(TypeId::of::<T>(), Arc::new(value));
+        self
+    }
+
+    /// Sets the application's [`AccessPolicy`], consulted when runs are opened; it can only
+    /// hide tools, never show more.
+    pub fn policy(mut self, policy: impl AccessPolicy) -> Self {
+        self.policy = Some(Box::new(policy));
+        self
+    }
+
+    /// Sends every audit event (projections, call decisions, changes) to `sink`, besides
+    /// `tracing`.
+    pub fn audit_sink(mut self, sink: impl AuditSink) -> Self {
+        self.audit = Some(Box::new(sink));
+        self
+    }
+
+    /// Sets the bounds on call arguments (default: 64 levels, 4 MiB).
+    pub fn argument_limits(mut self, limits: ArgumentLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Refuses to build unless every tool can be exported to each of `profiles`
+    /// (see [`Registry::check`]); each incompatibility is a build problem.
+    pub fn require_compatible(mut self, profiles: impl IntoIterator<Item = Profile>) -> Self {
+        self.compatible.extend(profiles);
+        self
+    }
+
+    /// Sets the registry's per-call policy, asked for every validated call before it runs:
+    /// allow, deny with a reason the model reads, or require a person's approval. See
+    /// [`CallPolicy`]; a run can narrow it with [`Run::with_call_policy`](crate::Run::with_call_policy).
+    pub fn call_policy(mut self, policy: impl CallPolicy) -> Self {
+        self.gate.call_policy = Some(Box::new(policy));
+        self
+    }
+
+    /// Limits calls of every tool per subject (tenant and agent): `"10/min"` or a
+    /// [`RateLimit`]. A tool's own `rate_limit` replaces this default for that tool. A
+    /// malformed text is a build problem.
+    #[track_caller]
+    pub fn rate_limit<L>(mut self, limit: L) -> Self
+    where
+        L: TryInto<RateLimit>,
+        L::Error: Display,
+    {
+        let limit = limit.try_into().map_err(|error| error.to_string());
+        self.rate_limit = Some((limit, Source::caller()));
+        self
+    }
+
+    /// Keeps rate-limit buckets in `store` (default: in memory), for limits shared across
+    /// processes.
+    pub fn quota_store(mut self, store: impl QuotaStore) -> Self {
+        self.gate.quotas = Quotas::Custom(Box::new(store));
+        self
+    }
+
+    /// Keeps approval requests in `store` (default: in memory), for requests that outlive the
+    /// process or are decided by another one.
+    pub fn approval_store(mut self, store: impl ApprovalStore) -> Self {
+        self.gate.approvals = Box::new(store);
+        self
+    }
+
+    /// How long an approval request waits for a decision before it expires (default: 15
+    /// minutes).
+    pub fn approval_ttl(mut self, ttl: Duration) -> Self {
+        self.gate.approval_ttl = ttl;
+        self
+    }
+
+    /// Gives the tool `tool_name` a readiness check: a function, sync or `async`, returning
+    /// `Ok(())` or `Err(reason)`. It runs at [`build`](Self::build) and on every
+    /// [`Registry::check_readiness`], under a deadline ([`readiness_timeout`](Self::readiness_timeout));
+    /// a tool that is not ready is hidden from new runs with the reason
+    /// [`HiddenReason::NotReady`](crate::HiddenReason::NotReady), and calls in older runs are
+    /// answered [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable). A check that
+    /// panics or times out counts as not ready. Naming a tool that is not registered is a
+    /// build problem.
+    ///
+    /// At `build` checks run on a thread of their own, without an async runtime: a check
+    /// that needs one (Tokio sockets or timers, say) fails there with the reason, and its tool
+    /// starts not ready; run [`Registry::check_readiness`] inside the runtime right after
+    /// building.
+    #[track_caller]
+    pub fn readiness<M>(
+        mut self,
+        tool_name: impl Into<String>,
+        check: impl ReadinessCheck<M>,
+    ) -> Self {
+        self.readiness
+            .push((tool_name.into(), check.into_check(), Source::caller()));
+        self
+    }
+
+    /// How long one readiness check may take before its tool counts as not ready (default:
+    /// 5 s).
+    pub fn readiness_timeout(mut self, timeout: Duration) -> Self {
+        self.readiness_timeout = Some(timeout);
+        self
+    }
+
+    /// Checks everything and builds the registry, or lists every problem found.
+    pub fn build(self) -> Result<Registry, RegistryError> {
+        let mut problems = Vec::new();
+        if let Selection::Under(paths) = &self.declared {
+            for path in paths {
+                let found = declarations().any(|declaration| {
+                    is_under(declaration.location.module_path().unwrap_or_default(), path)
+                });
+                if !found {
+                    problems.push(BuildProblem::EmptySelection { path: path.clone() });
+                }
+            }
+        }
+        let mut tools: Vec<Tool> = self
+            .selected_declarations()
+            .into_iter()
+            .filter_map(|declaration| declared_tool(declaration, &mut problems))
+            .collect();
+        tools.extend(
+            self.tools
+                .into_iter()
+                .filter_map(|tool| tool.check(&mut problems))
+                .map(Tool::from_parts),
+        );
+        tools.sort_by(|a, b| a.name().cmp(b.name()));
+        tools.dedup_by(|second, first| {
+            let same = first.name() == second.name();
+            if same {
+                problems.push(BuildProblem::DuplicateName {
+                    name: first.name().to_owned(),
+                    first: first.source(),
+                    second: second.source(),
+                });
+            }
+            same
+        });
+        let mut replacements = Vec::new();
+        for (tool, reason) in self.replacements {
+            let Some(parts) = tool.check(&mut problems) else {
+                continue;
+            };
+            let by = parts.source;
+            let name = parts.name.to_string();
+            match tools.binary_search_by(|tool| tool.name().cmp(&name)) {
+                Ok(index) => {
+                    let replaced = std::mem::replace(&mut tools[index], Tool::from_parts(parts));
+                    replacements.push(Replacement {
+                        name,
+                        replaced: replaced.source(),
+                        by,
+                        reason,
+                    });
+                }
+                Err(_) => problems.push(BuildProblem::NothingToReplace { name, site: by }),
+            }
+        }
+        let mut gate = self.gate;
+        match self.rate_limit {
+            Some((Ok(limit), _)) => gate.rate_limit = Some(limit),
+            Some((Err(reason), site)) => problems.push(BuildProblem::InvalidRateLimit {
+                tool: String::new(),
+                site,
+                reason,
+            }),
+            None => {}
+        }
+        let mut readiness = Vec::with_capacity(self.readiness.len());
+        for (name, check, site) in self.readiness {
+            if tools
+                .binary_search_by(|tool| tool.name().cmp(&name))
+                .is_err()
+            {
+                problems.push(BuildProblem::UnknownReadinessTool { name, site });
+            } else if readiness.iter().any(|(other, _)| *other == name) {
+                problems.push(BuildProblem::RepeatedReadiness { name, site });
+            } else {
+                readiness.push((name, check));
+            }
+        }
+        for name in self.required {
+            if tools
+                .binary_search_by(|tool| tool.name().cmp(&name))
+                .is_err()
+            {
+                problems.push(BuildProblem::MissingTool { name });
+            }
+        }
+        if !problems.is_empty() {
+            return Err(RegistryError::Build(problems));
+        }
+        let registry = Registry::from_parts(RegistryParts {
+            tools,
+            replacements,
+            state: AppState::from_map(self.state),
+            policy: self.policy,
+            audit: self.audit,
+            limits: self.limits,
+            gate,
+            readiness,
+            readiness_timeout: self
+                .readiness_timeout
+                .unwrap_or(crate::gate::DEFAULT_TIMEOUT),
+        });
+        // On a thread of their own, so that a check that needs the caller's async runtime fails
+        // at once (rather than blocking that runtime's thread until its deadline).
+        std::thread::scope(|scope| {
+            let _ = scope
+                .spawn(|| pollster::block_on(registry.check_readiness()))
+                .join();
+        });
+        for profile in self.compatible {
+            if let Err(error) = registry.check(profile) {
+                problems.extend(error.0.into_iter().map(BuildProblem::Incompatible));
+            }
+        }
+        if problems.is_empty() {
+            Ok(registry)
+        } else {
+            Err(RegistryError::Build(problems))
+        }
+    }
+
+    /// The chosen declarations, each once, in a stable order (name, then source).
+    fn selected_declarations(&self) -> Vec<&'static Declaration> {
+        let mut chosen: Vec<&'static Declaration> = match &self.declared {
+            Selection::None => return Vec::new(),
+            Selection::All => declarations().collect(),
+            Selection::Under(paths) => declarations()
+                .filter(|declaration| {
+                    let module = declaration.location.module_path().unwrap_or_default();
+                    paths.iter().any(|path| is_under(module, path))
+                })
+                .collect(),
+        };
+        chosen.sort_unstable_by(|a, b| {
+            (a.name.cmp(b.name)).then_with(|| a.location.cmp(&b.location))
+        });
+        chosen
+    }
+}
+
+/// Whether `module` is `path` or a module below it.
+fn is_under(module: &str, path: &str) -> bool {
+    module
+        .strip_prefix(path)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+}
+
+/// The tool of a declaration; its name and scopes were checked at compile time, and are
+/// checked again here in case the record was written by hand.
+fn declared_tool(
+    declaration: &'static Declaration,
+    problems: &mut Vec<BuildProblem>,
+) -> Option<Tool> {
+    let source = declaration.location;
+    let mut valid = true;
+    if let Err(reason) = crate::declare::name::check_tool_name(declaration.name) {
+        problems.push(BuildProblem::InvalidName {
+            name: declaration.name.to_owned(),
+            site: source,
+            reason,
+        });
+        valid = false;
+    }
+    let mut scopes = Vec::with_capacity(declaration.scopes.len());
+    for scope in declaration.scopes {
+        match Scope::new(Cow::Borrowed(*scope)) {
+            Ok(scope) => scopes.push(scope),
+            Err(error) => {
+                problems.push(BuildProblem::InvalidScope {
+                    tool: declaration.name.to_owned(),
+                    site: source,
+                    reason: error.to_string(),
+                });
+                valid = false;
+            }
+        }
+    }
+    let policy = ToolPolicy {
+        scopes,
+        tenants: declaration
+            .tenants
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect(),
+        hints: declaration.hints,
+        timeout: declaration.timeout,
+        needs_approval: declaration.needs_approval,
+        rate_limit: declaration.rate_limit,
+        allow_description: declaration.allow_description.map(Cow::Borrowed),
+    };
+    valid.then(|| Tool::declared(declaration, policy))
+}

@@ -1,0 +1,73 @@
+//! Revocations and replacements of tools in a built registry, and their records.
+
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::discover::fingerprint::Fingerprint;
+
+/// What happens to runs opened before a tool is replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OldRuns {
+    /// They keep calling exactly the version they were shown, until they end.
+    KeepShownVersion,
+    /// They stop getting it: their calls to it are answered `Revoked`.
+    Revoke,
+}
+
+/// How [`Registry::replace`](crate::Registry::replace) treats runs already open, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplacePolicy {
+    /// What old runs do.
+    pub old_runs: OldRuns,
+    /// Why the tool is replaced, for the record.
+    pub reason: String,
+}
+
+impl ReplacePolicy {
+    /// Old runs keep the version they were shown.
+    pub fn keep_old_runs(reason: impl Into<String>) -> Self {
+        ReplacePolicy {
+            old_runs: OldRuns::KeepShownVersion,
+            reason: reason.into(),
+        }
+    }
+
+    /// Old runs get `Revoked` when they call the tool.
+    pub fn revoke_old_runs(reason: impl Into<String>) -> Self {
+        ReplacePolicy {
+            old_runs: OldRuns::Revoke,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// What kind of change a [`Change`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// The tool was revoked for every run.
+    Revoked,
+    /// A new version replaced the tool for new runs; old runs as said.
+    Replaced(OldRuns),
+}
+
+/// The record of one revocation or replacement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    /// When it took effect (serialized as milliseconds since the Unix epoch).
+    #[serde(
+        rename = "at_unix_ms",
+        serialize_with = "crate::gate::unix_ms::serialize"
+    )]
+    pub at: SystemTime,
+    /// The tool.
+    pub name: String,
+    /// What happened.
+    pub kind: ChangeKind,
+    /// Why, as the application said.
+    pub reason: String,
+    /// The fingerprint of the definition that was revoked or replaced.
+    pub old_fingerprint: Fingerprint,
+}

@@ -1,0 +1,240 @@
+//! What can go wrong when a registry is built or read.
+
+use std::fmt;
+
+use crate::declare::source::Source;
+
+/// An error of the registry: it could not be built, or a tool asked for is not in it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// The registry could not be built; every problem found is listed, and nothing was
+    /// registered.
+    #[error("the tool registry could not be built ({} problem{}):{}", .0.len(), plural(.0.len()), Lines(.0))]
+    Build(Vec<BuildProblem>),
+    /// No tool of that name is registered.
+    #[error("no tool named {name:?} is registered")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+}
+
+/// Whose rate limit: a tool's, or the registry's default (no tool).
+fn rate_limit_owner(tool: &str) -> String {
+    if tool.is_empty() {
+        "the registry's default rate limit: ".to_owned()
+    } else {
+        format!("tool {tool:?}: ")
+    }
+}
+
+impl RegistryError {
+    /// The problems that kept the registry from being built (empty for other errors).
+    pub fn problems(&self) -> &[BuildProblem] {
+        match self {
+            RegistryError::Build(problems) => problems,
+            RegistryError::UnknownTool { .. } => &[],
+        }
+    }
+}
+
+/// One problem found while building a registry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildProblem {
+    /// Two tools have the same name. Nothing is overwritten: rename one (`name = "..."`), or
+    /// leave one out with `RegistryBuilder::declared_in`, or make the second an explicit
+    /// `RegistryBuilder::replace`.
+    #[error(
+        "two tools are named {name:?}: {first} and {second}; rename one with `#[tool(name = \"...\")]`, \
+         select one with `RegistryBuilder::declared_in`, or replace it explicitly with `RegistryBuilder::replace`"
+    )]
+    DuplicateName {
+        /// The name both use.
+        name: String,
+        /// The first declaration (in source order).
+        first: Source,
+        /// The second one.
+        second: Source,
+    },
+    /// The name is not valid for every consumer.
+    #[error("{reason} ({site})")]
+    InvalidName {
+        /// The name given.
+        name: String,
+        /// Where the tool was declared.
+        site: Source,
+        /// What is wrong with it.
+        reason: crate::declare::name::NameError,
+    },
+    /// A scope is not well formed.
+    #[error("tool {tool:?}: {reason} ({site})")]
+    InvalidScope {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+        /// What is wrong with the scope.
+        reason: String,
+    },
+    /// A readiness check names a tool that is not registered.
+    #[error(
+        "a readiness check is given for {name:?}, which is not registered; check the name ({site})"
+    )]
+    UnknownReadinessTool {
+        /// The name given.
+        name: String,
+        /// Where `RegistryBuilder::readiness` was called.
+        site: Source,
+    },
+    /// Two readiness checks for one tool.
+    #[error("a second readiness check is given for {name:?}; combine them into one ({site})")]
+    RepeatedReadiness {
+        /// The tool.
+        name: String,
+        /// Where the second `RegistryBuilder::readiness` was called.
+        site: Source,
+    },
+    /// A rate limit is not well formed.
+    #[error("{}{reason} ({site})", rate_limit_owner(tool))]
+    InvalidRateLimit {
+        /// The tool (empty for the registry's default limit).
+        tool: String,
+        /// Where the tool was declared (the builder call for the default).
+        site: Source,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The arguments schema is not an object schema, or does not compile.
+    #[error("tool {tool:?}: invalid schema: {reason} ({site})")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+        /// What is wrong with the schema.
+        reason: String,
+    },
+    /// The description is empty.
+    #[error(
+        "tool {tool:?} has no description, and a model cannot use an undescribed tool ({site})"
+    )]
+    MissingDescription {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+    },
+    /// A text the model reads (the description, the title, or a `description` or `title` in
+    /// the parameters or output schema) is refused by the description lint: it holds a
+    /// secret, an internal address, an invisible or reordering character, or an instruction
+    /// aimed at the model. The message names the rule, the text and the fix.
+    #[error(
+        "tool {tool:?}: the {field} contains {finding}; if the text is meant to be there, say why \
+         with `DynamicTool::allow_description(\"...\")` ({site})"
+    )]
+    UnsafeDescription {
+        /// The tool.
+        tool: String,
+        /// Where the tool was built.
+        site: Source,
+        /// Which text: `description`, `title`, or e.g. ``description` at /properties/path of
+        /// the parameters schema`.
+        field: String,
+        /// The rule broken, e.g. `secret/api-token` (see `registry_lint::Rule::id`).
+        rule: &'static str,
+        /// The text found, invisible characters escaped (`\u{200b}`) and secrets cut short.
+        excerpt: String,
+        /// What was found, the rule and how to fix it.
+        finding: String,
+    },
+    /// `DynamicTool::allow_description` was given an empty reason.
+    #[error(
+        "tool {tool:?}: `allow_description` needs a reason, which is kept with the tool for \
+         reviewers (`ToolPolicy::allow_description`): say why its texts are safe to show to \
+         every model ({site})"
+    )]
+    EmptyAllowReason {
+        /// The tool.
+        tool: String,
+        /// Where the tool was built.
+        site: Source,
+    },
+    /// A run-time tool was given no handler.
+    #[error(
+        "tool {tool:?} has no handler; give it one with `.handler(...)` or `.async_handler(...)` ({site})"
+    )]
+    MissingHandler {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+    },
+    /// A tenant name is empty.
+    #[error(
+        "tool {tool:?} names an empty tenant; name each tenant, or give none to admit all ({site})"
+    )]
+    InvalidTenant {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+    },
+    /// `read_only` and `destructive` together.
+    #[error(
+        "tool {tool:?} is marked both read-only and destructive; keep the one that is true ({site})"
+    )]
+    ContradictoryHints {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+    },
+    /// `replace` named a tool that is not registered, so there is nothing to replace.
+    #[error(
+        "cannot replace {name:?}: no tool of that name is registered; use `RegistryBuilder::tool` to add it ({site})"
+    )]
+    NothingToReplace {
+        /// The name.
+        name: String,
+        /// Where the replacement was built.
+        site: Source,
+    },
+    /// `RegistryBuilder::declared_in` named a module under which no linked `#[tool]` is.
+    #[error(
+        "no `#[tool]` linked into this program is declared under `{path}`; check the module path, \
+         and if it is another crate, make sure it is linked: `registry_core::link!(that_crate);`"
+    )]
+    EmptySelection {
+        /// The module path given.
+        path: String,
+    },
+    /// A tool cannot be exported to a profile the builder was told to require.
+    #[error("{0}")]
+    Incompatible(crate::present::profile::Incompatibility),
+    /// A tool the application requires is not registered.
+    #[error(
+        "the required tool {name:?} is not registered; if it is declared in another crate, \
+         make sure that crate is linked: name it in your code, e.g. `registry_core::link!(that_crate);`"
+    )]
+    MissingTool {
+        /// The name required.
+        name: String,
+    },
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
+}
+
+/// Displays problems one per line, each after a newline and a dash.
+struct Lines<'a>(&'a [BuildProblem]);
+
+impl fmt::Display for Lines<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0
+            .iter()
+            .try_for_each(|problem| write!(f, "\n  - {problem}"))
+    }
+}

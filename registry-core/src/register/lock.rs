@@ -1,0 +1,472 @@
+//! Pinned definitions: the lock text of a registry ([`Registry::lock`](crate::Registry::lock)),
+//! the digests it pins, and the check of a lock file against it
+//! ([`Registry::assert_lockfile`](crate::Registry::assert_lockfile)).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+use crate::gate::RateLimit;
+use crate::present::profile::{Incompatibility, Profile};
+use crate::register::tool::Tool;
+
+/// The `_meta` key under which an MCP tool carries its digest ([`Tool::digest`] for
+/// [`Profile::Mcp`]), in `run.export(Profile::Mcp)` and so in `registry-mcp`'s `tools/list`:
+/// `{"_meta": {"io.github.tool-registry/digest": "sha256:..."}}`.
+///
+/// The key follows MCP's rules for `_meta` names: a reverse-DNS prefix of dot-separated labels
+/// (letters, digits, hyphens; beginning with a letter, ending with a letter or digit) whose
+/// second label is neither `modelcontextprotocol` nor `mcp` (those are reserved), a slash,
+/// then an alphanumeric name.
+pub const DIGEST_META_KEY: &str = "io.github.tool-registry/digest";
+
+/// The environment variable that makes [`Registry::assert_lockfile`](crate::Registry::assert_lockfile)
+/// rewrite the lock file instead of checking it, when set to [`LOCK_OVERWRITE`].
+pub(crate) const LOCK_ENV: &str = "REGISTRY_LOCK";
+
+/// The value of [`LOCK_ENV`] that rewrites the lock file.
+pub(crate) const LOCK_OVERWRITE: &str = "overwrite";
+
+/// The first lines of every lock text.
+const HEADER: &str = "\
+# Tool definitions pinned by registry_core::Registry::lock (format 1); review every change.
+# Digests: SHA-256 of each tool as each profile exports it (keys sorted, compact, no _meta).
+# Rewrite: REGISTRY_LOCK=overwrite cargo test; then review the diff before committing it.
+";
+
+/// Written where a tool has no scopes, no hints or no gate flags.
+const NONE: &str = "(none)";
+
+/// `sha256:` and the lowercase hexadecimal SHA-256 of `value` as canonical JSON.
+pub(crate) fn digest_of(value: &Value) -> String {
+    let mut bytes = Vec::new();
+    canonical_json(value, &mut bytes);
+    let hash = Sha256::digest(&bytes);
+    let mut text = String::with_capacity(7 + 64);
+    text.push_str("sha256:");
+    for byte in hash {
+        let _ = write!(text, "{byte:02x}");
+    }
+    text
+}
+
+/// Writes `value` as compact JSON with every object's keys sorted (by their UTF-8 bytes),
+/// whatever order the map keeps them in: the bytes a digest is taken of.
+fn canonical_json(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                canonical_json(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(object) => {
+            let mut entries: Vec<(&String, &Value)> = object.iter().collect();
+            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push(b'{');
+            for (index, (key, item)) in entries.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                // Writing a string to a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, key);
+                out.push(b':');
+                canonical_json(item, out);
+            }
+            out.push(b'}');
+        }
+        // Writing a scalar to a Vec cannot fail.
+        scalar => {
+            let _ = serde_json::to_writer(&mut *out, scalar);
+        }
+    }
+}
+
+/// The lock text of `tools`; `default_rate_limit` is the registry's limit for tools without
+/// their own.
+pub(crate) fn lock_text(tools: &[Tool], default_rate_limit: Option<RateLimit>) -> String {
+    let mut tools: Vec<&Tool> = tools.iter().collect();
+    tools.sort_by(|a, b| a.name().cmp(b.name()));
+    let mut text = String::from(HEADER);
+    for tool in tools {
+        text.push('\n');
+        tool_block(&mut text, tool, default_rate_limit);
+    }
+    text
+}
+
+/// One tool's block: its name, then one line per fact.
+fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLimit>) {
+    let policy = tool.policy();
+    let _ = writeln!(text, "[{}]", tool.name());
+
+    let scopes: BTreeSet<&str> = policy.scopes.iter().map(|scope| scope.as_str()).collect();
+    let _ = writeln!(
+        text,
+        "scopes = {}",
+        list(scopes.into_iter().map(str::to_owned))
+    );
+
+    let tenants: BTreeSet<&str> = policy.tenants.iter().map(String::as_str).collect();
+    let tenants = if tenants.is_empty() {
+        "*".to_owned()
+    } else {
+        list(tenants.into_iter().map(word))
+    };
+    let _ = writeln!(text, "tenants = {tenants}");
+
+    let hints = policy.hints;
+    let hints = [
+        (hints.read_only, "read_only"),
+        (hints.destructive, "destructive"),
+        (hints.idempotent, "idempotent"),
+        (hints.open_world, "open_world"),
+    ];
+    let hints = hints
+        .iter()
+        .filter(|(set, _)| *set)
+        .map(|(_, name)| (*name).to_owned());
+    let _ = writeln!(text, "hints = {}", list(hints));
+
+    let mut gate = Vec::new();
+    if policy.needs_approval {
+        gate.push("needs_approval".to_owned());
+    }
+    match (policy.rate_limit, default_rate_limit) {
+        (Some(limit), _) => gate.push(format!("rate_limit {limit}")),
+        (None, Some(limit)) => gate.push(format!("rate_limit {limit} (registry default)")),
+        (None, None) => {}
+    }
+    let _ = writeln!(text, "gate = {}", list(gate.into_iter()));
+
+    let _ = writeln!(text, "definition = {}", definition_digest(tool));
+    for profile in Profile::ALL {
+        match tool.digest(profile) {
+            Ok(digest) => {
+                let _ = writeln!(text, "{profile} = {digest}");
+            }
+            Err(error) => {
+                let _ = writeln!(text, "{profile} = {}", unsupported(&error.0));
+            }
+        }
+    }
+}
+
+/// The digest of the provider-neutral definition: name, title, description, the canonical
+/// parameters schema and the output schema.
+fn definition_digest(tool: &Tool) -> String {
+    // A definition is strings and JSON values: it always serializes.
+    let mut value = serde_json::to_value(&**tool.definition_ref()).unwrap_or_default();
+    if let (Value::Object(object), Some(output)) = (&mut value, tool.output_schema()) {
+        object.insert("outputSchema".into(), output.clone());
+    }
+    digest_of(&value)
+}
+
+/// The line of a profile that cannot express a tool: every problem, on one line.
+fn unsupported(problems: &[Incompatibility]) -> String {
+    let mut text = String::from("unsupported:");
+    for (index, problem) in problems.iter().enumerate() {
+        text.push_str(if index == 0 { " " } else { "; " });
+        let pointer = if problem.pointer.is_empty() {
+            "/"
+        } else {
+            &problem.pointer
+        };
+        let _ = write!(text, "{pointer}: {}", problem.rule);
+    }
+    one_line(&text)
+}
+
+/// `items` separated by `, `, or `(none)`.
+fn list(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        NONE.to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+/// A tenant as written in a list: bare when that is unambiguous, else a JSON string.
+fn word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '-');
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_owned()
+    } else {
+        // A string always serializes.
+        serde_json::to_string(text).unwrap_or_default()
+    }
+}
+
+/// `text` with line breaks and tabs as spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// Checks the lock file at `path` against `current` (the registry's lock text), or rewrites
+/// it when [`LOCK_ENV`] says so. `Err` is the panic message.
+pub(crate) fn check_file(path: &Path, current: &str) -> Result<(), String> {
+    let setting = std::env::var(LOCK_ENV).ok();
+    let overwrite = setting.as_deref() == Some(LOCK_OVERWRITE);
+    let shown = path.display();
+    let located = located(path);
+    let ignored = match setting.as_deref() {
+        Some(value) if value != LOCK_OVERWRITE => format!(
+            "\n({LOCK_ENV} is set to {value:?}, which does nothing: only {LOCK_ENV}={LOCK_OVERWRITE} rewrites the file)"
+        ),
+        _ => String::new(),
+    };
+    let existing = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => {
+            return Err(format!(
+                "{shown}: the lock file cannot be read ({}): {error}",
+                located.display()
+            ));
+        }
+    };
+    if overwrite {
+        if existing.as_deref() == Some(current) {
+            return Ok(());
+        }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|error| format!("{shown}: cannot create {}: {error}", parent.display()))?;
+        }
+        std::fs::write(path, current).map_err(|error| {
+            format!(
+                "{shown}: the lock file cannot be written ({}): {error}",
+                located.display()
+            )
+        })?;
+        eprintln!(
+            "{shown}: written by {LOCK_ENV}={LOCK_OVERWRITE}; review it before committing it"
+        );
+        return Ok(());
+    }
+    let Some(existing) = existing else {
+        return Err(format!(
+            "{shown}: there is no lock file (looked for {}).\n\
+             Create it: run this test with {LOCK_ENV}={LOCK_OVERWRITE} (e.g. `{LOCK_ENV}={LOCK_OVERWRITE} cargo test`), \
+             review the file, and commit it.{ignored}",
+            located.display()
+        ));
+    };
+    // Line by line: a file checked out with CRLF line ends still matches.
+    if existing.lines().eq(current.lines()) {
+        return Ok(());
+    }
+    Err(format!(
+        "{shown}: the registry's tools differ from the lock file{}.\n{}\n\
+         Review every change: a changed description, schema, scope, tenant or gate flag is \
+         what models and the gate will see from now on (a tool rug pull or a poisoned \
+         description looks exactly like this).\n\
+         If every change is intended, rewrite the file with {LOCK_ENV}={LOCK_OVERWRITE} \
+         (e.g. `{LOCK_ENV}={LOCK_OVERWRITE} cargo test`) and commit it.{ignored}",
+        if located == path {
+            String::new()
+        } else {
+            format!(" ({})", located.display())
+        },
+        diff(&existing, current)
+    ))
+}
+
+/// Where `path` is, for messages: absolute, through its directory's real path when there is
+/// one (so without `..`).
+fn located(path: &Path) -> std::path::PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(parent), Some(name)) => parent
+            .canonicalize()
+            .map(|parent| parent.join(name))
+            .unwrap_or(absolute),
+        _ => absolute,
+    }
+}
+
+/// A lock text split into its header (the lines before the first tool) and its tools' blocks,
+/// blank lines left out.
+struct Blocks<'a> {
+    header: Vec<&'a str>,
+    tools: Vec<(&'a str, Vec<&'a str>)>,
+}
+
+fn blocks(text: &str) -> Blocks<'_> {
+    let mut parsed = Blocks {
+        header: Vec::new(),
+        tools: Vec::new(),
+    };
+    for line in text.lines().map(str::trim_end) {
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            parsed.tools.push((name, Vec::new()));
+        } else if let Some((_, lines)) = parsed.tools.last_mut() {
+            lines.push(line);
+        } else {
+            parsed.header.push(line);
+        }
+    }
+    parsed
+}
+
+/// What differs between the lock file (`-`) and the registry (`+`), tool by tool.
+fn diff(file: &str, current: &str) -> String {
+    let old = blocks(file);
+    let new = blocks(current);
+    let mut out = String::new();
+    let (mut changed, mut added, mut removed) = (0, 0, 0);
+    if old.header != new.header {
+        out.push_str("\nheader:\n");
+        lines_diff(&mut out, &old.header, &new.header);
+    }
+    let names: BTreeSet<&str> = old
+        .tools
+        .iter()
+        .chain(&new.tools)
+        .map(|(name, _)| *name)
+        .collect();
+    for name in names {
+        let before = lines_of(&old.tools, name);
+        let after = lines_of(&new.tools, name);
+        match (before, after) {
+            (Some(before), Some(after)) => {
+                if before != after {
+                    changed += 1;
+                    let _ = writeln!(out, "\n[{name}] changed:");
+                    lines_diff(&mut out, before, after);
+                }
+            }
+            (None, Some(after)) => {
+                added += 1;
+                let _ = writeln!(out, "\n[{name}] added:");
+                for line in after {
+                    let _ = writeln!(out, "  + {line}");
+                }
+            }
+            (Some(before), None) => {
+                removed += 1;
+                let _ = writeln!(out, "\n[{name}] removed:");
+                for line in before {
+                    let _ = writeln!(out, "  - {line}");
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    let duplicates = |blocks: &Blocks<'_>| {
+        let unique: BTreeSet<&str> = blocks.tools.iter().map(|(name, _)| *name).collect();
+        unique.len() != blocks.tools.len()
+    };
+    if duplicates(&old) {
+        out.push_str("\nthe lock file names a tool more than once\n");
+    }
+    let summary = format!(
+        "{changed} tool{} changed, {added} added, {removed} removed; - is the file, + the registry",
+        if changed == 1 { "" } else { "s" }
+    );
+    if out.is_empty() {
+        return format!("{summary}\nthe lines differ only in blank lines or trailing spaces\n");
+    }
+    format!("{summary}\n{out}")
+}
+
+/// The lines of the block of the tool named `name`.
+fn lines_of<'a, 'b>(tools: &'b [(&'a str, Vec<&'a str>)], name: &str) -> Option<&'b [&'a str]> {
+    tools
+        .iter()
+        .find(|(tool, _)| *tool == name)
+        .map(|(_, lines)| lines.as_slice())
+}
+
+/// The key of a `key = value` line (the whole line if it has no ` = `).
+fn key(line: &str) -> &str {
+    line.split_once(" = ").map_or(line, |(key, _)| key)
+}
+
+/// The lines that differ between `before` and `after`, matched by key: a changed value is
+/// its old line (`-`) followed by its new one (`+`).
+fn lines_diff(out: &mut String, before: &[&str], after: &[&str]) {
+    let mut done = vec![false; after.len()];
+    for line in before {
+        match after.iter().position(|other| key(other) == key(line)) {
+            Some(index) => {
+                done[index] = true;
+                if after[index] != *line {
+                    let _ = writeln!(out, "  - {line}");
+                    let _ = writeln!(out, "  + {}", after[index]);
+                }
+            }
+            None => {
+                let _ = writeln!(out, "  - {line}");
+            }
+        }
+    }
+    for (line, done) in after.iter().zip(done) {
+        if !done {
+            let _ = writeln!(out, "  + {line}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_level() {
+        let mut bytes = Vec::new();
+        canonical_json(
+            &json!({"b": [1, {"z": null, "a": "é\n"}], "a": true, "_m": 1.5}),
+            &mut bytes,
+        );
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            r#"{"_m":1.5,"a":true,"b":[1,{"a":"é\n","z":null}]}"#
+        );
+    }
+
+    #[test]
+    fn a_digest_is_sha256_in_hex() {
+        // SHA-256 of the two bytes `{}`.
+        assert_eq!(
+            digest_of(&json!({})),
+            "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
+    }
+
+    #[test]
+    fn a_diff_names_each_tool_and_each_line() {
+        let file = "# h\n\n[a]\nx = 1\ny = 2\n\n[b]\nx = 1\n";
+        let now = "# h\n\n[a]\nx = 1\ny = 3\nz = 4\n\n[c]\nx = 1\n";
+        assert_eq!(
+            diff(file, now),
+            "1 tool changed, 1 added, 1 removed; - is the file, + the registry\n\
+             \n[a] changed:\n  - y = 2\n  + y = 3\n  + z = 4\n\
+             \n[b] removed:\n  - x = 1\n\
+             \n[c] added:\n  + x = 1\n"
+        );
+    }
+
+    #[test]
+    fn tenants_that_could_be_misread_are_quoted() {
+        assert_eq!(word("acme"), "acme");
+        assert_eq!(word("*"), "\"*\"");
+        assert_eq!(word("a, b"), "\"a, b\"");
+        assert_eq!(word(""), "\"\"");
+    }
+}

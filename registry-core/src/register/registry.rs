@@ -1,0 +1,686 @@
+//! The registry: every tool the system has, by name; revocation and replacement.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use crate::discover::access::AccessPolicy;
+use std::time::Duration;
+
+use crate::audit::{
+    self, ApprovalEvent, ApprovalEventKind, AuditEvent, AuditSink, ChangeEvent, ProjectionEvent,
+    ReadinessEvent,
+};
+use crate::declare::dynamic::DynamicTool;
+use crate::declare::source::Source;
+use crate::discover::discovery::{SlotState, Snapshot};
+use crate::discover::run::Run;
+use crate::discover::subject::Subject;
+use crate::execute::context::RunScope;
+use crate::gate::{ApprovalRequest, CallPolicy, Check, GateConfig, ToolReadiness};
+use crate::present::profile::{CompatibilityError, Profile};
+use crate::register::builder::RegistryBuilder;
+use crate::register::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
+use crate::register::error::RegistryError;
+use crate::register::state::AppState;
+use crate::register::tool::Tool;
+use crate::resolve::guard::ArgumentLimits;
+
+/// Every tool the system has, in name order.
+///
+/// Build it once at startup with [`Registry::from_inventory`] (every `#[tool]` linked into
+/// the program) or [`Registry::builder`] (a chosen set, plus tools built at run time). Its
+/// set of names is fixed once built; the only changes are explicit and recorded:
+/// [`revoke`](Self::revoke) and [`replace`](Self::replace). It is cheap to clone (clones share
+/// everything) and `Send + Sync`.
+///
+/// ```
+/// use registry_core::{tool, Registry};
+///
+/// /// Read the current build status of a project.
+/// #[tool(scopes = "build:read", read_only)]
+/// fn get_status(
+///     /// Project identifier, e.g. `web`.
+///     project: String,
+/// ) -> String {
+///     format!("{project}: green")
+/// }
+///
+/// let registry = Registry::from_inventory()?;
+/// let tool = registry.get("get_status")?;
+/// assert!(tool.policy().is_read_only());
+/// assert_eq!(tool.policy().scopes[0].as_str(), "build:read");
+/// assert!(registry.get("get_stat").is_err());
+/// # Ok::<(), registry_core::RegistryError>(())
+/// ```
+#[derive(Clone)]
+pub struct Registry {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// The names, sorted; slot `i` is the tool named `names[i]`.
+    names: Vec<Cow<'static, str>>,
+    slots: Vec<SlotState>,
+    snapshot: RwLock<Arc<Snapshot>>,
+    /// Revocations and replacements, in order; its lock also serializes them.
+    changes: Mutex<Vec<Change>>,
+    /// How many changes were made: read without a lock by whoever watches for them.
+    generation: AtomicU64,
+    replacements: Vec<Replacement>,
+    state: AppState,
+    policy: Option<Box<dyn AccessPolicy>>,
+    audit: Option<Box<dyn AuditSink>>,
+    limits: ArgumentLimits,
+    gate: GateConfig,
+    /// The readiness check of each slot, if it has one.
+    readiness: Vec<Option<Check>>,
+    readiness_timeout: Duration,
+}
+
+/// A record of one tool replaced while the registry was built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replacement {
+    /// The tool's name.
+    pub name: String,
+    /// Where the replaced tool was declared.
+    pub replaced: Source,
+    /// Where its replacement was built.
+    pub by: Source,
+    /// Why, as the application said.
+    pub reason: String,
+}
+
+/// Everything a registry is made of, assembled by the builder.
+pub(crate) struct RegistryParts {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) replacements: Vec<Replacement>,
+    pub(crate) state: AppState,
+    pub(crate) policy: Option<Box<dyn AccessPolicy>>,
+    pub(crate) audit: Option<Box<dyn AuditSink>>,
+    pub(crate) limits: ArgumentLimits,
+    pub(crate) gate: GateConfig,
+    /// Readiness checks by tool name (names checked by the builder).
+    pub(crate) readiness: Vec<(String, Check)>,
+    pub(crate) readiness_timeout: Duration,
+}
+
+impl Registry {
+    /// Every `#[tool]` linked into this program.
+    ///
+    /// Fails, listing every problem, if two tools share a name (each with both declaration
+    /// sites). See the crate docs on linking: a crate of tools that the program never names
+    /// is not linked, and its tools are not here.
+    pub fn from_inventory() -> Result<Registry, RegistryError> {
+        Registry::builder().declared().build()
+    }
+
+    /// Starts a registry assembled explicitly.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    /// A registry of `parts.tools`, which are sorted by name with unique names.
+    pub(crate) fn from_parts(parts: RegistryParts) -> Registry {
+        let names = parts.tools.iter().map(Tool::name_cow).collect();
+        let slots = parts.tools.iter().map(|_| SlotState::default()).collect();
+        let versions = vec![1; parts.tools.len()];
+        let mut readiness: Vec<Option<Check>> = vec![None; parts.tools.len()];
+        for (name, check) in parts.readiness {
+            if let Ok(slot) = parts.tools.binary_search_by(|tool| tool.name().cmp(&name)) {
+                readiness[slot] = Some(check);
+            }
+        }
+        Registry {
+            inner: Arc::new(Inner {
+                names,
+                slots,
+                snapshot: RwLock::new(Arc::new(Snapshot::new(parts.tools, versions))),
+                changes: Mutex::new(Vec::new()),
+                generation: AtomicU64::new(0),
+                replacements: parts.replacements,
+                state: parts.state,
+                policy: parts.policy,
+                audit: parts.audit,
+                limits: parts.limits,
+                gate: parts.gate,
+                readiness,
+                readiness_timeout: parts.readiness_timeout,
+            }),
+        }
+    }
+
+    fn snapshot(&self) -> Arc<Snapshot> {
+        self.inner
+            .snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn slot(&self, name: &str) -> Option<usize> {
+        self.inner
+            .names
+            .binary_search_by(|probe| (**probe).cmp(name))
+            .ok()
+    }
+
+    /// The names of all tools, sorted.
+    pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.inner.names.iter().map(|name| &**name)
+    }
+
+    /// The current version of the tool named `name`, matched exactly.
+    pub fn get(&self, name: &str) -> Result<Tool, RegistryError> {
+        self.find(name).ok_or_else(|| RegistryError::UnknownTool {
+            name: name.to_owned(),
+        })
+    }
+
+    /// The current version of the tool named `name`, matched exactly, if there is one.
+    pub fn find(&self, name: &str) -> Option<Tool> {
+        let slot = self.slot(name)?;
+        Some(self.snapshot().tools[slot].clone())
+    }
+
+    /// Whether a tool named `name` is registered (revoked or not).
+    pub fn contains(&self, name: &str) -> bool {
+        self.slot(name).is_some()
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.inner.names.len()
+    }
+
+    /// Whether there is no tool at all.
+    pub fn is_empty(&self) -> bool {
+        self.inner.names.is_empty()
+    }
+
+    /// The current version of every tool, in name order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Tool> + use<> {
+        let snapshot = self.snapshot();
+        (0..snapshot.tools.len()).map(move |index| snapshot.tools[index].clone())
+    }
+
+    /// The replacements made while building, in the order they were made.
+    pub fn replacements(&self) -> &[Replacement] {
+        &self.inner.replacements
+    }
+
+    /// Opens a run for `subject`: projects the registry once into the tools the subject may
+    /// see, and freezes that set as the run's allowed tools.
+    ///
+    /// A tool is visible when the subject holds all its scopes, its tenant restriction admits
+    /// the subject's tenant, the access level admits it (a read-only run sees only
+    /// `read_only` tools), it is not revoked, and the application's [`AccessPolicy`], if any,
+    /// does not deny it.
+    pub fn open_run(&self, run_id: impl Into<Arc<str>>, subject: &Subject) -> Run {
+        // The read lock is held while projecting, so that a replacement (which revokes the old
+        // version and installs the new one under the write lock) is seen whole or not at all.
+        let (snapshot, entries) = {
+            let current = self
+                .inner
+                .snapshot
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            let entries = current.project(subject, &self.inner.slots, self.inner.policy.as_deref());
+            (current.clone(), entries)
+        };
+        let scope = Arc::new(RunScope {
+            run_id: run_id.into(),
+            subject: subject.clone(),
+            state: self.inner.state.clone(),
+        });
+        let hidden = snapshot.tools.len() - entries.len();
+        let run = Run::new(self.clone(), snapshot, scope, entries);
+        let sink = self.audit_sink();
+        if audit::wanted(sink) {
+            audit::emit(
+                sink,
+                AuditEvent::Projection(ProjectionEvent {
+                    run_id: run.id().to_owned(),
+                    tenant: subject.tenant().to_owned(),
+                    agent: subject.agent().map(str::to_owned),
+                    fingerprint: run.allowed().fingerprint(),
+                    visible: run.allowed().len(),
+                    hidden,
+                }),
+            );
+        }
+        run
+    }
+
+    /// Revokes the tool named `name` for every run, old and new, at once: calls that start
+    /// after this returns are answered `Revoked`; calls already running complete. A later
+    /// [`replace`](Self::replace) brings a new version back.
+    pub fn revoke(&self, name: &str, reason: impl Into<String>) -> Result<Change, RegistryError> {
+        let slot = self.slot(name).ok_or_else(|| RegistryError::UnknownTool {
+            name: name.to_owned(),
+        })?;
+        let mut changes = self.lock_changes();
+        let snapshot = self.snapshot();
+        self.inner.slots[slot]
+            .revoked_through
+            .fetch_max(snapshot.versions[slot], Ordering::AcqRel);
+        let change = Change {
+            at: audit::now(),
+            name: name.to_owned(),
+            kind: ChangeKind::Revoked,
+            reason: reason.into(),
+            old_fingerprint: snapshot.tools[slot].fingerprint(),
+        };
+        changes.push(change.clone());
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        drop(changes);
+        self.emit_change(&change);
+        Ok(change)
+    }
+
+    /// Replaces the tool of the same name with `tool` for runs opened from now on. Runs
+    /// opened before either keep calling exactly the version they were shown, or get
+    /// `Revoked`, as `policy` says; a run never calls a version it was not shown.
+    ///
+    /// `tool` meets the checks of the builder; a problem is an error and changes nothing.
+    pub fn replace(
+        &self,
+        tool: DynamicTool,
+        policy: ReplacePolicy,
+    ) -> Result<Change, RegistryError> {
+        let mut problems = Vec::new();
+        let parts = tool.check(&mut problems);
+        let Some(parts) = parts else {
+            return Err(RegistryError::Build(problems));
+        };
+        let name = parts.name.to_string();
+        let slot = self.slot(&name).ok_or_else(|| {
+            RegistryError::Build(vec![crate::BuildProblem::NothingToReplace {
+                name: name.clone(),
+                site: parts.source,
+            }])
+        })?;
+        let mut changes = self.lock_changes();
+        let mut current = self
+            .inner
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let old_version = current.versions[slot];
+        let old_fingerprint = current.tools[slot].fingerprint();
+        let next = current.with_replaced(slot, Tool::from_parts(parts), old_version + 1);
+        if policy.old_runs == OldRuns::Revoke {
+            self.inner.slots[slot]
+                .revoked_through
+                .fetch_max(old_version, Ordering::AcqRel);
+        }
+        *current = Arc::new(next);
+        drop(current);
+        let change = Change {
+            at: audit::now(),
+            name,
+            kind: ChangeKind::Replaced(policy.old_runs),
+            reason: policy.reason,
+            old_fingerprint,
+        };
+        changes.push(change.clone());
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        drop(changes);
+        self.emit_change(&change);
+        Ok(change)
+    }
+
+    /// Checks every tool against `profile`: lowering (what cannot be expressed at all, such as
+    /// a recursive type for Gemini) and the profile's rules on what is exported. Lists every
+    /// incompatibility, with the tool, a JSON pointer, the rule and how to fix it.
+    pub fn check(&self, profile: Profile) -> Result<(), CompatibilityError> {
+        let snapshot = self.snapshot();
+        let (list, mut problems) =
+            crate::present::export::export_all(profile, snapshot.tools.iter());
+        problems.extend(crate::present::compat::check_tools(profile, &list));
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(CompatibilityError(problems))
+        }
+    }
+
+    /// Panics, listing every incompatibility, unless every tool can be exported to every
+    /// profile of `profiles`: the one line to put in an application's test suite.
+    ///
+    /// ```
+    /// use registry_core::{Profile, Registry};
+    ///
+    /// // In a test of the application (`#[test] fn tools_work_with_every_provider()`):
+    /// Registry::from_inventory().unwrap().assert_compatible(Profile::ALL);
+    /// ```
+    #[track_caller]
+    pub fn assert_compatible(&self, profiles: impl IntoIterator<Item = Profile>) {
+        let problems: Vec<_> = profiles
+            .into_iter()
+            .filter_map(|profile| self.check(profile).err())
+            .flat_map(|error| error.0)
+            .collect();
+        if !problems.is_empty() {
+            panic!("{}", CompatibilityError(problems));
+        }
+    }
+
+    /// The lock text of the registry: every tool, in name order, with who may use it, what
+    /// the gate asks of its calls, and a digest of what each profile shows a model of it.
+    /// Commit it as a file and check it in a test ([`assert_lockfile`](Self::assert_lockfile)):
+    /// then a changed description or schema (how a tool "rug pull" or a poisoned description
+    /// reaches a model), a new scope, tenant, hint or gate flag, or a tool added or removed
+    /// is a reviewed diff, never a silent change.
+    ///
+    /// The text is the same in every process and on every machine for the same tools; it
+    /// holds no time, path or version. Three comment lines (`#`), then one block per tool,
+    /// blocks separated by a blank line, one `key = value` line per fact, always in this
+    /// order:
+    ///
+    /// ```text
+    /// # Tool definitions pinned by registry_core::Registry::lock (format 1); review every change.
+    /// # Digests: SHA-256 of each tool as each profile exports it (keys sorted, compact, no _meta).
+    /// # Rewrite: REGISTRY_LOCK=overwrite cargo test; then review the diff before committing it.
+    ///
+    /// [deploy]
+    /// scopes = build:read, deploy:write
+    /// tenants = *
+    /// hints = destructive, open_world
+    /// gate = needs_approval, rate_limit 10/min
+    /// definition = sha256:5d0e…
+    /// mcp = sha256:9b1f…
+    /// openai-chat = sha256:…
+    /// openai-chat-strict = sha256:…
+    /// openai-responses = sha256:…
+    /// openai-responses-strict = sha256:…
+    /// anthropic = sha256:…
+    /// gemini = unsupported: /$defs/Tree: …
+    /// ```
+    ///
+    /// | line | what |
+    /// | --- | --- |
+    /// | `[name]` | the tool's name |
+    /// | `scopes` | the scopes a subject must hold, sorted; `(none)` |
+    /// | `tenants` | the tenants whose subjects may see it, sorted; `*`: every tenant. A tenant that could be misread (empty, `*`, with spaces or commas, ...) is a JSON string |
+    /// | `hints` | `read_only`, `destructive`, `idempotent`, `open_world`, those declared, in this order; `(none)` |
+    /// | `gate` | `needs_approval`, and `rate_limit 10/min`: the tool's own limit, or the registry's default (`RegistryBuilder::rate_limit`) followed by `(registry default)`; `(none)` |
+    /// | `definition` | the digest of the provider-neutral definition: name, title, description, the canonical parameters schema and the output schema |
+    /// | one line per profile of [`Profile::ALL`], by [`Profile::name`] | [`Tool::digest`]: the SHA-256 of the tool object that profile's export holds (without `_meta`), or `unsupported: ` and what that profile cannot express (`pointer: rule`, separated by `; `) |
+    ///
+    /// A digest is `sha256:` and 64 lowercase hexadecimal digits. The `mcp` digest is also the
+    /// value of each MCP tool's `_meta` key [`DIGEST_META_KEY`](crate::DIGEST_META_KEY), so an
+    /// MCP client can pin it. A description or schema change alters `definition` and every
+    /// profile's digest; an upgrade that only changes how one profile lowers a schema alters
+    /// that profile's line alone.
+    ///
+    /// Not in the lock: where a tool was declared, its timeout, readiness checks, call
+    /// policies (code, not data), revocations made at run time.
+    ///
+    /// ```
+    /// use registry_core::{tool, Registry};
+    ///
+    /// /// Start a deployment of a project.
+    /// #[tool(scopes = "deploy:write, build:read", destructive, needs_approval, rate_limit = "10/min")]
+    /// fn deploy(project: String) -> String {
+    ///     format!("deploying {project}")
+    /// }
+    ///
+    /// let lock = Registry::from_inventory().unwrap().lock();
+    /// let block: Vec<&str> = lock.lines().skip_while(|line| *line != "[deploy]").take(5).collect();
+    /// assert_eq!(block, [
+    ///     "[deploy]",
+    ///     "scopes = build:read, deploy:write",
+    ///     "tenants = *",
+    ///     "hints = destructive",
+    ///     "gate = needs_approval, rate_limit 10/min",
+    /// ]);
+    /// assert!(lock.contains("\nmcp = sha256:"));
+    /// assert!(lock.contains("\ngemini = sha256:"));
+    /// ```
+    pub fn lock(&self) -> String {
+        crate::register::lock::lock_text(&self.snapshot().tools, self.inner.gate.rate_limit)
+    }
+
+    /// Panics with what changed, tool by tool, unless the lock file at `path` holds exactly
+    /// [`lock()`](Self::lock); the test that pins a registry's tool definitions:
+    ///
+    /// ```no_run
+    /// # use registry_core::Registry;
+    /// #[test]
+    /// fn tool_definitions_are_pinned() {
+    ///     Registry::from_inventory().unwrap().assert_lockfile("tools.lock");
+    /// }
+    /// ```
+    ///
+    /// `path` is relative to the working directory: in a `cargo test`, the root of the crate
+    /// whose test it is (where its `Cargo.toml` is).
+    ///
+    /// - A mismatch panics with a line diff, tool by tool: each tool changed (its old lines
+    ///   `-`, its new ones `+`), added or removed, and how to accept the change.
+    /// - With the environment variable `REGISTRY_LOCK=overwrite`, the file is written (with
+    ///   its directory) instead, and the check passes: `REGISTRY_LOCK=overwrite cargo test`,
+    ///   then review the diff (`git diff tools.lock`) and commit it.
+    /// - A missing file panics saying how to create it (the same variable).
+    ///
+    /// Line ends do not matter (a file checked out with CRLF matches). In CI, run the tests
+    /// without the variable: a definition that changed without its lock file fails the build.
+    ///
+    /// ```
+    /// use registry_core::{tool, Registry};
+    ///
+    /// /// Read the current build status of a project.
+    /// #[tool(scopes = "build:read", read_only)]
+    /// fn get_status(project: String) -> String {
+    ///     format!("{project}: passed")
+    /// }
+    ///
+    /// let registry = Registry::from_inventory().unwrap();
+    /// let path = std::env::temp_dir().join(format!("tools-{}.lock", std::process::id()));
+    /// std::fs::write(&path, registry.lock()).unwrap(); // what REGISTRY_LOCK=overwrite does
+    /// registry.assert_lockfile(&path); // passes: nothing changed
+    ///
+    /// // A lock file that pinned another scope: the check fails, naming the tool and the line
+    /// // (unless REGISTRY_LOCK=overwrite is set: then it rewrites the file).
+    /// std::fs::write(&path, registry.lock().replace("build:read", "build:write")).unwrap();
+    /// if std::env::var_os("REGISTRY_LOCK").is_none() {
+    ///     let check = std::panic::AssertUnwindSafe(|| registry.assert_lockfile(&path));
+    ///     let panic = std::panic::catch_unwind(check).unwrap_err();
+    ///     let message = panic.downcast_ref::<String>().unwrap();
+    ///     assert!(message.contains("[get_status] changed:\n  - scopes = build:write\n  + scopes = build:read"));
+    /// }
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    #[track_caller]
+    pub fn assert_lockfile(&self, path: impl AsRef<std::path::Path>) {
+        if let Err(message) = crate::register::lock::check_file(path.as_ref(), &self.lock()) {
+            panic!("{message}");
+        }
+    }
+
+    /// How many revocations and replacements have been made: cheap to poll (an atomic read)
+    /// for a server that must tell its clients when their tool lists may have changed.
+    pub fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::Acquire)
+    }
+
+    /// Every revocation and replacement since the registry was built, in order.
+    pub fn changes(&self) -> Vec<Change> {
+        self.lock_changes().clone()
+    }
+
+    fn lock_changes(&self) -> std::sync::MutexGuard<'_, Vec<Change>> {
+        self.inner
+            .changes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn emit_change(&self, change: &Change) {
+        let sink = self.audit_sink();
+        if audit::wanted(sink) {
+            audit::emit(
+                sink,
+                AuditEvent::Change(ChangeEvent {
+                    change: change.clone(),
+                }),
+            );
+        }
+    }
+
+    pub(crate) fn is_revoked(&self, slot: usize, version: u64) -> bool {
+        self.inner.slots[slot].is_revoked(version)
+    }
+
+    /// The reason of the change that revoked `version` of the tool `name`, if one did.
+    pub(crate) fn revocation_reason(&self, name: &str, version: u64) -> Option<String> {
+        // Versions start at 1 and each replacement adds one. A revocation revokes every
+        // version up to the current one, and so does a replacement that revokes old runs.
+        let mut current = 1;
+        for change in self
+            .lock_changes()
+            .iter()
+            .filter(|change| change.name == name)
+        {
+            let revokes = matches!(
+                change.kind,
+                ChangeKind::Revoked | ChangeKind::Replaced(OldRuns::Revoke)
+            );
+            if revokes && version <= current {
+                return Some(change.reason.clone());
+            }
+            if let ChangeKind::Replaced(_) = change.kind {
+                current += 1;
+            }
+        }
+        None
+    }
+
+    /// Runs every readiness check (see [`RegistryBuilder::readiness`]) again, concurrently,
+    /// each under its deadline, and records the results: a tool that is not ready is hidden
+    /// from runs opened from now on, and calls to it in older runs are answered
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable); one that is ready again is
+    /// shown again. A change counts in [`generation`](Self::generation) and is audited.
+    ///
+    /// Returns each checked tool's result, in name order. Call it from the application's own
+    /// schedule (a health endpoint, a timer): checks that need an async runtime run in it.
+    pub async fn check_readiness(&self) -> Vec<ToolReadiness> {
+        let timeout = self.inner.readiness_timeout;
+        let checks = self
+            .inner
+            .readiness
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, check)| Some((slot, check.as_ref()?)))
+            .map(|(slot, check)| async move { (slot, check.run(timeout).await) });
+        let results = futures_util::future::join_all(checks).await;
+        results
+            .into_iter()
+            .map(|(slot, result)| {
+                if self.inner.slots[slot].ready.set(&result) {
+                    self.inner.generation.fetch_add(1, Ordering::AcqRel);
+                    let event = ReadinessEvent {
+                        tool: self.inner.names[slot].to_string(),
+                        not_ready: result.as_ref().err().cloned(),
+                    };
+                    if let Some(reason) = &event.not_ready {
+                        tracing::warn!(target: audit::AUDIT_TARGET, tool = %event.tool, %reason, "tool not ready");
+                    }
+                    let sink = self.audit_sink();
+                    if audit::wanted(sink) {
+                        audit::emit(sink, AuditEvent::Readiness(event));
+                    }
+                }
+                ToolReadiness {
+                    name: self.inner.names[slot].to_string(),
+                    not_ready: result.err(),
+                }
+            })
+            .collect()
+    }
+
+    /// Why the tool in `slot` is not ready, if it is not.
+    pub(crate) fn not_ready(&self, slot: usize) -> Option<String> {
+        let state = &self.inner.slots[slot].ready;
+        if state.is_ready() {
+            return None;
+        }
+        Some(state.reason().unwrap_or_else(|| "not ready".into()))
+    }
+
+    /// The version of the tool in `slot` that new runs get.
+    pub(crate) fn current_version(&self, slot: usize) -> u64 {
+        self.snapshot().versions[slot]
+    }
+
+    pub(crate) fn gate(&self) -> &GateConfig {
+        &self.inner.gate
+    }
+
+    pub(crate) fn call_policy(&self) -> Option<&dyn CallPolicy> {
+        self.inner.gate.call_policy.as_deref()
+    }
+
+    pub(crate) fn audit_approval(
+        &self,
+        run: &Run,
+        request: &ApprovalRequest,
+        kind: ApprovalEventKind,
+        by: Option<&str>,
+    ) {
+        let sink = self.audit_sink();
+        if !audit::wanted(sink) {
+            return;
+        }
+        let reason = match kind {
+            ApprovalEventKind::Denied => String::new(),
+            _ => request.reason.clone(),
+        };
+        audit::emit(
+            sink,
+            AuditEvent::Approval(ApprovalEvent {
+                kind,
+                id: request.id.clone(),
+                run_id: run.id().to_owned(),
+                tenant: request.tenant.clone(),
+                call_id: crate::discover::run::truncate(
+                    &request.call_id,
+                    crate::discover::run::AUDITED_NAME,
+                ),
+                tool: request.tool_name.clone(),
+                by: by.map(str::to_owned),
+                reason,
+                argument_hash: crate::discover::run::argument_fingerprint(&request.arguments).1,
+            }),
+        );
+    }
+
+    pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {
+        self.inner.audit.as_deref()
+    }
+
+    pub(crate) fn access_policy(&self) -> Option<&dyn AccessPolicy> {
+        self.inner.policy.as_deref()
+    }
+
+    pub(crate) fn limits(&self) -> &ArgumentLimits {
+        &self.inner.limits
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("tools", &self.inner.names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IntoIterator for &Registry {
+    type Item = Tool;
+    type IntoIter = Box<dyn ExactSizeIterator<Item = Tool>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
+}

@@ -1,0 +1,367 @@
+//! A tool in a registry: its definition, policy and source. It runs only through a run.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+
+use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
+use crate::declare::definition::ToolDefinition;
+use crate::declare::policy::ToolPolicy;
+use crate::declare::schema;
+use crate::declare::source::Source;
+use crate::discover::fingerprint::Fingerprint;
+use crate::execute::context::ToolContext;
+use crate::present::profile::{CompatibilityError, Incompatibility, Profile};
+use crate::resolve::arguments::Arguments;
+use crate::resolve::tool_error::ToolError;
+use crate::resolve::validate::ArgumentValidator;
+
+/// A registered tool.
+///
+/// Cheap to clone (it is shared). Its definition and the compiled validator of its arguments
+/// are built the first time they are needed, once.
+#[derive(Clone)]
+pub struct Tool(Arc<ToolInner>);
+
+struct ToolInner {
+    name: Cow<'static, str>,
+    description: Cow<'static, str>,
+    title: Option<Cow<'static, str>>,
+    policy: ToolPolicy,
+    source: Source,
+    parameters: Parameters,
+    output: Output,
+    definition: OnceLock<Arc<ToolDefinition>>,
+    output_schema: OnceLock<Option<Value>>,
+    lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::ALL.len()],
+    /// The digest of the exported tool object, per profile; `None` where it cannot be exported.
+    digests: [OnceLock<Option<String>>; Profile::ALL.len()],
+    fingerprint: OnceLock<Fingerprint>,
+    validator: OnceLock<Result<ArgumentValidator, String>>,
+    /// The top-level properties that are not required, for which `null` means absent.
+    optional: OnceLock<Box<[String]>>,
+    handler: Handler,
+}
+
+/// Where the arguments schema comes from.
+enum Parameters {
+    /// Generated from a `#[tool]` function's parameter types, when first needed.
+    Declared(&'static [Param]),
+    /// Given as JSON (tools built at run time).
+    Given(Value),
+}
+
+/// Where the result schema comes from.
+enum Output {
+    /// Generated from a `#[tool]` function's return type, when first needed.
+    Declared(fn(&mut schemars::SchemaGenerator) -> Option<schemars::Schema>),
+    /// Given as JSON (tools built at run time), or none.
+    Given(Option<Value>),
+}
+
+/// How a tool runs.
+#[derive(Clone)]
+pub(crate) enum Handler {
+    Declared(Execute),
+    Sync(Arc<SyncHandler>),
+    Async(Arc<AsyncHandler>),
+}
+
+/// The handler of a synchronous tool built at run time.
+pub(crate) type SyncHandler = dyn Fn(&ToolContext, Value) -> Outcome + Send + Sync;
+
+/// The handler of an async tool built at run time.
+pub(crate) type AsyncHandler =
+    dyn Fn(ToolContext, Value) -> BoxFuture<'static, Outcome> + Send + Sync;
+
+/// The parts of a tool, checked by the registry builder before they become a [`Tool`].
+pub(crate) struct ToolParts {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) description: Cow<'static, str>,
+    pub(crate) title: Option<Cow<'static, str>>,
+    pub(crate) policy: ToolPolicy,
+    pub(crate) source: Source,
+    pub(crate) parameters: Value,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) validator: ArgumentValidator,
+    pub(crate) handler: Handler,
+}
+
+impl Tool {
+    /// The tool of a `#[tool]` declaration, whose scopes were checked at compile time.
+    pub(crate) fn declared(declaration: &'static Declaration, policy: ToolPolicy) -> Self {
+        Tool(Arc::new(ToolInner {
+            name: Cow::Borrowed(declaration.name),
+            description: Cow::Borrowed(declaration.description),
+            title: declaration.title.map(Cow::Borrowed),
+            policy,
+            source: declaration.location,
+            parameters: Parameters::Declared(declaration.params),
+            output: Output::Declared(declaration.output),
+            definition: OnceLock::new(),
+            output_schema: OnceLock::new(),
+            lowered: Default::default(),
+            digests: Default::default(),
+            fingerprint: OnceLock::new(),
+            validator: OnceLock::new(),
+            optional: OnceLock::new(),
+            handler: Handler::Declared(declaration.execute),
+        }))
+    }
+
+    /// A tool built at run time, already checked.
+    pub(crate) fn from_parts(parts: ToolParts) -> Self {
+        Tool(Arc::new(ToolInner {
+            name: parts.name,
+            description: parts.description,
+            title: parts.title,
+            policy: parts.policy,
+            source: parts.source,
+            parameters: Parameters::Given(parts.parameters),
+            output: Output::Given(parts.output_schema),
+            definition: OnceLock::new(),
+            output_schema: OnceLock::new(),
+            lowered: Default::default(),
+            digests: Default::default(),
+            fingerprint: OnceLock::new(),
+            validator: OnceLock::from(Ok(parts.validator)),
+            optional: OnceLock::new(),
+            handler: parts.handler,
+        }))
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// What a model is shown: name, description, title and arguments schema.
+    ///
+    /// Built the first time it is asked for, then shared.
+    pub fn definition(&self) -> Arc<ToolDefinition> {
+        self.definition_ref().clone()
+    }
+
+    pub(crate) fn definition_ref(&self) -> &Arc<ToolDefinition> {
+        self.0.definition.get_or_init(|| {
+            let parameters = match &self.0.parameters {
+                Parameters::Declared([]) => schema::empty_parameters_schema(),
+                Parameters::Declared(params) => schema::parameters_schema(params),
+                Parameters::Given(schema) => schema.clone(),
+            };
+            Arc::new(ToolDefinition {
+                name: self.0.name.to_string(),
+                description: self.0.description.to_string(),
+                title: self.0.title.as_deref().map(str::to_owned),
+                parameters,
+            })
+        })
+    }
+
+    /// A stable fingerprint of what a model is shown of the tool (its definition and its
+    /// behaviour hints): it changes whenever that does.
+    pub fn fingerprint(&self) -> Fingerprint {
+        *self.0.fingerprint.get_or_init(|| {
+            let shown = (&**self.definition_ref(), &self.0.policy.hints);
+            // A definition is strings and JSON values: it always serializes.
+            let json = serde_json::to_vec(&shown).unwrap_or_default();
+            Fingerprint::of_bytes(&json)
+        })
+    }
+
+    /// The digest of the tool as `profile` exports it: `sha256:` and 64 lowercase hexadecimal
+    /// digits, the SHA-256 of the tool object of [`Run::export`](crate::Run::export) (for
+    /// Gemini, the function declaration), without `_meta`, as compact JSON with every
+    /// object's keys sorted. Any change to what that profile shows of the tool (name, title,
+    /// description, schemas, hints) changes it; the same tool gives the same digest in every
+    /// process and on every machine.
+    ///
+    /// It is the digest a [lock file](crate::Registry::lock) pins, and, for
+    /// [`Profile::Mcp`], the value of the exported tool's `_meta` key
+    /// [`DIGEST_META_KEY`](crate::DIGEST_META_KEY). An error when `profile` cannot express
+    /// the tool (as `Run::export` would report).
+    ///
+    /// ```
+    /// use registry_core::{tool, Profile, Registry};
+    ///
+    /// /// Read the current build status of a project.
+    /// #[tool(read_only)]
+    /// fn get_status(project: String) -> String {
+    ///     format!("{project}: passed")
+    /// }
+    ///
+    /// let tool = Registry::from_inventory().unwrap().get("get_status").unwrap();
+    /// let digest = tool.digest(Profile::Mcp).unwrap();
+    /// assert!(digest.starts_with("sha256:") && digest.len() == 7 + 64);
+    /// assert_ne!(digest, tool.digest(Profile::Anthropic).unwrap());
+    /// ```
+    pub fn digest(&self, profile: Profile) -> Result<&str, CompatibilityError> {
+        let digest = self.0.digests[profile.index()].get_or_init(|| {
+            crate::present::export::unpinned_object(profile, self)
+                .ok()
+                .map(|object| crate::register::lock::digest_of(&object))
+        });
+        match digest {
+            Some(digest) => Ok(digest),
+            None => Err(CompatibilityError(
+                self.lowered(profile).clone().err().unwrap_or_default(),
+            )),
+        }
+    }
+
+    /// The JSON Schema of the result, when it is a structured type (an object): MCP's
+    /// `outputSchema`. Derived from a `#[tool]` function's return type when that implements
+    /// `JsonSchema`.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.0
+            .output_schema
+            .get_or_init(|| match &self.0.output {
+                Output::Declared(output) => schema::output_schema(*output),
+                Output::Given(schema) => schema.clone(),
+            })
+            .as_ref()
+    }
+
+    /// The parameters schema lowered for `profile`, built once per profile.
+    pub(crate) fn lowered(&self, profile: Profile) -> &Result<Value, Vec<Incompatibility>> {
+        self.0.lowered[profile.index()].get_or_init(|| {
+            crate::present::lower::lower(profile, self.name(), &self.definition_ref().parameters)
+        })
+    }
+
+    /// The name as stored: borrowed for declared tools, so that contexts need no copy.
+    pub(crate) fn name_cow(&self) -> std::borrow::Cow<'static, str> {
+        self.0.name.clone()
+    }
+
+    /// The scopes it requires and the behaviour hints it declares.
+    pub fn policy(&self) -> &ToolPolicy {
+        &self.0.policy
+    }
+
+    /// Where it was declared.
+    pub fn source(&self) -> Source {
+        self.0.source
+    }
+
+    /// Whether the tool is `async` (an `async fn`, or a run-time tool with an async handler).
+    pub fn is_async(&self) -> bool {
+        matches!(
+            self.0.handler,
+            Handler::Async(_) | Handler::Declared(Execute::Async(_))
+        )
+    }
+
+    /// Checks `arguments` against the tool's schema; the error lists every problem.
+    pub fn validate(&self, arguments: &Value) -> Result<(), ToolError> {
+        let validator = self
+            .0
+            .validator
+            .get_or_init(|| ArgumentValidator::new(&self.definition_ref().parameters));
+        let validator = validator.as_ref().map_err(|error| {
+            ToolError::Failed(format!(
+                "the tool {:?} cannot be called: its schema does not compile: {error}",
+                self.name()
+            ))
+        })?;
+        let problems = validator.problems(arguments);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ToolError::InvalidArguments(problems))
+        }
+    }
+
+    /// Removed: a tool runs only through a run. This signature exists so that the compiler
+    /// says what to write instead.
+    #[doc(hidden)]
+    #[allow(unreachable_code)] // no type implements `CallThroughARun`
+    pub fn call<C: CallThroughARun>(
+        &self,
+        ctx: C,
+        _arguments: Value,
+    ) -> std::future::Ready<Outcome> {
+        match ctx.never() {}
+    }
+
+    /// Removed: a tool runs only through a run. This signature exists so that the compiler
+    /// says what to write instead.
+    #[doc(hidden)]
+    #[allow(unreachable_code)] // no type implements `CallThroughARun`
+    pub fn call_blocking<C: CallThroughARun>(&self, ctx: C, _arguments: Value) -> Outcome {
+        match ctx.never() {}
+    }
+
+    /// Treats `null` for an optional top-level argument as absent, as strict-mode models
+    /// send it; done before validation.
+    pub(crate) fn normalize(&self, arguments: &mut Value) {
+        let optional = self.0.optional.get_or_init(|| {
+            crate::resolve::validate::optional_properties(&self.definition_ref().parameters)
+        });
+        if let (false, Value::Object(arguments)) = (optional.is_empty(), arguments) {
+            for name in optional {
+                if arguments.get(name).is_some_and(Value::is_null) {
+                    arguments.remove(name);
+                }
+            }
+        }
+    }
+
+    /// Runs a synchronous tool now, or starts an async one, with arguments already validated.
+    pub(crate) fn invoke(&self, ctx: ToolContext, arguments: Value) -> Invocation {
+        match &self.0.handler {
+            Handler::Declared(Execute::Sync(execute)) => {
+                Invocation::Done(execute(&ctx, Arguments::new(object(arguments))))
+            }
+            Handler::Declared(Execute::Async(execute)) => {
+                Invocation::Pending(execute(ctx, Arguments::new(object(arguments))))
+            }
+            Handler::Sync(handler) => Invocation::Done(handler(&ctx, arguments)),
+            Handler::Async(handler) => Invocation::Pending(handler(ctx, arguments)),
+        }
+    }
+}
+
+/// Implemented by nothing: `Tool::call` and `Tool::call_blocking` cannot be called, and the
+/// compiler's message says how to call a tool instead.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a tool cannot be called directly: every execution goes through a run",
+    label = "`Tool::call` and `Tool::call_blocking` were removed",
+    note = "open a run for the subject, then call the tool in it: `registry.open_run(run_id, &subject).call_blocking(ToolCall::new(call_id, name, arguments))`, or `.call(..).await`",
+    note = "a run checks the allowed set, revocation, readiness, the arguments and the call policy before the tool runs"
+)]
+pub trait CallThroughARun: sealed::Sealed {
+    #[doc(hidden)]
+    fn never(self) -> std::convert::Infallible;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A started tool: finished (synchronous tools), or a future to drive.
+pub(crate) enum Invocation {
+    Done(Outcome),
+    Pending(BoxFuture<'static, Outcome>),
+}
+
+/// The arguments object; validation has made sure it is one.
+fn object(arguments: Value) -> serde_json::Map<String, Value> {
+    match arguments {
+        Value::Object(object) => object,
+        _ => serde_json::Map::new(),
+    }
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.0.name)
+            .field("policy", &self.0.policy)
+            .field("source", &self.0.source)
+            .finish_non_exhaustive()
+    }
+}
