@@ -92,6 +92,7 @@ mod declare;
 mod discover;
 mod execute;
 mod gate;
+mod pointer;
 mod present;
 mod register;
 mod resolve;

@@ -133,7 +133,7 @@ impl<'a> Lowering<'a> {
 
     /// The consumer's name as the rules say it.
     pub(crate) fn consumer(&self) -> &'static str {
-        consumer(self.profile)
+        self.profile.consumer()
     }
 
     /// Records an incompatibility at `pointer` (into the canonical schema).
@@ -254,25 +254,4 @@ impl<'a> Lowering<'a> {
     }
 }
 
-/// The consumer's name as the rules say it.
-pub(crate) fn consumer(profile: Profile) -> &'static str {
-    match profile {
-        Profile::Mcp => "MCP",
-        Profile::OpenAiChat { strict: true } | Profile::OpenAiResponses { strict: true } => {
-            "OpenAI strict mode"
-        }
-        Profile::OpenAiChat { .. } | Profile::OpenAiResponses { .. } => "OpenAI",
-        Profile::Anthropic => "Anthropic",
-        Profile::Gemini => "Gemini",
-    }
-}
-
-/// A JSON pointer token.
-pub(crate) fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
-
-/// `pointer` extended by `token`.
-pub(crate) fn child(pointer: &str, token: &str) -> String {
-    format!("{pointer}/{}", escape(token))
-}
+pub(crate) use crate::pointer::{child, escape};

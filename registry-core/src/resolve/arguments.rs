@@ -59,7 +59,7 @@ impl Arguments {
 
 fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, ToolError> {
     serde_path_to_error::deserialize(value).map_err(|error| {
-        let mut pointer = format!("/{}", escape_pointer(name));
+        let mut pointer = format!("/{}", crate::pointer::escape(name));
         for segment in error.path().iter() {
             match segment {
                 serde_path_to_error::Segment::Seq { index } => {
@@ -67,20 +67,15 @@ fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, ToolError>
                 }
                 serde_path_to_error::Segment::Map { key } => {
                     pointer.push('/');
-                    pointer.push_str(&escape_pointer(key));
+                    pointer.push_str(&crate::pointer::escape(key));
                 }
                 serde_path_to_error::Segment::Enum { variant } => {
                     pointer.push('/');
-                    pointer.push_str(&escape_pointer(variant));
+                    pointer.push_str(&crate::pointer::escape(variant));
                 }
                 serde_path_to_error::Segment::Unknown => break,
             }
         }
         ToolError::argument(pointer, error.into_inner().to_string())
     })
-}
-
-/// Escapes a property name as one JSON pointer segment (RFC 6901).
-pub(crate) fn escape_pointer(segment: &str) -> String {
-    segment.replace('~', "~0").replace('/', "~1")
 }

@@ -185,7 +185,7 @@ fn definition_name(reference: &str) -> Option<String> {
         return None;
     }
     let decoded = percent_decode(token)?;
-    Some(decoded.replace("~1", "/").replace("~0", "~"))
+    Some(crate::pointer::unescape(&decoded))
 }
 
 /// `%XX` escapes of a URI fragment, decoded.
