@@ -5,24 +5,7 @@ use syn::meta::ParseNestedMeta;
 use syn::{LitStr, Path};
 
 use crate::ctxt::Ctxt;
-
-/// Every key `#[tool]` accepts, in the order the docs list them.
-const KEYS: &[&str] = &[
-    "name",
-    "description",
-    "title",
-    "scopes",
-    "tenants",
-    "timeout",
-    "needs_approval",
-    "rate_limit",
-    "read_only",
-    "destructive",
-    "idempotent",
-    "open_world",
-    "allow_description",
-    "crate",
-];
+use crate::symbol::*;
 
 /// The parsed arguments of one `#[tool(...)]`.
 #[derive(Default)]
@@ -108,20 +91,20 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         .map(ToString::to_string)
         .unwrap_or_else(|| quote::quote!(#path).to_string().replace(' ', ""));
     match key.as_str() {
-        "name" => set(cx, meta, &mut attr.name, string(meta)?),
-        "description" => set(cx, meta, &mut attr.description, string(meta)?),
-        "title" => set(cx, meta, &mut attr.title, string(meta)?),
-        "scopes" => set(cx, meta, &mut attr.scopes, string(meta)?),
-        "tenants" => set(cx, meta, &mut attr.tenants, string(meta)?),
-        "timeout" => set(cx, meta, &mut attr.timeout, string(meta)?),
-        "needs_approval" => set(cx, meta, &mut attr.needs_approval, flag(cx, meta)?),
-        "rate_limit" => set(cx, meta, &mut attr.rate_limit, string(meta)?),
-        "read_only" => set(cx, meta, &mut attr.read_only, flag(cx, meta)?),
-        "destructive" => set(cx, meta, &mut attr.destructive, flag(cx, meta)?),
-        "idempotent" => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),
-        "open_world" => set(cx, meta, &mut attr.open_world, flag(cx, meta)?),
-        "allow_description" => set(cx, meta, &mut attr.allow_description, string(meta)?),
-        "crate" => set(cx, meta, &mut attr.krate, krate(meta)?),
+        NAME => set(cx, meta, &mut attr.name, string(meta)?),
+        DESCRIPTION => set(cx, meta, &mut attr.description, string(meta)?),
+        TITLE => set(cx, meta, &mut attr.title, string(meta)?),
+        SCOPES => set(cx, meta, &mut attr.scopes, string(meta)?),
+        TENANTS => set(cx, meta, &mut attr.tenants, string(meta)?),
+        TIMEOUT => set(cx, meta, &mut attr.timeout, string(meta)?),
+        NEEDS_APPROVAL => set(cx, meta, &mut attr.needs_approval, flag(cx, meta)?),
+        RATE_LIMIT => set(cx, meta, &mut attr.rate_limit, string(meta)?),
+        READ_ONLY => set(cx, meta, &mut attr.read_only, flag(cx, meta)?),
+        DESTRUCTIVE => set(cx, meta, &mut attr.destructive, flag(cx, meta)?),
+        IDEMPOTENT => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),
+        OPEN_WORLD => set(cx, meta, &mut attr.open_world, flag(cx, meta)?),
+        ALLOW_DESCRIPTION => set(cx, meta, &mut attr.allow_description, string(meta)?),
+        CRATE => set(cx, meta, &mut attr.krate, krate(meta)?),
         _ => {
             cx.error_spanned_by(path, unknown_key_message(&key));
             skip_value(meta)?;
@@ -214,6 +197,19 @@ fn unknown_key_message(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::unknown_key_message;
+
+    /// The list of keys and the parser's match arms are the same constants; this checks that
+    /// no listed key falls through to "unknown key".
+    #[test]
+    fn every_listed_key_is_parsed() {
+        for key in crate::symbol::KEYS {
+            let ident = proc_macro2::Ident::new(key, proc_macro2::Span::call_site());
+            let cx = crate::ctxt::Ctxt::default();
+            super::parse(&cx, quote::quote!(#ident = "x"));
+            let errors = cx.check().err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(!errors.contains("unknown key"), "{key}: {errors}");
+        }
+    }
 
     #[test]
     fn misspelled_keys_suggest_the_nearest() {

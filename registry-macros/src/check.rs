@@ -2,9 +2,9 @@
 
 use std::ops::Range;
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
-use syn::{Pat, Type};
+use syn::{LitStr, Pat, Type};
 
 use crate::attr::ToolAttr;
 use crate::ctxt::Ctxt;
@@ -12,30 +12,83 @@ use crate::model::{ParamKind, ToolFn, has_impl_trait, ungroup};
 use crate::name::{name_problem, scope_problem};
 
 /// Records in `cx` everything that keeps `tool` from being a tool.
-pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
-    check_name(cx, attr, tool);
+pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
+    let (name, name_span) = check_name(cx, attr, tool);
     check_texts(cx, attr, tool);
     check_description_lint(cx, attr, tool);
-    check_scopes(cx, attr);
-    check_tenants(cx, attr);
-    check_timeout(cx, attr);
-    check_rate_limit(cx, attr);
+    let scopes = check_scopes(cx, attr);
+    let tenants = check_tenants(cx, attr);
+    let timeout_ms = check_timeout(cx, attr);
+    let rate_limit = check_rate_limit(cx, attr);
     check_hints(cx, attr);
     check_signature(cx, tool);
     check_params(cx, tool);
+    Spec {
+        krate: attr
+            .krate
+            .clone()
+            .unwrap_or_else(|| syn::parse_quote!(::registry_core)),
+        name,
+        name_span,
+        description: attr
+            .description
+            .as_ref()
+            .map(LitStr::value)
+            .or_else(|| tool.doc.as_ref().map(|doc| doc.text.clone()))
+            .unwrap_or_default(),
+        title: attr.title.as_ref().map(LitStr::value),
+        allow_description: attr.allow_description.as_ref().map(LitStr::value),
+        scopes,
+        tenants,
+        timeout_ms,
+        needs_approval: attr.needs_approval.is_some(),
+        rate_limit,
+        read_only: attr.read_only.is_some(),
+        destructive: attr.destructive.is_some(),
+        idempotent: attr.idempotent.is_some(),
+        open_world: attr.open_world.is_some(),
+    }
 }
 
-fn check_name(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+/// Every value the generated code needs, resolved once by [`check`]: `expand` only writes it.
+/// Meaningful only when `check` recorded no error.
+pub(crate) struct Spec {
+    /// Where `registry_core` is (`crate = path`, default `::registry_core`).
+    pub(crate) krate: syn::Path,
+    /// The tool's final name: `name = "..."`, or the function's without `r#`.
+    pub(crate) name: String,
+    /// Where the name was written: the literal, or the function's name.
+    pub(crate) name_span: Span,
+    /// What the model reads: `description = "..."`, or the doc comment.
+    pub(crate) description: String,
+    pub(crate) title: Option<String>,
+    pub(crate) allow_description: Option<String>,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) tenants: Vec<String>,
+    pub(crate) timeout_ms: Option<u64>,
+    pub(crate) needs_approval: bool,
+    /// Calls and seconds of the period.
+    pub(crate) rate_limit: Option<(u32, u64)>,
+    pub(crate) read_only: bool,
+    pub(crate) destructive: bool,
+    pub(crate) idempotent: bool,
+    pub(crate) open_world: bool,
+}
+
+/// The tool's final name and where it was written.
+fn check_name(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> (String, Span) {
     match &attr.name {
-        Some(name) => {
-            if let Some(problem) = name_problem(&name.value()) {
-                cx.error_spanned_by(name, problem);
+        Some(literal) => {
+            let name = literal.value();
+            if let Some(problem) = name_problem(&name) {
+                cx.error_spanned_by(literal, problem);
             }
+            (name, literal.span())
         }
         None => {
             let ident = &tool.item.sig.ident;
-            let name = ident.to_string();
-            if let Some(problem) = name_problem(name.trim_start_matches("r#")) {
+            let name = ident.to_string().trim_start_matches("r#").to_owned();
+            if let Some(problem) = name_problem(&name) {
                 cx.error_spanned_by(
                     ident,
                     format!(
@@ -43,6 +96,7 @@ fn check_name(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
                     ),
                 );
             }
+            (name, ident.span())
         }
     }
 }
@@ -127,8 +181,10 @@ fn lint(cx: &Ctxt, site: &str, text: &str, tokens: impl Fn(Range<usize>) -> Toke
     }
 }
 
-fn check_scopes(cx: &Ctxt, attr: &ToolAttr) {
-    let Some(scopes) = &attr.scopes else { return };
+fn check_scopes(cx: &Ctxt, attr: &ToolAttr) -> Vec<String> {
+    let Some(scopes) = &attr.scopes else {
+        return Vec::new();
+    };
     let value = scopes.value();
     let list = split_list(&value);
     if list.is_empty() {
@@ -148,10 +204,13 @@ fn check_scopes(cx: &Ctxt, attr: &ToolAttr) {
             );
         }
     }
+    list.into_iter().map(str::to_owned).collect()
 }
 
-fn check_tenants(cx: &Ctxt, attr: &ToolAttr) {
-    let Some(tenants) = &attr.tenants else { return };
+fn check_tenants(cx: &Ctxt, attr: &ToolAttr) -> Vec<String> {
+    let Some(tenants) = &attr.tenants else {
+        return Vec::new();
+    };
     let value = tenants.value();
     let list = split_list(&value);
     if list.is_empty() {
@@ -174,19 +233,19 @@ fn check_tenants(cx: &Ctxt, attr: &ToolAttr) {
             );
         }
     }
+    list.into_iter().map(str::to_owned).collect()
 }
 
-fn check_timeout(cx: &Ctxt, attr: &ToolAttr) {
-    if let Some(timeout) = &attr.timeout
-        && let Err(problem) = timeout_millis(&timeout.value())
-    {
-        cx.error_spanned_by(timeout, problem);
-    }
+fn check_timeout(cx: &Ctxt, attr: &ToolAttr) -> Option<u64> {
+    let timeout = attr.timeout.as_ref()?;
+    timeout_millis(&timeout.value())
+        .map_err(|problem| cx.error_spanned_by(timeout, problem))
+        .ok()
 }
 
 /// The milliseconds of a `timeout = "..."` value: a positive whole number followed by `ms`,
 /// `s` or `m`.
-pub(crate) fn timeout_millis(value: &str) -> Result<u64, String> {
+fn timeout_millis(value: &str) -> Result<u64, String> {
     let value = value.trim();
     let split = value
         .find(|c: char| !c.is_ascii_digit())
@@ -211,18 +270,17 @@ pub(crate) fn timeout_millis(value: &str) -> Result<u64, String> {
     }
 }
 
-fn check_rate_limit(cx: &Ctxt, attr: &ToolAttr) {
-    if let Some(rate_limit) = &attr.rate_limit
-        && let Err(problem) = rate_limit_parts(&rate_limit.value())
-    {
-        cx.error_spanned_by(rate_limit, problem);
-    }
+fn check_rate_limit(cx: &Ctxt, attr: &ToolAttr) -> Option<(u32, u64)> {
+    let rate_limit = attr.rate_limit.as_ref()?;
+    rate_limit_parts(&rate_limit.value())
+        .map_err(|problem| cx.error_spanned_by(rate_limit, problem))
+        .ok()
 }
 
 /// The calls and the seconds of a `rate_limit = "10/min"` value: `<calls>/<unit>`, the unit
 /// one of `s`, `min`, `h`. The error is the one `registry_core` gives for the same text at run
 /// time (`gate::rate_limit::parse` and `RateLimitError`), word for word: keep them in step.
-pub(crate) fn rate_limit_parts(value: &str) -> Result<(u32, u64), String> {
+fn rate_limit_parts(value: &str) -> Result<(u32, u64), String> {
     rate_limit_reason(value).map_err(|reason| format!("invalid rate limit {value:?}: {reason}"))
 }
 
@@ -250,7 +308,7 @@ fn rate_limit_reason(text: &str) -> Result<(u32, u64), &'static str> {
 
 /// The entries of a `scopes = "a:b, c"` (or `tenants = "..."`) value, without the white
 /// space around them.
-pub(crate) fn split_list(value: &str) -> Vec<&str> {
+fn split_list(value: &str) -> Vec<&str> {
     if value.trim().is_empty() {
         return Vec::new();
     }

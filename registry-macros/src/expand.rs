@@ -7,8 +7,8 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::Item;
 use syn::spanned::Spanned;
 
-use crate::attr::{self, ToolAttr};
-use crate::check::{check, rate_limit_parts, split_list, timeout_millis};
+use crate::attr;
+use crate::check::{Spec, check};
 use crate::ctxt::Ctxt;
 use crate::model::{Output, Param, ParamKind, ToolFn};
 
@@ -27,10 +27,10 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
     let attr = attr::parse(&cx, args);
     let tool = ToolFn::new(&item, param_docs);
-    check(&cx, &attr, &tool);
+    let spec = check(&cx, &attr, &tool);
     match cx.check() {
         Ok(()) => {
-            let registration = registration(&attr, &tool);
+            let registration = registration(&spec, &tool);
             quote!(#item #registration)
         }
         Err(errors) => quote!(#item #errors),
@@ -96,51 +96,36 @@ fn item_attrs(item: &mut Item) -> Option<&mut Vec<syn::Attribute>> {
 }
 
 /// The hidden items that register `tool`.
-fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
-    let krate = attr
-        .krate
-        .clone()
-        .unwrap_or_else(|| syn::parse_quote!(::registry_core));
+fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
+    let krate = &spec.krate;
     let rc = quote!(#krate::__private);
     let ident = &tool.item.sig.ident;
-    let name = attr.name.as_ref().map_or_else(
-        || ident.to_string().trim_start_matches("r#").to_owned(),
-        |name| name.value(),
-    );
-    let description = attr
-        .description
-        .as_ref()
-        .map(syn::LitStr::value)
-        .or_else(|| tool.doc.as_ref().map(|doc| doc.text.clone()))
-        .unwrap_or_default();
-    let title = option_str(attr.title.as_ref().map(syn::LitStr::value));
-    let allow_description = option_str(attr.allow_description.as_ref().map(syn::LitStr::value));
-    let scopes = listed(attr.scopes.as_ref());
-    let tenants = listed(attr.tenants.as_ref());
-    let timeout = match attr.timeout.as_ref().map(|t| timeout_millis(&t.value())) {
-        Some(Ok(millis)) => {
+    let Spec {
+        name,
+        description,
+        scopes,
+        tenants,
+        needs_approval,
+        read_only,
+        destructive,
+        idempotent,
+        open_world,
+        ..
+    } = spec;
+    let title = option_str(spec.title.as_deref());
+    let allow_description = option_str(spec.allow_description.as_deref());
+    let timeout = match spec.timeout_ms {
+        Some(millis) => {
             quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#millis)))
         }
-        _ => quote!(::core::option::Option::None),
+        None => quote!(::core::option::Option::None),
     };
-    let needs_approval = attr.needs_approval.is_some();
-    let rate_limit = match attr
-        .rate_limit
-        .as_ref()
-        .map(|r| rate_limit_parts(&r.value()))
-    {
-        Some(Ok((calls, seconds))) => {
+    let rate_limit = match spec.rate_limit {
+        Some((calls, seconds)) => {
             quote!(::core::option::Option::Some(#rc::RateLimit::checked(#calls, #seconds)))
         }
-        _ => quote!(::core::option::Option::None),
+        None => quote!(::core::option::Option::None),
     };
-    let [read_only, destructive, idempotent, open_world] = [
-        attr.read_only,
-        attr.destructive,
-        attr.idempotent,
-        attr.open_world,
-    ]
-    .map(|f| f.is_some());
     let params = tool
         .params
         .iter()
@@ -153,7 +138,7 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
         quote!(#rc::Execute::Sync(__execute))
     };
     let location = quote_spanned!(ident.span()=> ::core::line!(), ::core::column!());
-    let once = same_crate_guard(&name, attr, ident);
+    let once = same_crate_guard(name, spec.name_span);
     quote! {
         #[doc(hidden)]
         const _: () = {
@@ -194,7 +179,7 @@ fn registration(attr: &ToolAttr, tool: &ToolFn) -> TokenStream {
 /// One entry of the parameter list; none for the context.
 fn param_record(rc: &TokenStream, param: &Param) -> Option<TokenStream> {
     let name = param.property_name()?;
-    let description = option_str(param.doc.as_ref().map(|doc| doc.text.clone()));
+    let description = option_str(param.doc.as_ref().map(|doc| doc.text.as_str()));
     let ty = param.ty;
     let (required, schema) = match param.kind {
         ParamKind::Context => return None,
@@ -321,11 +306,7 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
 
 /// A macro named after the tool, exported at the crate root: a second tool of the same name
 /// in the same crate then fails to compile (E0428). Across crates the registry catches it.
-fn same_crate_guard(name: &str, attr: &ToolAttr, ident: &syn::Ident) -> TokenStream {
-    let span = attr
-        .name
-        .as_ref()
-        .map_or_else(|| ident.span(), syn::LitStr::span);
+fn same_crate_guard(name: &str, span: Span) -> TokenStream {
     let guard = if name.contains('-') {
         // No `-` in an identifier: the name with `_` for each dash and where the dashes were,
         // under a prefix of its own, so that it reads well and meets no other name.
@@ -377,17 +358,7 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
-/// The entries of a comma-separated `scopes = "..."` or `tenants = "..."` value.
-fn listed(value: Option<&syn::LitStr>) -> Vec<String> {
-    value.map_or_else(Vec::new, |value| {
-        split_list(&value.value())
-            .into_iter()
-            .map(str::to_owned)
-            .collect()
-    })
-}
-
-fn option_str(text: Option<String>) -> TokenStream {
+fn option_str(text: Option<&str>) -> TokenStream {
     match text {
         Some(text) => quote!(::core::option::Option::Some(#text)),
         None => quote!(::core::option::Option::None),

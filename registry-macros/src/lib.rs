@@ -4,7 +4,8 @@
 //! and documents it. Depend on `registry-core` instead.
 //!
 //! The macro works in three steps, one file each: `attr` and `model` parse the attribute
-//! and the function, `check` validates them, and `expand` writes the code. Every mistake
+//! (its keys spelled once, in `symbol`) and the function, `check` validates them and resolves
+//! every value into a typed `Spec`, and `expand` only writes the code of that spec. Every mistake
 //! found on the way is collected in a `ctxt::Ctxt` and reported at once, spanned on the
 //! offending token.
 
@@ -18,6 +19,7 @@ mod doc;
 mod expand;
 mod model;
 mod name;
+mod symbol;
 
 use proc_macro::TokenStream;
 

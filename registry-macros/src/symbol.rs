@@ -1,0 +1,35 @@
+//! The keys of `#[tool(...)]`, spelled once: the parser matches on these constants and lists
+//! them in its messages, so the two cannot drift (in the manner of serde_derive's `symbol.rs`).
+
+pub(crate) const NAME: &str = "name";
+pub(crate) const DESCRIPTION: &str = "description";
+pub(crate) const TITLE: &str = "title";
+pub(crate) const SCOPES: &str = "scopes";
+pub(crate) const TENANTS: &str = "tenants";
+pub(crate) const TIMEOUT: &str = "timeout";
+pub(crate) const NEEDS_APPROVAL: &str = "needs_approval";
+pub(crate) const RATE_LIMIT: &str = "rate_limit";
+pub(crate) const READ_ONLY: &str = "read_only";
+pub(crate) const DESTRUCTIVE: &str = "destructive";
+pub(crate) const IDEMPOTENT: &str = "idempotent";
+pub(crate) const OPEN_WORLD: &str = "open_world";
+pub(crate) const ALLOW_DESCRIPTION: &str = "allow_description";
+pub(crate) const CRATE: &str = "crate";
+
+/// Every key, in the order the docs list them.
+pub(crate) const KEYS: &[&str] = &[
+    NAME,
+    DESCRIPTION,
+    TITLE,
+    SCOPES,
+    TENANTS,
+    TIMEOUT,
+    NEEDS_APPROVAL,
+    RATE_LIMIT,
+    READ_ONLY,
+    DESTRUCTIVE,
+    IDEMPOTENT,
+    OPEN_WORLD,
+    ALLOW_DESCRIPTION,
+    CRATE,
+];
