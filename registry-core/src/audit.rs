@@ -7,6 +7,7 @@
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::discover::fingerprint::Fingerprint;
 use crate::execute::observation::ErrorKind;
@@ -263,4 +264,24 @@ pub(crate) fn wanted(sink: Option<&dyn AuditSink>) -> bool {
 /// Now, for change records.
 pub(crate) fn now() -> SystemTime {
     SystemTime::now()
+}
+
+/// How many characters of a model-chosen name or call id the audit log keeps.
+pub(crate) const AUDITED_NAME: usize = 256;
+
+/// The size and hash of the arguments as compact JSON, for the audit log.
+pub(crate) fn argument_fingerprint(arguments: &Value) -> (usize, String) {
+    let json = serde_json::to_vec(arguments).unwrap_or_default();
+    (
+        json.len(),
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&json)),
+    )
+}
+
+/// At most `max` characters of `text`, for echoing untrusted names.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
 }

@@ -125,17 +125,16 @@ pub use gate::{
     Decision, MemoryApprovalStore, MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore,
     RateLimit, RateLimitError, ReadinessCheck, StoreError, ToolReadiness, Transition,
 };
+pub use present::export::DIGEST_META_KEY;
 pub use present::parse::ParseError;
 pub use present::profile::{CompatibilityError, Incompatibility, Profile};
 pub use register::builder::RegistryBuilder;
 pub use register::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
 pub use register::error::{BuildProblem, RegistryError};
-pub use register::lock::DIGEST_META_KEY;
 pub use register::registry::{Registry, Replacement};
 pub use register::tool::Tool;
 pub use resolve::call::ToolCall;
-pub use resolve::guard::ArgumentLimits;
-pub use resolve::json_text::MAX_ARGUMENT_DEPTH;
+pub use resolve::guard::{ArgumentLimits, MAX_ARGUMENT_DEPTH};
 pub use resolve::tool_error::{ArgumentProblem, ToolError};
 
 #[doc = include_str!("declare/tool_macro.md")]

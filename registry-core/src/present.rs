@@ -3,6 +3,7 @@
 //! the calls in a provider's response and renders results back.
 
 pub mod compat;
+pub(crate) mod digest;
 pub(crate) mod export;
 pub(crate) mod lower;
 pub(crate) mod parse;

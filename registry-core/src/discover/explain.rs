@@ -126,6 +126,13 @@ impl fmt::Display for HiddenReason {
     }
 }
 
+impl Run {
+    /// Why each registered tool this run cannot see is hidden; for operators, not the model.
+    pub fn explain(&self) -> Explanation {
+        explain(self, self.snapshot())
+    }
+}
+
 /// Applies each rule to each tool of `snapshot`, collecting every reason.
 pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
     let subject = run.subject();

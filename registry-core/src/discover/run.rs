@@ -8,13 +8,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 
-use crate::audit::ApprovalEventKind;
-use crate::audit::{self, AuditEvent, CallEvent};
+use crate::audit::{
+    self, AUDITED_NAME, ApprovalEventKind, AuditEvent, CallEvent, ProjectionEvent,
+    argument_fingerprint, truncate,
+};
 use crate::declare::definition::ToolDefinition;
 use crate::declare::policy::Hints;
 use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::{Entry, Snapshot};
-use crate::discover::explain::{self, Explanation};
+use crate::discover::subject::Subject;
 use crate::execute::context::{RunScope, ToolContext};
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::{ErrorKind, Observation};
@@ -112,6 +114,41 @@ impl std::fmt::Debug for Run {
     }
 }
 
+impl Registry {
+    /// Opens a run for `subject`: projects the registry once into the tools the subject may
+    /// see, and freezes that set as the run's allowed tools.
+    ///
+    /// A tool is visible when the subject holds all its scopes, its tenant restriction admits
+    /// the subject's tenant, the access level admits it (a read-only run sees only
+    /// `read_only` tools), it is not revoked, and the application's [`AccessPolicy`](crate::AccessPolicy), if any,
+    /// does not deny it.
+    pub fn open_run(&self, run_id: impl Into<Arc<str>>, subject: &Subject) -> Run {
+        let (snapshot, entries) = self.project(subject);
+        let scope = Arc::new(RunScope {
+            run_id: run_id.into(),
+            subject: subject.clone(),
+            state: self.app_state().clone(),
+        });
+        let hidden = snapshot.tools.len() - entries.len();
+        let run = Run::new(self.clone(), snapshot, scope, entries);
+        let sink = self.audit_sink();
+        if audit::wanted(sink) {
+            audit::emit(
+                sink,
+                AuditEvent::Projection(ProjectionEvent {
+                    run_id: run.id().to_owned(),
+                    tenant: subject.tenant().to_owned(),
+                    agent: subject.agent().map(str::to_owned),
+                    fingerprint: run.allowed().fingerprint(),
+                    visible: run.allowed().len(),
+                    hidden,
+                }),
+            );
+        }
+        run
+    }
+}
+
 /// What a model may know of one tool: its definition and behaviour hints, nothing internal.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
@@ -121,9 +158,6 @@ pub struct Capability<'a> {
     /// The behaviour hints.
     pub hints: Hints,
 }
-
-/// How many characters of a model-chosen name or call id the audit log keeps.
-pub(crate) const AUDITED_NAME: usize = 256;
 
 /// How many names an unknown-tool answer lists at most.
 const LISTED_NAMES: usize = 50;
@@ -200,9 +234,9 @@ impl Run {
         })
     }
 
-    /// Why each registered tool this run cannot see is hidden; for operators, not the model.
-    pub fn explain(&self) -> Explanation {
-        explain::explain(self, &self.snapshot)
+    /// The registry snapshot the run was projected from.
+    pub(crate) fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
     }
 
     /// Exactly the JSON `profile`'s consumer takes as its list of tools: this run's visible
@@ -469,8 +503,7 @@ impl Run {
         let name = entry.tool.name().to_owned();
         match stored {
             Ok(request) => {
-                self.registry
-                    .audit_approval(self, &request, ApprovalEventKind::Requested, None);
+                self.audit_approval(&request, ApprovalEventKind::Requested, None);
                 let text = approval_required_text(&name, &request.reason);
                 let mut decided = ticket.refused(ErrorKind::ApprovalRequired, text);
                 decided.approval_id = Some(request.id.clone());
@@ -836,22 +869,5 @@ fn humane_wait(wait: Duration) -> String {
         format!("{seconds} s")
     } else {
         format!("{} ms", wait.as_millis().max(1))
-    }
-}
-
-/// The size and hash of the arguments as compact JSON, for the audit log.
-pub(crate) fn argument_fingerprint(arguments: &Value) -> (usize, String) {
-    let json = serde_json::to_vec(arguments).unwrap_or_default();
-    (
-        json.len(),
-        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&json)),
-    )
-}
-
-/// At most `max` characters of `text`, for echoing untrusted names.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}...", &text[..end]),
-        None => text.to_owned(),
     }
 }

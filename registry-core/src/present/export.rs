@@ -23,6 +23,16 @@ use crate::declare::policy::Hints;
 use crate::present::profile::{CompatibilityError, Incompatibility, Profile};
 use crate::register::tool::Tool;
 
+/// The `_meta` key under which an MCP tool carries its digest ([`Tool::digest`](crate::Tool::digest) for
+/// [`Profile::Mcp`]), in `run.export(Profile::Mcp)` and so in `registry-mcp`'s `tools/list`:
+/// `{"_meta": {"io.github.tool-registry/digest": "sha256:..."}}`.
+///
+/// The key follows MCP's rules for `_meta` names: a reverse-DNS prefix of dot-separated labels
+/// (letters, digits, hyphens; beginning with a letter, ending with a letter or digit) whose
+/// second label is neither `modelcontextprotocol` nor `mcp` (those are reserved), a slash,
+/// then an alphanumeric name.
+pub const DIGEST_META_KEY: &str = "io.github.tool-registry/digest";
+
 /// One tool as it is exported: its definition with the profile's lowered parameters.
 pub(crate) struct Exported<'a> {
     pub(crate) definition: &'a ToolDefinition,
@@ -127,7 +137,7 @@ fn exported_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibi
         && let (Value::Object(object), Ok(digest)) = (&mut object, tool.digest(profile))
     {
         let mut meta = Map::new();
-        meta.insert(crate::register::lock::DIGEST_META_KEY.into(), digest.into());
+        meta.insert(DIGEST_META_KEY.into(), digest.into());
         object.insert("_meta".into(), Value::Object(meta));
     }
     Ok(object)

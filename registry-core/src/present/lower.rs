@@ -255,3 +255,11 @@ impl<'a> Lowering<'a> {
 }
 
 pub(crate) use crate::pointer::{child, escape};
+
+impl crate::register::tool::Tool {
+    /// The parameters schema lowered for `profile`, built once per profile.
+    pub(crate) fn lowered(&self, profile: Profile) -> &Result<Value, Vec<Incompatibility>> {
+        self.lowered_cell(profile)
+            .get_or_init(|| lower(profile, self.name(), &self.definition_ref().parameters))
+    }
+}

@@ -70,6 +70,22 @@ pub struct RegistryBuilder {
     readiness_timeout: Option<Duration>,
 }
 
+impl Registry {
+    /// Every `#[tool]` linked into this program.
+    ///
+    /// Fails, listing every problem, if two tools share a name (each with both declaration
+    /// sites). See the crate docs on linking: a crate of tools that the program never names
+    /// is not linked, and its tools are not here.
+    pub fn from_inventory() -> Result<Registry, RegistryError> {
+        Registry::builder().declared().build()
+    }
+
+    /// Starts a registry assembled explicitly.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+}
+
 /// Which `#[tool]` declarations to take.
 #[derive(Default)]
 enum Selection {

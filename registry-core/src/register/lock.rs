@@ -7,21 +7,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
 use crate::gate::RateLimit;
+use crate::present::digest::digest_of;
 use crate::present::profile::{Incompatibility, Profile};
 use crate::register::tool::Tool;
-
-/// The `_meta` key under which an MCP tool carries its digest ([`Tool::digest`] for
-/// [`Profile::Mcp`]), in `run.export(Profile::Mcp)` and so in `registry-mcp`'s `tools/list`:
-/// `{"_meta": {"io.github.tool-registry/digest": "sha256:..."}}`.
-///
-/// The key follows MCP's rules for `_meta` names: a reverse-DNS prefix of dot-separated labels
-/// (letters, digits, hyphens; beginning with a letter, ending with a letter or digit) whose
-/// second label is neither `modelcontextprotocol` nor `mcp` (those are reserved), a slash,
-/// then an alphanumeric name.
-pub const DIGEST_META_KEY: &str = "io.github.tool-registry/digest";
 
 /// The environment variable that makes [`Registry::assert_lockfile`](crate::Registry::assert_lockfile)
 /// rewrite the lock file instead of checking it, when set to [`LOCK_OVERWRITE`].
@@ -39,55 +29,6 @@ const HEADER: &str = "\
 
 /// Written where a tool has no scopes, no hints or no gate flags.
 const NONE: &str = "(none)";
-
-/// `sha256:` and the lowercase hexadecimal SHA-256 of `value` as canonical JSON.
-pub(crate) fn digest_of(value: &Value) -> String {
-    let mut bytes = Vec::new();
-    canonical_json(value, &mut bytes);
-    let hash = Sha256::digest(&bytes);
-    let mut text = String::with_capacity(7 + 64);
-    text.push_str("sha256:");
-    for byte in hash {
-        let _ = write!(text, "{byte:02x}");
-    }
-    text
-}
-
-/// Writes `value` as compact JSON with every object's keys sorted (by their UTF-8 bytes),
-/// whatever order the map keeps them in: the bytes a digest is taken of.
-fn canonical_json(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Array(items) => {
-            out.push(b'[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                canonical_json(item, out);
-            }
-            out.push(b']');
-        }
-        Value::Object(object) => {
-            let mut entries: Vec<(&String, &Value)> = object.iter().collect();
-            entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                // Writing a string to a Vec cannot fail.
-                let _ = serde_json::to_writer(&mut *out, key);
-                out.push(b':');
-                canonical_json(item, out);
-            }
-            out.push(b'}');
-        }
-        // Writing a scalar to a Vec cannot fail.
-        scalar => {
-            let _ = serde_json::to_writer(&mut *out, scalar);
-        }
-    }
-}
 
 /// The lock text of `tools`; `default_rate_limit` is the registry's limit for tools without
 /// their own.
@@ -425,29 +366,6 @@ fn lines_diff(out: &mut String, before: &[&str], after: &[&str]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn canonical_json_sorts_keys_at_every_level() {
-        let mut bytes = Vec::new();
-        canonical_json(
-            &json!({"b": [1, {"z": null, "a": "é\n"}], "a": true, "_m": 1.5}),
-            &mut bytes,
-        );
-        assert_eq!(
-            String::from_utf8(bytes).unwrap(),
-            r#"{"_m":1.5,"a":true,"b":[1,{"a":"é\n","z":null}]}"#
-        );
-    }
-
-    #[test]
-    fn a_digest_is_sha256_in_hex() {
-        // SHA-256 of the two bytes `{}`.
-        assert_eq!(
-            digest_of(&json!({})),
-            "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
-        );
-    }
 
     #[test]
     fn a_diff_names_each_tool_and_each_line() {

@@ -7,19 +7,13 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use crate::discover::access::AccessPolicy;
 use std::time::Duration;
 
-use crate::audit::{
-    self, ApprovalEvent, ApprovalEventKind, AuditEvent, AuditSink, ChangeEvent, ProjectionEvent,
-    ReadinessEvent,
-};
+use crate::audit::{self, AuditEvent, AuditSink, ChangeEvent, ReadinessEvent};
 use crate::declare::dynamic::DynamicTool;
 use crate::declare::source::Source;
-use crate::discover::discovery::{SlotState, Snapshot};
-use crate::discover::run::Run;
+use crate::discover::discovery::{Entry, SlotState, Snapshot};
 use crate::discover::subject::Subject;
-use crate::execute::context::RunScope;
-use crate::gate::{ApprovalRequest, CallPolicy, Check, GateConfig, ToolReadiness};
+use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
 use crate::present::profile::{CompatibilityError, Profile};
-use crate::register::builder::RegistryBuilder;
 use crate::register::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
 use crate::register::error::RegistryError;
 use crate::register::state::AppState;
@@ -106,20 +100,6 @@ pub(crate) struct RegistryParts {
 }
 
 impl Registry {
-    /// Every `#[tool]` linked into this program.
-    ///
-    /// Fails, listing every problem, if two tools share a name (each with both declaration
-    /// sites). See the crate docs on linking: a crate of tools that the program never names
-    /// is not linked, and its tools are not here.
-    pub fn from_inventory() -> Result<Registry, RegistryError> {
-        Registry::builder().declared().build()
-    }
-
-    /// Starts a registry assembled explicitly.
-    pub fn builder() -> RegistryBuilder {
-        RegistryBuilder::default()
-    }
-
     /// A registry of `parts.tools`, which are sorted by name with unique names.
     pub(crate) fn from_parts(parts: RegistryParts) -> Registry {
         let names = parts.tools.iter().map(Tool::name_cow).collect();
@@ -209,47 +189,22 @@ impl Registry {
         &self.inner.replacements
     }
 
-    /// Opens a run for `subject`: projects the registry once into the tools the subject may
-    /// see, and freezes that set as the run's allowed tools.
-    ///
-    /// A tool is visible when the subject holds all its scopes, its tenant restriction admits
-    /// the subject's tenant, the access level admits it (a read-only run sees only
-    /// `read_only` tools), it is not revoked, and the application's [`AccessPolicy`], if any,
-    /// does not deny it.
-    pub fn open_run(&self, run_id: impl Into<Arc<str>>, subject: &Subject) -> Run {
-        // The read lock is held while projecting, so that a replacement (which revokes the old
-        // version and installs the new one under the write lock) is seen whole or not at all.
-        let (snapshot, entries) = {
-            let current = self
-                .inner
-                .snapshot
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
-            let entries = current.project(subject, &self.inner.slots, self.inner.policy.as_deref());
-            (current.clone(), entries)
-        };
-        let scope = Arc::new(RunScope {
-            run_id: run_id.into(),
-            subject: subject.clone(),
-            state: self.inner.state.clone(),
-        });
-        let hidden = snapshot.tools.len() - entries.len();
-        let run = Run::new(self.clone(), snapshot, scope, entries);
-        let sink = self.audit_sink();
-        if audit::wanted(sink) {
-            audit::emit(
-                sink,
-                AuditEvent::Projection(ProjectionEvent {
-                    run_id: run.id().to_owned(),
-                    tenant: subject.tenant().to_owned(),
-                    agent: subject.agent().map(str::to_owned),
-                    fingerprint: run.allowed().fingerprint(),
-                    visible: run.allowed().len(),
-                    hidden,
-                }),
-            );
-        }
-        run
+    /// The current snapshot and the entries `subject` may see in it. The read lock is held
+    /// while projecting, so that a replacement (which revokes the old version and installs the
+    /// new one under the write lock) is seen whole or not at all.
+    pub(crate) fn project(&self, subject: &Subject) -> (Arc<Snapshot>, Vec<Entry>) {
+        let current = self
+            .inner
+            .snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let entries = current.project(subject, &self.inner.slots, self.inner.policy.as_deref());
+        (current.clone(), entries)
+    }
+
+    /// The application state every run's context carries.
+    pub(crate) fn app_state(&self) -> &AppState {
+        &self.inner.state
     }
 
     /// Revokes the tool named `name` for every run, old and new, at once: calls that start
@@ -556,7 +511,7 @@ impl Registry {
         None
     }
 
-    /// Runs every readiness check (see [`RegistryBuilder::readiness`]) again, concurrently,
+    /// Runs every readiness check (see [`RegistryBuilder::readiness`](crate::RegistryBuilder::readiness)) again, concurrently,
     /// each under its deadline, and records the results: a tool that is not ready is hidden
     /// from runs opened from now on, and calls to it in older runs are answered
     /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable); one that is ready again is
@@ -619,40 +574,6 @@ impl Registry {
 
     pub(crate) fn call_policy(&self) -> Option<&dyn CallPolicy> {
         self.inner.gate.call_policy.as_deref()
-    }
-
-    pub(crate) fn audit_approval(
-        &self,
-        run: &Run,
-        request: &ApprovalRequest,
-        kind: ApprovalEventKind,
-        by: Option<&str>,
-    ) {
-        let sink = self.audit_sink();
-        if !audit::wanted(sink) {
-            return;
-        }
-        let reason = match kind {
-            ApprovalEventKind::Denied => String::new(),
-            _ => request.reason.clone(),
-        };
-        audit::emit(
-            sink,
-            AuditEvent::Approval(ApprovalEvent {
-                kind,
-                id: request.id.clone(),
-                run_id: run.id().to_owned(),
-                tenant: request.tenant.clone(),
-                call_id: crate::discover::run::truncate(
-                    &request.call_id,
-                    crate::discover::run::AUDITED_NAME,
-                ),
-                tool: request.tool_name.clone(),
-                by: by.map(str::to_owned),
-                reason,
-                argument_hash: crate::discover::run::argument_fingerprint(&request.arguments).1,
-            }),
-        );
     }
 
     pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {

@@ -13,7 +13,7 @@ use crate::declare::schema;
 use crate::declare::source::Source;
 use crate::discover::fingerprint::Fingerprint;
 use crate::execute::context::ToolContext;
-use crate::present::profile::{CompatibilityError, Incompatibility, Profile};
+use crate::present::profile::{Incompatibility, Profile};
 use crate::resolve::arguments::Arguments;
 use crate::resolve::tool_error::ToolError;
 use crate::resolve::validate::ArgumentValidator;
@@ -171,44 +171,9 @@ impl Tool {
         })
     }
 
-    /// The digest of the tool as `profile` exports it: `sha256:` and 64 lowercase hexadecimal
-    /// digits, the SHA-256 of the tool object of [`Run::export`](crate::Run::export) (for
-    /// Gemini, the function declaration), without `_meta`, as compact JSON with every
-    /// object's keys sorted. Any change to what that profile shows of the tool (name, title,
-    /// description, schemas, hints) changes it; the same tool gives the same digest in every
-    /// process and on every machine.
-    ///
-    /// It is the digest a [lock file](crate::Registry::lock) pins, and, for
-    /// [`Profile::Mcp`], the value of the exported tool's `_meta` key
-    /// [`DIGEST_META_KEY`](crate::DIGEST_META_KEY). An error when `profile` cannot express
-    /// the tool (as `Run::export` would report).
-    ///
-    /// ```
-    /// use registry_core::{tool, Profile, Registry};
-    ///
-    /// /// Read the current build status of a project.
-    /// #[tool(read_only)]
-    /// fn get_status(project: String) -> String {
-    ///     format!("{project}: passed")
-    /// }
-    ///
-    /// let tool = Registry::from_inventory().unwrap().get("get_status").unwrap();
-    /// let digest = tool.digest(Profile::Mcp).unwrap();
-    /// assert!(digest.starts_with("sha256:") && digest.len() == 7 + 64);
-    /// assert_ne!(digest, tool.digest(Profile::Anthropic).unwrap());
-    /// ```
-    pub fn digest(&self, profile: Profile) -> Result<&str, CompatibilityError> {
-        let digest = self.0.digests[profile.index()].get_or_init(|| {
-            crate::present::export::unpinned_object(profile, self)
-                .ok()
-                .map(|object| crate::register::lock::digest_of(&object))
-        });
-        match digest {
-            Some(digest) => Ok(digest),
-            None => Err(CompatibilityError(
-                self.lowered(profile).clone().err().unwrap_or_default(),
-            )),
-        }
+    /// Where [`Tool::digest`] keeps the digest for `profile` once computed.
+    pub(crate) fn digest_cell(&self, profile: Profile) -> &OnceLock<Option<String>> {
+        &self.0.digests[profile.index()]
     }
 
     /// The JSON Schema of the result, when it is a structured type (an object): MCP's
@@ -224,11 +189,12 @@ impl Tool {
             .as_ref()
     }
 
-    /// The parameters schema lowered for `profile`, built once per profile.
-    pub(crate) fn lowered(&self, profile: Profile) -> &Result<Value, Vec<Incompatibility>> {
-        self.0.lowered[profile.index()].get_or_init(|| {
-            crate::present::lower::lower(profile, self.name(), &self.definition_ref().parameters)
-        })
+    /// Where the parameters schema lowered for `profile` is kept once computed.
+    pub(crate) fn lowered_cell(
+        &self,
+        profile: Profile,
+    ) -> &OnceLock<Result<Value, Vec<Incompatibility>>> {
+        &self.0.lowered[profile.index()]
     }
 
     /// The name as stored: borrowed for declared tools, so that contexts need no copy.

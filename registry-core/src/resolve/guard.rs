@@ -5,6 +5,9 @@ use serde_json::Value;
 
 use crate::resolve::tool_error::ArgumentProblem;
 
+/// The deepest nesting of arrays and objects accepted in arguments by default.
+pub const MAX_ARGUMENT_DEPTH: usize = 64;
+
 /// Bounds on a call's arguments, checked before validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArgumentLimits {
@@ -18,7 +21,7 @@ impl Default for ArgumentLimits {
     /// 64 levels and 4 MiB.
     fn default() -> Self {
         ArgumentLimits {
-            max_depth: crate::resolve::json_text::MAX_ARGUMENT_DEPTH,
+            max_depth: MAX_ARGUMENT_DEPTH,
             max_bytes: 4 << 20,
         }
     }

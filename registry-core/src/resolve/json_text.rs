@@ -9,9 +9,6 @@ use serde_json::{Map, Value};
 use crate::resolve::guard::ArgumentLimits;
 use crate::resolve::tool_error::ArgumentProblem;
 
-/// The deepest nesting of arrays and objects accepted in arguments.
-pub const MAX_ARGUMENT_DEPTH: usize = 64;
-
 /// Parses `text` as one JSON value, refusing duplicate keys, nesting deeper than `max_depth`
 /// levels (the root is level 1) and text longer than `max_bytes`.
 pub(crate) fn parse(text: &str, limits: &ArgumentLimits) -> Result<Value, ArgumentProblem> {

@@ -6,7 +6,7 @@ use std::time::{Instant, SystemTime};
 use serde_json::Value;
 
 use super::{Decided, Resolved, Ticket, Verdict, denied_text, revoked_text, validate};
-use crate::audit::ApprovalEventKind;
+use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
 use crate::execute::context::ToolContext;
@@ -199,8 +199,7 @@ impl Run {
             .ok_or_else(other_run)?;
         if SystemTime::now() > request.expires_at {
             let request = self.transition(id, ApprovalState::Expired).await?;
-            self.registry()
-                .audit_approval(self, &request, ApprovalEventKind::Expired, None);
+            self.audit_approval(&request, ApprovalEventKind::Expired, None);
             let text = format!(
                 "no one approved the call to \"{}\" in time; nothing was done",
                 request.tool_name
@@ -216,8 +215,7 @@ impl Run {
             || entry.tool.fingerprint() != request.definition
         {
             let request = self.transition(id, ApprovalState::Revoked).await?;
-            self.registry()
-                .audit_approval(self, &request, ApprovalEventKind::Revoked, None);
+            self.audit_approval(&request, ApprovalEventKind::Revoked, None);
             let text = revoked_text(&request.tool_name);
             let observation = self.settle(&request, ErrorKind::Revoked, text, started);
             return Err(ApprovalError::Revoked {
@@ -233,12 +231,7 @@ impl Run {
                     reason: reason.clone(),
                 };
                 let request = self.transition(id, state).await?;
-                self.registry().audit_approval(
-                    self,
-                    &request,
-                    ApprovalEventKind::Denied,
-                    by.as_deref(),
-                );
+                self.audit_approval(&request, ApprovalEventKind::Denied, by.as_deref());
                 let text = denied_text(
                     &request.tool_name,
                     &format!("a person denied it ({reason})"),
@@ -285,8 +278,7 @@ impl Run {
                         reason: reason.clone(),
                     };
                     let request = self.transition(id, state).await?;
-                    self.registry()
-                        .audit_approval(self, &request, ApprovalEventKind::Denied, None);
+                    self.audit_approval(&request, ApprovalEventKind::Denied, None);
                     let text = denied_text(&request.tool_name, &reason);
                     let mut decided = self.ticket(&request).refused(ErrorKind::Denied, text);
                     decided.detail = detail.or(Some(reason));
@@ -305,11 +297,10 @@ impl Run {
         } else {
             ApprovalEventKind::Approved
         };
-        self.registry()
-            .audit_approval(self, &request, kind, by.as_deref());
+        self.audit_approval(&request, kind, by.as_deref());
         let mut ticket = self.ticket(&request);
         if was_edited && crate::audit::wanted(self.registry().audit_sink()) {
-            ticket.arguments = Some(super::argument_fingerprint(&arguments));
+            ticket.arguments = Some(crate::audit::argument_fingerprint(&arguments));
         }
         let resolved = Resolved {
             entry: entry.clone(),
@@ -361,7 +352,7 @@ impl Run {
     /// The ticket of a request's call, to answer it.
     fn ticket(&self, request: &ApprovalRequest) -> Ticket {
         let arguments = crate::audit::wanted(self.registry().audit_sink())
-            .then(|| super::argument_fingerprint(&request.arguments));
+            .then(|| crate::audit::argument_fingerprint(&request.arguments));
         let structured = self
             .allowed()
             .find(&request.tool_name)
@@ -386,5 +377,38 @@ impl Run {
     ) -> Observation {
         let decided: Decided = self.ticket(request).refused(kind, text);
         self.finish(decided, started)
+    }
+}
+
+impl Run {
+    /// Audits one step of an approval request.
+    pub(super) fn audit_approval(
+        &self,
+        request: &ApprovalRequest,
+        kind: ApprovalEventKind,
+        by: Option<&str>,
+    ) {
+        let sink = self.registry().audit_sink();
+        if !audit::wanted(sink) {
+            return;
+        }
+        let reason = match kind {
+            ApprovalEventKind::Denied => String::new(),
+            _ => request.reason.clone(),
+        };
+        audit::emit(
+            sink,
+            AuditEvent::Approval(ApprovalEvent {
+                kind,
+                id: request.id.clone(),
+                run_id: self.id().to_owned(),
+                tenant: request.tenant.clone(),
+                call_id: crate::audit::truncate(&request.call_id, crate::audit::AUDITED_NAME),
+                tool: request.tool_name.clone(),
+                by: by.map(str::to_owned),
+                reason,
+                argument_hash: crate::audit::argument_fingerprint(&request.arguments).1,
+            }),
+        );
     }
 }

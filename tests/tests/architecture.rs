@@ -1,0 +1,147 @@
+//! The layout `ARCHITECTURE.md` describes holds: `registry-core` has one folder per step of
+//! the data path, and no two of its modules import each other, directly or in a circle.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const STEPS: [&str; 7] = [
+    "declare", "register", "discover", "present", "resolve", "gate", "execute",
+];
+
+fn core_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry-core/src")
+}
+
+/// Every `.rs` file under `dir`, as (module path, text).
+fn modules(dir: &Path, prefix: &str, out: &mut Vec<(String, String)>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let name = if prefix.is_empty() {
+            stem.clone()
+        } else {
+            format!("{prefix}::{stem}")
+        };
+        if path.is_dir() {
+            modules(&path, &name, out);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            out.push((name, std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+}
+
+/// A module's node in the import graph: a file module of a step (`discover::run`), with its
+/// own submodules (`discover::run::approvals`) counted as part of it.
+fn node(module: &str) -> String {
+    module.split("::").take(2).collect::<Vec<_>>().join("::")
+}
+
+/// The `crate::` paths a module's code (not its comments, not its tests) names.
+fn imports<'a>(text: &'a str, known: &BTreeSet<String>) -> BTreeSet<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let mut found = BTreeSet::new();
+    for line in code
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+    {
+        for (at, _) in line.match_indices("crate::") {
+            let path: String = line[at + "crate::".len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+            // The longest prefix that names a module.
+            if let Some(module) = (1..=segments.len())
+                .rev()
+                .map(|n| segments[..n].join("::"))
+                .find(|candidate| known.contains(candidate))
+            {
+                found.insert(module);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn registry_core_has_a_folder_per_step() {
+    for step in STEPS {
+        let folder = core_src().join(step);
+        assert!(folder.is_dir(), "{} is missing", folder.display());
+        assert!(
+            core_src().join(format!("{step}.rs")).is_file(),
+            "{step}.rs, the module of the step, is missing"
+        );
+    }
+    let loose: Vec<String> = std::fs::read_dir(core_src())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".rs"))
+        .filter(|name| {
+            let stem = name.trim_end_matches(".rs");
+            !STEPS.contains(&stem) && !["lib", "__private", "audit", "pointer"].contains(&stem)
+        })
+        .collect();
+    assert!(
+        loose.is_empty(),
+        "files at the root of registry-core/src that belong in a step's folder: {loose:?}"
+    );
+}
+
+#[test]
+fn no_module_of_registry_core_imports_in_a_circle() {
+    let mut all = Vec::new();
+    modules(&core_src(), "", &mut all);
+    let known: BTreeSet<String> = all.iter().map(|(name, _)| name.clone()).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, text) in &all {
+        let from = node(module);
+        let edges = graph.entry(from.clone()).or_default();
+        for import in imports(text, &known) {
+            let to = node(&import);
+            // A module may use its own parents' items (a step's re-exports).
+            if to != from && !from.starts_with(&format!("{to}::")) {
+                edges.insert(to);
+            }
+        }
+    }
+    assert!(
+        graph.len() > 30,
+        "the module scan found too little: {graph:?}"
+    );
+    // Depth-first search for a back edge; report the circle.
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|n| n == node) {
+            let mut circle = path[start..].to_vec();
+            circle.push(node.to_owned());
+            return Some(circle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    for start in graph.keys() {
+        if let Some(circle) = visit(start, &graph, &mut Vec::new(), &mut done) {
+            panic!("import circle: {}", circle.join(" -> "));
+        }
+    }
+}
