@@ -142,7 +142,9 @@ pub fn check_tools(profile: Profile, tools: &Value) -> Vec<Incompatibility> {
 fn name_pointer(profile: Profile) -> &'static str {
     match profile {
         Profile::OpenAiChat { .. } => "/function/name",
-        _ => "/name",
+        Profile::Mcp | Profile::OpenAiResponses { .. } | Profile::Anthropic | Profile::Gemini => {
+            "/name"
+        }
     }
 }
 
@@ -150,7 +152,9 @@ fn name_pointer(profile: Profile) -> &'static str {
 fn tool_name(profile: Profile, tool: &Value) -> Option<&str> {
     match profile {
         Profile::OpenAiChat { .. } => tool.get("function")?.get("name")?.as_str(),
-        _ => tool.get("name")?.as_str(),
+        Profile::Mcp | Profile::OpenAiResponses { .. } | Profile::Anthropic | Profile::Gemini => {
+            tool.get("name")?.as_str()
+        }
     }
 }
 

@@ -148,7 +148,10 @@ pub(crate) fn tool_list(profile: Profile, tools: Vec<Value>) -> Value {
     match profile {
         Profile::Gemini if tools.is_empty() => Value::Array(Vec::new()),
         Profile::Gemini => json!([{ "functionDeclarations": tools }]),
-        _ => Value::Array(tools),
+        Profile::Mcp
+        | Profile::OpenAiChat { .. }
+        | Profile::OpenAiResponses { .. }
+        | Profile::Anthropic => Value::Array(tools),
     }
 }
 

@@ -293,7 +293,9 @@ impl Checker<'_, '_> {
                 let list = match profile {
                     Profile::Gemini => "`enum` and `date-time` for strings, int32, int64, float and double for numbers".to_owned(),
                     Profile::Anthropic => ANTHROPIC_FORMATS.join(", "),
-                    _ => OPENAI_FORMATS.join(", "),
+                    Profile::OpenAiChat { .. } | Profile::OpenAiResponses { .. } | Profile::Mcp => {
+                        OPENAI_FORMATS.join(", ")
+                    }
                 };
                 self.add(
                     &at("format"),

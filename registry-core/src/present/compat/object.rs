@@ -38,7 +38,7 @@ pub(super) fn check_object(report: &mut Report, tool: &Value) {
             }
             (Some(object), "")
         }
-        _ => (Some(object), ""),
+        Profile::Mcp | Profile::Anthropic | Profile::Gemini => (Some(object), ""),
     };
     let Some(holder) = holder else {
         report.add(
@@ -87,7 +87,7 @@ pub(super) fn check_object(report: &mut Report, tool: &Value) {
             }
         }
         Profile::Anthropic => anthropic_strict = strict_flag == Some(&Value::Bool(true)),
-        _ => {}
+        Profile::Mcp | Profile::Gemini => {}
     }
     let schema_pointer = format!("{holder_pointer}/{schema_key}");
     match holder.get(schema_key) {
