@@ -117,7 +117,10 @@ impl<'a> Lowering<'a> {
                          recursive type `{name}` ({}) cannot be",
                         cycle.join(" -> ")
                     ),
-                    _ => format!(
+                    Profile::Mcp
+                    | Profile::OpenAiChat { .. }
+                    | Profile::OpenAiResponses { .. }
+                    | Profile::Anthropic => format!(
                         "{}: `$ref` may not be recursive, and the type `{name}` is ({})",
                         self.consumer(),
                         cycle.join(" -> ")
