@@ -126,8 +126,8 @@ pub use gate::{
     RateLimit, RateLimitError, ReadinessCheck, StoreError, ToolReadiness, Transition,
 };
 pub use present::export::DIGEST_META_KEY;
-pub use present::parse::ParseError;
 pub use present::profile::{CompatibilityError, Incompatibility, Profile};
+pub use present::reader::ParseError;
 pub use register::builder::RegistryBuilder;
 pub use register::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
 pub use register::error::{BuildProblem, RegistryError};

@@ -8,5 +8,7 @@ pub(crate) mod export;
 pub(crate) mod lower;
 pub(crate) mod parse;
 pub(crate) mod profile;
+pub(crate) mod provider;
+pub(crate) mod reader;
 pub(crate) mod render;
 pub(crate) mod rules;

@@ -41,7 +41,7 @@ fn node(module: &str) -> String {
 }
 
 /// The `crate::` paths a module's code (not its comments, not its tests) names.
-fn imports<'a>(text: &'a str, known: &BTreeSet<String>) -> BTreeSet<String> {
+fn imports(text: &str, known: &BTreeSet<String>) -> BTreeSet<String> {
     let code = text.split("#[cfg(test)]").next().unwrap_or_default();
     let mut found = BTreeSet::new();
     for line in code

@@ -16,11 +16,10 @@
 //! object without `_meta` ([`Tool::digest`]), which a client can pin and check against a
 //! lock file ([`Registry::lock`](crate::Registry::lock)).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use crate::declare::definition::ToolDefinition;
-use crate::declare::policy::Hints;
 use crate::present::profile::{CompatibilityError, Incompatibility, Profile};
+use crate::present::provider::{Exported, anthropic, gemini, mcp, openai};
 use crate::register::tool::Tool;
 
 /// The `_meta` key under which an MCP tool carries its digest ([`Tool::digest`](crate::Tool::digest) for
@@ -33,86 +32,15 @@ use crate::register::tool::Tool;
 /// then an alphanumeric name.
 pub const DIGEST_META_KEY: &str = "io.github.tool-registry/digest";
 
-/// One tool as it is exported: its definition with the profile's lowered parameters.
-pub(crate) struct Exported<'a> {
-    pub(crate) definition: &'a ToolDefinition,
-    pub(crate) parameters: &'a Value,
-    pub(crate) hints: Hints,
-    pub(crate) output_schema: Option<&'a Value>,
-}
-
 /// One tool object of `profile`'s tool list (for Gemini, one function declaration).
 pub(crate) fn tool_object(profile: Profile, tool: &Exported<'_>) -> Value {
-    let definition = tool.definition;
     match profile {
-        Profile::Mcp => mcp_tool(tool),
-        Profile::OpenAiChat { strict } => json!({
-            "type": "function",
-            "function": {
-                "name": definition.name,
-                "description": definition.description,
-                "parameters": tool.parameters,
-                "strict": strict,
-            },
-        }),
-        Profile::OpenAiResponses { strict } => json!({
-            "type": "function",
-            "name": definition.name,
-            "description": definition.description,
-            "parameters": tool.parameters,
-            "strict": strict,
-        }),
-        Profile::Anthropic => json!({
-            "name": definition.name,
-            "description": definition.description,
-            "input_schema": tool.parameters,
-        }),
-        Profile::Gemini => {
-            let mut declaration = Map::new();
-            declaration.insert("name".into(), definition.name.clone().into());
-            declaration.insert("description".into(), definition.description.clone().into());
-            // Gemini rejects an object schema without properties ("parameters.properties:
-            // should be non-empty for OBJECT type"); a function without parameters is
-            // declared without `parameters`.
-            if has_properties(tool.parameters) {
-                declaration.insert("parameters".into(), tool.parameters.clone());
-            }
-            Value::Object(declaration)
-        }
+        Profile::Mcp => mcp::tool_object(tool),
+        Profile::OpenAiChat { strict } => openai::chat_tool_object(tool, strict),
+        Profile::OpenAiResponses { strict } => openai::responses_tool_object(tool, strict),
+        Profile::Anthropic => anthropic::tool_object(tool),
+        Profile::Gemini => gemini::tool_object(tool),
     }
-}
-
-/// An MCP `Tool`: every behaviour hint is stated, since a client assumes MCP's defaults
-/// (`destructiveHint` and `openWorldHint` true) for the ones left out.
-fn mcp_tool(tool: &Exported<'_>) -> Value {
-    let definition = tool.definition;
-    let hints = tool.hints;
-    let mut annotations = Map::new();
-    annotations.insert("readOnlyHint".into(), hints.read_only.into());
-    annotations.insert("destructiveHint".into(), hints.destructive.into());
-    annotations.insert("idempotentHint".into(), hints.idempotent.into());
-    annotations.insert("openWorldHint".into(), hints.open_world.into());
-    let mut object = Map::new();
-    object.insert("name".into(), definition.name.clone().into());
-    if let Some(title) = &definition.title {
-        object.insert("title".into(), title.clone().into());
-        annotations.insert("title".into(), title.clone().into());
-    }
-    object.insert("description".into(), definition.description.clone().into());
-    object.insert("inputSchema".into(), tool.parameters.clone());
-    if let Some(output) = tool.output_schema {
-        object.insert("outputSchema".into(), output.clone());
-    }
-    object.insert("annotations".into(), Value::Object(annotations));
-    Value::Object(object)
-}
-
-/// Whether `schema` lists at least one property.
-fn has_properties(schema: &Value) -> bool {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|properties| !properties.is_empty())
 }
 
 /// The tool object of `tool` as `profile` exports it, before `_meta` is added: what its
@@ -146,8 +74,7 @@ fn exported_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibi
 /// The whole tool list of `profile`, from its tool objects in name order.
 pub(crate) fn tool_list(profile: Profile, tools: Vec<Value>) -> Value {
     match profile {
-        Profile::Gemini if tools.is_empty() => Value::Array(Vec::new()),
-        Profile::Gemini => json!([{ "functionDeclarations": tools }]),
+        Profile::Gemini => gemini::tool_list(tools),
         Profile::Mcp
         | Profile::OpenAiChat { .. }
         | Profile::OpenAiResponses { .. }
@@ -164,30 +91,9 @@ pub(crate) fn allowlist(profile: Profile, names: &[&str]) -> Option<Value> {
         return None;
     }
     match profile {
-        Profile::OpenAiChat { .. } => {
-            let tools: Vec<Value> = names
-                .iter()
-                .map(|name| json!({"type": "function", "function": {"name": name}}))
-                .collect();
-            Some(json!({
-                "type": "allowed_tools",
-                "allowed_tools": {"mode": "auto", "tools": tools},
-            }))
-        }
-        Profile::OpenAiResponses { .. } => {
-            let tools: Vec<Value> = names
-                .iter()
-                .map(|name| json!({"type": "function", "name": name}))
-                .collect();
-            Some(json!({"type": "allowed_tools", "mode": "auto", "tools": tools}))
-        }
-        // `VALIDATED`, not `ANY`: `ANY` forces a function call on every turn, so the model
-        // could never answer in text; `VALIDATED` lets it choose, like OpenAI's `auto`, and
-        // limits its calls to `allowedFunctionNames` (which Gemini takes only with `ANY` or
-        // `VALIDATED`).
-        Profile::Gemini => Some(json!({
-            "functionCallingConfig": {"mode": "VALIDATED", "allowedFunctionNames": names},
-        })),
+        Profile::OpenAiChat { .. } => Some(openai::chat_allowlist(names)),
+        Profile::OpenAiResponses { .. } => Some(openai::responses_allowlist(names)),
+        Profile::Gemini => Some(gemini::allowlist(names)),
         Profile::Mcp | Profile::Anthropic => None,
     }
 }

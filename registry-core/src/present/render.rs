@@ -2,10 +2,11 @@
 //!
 //! See [`Profile::render`] for each consumer's message.
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::execute::observation::Observation;
 use crate::present::profile::Profile;
+use crate::present::provider::{anthropic, gemini, mcp, openai};
 
 impl Profile {
     /// The consumer's result message for `observation`.
@@ -50,58 +51,11 @@ impl Profile {
     /// ```
     pub fn render(&self, observation: &Observation) -> Value {
         match self {
-            Profile::OpenAiChat { .. } => json!({
-                "role": "tool",
-                "tool_call_id": observation.call_id(),
-                "content": text(observation),
-            }),
-            Profile::OpenAiResponses { .. } => json!({
-                "type": "function_call_output",
-                "call_id": observation.call_id(),
-                "output": text(observation),
-            }),
-            Profile::Anthropic => {
-                let mut block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": observation.call_id(),
-                    "content": text(observation),
-                });
-                if observation.is_error() {
-                    block["is_error"] = Value::Bool(true);
-                }
-                block
-            }
-            Profile::Gemini => {
-                let response = match observation.error_text() {
-                    Some(error) => json!({ "error": error }),
-                    None => json!({ "output": observation.content() }),
-                };
-                let mut function_response = Map::new();
-                function_response.insert("name".into(), observation.tool_name().into());
-                function_response.insert("response".into(), response);
-                if !observation.has_generated_id() {
-                    function_response.insert("id".into(), observation.call_id().into());
-                }
-                json!({ "functionResponse": function_response })
-            }
-            Profile::Mcp => {
-                let mut result = json!({
-                    "content": [{"type": "text", "text": text(observation)}],
-                    "isError": observation.is_error(),
-                });
-                if observation.is_structured() {
-                    result["structuredContent"] = observation.content().clone();
-                }
-                result
-            }
+            Profile::OpenAiChat { .. } => openai::chat_result(observation),
+            Profile::OpenAiResponses { .. } => openai::responses_result(observation),
+            Profile::Anthropic => anthropic::result(observation),
+            Profile::Gemini => gemini::result(observation),
+            Profile::Mcp => mcp::result(observation),
         }
-    }
-}
-
-/// The observation as text: a string as it is, any other result as its JSON text.
-fn text(observation: &Observation) -> String {
-    match observation.content() {
-        Value::String(text) => text.clone(),
-        other => other.to_string(),
     }
 }

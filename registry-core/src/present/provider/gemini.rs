@@ -1,0 +1,168 @@
+//! Gemini, every shape in one place: the function declaration (no `parameters` for a
+//! function without any), the list wrapped in `functionDeclarations`, the `VALIDATED`
+//! allowlist, the `functionCall` parts of a response and the `functionResponse` part.
+
+use serde_json::{Map, Value, json};
+
+use crate::execute::observation::Observation;
+use crate::present::provider::Exported;
+use crate::present::reader::{Parsed, Reader, describe};
+use crate::resolve::call::ToolCall;
+
+/// A function declaration: `{name, description, parameters?}`.
+pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {
+    let definition = tool.definition;
+    let mut declaration = Map::new();
+    declaration.insert("name".into(), definition.name.clone().into());
+    declaration.insert("description".into(), definition.description.clone().into());
+    // Gemini rejects an object schema without properties ("parameters.properties:
+    // should be non-empty for OBJECT type"); a function without parameters is
+    // declared without `parameters`.
+    if has_properties(tool.parameters) {
+        declaration.insert("parameters".into(), tool.parameters.clone());
+    }
+    Value::Object(declaration)
+}
+
+/// Whether `schema` lists at least one property.
+fn has_properties(schema: &Value) -> bool {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|properties| !properties.is_empty())
+}
+
+/// The tool list: `[{functionDeclarations: [...]}]`, or nothing at all without tools.
+pub(crate) fn tool_list(tools: Vec<Value>) -> Value {
+    if tools.is_empty() {
+        Value::Array(Vec::new())
+    } else {
+        json!([{ "functionDeclarations": tools }])
+    }
+}
+
+/// `toolConfig` naming the allowed functions.
+///
+/// `VALIDATED`, not `ANY`: `ANY` forces a function call on every turn, so the model could
+/// never answer in text; `VALIDATED` lets it choose, like OpenAI's `auto`, and limits its calls
+/// to `allowedFunctionNames` (which Gemini takes only with `ANY` or `VALIDATED`).
+pub(crate) fn allowlist(names: &[&str]) -> Value {
+    json!({
+        "functionCallingConfig": {"mode": "VALIDATED", "allowedFunctionNames": names},
+    })
+}
+
+/// A `functionResponse` part: the result as JSON (`output`), or the error text (`error`);
+/// the call's `id` echoed only when the call had one.
+pub(crate) fn result(observation: &Observation) -> Value {
+    let response = match observation.error_text() {
+        Some(error) => json!({ "error": error }),
+        None => json!({ "output": observation.content() }),
+    };
+    let mut function_response = Map::new();
+    function_response.insert("name".into(), observation.tool_name().into());
+    function_response.insert("response".into(), response);
+    if !observation.has_generated_id() {
+        function_response.insert("id".into(), observation.call_id().into());
+    }
+    json!({ "functionResponse": function_response })
+}
+
+impl Reader {
+    pub(crate) fn gemini(&mut self, response: &Value) -> Parsed<()> {
+        match response {
+            Value::Object(object)
+                if object.contains_key("candidates") || object.contains_key("promptFeedback") =>
+            {
+                // A prompt that was blocked has no candidates.
+                let Some(candidates) = object.get("candidates") else {
+                    return Ok(());
+                };
+                let candidates = self.as_array(candidates, "/candidates", "an array of candidates")?;
+                self.single_choice(candidates.len(), "/candidates", "candidate")?;
+                for (index, candidate) in candidates.iter().enumerate() {
+                    let pointer = format!("/candidates/{index}");
+                    let candidate = self.object(candidate, &pointer, "a candidate object")?;
+                    // A candidate stopped for safety or recitation may have no content.
+                    match candidate.get("content") {
+                        None | Some(Value::Null) => {}
+                        Some(content) => {
+                            let pointer = format!("{pointer}/content");
+                            let content = self.object(content, &pointer, "a content object")?;
+                            self.gemini_content(content, &pointer)?;
+                        }
+                    }
+                }
+                Ok(())
+            }
+            Value::Object(object) if object.contains_key("parts") => {
+                self.gemini_content(object, "")
+            }
+            Value::Object(object) if object.contains_key("functionCall") => {
+                self.gemini_part(object, "")
+            }
+            Value::Array(parts) => self.gemini_parts(parts, ""),
+            other => Err(self.error(
+                "",
+                format!(
+                    "expected a response (with `candidates`), a content (with `parts`), a list of parts or one part, found {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+
+    pub(crate) fn gemini_content(
+        &mut self,
+        content: &Map<String, Value>,
+        pointer: &str,
+    ) -> Parsed<()> {
+        match content.get("parts") {
+            None | Some(Value::Null) => Ok(()),
+            Some(parts) => {
+                let pointer = format!("{pointer}/parts");
+                let parts = self.as_array(parts, &pointer, "an array of parts")?;
+                self.gemini_parts(parts, &pointer)
+            }
+        }
+    }
+
+    pub(crate) fn gemini_parts(&mut self, parts: &[Value], pointer: &str) -> Parsed<()> {
+        for (index, part) in parts.iter().enumerate() {
+            let pointer = format!("{pointer}/{index}");
+            let part = self.object(part, &pointer, "a part object")?;
+            self.gemini_part(part, &pointer)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn gemini_part(&mut self, part: &Map<String, Value>, pointer: &str) -> Parsed<()> {
+        let Some(call) = part.get("functionCall") else {
+            return Ok(());
+        };
+        let pointer = format!("{pointer}/functionCall");
+        let call = self.object(call, &pointer, "a function call object")?;
+        let name = self.string(call, &pointer, "name", "the tool name")?;
+        // A function without parameters may be called without `args`.
+        let arguments = match call.get("args") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(args) => Value::Object(
+                self.object(args, &format!("{pointer}/args"), "the arguments object")?
+                    .clone(),
+            ),
+        };
+        // The position of the call among the response's calls: stable for the same response.
+        let position = self.calls.len();
+        let call = match call.get("id") {
+            None | Some(Value::Null) => {
+                ToolCall::new(format!("call_{position}"), name, arguments).with_generated_id()
+            }
+            Some(_) => {
+                let id = self.string(call, &pointer, "id", "the call id")?;
+                ToolCall::new(id, name, arguments)
+            }
+        };
+        self.calls.push(call);
+        Ok(())
+    }
+}

@@ -1,0 +1,131 @@
+//! MCP, every shape in one place: the `Tool` object (every hint stated), the `tools/call`
+//! request a client sends, and the `CallToolResult` that answers it.
+
+use serde_json::{Map, Value, json};
+
+use crate::execute::observation::Observation;
+use crate::present::provider::Exported;
+use crate::present::provider::text;
+use crate::present::reader::{Parsed, Reader, describe, describe_member};
+use crate::resolve::call::ToolCall;
+
+/// An MCP `Tool`: every behaviour hint is stated, since a client assumes MCP's defaults
+/// (`destructiveHint` and `openWorldHint` true) for the ones left out.
+pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {
+    let definition = tool.definition;
+    let hints = tool.hints;
+    let mut annotations = Map::new();
+    annotations.insert("readOnlyHint".into(), hints.read_only.into());
+    annotations.insert("destructiveHint".into(), hints.destructive.into());
+    annotations.insert("idempotentHint".into(), hints.idempotent.into());
+    annotations.insert("openWorldHint".into(), hints.open_world.into());
+    let mut object = Map::new();
+    object.insert("name".into(), definition.name.clone().into());
+    if let Some(title) = &definition.title {
+        object.insert("title".into(), title.clone().into());
+        annotations.insert("title".into(), title.clone().into());
+    }
+    object.insert("description".into(), definition.description.clone().into());
+    object.insert("inputSchema".into(), tool.parameters.clone());
+    if let Some(output) = tool.output_schema {
+        object.insert("outputSchema".into(), output.clone());
+    }
+    object.insert("annotations".into(), Value::Object(annotations));
+    Value::Object(object)
+}
+
+/// A `CallToolResult`: the text content, `isError`, and `structuredContent` when the tool has
+/// an output schema and the result is an object.
+pub(crate) fn result(observation: &Observation) -> Value {
+    let mut result = json!({
+        "content": [{"type": "text", "text": text(observation)}],
+        "isError": observation.is_error(),
+    });
+    if observation.is_structured() {
+        result["structuredContent"] = observation.content().clone();
+    }
+    result
+}
+
+impl Reader {
+    pub(crate) fn mcp(&mut self, message: &Value) -> Parsed<()> {
+        match message {
+            Value::Object(object) if object.contains_key("method") => {
+                self.mcp_request(object, "")
+            }
+            Value::Object(object) if object.contains_key("name") => {
+                let position = self.calls.len();
+                let call = self.mcp_params(object, "", format!("call_{position}"))?;
+                self.calls.push(call.with_generated_id());
+                Ok(())
+            }
+            Value::Array(batch) => {
+                for (index, request) in batch.iter().enumerate() {
+                    let pointer = format!("/{index}");
+                    let request = self.object(request, &pointer, "a JSON-RPC request")?;
+                    self.mcp_request(request, &pointer)?;
+                }
+                Ok(())
+            }
+            other => Err(self.error(
+                "",
+                format!(
+                    "expected a `tools/call` request (with `method`) or its `params` (with `name`), found {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+
+    pub(crate) fn mcp_request(
+        &mut self,
+        request: &Map<String, Value>,
+        pointer: &str,
+    ) -> Parsed<()> {
+        let method = self.string(request, pointer, "method", "the JSON-RPC method")?;
+        // Other requests and notifications carry no tool call.
+        if method != "tools/call" {
+            return Ok(());
+        }
+        let id = match request.get("id") {
+            Some(Value::String(id)) => id.clone(),
+            Some(Value::Number(id)) => id.to_string(),
+            other => {
+                return Err(self.error(
+                    &format!("{pointer}/id"),
+                    format!(
+                        "expected the request id (a string or a number), found {}",
+                        describe_member(other)
+                    ),
+                ));
+            }
+        };
+        let params = self.member(request, pointer, "params")?;
+        let pointer = format!("{pointer}/params");
+        let params = self.object(params, &pointer, "the `tools/call` params object")?;
+        let call = self.mcp_params(params, &pointer, id)?;
+        self.calls.push(call);
+        Ok(())
+    }
+
+    pub(crate) fn mcp_params(
+        &self,
+        params: &Map<String, Value>,
+        pointer: &str,
+        id: String,
+    ) -> Parsed<ToolCall> {
+        let name = self.string(params, pointer, "name", "the tool name")?;
+        let arguments = match params.get("arguments") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(arguments) => Value::Object(
+                self.object(
+                    arguments,
+                    &format!("{pointer}/arguments"),
+                    "the arguments object",
+                )?
+                .clone(),
+            ),
+        };
+        Ok(ToolCall::new(id, name, arguments))
+    }
+}

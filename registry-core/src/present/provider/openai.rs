@@ -1,0 +1,207 @@
+//! OpenAI (Chat Completions and Responses), every shape in one place: the tool object
+//! (`strict` as the profile says), the `allowed_tools` allowlist, the calls in a response
+//! (`tool_calls` of the one choice's message; `function_call` items) and the result message
+//! (`role: tool`; `function_call_output`).
+
+use serde_json::{Map, Value, json};
+
+use crate::execute::observation::Observation;
+use crate::present::provider::Exported;
+use crate::present::provider::text;
+use crate::present::reader::{Parsed, Reader, call_from_text, describe, is_message};
+
+/// A Chat Completions tool: `{type: "function", function: {name, description, parameters, strict}}`.
+pub(crate) fn chat_tool_object(tool: &Exported<'_>, strict: bool) -> Value {
+    let definition = tool.definition;
+    json!({
+        "type": "function",
+        "function": {
+            "name": definition.name,
+            "description": definition.description,
+            "parameters": tool.parameters,
+            "strict": strict,
+        },
+    })
+}
+
+/// A Responses tool: flat, `{type: "function", name, description, parameters, strict}`.
+pub(crate) fn responses_tool_object(tool: &Exported<'_>, strict: bool) -> Value {
+    let definition = tool.definition;
+    json!({
+        "type": "function",
+        "name": definition.name,
+        "description": definition.description,
+        "parameters": tool.parameters,
+        "strict": strict,
+    })
+}
+
+/// Chat Completions' `tool_choice` naming the allowed tools.
+pub(crate) fn chat_allowlist(names: &[&str]) -> Value {
+    let tools: Vec<Value> = names
+        .iter()
+        .map(|name| json!({"type": "function", "function": {"name": name}}))
+        .collect();
+    json!({
+        "type": "allowed_tools",
+        "allowed_tools": {"mode": "auto", "tools": tools},
+    })
+}
+
+/// Responses' `tool_choice` naming the allowed tools.
+pub(crate) fn responses_allowlist(names: &[&str]) -> Value {
+    let tools: Vec<Value> = names
+        .iter()
+        .map(|name| json!({"type": "function", "name": name}))
+        .collect();
+    json!({"type": "allowed_tools", "mode": "auto", "tools": tools})
+}
+
+/// A Chat Completions result: a `tool` message.
+pub(crate) fn chat_result(observation: &Observation) -> Value {
+    json!({
+        "role": "tool",
+        "tool_call_id": observation.call_id(),
+        "content": text(observation),
+    })
+}
+
+/// A Responses result: a `function_call_output` item.
+pub(crate) fn responses_result(observation: &Observation) -> Value {
+    json!({
+        "type": "function_call_output",
+        "call_id": observation.call_id(),
+        "output": text(observation),
+    })
+}
+
+impl Reader {
+    pub(crate) fn chat(&mut self, response: &Value) -> Parsed<()> {
+        match response {
+            Value::Object(object) if object.contains_key("choices") => {
+                let choices = self.array(object, "", "choices", "an array of choices")?;
+                self.single_choice(choices.len(), "/choices", "choice")?;
+                for (index, choice) in choices.iter().enumerate() {
+                    let pointer = format!("/choices/{index}");
+                    let choice = self.object(choice, &pointer, "a choice object")?;
+                    let message = self.member(choice, &pointer, "message")?;
+                    let pointer = format!("{pointer}/message");
+                    let message = self.object(message, &pointer, "an assistant message")?;
+                    self.chat_message(message, &pointer)?;
+                }
+                Ok(())
+            }
+            Value::Object(object) if is_message(object) => self.chat_message(object, ""),
+            Value::Array(tool_calls) => self.chat_tool_calls(tool_calls, ""),
+            other => Err(self.error(
+                "",
+                format!(
+                    "expected a chat completion (with `choices`), an assistant message (with `role` and `tool_calls`) or a `tool_calls` array, found {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+
+    pub(crate) fn chat_message(
+        &mut self,
+        message: &Map<String, Value>,
+        pointer: &str,
+    ) -> Parsed<()> {
+        match message.get("tool_calls") {
+            None | Some(Value::Null) => Ok(()),
+            Some(Value::Array(tool_calls)) => {
+                self.chat_tool_calls(tool_calls, &format!("{pointer}/tool_calls"))
+            }
+            Some(other) => Err(self.error(
+                &format!("{pointer}/tool_calls"),
+                format!("expected an array of tool calls, found {}", describe(other)),
+            )),
+        }
+    }
+
+    pub(crate) fn chat_tool_calls(&mut self, tool_calls: &[Value], pointer: &str) -> Parsed<()> {
+        for (index, call) in tool_calls.iter().enumerate() {
+            let pointer = format!("{pointer}/{index}");
+            let call = self.object(call, &pointer, "a tool call object")?;
+            // Only function calls are the registry's; a custom tool's call is the
+            // application's own.
+            if !self.kind_is(call, &pointer, "function", true)? {
+                continue;
+            }
+            let id = self.string(call, &pointer, "id", "the call id")?;
+            let function = self.member(call, &pointer, "function")?;
+            let function_pointer = format!("{pointer}/function");
+            let function = self.object(function, &function_pointer, "a function call object")?;
+            let name = self.string(function, &function_pointer, "name", "the tool name")?;
+            let arguments = self.string(
+                function,
+                &function_pointer,
+                "arguments",
+                "the arguments as JSON text",
+            )?;
+            self.calls.push(call_from_text(id, name, arguments));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn single_choice(&self, count: usize, pointer: &str, what: &str) -> Parsed<()> {
+        if count > 1 {
+            return Err(self.error(
+                pointer,
+                format!(
+                    "found {count} {what}s, which are alternatives, not calls to make together; pass the {what} to continue with (e.g. `{pointer}/0`)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn responses(&mut self, response: &Value) -> Parsed<()> {
+        match response {
+            Value::Object(object) if object.contains_key("output") => {
+                let items = self.array(object, "", "output", "an array of output items")?;
+                self.responses_items(items, "/output")
+            }
+            Value::Object(object) if object.contains_key("type") => {
+                self.responses_item(object, "")
+            }
+            Value::Array(items) => self.responses_items(items, ""),
+            other => Err(self.error(
+                "",
+                format!(
+                    "expected a response (with `output`), a list of items or one item (with `type`), found {}",
+                    describe(other)
+                ),
+            )),
+        }
+    }
+
+    pub(crate) fn responses_items(&mut self, items: &[Value], pointer: &str) -> Parsed<()> {
+        for (index, item) in items.iter().enumerate() {
+            let pointer = format!("{pointer}/{index}");
+            let item = self.object(item, &pointer, "an item object")?;
+            self.responses_item(item, &pointer)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn responses_item(
+        &mut self,
+        item: &Map<String, Value>,
+        pointer: &str,
+    ) -> Parsed<()> {
+        // Input messages may leave out their type; every other item has one.
+        if !item.contains_key("type") && item.contains_key("role") {
+            return Ok(());
+        }
+        if !self.kind_is(item, pointer, "function_call", false)? {
+            return Ok(());
+        }
+        let id = self.string(item, pointer, "call_id", "the call id")?;
+        let name = self.string(item, pointer, "name", "the tool name")?;
+        let arguments = self.string(item, pointer, "arguments", "the arguments as JSON text")?;
+        self.calls.push(call_from_text(id, name, arguments));
+        Ok(())
+    }
+}
