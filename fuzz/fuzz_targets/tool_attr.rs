@@ -12,7 +12,8 @@
 //! attribute's arguments and the rest is the item, as the compiler would pass them;
 //! otherwise the arguments are empty and the whole input is the item.
 //!
-//! Beyond "no panic": an expansion without `compile_error!` must parse as Rust items.
+//! Beyond "no panic": an expansion without `compile_error!` must parse as Rust items (unless
+//! `crate = ...` names a 2018 keyword, see `crate_path_has_keyword`).
 
 #![no_main]
 #![allow(dead_code, unreachable_pub)]
@@ -63,6 +64,26 @@ fn split(tokens: TokenStream) -> Option<(TokenStream, TokenStream)> {
     Some((args, trees[2..].iter().cloned().collect()))
 }
 
+/// Whether the `crate = ...` path of `args` names a keyword of Rust 2018 and later (`try`,
+/// `async`, ...). syn reads such a path, as Rust 2015 allows; the expansion then has
+/// `try::__private::...` in type position, which syn (and rustc, in 2018 and later, with an
+/// error at the user's `try`) refuses. Not a defect of the macro: see bench/fuzz/README.md.
+fn crate_path_has_keyword(args: &TokenStream) -> bool {
+    let trees: Vec<TokenTree> = args.clone().into_iter().collect();
+    trees.windows(2).enumerate().any(|(at, pair)| match pair {
+        [TokenTree::Ident(key), TokenTree::Punct(eq)] if key == "crate" && eq.as_char() == '=' => {
+            trees[at + 2..]
+                .iter()
+                .take_while(|tree| !matches!(tree, TokenTree::Punct(p) if p.as_char() == ','))
+                .any(|tree| {
+                    matches!(tree, TokenTree::Ident(ident)
+                        if ["async", "await", "dyn", "try", "gen"].iter().any(|kw| ident == kw))
+                })
+        }
+        _ => false,
+    })
+}
+
 fn has_compile_error(tokens: TokenStream) -> bool {
     tokens.into_iter().any(|tree| match tree {
         TokenTree::Ident(ident) => ident == "compile_error",
@@ -81,9 +102,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((args, item)) = split(tokens) else {
         return;
     };
+    let keyword_crate = crate_path_has_keyword(&args);
     let expanded = expand::tool(args, item);
     std::hint::black_box(expanded.to_string());
-    if !has_compile_error(expanded.clone())
+    if !keyword_crate
+        && !has_compile_error(expanded.clone())
         && let Err(error) = syn::parse2::<syn::File>(expanded.clone())
     {
         panic!("an expansion without errors is not Rust items ({error}):\n{expanded}");
