@@ -53,7 +53,11 @@ fn fixture() -> &'static Fixture {
 struct Output(Arc<Mutex<Vec<u8>>>);
 
 impl AsyncWrite for Output {
-    fn poll_write(self: Pin<&mut Self>, _: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let mut out = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         // Bounded: a server that talks without end is caught by the timeout, not by memory.
         if out.len() < 64 << 20 {
@@ -91,7 +95,10 @@ fn with_request_state(line: &[u8], output: &Output) -> Vec<u8> {
         .unwrap_or(b"");
     let mut replaced = Vec::with_capacity(line.len() + state.len());
     let mut rest = line;
-    while let Some(at) = rest.windows(PLACEHOLDER.len()).position(|w| w == PLACEHOLDER) {
+    while let Some(at) = rest
+        .windows(PLACEHOLDER.len())
+        .position(|w| w == PLACEHOLDER)
+    {
         replaced.extend_from_slice(&rest[..at]);
         replaced.extend_from_slice(state);
         rest = &rest[at + PLACEHOLDER.len()..];
@@ -108,8 +115,8 @@ fuzz_target!(|data: &[u8]| {
     // The defaults, but for a change poll that would only wake the runtime in vain (the
     // registry does not change here).
     let options = ServerOptions::default().with_poll_interval(Duration::from_secs(10));
-    let server = McpServer::new(fixture.registry.clone(), options)
-        .expect("the registry is MCP-compatible");
+    let server =
+        McpServer::new(fixture.registry.clone(), options).expect("the registry is MCP-compatible");
     // Paused time: the clock jumps to the next timer whenever every task waits, so the
     // client's pauses below cost no real time, and neither do the server's timeouts.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -138,7 +145,12 @@ fuzz_target!(|data: &[u8]| {
         });
         let (read, _write) = tokio::io::split(server_end);
         server
-            .serve_io(&format!("fuzz-{n}"), tools::subject(n), read, output.clone())
+            .serve_io(
+                &format!("fuzz-{n}"),
+                tools::subject(n),
+                read,
+                output.clone(),
+            )
             .await
     });
     drop(runtime);

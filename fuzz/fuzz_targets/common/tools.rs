@@ -96,7 +96,12 @@ pub fn get_status(
     verbose: Option<bool>,
 ) -> Result<String, String> {
     match project.as_str() {
-        "web" => Ok(if verbose == Some(true) { "passed (12 steps)" } else { "passed" }.into()),
+        "web" => Ok(if verbose == Some(true) {
+            "passed (12 steps)"
+        } else {
+            "passed"
+        }
+        .into()),
         other => Err(format!("no project named {other:?}")),
     }
 }
@@ -308,7 +313,10 @@ impl ResettableApprovals {
     }
 
     fn current(&self) -> Arc<MemoryApprovalStore> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
