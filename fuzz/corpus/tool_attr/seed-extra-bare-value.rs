@@ -1,0 +1,3 @@
+#[tool("get_status")]
+/// Doc.
+fn get_status() -> String { String::new() }

@@ -1,0 +1,3 @@
+#[tool[name = "x"]]
+/// Doc.
+fn f() {}

@@ -1,0 +1,3 @@
+#[tool]
+/// Doc.
+struct S;

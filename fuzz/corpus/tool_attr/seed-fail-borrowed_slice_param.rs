@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+fn get_status(projects: &[String]) -> usize {
+    projects.len()
+}

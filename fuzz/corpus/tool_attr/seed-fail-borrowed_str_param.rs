@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+fn get_status(project: &str) -> String {
+    project.to_owned()
+}

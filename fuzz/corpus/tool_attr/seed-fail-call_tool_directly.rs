@@ -1,0 +1,5 @@
+#[tool]
+/// Say hello.
+fn hello() -> String {
+    "hello".into()
+}

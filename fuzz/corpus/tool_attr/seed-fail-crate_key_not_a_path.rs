@@ -1,0 +1,5 @@
+#[tool(crate = "registry_core")]
+/// Read the build status.
+fn get_status(project: String) -> String {
+    project
+}

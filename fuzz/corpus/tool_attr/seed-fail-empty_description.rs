@@ -1,0 +1,4 @@
+#[tool(description = "  ")]
+fn get_status(project: String) -> String {
+    project
+}

@@ -1,0 +1,5 @@
+#[tool(title = "")]
+/// Read the build status.
+fn get_status(project: String) -> String {
+    project
+}

@@ -1,0 +1,8 @@
+#[tool(readonly)]
+/// Read the build status.
+fn get_status(
+    /// The project to read.
+    project: String,
+) -> String {
+    project
+}

@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+fn état(project: String) -> String {
+    project
+}

@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+fn get_status(project: String) -> Result<impl serde::Serialize, String> {
+    Ok(project)
+}

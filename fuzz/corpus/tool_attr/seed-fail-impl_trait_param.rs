@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+fn get_status(project: impl Into<String>) -> String {
+    project.into()
+}

@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+    fn get_status(&self, project: String) -> String {
+        project
+    }

@@ -1,0 +1,4 @@
+#[tool]
+fn get_status(project: String) -> String {
+    project
+}

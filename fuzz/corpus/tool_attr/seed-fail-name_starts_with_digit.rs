@@ -1,0 +1,5 @@
+#[tool(name = "2fa_check")]
+/// Read the build status.
+fn get_status(project: String) -> String {
+    project
+}

@@ -1,0 +1,7 @@
+#[tool]
+/// Read the build status.
+impl Builds {
+    fn get_status(&self, project: String) -> String {
+        project
+    }
+}

@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+struct GetStatus {
+    project: String,
+}

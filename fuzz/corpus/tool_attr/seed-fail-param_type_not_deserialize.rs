@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+fn get_status(project: Project) -> String {
+    project.id
+}

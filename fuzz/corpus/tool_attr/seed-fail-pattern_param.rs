@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+fn get_status((project, branch): (String, String)) -> String {
+    project + &branch
+}

@@ -1,0 +1,5 @@
+#[tool(idempotent, idempotent)]
+/// Read the build status.
+fn get_status(project: String) -> String {
+    project
+}

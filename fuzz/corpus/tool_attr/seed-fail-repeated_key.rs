@@ -1,0 +1,5 @@
+#[tool(name = "status", name = "get_status")]
+/// Read the build status.
+fn get_status(project: String) -> String {
+    project
+}

@@ -1,0 +1,7 @@
+#[tool]
+/// Read the build status.
+fn get_status(project: String) -> Status {
+    Status {
+        green: project.is_empty(),
+    }
+}

@@ -1,0 +1,5 @@
+#[tool(timeout = "0s")]
+/// Render a report.
+fn render_report(month: String) -> String {
+    month
+}

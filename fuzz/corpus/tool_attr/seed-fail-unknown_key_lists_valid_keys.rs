@@ -1,0 +1,5 @@
+#[tool(colour = "red")]
+/// Read the build status.
+fn get_status(project: String) -> String {
+    project
+}

@@ -1,0 +1,5 @@
+#[tool(readonly)]
+/// Read the build status.
+fn get_status(project: String) -> String {
+    project
+}

@@ -1,0 +1,8 @@
+#[tool]
+/// Read the build status.
+fn get_status(project: String) -> String
+where
+    String: Clone,
+{
+    project
+}

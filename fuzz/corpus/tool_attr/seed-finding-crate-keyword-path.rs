@@ -1,0 +1,5 @@
+#[tool(crate =try)]
+/// Pingnee.
+fn ping() -> &'atistc str {
+    "pong"
+}

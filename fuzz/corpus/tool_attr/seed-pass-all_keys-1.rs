@@ -1,0 +1,5 @@
+#[tool(destructive)]
+/// Delete a file.
+fn delete_file(path: String) -> bool {
+    path.is_empty()
+}

@@ -1,0 +1,6 @@
+#[tool]
+/// Greet someone, eventually.
+async fn greet(name: String) -> String {
+    std::future::ready(()).await;
+    format!("hello, {name}")
+}

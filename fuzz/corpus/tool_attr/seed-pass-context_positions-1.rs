@@ -1,0 +1,5 @@
+#[tool]
+/// Context first.
+fn context_first(ctx: &ToolContext, a: String, b: String) -> String {
+    format!("{}:{a}{b}", ctx.call_id())
+}

@@ -1,0 +1,5 @@
+#[tool]
+/// Context in the middle.
+fn context_middle(a: String, ctx: &registry_core::ToolContext, b: String) -> String {
+    format!("{a}:{}:{b}", ctx.call_id())
+}

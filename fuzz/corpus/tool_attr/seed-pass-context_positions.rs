@@ -1,0 +1,5 @@
+#[tool]
+/// Only the context.
+fn context_only(ctx: &ToolContext) -> String {
+    ctx.tool_name().to_owned()
+}

@@ -1,0 +1,5 @@
+#[tool(crate = crate::runtime::registry)]
+/// Ping through a re-exported runtime.
+fn ping() -> &'static str {
+    "pong"
+}

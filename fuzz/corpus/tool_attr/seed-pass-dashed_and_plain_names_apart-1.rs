@@ -1,0 +1,3 @@
+#[tool(name = "x612d62")]
+/// A name that spells the dashed one's guard, were it written in hexadecimal.
+fn hex_like() {}

@@ -1,0 +1,3 @@
+#[tool(name = "a_-b")]
+/// Dashes elsewhere.
+fn dash_after_underscore() {}

@@ -1,0 +1,3 @@
+#[tool(name = "a-b")]
+/// A name with a dash.
+fn dashed() {}

@@ -1,0 +1,5 @@
+#[tool]
+/// Name the tool.
+        fn context_from_macro(ctx: $ctx) -> String {
+            ctx.tool_name().to_owned()
+        }

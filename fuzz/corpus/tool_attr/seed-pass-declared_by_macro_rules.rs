@@ -1,0 +1,6 @@
+#[tool]
+/// Echo the value back.
+        fn $name(ctx: &ToolContext, value: $ty) -> $ty {
+            let _ = ctx;
+            value
+        }

@@ -1,0 +1,5 @@
+#[tool]
+/// Read the build status.
+fn get_status(project: String) -> String {
+    project
+}

@@ -1,0 +1,5 @@
+#[tool(name = "get-status")]
+/// Read the status.
+fn status() -> bool {
+    true
+}

@@ -1,0 +1,5 @@
+#[tool]
+/// A tool declared inside a function body.
+    fn local_tool(x: u8) -> u8 {
+        x + 1
+    }

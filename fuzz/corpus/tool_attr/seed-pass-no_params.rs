@@ -1,0 +1,5 @@
+#[tool]
+/// Tell the time, always noon.
+fn now() -> String {
+    "12:00".to_owned()
+}

@@ -1,0 +1,3 @@
+#[tool]
+/// Return nothing, spelled out.
+fn unit() -> () {}

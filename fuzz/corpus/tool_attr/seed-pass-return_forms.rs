@@ -1,0 +1,5 @@
+#[tool]
+/// Return a plain value.
+fn plain() -> Vec<u8> {
+    vec![1, 2]
+}

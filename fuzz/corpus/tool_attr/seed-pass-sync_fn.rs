@@ -1,0 +1,5 @@
+#[tool]
+/// Add two numbers.
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}

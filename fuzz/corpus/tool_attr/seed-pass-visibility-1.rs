@@ -1,0 +1,5 @@
+#[tool]
+/// A crate-visible tool.
+pub(crate) fn crate_tool() -> u8 {
+    2
+}

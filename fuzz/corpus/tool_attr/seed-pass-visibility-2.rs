@@ -1,0 +1,5 @@
+#[tool]
+/// A private tool.
+fn private_tool() -> u8 {
+    3
+}

@@ -1,0 +1,5 @@
+#[tool]
+/// A public tool.
+pub fn public_tool() -> u8 {
+    1
+}

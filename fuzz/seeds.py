@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora under fuzz/corpus/<target>/ from the repository's fixtures.
+
+    python3 fuzz/seeds.py
+
+- parse_calls: tests/fixtures/<profile>/*.json, as they are.
+- call_text: the calls of examples/transcripts/transcript.json and of tests/tests/hostile.rs,
+  mapped onto the fuzz registry's tools (fuzz_targets/common/tools.rs), plus calls that reach
+  each tool, the call policy, approvals and the rate limit. Format: `NAME\\nARGS[\\0EDITED]`.
+- mcp_server: JSON-RPC sessions as a client writes them (newline-delimited), for the
+  protocol revisions rmcp speaks, with and without elicitation, and malformed ones (`$STATE`
+  stands for the last `requestState` the server sent; see fuzz_targets/mcp_server.rs).
+- tool_attr: every `#[tool(...)]` item of tests/tests/ui/{pass,fail}/*.rs, the attribute
+  first and the item (doc comments included) after it, as the compiler passes them.
+
+Deterministic: run it again and `git status` shows no change unless a fixture changed. It
+only adds and overwrites its own files (named after their source); the corpus files that
+libFuzzer adds while running are not touched.
+"""
+
+import json
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "fuzz" / "corpus"
+
+
+def write(target, name, data):
+    if isinstance(data, str):
+        data = data.encode()
+    directory = CORPUS / target
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"seed-{name}").write_bytes(data)
+
+
+def parse_calls():
+    for path in sorted((ROOT / "tests" / "fixtures").glob("*/*.json")):
+        write("parse_calls", f"{path.parent.name}-{path.name}", path.read_bytes())
+
+
+def compact(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def call_text():
+    seeds = {}
+    transcript = json.loads((ROOT / "examples" / "transcripts" / "transcript.json").read_text())
+    for step in transcript["steps"]:
+        call = step.get("call")
+        if not call:
+            continue
+        text = call.get("arguments_text")
+        if text is None:
+            text = json.dumps(call["arguments"])
+        seeds[f"transcript-{call['id']}"] = f"{call['name']}\n{text}"
+    hostile = {
+        "duplicate-key": ("get_status", '{"project": "web", "project": "api"}'),
+        "malformed": ("get_status", '{"project": "web"'),
+        "trailing-garbage": ("get_status", '{"project": "web"} {}'),
+        "deep-nesting": ("get_status", '{"project": ' + "[" * 70 + "0" + "]" * 70 + "}"),
+        "null": ("get_status", "null"),
+        "array": ("get_status", '["web"]'),
+        "string": ("get_status", '"{\\"project\\": \\"web\\"}"'),
+        "empty": ("get_status", ""),
+        "zero-width-name": ("get_\u200bstatus", '{"project": "web"}'),
+        "typo-name": ("get_stauts", '{"project": "web"}'),
+        "case-name": ("Get_Status", '{"project": "web"}'),
+        "hidden": ("purge_all", '{"reason": "x"}'),
+        "u32-overflow": ("list_builds", '{"project": "web", "limit": 5000000000, "labels": []}'),
+        "u16-overflow": ("deploy", '{"project": "web", "env": "staging", "replicas": 70000}'),
+        "lone-surrogate": ("get_status", '{"project": "\\ud800"}'),
+        "big-float": ("weighted_mean", '{"values": [1e308, 1e308], "weights": [2147483647, 1]}'),
+        "negative-zero": ("weighted_mean", '{"values": [-0.0], "weights": [0]}'),
+    }
+    for name, (tool, text) in hostile.items():
+        seeds[f"hostile-{name}"] = f"{tool}\n{text}"
+    tools = {
+        "get_status": {"project": "web", "verbose": True},
+        "list_builds": {
+            "project": "web",
+            "limit": 2,
+            "state": "failed",
+            "labels": ["nightly"],
+            "filter": {"kind": "range", "from": 1, "to": 9},
+        },
+        "list_builds-label": {"project": "web", "labels": [], "filter": {"kind": "label", "label": "x"}},
+        "list_builds-all": {"project": "web", "labels": [], "filter": {"kind": "all"}, "state": None},
+        "record_build": {
+            "build": {
+                "number": 7,
+                "state": "passed",
+                "owner": {"name": "ci", "email": "ci@example.com"},
+                "labels": ["a", "b"],
+                "seconds": 12.5,
+            },
+            "replaces": [
+                {"number": 6, "state": "queued", "owner": {"name": "x", "email": None}, "labels": []}
+            ],
+            "note": "from the fuzzer",
+        },
+        "record_build-denied": {
+            "build": {"number": 8, "state": "failed", "owner": {"name": "ci"}, "labels": []}
+        },
+        "deploy-staging": {"project": "web", "env": "staging", "replicas": 3},
+        "deploy-legacy": {"project": "legacy", "env": "staging"},
+        "drop_preview": {"name": "pr-1234"},
+        "ping": {"seq": 41},
+        "weighted_mean": {"values": [1.5, 2.5], "weights": [1, 3]},
+        "lookup": {
+            "key": "user_1",
+            "namespace": "users",
+            "limit": 10,
+            "score": 0.5,
+            "fields": ["name", "email"],
+            "range": {"from": 1, "to": None},
+            "flag": "auto",
+        },
+        "lookup-missing": {"key": "missing", "namespace": "builds", "flag": True},
+        "lookup-bad": {"key": "9-Bad Key", "namespace": "nope", "limit": 0, "fields": ["a", "a"]},
+    }
+    for name, arguments in tools.items():
+        seeds[f"tool-{name}"] = f"{name.split('-')[0]}\n{json.dumps(arguments)}"
+    production = json.dumps({"project": "web", "env": "production"})
+    seeds["approve-deploy-production"] = f"deploy\n{production}"
+    seeds["approve-with-deploy-production"] = (
+        f"deploy\n{production}\0" + json.dumps({"project": "web", "env": "staging", "replicas": 2})
+    )
+    seeds["approve-with-invalid"] = f"deploy\n{production}\0" + json.dumps({"project": 1})
+    seeds["deny-deploy-production"] = f"deploy\n{production}\0no"
+    seeds["approve-lookup-teams"] = "lookup\n" + json.dumps({"key": "core", "namespace": "teams"})
+    seeds["deny-drop-preview"] = 'drop_preview\n{"name": "pr-9"}\0-'
+    for name, text in seeds.items():
+        write("call_text", name, text)
+
+
+INIT_OLD = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "fuzz", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+META_NEW = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def request(id, method, params=None, meta=None):
+    message = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None or meta is not None:
+        params = dict(params or {})
+        if meta is not None:
+            params["_meta"] = meta
+        message["params"] = params
+    return message
+
+
+def call(id, name, arguments=None, meta=None):
+    params = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return request(id, "tools/call", params, meta)
+
+
+def session(*messages):
+    return "".join((m if isinstance(m, str) else compact(m)) + "\n" for m in messages)
+
+
+def mcp_server():
+    with_elicitation = json.loads(json.dumps(INIT_OLD))
+    with_elicitation["params"]["capabilities"] = {"elicitation": {"form": {}}}
+    with_elicitation["params"]["protocolVersion"] = "2025-11-25"
+    elicit_meta = dict(META_NEW)
+    elicit_meta["io.modelcontextprotocol/clientCapabilities"] = {"elicitation": {"form": {}}}
+    sessions = {
+        "list-and-call": session(
+            INIT_OLD,
+            INITIALIZED,
+            request(1, "tools/list"),
+            call(2, "get_status", {"project": "web", "verbose": True}),
+            call(3, "list_builds", {"project": "web", "labels": ["x"], "filter": {"kind": "all"}}),
+            call(4, "weighted_mean", {"values": [1, 2]}),
+            request(5, "ping"),
+        ),
+        "errors": session(
+            INIT_OLD,
+            INITIALIZED,
+            call("a", "get_status", {"projct": "web"}),
+            call("b", "get_stauts", {"project": "web"}),
+            call("c", "purge_all", {"reason": "x"}),
+            call("d", "get_status"),
+            '{"jsonrpc": "2.0", "id": "e", "method": "tools/call", "params": {"name": "get_status", "arguments": [1, 2]}}',
+            request("f", "tools/destroy", {}),
+            '{"jsonrpc": "2.0", "id": "g", "method": "tools/li',
+            "not json at all",
+            '{"hello": "world"}',
+            request("h", "tools/list", {"cursor": "1.64"}),
+            request("i", "tools/list", {"cursor": "zz"}),
+        ),
+        "gate": session(
+            INIT_OLD,
+            INITIALIZED,
+            call(1, "ping", {"seq": 1}),
+            call(2, "ping", {"seq": 2}),
+            call(3, "ping", {"seq": 3}),
+            call(4, "deploy", {"project": "legacy", "env": "staging"}),
+            call(5, "deploy", {"project": "web", "env": "production"}),
+            call(6, "drop_preview", {"name": "pr-1"}),
+            call(7, "record_build", {"build": {"number": 1, "state": "passed", "owner": {"name": "ci"}, "labels": []}}),
+            call(8, "lookup", {"key": "k", "namespace": "teams"}),
+        ),
+        "elicitation": session(
+            with_elicitation,
+            INITIALIZED,
+            call(1, "drop_preview", {"name": "pr-7"}),
+            '{"jsonrpc": "2.0", "id": 0, "result": {"action": "accept", "content": {"approve": true}}}',
+            call(2, "deploy", {"project": "web", "env": "production"}),
+            '{"jsonrpc": "2.0", "id": 1, "result": {"action": "decline"}}',
+        ),
+        "inline-2026": session(
+            request(1, "server/discover", {}, META_NEW),
+            request(2, "tools/list", {}, META_NEW),
+            call(3, "get_status", {"project": "web"}, META_NEW),
+            call(4, "lookup", {"key": "user", "namespace": "users", "fields": ["a"]}, META_NEW),
+        ),
+        "inline-2026-approval": session(
+            call(1, "drop_preview", {"name": "pr-2"}, elicit_meta),
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {
+                    "name": "drop_preview",
+                    "arguments": {"name": "pr-2"},
+                    "requestState": "$STATE",
+                    "inputResponses": {"approval": {"action": "accept", "content": {"approve": True}}},
+                    "_meta": elicit_meta,
+                },
+            },
+            call(3, "deploy", {"project": "web", "env": "production"}, elicit_meta),
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {
+                    "name": "deploy",
+                    "arguments": {"project": "web", "env": "production"},
+                    "requestState": "$STATE",
+                    "inputResponses": {"approval": {"action": "decline"}},
+                    "_meta": elicit_meta,
+                },
+            },
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {
+                    "name": "drop_preview",
+                    "arguments": {"name": "pr-2"},
+                    "requestState": "bogus",
+                    "inputResponses": {"approval": {"action": "accept", "content": {"approve": True}}},
+                    "_meta": elicit_meta,
+                },
+            },
+        ),
+        "inline-2026-missing-meta": session(
+            request(1, "tools/list", {}, {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}),
+            request(2, "tools/list", {}, {"io.modelcontextprotocol/protocolVersion": "1999-01-01",
+                                          "io.modelcontextprotocol/clientCapabilities": {}}),
+        ),
+        "batch-and-notifications": session(
+            INIT_OLD,
+            INITIALIZED,
+            [request(1, "ping"), call(2, "get_status", {"project": "web"})],
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}},
+            {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+            request(3, "logging/setLevel", {"level": "debug"}),
+            request(4, "resources/list"),
+            request(5, "prompts/list"),
+        ),
+        "ping-before-init": session(request("p", "ping"), INIT_OLD, INITIALIZED, request(1, "tools/list", {})),
+        "unsupported-version": session(
+            dict(INIT_OLD, params=dict(INIT_OLD["params"], protocolVersion="1.0")),
+            INITIALIZED,
+            request(1, "tools/list"),
+        ),
+    }
+    for name, text in sessions.items():
+        write("mcp_server", name, text)
+
+
+def tool_items(source):
+    """Each `#[tool...]` attribute of `source` with the item after it: (attribute, item)."""
+    for match in re.finditer(r"#\[tool\b", source):
+        start = match.start()
+        depth = 0
+        i = start + 1
+        while True:
+            c = source[i]
+            if c in "[(":
+                depth += 1
+            elif c in "])":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        attribute = source[start : i + 1]
+        # Doc comments and attributes just above the attribute belong to the item.
+        lines = source[:start].rstrip().split("\n")
+        above = []
+        while lines and lines[-1].strip().startswith(("///", "#[")) and "#[tool" not in lines[-1]:
+            above.insert(0, lines.pop().strip())
+        rest = source[i + 1 :]
+        # The item: up to its closing brace at depth 0 (or `;`).
+        depth = 0
+        j = 0
+        in_string = False
+        while j < len(rest):
+            c = rest[j]
+            if in_string:
+                if c == "\\":
+                    j += 1
+                elif c == '"':
+                    in_string = False
+            elif c == '"':
+                in_string = True
+            elif c == "/" and rest[j : j + 2] == "//":
+                j = rest.index("\n", j)
+            elif c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif c == ";" and depth == 0:
+                break
+            j += 1
+        item = "\n".join(above) + ("\n" if above else "") + rest[: j + 1].strip("\n")
+        yield attribute, item
+
+
+def tool_attr():
+    for path in sorted((ROOT / "tests" / "tests" / "ui").glob("*/*.rs")):
+        source = path.read_text()
+        for n, (attribute, item) in enumerate(tool_items(source)):
+            suffix = f"-{n}" if n else ""
+            write("tool_attr", f"{path.parent.name}-{path.stem}{suffix}.rs", f"{attribute}\n{item}\n")
+    extra = {
+        "bare-value": '#[tool("get_status")]\n/// Doc.\nfn get_status() -> String { String::new() }\n',
+        "brackets": '#[tool[name = "x"]]\n/// Doc.\nfn f() {}\n',
+        "not-fn": "#[tool]\n/// Doc.\nstruct S;\n",
+        "no-attribute": "/// Doc.\npub async fn plain(a: u8, b: Option<Vec<String>>) -> Result<u8, String> { Ok(a) }\n",
+        "unknown-keys": '#[tool(nmae = "x", rate_limt = "1/s", crate = "registry_core", foo(bar = 1))]\n/// Doc.\nfn f() {}\n',
+        "limits": '#[tool(rate_limit = "4294967296/h", timeout = "18446744073709551615m")]\n/// Doc.\nfn f() {}\n',
+    }
+    for name, text in extra.items():
+        write("tool_attr", f"extra-{name}.rs", text)
+
+
+if __name__ == "__main__":
+    parse_calls()
+    call_text()
+    mcp_server()
+    tool_attr()
+    for target in sorted(p.name for p in CORPUS.iterdir()):
+        files = list((CORPUS / target).glob("seed-*"))
+        size = sum(f.stat().st_size for f in files)
+        print(f"{target}: {len(files)} seeds, {size} bytes")
