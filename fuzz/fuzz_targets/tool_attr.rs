@@ -32,6 +32,8 @@ mod expand;
 mod model;
 #[path = "../../registry-macros/src/name.rs"]
 mod name;
+#[path = "../../registry-macros/src/symbol.rs"]
+mod symbol;
 
 use std::str::FromStr;
 
