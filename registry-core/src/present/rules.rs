@@ -1,6 +1,24 @@
 //! The facts of `shared/reference/providers.md` that both lowering and the checker use:
 //! one table each, so that the two cannot disagree about what a provider takes.
 
+/// JSON Schema's numeric, length and count bounds: what Anthropic's `strict: true` takes none
+/// of, and what lowering moves into the description where a profile does not take it.
+pub(crate) const BOUNDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+];
+
 /// The string formats OpenAI takes (strict and not).
 pub(crate) const OPENAI_FORMATS: &[&str] = &[
     "date-time",

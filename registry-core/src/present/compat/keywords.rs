@@ -84,23 +84,6 @@ pub(super) const GEMINI_FIELDS: &[&str] = &[
     "maxLength",
 ];
 
-/// Numeric and length bounds (none with Anthropic's `strict: true`).
-pub(super) const BOUNDS: &[&str] = &[
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "minProperties",
-    "maxProperties",
-];
-
 impl Checker<'_, '_> {
     /// The rules about the keywords of one schema.
     pub(super) fn keywords(&mut self, object: &Map<String, Value>, pointer: &str) {

@@ -6,7 +6,7 @@ use super::merge::merge_into;
 use super::words::{self, Text};
 use super::{Lowering, child};
 use crate::present::rules::{
-    ANTHROPIC_FORMATS, GEMINI_NUMBER_FORMATS, GEMINI_STRING_FORMATS, OPENAI_FORMATS,
+    ANTHROPIC_FORMATS, BOUNDS, GEMINI_NUMBER_FORMATS, GEMINI_STRING_FORMATS, OPENAI_FORMATS,
 };
 
 /// The bounds OpenAI takes (strict and not).
@@ -31,21 +31,9 @@ const GEMINI_BOUNDS: &[&str] = &[
 ];
 
 /// Keywords that only constrain values, without schemas inside (or whose schemas are only
-/// described when moved): kept where the profile takes them, described otherwise.
-const CONSTRAINTS: &[&str] = &[
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "minProperties",
-    "maxProperties",
+/// described when moved), besides the [`BOUNDS`]: kept where the profile takes them,
+/// described otherwise.
+const OTHER_CONSTRAINTS: &[&str] = &[
     "minContains",
     "maxContains",
     "contains",
@@ -56,6 +44,15 @@ const CONSTRAINTS: &[&str] = &[
     "contentSchema",
     "unevaluatedItems",
 ];
+
+/// Where `keyword` comes among the constraints (the bounds, then the others), which orders
+/// their description; `None` for any other keyword.
+fn constraint_rank(keyword: &str) -> Option<usize> {
+    BOUNDS
+        .iter()
+        .chain(OTHER_CONSTRAINTS)
+        .position(|known| *known == keyword)
+}
 
 /// Composition keywords none of the lowered profiles takes.
 const UNSUPPORTED_COMPOSITION: &[&str] = &[
@@ -212,7 +209,7 @@ impl Lowering<'_> {
                         "check this condition in the tool's body instead of in the schema",
                     );
                 }
-                k if CONSTRAINTS.contains(&k) => {
+                k if constraint_rank(k).is_some() => {
                     if self.takes_constraint(k) {
                         let kept = match k {
                             "contains" | "propertyNames" | "contentSchema" | "unevaluatedItems" => {
@@ -285,12 +282,7 @@ impl Lowering<'_> {
     ) {
         let integer = has_type(out, "integer") && !has_type(out, "number");
         let mut moved = moved;
-        moved.sort_by_key(|(keyword, _)| {
-            CONSTRAINTS
-                .iter()
-                .position(|k| k == keyword)
-                .unwrap_or(usize::MAX)
-        });
+        moved.sort_by_key(|(keyword, _)| constraint_rank(keyword).unwrap_or(usize::MAX));
         for (keyword, value) in moved {
             if self.gemini()
                 && integer
