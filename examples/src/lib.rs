@@ -2,6 +2,7 @@
 //! in the separate crate `build-tools`.
 
 pub mod chat;
+pub mod conformance;
 pub mod deploy;
 pub mod docs;
 
