@@ -1,9 +1,11 @@
 //! The compatibility checker: the rules of each profile (`shared/reference/providers.md`),
 //! applied to exported JSON.
 //!
-//! It checks what is exported, independently of how it was produced (it shares no code with
-//! the lowering), so it can run over golden files as well as over a live registry
-//! ([`Registry::check`](crate::Registry::check) runs it on every export). The rules:
+//! It checks what is exported, independently of how it was produced (it shares with the
+//! lowering only the facts, each provider's schema rules in its file of `present/provider/`,
+//! and the measures of strict mode's limits), so it can run over golden files as well as over
+//! a live registry ([`Registry::check`](crate::Registry::check) runs it on every export). The
+//! rules:
 //!
 //! | rule | checked |
 //! | --- | --- |
@@ -30,10 +32,10 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use crate::present::profile::{Incompatibility, Profile};
-use crate::present::rules::{
-    ANTHROPIC_FORMATS, BOUNDS, GEMINI_NUMBER_FORMATS, OPENAI_FORMATS, STRICT_MAX_CHARS,
-    STRICT_MAX_ENUM_VALUES, STRICT_MAX_NESTING, STRICT_MAX_PROPERTIES,
+use crate::present::provider::{
+    Formats, Holder, Keywords, Null, References, Rules, StrictFlag, ToolList,
 };
+use crate::present::rules::{BOUNDS, COMPOSITION};
 
 mod keywords;
 mod limits;
@@ -46,7 +48,7 @@ use keywords::*;
 use name::check_name;
 use object::check_object;
 use references::resolve;
-use schema::{subschemas, text_length, types_of};
+use schema::{subschemas, types_of};
 
 /// What a tool name must match for every consumer at once.
 pub const PORTABLE_NAME: &str = "^[A-Za-z_][A-Za-z0-9_-]{0,63}$";
@@ -57,9 +59,11 @@ const LIST: &str = "(tool list)";
 /// Every rule of `profile` that one exported tool object breaks (an element of the list
 /// [`Run::export`](crate::Run::export) returns; for Gemini, one function declaration).
 pub fn check_tool(profile: Profile, tool: &Value) -> Vec<Incompatibility> {
+    let rules = profile.rules();
     let mut report = Report {
         profile,
-        tool: tool_name(profile, tool).unwrap_or_default().to_owned(),
+        rules,
+        tool: tool_name(rules, tool).unwrap_or_default().to_owned(),
         found: Vec::new(),
     };
     check_object(&mut report, tool);
@@ -69,8 +73,10 @@ pub fn check_tool(profile: Profile, tool: &Value) -> Vec<Incompatibility> {
 /// Every rule of `profile` that a whole exported tool list breaks: each tool's, and the
 /// rules about the list (how many tools, unique names).
 pub fn check_tools(profile: Profile, tools: &Value) -> Vec<Incompatibility> {
+    let rules = profile.rules();
     let mut report = Report {
         profile,
+        rules,
         tool: LIST.to_owned(),
         found: Vec::new(),
     };
@@ -83,33 +89,32 @@ pub fn check_tools(profile: Profile, tools: &Value) -> Vec<Incompatibility> {
         return report.found;
     };
     let mut objects: Vec<&Value> = Vec::new();
-    if profile == Profile::Gemini {
-        for (index, entry) in list.iter().enumerate() {
-            match entry.get("functionDeclarations") {
-                Some(Value::Array(declarations)) => objects.extend(declarations),
-                _ => report.add(
-                    &format!("/{index}"),
-                    "Gemini: each `Tool` of the list holds `functionDeclarations`, an array",
-                    "put the function declarations in `{\"functionDeclarations\": [...]}`",
-                ),
+    match rules.list {
+        ToolList::Objects => objects.extend(list),
+        ToolList::Grouped { key } => {
+            for (index, entry) in list.iter().enumerate() {
+                match entry.get(key) {
+                    Some(Value::Array(declarations)) => objects.extend(declarations),
+                    _ => report.add(
+                        &format!("/{index}"),
+                        format!(
+                            "{}: each `Tool` of the list holds `{key}`, an array",
+                            rules.consumer
+                        ),
+                        format!("put the function declarations in `{{\"{key}\": [...]}}`"),
+                    ),
+                }
             }
         }
-    } else {
-        objects.extend(list);
     }
-    let limit = match profile {
-        Profile::OpenAiChat { .. } | Profile::OpenAiResponses { .. } => Some(128),
-        Profile::Gemini => Some(512),
-        Profile::Mcp | Profile::Anthropic => None,
-    };
-    if let Some(limit) = limit
+    if let Some(limit) = rules.max_tools
         && objects.len() > limit
     {
         report.add(
             "",
             format!(
                 "{}: at most {limit} tools in a request; this list has {}",
-                profile.consumer(),
+                rules.consumer,
                 objects.len()
             ),
             "show each run fewer tools (scopes, an access policy), or split the agent",
@@ -118,18 +123,15 @@ pub fn check_tools(profile: Profile, tools: &Value) -> Vec<Incompatibility> {
     let mut seen = BTreeSet::new();
     let mut found = report.found;
     for object in objects {
-        let name = tool_name(profile, object);
+        let name = tool_name(rules, object);
         if let Some(name) = name
             && !seen.insert(name)
         {
             found.push(Incompatibility {
                 profile,
                 tool: name.to_owned(),
-                pointer: name_pointer(profile).to_owned(),
-                rule: format!(
-                    "{}: tool names must be unique in a list",
-                    profile.consumer()
-                ),
+                pointer: format!("{}/name", rules.tool.holder.pointer()),
+                rule: format!("{}: tool names must be unique in a list", rules.consumer),
                 fix: "give each tool its own name".into(),
             });
         }
@@ -138,29 +140,20 @@ pub fn check_tools(profile: Profile, tools: &Value) -> Vec<Incompatibility> {
     found
 }
 
-/// Where the name is in the profile's tool object.
-fn name_pointer(profile: Profile) -> &'static str {
-    match profile {
-        Profile::OpenAiChat { .. } => "/function/name",
-        Profile::Mcp | Profile::OpenAiResponses { .. } | Profile::Anthropic | Profile::Gemini => {
-            "/name"
-        }
-    }
-}
-
 /// The tool's name, wherever the profile puts it.
-fn tool_name(profile: Profile, tool: &Value) -> Option<&str> {
-    match profile {
-        Profile::OpenAiChat { .. } => tool.get("function")?.get("name")?.as_str(),
-        Profile::Mcp | Profile::OpenAiResponses { .. } | Profile::Anthropic | Profile::Gemini => {
-            tool.get("name")?.as_str()
-        }
-    }
+fn tool_name<'v>(rules: &Rules, tool: &'v Value) -> Option<&'v str> {
+    let holder = match rules.tool.holder {
+        Holder::Tool => tool,
+        Holder::Member { key, .. } => tool.get(key)?,
+    };
+    holder.get("name")?.as_str()
 }
 
 /// The incompatibilities found for one tool.
 struct Report {
     profile: Profile,
+    /// What the profile takes.
+    rules: &'static Rules,
     tool: String,
     found: Vec<Incompatibility>,
 }
@@ -183,7 +176,10 @@ struct Checker<'r, 'v> {
     root: &'v Value,
     /// Where the schema is in the tool object.
     base: String,
-    strict: bool,
-    anthropic_strict: bool,
+    /// What the profile takes.
+    rules: &'static Rules,
+    /// The tool said `strict: true` where the flag is optional (Anthropic): every object is
+    /// closed and no bound is taken.
+    flagged_strict: bool,
     recursive: BTreeSet<String>,
 }

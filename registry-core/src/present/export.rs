@@ -61,12 +61,18 @@ pub(crate) fn unpinned_object(profile: Profile, tool: &Tool) -> Result<Value, &[
 /// The tool object of `tool` as `profile` exports it: for MCP, with its digest in `_meta`.
 fn exported_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibility]> {
     let mut object = unpinned_object(profile, tool)?;
-    if profile == Profile::Mcp
-        && let (Value::Object(object), Ok(digest)) = (&mut object, tool.digest(profile))
-    {
-        let mut meta = Map::new();
-        meta.insert(DIGEST_META_KEY.into(), digest.into());
-        object.insert("_meta".into(), Value::Object(meta));
+    match profile {
+        Profile::Mcp => {
+            if let (Value::Object(object), Ok(digest)) = (&mut object, tool.digest(profile)) {
+                let mut meta = Map::new();
+                meta.insert(DIGEST_META_KEY.into(), digest.into());
+                object.insert("_meta".into(), Value::Object(meta));
+            }
+        }
+        Profile::OpenAiChat { .. }
+        | Profile::OpenAiResponses { .. }
+        | Profile::Anthropic
+        | Profile::Gemini => {}
     }
     Ok(object)
 }

@@ -2,7 +2,8 @@
 //!
 //! The canonical schema (JSON Schema 2020-12, see [`schema`](crate::declare::schema)) is what arguments
 //! are validated against when a call arrives, whatever the profile. Lowering rewrites it into
-//! what a profile's consumer takes (the rules of `shared/reference/providers.md`):
+//! what a profile's consumer takes (the rules of `shared/reference/providers.md`, as the facts
+//! of each provider's [`Rules`] in its file of `provider/`):
 //!
 //! - **MCP** takes the canonical schema unchanged.
 //! - **OpenAI** (Chat Completions and Responses): no `$schema`; `oneOf` becomes `anyOf`; an
@@ -36,8 +37,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use self::merge::gemini_nullable;
+use self::merge::nullable_keyword;
 use crate::present::profile::{Incompatibility, Profile};
+use crate::present::provider::{Null, Rules};
 
 /// The parameters schema of the tool `tool` as `profile` takes it.
 pub(crate) fn lower(
@@ -45,15 +47,16 @@ pub(crate) fn lower(
     tool: &str,
     parameters: &Value,
 ) -> Result<Value, Vec<Incompatibility>> {
-    if profile == Profile::Mcp {
+    let rules = profile.rules();
+    if rules.canonical {
         return Ok(parameters.clone());
     }
     let mut lowering = Lowering::new(profile, tool, parameters);
     let mut root = lowering.node(parameters, "");
     lowering.attach_definitions(&mut root);
     lowering.check_root(&root);
-    if profile.is_strict() {
-        strict::check_limits(&mut lowering, &root);
+    if let Some(limits) = &rules.strict {
+        strict::check_limits(&mut lowering, &root, limits);
     }
     if lowering.problems.is_empty() {
         Ok(root)
@@ -72,6 +75,8 @@ const MAX_DEPTH: usize = 200;
 /// The state of one lowering.
 pub(crate) struct Lowering<'a> {
     pub(crate) profile: Profile,
+    /// What the profile takes.
+    pub(crate) rules: &'static Rules,
     tool: &'a str,
     /// The canonical `$defs` (or `definitions`).
     definitions: Option<&'a Map<String, Value>>,
@@ -96,6 +101,7 @@ impl<'a> Lowering<'a> {
             .and_then(Value::as_object);
         Lowering {
             profile,
+            rules: profile.rules(),
             tool,
             definitions,
             stack: Vec::new(),
@@ -107,33 +113,14 @@ impl<'a> Lowering<'a> {
         }
     }
 
-    pub(crate) fn gemini(&self) -> bool {
-        self.profile == Profile::Gemini
-    }
-
-    pub(crate) fn anthropic(&self) -> bool {
-        self.profile == Profile::Anthropic
-    }
-
-    pub(crate) fn openai(&self) -> bool {
-        matches!(
-            self.profile,
-            Profile::OpenAiChat { .. } | Profile::OpenAiResponses { .. }
-        )
-    }
-
+    /// Whether the profile is in strict mode.
     pub(crate) fn strict(&self) -> bool {
-        self.profile.is_strict()
-    }
-
-    /// Whether every `$ref` is inlined (the profile takes none, or no recursive one).
-    fn inlines_all(&self) -> bool {
-        self.gemini() || self.anthropic()
+        self.rules.strict.is_some()
     }
 
     /// The consumer's name as the rules say it.
     pub(crate) fn consumer(&self) -> &'static str {
-        self.profile.consumer()
+        self.rules.consumer
     }
 
     /// Records an incompatibility at `pointer` (into the canonical schema).
@@ -215,8 +202,9 @@ impl<'a> Lowering<'a> {
     }
 
     /// Rewrites, before lowering, what is easier to rewrite in the canonical form: a merged
-    /// `allOf`, and (Gemini) nullable types, whose one remaining branch is merged into the
-    /// schema (so that a `$ref` beside the schema's description is then inlined as any other).
+    /// `allOf`, and nullable types where the profile says `nullable: true` (Gemini), whose one
+    /// remaining branch is merged into the schema (so that a `$ref` beside the schema's
+    /// description is then inlined as any other).
     fn normalize<'v>(
         &mut self,
         object: &'v Map<String, Value>,
@@ -226,22 +214,24 @@ impl<'a> Lowering<'a> {
         if object.contains_key("allOf") {
             object = Cow::Owned(self.merge_all_of(&object, pointer));
         }
-        if self.gemini()
-            && let Some(nullable) = gemini_nullable(&object)
+        if self.rules.null == Null::Nullable
+            && let Some(nullable) = nullable_keyword(&object)
         {
             object = Cow::Owned(nullable);
         }
         object
     }
 
-    /// The root must be an object schema (for OpenAI strict, not a union nor nullable).
+    /// The root must be an object schema (in strict mode, not a union nor nullable).
     fn check_root(&mut self, root: &Value) {
         let is_object = root.get("type") == Some(&Value::from("object"));
         let union = root.get("anyOf").is_some() || root.get("oneOf").is_some();
         if !is_object || (self.strict() && union) {
             let rule = if self.strict() {
-                "OpenAI strict mode: the root must be `type: \"object\"`, not `anyOf` nor nullable"
-                    .to_owned()
+                format!(
+                    "{}: the root must be `type: \"object\"`, not `anyOf` nor nullable",
+                    self.consumer()
+                )
             } else {
                 format!("{}: the root must be `type: \"object\"`", self.consumer())
             };

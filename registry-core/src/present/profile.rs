@@ -66,21 +66,6 @@ impl Profile {
         )
     }
 
-    /// The consumer's name as the rules and their messages say it.
-    pub(crate) fn consumer(self) -> &'static str {
-        match self {
-            Profile::Mcp => "MCP",
-            Profile::OpenAiChat { strict: true } | Profile::OpenAiResponses { strict: true } => {
-                "OpenAI strict mode"
-            }
-            Profile::OpenAiChat { strict: false } | Profile::OpenAiResponses { strict: false } => {
-                "OpenAI"
-            }
-            Profile::Anthropic => "Anthropic",
-            Profile::Gemini => "Gemini",
-        }
-    }
-
     /// The position in [`Profile::ALL`], for per-profile caches.
     pub(crate) fn index(self) -> usize {
         match self {

@@ -4,8 +4,8 @@ use super::*;
 
 /// The tool object's shape, its name, and its schemas.
 pub(super) fn check_object(report: &mut Report, tool: &Value) {
-    let profile = report.profile;
-    let who = profile.consumer();
+    let rules = report.rules;
+    let who = rules.consumer;
     let Value::Object(object) = tool else {
         report.add(
             "",
@@ -14,39 +14,21 @@ pub(super) fn check_object(report: &mut Report, tool: &Value) {
         );
         return;
     };
-    let (holder, holder_pointer): (Option<&Map<String, Value>>, &str) = match profile {
-        Profile::OpenAiChat { .. } => {
-            if object.get("type") != Some(&Value::from("function")) {
-                report.add(
-                    "/type",
-                    "OpenAI: a function tool has `type: \"function\"`",
-                    "set `type`",
-                );
+    if let Some(rule) = rules.tool.function_type
+        && object.get("type") != Some(&Value::from("function"))
+    {
+        report.add("/type", rule, "set `type`");
+    }
+    let holder_pointer = rules.tool.holder.pointer();
+    let holder = match rules.tool.holder {
+        Holder::Tool => object,
+        Holder::Member { key, rule } => match object.get(key).and_then(Value::as_object) {
+            Some(holder) => holder,
+            None => {
+                report.add(&holder_pointer, rule, "export with `Run::export`");
+                return;
             }
-            (
-                object.get("function").and_then(Value::as_object),
-                "/function",
-            )
-        }
-        Profile::OpenAiResponses { .. } => {
-            if object.get("type") != Some(&Value::from("function")) {
-                report.add(
-                    "/type",
-                    "OpenAI: a function tool has `type: \"function\"`",
-                    "set `type`",
-                );
-            }
-            (Some(object), "")
-        }
-        Profile::Mcp | Profile::Anthropic | Profile::Gemini => (Some(object), ""),
-    };
-    let Some(holder) = holder else {
-        report.add(
-            "/function",
-            "OpenAI Chat Completions: a tool holds its definition under `function`",
-            "export with `Run::export`",
-        );
-        return;
+        },
     };
     check_name(
         report,
@@ -62,33 +44,8 @@ pub(super) fn check_object(report: &mut Report, tool: &Value) {
             "give the tool a text description",
         );
     }
-    let strict_flag = holder.get("strict");
-    let (schema_key, required_schema) = match profile {
-        Profile::Mcp => ("inputSchema", true),
-        Profile::OpenAiChat { .. } | Profile::OpenAiResponses { .. } => ("parameters", true),
-        Profile::Anthropic => ("input_schema", true),
-        Profile::Gemini => ("parameters", false),
-    };
-    let mut anthropic_strict = false;
-    match profile {
-        Profile::OpenAiChat { strict } | Profile::OpenAiResponses { strict } => {
-            let flagged = strict_flag == Some(&Value::Bool(true));
-            if flagged != strict {
-                report.add(
-                    &format!("{holder_pointer}/strict"),
-                    if strict {
-                        "OpenAI strict mode: the tool must say `strict: true`"
-                    } else {
-                        "OpenAI (non-strict): the tool must not say `strict: true`, or its schema \
-                         must follow strict mode's rules"
-                    },
-                    "export with the matching profile",
-                );
-            }
-        }
-        Profile::Anthropic => anthropic_strict = strict_flag == Some(&Value::Bool(true)),
-        Profile::Mcp | Profile::Gemini => {}
-    }
+    let flagged_strict = check_strict_flag(report, holder, &holder_pointer);
+    let schema_key = rules.tool.schema_key;
     let schema_pointer = format!("{holder_pointer}/{schema_key}");
     match holder.get(schema_key) {
         Some(schema) => {
@@ -96,32 +53,55 @@ pub(super) fn check_object(report: &mut Report, tool: &Value) {
                 report,
                 root: schema,
                 base: schema_pointer,
-                strict: profile.is_strict(),
-                anthropic_strict,
+                rules,
+                flagged_strict,
                 recursive: BTreeSet::new(),
             };
             checker.check_root();
             checker.walk(schema, "");
             checker.check_references();
-            if profile.is_strict() {
-                checker.check_limits();
+            if let Some(limits) = &rules.strict {
+                checker.check_limits(limits);
             }
         }
-        None if required_schema => report.add(
+        None if rules.tool.schema_required => report.add(
             &schema_pointer,
             format!("{who}: a tool has its arguments schema under `{schema_key}`"),
             "export with `Run::export`",
         ),
         None => {}
     }
-    if profile == Profile::Mcp
+    if rules.tool.output_schema
         && let Some(output) = holder.get("outputSchema")
         && output.get("type") != Some(&Value::from("object"))
     {
         report.add(
-            "/outputSchema",
-            "MCP: an `outputSchema` has `type: \"object\"` at its root",
+            &format!("{holder_pointer}/outputSchema"),
+            format!("{who}: an `outputSchema` has `type: \"object\"` at its root"),
             "return a struct, or leave the output schema out",
         );
+    }
+}
+
+/// The `strict` flag as the consumer wants it; whether it turns on an optional strict mode.
+fn check_strict_flag(
+    report: &mut Report,
+    holder: &Map<String, Value>,
+    holder_pointer: &str,
+) -> bool {
+    let flagged = holder.get("strict") == Some(&Value::Bool(true));
+    match report.rules.strict_flag {
+        StrictFlag::Ignored => false,
+        StrictFlag::Says { value, rule } => {
+            if flagged != value {
+                report.add(
+                    &format!("{holder_pointer}/strict"),
+                    rule,
+                    "export with the matching profile",
+                );
+            }
+            false
+        }
+        StrictFlag::Optional => flagged,
     }
 }

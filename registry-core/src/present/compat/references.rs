@@ -3,9 +3,10 @@
 use super::*;
 
 impl Checker<'_, '_> {
-    /// Anthropic: no recursive `$ref`. Follows references from the root.
+    /// Where `$ref`s may not be recursive (Anthropic), none is. Follows references from the
+    /// root.
     pub(super) fn check_references(&mut self) {
-        if self.report.profile != Profile::Anthropic {
+        if self.rules.references != References::NotRecursive {
             return;
         }
         let mut stack = Vec::new();
@@ -21,14 +22,11 @@ impl Checker<'_, '_> {
             if stack.iter().any(|r| r == reference) {
                 if self.recursive.insert(reference.to_owned()) {
                     let name = reference.rsplit('/').next().unwrap_or(reference).to_owned();
+                    let who = self.who();
                     self.add(
                         &format!("{pointer}/$ref"),
-                        format!(
-                            "Anthropic: `$ref` may not be recursive; `{name}` refers to itself"
-                        ),
-                        format!(
-                            "make `{name}` non-recursive, or do not offer this tool to Anthropic"
-                        ),
+                        format!("{who}: `$ref` may not be recursive; `{name}` refers to itself"),
+                        format!("make `{name}` non-recursive, or do not offer this tool to {who}"),
                     );
                 }
                 return;

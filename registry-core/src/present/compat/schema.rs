@@ -8,27 +8,24 @@ impl Checker<'_, '_> {
         self.report.add(&pointer, rule, fix);
     }
 
+    /// The consumer's name as the rules say it.
     pub(super) fn who(&self) -> &'static str {
-        self.report.profile.consumer()
+        self.rules.consumer
     }
 
-    pub(super) fn gemini(&self) -> bool {
-        self.report.profile == Profile::Gemini
-    }
-
-    pub(super) fn openai(&self) -> bool {
-        matches!(
-            self.report.profile,
-            Profile::OpenAiChat { .. } | Profile::OpenAiResponses { .. }
-        )
+    /// Whether the profile is in strict mode.
+    pub(super) fn strict(&self) -> bool {
+        self.rules.strict.is_some()
     }
 
     pub(super) fn check_root(&mut self) {
         let root = self.root;
         if root.get("type") != Some(&Value::from("object")) {
-            let rule = if self.strict {
-                "OpenAI strict mode: the root is `type: \"object\"`, not `anyOf` nor nullable"
-                    .to_owned()
+            let rule = if self.strict() {
+                format!(
+                    "{}: the root is `type: \"object\"`, not `anyOf` nor nullable",
+                    self.who()
+                )
             } else {
                 format!(
                     "{}: the root of a tool's schema is `type: \"object\"`",
@@ -40,16 +37,17 @@ impl Checker<'_, '_> {
                 rule,
                 "take the arguments as an object of named parameters",
             );
-        } else if self.strict && (root.get("anyOf").is_some() || root.get("oneOf").is_some()) {
+        } else if self.strict() && (root.get("anyOf").is_some() || root.get("oneOf").is_some()) {
             self.add(
                 "",
-                "OpenAI strict mode: the root is not `anyOf`",
+                format!("{}: the root is not `anyOf`", self.who()),
                 "take the arguments as an object of named parameters",
             );
         }
-        if root.get("$schema").is_some() && self.report.profile != Profile::Mcp {
-            let rule = if self.gemini() {
-                "Gemini rejects `$schema`".to_owned()
+        if root.get("$schema").is_some() && !self.rules.dollar_schema {
+            // A consumer with a fixed set of fields rejects any other.
+            let rule = if matches!(self.rules.keywords, Keywords::Fields { .. }) {
+                format!("{} rejects `$schema`", self.who())
             } else {
                 format!("{}: `$schema` must be dropped", self.who())
             };
@@ -62,7 +60,7 @@ impl Checker<'_, '_> {
         let object = match schema {
             Value::Object(object) => object,
             Value::Bool(_) => {
-                if self.gemini() || self.strict {
+                if !self.rules.boolean_schemas {
                     self.add(
                         pointer,
                         format!(
@@ -138,11 +136,4 @@ pub(super) fn subschemas(object: &Map<String, Value>) -> Vec<(String, &Value)> {
         }
     }
     found
-}
-
-pub(super) fn text_length(value: &Value) -> usize {
-    match value {
-        Value::String(text) => text.chars().count(),
-        other => other.to_string().chars().count(),
-    }
 }

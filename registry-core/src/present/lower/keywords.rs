@@ -5,30 +5,8 @@ use serde_json::{Map, Value};
 use super::merge::merge_into;
 use super::words::{self, Text};
 use super::{Lowering, child};
-use crate::present::rules::{
-    ANTHROPIC_FORMATS, BOUNDS, GEMINI_NUMBER_FORMATS, GEMINI_STRING_FORMATS, OPENAI_FORMATS,
-};
-
-/// The bounds OpenAI takes (strict and not).
-const OPENAI_BOUNDS: &[&str] = &[
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minItems",
-    "maxItems",
-];
-
-/// The bounds Gemini takes.
-const GEMINI_BOUNDS: &[&str] = &[
-    "minimum",
-    "maximum",
-    "minItems",
-    "maxItems",
-    "minLength",
-    "maxLength",
-];
+use crate::present::provider::{Enums, Formats, Keywords, Null};
+use crate::present::rules::{BOUNDS, COMPOSITION};
 
 /// Keywords that only constrain values, without schemas inside (or whose schemas are only
 /// described when moved), besides the [`BOUNDS`]: kept where the profile takes them,
@@ -54,23 +32,11 @@ fn constraint_rank(keyword: &str) -> Option<usize> {
         .position(|known| *known == keyword)
 }
 
-/// Composition keywords none of the lowered profiles takes.
-const UNSUPPORTED_COMPOSITION: &[&str] = &[
-    "not",
-    "if",
-    "then",
-    "else",
-    "dependentRequired",
-    "dependentSchemas",
-    "dependencies",
-];
-
 /// Annotations that only some consumers take; described or dropped elsewhere.
 const ANNOTATIONS: &[&str] = &["examples", "deprecated", "readOnly", "writeOnly"];
 
-/// Keywords dropped everywhere but MCP.
+/// Keywords lowering drops.
 const DROPPED: &[&str] = &[
-    "$schema",
     "$id",
     "$anchor",
     "$dynamicAnchor",
@@ -81,17 +47,6 @@ const DROPPED: &[&str] = &[
 ];
 
 impl Lowering<'_> {
-    /// Whether the profile takes the constraint keyword `keyword` as it is.
-    fn takes_constraint(&self, keyword: &str) -> bool {
-        if self.openai() {
-            OPENAI_BOUNDS.contains(&keyword)
-        } else if self.gemini() {
-            GEMINI_BOUNDS.contains(&keyword)
-        } else {
-            true
-        }
-    }
-
     /// Lowers the keywords of `object` (a schema at `pointer` without `$ref`).
     pub(crate) fn keywords(&mut self, object: &Map<String, Value>, pointer: &str) -> Value {
         let mut out = Map::new();
@@ -101,6 +56,11 @@ impl Lowering<'_> {
             let at = child(pointer, keyword);
             match keyword.as_str() {
                 "description" => {}
+                "$schema" => {
+                    if self.rules.dollar_schema {
+                        out.insert(keyword.clone(), value.clone());
+                    }
+                }
                 k if DROPPED.contains(&k) => {}
                 "$ref" | "$dynamicRef" | "$recursiveRef" => {
                     self.problem(
@@ -130,7 +90,7 @@ impl Lowering<'_> {
                         .enumerate()
                         .map(|(index, item)| self.node(item, &child(&at, &index.to_string())))
                         .collect();
-                    if self.anthropic() {
+                    if self.rules.prefix_items {
                         out.insert(keyword.clone(), Value::Array(lowered));
                     } else {
                         text.word(words::in_order(&lowered));
@@ -156,7 +116,7 @@ impl Lowering<'_> {
                         Value::Bool(_) => value.clone(),
                         schema => self.node(schema, &at),
                     };
-                    if self.gemini() {
+                    if !self.rules.additional_properties {
                         // Gone with `additionalProperties`; the canonical schema of the values
                         // says them best, unless it points into `$defs`.
                         if lowered.is_object() {
@@ -198,7 +158,7 @@ impl Lowering<'_> {
                         out.insert(keyword.clone(), value.clone());
                     }
                 }
-                k if UNSUPPORTED_COMPOSITION.contains(&k) => {
+                k if COMPOSITION.contains(&k) && !self.rules.composition.takes(k) => {
                     self.problem(
                         &at,
                         format!(
@@ -210,7 +170,7 @@ impl Lowering<'_> {
                     );
                 }
                 k if constraint_rank(k).is_some() => {
-                    if self.takes_constraint(k) {
+                    if self.rules.keywords.takes_constraint(k) {
                         let kept = match k {
                             "contains" | "propertyNames" | "contentSchema" | "unevaluatedItems" => {
                                 self.node(value, &at)
@@ -232,7 +192,7 @@ impl Lowering<'_> {
                     }
                 }
                 k if ANNOTATIONS.contains(&k) => {
-                    if self.anthropic() || (self.openai() && !self.strict()) {
+                    if self.rules.annotations {
                         out.insert(keyword.clone(), value.clone());
                     } else if k == "examples" {
                         if let Value::Array(examples) = value
@@ -249,15 +209,13 @@ impl Lowering<'_> {
                 }
                 _ => {
                     // Unknown to JSON Schema: an annotation that constrains nothing.
-                    if self.anthropic() {
+                    if matches!(self.rules.keywords, Keywords::All) {
                         out.insert(keyword.clone(), value.clone());
                     }
                 }
             }
         }
-        if self.gemini() {
-            self.gemini_keywords(&mut out, &mut text, pointer);
-        }
+        self.values_and_types(&mut out, &mut text, pointer);
         flatten_unions(&mut out, &mut text);
         self.moved_constraints(&mut out, &mut text, moved);
         self.formats(&mut out, &mut text);
@@ -272,8 +230,8 @@ impl Lowering<'_> {
         Value::Object(out)
     }
 
-    /// The constraints the profile does not take, described in words. Gemini's exclusive
-    /// bounds on integers become inclusive ones.
+    /// The constraints the profile does not take, described in words. Exclusive bounds on
+    /// integers become inclusive ones where the profile takes those (Gemini).
     fn moved_constraints(
         &mut self,
         out: &mut Map<String, Value>,
@@ -284,16 +242,15 @@ impl Lowering<'_> {
         let mut moved = moved;
         moved.sort_by_key(|(keyword, _)| constraint_rank(keyword).unwrap_or(usize::MAX));
         for (keyword, value) in moved {
-            if self.gemini()
-                && integer
-                && let Some(limit) = value.as_i64()
-            {
+            if integer && let Some(limit) = value.as_i64() {
                 let inclusive = match keyword.as_str() {
                     "exclusiveMinimum" => Some(("minimum", limit.saturating_add(1), true)),
                     "exclusiveMaximum" => Some(("maximum", limit.saturating_sub(1), false)),
                     _ => None,
                 };
-                if let Some((bound, limit, lower)) = inclusive {
+                if let Some((bound, limit, lower)) = inclusive
+                    && self.rules.keywords.takes_constraint(bound)
+                {
                     let tighter = match out.get(bound).and_then(Value::as_f64) {
                         Some(existing) if lower => (limit as f64) > existing,
                         Some(existing) => (limit as f64) < existing,
@@ -317,32 +274,27 @@ impl Lowering<'_> {
             return;
         };
         let integer = words::integer_range(&format);
-        let replacement: Option<&str> = if self.openai() {
-            OPENAI_FORMATS
-                .contains(&format.as_str())
-                .then_some(&*format)
-        } else if self.anthropic() {
-            ANTHROPIC_FORMATS
-                .contains(&format.as_str())
-                .then_some(&*format)
-        } else if has_type(out, "integer") || has_type(out, "number") {
-            if GEMINI_NUMBER_FORMATS.contains(&format.as_str()) {
-                Some(&format)
-            } else {
-                integer.and_then(|(low, high)| {
-                    if low >= i32::MIN.into() && high <= i32::MAX.into() {
-                        Some("int32")
-                    } else if low >= i64::MIN.into() && high <= i64::MAX.into() {
-                        Some("int64")
-                    } else {
-                        None
-                    }
-                })
+        let numeric = has_type(out, "integer") || has_type(out, "number");
+        let replacement: Option<&str> = match &self.rules.formats {
+            Formats::Any => Some(&format),
+            Formats::Only(taken) => taken.contains(&format.as_str()).then_some(&*format),
+            Formats::ByType { numbers, .. } if numeric => {
+                if numbers.contains(&format.as_str()) {
+                    Some(&format)
+                } else {
+                    // The narrowest integer format taken that holds the range.
+                    integer.and_then(|(low, high)| {
+                        ["int32", "int64"].into_iter().find(|name| {
+                            numbers.contains(name)
+                                && words::integer_range(name)
+                                    .is_some_and(|(min, max)| low >= min && high <= max)
+                        })
+                    })
+                }
             }
-        } else {
-            GEMINI_STRING_FORMATS
-                .contains(&format.as_str())
-                .then_some(&*format)
+            Formats::ByType { strings, .. } => {
+                strings.contains(&format.as_str()).then_some(&*format)
+            }
         };
         if replacement == Some(format.as_str()) {
             return;
@@ -374,60 +326,27 @@ impl Lowering<'_> {
         }
     }
 
-    /// Gemini: `const` as a one-value `enum`, string enums with `format: "enum"` (and an
-    /// `anyOf` of them as one enum), other enums in words, type arrays as unions.
-    fn gemini_keywords(&mut self, out: &mut Map<String, Value>, text: &mut Text, pointer: &str) {
-        if let Some(value) = out.remove("const") {
-            if value.is_string() {
-                out.insert("enum".into(), Value::Array(vec![value]));
-            } else {
-                text.word(format!("exactly {}", words::json(&value)));
-            }
+    /// What the profile takes of `const`, `enum` and type arrays: `const` as a one-value
+    /// `enum` where it is not taken; where enums are strings with `format: "enum"`, an `anyOf`
+    /// of them as one enum and other enums in words; type arrays as unions where `null` is said
+    /// with `nullable: true` (Gemini, all three).
+    fn values_and_types(&mut self, out: &mut Map<String, Value>, text: &mut Text, pointer: &str) {
+        if !self.rules.const_keyword {
+            const_as_enum(out, text);
         }
-        if let Some(Value::Array(values)) = out.get("enum") {
-            if values.iter().all(Value::is_string) {
-                out.entry("type").or_insert_with(|| Value::from("string"));
-                if out.get("type") == Some(&Value::from("string")) {
-                    out.entry("format").or_insert_with(|| Value::from("enum"));
-                }
-            } else {
-                let phrase = format!("one of {}", words::list(values));
-                out.remove("enum");
-                text.word(phrase);
-            }
+        if self.rules.enums == Enums::Strings {
+            string_enums(out, text);
         }
-        if let Some(Value::Array(branches)) = out.get("anyOf")
-            && branches.len() > 1
-            && branches.iter().all(is_string_enum)
+        if self.rules.null == Null::Nullable
+            && let Some(Value::Array(types)) = out.get("type").cloned()
         {
-            let mut values = Vec::new();
-            let mut described = Vec::new();
-            for branch in branches {
-                let branch_values = branch["enum"].as_array().cloned().unwrap_or_default();
-                if let Some(description) = branch.get("description").and_then(Value::as_str) {
-                    for value in &branch_values {
-                        described.push(format!(
-                            "{}: {}",
-                            words::json(value),
-                            sentence(description)
-                        ));
-                    }
-                }
-                values.extend(branch_values);
-            }
-            out.remove("anyOf");
-            out.insert("type".into(), Value::from("string"));
-            out.insert("format".into(), Value::from("enum"));
-            out.insert("enum".into(), Value::Array(values));
-            if !described.is_empty() {
-                text.note(format!("Values: {}", described.join(" ")));
-            }
-        }
-        if let Some(Value::Array(types)) = out.get("type").cloned() {
             if out.contains_key("anyOf") {
                 self.problem(
                     pointer,
-                    "Gemini takes no type arrays, and this one is beside an `anyOf`",
+                    format!(
+                        "{} takes no type arrays, and this one is beside an `anyOf`",
+                        self.consumer()
+                    ),
                     "give the schema one type",
                 );
             } else {
@@ -467,7 +386,7 @@ impl Lowering<'_> {
                     return;
                 }
                 if let Some(closed) = &closed
-                    && !self.gemini()
+                    && self.rules.additional_properties
                 {
                     branch.insert("additionalProperties".into(), closed.clone());
                 }
@@ -494,11 +413,64 @@ impl Lowering<'_> {
             .iter()
             .any(|k| out.contains_key(*k));
         if !composed && let Some(value) = out.remove("unevaluatedProperties") {
-            if !self.gemini() {
+            if self.rules.additional_properties {
                 out.entry("additionalProperties").or_insert(value);
             }
-        } else if composed && !self.anthropic() && out.contains_key("unevaluatedProperties") {
+        } else if composed
+            && !self.rules.unevaluated_properties
+            && out.contains_key("unevaluatedProperties")
+        {
             out.remove("unevaluatedProperties");
+        }
+    }
+}
+
+/// `const` as a one-value `enum` (a string), or in words.
+fn const_as_enum(out: &mut Map<String, Value>, text: &mut Text) {
+    if let Some(value) = out.remove("const") {
+        if value.is_string() {
+            out.insert("enum".into(), Value::Array(vec![value]));
+        } else {
+            text.word(format!("exactly {}", words::json(&value)));
+        }
+    }
+}
+
+/// String enums with `format: "enum"` (an `anyOf` of them as one enum), other enums in words.
+fn string_enums(out: &mut Map<String, Value>, text: &mut Text) {
+    if let Some(Value::Array(values)) = out.get("enum") {
+        if values.iter().all(Value::is_string) {
+            out.entry("type").or_insert_with(|| Value::from("string"));
+            if out.get("type") == Some(&Value::from("string")) {
+                out.entry("format").or_insert_with(|| Value::from("enum"));
+            }
+        } else {
+            let phrase = format!("one of {}", words::list(values));
+            out.remove("enum");
+            text.word(phrase);
+        }
+    }
+    if let Some(Value::Array(branches)) = out.get("anyOf")
+        && branches.len() > 1
+        && branches.iter().all(is_string_enum)
+    {
+        let mut values = Vec::new();
+        let mut described = Vec::new();
+        for branch in branches {
+            let branch_values = branch["enum"].as_array().cloned().unwrap_or_default();
+            if let Some(description) = branch.get("description").and_then(Value::as_str) {
+                for value in &branch_values {
+                    described.push(format!("{}: {}", words::json(value), sentence(description)));
+                }
+            }
+            values.extend(branch_values);
+        }
+        out.remove("anyOf");
+        out.insert("type".into(), Value::from("string"));
+        out.insert("format".into(), Value::from("enum"));
+        out.insert("enum".into(), Value::Array(values));
+        if !described.is_empty() {
+            text.note(format!("Values: {}", described.join(" ")));
         }
     }
 }
@@ -547,7 +519,7 @@ fn bound(object: &Map<String, Value>, keyword: &str) -> Option<f64> {
     object.get(keyword).and_then(Value::as_f64)
 }
 
-/// Whether a lowered Gemini schema is a string enum with nothing else but words.
+/// Whether a lowered schema is a string enum (`format: "enum"`) with nothing else but words.
 fn is_string_enum(branch: &Value) -> bool {
     let Value::Object(branch) = branch else {
         return false;

@@ -1,5 +1,5 @@
 //! Merging one schema's keywords into another's: an `allOf` branch, or the one branch left of
-//! a nullable union (Gemini's `nullable: true`).
+//! a nullable union (`nullable: true`, Gemini's).
 
 use serde_json::{Map, Value};
 
@@ -43,10 +43,10 @@ pub(super) fn merge_into(
     Ok(())
 }
 
-/// Gemini's nullable encoding, from a canonical nullable schema: `"null"` out of type arrays,
-/// `enum`s and unions, and `nullable: true`; a union left with one branch is merged into the
-/// schema. `None` when the schema is not nullable.
-pub(super) fn gemini_nullable(object: &Map<String, Value>) -> Option<Map<String, Value>> {
+/// The encoding with `nullable: true` (OpenAPI 3.0's, Gemini's) of a canonical nullable
+/// schema: `"null"` out of type arrays, `enum`s and unions, and `nullable: true`; a union left
+/// with one branch is merged into the schema. `None` when the schema is not nullable.
+pub(super) fn nullable_keyword(object: &Map<String, Value>) -> Option<Map<String, Value>> {
     let null = Value::from("null");
     let is_null_branch = |branch: &Value| {
         branch.get("type") == Some(&null)

@@ -7,12 +7,12 @@ use serde_json::{Map, Value};
 
 use super::merge::merge_into;
 use super::{Lowering, escape};
-use crate::present::profile::Profile;
+use crate::present::provider::References;
 
 impl<'a> Lowering<'a> {
     /// Merges the branches of `allOf` into the schema. Where they cannot be merged (two
-    /// different values of one keyword), Anthropic keeps the `allOf` (it takes a limited one)
-    /// and the others cannot express the schema.
+    /// different values of one keyword), a profile that takes `allOf` keeps it (Anthropic, a
+    /// limited one) and the others cannot express the schema.
     pub(super) fn merge_all_of(
         &mut self,
         object: &Map<String, Value>,
@@ -40,7 +40,7 @@ impl<'a> Lowering<'a> {
                 }
             };
             if let Err(keyword) = merge_into(&mut merged, &branch) {
-                if self.anthropic() {
+                if self.rules.composition.takes("allOf") {
                     return object.clone();
                 }
                 self.problem(
@@ -65,9 +65,9 @@ impl<'a> Lowering<'a> {
         Some((name, definition))
     }
 
-    /// Lowers a schema with a `$ref`: kept as it is (OpenAI, when it has no siblings), or
-    /// inlined (the definition, overridden by the siblings), or, for a recursive type where
-    /// `$ref`s cannot stay, an incompatibility.
+    /// Lowers a schema with a `$ref`: kept as it is (where the profile keeps `$ref`s, when it
+    /// has no siblings), or inlined (the definition, overridden by the siblings), or, for a
+    /// recursive type where `$ref`s cannot stay, an incompatibility.
     pub(super) fn reference(&mut self, object: &Map<String, Value>, pointer: &str) -> Value {
         let reference = object
             .get("$ref")
@@ -88,7 +88,7 @@ impl<'a> Lowering<'a> {
         };
         let siblings = object.len() > 1;
         let recursive = self.stack.contains(&name);
-        if !self.inlines_all() && (!siblings || recursive) {
+        if !self.rules.references.inlined() && (!siblings || recursive) {
             self.used.insert(name.clone());
             let kept = Value::from(format!("#/$defs/{}", escape(&name)));
             if !siblings {
@@ -111,20 +111,19 @@ impl<'a> Lowering<'a> {
                 let start = self.stack.iter().position(|n| *n == name).unwrap_or(0);
                 let mut cycle: Vec<&str> = self.stack[start..].iter().map(String::as_str).collect();
                 cycle.push(&name);
-                let rule = match self.profile {
-                    Profile::Gemini => format!(
-                        "Gemini takes no `$defs`/`$ref`, so every type is inlined, and the \
+                let rule = if self.rules.references == References::Refused {
+                    format!(
+                        "{} takes no `$defs`/`$ref`, so every type is inlined, and the \
                          recursive type `{name}` ({}) cannot be",
+                        self.consumer(),
                         cycle.join(" -> ")
-                    ),
-                    Profile::Mcp
-                    | Profile::OpenAiChat { .. }
-                    | Profile::OpenAiResponses { .. }
-                    | Profile::Anthropic => format!(
+                    )
+                } else {
+                    format!(
                         "{}: `$ref` may not be recursive, and the type `{name}` is ({})",
                         self.consumer(),
                         cycle.join(" -> ")
-                    ),
+                    )
                 };
                 self.problem(
                     pointer,
@@ -156,7 +155,7 @@ impl<'a> Lowering<'a> {
         lowered
     }
 
-    /// Adds under `$defs` the definitions that kept `$ref`s point at (OpenAI), each lowered
+    /// Adds under `$defs` the definitions that kept `$ref`s point at (OpenAI's), each lowered
     /// once, and those they point at in turn.
     pub(super) fn attach_definitions(&mut self, root: &mut Value) {
         let mut done = BTreeSet::new();

@@ -1,15 +1,12 @@
-//! OpenAI strict mode: closed objects, every property required (optional ones nullable), and
-//! the size limits of a strict schema.
+//! Strict mode (OpenAI's): closed objects, every property required (optional ones nullable),
+//! and the size limits of a strict schema.
 
 use serde_json::{Map, Value, json};
 
 use super::keywords::has_type;
 use super::{Lowering, child};
-// OpenAI strict mode's limits on one schema.
-use crate::present::rules::{
-    STRICT_MAX_CHARS as MAX_CHARS, STRICT_MAX_ENUM_VALUES as MAX_ENUM_VALUES,
-    STRICT_MAX_NESTING as MAX_NESTING, STRICT_MAX_PROPERTIES as MAX_PROPERTIES,
-};
+use crate::present::provider::StrictLimits;
+use crate::present::rules::{Reading, size, too_deep};
 
 impl Lowering<'_> {
     /// Closes an object schema, and makes every property required, those that were optional
@@ -27,8 +24,11 @@ impl Lowering<'_> {
             Some(Value::Object(_)) => {
                 self.problem(
                     pointer,
-                    "OpenAI strict mode: every object must be closed (`additionalProperties: \
-                     false`), so a map (any property name) cannot be expressed",
+                    format!(
+                        "{}: every object must be closed (`additionalProperties: false`), so a map \
+                         (any property name) cannot be expressed",
+                        self.consumer()
+                    ),
                     "take a list of key/value structs instead of a map, or export with `strict: false`",
                 );
                 return;
@@ -36,8 +36,11 @@ impl Lowering<'_> {
             _ => {
                 self.problem(
                     pointer,
-                    "OpenAI strict mode: every object must be closed (`additionalProperties: \
-                     false`), and this one takes any property",
+                    format!(
+                        "{}: every object must be closed (`additionalProperties: false`), and \
+                         this one takes any property",
+                        self.consumer()
+                    ),
                     "declare the object's fields (a struct), or export with `strict: false`",
                 );
                 return;
@@ -85,8 +88,11 @@ impl Lowering<'_> {
         if !typed {
             self.problem(
                 pointer,
-                "OpenAI strict mode: every object must be closed, and a schema that accepts any \
-                 value (`serde_json::Value`) accepts open objects",
+                format!(
+                    "{}: every object must be closed, and a schema that accepts any value \
+                     (`serde_json::Value`) accepts open objects",
+                    self.consumer()
+                ),
                 "give the parameter or field a concrete type, or export with `strict: false`",
             );
         }
@@ -161,175 +167,87 @@ fn is_nullable(object: &Map<String, Value>) -> bool {
         || object.is_empty()
 }
 
-/// What the limits count.
-#[derive(Default)]
-struct Tally {
-    properties: usize,
-    enum_values: usize,
-    chars: usize,
-    /// The first place nested deeper than the limit.
-    too_deep: Option<String>,
+/// How the lowering reads the schemas it wrote.
+struct Lowered;
+
+impl Reading for Lowered {
+    fn subschemas(object: &Map<String, Value>) -> Vec<(String, &Value)> {
+        let mut found = Vec::new();
+        for (keyword, value) in object {
+            match (keyword.as_str(), value) {
+                ("properties" | "patternProperties" | "$defs", Value::Object(map)) => {
+                    for (name, schema) in map {
+                        found.push((child(&child("", keyword), name), schema));
+                    }
+                }
+                ("anyOf" | "allOf" | "oneOf" | "prefixItems", Value::Array(list)) => {
+                    for (index, schema) in list.iter().enumerate() {
+                        found.push((child(&child("", keyword), &index.to_string()), schema));
+                    }
+                }
+                ("items" | "additionalProperties" | "contains" | "propertyNames", schema)
+                    if schema.is_object() =>
+                {
+                    found.push((child("", keyword), schema));
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    fn resolve<'v>(root: &'v Value, reference: &str) -> Option<&'v Value> {
+        reference.strip_prefix('#').and_then(|p| root.pointer(p))
+    }
+
+    fn object_type(object: &Map<String, Value>) -> bool {
+        has_type(object, "object")
+    }
 }
 
-/// Checks OpenAI strict mode's limits on the lowered schema `root`.
-pub(crate) fn check_limits(lowering: &mut Lowering<'_>, root: &Value) {
-    let mut tally = Tally::default();
-    if let Some(Value::Object(definitions)) = root.get("$defs") {
-        tally.chars += definitions
-            .keys()
-            .map(|name| name.chars().count())
-            .sum::<usize>();
-    }
-    count(root, &mut tally);
-    let mut stack = Vec::new();
-    nesting(root, root, "", 0, &mut stack, &mut tally);
-    if tally.properties > MAX_PROPERTIES {
+/// Checks strict mode's limits on the lowered schema `root`.
+pub(crate) fn check_limits(lowering: &mut Lowering<'_>, root: &Value, limits: &StrictLimits) {
+    let who = lowering.consumer();
+    let size = size::<Lowered>(root);
+    if size.properties > limits.max_properties {
         lowering.problem(
             "",
             format!(
-                "OpenAI strict mode: at most {MAX_PROPERTIES} object properties in all; this \
-                 schema has {}",
-                tally.properties
+                "{who}: at most {} object properties in all; this schema has {}",
+                limits.max_properties, size.properties
             ),
             "split the tool, or group rarely used fields into fewer parameters",
         );
     }
-    if let Some(pointer) = tally.too_deep {
+    if let Some(pointer) = too_deep::<Lowered>(root, limits.max_nesting) {
         lowering.problem(
             &pointer,
-            format!("OpenAI strict mode: at most {MAX_NESTING} levels of nested objects"),
+            format!(
+                "{who}: at most {} levels of nested objects",
+                limits.max_nesting
+            ),
             "flatten the parameter types",
         );
     }
-    if tally.enum_values > MAX_ENUM_VALUES {
+    if size.enum_values > limits.max_enum_values {
         lowering.problem(
             "",
             format!(
-                "OpenAI strict mode: at most {MAX_ENUM_VALUES} enum values in all; this schema \
-                 has {}",
-                tally.enum_values
+                "{who}: at most {} enum values in all; this schema has {}",
+                limits.max_enum_values, size.enum_values
             ),
             "take the value as a string checked by the tool, instead of an enum",
         );
     }
-    if tally.chars > MAX_CHARS {
+    if size.chars > limits.max_chars {
         lowering.problem(
             "",
             format!(
-                "OpenAI strict mode: at most {MAX_CHARS} characters of property names, definition \
-                 names and enum values in all; this schema has {}",
-                tally.chars
+                "{who}: at most {} characters of property names, definition names and enum \
+                 values in all; this schema has {}",
+                limits.max_chars, size.chars
             ),
             "shorten the names and enum values, or split the tool",
-        );
-    }
-}
-
-/// The schemas directly inside `schema`, each with its pointer token(s).
-fn subschemas(schema: &Value) -> Vec<(String, &Value)> {
-    let mut found = Vec::new();
-    let Value::Object(object) = schema else {
-        return found;
-    };
-    for (keyword, value) in object {
-        match (keyword.as_str(), value) {
-            ("properties" | "patternProperties" | "$defs", Value::Object(map)) => {
-                for (name, schema) in map {
-                    found.push((child(&child("", keyword), name), schema));
-                }
-            }
-            ("anyOf" | "allOf" | "oneOf" | "prefixItems", Value::Array(list)) => {
-                for (index, schema) in list.iter().enumerate() {
-                    found.push((child(&child("", keyword), &index.to_string()), schema));
-                }
-            }
-            ("items" | "additionalProperties" | "contains" | "propertyNames", schema)
-                if schema.is_object() =>
-            {
-                found.push((child("", keyword), schema));
-            }
-            _ => {}
-        }
-    }
-    found
-}
-
-/// Counts properties, enum values and their characters, everywhere.
-fn count(schema: &Value, tally: &mut Tally) {
-    if let Some(Value::Object(properties)) = schema.get("properties") {
-        tally.properties += properties.len();
-        tally.chars += properties
-            .keys()
-            .map(|name| name.chars().count())
-            .sum::<usize>();
-    }
-    if let Some(Value::Array(values)) = schema.get("enum") {
-        tally.enum_values += values.len();
-        tally.chars += values.iter().map(value_chars).sum::<usize>();
-    }
-    if let Some(value) = schema.get("const") {
-        tally.chars += value_chars(value);
-    }
-    for (_, inner) in subschemas(schema) {
-        count(inner, tally);
-    }
-}
-
-fn value_chars(value: &Value) -> usize {
-    match value {
-        Value::String(text) => text.chars().count(),
-        other => other.to_string().chars().count(),
-    }
-}
-
-/// Finds the first object nested deeper than the limit, following `$ref`s (a recursive one
-/// once: recursion is allowed).
-fn nesting(
-    root: &Value,
-    schema: &Value,
-    pointer: &str,
-    depth: usize,
-    stack: &mut Vec<String>,
-    tally: &mut Tally,
-) {
-    if tally.too_deep.is_some() {
-        return;
-    }
-    let Value::Object(object) = schema else {
-        return;
-    };
-    if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-        if stack.iter().any(|r| r == reference) {
-            return;
-        }
-        let target = reference.strip_prefix('#').and_then(|p| root.pointer(p));
-        if let Some(target) = target {
-            stack.push(reference.to_owned());
-            nesting(root, target, pointer, depth, stack, tally);
-            stack.pop();
-        }
-        return;
-    }
-    let depth = if has_type(object, "object") || object.contains_key("properties") {
-        depth + 1
-    } else {
-        depth
-    };
-    if depth > MAX_NESTING {
-        tally.too_deep = Some(pointer.to_owned());
-        return;
-    }
-    for (token, inner) in subschemas(schema) {
-        if token.starts_with("/$defs") {
-            continue;
-        }
-        nesting(
-            root,
-            inner,
-            &format!("{pointer}{token}"),
-            depth,
-            stack,
-            tally,
         );
     }
 }

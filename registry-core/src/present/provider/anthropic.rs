@@ -1,13 +1,74 @@
-//! Anthropic (Messages), every shape in one place: the tool object (`input_schema`), the
-//! `tool_use` blocks of a response and the `tool_result` block that answers one.
+//! Anthropic (Messages), every shape and rule in one place: the schema rules, the tool object
+//! (`input_schema`), the `tool_use` blocks of a response and the `tool_result` block that
+//! answers one.
 
 use serde_json::{Map, Value, json};
 
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::text;
+use crate::present::provider::{
+    Composition, Enums, Formats, Holder, Keywords, NameRule, Null, References, Rules, StrictFlag,
+    ToolList, ToolObject,
+};
 use crate::present::reader::{Parsed, Reader, describe};
 use crate::resolve::call::ToolCall;
+
+/// The string formats Anthropic takes.
+pub(crate) const FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "uri",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// Anthropic's schema rules: JSON Schema under `input_schema` without `$schema`, every `$ref`
+/// inlined (none recursive), `anyOf` and a limited `allOf`, Anthropic's formats; with
+/// `strict: true`, closed objects and no bounds.
+pub(crate) const RULES: Rules = Rules {
+    consumer: "Anthropic",
+    names: NameRule {
+        max_chars: 64,
+        letter_first: false,
+        punctuation: "_-",
+        rule: "Anthropic: tool names match `^[a-zA-Z0-9_-]{1,64}$` (128 in the API, 64 in several \
+               clients such as Claude Desktop)",
+    },
+    max_tools: None,
+    list: ToolList::Objects,
+    tool: ToolObject {
+        holder: Holder::Tool,
+        function_type: None,
+        schema_key: "input_schema",
+        schema_required: true,
+        output_schema: false,
+    },
+    strict_flag: StrictFlag::Optional,
+    strict: None,
+    canonical: false,
+    dollar_schema: false,
+    references: References::NotRecursive,
+    composition: Composition {
+        taken: &["allOf"],
+        said: "`anyOf` and a limited `allOf`",
+    },
+    const_keyword: true,
+    null: Null::TypeUnion,
+    enums: Enums::Any,
+    additional_properties: true,
+    unevaluated_properties: true,
+    prefix_items: true,
+    boolean_schemas: true,
+    formats: Formats::Only(FORMATS),
+    keywords: Keywords::All,
+    annotations: true,
+};
 
 /// An Anthropic tool: `{name, description, input_schema}`.
 pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {

@@ -1,13 +1,110 @@
-//! Gemini, every shape in one place: the function declaration (no `parameters` for a
-//! function without any), the list wrapped in `functionDeclarations`, the `VALIDATED`
-//! allowlist, the `functionCall` parts of a response and the `functionResponse` part.
+//! Gemini, every shape and rule in one place: the schema rules, the function declaration (no
+//! `parameters` for a function without any), the list wrapped in `functionDeclarations`, the
+//! `VALIDATED` allowlist, the `functionCall` parts of a response and the `functionResponse`
+//! part.
 
 use serde_json::{Map, Value, json};
 
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
+use crate::present::provider::{
+    Composition, Enums, Formats, Holder, Keywords, NameRule, Null, References, Rules, StrictFlag,
+    ToolList, ToolObject,
+};
 use crate::present::reader::{Parsed, Reader, describe};
 use crate::resolve::call::ToolCall;
+
+/// Gemini's string formats.
+pub(crate) const STRING_FORMATS: &[&str] = &["enum", "date-time"];
+
+/// Gemini's numeric formats.
+pub(crate) const NUMBER_FORMATS: &[&str] = &["int32", "int64", "float", "double"];
+
+/// The bounds Gemini takes.
+pub(crate) const BOUNDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+];
+
+/// The fields of Gemini's `Schema` that the rules allow.
+pub(crate) const FIELDS: &[&str] = &[
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "properties",
+    "required",
+    "anyOf",
+    "items",
+    "default",
+    "example",
+    "propertyOrdering",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+];
+
+/// Gemini's schema rules: the fields of its `Schema` (OpenAPI 3.0's) under `parameters`, left
+/// out for a function without any: no `$schema`, `$defs` or `$ref` (everything inlined), no
+/// `additionalProperties`, no `const` or `allOf`, `nullable: true`, string enums with
+/// `format: "enum"`, formats by type, Gemini's bounds; at most 512 declarations.
+pub(crate) const RULES: Rules = Rules {
+    consumer: "Gemini",
+    names: NameRule {
+        max_chars: 64,
+        letter_first: true,
+        punctuation: "_.:-",
+        rule: "Gemini: tool names start with a letter or `_`, then letters, digits, `_ . : -`, at \
+               most 64 characters (128 in newer documentation)",
+    },
+    max_tools: Some(512),
+    list: ToolList::Grouped {
+        key: "functionDeclarations",
+    },
+    tool: ToolObject {
+        holder: Holder::Tool,
+        function_type: None,
+        schema_key: "parameters",
+        schema_required: false,
+        output_schema: false,
+    },
+    strict_flag: StrictFlag::Ignored,
+    strict: None,
+    canonical: false,
+    dollar_schema: false,
+    references: References::Refused,
+    composition: Composition {
+        taken: &[],
+        said: "`anyOf` only",
+    },
+    const_keyword: false,
+    null: Null::Nullable,
+    enums: Enums::Strings,
+    additional_properties: false,
+    unevaluated_properties: false,
+    prefix_items: false,
+    boolean_schemas: false,
+    formats: Formats::ByType {
+        strings: STRING_FORMATS,
+        numbers: NUMBER_FORMATS,
+        said: "`enum` and `date-time` for strings, int32, int64, float and double for numbers",
+    },
+    keywords: Keywords::Fields {
+        bounds: BOUNDS,
+        fields: FIELDS,
+        said: "bounds: minimum, maximum, min/maxItems, min/maxLength",
+    },
+    annotations: false,
+};
 
 /// A function declaration: `{name, description, parameters?}`.
 pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {

@@ -1,13 +1,59 @@
-//! MCP, every shape in one place: the `Tool` object (every hint stated), the `tools/call`
-//! request a client sends, and the `CallToolResult` that answers it.
+//! MCP, every shape and rule in one place: the schema rules (the canonical schema as it is),
+//! the `Tool` object (every hint stated), the `tools/call` request a client sends, and the
+//! `CallToolResult` that answers it.
 
 use serde_json::{Map, Value, json};
 
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::text;
+use crate::present::provider::{
+    Composition, Enums, Formats, Holder, Keywords, NameRule, Null, References, Rules, StrictFlag,
+    ToolList, ToolObject,
+};
 use crate::present::reader::{Parsed, Reader, describe, describe_member};
+use crate::present::rules::COMPOSITION;
 use crate::resolve::call::ToolCall;
+
+/// MCP's schema rules: the canonical schema as it is (JSON Schema 2020-12), under
+/// `inputSchema`; an `outputSchema` is an object schema.
+pub(crate) const RULES: Rules = Rules {
+    consumer: "MCP",
+    names: NameRule {
+        max_chars: 128,
+        letter_first: false,
+        punctuation: "_-.",
+        rule: "MCP: tool names are 1 to 128 of `A-Za-z0-9_-.`",
+    },
+    max_tools: None,
+    list: ToolList::Objects,
+    tool: ToolObject {
+        holder: Holder::Tool,
+        function_type: None,
+        schema_key: "inputSchema",
+        schema_required: true,
+        output_schema: true,
+    },
+    strict_flag: StrictFlag::Ignored,
+    strict: None,
+    canonical: true,
+    dollar_schema: true,
+    references: References::Any,
+    composition: Composition {
+        taken: COMPOSITION,
+        said: "any",
+    },
+    const_keyword: true,
+    null: Null::TypeUnion,
+    enums: Enums::Any,
+    additional_properties: true,
+    unevaluated_properties: true,
+    prefix_items: true,
+    boolean_schemas: true,
+    formats: Formats::Any,
+    keywords: Keywords::All,
+    annotations: true,
+};
 
 /// An MCP `Tool`: every behaviour hint is stated, since a client assumes MCP's defaults
 /// (`destructiveHint` and `openWorldHint` true) for the ones left out.

@@ -1,14 +1,163 @@
-//! OpenAI (Chat Completions and Responses), every shape in one place: the tool object
-//! (`strict` as the profile says), the `allowed_tools` allowlist, the calls in a response
-//! (`tool_calls` of the one choice's message; `function_call` items) and the result message
-//! (`role: tool`; `function_call_output`).
+//! OpenAI (Chat Completions and Responses), every shape and rule in one place: the schema
+//! rules (strict mode and not, for each API), the tool object (`strict` as the profile says),
+//! the `allowed_tools` allowlist, the calls in a response (`tool_calls` of the one choice's
+//! message; `function_call` items) and the result message (`role: tool`;
+//! `function_call_output`).
 
 use serde_json::{Map, Value, json};
 
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::text;
+use crate::present::provider::{
+    Composition, Enums, Formats, Holder, Keywords, NameRule, Null, References, Rules, StrictFlag,
+    StrictLimits, ToolList, ToolObject,
+};
 use crate::present::reader::{Parsed, Reader, call_from_text, describe, is_message};
+
+/// The string formats OpenAI takes (strict and not).
+pub(crate) const FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
+
+/// The bounds OpenAI takes (strict and not).
+pub(crate) const BOUNDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+];
+
+/// Keywords OpenAI refuses beyond composition: the bounds it does not take, and the like.
+pub(crate) const REFUSED: &[&str] = &[
+    "minLength",
+    "maxLength",
+    "pattern",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "contains",
+    "minContains",
+    "maxContains",
+    "propertyNames",
+    "patternProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "prefixItems",
+    "additionalItems",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+];
+
+/// Strict mode's limits on one schema.
+pub(crate) const STRICT_LIMITS: StrictLimits = StrictLimits {
+    max_properties: 5000,
+    max_nesting: 10,
+    max_enum_values: 1000,
+    max_chars: 120_000,
+};
+
+/// A Chat Completions tool object: the definition under `function`.
+const CHAT_TOOL: ToolObject = ToolObject {
+    holder: Holder::Member {
+        key: "function",
+        rule: "OpenAI Chat Completions: a tool holds its definition under `function`",
+    },
+    function_type: Some("OpenAI: a function tool has `type: \"function\"`"),
+    schema_key: "parameters",
+    schema_required: true,
+    output_schema: false,
+};
+
+/// A Responses tool object: flat.
+const RESPONSES_TOOL: ToolObject = ToolObject {
+    holder: Holder::Tool,
+    ..CHAT_TOOL
+};
+
+/// OpenAI's schema rules (Chat Completions), not strict: JSON Schema under `parameters`
+/// without `$schema`, `$ref`s without siblings, `anyOf` only, OpenAI's formats and bounds;
+/// at most 128 tools.
+pub(crate) const CHAT: Rules = Rules {
+    consumer: "OpenAI",
+    names: NameRule {
+        max_chars: 64,
+        letter_first: false,
+        punctuation: "_-",
+        rule: "OpenAI: tool names match `^[a-zA-Z0-9_-]{1,64}$`",
+    },
+    max_tools: Some(128),
+    list: ToolList::Objects,
+    tool: CHAT_TOOL,
+    strict_flag: StrictFlag::Says {
+        value: false,
+        rule: "OpenAI (non-strict): the tool must not say `strict: true`, or its schema must \
+               follow strict mode's rules",
+    },
+    strict: None,
+    canonical: false,
+    dollar_schema: false,
+    references: References::NoSiblings,
+    composition: Composition {
+        taken: &[],
+        said: "`anyOf` only",
+    },
+    const_keyword: true,
+    null: Null::TypeUnion,
+    enums: Enums::Any,
+    additional_properties: true,
+    unevaluated_properties: false,
+    prefix_items: false,
+    boolean_schemas: true,
+    formats: Formats::Only(FORMATS),
+    keywords: Keywords::Refusing {
+        bounds: BOUNDS,
+        refused: REFUSED,
+        said: "bounds: minimum, maximum, exclusive*, multipleOf, min/maxItems",
+    },
+    annotations: true,
+};
+
+/// OpenAI's strict mode (Chat Completions): the rules of [`CHAT`], and every object closed,
+/// every property required (optional ones nullable), no `default`, no annotations, no
+/// `true`/`false` schema, and [`STRICT_LIMITS`].
+pub(crate) const CHAT_STRICT: Rules = Rules {
+    consumer: "OpenAI strict mode",
+    strict_flag: StrictFlag::Says {
+        value: true,
+        rule: "OpenAI strict mode: the tool must say `strict: true`",
+    },
+    strict: Some(STRICT_LIMITS),
+    boolean_schemas: false,
+    annotations: false,
+    ..CHAT
+};
+
+/// OpenAI's schema rules for the Responses API, not strict: those of [`CHAT`] in a flat tool
+/// object.
+pub(crate) const RESPONSES: Rules = Rules {
+    tool: RESPONSES_TOOL,
+    ..CHAT
+};
+
+/// OpenAI's strict mode for the Responses API: those of [`CHAT_STRICT`] in a flat tool
+/// object.
+pub(crate) const RESPONSES_STRICT: Rules = Rules {
+    tool: RESPONSES_TOOL,
+    ..CHAT_STRICT
+};
 
 /// A Chat Completions tool: `{type: "function", function: {name, description, parameters, strict}}`.
 pub(crate) fn chat_tool_object(tool: &Exported<'_>, strict: bool) -> Value {
