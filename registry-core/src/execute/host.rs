@@ -56,7 +56,7 @@ type HostFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///         &'a self,
 ///         call: &CallInfo<'_>,
 ///         request: ElicitRequest,
-///     ) -> HostFuture<'a, Result<Elicitation<Value>, ElicitError>> {
+///     ) -> BoxFuture<'a, Result<Elicitation<Value>, ElicitError>> {
 ///         println!("{} asks: {}", call.tool_name, request.message);
 ///         Box::pin(async { Ok(Elicitation::Accepted(json!({"confirm": true}))) })
 ///     }
