@@ -1,7 +1,11 @@
-//! Step 7, **execute**: a call that passed the gate runs, its panics caught and its deadline
-//! kept, with a [`ToolContext`](context::ToolContext); every outcome is an
-//! [`Observation`](observation::Observation).
+//! Step 7, **execute**: a call that passed the gate runs, its panics caught, its deadline
+//! kept and its cancellation honoured, with a [`ToolContext`](context::ToolContext) through
+//! which it reaches its [`CallHost`](host::CallHost) (progress, logs, questions, sampling);
+//! every outcome is an [`Observation`](observation::Observation).
 
+pub(crate) mod cancel;
 pub(crate) mod context;
 pub(crate) mod execution;
+pub(crate) mod form;
+pub(crate) mod host;
 pub(crate) mod observation;

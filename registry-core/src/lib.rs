@@ -118,7 +118,14 @@ pub use discover::explain::{Explanation, HiddenReason, HiddenTool};
 pub use discover::fingerprint::Fingerprint;
 pub use discover::run::{Capability, Run};
 pub use discover::subject::{Access, Subject};
-pub use execute::context::ToolContext;
+pub use execute::cancel::{Cancellation, Cancelled};
+pub use execute::context::{CallOptions, ToolContext};
+pub use execute::form::form_schema;
+pub use execute::host::{
+    CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, FormError, LogLevel, Progress,
+    SampleContent, SampleError, SampleMessage, SampleReply, SampleRequest, SampleRole,
+    TOOL_EVENT_TARGET,
+};
 pub use execute::observation::{ErrorKind, Observation};
 pub use gate::{
     ApprovalError, ApprovalRequest, ApprovalState, ApprovalStore, CallPolicy, CallRequest,

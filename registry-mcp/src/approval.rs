@@ -38,18 +38,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use registry_core::{ApprovalError, ApprovalRequest, Observation};
+use registry_core::{ApprovalError, ApprovalRequest, CallOptions, Observation};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
-    InputRequest, InputRequiredResult, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
+    InputRequiredResult, ProtocolVersion,
 };
-use rmcp::service::{RequestContext, ServiceError};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
 use crate::clients::{Client, RunSlot};
 use crate::handler::call_result;
+use crate::host::{can_elicit_form, failure};
 use crate::options::ServerOptions;
 
 /// The key of the approval question among the input requests of an `input_required` result.
@@ -75,8 +76,9 @@ pub(crate) async fn ask(
     request: &ApprovalRequest,
     context: &RequestContext<RoleServer>,
     options: &ServerOptions,
+    call: CallOptions,
 ) -> Result<CallToolResponse, ErrorData> {
-    if !can_elicit_form(context.client_capabilities()) {
+    if !can_elicit_form(context.client_capabilities().as_ref()) {
         return cannot_ask(client, &slot, request)
             .await
             .map(CallToolResponse::from);
@@ -122,7 +124,7 @@ pub(crate) async fn ask(
             Answer::NotObtained("the call was cancelled before anyone answered".to_owned())
         }
     };
-    decide(client, &slot, request, answer)
+    decide(client, &slot, request, answer, call)
         .await
         .map(CallToolResponse::from)
 }
@@ -133,6 +135,7 @@ pub(crate) async fn resume(
     client: &Client,
     mut params: CallToolRequestParams,
     state: &str,
+    call: CallOptions,
 ) -> Result<CallToolResponse, ErrorData> {
     let Some(asked) = client.take_question(state) else {
         return Err(ErrorData::invalid_params(
@@ -157,17 +160,9 @@ pub(crate) async fn resume(
             ),
         }
     };
-    decide(client, &asked.slot, &asked.request, answer)
+    decide(client, &asked.slot, &asked.request, answer, call)
         .await
         .map(CallToolResponse::from)
-}
-
-/// Whether the client declared form elicitation (an empty `elicitation` capability means form,
-/// as before modes existed).
-fn can_elicit_form(capabilities: Option<ClientCapabilities>) -> bool {
-    capabilities
-        .and_then(|capabilities| capabilities.elicitation)
-        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
 }
 
 /// The approval question: the request's own question, and a form with one required checkbox.
@@ -215,24 +210,13 @@ fn answer_of(result: &ElicitResult) -> Answer {
     }
 }
 
-/// Why an elicitation request failed, in a few words.
-fn failure(error: &ServiceError, wait: Duration) -> String {
-    match error {
-        ServiceError::Timeout { .. } => format!("no one answered within {} s", wait.as_secs()),
-        ServiceError::McpError(data) => {
-            format!("the client refused the question: {}", data.message)
-        }
-        ServiceError::TransportClosed => "the connection closed before anyone answered".to_owned(),
-        other => format!("the question could not be asked: {other}"),
-    }
-}
-
 /// Applies the answer to the request, in the run that made it, and says what the model is told.
 async fn decide(
     client: &Client,
     slot: &RunSlot,
     request: &ApprovalRequest,
     answer: Answer,
+    call: CallOptions,
 ) -> Result<CallToolResult, ErrorData> {
     let run = &slot.run;
     let id = request.id();
@@ -240,7 +224,7 @@ async fn decide(
     match answer {
         Answer::Approved => {
             tracing::info!(client = %client.id, tool, approval = id, "the client's user approved");
-            settled(run.approve_by(id, client.id.as_ref()).await)
+            settled(run.approve_by_with(id, client.id.as_ref(), call).await)
         }
         Answer::Declined(reason) => {
             tracing::info!(client = %client.id, tool, approval = id, reason, "the client's user declined");

@@ -1,19 +1,21 @@
-//! The MCP request handler: `tools/list` and `tools/call` served from a client's run.
+//! The MCP request handler: `tools/list`, `tools/call` and `logging/setLevel` served from a
+//! client's run.
 
 use std::sync::{Arc, OnceLock};
 
-use registry_core::{ErrorKind, Observation, Profile, ToolCall};
+use registry_core::{CallOptions, Cancellation, ErrorKind, Observation, Profile, ToolCall};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Extensions,
-    Implementation, InitializeRequestParams, InitializeResult, ListToolsResult,
+    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::approval;
 use crate::clients::{Client, RunSlot, Shared};
+use crate::host::{McpHost, Session, level_of};
 use crate::tokens::Principal;
 
 /// The MCP server of one connection (a stdio process, an HTTP session or a stateless HTTP
@@ -49,14 +51,30 @@ use crate::tokens::Principal;
 /// - Changes of the registry that alter what the subject may see are announced with
 ///   `notifications/tools/list_changed`: unscoped to connections that went through
 ///   `initialize`, and on `subscriptions/listen` streams that asked for them (2026-07-28).
+/// - A running tool reaches the client through its
+///   [`ToolContext`](registry_core::ToolContext): progress as `notifications/progress` (when
+///   the request carried a progress token), logs as `notifications/message` (at or above the
+///   level the client set with `logging/setLevel`, or [`ServerOptions::log_level`]), questions
+///   as `elicitation/create`, sampling as `sampling/createMessage` (when the client declared
+///   them). What the client cannot take goes to the run's host
+///   ([`RegistryBuilder::host`](registry_core::RegistryBuilder::host); by default `tracing`
+///   for progress and logs, "not supported" for questions and sampling).
+/// - `notifications/cancelled` cancels a call: an async tool's future is dropped, a
+///   synchronous one sees [`ToolContext::is_cancelled`](registry_core::ToolContext::is_cancelled);
+///   the call is audited as cancelled and no result is sent.
+/// - To serve resources, prompts or completions beside the tools, wrap it with an application's
+///   own handler: [`RegistryServer::with_handler`].
 ///
 /// [`ApprovalRequest::question`]: registry_core::ApprovalRequest::question
 /// [`Run::approve_by`]: registry_core::Run::approve_by
 /// [`ServerOptions::approval_timeout`]: crate::ServerOptions::approval_timeout
+/// [`ServerOptions::log_level`]: crate::ServerOptions::log_level
 #[derive(Clone)]
 pub struct RegistryServer {
     shared: Arc<Shared>,
     binding: Binding,
+    /// What this connection chose (its log level).
+    session: Arc<Session>,
 }
 
 #[derive(Clone)]
@@ -85,6 +103,7 @@ impl RegistryServer {
         RegistryServer {
             shared,
             binding: Binding::Fixed(client),
+            session: Arc::default(),
         }
     }
 
@@ -92,11 +111,12 @@ impl RegistryServer {
         RegistryServer {
             shared,
             binding: Binding::FromRequest(Arc::new(OnceLock::new())),
+            session: Arc::default(),
         }
     }
 
     /// The client a request acts for.
-    fn client(&self, extensions: &Extensions) -> Result<Arc<Client>, ErrorData> {
+    pub(crate) fn client(&self, extensions: &Extensions) -> Result<Arc<Client>, ErrorData> {
         let bound = match &self.binding {
             Binding::Fixed(client) => return Ok(client.clone()),
             Binding::FromRequest(bound) => bound,
@@ -146,20 +166,119 @@ impl RegistryServer {
         }
         // The list depends on who asks: no shared cache may serve it to anyone else.
         result.cache_scope = Some(CacheScope::Private);
+        let ttl = self.shared.options.list_ttl.as_millis();
+        result.ttl_ms = Some(u64::try_from(ttl).unwrap_or(u64::MAX));
         Ok(result)
+    }
+
+    /// The registry's capabilities: tools (with `listChanged`) and logging.
+    pub(crate) fn capabilities() -> ServerCapabilities {
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        // Deprecated by SEP-2577 in rmcp; still how tools' logs reach clients before
+        // protocol 2026-07-28.
+        #[allow(deprecated)]
+        {
+            capabilities.logging = Some(JsonObject::new());
+        }
+        capabilities
+    }
+
+    /// Runs a `tools/call`: the run's answer, with the call's progress, logs and questions
+    /// going to the client and the client's `notifications/cancelled` cancelling it.
+    async fn call(
+        &self,
+        client: &Client,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let slot = client.current();
+        let options = &self.shared.options;
+        let (host, flush) = McpHost::new(context, &self.session, options, slot.run.host());
+        let cancellation = Cancellation::new();
+        let call_options = CallOptions::new()
+            .with_host(host)
+            .with_cancellation(cancellation.clone());
+        let watch = watch_cancellation(context.ct.clone(), cancellation).await;
+        let response = if let Some(state) = request.request_state.clone() {
+            approval::resume(client, request, &state, call_options).await
+        } else {
+            let arguments = Value::Object(request.arguments.unwrap_or_default());
+            let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
+            let observation = slot.run.call_with(call, call_options.clone()).await;
+            if observation.error_kind() == Some(ErrorKind::Cancelled) {
+                watch.abort();
+                // rmcp sends nothing for a cancelled request; this error is dropped too.
+                tracing::info!(client = %client.id, call = %context.id, "the client cancelled the call");
+                return Err(ErrorData::invalid_request("the call was cancelled", None));
+            }
+            match observation.approval() {
+                Some(pending) => {
+                    approval::ask(
+                        client,
+                        slot.clone(),
+                        pending,
+                        context,
+                        options,
+                        call_options,
+                    )
+                    .await
+                }
+                None => call_result(&observation).map(CallToolResponse::from),
+            }
+        };
+        watch.abort();
+        flush.wait().await;
+        response
+    }
+}
+
+/// Trips `cancellation` when `ct` is cancelled (the client's `notifications/cancelled`), from a
+/// task of its own: a synchronous tool running on the call's task cannot see the request's
+/// token, but it can check the flag. Returns once that task listens, so that a tool that then
+/// blocks this worker thread cannot keep it from ever starting.
+async fn watch_cancellation(
+    ct: tokio_util::sync::CancellationToken,
+    cancellation: Cancellation,
+) -> tokio::task::JoinHandle<()> {
+    let (armed, listening) = tokio::sync::oneshot::channel();
+    let watch = tokio::spawn(async move {
+        let cancelled = ct.cancelled_owned();
+        let mut cancelled = std::pin::pin!(cancelled);
+        let mut armed = Some(armed);
+        std::future::poll_fn(|cx| {
+            let poll = cancelled.as_mut().poll(cx);
+            if let Some(armed) = armed.take() {
+                let _ = armed.send(());
+            }
+            poll
+        })
+        .await;
+        cancellation.cancel();
+    });
+    let _ = listening.await;
+    watch
+}
+
+/// Sends `notifications/tools/list_changed` on a `subscriptions/listen` stream each time what
+/// `client` may see changes, until the stream or the client is gone.
+pub(crate) async fn announce_tool_changes(client: &Client, sink: &SubscriptionSink) {
+    let mut changes = client.changes();
+    while changes.changed().await.is_ok() {
+        if let Err(error) = sink.notify_tool_list_changed().await {
+            tracing::debug!(client = %client.id, %error, "subscription closed");
+            return;
+        }
     }
 }
 
 impl ServerHandler for RegistryServer {
     fn get_info(&self) -> ServerConfig {
         let options = &self.shared.options;
-        let mut config = ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(&options.name, &options.version));
+        let mut config = ServerConfig::new(RegistryServer::capabilities())
+            .with_server_info(Implementation::new(&options.name, &options.version));
         if let Some(instructions) = &options.instructions {
             config = config.with_instructions(instructions);
         }
@@ -193,18 +312,20 @@ impl ServerHandler for RegistryServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let client = self.client(&context.extensions)?;
-        if let Some(state) = request.request_state.clone() {
-            return approval::resume(&client, request, &state).await;
-        }
-        let slot = client.current();
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
-        let observation = slot.run.call(call).await;
-        if let Some(pending) = observation.approval() {
-            let options = &self.shared.options;
-            return approval::ask(&client, slot.clone(), pending, &context, options).await;
-        }
-        call_result(&observation).map(CallToolResponse::from)
+        self.call(&client, request, &context).await
+    }
+
+    #[allow(deprecated)] // logging: deprecated by SEP-2577 in rmcp, still in the protocol
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let client = self.client(&context.extensions)?;
+        let level = level_of(request.level);
+        tracing::debug!(client = %client.id, %level, "the client set its log level");
+        self.session.set_log_level(level);
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -227,25 +348,15 @@ impl ServerHandler for RegistryServer {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let client = self.client(&context.request_context().extensions)?;
-        if context.accepted().tools_list_changed != Some(true) {
-            context.cancelled().await;
-            return Ok(());
-        }
-        let mut changes = client.changes();
-        loop {
+        if context.accepted().tools_list_changed == Some(true) {
             tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return Ok(());
-                    }
-                    if let Err(error) = context.sink().notify_tool_list_changed().await {
-                        tracing::debug!(client = %client.id, %error, "subscription closed");
-                        return Ok(());
-                    }
-                }
+                () = context.cancelled() => {}
+                () = announce_tool_changes(&client, context.sink()) => {}
             }
+        } else {
+            context.cancelled().await;
         }
+        Ok(())
     }
 }
 

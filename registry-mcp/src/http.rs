@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use http_body_util::BodyExt;
 use registry_core::Registry;
+use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -19,7 +20,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::tokens::{Principal, Tokens};
-use crate::{McpServer, ServeError, ServerOptions};
+use crate::{McpServer, RegistryServer, ServeError, ServerOptions};
 
 /// Where and how to serve over HTTP.
 ///
@@ -141,10 +142,35 @@ pub struct HttpServer {
 impl HttpServer {
     /// Checks that the registry can be served over MCP, and binds `config.addr`.
     pub async fn bind(registry: Registry, config: HttpConfig) -> Result<HttpServer, ServeError> {
+        HttpServer::bind_with(registry, config, |tools| tools).await
+    }
+
+    /// [`bind`](Self::bind), serving to each session the handler `wrap` makes of the
+    /// registry's (see [`McpServer::http_router_with`]): say, the registry's tools with an
+    /// application's resources and prompts ([`RegistryServer::with_handler`]).
+    ///
+    /// ```no_run
+    /// # use registry_core::Registry;
+    /// # use registry_mcp::{HttpConfig, HttpServer, Tokens};
+    /// # async fn serve(registry: Registry, app: impl registry_mcp::rmcp::ServerHandler + Clone) -> Result<(), registry_mcp::ServeError> {
+    /// let config = HttpConfig::new(Tokens::load("tokens.json")?);
+    /// let server = HttpServer::bind_with(registry, config, move |tools| tools.with_handler(app.clone())).await?;
+    /// server.serve().await
+    /// # }
+    /// ```
+    pub async fn bind_with<S, F>(
+        registry: Registry,
+        config: HttpConfig,
+        wrap: F,
+    ) -> Result<HttpServer, ServeError>
+    where
+        S: ServerHandler,
+        F: Fn(RegistryServer) -> S + Send + Sync + 'static,
+    {
         let server = McpServer::new(registry, config.options.clone())?;
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
-        let router = server.http_router(&config);
+        let router = server.http_router_with(&config, wrap);
         Ok(HttpServer {
             listener,
             router,
@@ -191,6 +217,26 @@ impl McpServer {
     /// waits for the client's delayed ACK, 40 ms on Linux, and a client that reads answers
     /// whole is limited to 25 calls per second per connection.
     pub fn http_router(&self, config: &HttpConfig) -> axum::Router {
+        self.http_router_with(config, |tools| tools)
+    }
+
+    /// [`http_router`](Self::http_router), serving to each session the handler `wrap` makes
+    /// of the registry's: say, [`RegistryServer::with_handler`], to serve an application's
+    /// resources and prompts beside the tools (see [`Composed`](crate::Composed)). The bearer
+    /// tokens, sessions and runs are the registry's, whatever `wrap` does.
+    ///
+    /// ```no_run
+    /// # use registry_mcp::{HttpConfig, McpServer, Tokens};
+    /// # fn router(server: McpServer, app: impl registry_mcp::rmcp::ServerHandler + Clone) -> axum::Router {
+    /// let config = HttpConfig::new(Tokens::load("tokens.json").unwrap());
+    /// server.http_router_with(&config, move |tools| tools.with_handler(app.clone()))
+    /// # }
+    /// ```
+    pub fn http_router_with<S, F>(&self, config: &HttpConfig, wrap: F) -> axum::Router
+    where
+        S: ServerHandler,
+        F: Fn(RegistryServer) -> S + Send + Sync + 'static,
+    {
         self.shared().watch();
         let server = self.clone();
         let rmcp_config = StreamableHttpServerConfig::default()
@@ -198,7 +244,7 @@ impl McpServer {
             .with_max_request_body_bytes(config.options.max_message_bytes)
             .with_cancellation_token(config.shutdown.child_token());
         let service = StreamableHttpService::new(
-            move || Ok(server.http_handler()),
+            move || Ok(wrap(server.http_handler())),
             Arc::new(LocalSessionManager::default()),
             rmcp_config,
         );

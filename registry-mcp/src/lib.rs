@@ -60,19 +60,43 @@
 //!   replaced one is called in the version it was shown or refused, as the replacement's
 //!   policy says. A run never calls a version its client was not shown.
 //!
+//! - **While a tool runs**, what it does through its
+//!   [`ToolContext`](registry_core::ToolContext) reaches the client: progress as
+//!   `notifications/progress` (only for a request that carried a progress token), logs as
+//!   `notifications/message` (at or above the level the connection set with
+//!   `logging/setLevel`, else [`ServerOptions::log_level`]), questions as
+//!   `elicitation/create` with a form made from a Rust type, and sampling as
+//!   `sampling/createMessage` (to clients that declared them, before protocol 2026-07-28).
+//!   What the client cannot take goes to the run's host
+//!   ([`RegistryBuilder::host`](registry_core::RegistryBuilder::host)): by default `tracing`
+//!   for progress and logs, "not supported" for questions and sampling.
+//! - **`notifications/cancelled`** cancels a call: an async tool's future is dropped, a
+//!   synchronous tool's [`ToolContext::is_cancelled`](registry_core::ToolContext::is_cancelled)
+//!   turns true; the call is audited as cancelled and no result is sent.
+//!
+//! # One server with an application's resources and prompts
+//!
+//! [`RegistryServer::with_handler`] composes the registry's tools with an application's own
+//! rmcp [`ServerHandler`](rmcp::ServerHandler) (resources, prompts, completions) into one
+//! [`Composed`] server, served with [`McpServer::serve_io_with`],
+//! [`McpServer::http_router_with`] or [`HttpServer::bind_with`].
+//!
 //! # What it does not do
 //!
 //! No TLS (put a reverse proxy in front for anything beyond loopback), no OAuth (static
-//! bearer tokens from a file), no resources, prompts, sampling or tasks, no rate limiting of
-//! its own (the registry's rate limits and call policies apply), no approval of calls other
-//! than through the client's elicitation, and no persistence of sessions across restarts.
+//! bearer tokens from a file), no resources or prompts of its own (compose them), no tasks, no
+//! rate limiting of its own (the registry's rate limits and call policies apply), no approval
+//! of calls other than through the client's elicitation, and no persistence of sessions
+//! across restarts.
 
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 mod approval;
 mod clients;
+mod compose;
 mod handler;
+mod host;
 mod http;
 mod options;
 mod stdio;
@@ -82,6 +106,7 @@ use std::sync::Arc;
 
 use registry_core::{CompatibilityError, Profile, Registry, Subject};
 
+pub use compose::Composed;
 pub use handler::RegistryServer;
 pub use http::{HttpConfig, HttpServer, serve_http};
 pub use options::ServerOptions;

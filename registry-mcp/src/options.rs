@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use registry_core::LogLevel;
+
 /// Settings shared by every transport.
 ///
 /// ```
@@ -33,11 +35,22 @@ pub struct ServerOptions {
     /// leaves only the tools' own. With a deadline, a synchronous tool runs on a thread of
     /// its own rather than on the server's async workers.
     pub call_timeout: Option<Duration>,
-    /// How long a person has to answer the approval question of a call that needs approval
-    /// (`elicitation/create`, sent to clients that support elicitation), at most until the
-    /// approval request itself expires. Unanswered in time, the call is denied. Default 10
-    /// minutes.
+    /// How long a person has to answer a question: the approval question of a call that
+    /// needs approval (`elicitation/create`, sent to clients that support elicitation), at
+    /// most until the approval request itself expires, and a tool's own
+    /// ([`ToolContext::elicit`](registry_core::ToolContext::elicit)). Unanswered in time, the
+    /// call is denied, and the tool's question fails. Default 10 minutes.
     pub approval_timeout: Duration,
+    /// The least level of the tools' log messages
+    /// ([`ToolContext::log`](registry_core::ToolContext::log)) sent to a client that did not
+    /// choose one (with `logging/setLevel`, or per request on protocol 2026-07-28); those
+    /// below go to the run's host (by default, `tracing`). Default [`LogLevel::Info`].
+    pub log_level: LogLevel,
+    /// How long a client may keep a `tools/list` page before asking again (`ttlMs`, protocol
+    /// 2026-07-28; lists are always `cacheScope: "private"`). A tool revoked meanwhile may
+    /// still be listed in a client's cache, but a call to it is refused. Default 0: ask again
+    /// every time.
+    pub list_ttl: Duration,
     /// The largest message accepted, in bytes: a longer stdio line is dropped, a larger HTTP
     /// body answered 413. Default 8 MiB (the registry's argument limit is 4 MiB).
     pub max_message_bytes: usize,
@@ -57,6 +70,8 @@ impl Default for ServerOptions {
             readiness_interval: Some(Duration::from_secs(30)),
             call_timeout: None,
             approval_timeout: Duration::from_secs(10 * 60),
+            log_level: LogLevel::Info,
+            list_ttl: Duration::ZERO,
             max_message_bytes: 8 * 1024 * 1024,
             name: env!("CARGO_PKG_NAME").to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -93,6 +108,18 @@ impl ServerOptions {
     /// Sets how long a person has to answer an approval question.
     pub fn with_approval_timeout(mut self, timeout: Duration) -> Self {
         self.approval_timeout = timeout;
+        self
+    }
+
+    /// Sets the least level of tool log messages sent to clients that did not choose one.
+    pub fn with_log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = level;
+        self
+    }
+
+    /// Sets how long a client may keep a `tools/list` page (`ttlMs`).
+    pub fn with_list_ttl(mut self, ttl: Duration) -> Self {
+        self.list_ttl = ttl;
         self
     }
 

@@ -1,11 +1,11 @@
 //! The stdio transport: one client, the process that started this one.
 
 use registry_core::{Registry, Subject};
-use rmcp::ServiceExt;
 use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{ServerHandler, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::{McpServer, ServeError, ServerOptions};
+use crate::{McpServer, RegistryServer, ServeError, ServerOptions};
 
 /// Serves `registry` over stdin and stdout to the one client that started this process,
 /// acting for `subject`, until the client closes stdin.
@@ -56,9 +56,40 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        self.serve_io_with(id, subject, read, write, |tools| tools)
+            .await
+    }
+
+    /// [`serve_io`](Self::serve_io), serving the handler `wrap` makes of the registry's: say,
+    /// [`RegistryServer::with_handler`](crate::RegistryServer::with_handler), to serve an
+    /// application's resources and prompts beside the tools (see [`Composed`](crate::Composed)).
+    ///
+    /// ```no_run
+    /// # use registry_core::{Registry, Subject};
+    /// # use registry_mcp::{McpServer, ServerOptions};
+    /// # async fn serve(server: McpServer, app: impl registry_mcp::rmcp::ServerHandler) -> Result<(), registry_mcp::ServeError> {
+    /// let (read, write) = registry_mcp::rmcp::transport::stdio_pipes();
+    /// server
+    ///     .serve_io_with("stdio", Subject::new("acme"), read, write, |tools| tools.with_handler(app))
+    ///     .await
+    /// # }
+    /// ```
+    pub async fn serve_io_with<R, W, S>(
+        &self,
+        id: &str,
+        subject: Subject,
+        read: R,
+        write: W,
+        wrap: impl FnOnce(RegistryServer) -> S,
+    ) -> Result<(), ServeError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+        S: ServerHandler,
+    {
         let transport = AsyncRwTransport::new_server(read, write)
             .with_max_line_length(self.options().max_message_bytes);
-        let handler = self.handler(id, subject);
+        let handler = wrap(self.handler(id, subject));
         let running = handler
             .serve(transport)
             .await

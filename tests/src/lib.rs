@@ -108,3 +108,23 @@ pub fn site_of_fn(source: &str, name: &str) -> (u32, u32) {
 fn number(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
+
+/// Sets its flag when dropped: put one in a tool's future to see that the future was dropped.
+#[derive(Debug)]
+pub struct DropFlag(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Waits, as a synchronous tool would, until the call is cancelled or `limit` passes; true if
+/// it was cancelled.
+pub fn wait_until_cancelled(ctx: &registry_core::ToolContext, limit: std::time::Duration) -> bool {
+    let begun = std::time::Instant::now();
+    while !ctx.is_cancelled() && begun.elapsed() < limit {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    ctx.is_cancelled()
+}

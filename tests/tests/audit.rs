@@ -2,9 +2,10 @@
 //! duration and the size and hash of the arguments (never their values), and a change event
 //! per revocation and replacement; to the application's sink and through `tracing`.
 
+mod tracing_support;
+
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::thread::ThreadId;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use registry_core::{
@@ -12,8 +13,7 @@ use registry_core::{
     Registry, RegistryBuilder, ReplacePolicy, Subject, ToolCall,
 };
 use serde_json::{Value, json};
-use tracing::field::{Field, Visit};
-use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_support::{Captured, traced};
 
 /// A string that must never appear in the audit trail.
 const SECRET: &str = "SECRET-ARGUMENT-VALUE-4f1c";
@@ -328,57 +328,6 @@ fn revocations_and_replacements_are_audited() {
     assert_eq!(json["change"]["name"], "note");
     assert_eq!(json["change"]["kind"], json!({"replaced": "revoke"}));
     assert_eq!(json["change"]["reason"], "v2");
-}
-
-/// One `tracing` event: the thread that emitted it, its target and its fields, as text.
-#[derive(Debug, Clone)]
-struct Captured {
-    thread: ThreadId,
-    target: String,
-    fields: BTreeMap<String, String>,
-}
-
-struct Recorder(&'static Mutex<Vec<Captured>>);
-
-/// Every `tracing` event of this test binary.
-///
-/// A global subscriber, installed before any test makes an event: a subscriber set with
-/// `tracing::subscriber::with_default` on one test's thread can miss events, since the other
-/// tests, on other threads without it, register the same call sites at the same time.
-/// Each test filters the events of its own thread.
-fn traced() -> &'static Mutex<Vec<Captured>> {
-    static CAPTURED: OnceLock<&'static Mutex<Vec<Captured>>> = OnceLock::new();
-    CAPTURED.get_or_init(|| {
-        let captured: &'static Mutex<Vec<Captured>> = Box::leak(Box::default());
-        let subscriber = tracing_subscriber::registry().with(Recorder(captured));
-        tracing::subscriber::set_global_default(subscriber)
-            .expect("no other global subscriber in this test binary");
-        captured
-    })
-}
-
-struct Fields<'a>(&'a mut BTreeMap<String, String>);
-
-impl Visit for Fields<'_> {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorder {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        let mut fields = BTreeMap::new();
-        event.record(&mut Fields(&mut fields));
-        self.0.lock().unwrap().push(Captured {
-            thread: std::thread::current().id(),
-            target: event.metadata().target().to_owned(),
-            fields,
-        });
-    }
 }
 
 #[test]

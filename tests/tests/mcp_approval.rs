@@ -83,16 +83,7 @@ impl ClientHandler for Person {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let ElicitRequestParams::FormElicitationParams {
-            message,
-            requested_schema,
-            ..
-        } = request
-        else {
-            panic!("a form was expected: {request:?}");
-        };
-        let schema = serde_json::to_value(&requested_schema).unwrap();
-        self.asked.lock().unwrap().push((message, schema));
+        self.asked.lock().unwrap().push(form_question(request));
         match self.reply {
             Reply::Accept(approve) => Ok(ElicitResult::new(ElicitationAction::Accept)
                 .with_content(json!({ "approve": approve }))),

@@ -17,8 +17,10 @@ use crate::declare::policy::Hints;
 use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::{Entry, Snapshot};
 use crate::discover::subject::Subject;
-use crate::execute::context::{RunScope, ToolContext};
+use crate::execute::cancel::Cancellation;
+use crate::execute::context::{CallOptions, RunScope, ToolContext, default_host};
 use crate::execute::execution::{self, Failure};
+use crate::execute::host::CallHost;
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::gate::{
     ApprovalRequest, Budget, CallPolicy, CallRequest, Decision, QuotaDecision, QuotaKey, RateLimit,
@@ -99,6 +101,7 @@ pub struct Run {
     timeout: Option<Duration>,
     policy: Option<Arc<dyn CallPolicy>>,
     budget: Option<Budget>,
+    host: Option<Arc<dyn CallHost>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -110,6 +113,7 @@ impl std::fmt::Debug for Run {
             .field("timeout", &self.timeout)
             .field("call_policy", &self.policy.is_some())
             .field("budget", &self.budget)
+            .field("host", &self.host.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -178,6 +182,7 @@ impl Run {
             timeout: None,
             policy: None,
             budget: None,
+            host: None,
         }
     }
 
@@ -201,6 +206,77 @@ impl Run {
     pub fn with_call_budget(mut self, calls: u64) -> Run {
         self.budget = Some(Budget::new(calls));
         self
+    }
+
+    /// Sends the progress, logs, questions and sampling requests of this run's calls to
+    /// `host`, instead of the registry's (see [`CallHost`]); a call's own host, given with
+    /// [`call_with`](Self::call_with), still comes first. A second call replaces it.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use registry_core::{tool, CallHost, CallInfo, LogLevel, Registry, Subject, ToolCall, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// /// Clean the build cache.
+    /// #[tool]
+    /// fn clean(ctx: &ToolContext) -> String {
+    ///     ctx.log(LogLevel::Notice, "removed 3 GiB");
+    ///     "done".into()
+    /// }
+    ///
+    /// #[derive(Clone, Default)]
+    /// struct Transcript(Arc<Mutex<Vec<String>>>);
+    ///
+    /// impl CallHost for Transcript {
+    ///     fn log(&self, call: &CallInfo<'_>, level: LogLevel, message: &str) {
+    ///         self.0.lock().unwrap().push(format!("{} {level}: {message}", call.tool_name));
+    ///     }
+    /// }
+    ///
+    /// let transcript = Transcript::default();
+    /// let run = Registry::from_inventory()
+    ///     .unwrap()
+    ///     .open_run("run-1", &Subject::new("acme"))
+    ///     .with_host(transcript.clone());
+    /// run.call_blocking(ToolCall::new("c1", "clean", json!({})));
+    /// assert_eq!(*transcript.0.lock().unwrap(), ["clean notice: removed 3 GiB"]);
+    /// ```
+    pub fn with_host(mut self, host: impl CallHost) -> Run {
+        self.host = Some(Arc::new(host));
+        self
+    }
+
+    /// The host this run's calls use unless given their own: the run's
+    /// ([`with_host`](Self::with_host)), else the registry's
+    /// ([`RegistryBuilder::host`](crate::RegistryBuilder::host)), else the defaults
+    /// (`tracing` for progress and logs, "not supported" for questions and sampling). A host
+    /// given per call can pass on to it what it cannot do itself, as `registry-mcp` does.
+    pub fn host(&self) -> Arc<dyn CallHost> {
+        self.host
+            .clone()
+            .or_else(|| self.registry.host().cloned())
+            .unwrap_or_else(default_host)
+    }
+
+    /// The context of call `call_id` to `entry`'s tool, with `options`' host and cancellation.
+    pub(crate) fn context(
+        &self,
+        call_id: &str,
+        entry: &Entry,
+        options: &CallOptions,
+    ) -> ToolContext {
+        let host = options.host.clone().unwrap_or_else(|| self.host());
+        let cancellation = options
+            .cancellation
+            .as_ref()
+            .map_or_else(Cancellation::new, Cancellation::child);
+        ToolContext::in_run(
+            self.scope.clone(),
+            Arc::from(call_id),
+            entry.tool.name_cow(),
+            host,
+            cancellation,
+        )
     }
 
     /// The run's id.
@@ -261,14 +337,43 @@ impl Run {
         &self.registry
     }
 
-    pub(crate) fn scope(&self) -> &Arc<RunScope> {
-        &self.scope
-    }
-
     /// Resolves `call`, passes it through the gate and executes it.
     pub async fn call(&self, call: ToolCall) -> Observation {
+        self.call_with(call, CallOptions::default()).await
+    }
+
+    /// [`call`](Self::call), with a host of the call's own (for its tool's progress, logs,
+    /// questions and sampling) and a cancellation: once tripped, the call ends as
+    /// [`ErrorKind::Cancelled`] (an async tool's future is dropped, a synchronous tool sees
+    /// [`ToolContext::is_cancelled`] and its result is discarded), audited as `cancelled`.
+    ///
+    /// ```
+    /// use registry_core::{tool, CallOptions, Cancellation, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Wait for ever.
+    /// #[tool]
+    /// async fn wait_forever() -> String {
+    ///     std::future::pending::<()>().await;
+    ///     unreachable!()
+    /// }
+    ///
+    /// let run = Registry::from_inventory().unwrap().open_run("run-1", &Subject::new("acme"));
+    /// let cancellation = Cancellation::new();
+    /// let options = CallOptions::new().with_cancellation(cancellation.clone());
+    /// std::thread::spawn(move || {
+    ///     std::thread::sleep(std::time::Duration::from_millis(20));
+    ///     cancellation.cancel();
+    /// });
+    /// let answer = pollster::block_on(run.call_with(ToolCall::new("c1", "wait_forever", json!({})), options));
+    /// assert_eq!(answer.error_kind(), Some(ErrorKind::Cancelled));
+    /// ```
+    pub async fn call_with(&self, call: ToolCall, options: CallOptions) -> Observation {
         let started = self.clock();
-        let resolved = match self.resolve(call).and_then(|resolved| self.gate(resolved)) {
+        let resolved = match self
+            .resolve(call, &options)
+            .and_then(|resolved| self.gate(resolved))
+        {
             Ok(Gated::Run(resolved)) => resolved,
             Ok(Gated::Approval(resolved, reason)) => {
                 let decided = self.request_approval(*resolved, reason).await;
@@ -288,8 +393,17 @@ impl Run {
     /// Resolves, gates and executes `call` on this thread, without an async runtime (async
     /// tools, deadlines and asynchronous stores are driven by a small local executor).
     pub fn call_blocking(&self, call: ToolCall) -> Observation {
+        self.call_blocking_with(call, CallOptions::default())
+    }
+
+    /// [`call_blocking`](Self::call_blocking), with the call's own host and cancellation (see
+    /// [`call_with`](Self::call_with)).
+    pub fn call_blocking_with(&self, call: ToolCall, options: CallOptions) -> Observation {
         let started = self.clock();
-        let resolved = match self.resolve(call).and_then(|resolved| self.gate(resolved)) {
+        let resolved = match self
+            .resolve(call, &options)
+            .and_then(|resolved| self.gate(resolved))
+        {
             Ok(Gated::Run(resolved)) => resolved,
             Ok(Gated::Approval(resolved, reason)) => {
                 let decided = pollster::block_on(self.request_approval(*resolved, reason));
@@ -328,7 +442,7 @@ impl Run {
     }
 
     /// Steps 1 to 3: the allowed set, revocation and readiness, the arguments.
-    fn resolve(&self, call: ToolCall) -> Result<Resolved, Box<Decided>> {
+    fn resolve(&self, call: ToolCall, options: &CallOptions) -> Result<Resolved, Box<Decided>> {
         let (header, arguments) = call.into_parts(self.registry.limits());
         let CallHeader {
             id: call_id,
@@ -385,11 +499,7 @@ impl Run {
             decided.generated_id = generated_id;
             return Err(Box::new(decided));
         }
-        let context = ToolContext::in_run(
-            self.scope.clone(),
-            Arc::from(call_id.as_str()),
-            entry.tool.name_cow(),
-        );
+        let context = self.context(&call_id, entry, options);
         Ok(Resolved {
             entry: entry.clone(),
             context,
@@ -843,6 +953,9 @@ fn failure_text(name: &str, failure: &Failure) -> String {
         }
         (ErrorKind::Panicked, _) => format!(
             "the tool \"{name}\" failed with an internal error; the details were logged for the operators"
+        ),
+        (ErrorKind::Cancelled, _) => format!(
+            "the call to \"{name}\" was cancelled before it finished; its result, if any, was discarded"
         ),
         (ErrorKind::TimedOut, _) => format!(
             "the tool \"{name}\" did not finish within {} and was abandoned",

@@ -1,14 +1,26 @@
-//! What a running tool knows about the call it serves.
+//! What a running tool knows about the call it serves, and what it can ask of its host.
 
 use std::any::Any;
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
 use crate::discover::subject::Subject;
+use crate::execute::cancel::{Cancellation, Cancelled};
+use crate::execute::form::{check_answer, form_schema};
+use crate::execute::host::{
+    CallHost, CallInfo, DefaultHost, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress,
+    SampleError, SampleReply, SampleRequest,
+};
 use crate::register::state::AppState;
 
 /// The context of one call, given to any tool that takes a `&ToolContext` parameter: the run,
-/// the call, the subject (tenant and scopes) and the application's shared state.
+/// the call, the subject (tenant and scopes) and the application's shared state; and what the
+/// tool can do while it runs: report [`progress`](Self::progress), [`log`](Self::log), notice
+/// it was [cancelled](Self::is_cancelled), [ask the user](Self::elicit), [ask the client's
+/// model](Self::sample). Those go to the call's [`CallHost`]: over MCP, the client.
 ///
 /// It is left out of the tool's schema: the model never sees or sets it.
 ///
@@ -21,11 +33,87 @@ use crate::register::state::AppState;
 ///     format!("{} for {} in call {}", ctx.tool_name(), ctx.tenant(), ctx.call_id())
 /// }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     scope: Arc<RunScope>,
+    call: Arc<CallScope>,
+}
+
+/// What is particular to one call.
+#[derive(Clone)]
+struct CallScope {
     call_id: Arc<str>,
     tool_name: Cow<'static, str>,
+    host: Arc<dyn CallHost>,
+    cancellation: Cancellation,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("run_id", &self.scope.run_id)
+            .field("call_id", &self.call.call_id)
+            .field("tool_name", &self.call.tool_name)
+            .field("subject", &self.scope.subject)
+            .field("cancelled", &self.call.cancellation.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the caller of one call gives it besides the call: the [`CallHost`] its tool's
+/// progress, logs and questions go to, and a [`Cancellation`] that ends it. For
+/// [`Run::call_with`](crate::Run::call_with) and
+/// [`Run::call_blocking_with`](crate::Run::call_blocking_with); `registry-mcp` makes one per
+/// `tools/call`.
+///
+/// ```
+/// use registry_core::{CallHost, CallInfo, CallOptions, Cancellation, LogLevel};
+///
+/// struct Console;
+///
+/// impl CallHost for Console {
+///     fn log(&self, call: &CallInfo<'_>, level: LogLevel, message: &str) {
+///         eprintln!("[{level}] {}: {message}", call.tool_name);
+///     }
+/// }
+///
+/// let cancellation = Cancellation::new();
+/// let options = CallOptions::new().with_host(Console).with_cancellation(cancellation.clone());
+/// # let _ = options;
+/// ```
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    pub(crate) host: Option<Arc<dyn CallHost>>,
+    pub(crate) cancellation: Option<Cancellation>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("host", &self.host.is_some())
+            .field("cancellation", &self.cancellation)
+            .finish()
+    }
+}
+
+impl CallOptions {
+    /// No host of its own (the run's applies) and no cancellation.
+    pub fn new() -> CallOptions {
+        CallOptions::default()
+    }
+
+    /// The call's host, before the run's and the registry's.
+    pub fn with_host(mut self, host: impl CallHost) -> CallOptions {
+        self.host = Some(Arc::new(host));
+        self
+    }
+
+    /// Ends the call as [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled) once
+    /// `cancellation` is tripped.
+    pub fn with_cancellation(mut self, cancellation: Cancellation) -> CallOptions {
+        self.cancellation = Some(cancellation);
+        self
+    }
 }
 
 /// What every call of one run shares.
@@ -60,21 +148,77 @@ impl ToolContext {
     pub fn new(call_id: impl Into<Arc<str>>, tool_name: impl Into<String>) -> Self {
         ToolContext {
             scope: RunScope::detached(),
-            call_id: call_id.into(),
-            tool_name: Cow::Owned(tool_name.into()),
+            call: Arc::new(CallScope {
+                call_id: call_id.into(),
+                tool_name: Cow::Owned(tool_name.into()),
+                host: default_host(),
+                cancellation: Cancellation::new(),
+            }),
         }
+    }
+
+    /// This context with `host` as its [`CallHost`]: to test a tool that reports progress
+    /// or asks questions, called as a plain function.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use registry_core::{CallHost, CallInfo, Progress, ToolContext};
+    ///
+    /// #[derive(Default)]
+    /// struct Recorder(Mutex<Vec<f64>>);
+    ///
+    /// impl CallHost for Recorder {
+    ///     fn progress(&self, _call: &CallInfo<'_>, progress: &Progress) {
+    ///         self.0.lock().unwrap().push(progress.done);
+    ///     }
+    /// }
+    ///
+    /// let recorder = Arc::new(Recorder::default());
+    /// let ctx = ToolContext::new("call-1", "import").with_host(recorder.clone());
+    /// ctx.progress(1.0, Some(2.0), "half");
+    /// assert_eq!(*recorder.0.lock().unwrap(), [1.0]);
+    /// ```
+    pub fn with_host(mut self, host: impl CallHost) -> Self {
+        Arc::make_mut(&mut self.call).host = Arc::new(host);
+        self
+    }
+
+    /// This context with `cancellation` as what cancels it: to test how a tool reacts.
+    ///
+    /// ```
+    /// use registry_core::{Cancellation, ToolContext};
+    ///
+    /// let cancellation = Cancellation::new();
+    /// let ctx = ToolContext::new("call-1", "import").with_cancellation(cancellation.clone());
+    /// cancellation.cancel();
+    /// assert!(ctx.is_cancelled());
+    /// ```
+    pub fn with_cancellation(mut self, cancellation: Cancellation) -> Self {
+        Arc::make_mut(&mut self.call).cancellation = cancellation;
+        self
     }
 
     pub(crate) fn in_run(
         scope: Arc<RunScope>,
         call_id: Arc<str>,
         tool_name: Cow<'static, str>,
+        host: Arc<dyn CallHost>,
+        cancellation: Cancellation,
     ) -> Self {
         ToolContext {
             scope,
-            call_id,
-            tool_name,
+            call: Arc::new(CallScope {
+                call_id,
+                tool_name,
+                host,
+                cancellation,
+            }),
         }
+    }
+
+    /// The call's cancellation (its own: a deadline trips it without cancelling the caller's).
+    pub(crate) fn cancellation(&self) -> &Cancellation {
+        &self.call.cancellation
     }
 
     /// The run's id (empty outside a run).
@@ -84,12 +228,12 @@ impl ToolContext {
 
     /// The id the model gave the call (OpenAI `tool_call_id`, Anthropic `tool_use_id`, ...).
     pub fn call_id(&self) -> &str {
-        &self.call_id
+        &self.call.call_id
     }
 
     /// The name of the tool being called.
     pub fn tool_name(&self) -> &str {
-        &self.tool_name
+        &self.call.tool_name
     }
 
     /// The subject the run acts for.
@@ -112,4 +256,186 @@ impl ToolContext {
     pub fn state<T: Any + Send + Sync>(&self) -> Option<&T> {
         self.scope.state.get::<T>()
     }
+
+    fn info(&self) -> CallInfo<'_> {
+        CallInfo {
+            run_id: &self.scope.run_id,
+            call_id: &self.call.call_id,
+            tool_name: &self.call.tool_name,
+            subject: &self.scope.subject,
+        }
+    }
+
+    /// Reports progress: `done` of `total` (if known), with a message for a person (empty:
+    /// none). Over MCP it is a `notifications/progress` if the client asked for progress
+    /// (its request carried a progress token), otherwise it goes where the run's host sends
+    /// it (by default, a `tracing` event). `done` should grow with each report.
+    ///
+    /// ```
+    /// use registry_core::{tool, ToolContext};
+    ///
+    /// /// Import the rows of a file.
+    /// #[tool]
+    /// fn import(ctx: &ToolContext, rows: Vec<String>) -> usize {
+    ///     let total = rows.len() as f64;
+    ///     for (done, _row) in rows.iter().enumerate() {
+    ///         ctx.progress(done as f64, Some(total), format!("row {done}"));
+    ///     }
+    ///     rows.len()
+    /// }
+    /// ```
+    pub fn progress(&self, done: f64, total: Option<f64>, message: impl Into<String>) {
+        let progress = Progress::new(done, total, message.into());
+        self.call.host.progress(&self.info(), &progress);
+    }
+
+    /// Logs `message` at `level`. Over MCP it is a `notifications/message` if the client's
+    /// level (`logging/setLevel`) lets it through, otherwise it goes where the run's host
+    /// sends it (by default, a `tracing` event, target
+    /// [`TOOL_EVENT_TARGET`](crate::TOOL_EVENT_TARGET)).
+    ///
+    /// ```
+    /// use registry_core::{tool, LogLevel, ToolContext};
+    ///
+    /// /// Clean the build cache.
+    /// #[tool]
+    /// fn clean(ctx: &ToolContext) -> String {
+    ///     ctx.log(LogLevel::Notice, "removed 3 GiB");
+    ///     "done".into()
+    /// }
+    /// ```
+    pub fn log(&self, level: LogLevel, message: impl Into<String>) {
+        self.call.host.log(&self.info(), level, &message.into());
+    }
+
+    /// Whether the call was cancelled: by its caller (over MCP, `notifications/cancelled`),
+    /// or because its deadline passed. A cheap check for loops in synchronous tools, which
+    /// cannot be stopped otherwise: whatever a cancelled tool returns is discarded.
+    ///
+    /// ```
+    /// use registry_core::{tool, ToolContext};
+    ///
+    /// /// Count up to a limit, slowly.
+    /// #[tool]
+    /// fn count(ctx: &ToolContext, limit: u64) -> Result<u64, String> {
+    ///     for n in 0..limit {
+    ///         if ctx.is_cancelled() {
+    ///             return Err("cancelled".into());
+    ///         }
+    ///         std::thread::sleep(std::time::Duration::from_millis(1));
+    ///         let _ = n;
+    ///     }
+    ///     Ok(limit)
+    /// }
+    /// ```
+    pub fn is_cancelled(&self) -> bool {
+        self.call.cancellation.is_cancelled()
+    }
+
+    /// A future that completes when the call is cancelled (see
+    /// [`is_cancelled`](Self::is_cancelled)). An async tool need not wait on it: a cancelled
+    /// call's future is dropped at its next `.await`. It is for work the tool must stop
+    /// itself, such as a child process or a spawned task.
+    ///
+    /// ```
+    /// use registry_core::{tool, ToolContext};
+    ///
+    /// /// Wait for a signal that may never come.
+    /// #[tool]
+    /// async fn wait(ctx: &ToolContext) -> String {
+    ///     ctx.cancelled().await;
+    ///     "cancelled".into()
+    /// }
+    /// ```
+    pub fn cancelled(&self) -> Cancelled {
+        self.call.cancellation.cancelled()
+    }
+
+    /// Asks the user to fill in a form made from `T`, with `message` as the question, and
+    /// gives what they did: [`Elicitation::Accepted`] with the answer, [`Declined`], or
+    /// [`Cancelled`] (dismissed).
+    ///
+    /// The form is `T`'s JSON Schema as an MCP form ([`form_schema`](crate::form_schema)):
+    /// a struct whose fields are strings (formats email, uri, date, date-time; lengths),
+    /// numbers and integers (bounds), booleans, or enums of strings (one, or a list of
+    /// several); `Option` fields may be left empty, and `#[serde(default)]` fields show their
+    /// default. Any other `T` is refused with [`ElicitError::NotAForm`], naming each field
+    /// that does not fit, before anyone is asked. An answer that does not fit the form or
+    /// `T` is [`ElicitError::InvalidAnswer`].
+    ///
+    /// Over MCP it is an `elicitation/create` to a client that declared elicitation (on
+    /// protocols before 2026-07-28). Elsewhere, the application's host answers
+    /// ([`RegistryBuilder::host`](crate::RegistryBuilder::host),
+    /// [`Run::with_host`](crate::Run::with_host)); without one, it is
+    /// [`ElicitError::NotSupported`].
+    ///
+    /// [`Declined`]: Elicitation::Declined
+    /// [`Cancelled`]: Elicitation::Cancelled
+    ///
+    /// ```
+    /// use registry_core::{tool, Elicitation, ToolContext, ToolError};
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Confirm {
+    ///     /// Deploy even though the tests are red.
+    ///     force: bool,
+    /// }
+    ///
+    /// /// Deploy a project.
+    /// #[tool]
+    /// async fn deploy(ctx: &ToolContext, project: String) -> Result<String, ToolError> {
+    ///     match ctx.elicit::<Confirm>(format!("The tests of {project} are red. Deploy?")).await? {
+    ///         Elicitation::Accepted(Confirm { force: true }) => Ok(format!("{project} deployed")),
+    ///         _ => Ok("nothing deployed".into()),
+    ///     }
+    /// }
+    /// ```
+    pub async fn elicit<T>(&self, message: impl Into<String>) -> Result<Elicitation<T>, ElicitError>
+    where
+        T: DeserializeOwned + JsonSchema,
+    {
+        let schema = form_schema::<T>()?;
+        let request = ElicitRequest::new(message, schema.clone());
+        let answer = self.call.host.elicit(&self.info(), request).await?;
+        match answer {
+            Elicitation::Accepted(content) => {
+                check_answer(&schema, &content).map_err(ElicitError::InvalidAnswer)?;
+                let value = serde_path_to_error::deserialize(&content)
+                    .map_err(|error| ElicitError::InvalidAnswer(error.to_string()))?;
+                Ok(Elicitation::Accepted(value))
+            }
+            Elicitation::Declined => Ok(Elicitation::Declined),
+            Elicitation::Cancelled => Ok(Elicitation::Cancelled),
+        }
+    }
+
+    /// Asks the client's model for a reply to `request`. Over MCP it is a
+    /// `sampling/createMessage` to a client that declared sampling (on protocols before
+    /// 2026-07-28; the client may show it to its user, change it, or refuse). Elsewhere the
+    /// application's host answers; without one, it is [`SampleError::NotSupported`].
+    ///
+    /// ```
+    /// use registry_core::{tool, SampleRequest, ToolContext, ToolError};
+    ///
+    /// /// Summarize a build log.
+    /// #[tool]
+    /// async fn summarize(ctx: &ToolContext, log: String) -> Result<String, ToolError> {
+    ///     let request = SampleRequest::new(100)
+    ///         .with_system_prompt("Summarize build logs in one sentence.")
+    ///         .user(log);
+    ///     Ok(ctx.sample(request).await?.text())
+    /// }
+    /// ```
+    pub async fn sample(&self, request: SampleRequest) -> Result<SampleReply, SampleError> {
+        self.call.host.sample(&self.info(), request).await
+    }
+}
+
+/// The host of calls nobody gave one: `tracing` for progress and logs, "not supported" for
+/// questions and sampling.
+pub(crate) fn default_host() -> Arc<dyn CallHost> {
+    static DEFAULT: OnceLock<Arc<dyn CallHost>> = OnceLock::new();
+    DEFAULT.get_or_init(|| Arc::new(DefaultHost)).clone()
 }

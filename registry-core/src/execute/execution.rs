@@ -11,6 +11,7 @@ use futures_timer::Delay;
 use serde_json::Value;
 
 use crate::declare::declaration::{BoxFuture, Outcome};
+use crate::execute::cancel::{Cancellation, Cancelled};
 use crate::execute::context::ToolContext;
 use crate::execute::observation::ErrorKind;
 use crate::register::tool::{Invocation, Tool};
@@ -28,13 +29,20 @@ pub(crate) struct Failure {
 
 /// Runs `tool` in an async context. Synchronous tools run inline, or on a thread of their
 /// own when a deadline applies (a thread cannot be interrupted: past the deadline its result
-/// is abandoned).
+/// is abandoned). A call whose cancellation is tripped ends `Cancelled`: an async tool's
+/// future is dropped, a synchronous tool's result discarded (it sees
+/// [`ToolContext::is_cancelled`] and may stop). Past its deadline, a call's cancellation is
+/// tripped too, so that a tool left running on its thread can stop.
 pub(crate) async fn execute(
     tool: &Tool,
     ctx: ToolContext,
     arguments: Value,
     timeout: Option<Duration>,
 ) -> Result<Value, Failure> {
+    let cancellation = ctx.cancellation().clone();
+    if cancellation.is_cancelled() {
+        return Err(cancelled());
+    }
     if !tool.is_async() {
         if let Some(limit) = timeout {
             let (sender, receiver) = futures_channel::oneshot::channel();
@@ -45,25 +53,32 @@ pub(crate) async fn execute(
                     let _ = sender.send(run_sync(&tool, ctx, arguments));
                 })
                 .map_err(|error| failed_to_start(&error))?;
-            return match with_deadline(receiver, limit).await {
-                Some(Ok(result)) => result,
-                Some(Err(_)) => Err(panicked("the tool's thread ended without a result".into())),
-                None => Err(timed_out(limit)),
+            return match until(receiver, Some(limit), &cancellation).await {
+                Ending::Done(Ok(result)) => result,
+                Ending::Done(Err(_)) => {
+                    Err(panicked("the tool's thread ended without a result".into()))
+                }
+                Ending::TimedOut => {
+                    cancellation.cancel();
+                    Err(timed_out(limit))
+                }
+                Ending::Cancelled => Err(cancelled()),
             };
         }
-        return run_sync(tool, ctx, arguments);
+        return run_inline(tool, ctx, arguments, &cancellation);
     }
     let future = match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
         Ok(Invocation::Pending(future)) => CatchUnwind(future),
         Ok(Invocation::Done(outcome)) => return classify(outcome),
         Err(payload) => return Err(panicked(panic_message(&*payload))),
     };
-    let result = match timeout {
-        None => future.await,
-        Some(limit) => match with_deadline(future, limit).await {
-            Some(result) => result,
-            None => return Err(timed_out(limit)),
-        },
+    let result = match until(future, timeout, &cancellation).await {
+        Ending::Done(result) => result,
+        Ending::TimedOut => {
+            cancellation.cancel();
+            return Err(timed_out(timeout.unwrap_or_default()));
+        }
+        Ending::Cancelled => return Err(cancelled()),
     };
     match result {
         Ok(outcome) => classify(outcome),
@@ -79,9 +94,28 @@ pub(crate) fn execute_blocking(
     timeout: Option<Duration>,
 ) -> Result<Value, Failure> {
     if !tool.is_async() && timeout.is_none() {
-        return run_sync(tool, ctx, arguments);
+        let cancellation = ctx.cancellation().clone();
+        if cancellation.is_cancelled() {
+            return Err(cancelled());
+        }
+        return run_inline(tool, ctx, arguments, &cancellation);
     }
     pollster::block_on(execute(tool, ctx, arguments, timeout))
+}
+
+/// Runs a synchronous tool on this thread; its result is discarded if the call was cancelled
+/// meanwhile.
+fn run_inline(
+    tool: &Tool,
+    ctx: ToolContext,
+    arguments: Value,
+    cancellation: &Cancellation,
+) -> Result<Value, Failure> {
+    let result = run_sync(tool, ctx, arguments);
+    if cancellation.is_cancelled() {
+        return Err(cancelled());
+    }
+    result
 }
 
 fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Value, Failure> {
@@ -125,6 +159,15 @@ fn timed_out(limit: Duration) -> Failure {
         error: None,
         detail: None,
         timeout: Some(limit),
+    }
+}
+
+fn cancelled() -> Failure {
+    Failure {
+        kind: ErrorKind::Cancelled,
+        error: None,
+        detail: None,
+        timeout: None,
     }
 }
 
@@ -172,6 +215,50 @@ pub(crate) async fn with_deadline<F: Future + Unpin>(
         delay: Delay::new(limit),
     }
     .await
+}
+
+/// How a race between a call, its deadline and its cancellation ended.
+enum Ending<T> {
+    Done(T),
+    TimedOut,
+    Cancelled,
+}
+
+/// `future`'s output, unless `limit` passes or `cancellation` is tripped first.
+async fn until<F: Future + Unpin>(
+    future: F,
+    limit: Option<Duration>,
+    cancellation: &Cancellation,
+) -> Ending<F::Output> {
+    Until {
+        future,
+        delay: limit.map(Delay::new),
+        cancelled: cancellation.cancelled(),
+    }
+    .await
+}
+
+struct Until<F> {
+    future: F,
+    delay: Option<Delay>,
+    cancelled: Cancelled,
+}
+
+impl<F: Future + Unpin> Future for Until<F> {
+    type Output = Ending<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(()) = Pin::new(&mut self.cancelled).poll(cx) {
+            return Poll::Ready(Ending::Cancelled);
+        }
+        if let Poll::Ready(output) = Pin::new(&mut self.future).poll(cx) {
+            return Poll::Ready(Ending::Done(output));
+        }
+        match self.delay.as_mut().map(|delay| Pin::new(delay).poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Ending::TimedOut),
+            _ => Poll::Pending,
+        }
+    }
 }
 
 struct Deadline<F> {

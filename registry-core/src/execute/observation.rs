@@ -42,6 +42,14 @@ pub enum ErrorKind {
     /// The tool is registered but not ready (its readiness check fails), or whether it may
     /// run cannot be known now (a store did not answer). Nothing ran.
     Unavailable,
+    /// The caller cancelled the call before it finished (a [`Cancellation`] tripped: over
+    /// MCP, the client's `notifications/cancelled`). An async tool's future was dropped; a
+    /// synchronous tool was told through
+    /// [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled) and whatever it
+    /// returned was discarded. Audited as `cancelled`; over MCP no result is sent.
+    ///
+    /// [`Cancellation`]: crate::Cancellation
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -59,6 +67,7 @@ impl ErrorKind {
             ErrorKind::ApprovalRequired => "approval_required",
             ErrorKind::RateLimited => "rate_limited",
             ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }

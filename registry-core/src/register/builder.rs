@@ -13,6 +13,7 @@ use crate::declare::dynamic::DynamicTool;
 use crate::declare::policy::{Scope, ToolPolicy};
 use crate::declare::source::Source;
 use crate::discover::access::AccessPolicy;
+use crate::execute::host::CallHost;
 use crate::gate::{
     ApprovalStore, CallPolicy, Check, GateConfig, QuotaStore, Quotas, RateLimit, ReadinessCheck,
 };
@@ -62,6 +63,7 @@ pub struct RegistryBuilder {
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     policy: Option<Box<dyn AccessPolicy>>,
     audit: Option<Box<dyn AuditSink>>,
+    host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
     compatible: Vec<Profile>,
     gate: GateConfig,
@@ -162,6 +164,60 @@ impl RegistryBuilder {
     /// `tracing`.
     pub fn audit_sink(mut self, sink: impl AuditSink) -> Self {
         self.audit = Some(Box::new(sink));
+        self
+    }
+
+    /// Sends the progress, logs, questions ([`ToolContext::elicit`](crate::ToolContext::elicit))
+    /// and sampling requests of every run's calls to `host` (see [`CallHost`]): how an
+    /// application answers them from its own UI. A run's host
+    /// ([`Run::with_host`](crate::Run::with_host)) and a call's own
+    /// ([`CallOptions`](crate::CallOptions)) come before it; over MCP, each call's host is the
+    /// client, which passes on to this one what the client cannot do. Without one, progress
+    /// and logs are `tracing` events and questions and sampling are "not supported".
+    ///
+    /// ```
+    /// use registry_core::{
+    ///     tool, BoxFuture, CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation,
+    ///     Registry, Subject, ToolCall, ToolContext,
+    /// };
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use serde_json::{json, Value};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Name {
+    ///     name: String,
+    /// }
+    ///
+    /// /// Greet the user by name.
+    /// #[tool]
+    /// async fn greet(ctx: &ToolContext) -> Result<String, registry_core::ToolError> {
+    ///     Ok(match ctx.elicit::<Name>("What is your name?").await? {
+    ///         Elicitation::Accepted(Name { name }) => format!("Hello, {name}!"),
+    ///         _ => "Hello!".to_owned(),
+    ///     })
+    /// }
+    ///
+    /// /// The application's own UI: here, always "Ada".
+    /// struct Ui;
+    ///
+    /// impl CallHost for Ui {
+    ///     fn elicit<'a>(
+    ///         &'a self,
+    ///         _call: &CallInfo<'_>,
+    ///         _request: ElicitRequest,
+    ///     ) -> BoxFuture<'a, Result<Elicitation<Value>, ElicitError>> {
+    ///         Box::pin(async { Ok(Elicitation::Accepted(json!({"name": "Ada"}))) })
+    ///     }
+    /// }
+    ///
+    /// let registry = Registry::builder().declared().host(Ui).build().unwrap();
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// let answer = run.call_blocking(ToolCall::new("c1", "greet", json!({})));
+    /// assert_eq!(answer.content(), &json!("Hello, Ada!"));
+    /// ```
+    pub fn host(mut self, host: impl CallHost) -> Self {
+        self.host = Some(Arc::new(host));
         self
     }
 
@@ -348,6 +404,7 @@ impl RegistryBuilder {
             state: AppState::from_map(self.state),
             policy: self.policy,
             audit: self.audit,
+            host: self.host,
             limits: self.limits,
             gate,
             readiness,

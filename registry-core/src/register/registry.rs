@@ -12,6 +12,7 @@ use crate::declare::dynamic::DynamicTool;
 use crate::declare::source::Source;
 use crate::discover::discovery::{Entry, SlotState, Snapshot};
 use crate::discover::subject::Subject;
+use crate::execute::host::CallHost;
 use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
 use crate::present::profile::{CompatibilityError, Profile};
 use crate::register::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
@@ -65,6 +66,7 @@ struct Inner {
     state: AppState,
     policy: Option<Box<dyn AccessPolicy>>,
     audit: Option<Box<dyn AuditSink>>,
+    host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
     gate: GateConfig,
     /// The readiness check of each slot, if it has one.
@@ -92,6 +94,7 @@ pub(crate) struct RegistryParts {
     pub(crate) state: AppState,
     pub(crate) policy: Option<Box<dyn AccessPolicy>>,
     pub(crate) audit: Option<Box<dyn AuditSink>>,
+    pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) limits: ArgumentLimits,
     pub(crate) gate: GateConfig,
     /// Readiness checks by tool name (names checked by the builder).
@@ -122,6 +125,7 @@ impl Registry {
                 state: parts.state,
                 policy: parts.policy,
                 audit: parts.audit,
+                host: parts.host,
                 limits: parts.limits,
                 gate: parts.gate,
                 readiness,
@@ -578,6 +582,11 @@ impl Registry {
 
     pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {
         self.inner.audit.as_deref()
+    }
+
+    /// The host of this registry's calls, if the application installed one.
+    pub(crate) fn host(&self) -> Option<&Arc<dyn CallHost>> {
+        self.inner.host.as_ref()
     }
 
     pub(crate) fn access_policy(&self) -> Option<&dyn AccessPolicy> {

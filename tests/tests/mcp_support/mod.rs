@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ElicitRequestParams, ErrorCode, Tool};
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 
@@ -183,4 +183,18 @@ pub fn object(value: Value) -> Map<String, Value> {
         Value::Object(map) => map,
         _ => panic!("not an object"),
     }
+}
+
+/// The message and the requested schema (as JSON) of a form-mode elicitation request; panics
+/// on any other.
+pub fn form_question(request: ElicitRequestParams) -> (String, Value) {
+    let ElicitRequestParams::FormElicitationParams {
+        message,
+        requested_schema,
+        ..
+    } = request
+    else {
+        panic!("a form was expected: {request:?}");
+    };
+    (message, serde_json::to_value(&requested_schema).unwrap())
 }

@@ -1,6 +1,5 @@
 //! Deciding approval requests: approve (as requested, or edited) and deny.
 
-use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
@@ -9,9 +8,17 @@ use super::{Decided, Resolved, Ticket, Verdict, denied_text, revoked_text, valid
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
-use crate::execute::context::ToolContext;
+use crate::execute::context::CallOptions;
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
+
+/// How an approved call runs: who approved, the edited arguments, the call's host and
+/// cancellation.
+struct Approved {
+    by: Option<String>,
+    edited: Option<Value>,
+    options: CallOptions,
+}
 
 /// What a person decided.
 enum PersonVerdict {
@@ -66,7 +73,8 @@ impl Run {
             by: None,
             arguments: None,
         };
-        self.decide_request(id, verdict).await
+        self.decide_request(id, verdict, CallOptions::default())
+            .await
     }
 
     /// [`approve`](Self::approve), recording who approved.
@@ -79,7 +87,8 @@ impl Run {
             by: Some(approver.into()),
             arguments: None,
         };
-        self.decide_request(id, verdict).await
+        self.decide_request(id, verdict, CallOptions::default())
+            .await
     }
 
     /// Approves the request `id` with edited arguments, which are validated again (the
@@ -94,7 +103,8 @@ impl Run {
             by: None,
             arguments: Some(arguments),
         };
-        self.decide_request(id, verdict).await
+        self.decide_request(id, verdict, CallOptions::default())
+            .await
     }
 
     /// [`approve_with`](Self::approve_with), recording who approved.
@@ -108,7 +118,8 @@ impl Run {
             by: Some(approver.into()),
             arguments: Some(arguments),
         };
-        self.decide_request(id, verdict).await
+        self.decide_request(id, verdict, CallOptions::default())
+            .await
     }
 
     /// Denies the request `id`; the observation ([`ErrorKind::Denied`], with `reason`) is the
@@ -122,7 +133,8 @@ impl Run {
             by: None,
             reason: reason.into(),
         };
-        self.decide_request(id, verdict).await
+        self.decide_request(id, verdict, CallOptions::default())
+            .await
     }
 
     /// [`deny`](Self::deny), recording who denied.
@@ -136,7 +148,24 @@ impl Run {
             by: Some(by.into()),
             reason: reason.into(),
         };
-        self.decide_request(id, verdict).await
+        self.decide_request(id, verdict, CallOptions::default())
+            .await
+    }
+
+    /// [`approve_by`](Self::approve_by), with the call's own host and cancellation for the
+    /// call that runs (see [`Run::call_with`]): `registry-mcp` gives the approved call the
+    /// host and cancellation of the `tools/call` it answers.
+    pub async fn approve_by_with(
+        &self,
+        id: &str,
+        approver: impl Into<String>,
+        options: CallOptions,
+    ) -> Result<Observation, ApprovalError> {
+        let verdict = PersonVerdict::Approve {
+            by: Some(approver.into()),
+            arguments: None,
+        };
+        self.decide_request(id, verdict, options).await
     }
 
     /// [`approve`](Self::approve) on this thread, without an async runtime.
@@ -175,6 +204,7 @@ impl Run {
         &self,
         id: &str,
         verdict: PersonVerdict,
+        options: CallOptions,
     ) -> Result<Observation, ApprovalError> {
         let started = self.clock();
         let store = &self.registry().gate().approvals;
@@ -239,7 +269,12 @@ impl Run {
                 Ok(self.settle(&request, ErrorKind::Denied, text, started))
             }
             PersonVerdict::Approve { by, arguments } => {
-                self.run_approved(id, entry, request, by, arguments, started)
+                let approved = Approved {
+                    by,
+                    edited: arguments,
+                    options,
+                };
+                self.run_approved(id, entry, request, approved, started)
                     .await
             }
         }
@@ -250,10 +285,14 @@ impl Run {
         id: &str,
         entry: &Entry,
         request: ApprovalRequest,
-        by: Option<String>,
-        edited: Option<Value>,
+        approved: Approved,
         started: Option<Instant>,
     ) -> Result<Observation, ApprovalError> {
+        let Approved {
+            by,
+            edited,
+            options,
+        } = approved;
         let was_edited = edited.is_some();
         let arguments = match edited {
             None => request.arguments.clone(),
@@ -304,11 +343,7 @@ impl Run {
         }
         let resolved = Resolved {
             entry: entry.clone(),
-            context: ToolContext::in_run(
-                self.scope().clone(),
-                Arc::from(request.call_id.as_str()),
-                entry.tool.name_cow(),
-            ),
+            context: self.context(&request.call_id, entry, &options),
             arguments,
             ticket,
         };
