@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -49,6 +49,11 @@ pub struct HttpConfig {
     pub allowed_hosts: Vec<String>,
     /// Cancelled to stop the server: it stops accepting requests and ends every session.
     pub shutdown: CancellationToken,
+    /// Who a request without an `Authorization` header acts as, when it comes from a
+    /// loopback address: for local development and test suites that send no token. `None`
+    /// (the default): every request needs a token. See
+    /// [`with_loopback_principal`](Self::with_loopback_principal).
+    pub loopback_principal: Option<Principal>,
 }
 
 impl HttpConfig {
@@ -61,6 +66,7 @@ impl HttpConfig {
             options: ServerOptions::default(),
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             shutdown: CancellationToken::new(),
+            loopback_principal: None,
         }
     }
 
@@ -95,6 +101,28 @@ impl HttpConfig {
     /// Sets the token whose cancellation stops the server.
     pub fn with_shutdown(mut self, shutdown: CancellationToken) -> Self {
         self.shutdown = shutdown;
+        self
+    }
+
+    /// Lets requests without an `Authorization` header act as `principal`, but only from a
+    /// loopback peer (`127.0.0.0/8`, `::1`): for local development, and for clients such as
+    /// the MCP conformance suite that send no token.
+    ///
+    /// It fails closed: [`HttpServer::bind`] refuses it on an address that is not loopback;
+    /// a peer that is not loopback, or whose address is unknown (a router served without
+    /// `ConnectInfo<SocketAddr>`), still needs a token; and a request that does carry an
+    /// `Authorization` header is judged by its token alone, never downgraded to `principal`.
+    ///
+    /// ```
+    /// use registry_core::Subject;
+    /// use registry_mcp::{HttpConfig, Principal, Tokens};
+    ///
+    /// let config = HttpConfig::new(Tokens::new())
+    ///     .with_loopback_principal(Principal::new("local", Subject::new("dev")));
+    /// assert_eq!(config.loopback_principal.unwrap().id(), "local");
+    /// ```
+    pub fn with_loopback_principal(mut self, principal: Principal) -> Self {
+        self.loopback_principal = Some(principal);
         self
     }
 }
@@ -167,6 +195,16 @@ impl HttpServer {
         S: ServerHandler,
         F: Fn(RegistryServer) -> S + Send + Sync + 'static,
     {
+        if config.loopback_principal.is_some() && !config.addr.ip().is_loopback() {
+            return Err(ServeError::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "requests without a token are served only on loopback, and {} is not a \
+                     loopback address: bind 127.0.0.1 or ::1, or drop `with_loopback_principal`",
+                    config.addr.ip()
+                ),
+            )));
+        }
         let server = McpServer::new(registry, config.options.clone())?;
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
@@ -200,7 +238,10 @@ impl HttpServer {
                 tracing::debug!(%error, "could not set TCP_NODELAY");
             }
         });
-        axum::serve(listener, self.router)
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(listener, service)
             .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
             .await?;
         Ok(())
@@ -258,25 +299,45 @@ impl McpServer {
                 protocol_errors,
             ))
             .layer(axum::middleware::from_fn_with_state(
-                Arc::new(config.tokens.clone()),
+                Arc::new(Credentials {
+                    tokens: config.tokens.clone(),
+                    loopback: config.loopback_principal.clone(),
+                }),
                 authenticate,
             ))
     }
 }
 
-/// Refuses, with 401 and nothing else, every request without a known bearer token; puts the
-/// [`Principal`] of a known one into the request's extensions.
+/// What a request may authenticate with.
+struct Credentials {
+    tokens: Tokens,
+    loopback: Option<Principal>,
+}
+
+/// Refuses, with 401 and nothing else, every request without a known bearer token (but for
+/// one from a loopback peer without any `Authorization` header, when
+/// [`HttpConfig::loopback_principal`] is set); puts the [`Principal`] into the request's
+/// extensions.
 async fn authenticate(
-    State(tokens): State<Arc<Tokens>>,
+    State(credentials): State<Arc<Credentials>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| bearer_token(value))
-        .and_then(|token| tokens.resolve(token))
-        .cloned();
+    let principal = match request.headers().get(header::AUTHORIZATION) {
+        Some(value) => bearer_token(value)
+            .and_then(|token| credentials.tokens.resolve(token))
+            .cloned(),
+        None => credentials
+            .loopback
+            .as_ref()
+            .filter(|_| {
+                request
+                    .extensions()
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .is_some_and(|ConnectInfo(peer)| peer.ip().is_loopback())
+            })
+            .cloned(),
+    };
     let Some(principal) = principal else {
         tracing::warn!(
             method = %request.method(),
