@@ -118,6 +118,9 @@ pub use discover::explain::{Explanation, HiddenReason, HiddenTool};
 pub use discover::fingerprint::Fingerprint;
 pub use discover::run::{Capability, Run};
 pub use discover::subject::{Access, Subject};
+pub use execute::content::{
+    Content, Embedded, EmbeddedResource, Media, Payload, ResourceLink, ToolOutput,
+};
 pub use execute::context::ToolContext;
 pub use execute::observation::{ErrorKind, Observation};
 pub use gate::{

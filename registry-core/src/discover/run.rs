@@ -17,6 +17,7 @@ use crate::declare::policy::Hints;
 use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::{Entry, Snapshot};
 use crate::discover::subject::Subject;
+use crate::execute::content::Payload;
 use crate::execute::context::{RunScope, ToolContext};
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::{ErrorKind, Observation};
@@ -316,7 +317,7 @@ impl Run {
         entry: &Entry,
         context: ToolContext,
         arguments: Value,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Payload, Failure> {
         execution::execute(&entry.tool, context, arguments, self.deadline(entry)).await
     }
 
@@ -741,10 +742,10 @@ impl Ticket {
         decided
     }
 
-    pub(crate) fn outcome(self, outcome: Result<Value, Failure>) -> Decided {
+    pub(crate) fn outcome(self, outcome: Result<Payload, Failure>) -> Decided {
         let (observation, detail) = match outcome {
-            Ok(value) => (
-                Observation::success(self.call_id, self.name, value)
+            Ok(payload) => (
+                Observation::success(self.call_id, self.name, payload)
                     .with_structured(self.structured),
                 None,
             ),

@@ -11,6 +11,7 @@ use futures_timer::Delay;
 use serde_json::Value;
 
 use crate::declare::declaration::{BoxFuture, Outcome};
+use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
 use crate::execute::observation::ErrorKind;
 use crate::register::tool::{Invocation, Tool};
@@ -34,7 +35,7 @@ pub(crate) async fn execute(
     ctx: ToolContext,
     arguments: Value,
     timeout: Option<Duration>,
-) -> Result<Value, Failure> {
+) -> Result<Payload, Failure> {
     if !tool.is_async() {
         if let Some(limit) = timeout {
             let (sender, receiver) = futures_channel::oneshot::channel();
@@ -77,14 +78,14 @@ pub(crate) fn execute_blocking(
     ctx: ToolContext,
     arguments: Value,
     timeout: Option<Duration>,
-) -> Result<Value, Failure> {
+) -> Result<Payload, Failure> {
     if !tool.is_async() && timeout.is_none() {
         return run_sync(tool, ctx, arguments);
     }
     pollster::block_on(execute(tool, ctx, arguments, timeout))
 }
 
-fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Value, Failure> {
+fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Payload, Failure> {
     match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
         Ok(Invocation::Done(outcome)) => classify(outcome),
         Ok(Invocation::Pending(future)) => match pollster::block_on(CatchUnwind(future)) {
@@ -95,7 +96,7 @@ fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Value, Fa
     }
 }
 
-fn classify(outcome: Outcome) -> Result<Value, Failure> {
+fn classify(outcome: Outcome) -> Result<Payload, Failure> {
     outcome.map_err(|error| {
         let kind = match error {
             ToolError::InvalidArguments(_) => ErrorKind::InvalidArguments,

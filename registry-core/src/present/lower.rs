@@ -2,7 +2,7 @@
 //!
 //! The canonical schema (JSON Schema 2020-12, see [`schema`](crate::declare::schema)) is what arguments
 //! are validated against when a call arrives, whatever the profile. Lowering rewrites it into
-//! what a profile's consumer takes (the rules of `shared/reference/providers.md`):
+//! what a profile's consumer takes (the rules of `docs/providers.md`):
 //!
 //! - **MCP** takes the canonical schema unchanged.
 //! - **OpenAI** (Chat Completions and Responses): no `$schema`; `oneOf` becomes `anyOf`; an

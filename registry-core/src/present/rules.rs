@@ -1,4 +1,4 @@
-//! The facts of `shared/reference/providers.md` that both lowering and the checker use:
+//! The facts of `docs/providers.md` that both lowering and the checker use:
 //! one table each, so that the two cannot disagree about what a provider takes.
 
 /// JSON Schema's numeric, length and count bounds: what Anthropic's `strict: true` takes none
