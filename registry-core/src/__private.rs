@@ -20,6 +20,7 @@ use std::future::Future;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::execute::content::{Content, Payload, ToolOutput};
 use crate::resolve::tool_error::ToolError;
 
 /// The schema of one parameter type.
@@ -27,9 +28,15 @@ pub fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()
 }
 
-/// Finds, at compile time, whether a tool's output type has a JSON Schema: `Some` when it
-/// implements `JsonSchema`, `None` otherwise (autoref specialization: the generated code
-/// calls `(&&OutputProbe::<T>::new()).output_schema(generator)`).
+/// Finds, at compile time, what a tool's output type is (autoref specialization: each trait
+/// below is implemented for a different number of references to the probe, and method
+/// resolution takes the one with the most that applies):
+///
+/// - its JSON Schema: `(&&&OutputProbe::<T>::new()).output_schema(generator)` is `T`'s schema
+///   for a [`ToolOutput<T>`], the type's own when it implements `JsonSchema`, `None`
+///   otherwise (content alone has none);
+/// - how its value becomes an [`Outcome`]: `(&&OutputProbe::<T>::new()).outcome(value)`
+///   keeps blocks of [`Content`] as they are and serializes anything else.
 pub struct OutputProbe<T: ?Sized>(std::marker::PhantomData<T>);
 
 impl<T: ?Sized> OutputProbe<T> {
@@ -42,6 +49,18 @@ impl<T: ?Sized> OutputProbe<T> {
 impl<T: ?Sized> Default for OutputProbe<T> {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Chosen for a [`ToolOutput<T>`] whose `T` implements `JsonSchema`.
+pub trait StructuredOutputSchema {
+    /// The schema of the structured value.
+    fn output_schema(&self, generator: &mut SchemaGenerator) -> Option<Schema>;
+}
+
+impl<T: JsonSchema> StructuredOutputSchema for &&OutputProbe<ToolOutput<T>> {
+    fn output_schema(&self, generator: &mut SchemaGenerator) -> Option<Schema> {
+        Some(generator.subschema_for::<T>())
     }
 }
 
@@ -69,6 +88,83 @@ impl<T: ?Sized> OutputWithoutSchema for OutputProbe<T> {
     }
 }
 
+/// A result made of content: [`Content`], `Vec<Content>`, [`ToolOutput<T>`].
+pub trait IntoPayload {
+    /// The result, its structured value serialized.
+    fn into_payload(self) -> Outcome;
+}
+
+impl IntoPayload for Content {
+    fn into_payload(self) -> Outcome {
+        Ok(Payload::from(self))
+    }
+}
+
+impl IntoPayload for Vec<Content> {
+    fn into_payload(self) -> Outcome {
+        Ok(Payload::from(self))
+    }
+}
+
+impl<T: Serialize> IntoPayload for ToolOutput<T> {
+    fn into_payload(self) -> Outcome {
+        let structured = serde_json::to_value(self.structured)
+            .map_err(|error| ToolError::Output(error.to_string()))?;
+        Ok(Payload::from(ToolOutput {
+            content: self.content,
+            structured,
+        }))
+    }
+}
+
+/// Chosen for the types of content (its bound, on the method, says what a `ToolOutput<T>`
+/// still needs: `T: Serialize`).
+pub trait ContentOutput<T> {
+    /// The content as the result.
+    fn outcome(&self, value: T) -> Outcome
+    where
+        T: IntoPayload;
+}
+
+impl ContentOutput<Content> for &OutputProbe<Content> {
+    fn outcome(&self, value: Content) -> Outcome {
+        value.into_payload()
+    }
+}
+
+impl ContentOutput<Vec<Content>> for &OutputProbe<Vec<Content>> {
+    fn outcome(&self, value: Vec<Content>) -> Outcome {
+        value.into_payload()
+    }
+}
+
+impl<T> ContentOutput<ToolOutput<T>> for &OutputProbe<ToolOutput<T>> {
+    fn outcome(&self, value: ToolOutput<T>) -> Outcome
+    where
+        ToolOutput<T>: IntoPayload,
+    {
+        value.into_payload()
+    }
+}
+
+/// Chosen for every other type: its value is serialized (the bound is on the method, so
+/// that a type that is not `Serialize` is told so).
+pub trait JsonOutput<T> {
+    /// The value serialized as the result.
+    fn outcome(&self, value: T) -> Outcome
+    where
+        T: Serialize;
+}
+
+impl<T> JsonOutput<T> for OutputProbe<T> {
+    fn outcome(&self, value: T) -> Outcome
+    where
+        T: Serialize,
+    {
+        output(value)
+    }
+}
+
 /// The `Ok` type of a `Result`, named through an alias (`io::Result<T>`) as well.
 pub trait OkType {
     /// `T` of `Result<T, E>`.
@@ -81,15 +177,14 @@ impl<T, E> OkType for Result<T, E> {
 
 /// Serializes a tool's plain result.
 pub fn output<T: Serialize>(value: T) -> Outcome {
-    serde_json::to_value(value).map_err(|error| ToolError::Output(error.to_string()))
+    serde_json::to_value(value)
+        .map(Payload::from)
+        .map_err(|error| ToolError::Output(error.to_string()))
 }
 
-/// Serializes a tool's `Ok`, or displays its `Err`.
-pub fn result_output<T: Serialize, E: Display>(result: Result<T, E>) -> Outcome {
-    match result {
-        Ok(value) => output(value),
-        Err(error) => Err(ToolError::failed(error)),
-    }
+/// Displays a tool's `Err`.
+pub fn failed<E: Display>(error: E) -> Outcome {
+    Err(ToolError::failed(error))
 }
 
 /// Boxes the future of an `async` tool; the bound makes a non-`Send` future an error here.

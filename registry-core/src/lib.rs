@@ -119,6 +119,9 @@ pub use discover::fingerprint::Fingerprint;
 pub use discover::run::{Capability, Run};
 pub use discover::subject::{Access, Subject};
 pub use execute::cancel::{Cancellation, Cancelled};
+pub use execute::content::{
+    Content, Embedded, EmbeddedResource, Media, Payload, ResourceLink, ToolOutput,
+};
 pub use execute::context::{CallOptions, ToolContext};
 pub use execute::form::form_schema;
 pub use execute::host::{

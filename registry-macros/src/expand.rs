@@ -197,7 +197,7 @@ fn param_record(rc: &TokenStream, param: &Param) -> Option<TokenStream> {
 }
 
 /// `fn __output`: the schema of the result type, if it has one (a type without `JsonSchema`
-/// is fine: it just has no output schema).
+/// is fine: it just has no output schema; content has none; `ToolOutput<T>` has `T`'s).
 fn output_schema(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
     let ty = match &tool.output {
         Output::Unit => quote!(()),
@@ -213,13 +213,16 @@ fn output_schema(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
             __generator: &mut #rc::SchemaGenerator,
         ) -> ::core::option::Option<#rc::Schema> {
             #[allow(unused_imports)]
-            use #rc::{OutputWithSchema as _, OutputWithoutSchema as _};
-            (&&#rc::OutputProbe::<#ty>::new()).output_schema(__generator)
+            use #rc::{
+                OutputWithSchema as _, OutputWithoutSchema as _, StructuredOutputSchema as _,
+            };
+            (&&&#rc::OutputProbe::<#ty>::new()).output_schema(__generator)
         }
     }
 }
 
-/// `fn __execute`: takes the JSON arguments apart, calls the function, serializes its result.
+/// `fn __execute`: takes the JSON arguments apart, calls the function, converts its result
+/// (content kept, anything else serialized).
 fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
     let ident = &tool.item.sig.ident;
     let mut bindings = Vec::new();
@@ -252,19 +255,29 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
     let output = match &tool.output {
         Output::Unit => quote!({ #call; #rc::output(()) }),
         Output::Value(ty) => {
-            let output = checked(quote!(#rc::output), ty);
-            quote!(#output(#call))
+            let value = convert(rc, &quote!(#ty), ty.span());
+            quote!({
+                let __value = #call;
+                #value
+            })
         }
-        Output::Result {
-            ty,
-            args: Some((ok, err)),
-        } => {
-            let output = respan(quote!(#rc::result_output), ty.span());
-            quote!(#output::<#ok, #err>(#call))
-        }
-        Output::Result { ty, args: None } => {
-            let output = respan(quote!(#rc::result_output), ty.span());
-            quote!(#output(#call))
+        Output::Result { ty, args } => {
+            let (ok_value, failed) = match args {
+                Some((ok, err)) => (
+                    convert(rc, &quote!(#ok), ok.span()),
+                    checked(quote!(#rc::failed), err),
+                ),
+                None => (
+                    convert(rc, &quote!(<#ty as #rc::OkType>::Ok), ty.span()),
+                    respan(quote!(#rc::failed), ty.span()),
+                ),
+            };
+            quote! {
+                match #call {
+                    ::core::result::Result::Ok(__value) => #ok_value,
+                    ::core::result::Result::Err(__error) => #failed(__error),
+                }
+            }
         }
     };
     let body = quote! {
@@ -300,6 +313,20 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
                 let _ = __ctx;
                 #body
             }
+        }
+    }
+}
+
+/// `__value` (of type `ty`) as an `Outcome`: content as it is, anything else serialized;
+/// chosen by autoref specialization on `ty`, and spanned (the call, as if the user wrote it)
+/// so that an unmet bound points at `ty`.
+fn convert(rc: &TokenStream, ty: &TokenStream, span: Span) -> TokenStream {
+    let outcome = quote_spanned!(span=> (&&#rc::OutputProbe::<#ty>::new()).outcome(__value));
+    quote! {
+        {
+            #[allow(unused_imports)]
+            use #rc::{ContentOutput as _, JsonOutput as _};
+            #outcome
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use registry_core::{CallOptions, Cancellation, ErrorKind, Observation, Profile, ToolCall};
+use registry_core::{CallOptions, Cancellation, ErrorKind, Observation, ToolCall};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Extensions,
     Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
@@ -362,11 +362,14 @@ impl ServerHandler for RegistryServer {
 
 /// The MCP answer to an observation: JSON-RPC error -32602 for an unknown or hidden tool (the
 /// same message for both, so a hidden tool's existence does not leak), otherwise the
-/// `CallToolResult` of the MCP profile.
+/// `CallToolResult` of the MCP profile, its blocks of content as rmcp's types
+/// ([`content::call_tool_result`]).
+///
+/// [`content::call_tool_result`]: crate::content::call_tool_result
 ///
 /// | kind | answer |
 /// | --- | --- |
-/// | none (success) | `CallToolResult`, `structuredContent` with an output schema |
+/// | none (success) | `CallToolResult`: text, or the blocks of content; `structuredContent` with an output schema |
 /// | `UnknownTool`, `NotAllowed` | JSON-RPC error -32602, the run's text |
 /// | `InvalidArguments`, `ExecutionFailed`, `Panicked`, `TimedOut`, `Revoked` | `isError: true`, the run's text |
 /// | `Denied`, `RateLimited`, `Unavailable` | `isError: true`, the run's text (nothing ran) |
@@ -398,10 +401,7 @@ pub(crate) fn call_result(observation: &Observation) -> Result<CallToolResult, E
         // arm: a kind added later is an error the model reads, like those above.
         Some(_) => {}
     }
-    serde_json::from_value(Profile::Mcp.render(observation)).map_err(|error| {
-        tracing::error!(%error, "a rendered result is not an MCP CallToolResult");
-        ErrorData::internal_error("the result cannot be rendered", None)
-    })
+    Ok(crate::content::call_tool_result(observation))
 }
 
 /// A cursor naming `offset` in the tool list of `slot`'s run. Its format is private: clients

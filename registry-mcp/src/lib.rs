@@ -41,7 +41,9 @@
 //!   other outcome is a `CallToolResult` rendered by the MCP profile, with `isError: true`
 //!   for invalid arguments, failures, panics, timeouts, revoked tools and the gate's refusals
 //!   (a call policy's denial, a rate limit, a tool not ready), and `structuredContent` when
-//!   the tool has an output schema.
+//!   the tool has an output schema. A tool that returns content (images, audio, resource
+//!   links, embedded resources: [`Content`](registry_core::Content)) has its blocks sent as
+//!   MCP's, each binary one base64-encoded once.
 //! - **Approvals.** A call that needs a person's approval is put to the client's user with
 //!   elicitation (`elicitation/create`; on protocol 2026-07-28 an `input_required` result)
 //!   if the client declared it: a form with one checkbox, `approve`, and the request's
@@ -95,6 +97,7 @@
 mod approval;
 mod clients;
 mod compose;
+mod content;
 mod handler;
 mod host;
 mod http;

@@ -1,5 +1,5 @@
 //! Golden files of `run.export(profile)` for the representative tools, one per profile
-//! (`tests/golden/<profile>/tools.json`), reviewed by eye against `providers.md`; the
+//! (`tests/golden/<profile>/tools.json`), reviewed by eye against `docs/providers.md`; the
 //! compatibility checker over every golden file and every example tool; and the byte stability
 //! of an export across processes. The MCP golden file holds each tool's digest in `_meta`
 //! (the `mcp` line of `Registry::lock`; see `lockfile.rs`).

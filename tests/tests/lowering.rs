@@ -1,4 +1,4 @@
-//! Lowering a tool's canonical schema to each profile (`shared/reference/providers.md`), compared
+//! Lowering a tool's canonical schema to each profile (`docs/providers.md`), compared
 //! as a whole for the representative tools (every parameter shape `#[tool]` supports) and for
 //! hand-written schemas; a recursive type as an exact incompatibility where `$ref`s cannot stay,
 //! reported by `Registry::check`, `RegistryBuilder::require_compatible` and `assert_compatible`;

@@ -8,16 +8,17 @@ use std::future::Future;
 use std::pin::Pin;
 
 use schemars::{Schema, SchemaGenerator};
-use serde_json::Value;
 
 use crate::declare::policy::Hints;
 use crate::declare::source::Source;
+use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
 use crate::resolve::arguments::Arguments;
 use crate::resolve::tool_error::ToolError;
 
-/// What running a tool gives: its JSON result, or why there is none.
-pub type Outcome = Result<Value, ToolError>;
+/// What running a tool gives: its result (a JSON value, content, or both), or why there is
+/// none.
+pub type Outcome = Result<Payload, ToolError>;
 
 /// A boxed future that can move between threads.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

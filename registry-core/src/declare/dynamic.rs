@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::declare::policy::{Hints, Scope, ToolPolicy};
 use crate::declare::schema::empty_parameters_schema;
 use crate::declare::source::Source;
+use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
 use crate::gate::RateLimit;
 use crate::register::error::BuildProblem;
@@ -100,7 +101,8 @@ impl DynamicTool {
     }
 
     /// The JSON Schema of the result, for MCP's `outputSchema`: its root must be
-    /// `"type": "object"`.
+    /// `"type": "object"`. With a [`content_handler`](Self::content_handler), it describes
+    /// the `structured` value of the [`ToolOutput`](crate::ToolOutput)s it returns.
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
@@ -206,27 +208,70 @@ impl DynamicTool {
     }
 
     /// Runs the tool with a synchronous function of the context and the validated arguments.
-    pub fn handler<F, E>(mut self, handler: F) -> Self
+    pub fn handler<F, E>(self, handler: F) -> Self
     where
         F: Fn(&ToolContext, Value) -> Result<Value, E> + Send + Sync + 'static,
         E: Display,
     {
-        self.handler = Some(Handler::Sync(Arc::new(move |ctx, args| {
-            handler(ctx, args).map_err(ToolError::failed)
-        })));
-        self
+        self.content_handler(handler)
     }
 
     /// Runs the tool with an async function of the context and the validated arguments.
-    pub fn async_handler<F, Fut, E>(mut self, handler: F) -> Self
+    pub fn async_handler<F, Fut, E>(self, handler: F) -> Self
     where
         F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, E>> + Send + 'static,
         E: Display,
     {
+        self.async_content_handler(handler)
+    }
+
+    /// Runs the tool with a synchronous function that may return content: a
+    /// [`Content`](crate::Content), a `Vec<Content>`, a
+    /// [`ToolOutput<Value>`](crate::ToolOutput) (content and a structured value), or a
+    /// plain [`Value`], each rendered as for a `#[tool]` returning it.
+    ///
+    /// ```
+    /// use registry_core::{Content, DynamicTool, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// let logo = DynamicTool::new("logo", "Show the company logo.")
+    ///     .read_only()
+    ///     .content_handler(|_ctx, _args| {
+    ///         Ok::<_, String>(vec![Content::image(&b"GIF89a"[..], "image/gif")])
+    ///     });
+    /// let registry = Registry::builder().tool(logo).build().unwrap();
+    ///
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// let observation = run.call_blocking(ToolCall::new("c1", "logo", json!({})));
+    /// assert_eq!(observation.blocks(), [Content::image(&b"GIF89a"[..], "image/gif")]);
+    /// ```
+    pub fn content_handler<F, R, E>(mut self, handler: F) -> Self
+    where
+        F: Fn(&ToolContext, Value) -> Result<R, E> + Send + Sync + 'static,
+        R: Into<Payload>,
+        E: Display,
+    {
+        self.handler = Some(Handler::Sync(Arc::new(move |ctx, args| {
+            handler(ctx, args)
+                .map(Into::into)
+                .map_err(ToolError::failed)
+        })));
+        self
+    }
+
+    /// Runs the tool with an async function that may return content, as
+    /// [`content_handler`](Self::content_handler) does.
+    pub fn async_content_handler<F, Fut, R, E>(mut self, handler: F) -> Self
+    where
+        F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: Into<Payload>,
+        E: Display,
+    {
         self.handler = Some(Handler::Async(Arc::new(move |ctx, args| {
             let future = handler(ctx, args);
-            Box::pin(async move { future.await.map_err(ToolError::failed) })
+            Box::pin(async move { future.await.map(Into::into).map_err(ToolError::failed) })
         })));
         self
     }

@@ -18,6 +18,7 @@ use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::{Entry, Snapshot};
 use crate::discover::subject::Subject;
 use crate::execute::cancel::Cancellation;
+use crate::execute::content::Payload;
 use crate::execute::context::{CallOptions, RunScope, ToolContext, default_host};
 use crate::execute::execution::{self, Failure};
 use crate::execute::host::CallHost;
@@ -430,7 +431,7 @@ impl Run {
         entry: &Entry,
         context: ToolContext,
         arguments: Value,
-    ) -> Result<Value, Failure> {
+    ) -> Result<Payload, Failure> {
         execution::execute(&entry.tool, context, arguments, self.deadline(entry)).await
     }
 
@@ -851,10 +852,10 @@ impl Ticket {
         decided
     }
 
-    pub(crate) fn outcome(self, outcome: Result<Value, Failure>) -> Decided {
+    pub(crate) fn outcome(self, outcome: Result<Payload, Failure>) -> Decided {
         let (observation, detail) = match outcome {
-            Ok(value) => (
-                Observation::success(self.call_id, self.name, value)
+            Ok(payload) => (
+                Observation::success(self.call_id, self.name, payload)
                     .with_structured(self.structured),
                 None,
             ),

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::declare::declaration::{BoxFuture, Outcome};
 use crate::execute::cancel::{Cancellation, Cancelled};
+use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
 use crate::execute::observation::ErrorKind;
 use crate::register::tool::{Invocation, Tool};
@@ -38,7 +39,7 @@ pub(crate) async fn execute(
     ctx: ToolContext,
     arguments: Value,
     timeout: Option<Duration>,
-) -> Result<Value, Failure> {
+) -> Result<Payload, Failure> {
     let cancellation = ctx.cancellation().clone();
     if cancellation.is_cancelled() {
         return Err(cancelled());
@@ -92,7 +93,7 @@ pub(crate) fn execute_blocking(
     ctx: ToolContext,
     arguments: Value,
     timeout: Option<Duration>,
-) -> Result<Value, Failure> {
+) -> Result<Payload, Failure> {
     if !tool.is_async() && timeout.is_none() {
         let cancellation = ctx.cancellation().clone();
         if cancellation.is_cancelled() {
@@ -110,7 +111,7 @@ fn run_inline(
     ctx: ToolContext,
     arguments: Value,
     cancellation: &Cancellation,
-) -> Result<Value, Failure> {
+) -> Result<Payload, Failure> {
     let result = run_sync(tool, ctx, arguments);
     if cancellation.is_cancelled() {
         return Err(cancelled());
@@ -118,7 +119,7 @@ fn run_inline(
     result
 }
 
-fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Value, Failure> {
+fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Payload, Failure> {
     match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
         Ok(Invocation::Done(outcome)) => classify(outcome),
         Ok(Invocation::Pending(future)) => match pollster::block_on(CatchUnwind(future)) {
@@ -129,7 +130,7 @@ fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Value, Fa
     }
 }
 
-fn classify(outcome: Outcome) -> Result<Value, Failure> {
+fn classify(outcome: Outcome) -> Result<Payload, Failure> {
     outcome.map_err(|error| {
         let kind = match error {
             ToolError::InvalidArguments(_) => ErrorKind::InvalidArguments,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use crate::execute::content::{self, Content, Payload};
 use crate::gate::ApprovalRequest;
 use crate::resolve::tool_error::ArgumentProblem;
 
@@ -89,11 +90,21 @@ impl fmt::Display for ErrorKind {
 ///
 /// On success its content is the tool's JSON result; on error, the text the model reads.
 /// It serializes as `{"call_id", "tool_name", "is_error", "error_kind"?, "content"}`.
+///
+/// A tool that returns [`Content`] (a `Content`, a `Vec<Content>` or a
+/// [`ToolOutput`](crate::ToolOutput)) gives an observation whose [`blocks`](Self::blocks) are
+/// those blocks, which every profile renders ([`Profile::render`](crate::Profile::render));
+/// its [`content`](Self::content) is then the structured value of a `ToolOutput`, or else a
+/// JSON view of the blocks without their bytes (see [`content`](Self::content)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {
     call_id: String,
     tool_name: String,
     content: Value,
+    /// The blocks of a result made of content; empty otherwise.
+    blocks: Vec<Content>,
+    /// Whether `content` is the tool's value, rather than a view of its blocks.
+    has_value: bool,
     error: Option<ErrorDetail>,
     generated_id: bool,
     structured: bool,
@@ -108,11 +119,16 @@ struct ErrorDetail {
 }
 
 impl Observation {
-    pub(crate) fn success(call_id: String, tool_name: String, content: Value) -> Self {
+    pub(crate) fn success(call_id: String, tool_name: String, payload: Payload) -> Self {
+        let (value, blocks) = payload.into_parts();
+        let has_value = value.is_some();
+        let content = value.unwrap_or_else(|| content::view(&blocks));
         Observation {
             call_id,
             tool_name,
             content,
+            blocks,
+            has_value,
             error: None,
             generated_id: false,
             structured: false,
@@ -124,6 +140,8 @@ impl Observation {
             call_id,
             tool_name,
             content: Value::String(text),
+            blocks: Vec::new(),
+            has_value: false,
             error: Some(ErrorDetail {
                 kind,
                 problems: Vec::new(),
@@ -141,7 +159,8 @@ impl Observation {
     }
 
     pub(crate) fn with_structured(mut self, structured: bool) -> Self {
-        self.structured = structured && self.error.is_none() && self.content.is_object();
+        self.structured =
+            structured && self.error.is_none() && self.has_value && self.content.is_object();
         self
     }
 
@@ -212,8 +231,78 @@ impl Observation {
     }
 
     /// The tool's result, or the error text for the model (a JSON string).
+    ///
+    /// For a result of [`Content`], it is the structured value of a
+    /// [`ToolOutput`](crate::ToolOutput); for content alone, the text of a lone text block, or
+    /// else an array with an object per block in MCP's names, its bytes left out (their
+    /// number instead): `{"type": "text", "text"}`, `{"type": "image" | "audio", "mimeType",
+    /// "size"}`, `{"type": "resource_link", "uri", "name", ...}`, `{"type": "resource",
+    /// "resource": {"uri", "mimeType", "text" | "size"}}`. The blocks themselves, bytes
+    /// included, are [`blocks`](Self::blocks).
+    ///
+    /// ```
+    /// use registry_core::{tool, Content, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Take a screenshot of the dashboard.
+    /// #[tool]
+    /// fn screenshot() -> Content {
+    ///     Content::image(vec![0; 2048], "image/png")
+    /// }
+    ///
+    /// let registry = Registry::from_inventory().unwrap();
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// let observation = run.call_blocking(ToolCall::new("c1", "screenshot", json!({})));
+    /// assert_eq!(observation.content(), &json!([{"type": "image", "mimeType": "image/png", "size": 2048}]));
+    /// assert_eq!(observation.value(), None);
+    /// assert_eq!(observation.blocks(), [Content::image(vec![0; 2048], "image/png")]);
+    /// ```
     pub fn content(&self) -> &Value {
         &self.content
+    }
+
+    /// The blocks of a result made of [`Content`], in order, bytes included; empty for a
+    /// plain JSON result and for an error.
+    pub fn blocks(&self) -> &[Content] {
+        &self.blocks
+    }
+
+    /// The tool's JSON value: the whole result of a tool returning a `Serialize` type, or the
+    /// structured value of a [`ToolOutput`](crate::ToolOutput); `None` for content alone and
+    /// for an error.
+    ///
+    /// A renderer shows, after the [`blocks`](Self::blocks), this value's JSON text; with no
+    /// blocks, the value alone, as for any plain result.
+    pub fn value(&self) -> Option<&Value> {
+        (self.error.is_none() && self.has_value).then_some(&self.content)
+    }
+
+    /// For a result the renderers show as content (blocks, or content alone even without
+    /// any): its blocks and its structured value. `None` for an error, and for a plain value
+    /// (a `ToolOutput` without blocks included), which renders as it always has.
+    pub(crate) fn rich(&self) -> Option<(&[Content], Option<&Value>)> {
+        if self.error.is_some() || (self.blocks.is_empty() && self.has_value) {
+            return None;
+        }
+        Some((&self.blocks, self.value()))
+    }
+
+    /// For a result of content (see [`rich`](Self::rich)): each block as `block` makes it,
+    /// then the structured value's JSON text (a string as it is) as `text` makes it.
+    pub(crate) fn rich_items<T>(
+        &self,
+        block: impl Fn(&Content) -> T,
+        text: impl FnOnce(String) -> T,
+    ) -> Option<Vec<T>> {
+        let (blocks, value) = self.rich()?;
+        let mut items: Vec<T> = blocks.iter().map(block).collect();
+        if let Some(value) = value {
+            items.push(text(match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            }));
+        }
+        Some(items)
     }
 
     /// The error text for the model; `None` on success.

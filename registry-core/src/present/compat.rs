@@ -1,4 +1,4 @@
-//! The compatibility checker: the rules of each profile (`shared/reference/providers.md`),
+//! The compatibility checker: the rules of each profile (`docs/providers.md`),
 //! applied to exported JSON.
 //!
 //! It checks what is exported, independently of how it was produced (it shares with the

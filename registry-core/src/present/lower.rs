@@ -2,7 +2,7 @@
 //!
 //! The canonical schema (JSON Schema 2020-12, see [`schema`](crate::declare::schema)) is what arguments
 //! are validated against when a call arrives, whatever the profile. Lowering rewrites it into
-//! what a profile's consumer takes (the rules of `shared/reference/providers.md`, as the facts
+//! what a profile's consumer takes (the rules of `docs/providers.md`, as the facts
 //! of each provider's [`Rules`] in its file of `provider/`):
 //!
 //! - **MCP** takes the canonical schema unchanged.

@@ -53,7 +53,7 @@ impl Profile {
     }
 }
 
-/// What one consumer takes, as data: the rules of `shared/reference/providers.md` for its tool
+/// What one consumer takes, as data: the rules of `docs/providers.md` for its tool
 /// names, its tool list and tool object, and the JSON Schema it accepts. The lowering
 /// (`lower/`) writes what they allow and the checker (`compat/`) applies them, so that the two
 /// cannot disagree; neither asks which provider it serves.

@@ -25,6 +25,21 @@ impl Profile {
     /// [`parse_calls`](Profile::parse_calls)). MCP's `structuredContent` is sent when the tool has
     /// an output schema and the result is an object ([`Observation::is_structured`]).
     ///
+    /// A result of [`Content`](crate::Content) ([`Observation::blocks`]) is sent block by block
+    /// where the consumer takes blocks, followed by the JSON text of the structured value of a
+    /// [`ToolOutput`](crate::ToolOutput); what a consumer cannot take becomes a short text
+    /// saying what it was (kind, MIME type, size), never its bytes:
+    ///
+    /// | profile | text | image | audio | resource link | embedded text | embedded file |
+    /// | --- | --- | --- | --- | --- | --- | --- |
+    /// | MCP | `text` | `image` | `audio` | `resource_link` | `resource` (`text`) | `resource` (`blob`) |
+    /// | Anthropic | `text` | `image` (JPEG, PNG, GIF, WebP) | text | text | `text` | `document` (PDF), else text |
+    /// | OpenAI Responses | `input_text` | `input_image` (PNG, JPEG, WebP, GIF) | text | text | `input_text` | `input_file` |
+    /// | OpenAI Chat | text | text | text | text | text | text |
+    /// | Gemini | `response` text | `parts` `inlineData` (PNG, JPEG, WebP) | text | text | text | `parts` (PDF), else text |
+    ///
+    /// `docs/providers.md` gives every shape, with its sources.
+    ///
     /// Every observation renders to MCP as a `CallToolResult` (`isError: true` for errors). An
     /// MCP server answers an unknown tool with JSON-RPC error -32602 instead, before
     /// rendering, and must answer a hidden one (`NotAllowed`) exactly the same way: the

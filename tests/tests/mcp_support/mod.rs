@@ -98,6 +98,22 @@ pub fn example_binary(name: &str) -> PathBuf {
     binary
 }
 
+/// Serves `server` in this process to one client acting for `subject`, over an in-memory
+/// pipe; gives the client's end.
+pub fn in_process(
+    server: registry_mcp::McpServer,
+    subject: registry_core::Subject,
+) -> tokio::io::DuplexStream {
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    tokio::spawn(async move {
+        server
+            .serve_io("test", subject, server_read, server_write)
+            .await
+    });
+    client_io
+}
+
 /// Fails the test if `future` takes longer than [`STEP`].
 pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
     match tokio::time::timeout(STEP, future).await {

@@ -1,9 +1,10 @@
 //! Anthropic (Messages), every shape and rule in one place: the schema rules, the tool object
 //! (`input_schema`), the `tool_use` blocks of a response and the `tool_result` block that
-//! answers one.
+//! answers one, with the content blocks it can carry.
 
 use serde_json::{Map, Value, json};
 
+use crate::execute::content::{Content, Embedded, Media};
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::text;
@@ -80,17 +81,59 @@ pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {
     })
 }
 
+/// The image types a `tool_result` may carry.
+const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
 /// A `tool_result` block; `is_error: true` for an error.
+///
+/// Its content is the text of a plain result or of an error; for a result of content, an
+/// array of blocks: `text`, `image` (base64 source) for JPEG, PNG, GIF and WebP, `document`
+/// for an embedded PDF, the text of an embedded text resource, and a text saying what was
+/// left out for anything else (audio, resource links, other files and images); then the
+/// structured value's JSON text, if there is one.
 pub(crate) fn result(observation: &Observation) -> Value {
+    let content = match observation.rich_items(block, text_block) {
+        Some(items) => Value::Array(items),
+        None => Value::String(text(observation)),
+    };
     let mut block = json!({
         "type": "tool_result",
         "tool_use_id": observation.call_id(),
-        "content": text(observation),
+        "content": content,
     });
     if observation.is_error() {
         block["is_error"] = Value::Bool(true);
     }
     block
+}
+
+fn text_block(text: String) -> Value {
+    json!({"type": "text", "text": text})
+}
+
+/// `{"type": kind, "source": {"type": "base64", "media_type", "data"}}`.
+fn base64_block(kind: &str, media: &Media) -> Value {
+    json!({
+        "type": kind,
+        "source": {"type": "base64", "media_type": media.mime_type(), "data": media.base64()},
+    })
+}
+
+/// One block of a `tool_result`'s content.
+fn block(content: &Content) -> Value {
+    match content {
+        Content::Text(text) => text_block(text.clone()),
+        Content::Image(media) if media.is_one_of(&IMAGE_TYPES) => base64_block("image", media),
+        Content::Resource(resource) => match resource.contents() {
+            Embedded::Blob(media) if media.is_one_of(&["application/pdf"]) => {
+                base64_block("document", media)
+            }
+            Embedded::Text { .. } | Embedded::Blob(_) => text_block(content.describe()),
+        },
+        Content::Image(_) | Content::Audio(_) | Content::ResourceLink(_) => {
+            text_block(content.describe())
+        }
+    }
 }
 
 impl Reader {

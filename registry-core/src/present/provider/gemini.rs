@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::execute::content::{Content, Embedded, Media};
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::{
@@ -149,20 +150,75 @@ pub(crate) fn allowlist(names: &[&str]) -> Value {
     })
 }
 
+/// The MIME types a function response's `parts` take (multimodal function responses, Gemini 3
+/// and later): images and PDF documents. (Plain text is listed in the guide too, but the
+/// API's `FunctionResponseBlob` says text must not be sent as bytes: the stricter holds.)
+const PART_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "application/pdf"];
+
 /// A `functionResponse` part: the result as JSON (`output`), or the error text (`error`);
 /// the call's `id` echoed only when the call had one.
+///
+/// For a result of content, the images (PNG, JPEG, WebP) and embedded PDF files go in the function response's `parts` as `inlineData` (MIME type and base64 data);
+/// the text of every other block (text, embedded text, and a short text saying what was left
+/// out for audio, resource links and other types), one line each, is `output` when there is
+/// no structured value, `content` beside the structured value's `output` when there is one.
 pub(crate) fn result(observation: &Observation) -> Value {
-    let response = match observation.error_text() {
-        Some(error) => json!({ "error": error }),
-        None => json!({ "output": observation.content() }),
+    let mut parts = Vec::new();
+    let response = match (observation.error_text(), observation.rich()) {
+        (Some(error), _) => json!({ "error": error }),
+        (None, None) => json!({ "output": observation.content() }),
+        (None, Some((blocks, value))) => {
+            let mut lines = Vec::new();
+            for block in blocks {
+                match inline_data(block) {
+                    Some(part) => parts.push(part),
+                    None => lines.push(block.describe()),
+                }
+            }
+            let mut response = Map::new();
+            match value {
+                Some(value) => {
+                    response.insert("output".into(), value.clone());
+                    if !lines.is_empty() {
+                        response.insert("content".into(), lines.join("\n").into());
+                    }
+                }
+                None if lines.is_empty() => {}
+                None => {
+                    response.insert("output".into(), lines.join("\n").into());
+                }
+            }
+            Value::Object(response)
+        }
     };
     let mut function_response = Map::new();
     function_response.insert("name".into(), observation.tool_name().into());
     function_response.insert("response".into(), response);
+    if !parts.is_empty() {
+        function_response.insert("parts".into(), Value::Array(parts));
+    }
     if !observation.has_generated_id() {
         function_response.insert("id".into(), observation.call_id().into());
     }
     json!({ "functionResponse": function_response })
+}
+
+/// A block as a part of the function response, `{"inlineData": {"mimeType", "data"}}`, where
+/// Gemini takes its type.
+fn inline_data(content: &Content) -> Option<Value> {
+    let media = match content {
+        Content::Image(media) => media,
+        Content::Resource(resource) => match resource.contents() {
+            Embedded::Blob(media) => media,
+            Embedded::Text { .. } => return None,
+        },
+        Content::Text(_) | Content::Audio(_) | Content::ResourceLink(_) => return None,
+    };
+    media.is_one_of(&PART_TYPES).then(|| part(media))
+}
+
+fn part(media: &Media) -> Value {
+    json!({"inlineData": {"mimeType": media.mime_type(), "data": media.base64()}})
 }
 
 impl Reader {

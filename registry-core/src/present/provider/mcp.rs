@@ -1,9 +1,10 @@
 //! MCP, every shape and rule in one place: the schema rules (the canonical schema as it is),
 //! the `Tool` object (every hint stated), the `tools/call` request a client sends, and the
-//! `CallToolResult` that answers it.
+//! `CallToolResult` that answers it, with every kind of content block.
 
 use serde_json::{Map, Value, json};
 
+use crate::execute::content::{Content, Embedded};
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::text;
@@ -80,17 +81,53 @@ pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {
     Value::Object(object)
 }
 
-/// A `CallToolResult`: the text content, `isError`, and `structuredContent` when the tool has
-/// an output schema and the result is an object.
+/// A `CallToolResult`: the content, `isError`, and `structuredContent` when the tool has an
+/// output schema and the result is an object.
+///
+/// The content is the text of a plain result or of an error; for a result of content, its
+/// blocks, each as MCP has it, then the structured value's JSON text, if there is one (MCP
+/// asks servers to mirror `structuredContent` as text, for clients that ignore it).
 pub(crate) fn result(observation: &Observation) -> Value {
+    let content = observation
+        .rich_items(block, text_block)
+        .unwrap_or_else(|| vec![text_block(text(observation))]);
     let mut result = json!({
-        "content": [{"type": "text", "text": text(observation)}],
+        "content": content,
         "isError": observation.is_error(),
     });
     if observation.is_structured() {
         result["structuredContent"] = observation.content().clone();
     }
     result
+}
+
+fn text_block(text: String) -> Value {
+    json!({"type": "text", "text": text})
+}
+
+/// One content block: `text`, `image` and `audio` (`data` in base64, `mimeType`),
+/// `resource_link`, `resource` (`{resource: {uri, mimeType, text | blob}}`).
+fn block(content: &Content) -> Value {
+    match content {
+        Content::Text(text) => text_block(text.clone()),
+        Content::Image(media) => {
+            json!({"type": "image", "data": media.base64(), "mimeType": media.mime_type()})
+        }
+        Content::Audio(media) => {
+            json!({"type": "audio", "data": media.base64(), "mimeType": media.mime_type()})
+        }
+        Content::ResourceLink(link) => link.to_json(),
+        Content::Resource(resource) => {
+            let mut inner = Map::new();
+            inner.insert("uri".into(), resource.uri().into());
+            inner.insert("mimeType".into(), resource.mime_type().into());
+            match resource.contents() {
+                Embedded::Text { text, .. } => inner.insert("text".into(), text.as_str().into()),
+                Embedded::Blob(blob) => inner.insert("blob".into(), blob.base64().into()),
+            };
+            json!({"type": "resource", "resource": inner})
+        }
+    }
 }
 
 impl Reader {

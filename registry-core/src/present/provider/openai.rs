@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::execute::content::{Content, Embedded};
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::text;
@@ -206,22 +207,69 @@ pub(crate) fn responses_allowlist(names: &[&str]) -> Value {
     json!({"type": "allowed_tools", "mode": "auto", "tools": tools})
 }
 
-/// A Chat Completions result: a `tool` message.
+/// The image types `input_image` takes.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
+
+/// A Chat Completions result: a `tool` message, whose content is text only.
+///
+/// For a result of content, the text is one line or more per block: a text block's text, an
+/// embedded text resource's text, and for anything else (images, audio, files, resource
+/// links) a short text saying what it is, with its MIME type and size, never its bytes; then
+/// the structured value's JSON text, if there is one.
 pub(crate) fn chat_result(observation: &Observation) -> Value {
+    let content = match observation.rich_items(Content::describe, |text| text) {
+        Some(lines) => lines.join("\n"),
+        None => text(observation),
+    };
     json!({
         "role": "tool",
         "tool_call_id": observation.call_id(),
-        "content": text(observation),
+        "content": content,
     })
 }
 
 /// A Responses result: a `function_call_output` item.
+///
+/// For a result of content, `output` is an array: `input_text` for text blocks and embedded
+/// text, `input_image` (a `data:` URL) for PNG, JPEG, WebP and GIF images, `input_file` (a
+/// `data:` URL and a file name) for embedded files, and `input_text` saying what was left out
+/// for anything else (audio, resource links, other images); then the structured value's JSON
+/// text, if there is one.
 pub(crate) fn responses_result(observation: &Observation) -> Value {
+    let output = match observation.rich_items(responses_item, input_text) {
+        Some(items) => Value::Array(items),
+        None => Value::String(text(observation)),
+    };
     json!({
         "type": "function_call_output",
         "call_id": observation.call_id(),
-        "output": text(observation),
+        "output": output,
     })
+}
+
+fn input_text(text: String) -> Value {
+    json!({"type": "input_text", "text": text})
+}
+
+/// One item of a `function_call_output`'s `output` array.
+fn responses_item(content: &Content) -> Value {
+    match content {
+        Content::Text(text) => input_text(text.clone()),
+        Content::Image(media) if media.is_one_of(&IMAGE_TYPES) => {
+            json!({"type": "input_image", "image_url": media.data_url()})
+        }
+        Content::Resource(resource) => match resource.contents() {
+            Embedded::Blob(media) => json!({
+                "type": "input_file",
+                "filename": resource.file_name(),
+                "file_data": media.data_url(),
+            }),
+            Embedded::Text { .. } => input_text(content.describe()),
+        },
+        Content::Image(_) | Content::Audio(_) | Content::ResourceLink(_) => {
+            input_text(content.describe())
+        }
+    }
 }
 
 impl Reader {

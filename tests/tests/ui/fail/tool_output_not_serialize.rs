@@ -1,0 +1,13 @@
+use registry_core::{Content, ToolOutput, tool};
+
+struct Chart {
+    width: u32,
+}
+
+/// Draw the chart of the build times.
+#[tool]
+fn build_chart(project: String) -> Result<ToolOutput<Chart>, String> {
+    Ok(ToolOutput::new(Chart { width: 640 }).with(Content::text(project)))
+}
+
+fn main() {}
