@@ -21,15 +21,18 @@ use registry_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// A 1x1 red PNG, base64: the image of `test_image_content`, `test://static-binary` and
+/// A 1x1 red PNG: the image of `test_image_content`, `test://static-binary` and
 /// `test_prompt_with_image`.
-pub const RED_PIXEL_PNG: &str =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+pub const RED_PIXEL_PNG: &[u8] = include_bytes!("../fixtures/red-pixel.png");
 
-/// Eight samples of 8 kHz, 8-bit mono silence as a WAV file, base64: the audio of
+/// Eight samples of 8 kHz, 8-bit mono silence, as a WAV file: the audio of
 /// `test_audio_content`.
-pub const SILENT_WAV: &str =
-    "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
+pub const SILENT_WAV: &[u8] = include_bytes!("../fixtures/silence.wav");
+
+/// The PNG in base64, as MCP carries binary data.
+fn png_base64() -> String {
+    registry_core::Media::new(RED_PIXEL_PNG, "image/png").base64()
+}
 
 /// The conformance suite's resources, template, prompts and completion.
 #[derive(Debug, Clone, Default)]
@@ -135,7 +138,7 @@ impl ServerHandler for ConformanceApp {
             "test://static-binary" => json!({
                 "uri": uri,
                 "mimeType": "image/png",
-                "blob": RED_PIXEL_PNG
+                "blob": png_base64()
             }),
             "test://watched-resource" => json!({
                 "uri": uri,
@@ -245,7 +248,7 @@ impl ServerHandler for ConformanceApp {
                 { "role": "user", "content": { "type": "text", "text": "Please process the embedded resource above." } }
             ]),
             "test_prompt_with_image" => json!([
-                { "role": "user", "content": { "type": "image", "data": RED_PIXEL_PNG, "mimeType": "image/png" } },
+                { "role": "user", "content": { "type": "image", "data": png_base64(), "mimeType": "image/png" } },
                 { "role": "user", "content": { "type": "text", "text": "Please analyze the image above." } }
             ]),
             other => {

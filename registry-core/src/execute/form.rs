@@ -274,7 +274,19 @@ fn string_field(schema: &Map<String, Value>) -> Result<Value, String> {
         if !values.iter().all(Value::is_string) {
             return Err("an enum of values other than strings".to_owned());
         }
-        return simple_field(schema, &["type", "enum"], |default| {
+        // The titles of the values the way before SEP-1330 (`enumNames`, still accepted):
+        // one string per value.
+        if let Some(names) = schema.get("enumNames") {
+            let fits = names.as_array().is_some_and(|names| {
+                names.len() == values.len() && names.iter().all(Value::is_string)
+            });
+            if !fits {
+                return Err(format!(
+                    "`enumNames` ({names}) that is not one title (a string) per value of its enum"
+                ));
+            }
+        }
+        return simple_field(schema, &["type", "enum", "enumNames"], |default| {
             values.contains(default)
         });
     }
@@ -660,6 +672,48 @@ mod tests {
         assert!(error.contains("/name"), "{error}");
         assert!(
             error.contains("missing required property \"ratio\""),
+            "{error}"
+        );
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[schemars(extend("enumNames" = ["Option One", "Option Two"]))]
+    enum Legacy {
+        One,
+        Two,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[schemars(extend("enumNames" = ["Only one title"]))]
+    enum TooFewNames {
+        One,
+        Two,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct LegacyForm {
+        pick: Legacy,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct BadLegacyForm {
+        pick: TooFewNames,
+    }
+
+    #[test]
+    fn enum_names_title_the_values_the_old_way() {
+        let form = form_schema::<LegacyForm>().unwrap();
+        assert_eq!(
+            form["properties"]["pick"],
+            json!({"type": "string", "enum": ["One", "Two"], "enumNames": ["Option One", "Option Two"]})
+        );
+        let error = form_schema::<BadLegacyForm>().unwrap_err().to_string();
+        assert!(
+            error.contains("`enumNames`") && error.contains("one title (a string) per value"),
             "{error}"
         );
     }

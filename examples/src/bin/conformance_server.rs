@@ -1,0 +1,382 @@
+//! The server that the official MCP conformance suite (`conformance/run`, see
+//! `conformance/README.md`) is run against: exactly what its server scenarios ask for.
+//!
+//! ```sh
+//! cargo run -p registry-examples --bin conformance_server -- --http 127.0.0.1:8751
+//! ```
+//!
+//! - The tools are `#[tool]` functions below, with rich content, progress, logs, questions
+//!   (elicitation) and sampling through their [`ToolContext`]; one, `json_schema_2020_12_tool`,
+//!   is a `DynamicTool` because the scenario fixes its input schema to the byte (with `$schema`
+//!   and `$defs`), which shows that the registry serves an application's schema unchanged.
+//! - The resources, template, prompts and completion are plain rmcp code
+//!   ([`registry_examples::conformance::ConformanceApp`]), composed with the registry's server
+//!   with `RegistryServer::with_handler`.
+//!
+//! It serves without tokens, on loopback only (`HttpConfig::with_loopback_principal`), and
+//! prints `listening on URL` as its first line. Port 0 picks a free port.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use registry_core::{
+    Content, DynamicTool, Elicitation, LogLevel, Registry, SampleRequest, Subject, ToolContext,
+    ToolError, tool,
+};
+use registry_examples::conformance::{ConformanceApp, RED_PIXEL_PNG, SILENT_WAV};
+use registry_mcp::{HttpConfig, HttpServer, Principal, ServerOptions, Tokens};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+const USAGE: &str = "\
+usage: conformance_server --http ADDR
+
+Serves the MCP conformance suite's server scenarios over streamable HTTP at http://ADDR/mcp,
+without tokens, to loopback clients only (ADDR must be a loopback address; port 0 picks a
+free one). The first line on stdout is `listening on URL`.";
+
+/// Returns a simple text.
+#[tool]
+fn test_simple_text() -> &'static str {
+    "This is a simple text response for testing."
+}
+
+/// Returns an image (a 1x1 red PNG).
+#[tool]
+fn test_image_content() -> Content {
+    Content::image(RED_PIXEL_PNG, "image/png")
+}
+
+/// Returns audio (a short silent WAV file).
+#[tool]
+fn test_audio_content() -> Content {
+    Content::audio(SILENT_WAV, "audio/wav")
+}
+
+/// Returns an embedded text resource.
+#[tool]
+fn test_embedded_resource() -> Content {
+    Content::embedded_text(
+        "test://embedded-resource",
+        "text/plain",
+        "This is an embedded resource content.",
+    )
+}
+
+/// Returns text, an image and an embedded resource.
+#[tool]
+fn test_multiple_content_types() -> Vec<Content> {
+    vec![
+        Content::text("Multiple content types test:"),
+        Content::image(RED_PIXEL_PNG, "image/png"),
+        Content::embedded_text(
+            "test://mixed-content-resource",
+            "application/json",
+            json!({"test": "data", "value": 123}).to_string(),
+        ),
+    ]
+}
+
+/// Logs three messages at info level while it runs.
+#[tool]
+async fn test_tool_with_logging(ctx: &ToolContext) -> &'static str {
+    ctx.log(LogLevel::Info, "Tool execution started");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ctx.log(LogLevel::Info, "Tool processing data");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ctx.log(LogLevel::Info, "Tool execution completed");
+    "Tool with logging executed successfully"
+}
+
+/// Reports progress 0, 50 and 100 of 100.
+#[tool]
+async fn test_tool_with_progress(ctx: &ToolContext) -> &'static str {
+    for (step, done) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+        if step > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        ctx.progress(done, Some(100.0), "");
+    }
+    "Tool with progress executed successfully"
+}
+
+/// Always fails.
+#[tool]
+fn test_error_handling() -> Result<String, String> {
+    Err("This tool intentionally returns an error for testing".into())
+}
+
+/// Asks the client's model.
+#[tool]
+async fn test_sampling(
+    ctx: &ToolContext,
+    /// The prompt to send to the model.
+    prompt: String,
+) -> Result<String, ToolError> {
+    let reply = ctx.sample(SampleRequest::new(100).user(prompt)).await?;
+    Ok(format!("LLM response: {}", reply.text()))
+}
+
+/// What `test_elicitation` asks the user for.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct UserInfo {
+    /// User's response
+    username: String,
+    /// User's email address
+    email: String,
+}
+
+/// Asks the user for a name and an email address.
+#[tool]
+async fn test_elicitation(
+    ctx: &ToolContext,
+    /// The message to show the user.
+    message: String,
+) -> Result<String, ToolError> {
+    let answer = ctx.elicit::<UserInfo>(message).await?;
+    Ok(format!("User response: {}", describe(answer)))
+}
+
+/// A status, for the SEP-1034 defaults.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Active,
+    Inactive,
+    Pending,
+}
+
+/// A form whose every field has a default (SEP-1034).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct WithDefaults {
+    /// User name
+    #[serde(default = "default_name")]
+    name: String,
+    /// User age
+    #[serde(default = "default_age")]
+    age: i64,
+    /// User score
+    #[serde(default = "default_score")]
+    score: f64,
+    /// User status
+    #[serde(default = "default_status")]
+    status: Status,
+    /// Verification status
+    #[serde(default = "default_verified")]
+    verified: bool,
+}
+
+fn default_name() -> String {
+    "John Doe".into()
+}
+fn default_age() -> i64 {
+    30
+}
+fn default_score() -> f64 {
+    95.5
+}
+fn default_status() -> Status {
+    Status::Active
+}
+fn default_verified() -> bool {
+    true
+}
+
+/// Asks for a form whose fields all have defaults.
+#[tool]
+async fn test_elicitation_sep1034_defaults(ctx: &ToolContext) -> Result<String, ToolError> {
+    let answer = ctx
+        .elicit::<WithDefaults>("Please review these values")
+        .await?;
+    Ok(format!("Elicitation completed: {}", describe(answer)))
+}
+
+/// Options without titles.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Untitled {
+    Option1,
+    Option2,
+    Option3,
+}
+
+/// Options with titles, for one choice.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum TitledOne {
+    #[schemars(title = "First Option")]
+    Value1,
+    #[schemars(title = "Second Option")]
+    Value2,
+    #[schemars(title = "Third Option")]
+    Value3,
+}
+
+/// Options titled the old way, with `enumNames`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(extend("enumNames" = ["Option One", "Option Two", "Option Three"]))]
+enum Legacy {
+    Opt1,
+    Opt2,
+    Opt3,
+}
+
+/// Options with titles, for several choices.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum TitledMany {
+    #[schemars(title = "First Choice")]
+    Value1,
+    #[schemars(title = "Second Choice")]
+    Value2,
+    #[schemars(title = "Third Choice")]
+    Value3,
+}
+
+/// Every kind of enum a form may hold (SEP-1330).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Enums {
+    /// One of three, untitled
+    untitled_single: Untitled,
+    /// One of three, titled
+    titled_single: TitledOne,
+    /// One of three, titled with enumNames
+    legacy_enum: Legacy,
+    /// Several of three, untitled
+    untitled_multi: Vec<Untitled>,
+    /// Several of three, titled
+    titled_multi: Vec<TitledMany>,
+}
+
+/// Asks for a form with every kind of enum.
+#[tool]
+async fn test_elicitation_sep1330_enums(ctx: &ToolContext) -> Result<String, ToolError> {
+    let answer = ctx.elicit::<Enums>("Please choose").await?;
+    Ok(format!("Elicitation completed: {}", describe(answer)))
+}
+
+/// Takes a little while, so that a client may reconnect meanwhile (SEP-1699).
+#[tool]
+async fn test_reconnection() -> &'static str {
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    "Reconnection test completed successfully"
+}
+
+/// `action=..., content=...`, as the suite's scenarios word an answer.
+fn describe<T: Serialize>(answer: Elicitation<T>) -> String {
+    match answer {
+        Elicitation::Accepted(content) => format!(
+            "action=accept, content={}",
+            serde_json::to_string(&content).unwrap_or_default()
+        ),
+        Elicitation::Declined => "action=decline".to_owned(),
+        Elicitation::Cancelled => "action=cancel".to_owned(),
+    }
+}
+
+/// The one tool whose schema the scenario fixes: JSON Schema 2020-12 with `$schema`, `$defs`
+/// and a `$ref`, served as it is.
+fn json_schema_tool() -> DynamicTool {
+    DynamicTool::new(
+        "json_schema_2020_12_tool",
+        "Tool with JSON Schema 2020-12 features",
+    )
+    .parameters(json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "address": {
+                "type": "object",
+                "properties": {
+                    "street": { "type": "string" },
+                    "city": { "type": "string" }
+                }
+            }
+        },
+        "properties": {
+            "name": { "type": "string" },
+            "address": { "$ref": "#/$defs/address" }
+        },
+        "additionalProperties": false
+    }))
+    .handler(|_ctx, arguments| Ok::<_, String>(json!({ "received": arguments })))
+}
+
+fn parse_args() -> Result<SocketAddr, String> {
+    let mut args = std::env::args().skip(1);
+    let mut addr = None;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--http" => {
+                let value = args
+                    .next()
+                    .ok_or("--http needs an address, e.g. 127.0.0.1:0")?;
+                addr = Some(
+                    value
+                        .parse::<SocketAddr>()
+                        .map_err(|error| format!("--http {value:?}: {error}"))?,
+                );
+            }
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    addr.ok_or_else(|| "--http ADDR is required".to_owned())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let addr = match parse_args() {
+        Ok(addr) => addr,
+        Err(problem) => {
+            if !problem.is_empty() {
+                eprintln!("conformance_server: {problem}\n");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN)
+        .init();
+    match serve(addr).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("conformance_server: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(addr: SocketAddr) -> Result<(), Box<dyn std::error::Error>> {
+    let registry = Registry::builder()
+        .declared_in([module_path!()])
+        .tool(json_schema_tool())
+        .build()?;
+    let subject = Subject::new("conformance");
+    let config = HttpConfig::new(Tokens::new())
+        .with_addr(addr)
+        .with_loopback_principal(Principal::new("conformance", subject))
+        .with_options(
+            ServerOptions::default()
+                .with_server_info("registry-conformance-server", env!("CARGO_PKG_VERSION")),
+        );
+    let app = ConformanceApp::default();
+    let server = HttpServer::bind_with(registry, config, move |tools| {
+        tools.with_handler(app.clone())
+    })
+    .await?;
+    println!("listening on {}", server.url());
+    std::io::stdout().flush()?;
+    tokio::select! {
+        served = server.serve() => served?,
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
+}
