@@ -7,8 +7,13 @@
 //!   argument validation measured on its own so that what the registry adds besides it can be
 //!   read off.
 //!
+//! - `content`: a tool returning a 1 MiB image (`Content::image`), called through a run and
+//!   rendered as each profile's result message, against base64-encoding the same bytes once:
+//!   what the content path costs beyond the one encoding that the wire needs.
+//!
 //! Each figure is the median of 31 batches; a batch times many iterations and divides.
-//! Run: `cargo run --release --manifest-path bench/runs/Cargo.toml`.
+//! Run: `cargo run --release --manifest-path bench/runs/Cargo.toml` (add `call`, `project` or
+//! `content` to run one part).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -25,8 +30,51 @@ fn add(a: i64, b: i64) -> i64 {
 
 fn main() {
     println!("machine: {} cores", std::thread::available_parallelism().map_or(0, |n| n.get()));
-    project();
-    call();
+    // `bench-runs call` (or `project`, `content`) runs only that part, e.g. under a profiler.
+    let only = std::env::args().nth(1);
+    let wanted = |name: &str| only.as_deref().is_none_or(|only| only == name);
+    if wanted("project") {
+        project();
+    }
+    if wanted("call") {
+        call();
+    }
+    if wanted("content") {
+        content();
+    }
+}
+
+fn content() {
+    const SIZE: usize = 1 << 20;
+    let bytes: Vec<u8> = (0..SIZE).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let image = registry_core::Content::image(bytes.clone(), "image/png");
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("chart", "Draw the chart.")
+                .parameters(json!({"type": "object", "properties": {}}))
+                .content_handler(move |_, _| Ok::<_, String>(image.clone())),
+        )
+        .build()
+        .expect("the benchmark registry builds");
+    let run = registry.open_run("bench", &Subject::new("acme"));
+    let observation = run.call_blocking(ToolCall::new("c1", "chart", json!({})));
+    assert!(!observation.is_error(), "{observation:?}");
+    let media = registry_core::Media::new(bytes, "image/png");
+    let encode = median_per_iteration(200, || {
+        black_box(black_box(&media).base64());
+    });
+    let call = median_per_iteration(20_000, || {
+        black_box(run.call_blocking(ToolCall::new("c1", "chart", json!({}))));
+    });
+    println!("content: base64 of 1 MiB alone:                          {}", show(encode));
+    println!("content: a run's call returning a 1 MiB image:            {}", show(call));
+    for profile in registry_core::Profile::ALL {
+        let rendered = median_per_iteration(200, || {
+            black_box(profile.render(black_box(&observation)));
+        });
+        let ratio = rendered.as_secs_f64() / encode.as_secs_f64().max(f64::MIN_POSITIVE);
+        println!("content: render as {:<24} {} ({ratio:.2}x one base64 pass)", format!("{profile}:"), show(rendered));
+    }
 }
 
 fn project() {

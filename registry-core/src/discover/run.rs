@@ -267,10 +267,12 @@ impl Run {
         options: &CallOptions,
     ) -> ToolContext {
         let host = options.host.clone().unwrap_or_else(|| self.host());
-        let cancellation = options
-            .cancellation
-            .as_ref()
-            .map_or_else(Cancellation::new, Cancellation::child);
+        let cancellation = match &options.cancellation {
+            Some(caller) => caller.child(),
+            // A deadline trips the call's own cancellation, for a tool to see.
+            None if self.deadline(entry).is_some() => Cancellation::new(),
+            None => Cancellation::never(),
+        };
         ToolContext::in_run(
             self.scope.clone(),
             Arc::from(call_id),

@@ -29,9 +29,19 @@ use std::task::{Context, Poll, Waker};
 /// // Its future is ready once cancelled.
 /// pollster::block_on(seen_by_the_tool.cancelled());
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Cancellation {
-    inner: Arc<Inner>,
+    /// `None` for a call that nothing can cancel (no caller's cancellation, no deadline):
+    /// such a call needs no allocation for it.
+    inner: Option<Arc<Inner>>,
+}
+
+impl Default for Cancellation {
+    fn default() -> Self {
+        Cancellation {
+            inner: Some(Arc::default()),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -84,20 +94,24 @@ impl Cancellation {
         Cancellation::default()
     }
 
+    /// The cancellation of a call that nothing can cancel: never tripped, and tripping it
+    /// does nothing. It allocates nothing, which keeps it off the cost of a plain call.
+    pub(crate) fn never() -> Cancellation {
+        Cancellation { inner: None }
+    }
+
     /// Trips it: every clone, and every cancellation made with [`child`](Self::child) from
     /// them, is cancelled, and every [`cancelled`](Self::cancelled) future is woken. Tripping
     /// it again does nothing.
     pub fn cancel(&self) {
-        if self.inner.cancelled.swap(true, Ordering::AcqRel) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        if inner.cancelled.swap(true, Ordering::AcqRel) {
             return;
         }
-        let waiters = std::mem::take(
-            &mut *self
-                .inner
-                .waiters
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let waiters =
+            std::mem::take(&mut *inner.waiters.lock().unwrap_or_else(PoisonError::into_inner));
         for (_, waker) in waiters {
             waker.wake();
         }
@@ -106,14 +120,16 @@ impl Cancellation {
     /// Whether it was tripped (here or in a parent). A cheap check, for loops in synchronous
     /// tools.
     pub fn is_cancelled(&self) -> bool {
-        self.inner.is_cancelled()
+        self.inner
+            .as_ref()
+            .is_some_and(|inner| inner.is_cancelled())
     }
 
     /// A future that completes once it is tripped (at once if it already was). It holds a
     /// clone, so it may outlive `self` and move to another task.
     pub fn cancelled(&self) -> Cancelled {
         Cancelled {
-            chain: self.inner.chain(),
+            chain: self.inner.as_ref().map(Inner::chain).unwrap_or_default(),
             id: None,
         }
     }
@@ -134,11 +150,11 @@ impl Cancellation {
     /// ```
     pub fn child(&self) -> Cancellation {
         Cancellation {
-            inner: Arc::new(Inner {
+            inner: Some(Arc::new(Inner {
                 cancelled: AtomicBool::new(false),
-                parent: Some(self.inner.clone()),
+                parent: self.inner.clone(),
                 waiters: Mutex::default(),
-            }),
+            })),
         }
     }
 }
