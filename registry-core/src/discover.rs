@@ -1,11 +1,15 @@
 //! Step 3, **discover**: a [`Run`](run::Run) projects the registry onto one
 //! [`Subject`](subject::Subject) and freezes the [`AllowedSet`](allowed::AllowedSet); `explain`
-//! says why the rest is hidden. The run is also where every call is resolved, gated and executed.
+//! says why the rest is hidden; `search` finds tools of the allowed set by what they do, in an
+//! index (`index`) built once per registry snapshot. The run is also where every call is
+//! resolved, gated and executed.
 
 pub(crate) mod access;
 pub(crate) mod allowed;
 pub(crate) mod discovery;
 pub(crate) mod explain;
 pub(crate) mod fingerprint;
+pub(crate) mod index;
 pub(crate) mod run;
+pub(crate) mod search;
 pub(crate) mod subject;

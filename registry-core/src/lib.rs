@@ -14,7 +14,10 @@
 //! 3. **discover**: [`Registry::open_run`] projects the registry for one [`Subject`] and
 //!    freezes what it may see as the run's [`AllowedSet`];
 //! 4. **present**: [`Run::export`] gives the visible definitions in the exact format of a
-//!    [`Profile`] (OpenAI, Anthropic, Gemini, MCP);
+//!    [`Profile`] (OpenAI, Anthropic, Gemini, MCP); for thousands of tools, [`Run::search`]
+//!    finds tools of the allowed set by what they do, and a [`DeferredSession`]
+//!    ([`Run::deferred`]) shows the model a few of them and a search tool, loading what it
+//!    finds;
 //! 5. **resolve and execute**: [`Run::call`] checks every call (a [`ToolCall`], read from a
 //!    provider's response with [`Profile::parse_calls`]) against the allowed set, resolves
 //!    it, validates its arguments against the schema the model was shown, passes it through
@@ -117,6 +120,7 @@ pub use discover::allowed::AllowedSet;
 pub use discover::explain::{Explanation, HiddenReason, HiddenTool};
 pub use discover::fingerprint::Fingerprint;
 pub use discover::run::{Capability, Run};
+pub use discover::search::SearchHit;
 pub use discover::subject::{Access, Subject};
 pub use execute::cancel::{Cancellation, Cancelled};
 pub use execute::content::{
@@ -134,6 +138,9 @@ pub use gate::{
     ApprovalError, ApprovalRequest, ApprovalState, ApprovalStore, CallPolicy, CallRequest,
     Decision, MemoryApprovalStore, MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore,
     RateLimit, RateLimitError, ReadinessCheck, StoreError, ToolReadiness, Transition,
+};
+pub use present::deferred::{
+    DeferredOptions, DeferredSession, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall,
 };
 pub use present::export::DIGEST_META_KEY;
 pub use present::profile::{CompatibilityError, Incompatibility, Profile};

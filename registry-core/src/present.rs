@@ -1,8 +1,10 @@
 //! Step 4, **present**: each provider's exact shapes. A [`Profile`](profile::Profile) exports
 //! definitions (lowering each schema to what the provider accepts, checked by `compat`), parses
-//! the calls in a provider's response and renders results back.
+//! the calls in a provider's response and renders results back. A deferred session
+//! (`deferred`) exports a few tools and a search tool, and loads what the model finds.
 
 pub mod compat;
+pub(crate) mod deferred;
 pub(crate) mod digest;
 pub(crate) mod export;
 pub(crate) mod lower;

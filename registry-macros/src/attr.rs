@@ -36,6 +36,10 @@ pub(crate) struct ToolAttr {
     pub(crate) open_world: Option<Span>,
     /// `allow_description = "reason"`: the description lint is overridden, for this reason.
     pub(crate) allow_description: Option<LitStr>,
+    /// `namespace = "builds"`: the group of deferred tools it is shown in (OpenAI namespaces).
+    pub(crate) namespace: Option<LitStr>,
+    /// `always_loaded`: in every deferred session's first request, not found by search.
+    pub(crate) always_loaded: Option<Span>,
     /// `crate = path`: where `registry-core` is, for crates that re-export it.
     pub(crate) krate: Option<Path>,
 }
@@ -104,6 +108,8 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         IDEMPOTENT => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),
         OPEN_WORLD => set(cx, meta, &mut attr.open_world, flag(cx, meta)?),
         ALLOW_DESCRIPTION => set(cx, meta, &mut attr.allow_description, string(meta)?),
+        NAMESPACE => set(cx, meta, &mut attr.namespace, string(meta)?),
+        ALWAYS_LOADED => set(cx, meta, &mut attr.always_loaded, flag(cx, meta)?),
         CRATE => set(cx, meta, &mut attr.krate, krate(meta)?),
         _ => {
             cx.error_spanned_by(path, unknown_key_message(&key));
@@ -222,6 +228,9 @@ mod tests {
             ("allow_descriptions", "allow_description"),
             ("allow_desc", "allow_description"),
             ("allowdescription", "allow_description"),
+            ("always_load", "always_loaded"),
+            ("alwaysloaded", "always_loaded"),
+            ("name_space", "namespace"),
         ] {
             let message = unknown_key_message(typed);
             assert!(

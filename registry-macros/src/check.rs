@@ -20,6 +20,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
     let tenants = check_tenants(cx, attr);
     let timeout_ms = check_timeout(cx, attr);
     let rate_limit = check_rate_limit(cx, attr);
+    let namespace = check_namespace(cx, attr);
     check_hints(cx, attr);
     check_signature(cx, tool);
     check_params(cx, tool);
@@ -47,6 +48,8 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
         destructive: attr.destructive.is_some(),
         idempotent: attr.idempotent.is_some(),
         open_world: attr.open_world.is_some(),
+        namespace,
+        always_loaded: attr.always_loaded.is_some(),
     }
 }
 
@@ -73,6 +76,9 @@ pub(crate) struct Spec {
     pub(crate) destructive: bool,
     pub(crate) idempotent: bool,
     pub(crate) open_world: bool,
+    /// `namespace = "..."`; `None`: the registry derives it from the first scope.
+    pub(crate) namespace: Option<String>,
+    pub(crate) always_loaded: bool,
 }
 
 /// The tool's final name and where it was written.
@@ -268,6 +274,21 @@ fn timeout_millis(value: &str) -> Result<u64, String> {
             "the timeout `{value}` is not a duration; write a positive whole number with `ms`, `s` or `m`, e.g. `timeout = \"5s\"`"
         )),
     }
+}
+
+/// `namespace = "..."`: a name by the rule of tool names, since OpenAI shows it to the model.
+fn check_namespace(cx: &Ctxt, attr: &ToolAttr) -> Option<String> {
+    let literal = attr.namespace.as_ref()?;
+    let namespace = literal.value();
+    if let Some(problem) = name_problem(&namespace) {
+        let problem = problem.replacen("the tool name", "the namespace", 1);
+        let problem = problem.replace(
+            "; write one, or leave `name` out to use the function's name",
+            "; write one, e.g. `namespace = \"builds\"`, or leave the key out to use the first scope's first segment",
+        );
+        cx.error_spanned_by(literal, problem);
+    }
+    Some(namespace)
 }
 
 fn check_rate_limit(cx: &Ctxt, attr: &ToolAttr) -> Option<(u32, u64)> {

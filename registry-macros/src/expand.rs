@@ -110,8 +110,10 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
         destructive,
         idempotent,
         open_world,
+        always_loaded,
         ..
     } = spec;
+    let namespace = option_str(spec.namespace.as_deref());
     let title = option_str(spec.title.as_deref());
     let allow_description = option_str(spec.allow_description.as_deref());
     let timeout = match spec.timeout_ms {
@@ -162,6 +164,8 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                         idempotent: #idempotent,
                         open_world: #open_world,
                     },
+                    namespace: #namespace,
+                    always_loaded: #always_loaded,
                     params: &[#(#params),*],
                     output: __output,
                     execute: #execute,

@@ -14,6 +14,8 @@ pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const IDEMPOTENT: &str = "idempotent";
 pub(crate) const OPEN_WORLD: &str = "open_world";
 pub(crate) const ALLOW_DESCRIPTION: &str = "allow_description";
+pub(crate) const NAMESPACE: &str = "namespace";
+pub(crate) const ALWAYS_LOADED: &str = "always_loaded";
 pub(crate) const CRATE: &str = "crate";
 
 /// Every key, in the order the docs list them.
@@ -31,5 +33,7 @@ pub(crate) const KEYS: &[&str] = &[
     IDEMPOTENT,
     OPEN_WORLD,
     ALLOW_DESCRIPTION,
+    NAMESPACE,
+    ALWAYS_LOADED,
     CRATE,
 ];

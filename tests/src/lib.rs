@@ -128,3 +128,48 @@ pub fn wait_until_cancelled(ctx: &registry_core::ToolContext, limit: std::time::
     }
     ctx.is_cancelled()
 }
+
+/// Compares each `(path, text)` with the golden file at `path`, or, with the environment
+/// variable `UPDATE_GOLDEN=1`, writes it there; panics listing every stale file, with what
+/// it should now hold.
+#[track_caller]
+pub fn assert_golden_files(files: impl IntoIterator<Item = (std::path::PathBuf, String)>) {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for (path, text) in files {
+        if update {
+            std::fs::create_dir_all(path.parent().expect("a golden file is in a folder"))
+                .expect("the golden folder can be made");
+            std::fs::write(&path, &text).expect("the golden file can be written");
+            continue;
+        }
+        let golden = std::fs::read_to_string(&path).unwrap_or_else(|error| {
+            panic!("{}: {error}; run with UPDATE_GOLDEN=1", path.display())
+        });
+        if golden != text {
+            stale.push(format!("{} differs; now:\n{text}", path.display()));
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{}\n(review the change, then run with UPDATE_GOLDEN=1)",
+        stale.join("\n")
+    );
+}
+
+/// Each tool object of a profile's tool list, as compact JSON (for Gemini, the function
+/// declarations inside its one `Tool`): what a prompt cache sees, in order.
+pub fn tool_objects(profile: registry_core::Profile, export: &Value) -> Vec<String> {
+    let list = match profile {
+        registry_core::Profile::Gemini => export
+            .pointer("/0/functionDeclarations")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new())),
+        _ => export.clone(),
+    };
+    list.as_array()
+        .expect("a list of tools")
+        .iter()
+        .map(Value::to_string)
+        .collect()
+}

@@ -13,6 +13,7 @@ use std::process::Command;
 
 use registry_core::compat::check_tools;
 use registry_core::{Profile, Registry, Subject};
+use registry_tests::assert_golden_files;
 use serde_json::Value;
 
 registry_core::link!(registry_examples);
@@ -62,31 +63,7 @@ fn golden_path(profile: Profile) -> PathBuf {
 
 #[test]
 fn exports_match_the_golden_files() {
-    let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
-    let mut stale = Vec::new();
-    for profile in Profile::ALL {
-        let text = export_text(profile);
-        let path = golden_path(profile);
-        if update {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &text).unwrap();
-            continue;
-        }
-        let golden = std::fs::read_to_string(&path).unwrap_or_else(|error| {
-            panic!("{}: {error}; run with UPDATE_GOLDEN=1", path.display())
-        });
-        if golden != text {
-            stale.push(format!(
-                "{profile}: the export differs from {}\n--- export ---\n{text}",
-                path.display()
-            ));
-        }
-    }
-    assert!(
-        stale.is_empty(),
-        "{}\n(review the change, then run with UPDATE_GOLDEN=1)",
-        stale.join("\n")
-    );
+    assert_golden_files(Profile::ALL.map(|profile| (golden_path(profile), export_text(profile))));
 }
 
 #[test]

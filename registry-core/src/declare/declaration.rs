@@ -40,6 +40,10 @@ pub struct Declaration {
     /// Calls per subject and period (`rate_limit = "10/min"`).
     pub rate_limit: Option<crate::gate::RateLimit>,
     pub hints: Hints,
+    /// The namespace (`namespace = "builds"`); `None`: derived from the first scope.
+    pub namespace: Option<&'static str>,
+    /// In every deferred session's first request (`always_loaded`).
+    pub always_loaded: bool,
     pub params: &'static [Param],
     /// The schema of the result, when its type has one.
     pub output: fn(&mut SchemaGenerator) -> Option<Schema>,

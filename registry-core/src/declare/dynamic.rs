@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::declare::policy::{Hints, Scope, ToolPolicy};
+use crate::declare::policy::{Hints, Scope, ToolPolicy, check_namespace, default_namespace};
 use crate::declare::schema::empty_parameters_schema;
 use crate::declare::source::Source;
 use crate::execute::content::Payload;
@@ -59,6 +59,8 @@ pub struct DynamicTool {
     rate_limit: Option<Result<RateLimit, String>>,
     hints: Hints,
     allow_description: Option<String>,
+    namespace: Option<String>,
+    always_loaded: bool,
     handler: Option<Handler>,
     source: Source,
 }
@@ -81,6 +83,8 @@ impl DynamicTool {
             rate_limit: None,
             hints: Hints::default(),
             allow_description: None,
+            namespace: None,
+            always_loaded: false,
             handler: None,
             source: Source::caller(),
         }
@@ -204,6 +208,22 @@ impl DynamicTool {
     /// ```
     pub fn allow_description(mut self, reason: impl Into<String>) -> Self {
         self.allow_description = Some(reason.into());
+        self
+    }
+
+    /// Groups the tool under `namespace` where a provider groups deferred tools (OpenAI's
+    /// namespaces), instead of its first scope's first segment. The name follows the rule of
+    /// tool names (`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`); another is a build problem.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Puts the tool in the first request of every deferred session (see
+    /// [`Run::deferred`](crate::Run::deferred)) that may use it, instead of leaving it to be
+    /// found by search: for the few tools nearly every conversation needs.
+    pub fn always_loaded(mut self) -> Self {
+        self.always_loaded = true;
         self
     }
 
@@ -334,6 +354,15 @@ impl DynamicTool {
                 site: source,
             });
         }
+        if let Some(namespace) = &self.namespace
+            && let Err(reason) = check_namespace(namespace)
+        {
+            problems.push(BuildProblem::InvalidNamespace {
+                tool: tool.clone(),
+                site: source,
+                reason,
+            });
+        }
         if self.hints.read_only && self.hints.destructive {
             problems.push(BuildProblem::ContradictoryHints {
                 tool: tool.clone(),
@@ -378,6 +407,10 @@ impl DynamicTool {
         if problems.len() > before {
             return None;
         }
+        let namespace = match self.namespace {
+            Some(namespace) => Some(Cow::Owned(namespace)),
+            None => default_namespace(&scopes),
+        };
         Some(ToolParts {
             name: Cow::Owned(self.name),
             description: Cow::Owned(self.description),
@@ -390,6 +423,8 @@ impl DynamicTool {
                 needs_approval: self.needs_approval,
                 rate_limit,
                 allow_description: self.allow_description.map(Cow::Owned),
+                namespace,
+                always_loaded: self.always_loaded,
             },
             source,
             parameters: self.parameters,

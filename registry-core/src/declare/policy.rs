@@ -116,6 +116,16 @@ pub struct ToolPolicy {
     /// its description, title and parameter docs passed the lint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_description: Option<Cow<'static, str>>,
+    /// The group the tool is shown in where a provider groups deferred tools (OpenAI's
+    /// namespaces): `#[tool(namespace = "builds")]` or
+    /// [`DynamicTool::namespace`](crate::DynamicTool::namespace), else the first scope's
+    /// first segment (`builds` for `builds:read`, a `.` written as `_`), else none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<Cow<'static, str>>,
+    /// The tool is in every deferred session's first request, not found by search
+    /// (`#[tool(always_loaded)]`, [`DynamicTool::always_loaded`](crate::DynamicTool::always_loaded)).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub always_loaded: bool,
 }
 
 mod millis {
@@ -146,4 +156,22 @@ impl ToolPolicy {
     pub fn admits_tenant(&self, tenant: &str) -> bool {
         self.tenants.is_empty() || self.tenants.iter().any(|t| t == tenant)
     }
+}
+
+/// The namespace of a tool that names none: the first segment of its first scope, with `.`
+/// written as `_`, if that is a valid namespace (see [`check_namespace`]).
+pub(crate) fn default_namespace(scopes: &[Scope]) -> Option<Cow<'static, str>> {
+    let first = scopes.first()?.as_str();
+    let segment = first.split(':').next().unwrap_or(first).replace('.', "_");
+    check_namespace(&segment)
+        .is_ok()
+        .then_some(Cow::Owned(segment))
+}
+
+/// Why `namespace` is not a valid namespace, if it is not. A namespace follows the rule of
+/// tool names that every provider accepts, `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`, since OpenAI
+/// shows it to the model as a name.
+pub(crate) fn check_namespace(namespace: &str) -> Result<(), String> {
+    crate::declare::name::check_tool_name(namespace)
+        .map_err(|error| error.to_string().replacen("tool name", "namespace", 1))
 }

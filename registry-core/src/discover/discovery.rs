@@ -5,9 +5,11 @@
 //! 10,000 tools costs one bit test per required scope rather than string comparisons.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::discover::access::{AccessPolicy, Verdict};
+use crate::discover::index::SearchIndex;
 use crate::discover::subject::{Access, Subject};
 use crate::gate::ReadyState;
 use crate::register::tool::Tool;
@@ -36,6 +38,8 @@ pub(crate) struct Snapshot {
     ids: Vec<usize>,
     scope_ids: HashMap<String, usize>,
     tenant_ids: HashMap<String, usize>,
+    /// The search index of `tools`, built the first time a run of this snapshot searches.
+    index: OnceLock<SearchIndex>,
 }
 
 /// What one tool requires, as ranges into `Snapshot::ids`. Counts are `usize`: a tool from
@@ -66,6 +70,7 @@ impl Snapshot {
             tenant_ids: HashMap::new(),
             tools: Vec::new(),
             versions,
+            index: OnceLock::new(),
         };
         for tool in &tools {
             let start = snapshot.ids.len();
@@ -92,6 +97,12 @@ impl Snapshot {
         }
         snapshot.tools = tools;
         snapshot
+    }
+
+    /// The search index of this snapshot's tools: built once, the first time it is asked for
+    /// (by any run of the snapshot), then shared.
+    pub(crate) fn index(&self) -> &SearchIndex {
+        self.index.get_or_init(|| SearchIndex::build(&self.tools))
     }
 
     /// This snapshot with slot `slot` holding `tool` at `version`.

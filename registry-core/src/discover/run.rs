@@ -318,6 +318,11 @@ impl Run {
         &self.snapshot
     }
 
+    /// The registry snapshot the run was projected from, shared.
+    pub(crate) fn shared_snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.clone()
+    }
+
     /// Exactly the JSON `profile`'s consumer takes as its list of tools: this run's visible
     /// tools only, in name order, each lowered to what the profile accepts. Byte-identical
     /// from call to call and process to process (prompt caching depends on it).

@@ -59,7 +59,7 @@ pub(crate) fn unpinned_object(profile: Profile, tool: &Tool) -> Result<Value, &[
 }
 
 /// The tool object of `tool` as `profile` exports it: for MCP, with its digest in `_meta`.
-fn exported_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibility]> {
+pub(crate) fn exported_object(profile: Profile, tool: &Tool) -> Result<Value, &[Incompatibility]> {
     let mut object = unpinned_object(profile, tool)?;
     match profile {
         Profile::Mcp => {

@@ -23,7 +23,9 @@ impl Profile {
     /// | MCP | a `tools/call` request (or a batch of requests), or its `params` | `params.name`, `params.arguments`, the JSON-RPC `id` |
     ///
     /// Everything else in the response (text, reasoning, other kinds of calls) is skipped; a
-    /// response without tool calls gives an empty list. Arguments that arrive as JSON text are
+    /// response without tool calls gives an empty list. (A deferred session's
+    /// [`parse_calls`](crate::DeferredSession::parse_calls) reads searches too, such as OpenAI
+    /// Responses' `tool_search_call` items.) Arguments that arrive as JSON text are
     /// parsed when the call is resolved: malformed or truncated text makes an
     /// `InvalidArguments` observation saying where the JSON breaks, for that call alone (an
     /// empty text is an empty object).
@@ -48,24 +50,26 @@ impl Profile {
     /// assert_eq!(calls[0].arguments(), Some(&json!({"project": "web"})));
     /// ```
     pub fn parse_calls(&self, response: &Value) -> Result<Vec<ToolCall>, ParseError> {
-        let reader = Reader {
+        let mut reader = Reader {
             profile: *self,
             calls: Vec::new(),
+            searches: None,
         };
-        reader.read(response)
+        reader.read(response)?;
+        Ok(reader.calls)
     }
 }
 
 impl Reader {
-    fn read(mut self, response: &Value) -> Parsed<Vec<ToolCall>> {
+    /// Reads `response` into `self.calls` (and `self.searches`, if it reads them).
+    pub(crate) fn read(&mut self, response: &Value) -> Parsed<()> {
         self.provider_error(response)?;
         match self.profile {
-            Profile::OpenAiChat { .. } => self.chat(response)?,
-            Profile::OpenAiResponses { .. } => self.responses(response)?,
-            Profile::Anthropic => self.anthropic(response)?,
-            Profile::Gemini => self.gemini(response)?,
-            Profile::Mcp => self.mcp(response)?,
+            Profile::OpenAiChat { .. } => self.chat(response),
+            Profile::OpenAiResponses { .. } => self.responses(response),
+            Profile::Anthropic => self.anthropic(response),
+            Profile::Gemini => self.gemini(response),
+            Profile::Mcp => self.mcp(response),
         }
-        Ok(self.calls)
     }
 }

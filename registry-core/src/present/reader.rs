@@ -45,6 +45,10 @@ fn at(pointer: &str) -> String {
 pub(crate) struct Reader {
     pub(crate) profile: Profile,
     pub(crate) calls: Vec<ToolCall>,
+    /// Where searches of a tool search the application runs are read (OpenAI Responses'
+    /// `tool_search_call` items, for a deferred session), each with the number of calls read
+    /// before it, its call id and its arguments; `None`: they are skipped.
+    pub(crate) searches: Option<Vec<(usize, String, Value)>>,
 }
 
 pub(crate) type Parsed<T> = Result<T, ParseError>;

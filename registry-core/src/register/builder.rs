@@ -10,7 +10,7 @@ use std::time::Duration;
 use crate::audit::AuditSink;
 use crate::declare::declaration::{Declaration, declarations};
 use crate::declare::dynamic::DynamicTool;
-use crate::declare::policy::{Scope, ToolPolicy};
+use crate::declare::policy::{Scope, ToolPolicy, check_namespace, default_namespace};
 use crate::declare::source::Source;
 use crate::discover::access::AccessPolicy;
 use crate::execute::host::CallHost;
@@ -487,6 +487,20 @@ fn declared_tool(
             }
         }
     }
+    if let Some(namespace) = declaration.namespace
+        && let Err(reason) = check_namespace(namespace)
+    {
+        problems.push(BuildProblem::InvalidNamespace {
+            tool: declaration.name.to_owned(),
+            site: source,
+            reason,
+        });
+        valid = false;
+    }
+    let namespace = match declaration.namespace {
+        Some(namespace) => Some(Cow::Borrowed(namespace)),
+        None => default_namespace(&scopes),
+    };
     let policy = ToolPolicy {
         scopes,
         tenants: declaration
@@ -499,6 +513,8 @@ fn declared_tool(
         needs_approval: declaration.needs_approval,
         rate_limit: declaration.rate_limit,
         allow_description: declaration.allow_description.map(Cow::Borrowed),
+        namespace,
+        always_loaded: declaration.always_loaded,
     };
     valid.then(|| Tool::declared(declaration, policy))
 }

@@ -68,6 +68,17 @@ pub enum BuildProblem {
         /// What is wrong with it.
         reason: crate::declare::name::NameError,
     },
+    /// A namespace (`namespace = "..."`, [`DynamicTool::namespace`](crate::DynamicTool::namespace))
+    /// that is not a valid name.
+    #[error("tool {tool:?}: {reason} ({site})")]
+    InvalidNamespace {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A scope is not well formed.
     #[error("tool {tool:?}: {reason} ({site})")]
     InvalidScope {

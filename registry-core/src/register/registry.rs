@@ -558,6 +558,11 @@ impl Registry {
             .collect()
     }
 
+    /// Whether the tool in `slot` passed its readiness check, the last time it ran.
+    pub(crate) fn is_ready(&self, slot: usize) -> bool {
+        self.inner.slots[slot].ready.is_ready()
+    }
+
     /// Why the tool in `slot` is not ready, if it is not.
     pub(crate) fn not_ready(&self, slot: usize) -> Option<String> {
         let state = &self.inner.slots[slot].ready;

@@ -81,6 +81,29 @@ pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {
     })
 }
 
+/// A tool left out of the model's context until a search references it:
+/// `defer_loading: true`.
+pub(crate) fn deferred(mut tool: Value) -> Value {
+    if let Value::Object(object) = &mut tool {
+        object.insert("defer_loading".into(), Value::Bool(true));
+    }
+    tool
+}
+
+/// The `tool_result` of the search tool: a `tool_reference` block per tool it loads (and
+/// nothing else, so that the API expands them into the tools' definitions).
+pub(crate) fn search_result(call_id: &str, names: &[&str]) -> Value {
+    let references: Vec<Value> = names
+        .iter()
+        .map(|name| json!({"type": "tool_reference", "tool_name": name}))
+        .collect();
+    json!({
+        "type": "tool_result",
+        "tool_use_id": call_id,
+        "content": references,
+    })
+}
+
 /// The image types a `tool_result` may carry.
 const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 

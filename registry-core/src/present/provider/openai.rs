@@ -186,6 +186,48 @@ pub(crate) fn responses_tool_object(tool: &Exported<'_>, strict: bool) -> Value 
     })
 }
 
+/// A Responses function marked for loading by tool search: `defer_loading: true`.
+pub(crate) fn responses_deferred(mut function: Value) -> Value {
+    if let Value::Object(object) = &mut function {
+        object.insert("defer_loading".into(), Value::Bool(true));
+    }
+    function
+}
+
+/// A Responses namespace: `{type: "namespace", name, description, tools}`, the functions in
+/// name order.
+pub(crate) fn responses_namespace(name: &str, description: &str, functions: Vec<Value>) -> Value {
+    json!({
+        "type": "namespace",
+        "name": name,
+        "description": description,
+        "tools": functions,
+    })
+}
+
+/// The Responses tool search run by the application: `{type: "tool_search", execution:
+/// "client", description, parameters}`; the model's searches come as `tool_search_call` items.
+pub(crate) fn responses_tool_search(description: &str, parameters: &Value) -> Value {
+    json!({
+        "type": "tool_search",
+        "execution": "client",
+        "description": description,
+        "parameters": parameters,
+    })
+}
+
+/// The answer to a `tool_search_call`: a `tool_search_output` item with the definitions it
+/// loads (`tools`: functions and namespaces, their functions `defer_loading: true`).
+pub(crate) fn responses_search_output(call_id: &str, tools: Vec<Value>) -> Value {
+    json!({
+        "type": "tool_search_output",
+        "execution": "client",
+        "call_id": call_id,
+        "status": "completed",
+        "tools": tools,
+    })
+}
+
 /// Chat Completions' `tool_choice` naming the allowed tools.
 pub(crate) fn chat_allowlist(names: &[&str]) -> Value {
     let tools: Vec<Value> = names
@@ -392,6 +434,9 @@ impl Reader {
         if !item.contains_key("type") && item.contains_key("role") {
             return Ok(());
         }
+        if self.searches.is_some() && self.kind_is(item, pointer, "tool_search_call", false)? {
+            return self.responses_tool_search_call(item, pointer);
+        }
         if !self.kind_is(item, pointer, "function_call", false)? {
             return Ok(());
         }
@@ -399,6 +444,35 @@ impl Reader {
         let name = self.string(item, pointer, "name", "the tool name")?;
         let arguments = self.string(item, pointer, "arguments", "the arguments as JSON text")?;
         self.calls.push(call_from_text(id, name, arguments));
+        Ok(())
+    }
+
+    /// A `tool_search_call` item of a tool search the application runs (`execution:
+    /// "client"`): its `call_id` and `arguments` (an object; JSON text is read too). One that
+    /// OpenAI ran itself (`execution: "server"`) is skipped: it carries its own output.
+    pub(crate) fn responses_tool_search_call(
+        &mut self,
+        item: &Map<String, Value>,
+        pointer: &str,
+    ) -> Parsed<()> {
+        if item.get("execution").and_then(Value::as_str) == Some("server") {
+            return Ok(());
+        }
+        let id = self
+            .string(item, pointer, "call_id", "the call id")?
+            .to_owned();
+        let arguments = match item.get("arguments") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(Value::String(text)) if text.trim().is_empty() => Value::Object(Map::new()),
+            Some(Value::String(text)) => {
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+            }
+            Some(other) => other.clone(),
+        };
+        let position = self.calls.len();
+        if let Some(searches) = &mut self.searches {
+            searches.push((position, id, arguments));
+        }
         Ok(())
     }
 }

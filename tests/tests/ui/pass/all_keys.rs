@@ -12,6 +12,8 @@ use registry_core::{Registry, tool};
     idempotent,
     open_world,
     allow_description = "reviewed: the text names no host",
+    namespace = "web_tools",
+    always_loaded,
     crate = registry_core,
 )]
 fn fetch(url: String) -> String {
@@ -46,6 +48,13 @@ fn main() {
         Some("reviewed: the text names no host")
     );
 
+    assert_eq!(policy.namespace.as_deref(), Some("web_tools"));
+    assert!(policy.always_loaded);
+
     let hints = registry.get("delete_file").unwrap().policy().hints;
     assert!(hints.destructive && !hints.read_only && !hints.idempotent && !hints.open_world);
+    // No namespace and no scope: none; not always loaded unless said.
+    let policy = registry.get("delete_file").unwrap().policy().clone();
+    assert_eq!(policy.namespace, None);
+    assert!(!policy.always_loaded);
 }

@@ -1,0 +1,361 @@
+//! The search index of one registry snapshot: a lexical ranking (BM25) of its tools, built
+//! once, the first time a run of the snapshot searches, and shared by every run of it.
+//!
+//! **What is indexed.** Each tool is one document of weighted terms ([`terms`]): its name
+//! (weight [`NAME`]), title ([`TITLE`]), description ([`DESCRIPTION`]), and the names
+//! ([`PARAMETER_NAME`]) and descriptions ([`PARAMETER_TEXT`]) of its parameters at any depth
+//! of the arguments schema. A term's frequency in a document is the sum of the weights of
+//! its occurrences, and the document's length the sum of all of them: the tool is scored as
+//! if its name were written four times and its parameters' texts half a time, the simplest
+//! form of BM25F's field weights.
+//!
+//! **How a query is ranked.** [`SearchIndex::top`] takes the documents a run may find (its
+//! allowed set, less what its calls would refuse) and scores each against the query's
+//! distinct terms with Okapi BM25 (`k1` = 1.2, `b` = 0.75):
+//!
+//! ```text
+//! score(d) = Σ_t idf(t) · tf(t, d) · (k1 + 1) / (tf(t, d) + k1 · (1 − b + b · |d| / avgdl))
+//! idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//! ```
+//!
+//! where `N`, `df` and `avgdl` are counted **over the documents the run may find**, not over
+//! the registry: a run's ranking, scores included, is exactly what an index of its own
+//! tools alone would give, so nothing about a hidden tool (not even how common a word is
+//! among hidden tools) reaches a run through a search. The statistics cost one pass over the
+//! run's tools per query (a bit set and a sum); nothing is built per run, and the postings
+//! are shared.
+//!
+//! The order is deterministic: by score, ties by name (the snapshot's slots are in name
+//! order), the sums taken in a fixed order.
+
+mod terms;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::register::tool::Tool;
+
+pub(crate) use terms::Terms;
+
+/// The weight of a term of the tool's name.
+pub(crate) const NAME: f32 = 4.0;
+/// The weight of a term of the title.
+pub(crate) const TITLE: f32 = 2.0;
+/// The weight of a term of the description.
+pub(crate) const DESCRIPTION: f32 = 1.0;
+/// The weight of a term of a parameter's name.
+pub(crate) const PARAMETER_NAME: f32 = 1.0;
+/// The weight of a term of a parameter's description or title.
+pub(crate) const PARAMETER_TEXT: f32 = 0.5;
+
+/// BM25's term-frequency saturation.
+const K1: f64 = 1.2;
+/// BM25's length normalisation.
+const B: f64 = 0.75;
+
+/// A query's terms beyond this many are ignored (a query is a few words; this bounds the
+/// work a long one can cause).
+pub(crate) const MAX_QUERY_TERMS: usize = 32;
+/// A query's text beyond this many bytes is ignored.
+pub(crate) const MAX_QUERY_BYTES: usize = 1024;
+
+/// One document holding a term, and the term's weighted frequency in it.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    slot: u32,
+    frequency: f32,
+}
+
+/// The postings of every term of a snapshot's tools.
+pub(crate) struct SearchIndex {
+    terms: Terms,
+    /// Term → its postings' position in `postings`.
+    ids: HashMap<String, usize>,
+    /// Per term, its postings, in slot order.
+    postings: Vec<Vec<Posting>>,
+    /// Per slot, the document's weighted length.
+    lengths: Vec<f32>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("documents", &self.lengths.len())
+            .field("terms", &self.ids.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SearchIndex {
+    /// The index of `tools`, slot `i` being `tools[i]`. Builds every tool's definition.
+    pub(crate) fn build(tools: &[Tool]) -> SearchIndex {
+        let mut index = SearchIndex {
+            terms: Terms::new(),
+            ids: HashMap::new(),
+            postings: Vec::new(),
+            lengths: Vec::with_capacity(tools.len()),
+        };
+        let mut stems = HashMap::new();
+        // The document being indexed: (term id, weight) per occurrence.
+        let mut document: Vec<(usize, f32)> = Vec::new();
+        for (slot, tool) in tools.iter().enumerate() {
+            document.clear();
+            let mut add = |text: &str, weight: f32| {
+                index.terms.each_cached(text, &mut stems, &mut |term| {
+                    let id = match index.ids.get(term) {
+                        Some(&id) => id,
+                        None => {
+                            let id = index.postings.len();
+                            index.ids.insert(term.to_owned(), id);
+                            index.postings.push(Vec::new());
+                            id
+                        }
+                    };
+                    document.push((id, weight));
+                });
+            };
+            let definition = tool.definition_ref();
+            add(&definition.name, NAME);
+            if let Some(title) = &definition.title {
+                add(title, TITLE);
+            }
+            add(&definition.description, DESCRIPTION);
+            schema_texts(&definition.parameters, &mut add);
+            index
+                .lengths
+                .push(document.iter().map(|&(_, weight)| weight).sum());
+            // Occurrences in text order; summed per term in a fixed order.
+            document.sort_by_key(|&(id, _)| id);
+            let slot = u32::try_from(slot).unwrap_or(u32::MAX);
+            let mut at = 0;
+            while at < document.len() {
+                let id = document[at].0;
+                let mut frequency = 0.0;
+                while at < document.len() && document[at].0 == id {
+                    frequency += document[at].1;
+                    at += 1;
+                }
+                index.postings[id].push(Posting { slot, frequency });
+            }
+        }
+        index
+    }
+
+    /// The ids of the distinct indexed terms of `query`, in the order they first appear; at
+    /// most [`MAX_QUERY_TERMS`] of the first [`MAX_QUERY_BYTES`] bytes.
+    fn query_terms(&self, query: &str) -> Vec<usize> {
+        let mut end = query.len().min(MAX_QUERY_BYTES);
+        while !query.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut ids = Vec::new();
+        let mut seen = 0;
+        self.terms.each(&query[..end], &mut |term| {
+            if seen >= MAX_QUERY_TERMS {
+                return;
+            }
+            seen += 1;
+            if let Some(&id) = self.ids.get(term)
+                && !ids.contains(&id)
+            {
+                ids.push(id);
+            }
+        });
+        ids
+    }
+
+    /// The `k` best documents for `query` among `candidates` (slots, in increasing order),
+    /// with their scores: by score, then by slot. Documents that match no term of the query
+    /// are not found.
+    pub(crate) fn top(&self, query: &str, candidates: &[usize], k: usize) -> Vec<(usize, f64)> {
+        if k == 0 || candidates.is_empty() {
+            return Vec::new();
+        }
+        let terms = self.query_terms(query);
+        if terms.is_empty() {
+            return Vec::new();
+        }
+        let documents = self.lengths.len();
+        let mut member = vec![0u64; documents.div_ceil(64)];
+        let mut total = 0.0f64;
+        let mut counted = 0usize;
+        for &slot in candidates {
+            if let Some(&length) = self.lengths.get(slot) {
+                member[slot / 64] |= 1 << (slot % 64);
+                total += f64::from(length);
+                counted += 1;
+            }
+        }
+        if counted == 0 {
+            return Vec::new();
+        }
+        let n = counted as f64;
+        let average = if total > 0.0 { total / n } else { 1.0 };
+        let is_member = |slot: u32| {
+            let slot = slot as usize;
+            member[slot / 64] & (1 << (slot % 64)) != 0
+        };
+        let mut scores = vec![0.0f64; documents];
+        let mut touched: Vec<usize> = Vec::new();
+        for id in terms {
+            let postings = &self.postings[id];
+            let df = postings.iter().filter(|p| is_member(p.slot)).count();
+            if df == 0 {
+                continue;
+            }
+            let df = df as f64;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for posting in postings.iter().filter(|p| is_member(p.slot)) {
+                let slot = posting.slot as usize;
+                let tf = f64::from(posting.frequency);
+                let length = f64::from(self.lengths[slot]);
+                let norm = K1 * (1.0 - B + B * length / average);
+                if scores[slot] == 0.0 {
+                    touched.push(slot);
+                }
+                scores[slot] += idf * tf * (K1 + 1.0) / (tf + norm);
+            }
+        }
+        let order = |a: &usize, b: &usize| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b));
+        if touched.len() > k {
+            touched.select_nth_unstable_by(k - 1, order);
+            touched.truncate(k);
+        }
+        touched.sort_unstable_by(order);
+        touched
+            .into_iter()
+            .map(|slot| (slot, scores[slot]))
+            .collect()
+    }
+}
+
+/// Calls `add` with the name (weight [`PARAMETER_NAME`]) of every property, and every
+/// `description` and `title` (weight [`PARAMETER_TEXT`]), at any depth of `schema`.
+fn schema_texts(schema: &Value, add: &mut dyn FnMut(&str, f32)) {
+    match schema {
+        Value::Object(object) => {
+            for (key, value) in object {
+                match (key.as_str(), value) {
+                    ("description" | "title", Value::String(text)) => add(text, PARAMETER_TEXT),
+                    ("properties", Value::Object(properties)) => {
+                        for (name, property) in properties {
+                            add(name, PARAMETER_NAME);
+                            schema_texts(property, add);
+                        }
+                    }
+                    // Enumerated values and defaults are data, not descriptions.
+                    ("enum" | "const" | "default" | "examples", _) => {}
+                    (_, value) => schema_texts(value, add),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| schema_texts(item, add)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::declare::dynamic::DynamicTool;
+    use serde_json::json;
+
+    fn tool(name: &str, description: &str, parameters: Value) -> Tool {
+        let parts = DynamicTool::new(name, description)
+            .parameters(parameters)
+            .handler(|_ctx, _args| Ok::<_, String>(Value::Null))
+            .check(&mut Vec::new())
+            .expect("a valid tool");
+        Tool::from_parts(parts)
+    }
+
+    fn empty() -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+
+    fn index() -> SearchIndex {
+        SearchIndex::build(&[
+            tool("create_issue", "Open a new issue in a repository.", empty()),
+            tool(
+                "deploy",
+                "Start a deployment of a project.",
+                json!({
+                    "type": "object",
+                    "properties": {"environment": {"type": "string", "description": "Where: staging or production."}}
+                }),
+            ),
+            tool("get_status", "Read the build status of a project.", empty()),
+            tool("list_issues", "List the issues of a repository.", empty()),
+        ])
+    }
+
+    fn names(index: &SearchIndex, query: &str, candidates: &[usize]) -> Vec<usize> {
+        index
+            .top(query, candidates, 10)
+            .into_iter()
+            .map(|(slot, _)| slot)
+            .collect()
+    }
+
+    #[test]
+    fn ranks_by_relevance() {
+        let index = index();
+        let all = [0, 1, 2, 3];
+        assert_eq!(names(&index, "deploying to production", &all), [1]);
+        assert_eq!(names(&index, "list issues", &all)[0], 3);
+        assert_eq!(names(&index, "build status", &all), [2]);
+        assert!(names(&index, "the", &all).is_empty());
+        assert!(names(&index, "", &all).is_empty());
+    }
+
+    #[test]
+    fn finds_only_candidates() {
+        let index = index();
+        assert_eq!(names(&index, "issue", &[0, 3]), [3, 0]);
+        assert_eq!(names(&index, "issue", &[3]), [3]);
+        assert!(names(&index, "issue", &[1, 2]).is_empty());
+        assert!(names(&index, "issue", &[]).is_empty());
+    }
+
+    #[test]
+    fn scores_depend_on_the_candidates_alone() {
+        // The same two tools, alone or among others: the same scores.
+        let big = index();
+        let small = SearchIndex::build(&[
+            tool("create_issue", "Open a new issue in a repository.", empty()),
+            tool("list_issues", "List the issues of a repository.", empty()),
+        ]);
+        let from_big = big.top("repository issues", &[0, 3], 10);
+        let from_small = small.top("repository issues", &[0, 1], 10);
+        let scores = |found: &[(usize, f64)]| found.iter().map(|f| f.1).collect::<Vec<_>>();
+        assert_eq!(scores(&from_big), scores(&from_small));
+    }
+
+    #[test]
+    fn ties_go_by_name_and_k_cuts() {
+        let twins = SearchIndex::build(&[
+            tool("a_tool", "Send a message.", empty()),
+            tool("b_tool", "Send a message.", empty()),
+            tool("c_tool", "Send a message.", empty()),
+        ]);
+        assert_eq!(names(&twins, "message", &[0, 1, 2]), [0, 1, 2]);
+        let two: Vec<usize> = twins
+            .top("message", &[0, 1, 2], 2)
+            .iter()
+            .map(|f| f.0)
+            .collect();
+        assert_eq!(two, [0, 1]);
+        assert!(twins.top("message", &[0, 1, 2], 0).is_empty());
+    }
+
+    #[test]
+    fn long_queries_are_bounded() {
+        let index = index();
+        let long = "deploy ".repeat(10_000);
+        assert_eq!(names(&index, &long, &[0, 1, 2, 3]), [1]);
+        let many: String = (0..100).map(|i| format!("word{i} ")).collect::<String>() + "deploy";
+        assert!(names(&index, &many, &[0, 1, 2, 3]).is_empty());
+        let _ = index.top(&"é".repeat(2000), &[0, 1], 5);
+    }
+}
