@@ -11,12 +11,22 @@
 //!
 //! **How a query is ranked.** [`SearchIndex::top`] takes the documents a run may find (its
 //! allowed set, less what its calls would refuse) and scores each against the query's
-//! distinct terms with Okapi BM25 (`k1` = 1.2, `b` = 0.75):
+//! distinct terms with Okapi BM25 (`k1` = 1.2, `b` = 0.9: a strong length normalisation, so
+//! that long guided descriptions, which match every query a little, do not crowd out short
+//! ones):
 //!
 //! ```text
-//! score(d) = Σ_t idf(t) · tf(t, d) · (k1 + 1) / (tf(t, d) + k1 · (1 − b + b · |d| / avgdl))
-//! idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
+//! score(d)   = Σ_w max(bm25(w, d), EXPANSION · max_{r ∈ related(w)} bm25(r, d))
+//! bm25(t, d) = idf(t) · tf(t, d) · (k1 + 1) / (tf(t, d) + k1 · (1 − b + b · |d| / avgdl))
+//! idf(t)     = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 //! ```
+//!
+//! **Related words.** Users do not speak in tool names ("remove" for `delete`, "folder" for
+//! `directory`), so each query word `w` also matches the words related to it by a small,
+//! general table of the software vocabulary ([`synonyms`]), at weight [`EXPANSION`] of the
+//! word itself, the best of them counting once: a tool using the query's own word ranks
+//! first, and one using only a related word is still found. A related word that is itself a
+//! word of the query is not counted twice.
 //!
 //! where `N`, `df` and `avgdl` are counted **over the documents the run may find**, not over
 //! the registry: a run's ranking, scores included, is exactly what an index of its own
@@ -28,6 +38,7 @@
 //! The order is deterministic: by score, ties by name (the snapshot's slots are in name
 //! order), the sums taken in a fixed order.
 
+mod synonyms;
 mod terms;
 
 use std::collections::HashMap;
@@ -52,7 +63,10 @@ pub(crate) const PARAMETER_TEXT: f32 = 0.5;
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
 /// BM25's length normalisation.
-const B: f64 = 0.75;
+const B: f64 = 0.9;
+
+/// The weight of a query's word's related word ([`synonyms`]) against the word itself.
+pub(crate) const EXPANSION: f64 = 0.5;
 
 /// A query's terms beyond this many are ignored (a query is a few words; this bounds the
 /// work a long one can cause).
@@ -76,6 +90,8 @@ pub(crate) struct SearchIndex {
     postings: Vec<Vec<Posting>>,
     /// Per slot, the document's weighted length.
     lengths: Vec<f32>,
+    /// Term → the terms related to it ([`synonyms`]), stemmed; only terms of the index.
+    related: HashMap<String, Vec<usize>>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -95,6 +111,7 @@ impl SearchIndex {
             ids: HashMap::new(),
             postings: Vec::new(),
             lengths: Vec::with_capacity(tools.len()),
+            related: HashMap::new(),
         };
         let mut stems = HashMap::new();
         // The document being indexed: (term id, weight) per occurrence.
@@ -139,30 +156,86 @@ impl SearchIndex {
                 index.postings[id].push(Posting { slot, frequency });
             }
         }
+        index.relate();
         index
+    }
+
+    /// Fills `related` from [`synonyms::GROUPS`]: for each word of a group, the other words
+    /// of every group it is in, as stems, keeping only those some tool has.
+    fn relate(&mut self) {
+        let stem = |word: &str| {
+            let mut stem = None;
+            self.terms
+                .each(word, &mut |term| stem = Some(term.to_owned()));
+            stem
+        };
+        let mut related: HashMap<String, Vec<usize>> = HashMap::new();
+        for group in synonyms::GROUPS {
+            let stems: Vec<String> = group.iter().filter_map(|word| stem(word)).collect();
+            for from in &stems {
+                for to in &stems {
+                    if to == from {
+                        continue;
+                    }
+                    if let Some(&id) = self.ids.get(to) {
+                        let list = related.entry(from.clone()).or_default();
+                        if !list.contains(&id) {
+                            list.push(id);
+                        }
+                    }
+                }
+            }
+        }
+        self.related = related;
     }
 
     /// The ids of the distinct indexed terms of `query`, in the order they first appear; at
     /// most [`MAX_QUERY_TERMS`] of the first [`MAX_QUERY_BYTES`] bytes.
-    fn query_terms(&self, query: &str) -> Vec<usize> {
+    ///
+    /// Each comes with its related terms' ids ([`synonyms`]), those that are not themselves
+    /// terms of the query, in a fixed order. A query word no tool has still brings its
+    /// related terms.
+    fn query_terms(&self, query: &str) -> Vec<(Option<usize>, Vec<usize>)> {
         let mut end = query.len().min(MAX_QUERY_BYTES);
         while !query.is_char_boundary(end) {
             end -= 1;
         }
-        let mut ids = Vec::new();
+        let mut words: Vec<String> = Vec::new();
         let mut seen = 0;
         self.terms.each(&query[..end], &mut |term| {
             if seen >= MAX_QUERY_TERMS {
                 return;
             }
             seen += 1;
-            if let Some(&id) = self.ids.get(term)
-                && !ids.contains(&id)
-            {
-                ids.push(id);
+            if !words.iter().any(|word| word == term) {
+                words.push(term.to_owned());
             }
         });
-        ids
+        let own: Vec<usize> = words
+            .iter()
+            .filter_map(|word| self.ids.get(word).copied())
+            .collect();
+        words
+            .iter()
+            .map(|word| {
+                let id = self.ids.get(word).copied();
+                let related = self
+                    .related
+                    .get(word)
+                    .map(|related| {
+                        related
+                            .iter()
+                            .copied()
+                            .filter(|id| !own.contains(id))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (id, related)
+            })
+            .filter(|(id, related): &(Option<usize>, Vec<usize>)| {
+                id.is_some() || !related.is_empty()
+            })
+            .collect()
     }
 
     /// The `k` best documents for `query` among `candidates` (slots, in increasing order),
@@ -198,23 +271,44 @@ impl SearchIndex {
         };
         let mut scores = vec![0.0f64; documents];
         let mut touched: Vec<usize> = Vec::new();
-        for id in terms {
-            let postings = &self.postings[id];
-            let df = postings.iter().filter(|p| is_member(p.slot)).count();
-            if df == 0 {
-                continue;
+        // One query word's score per document: the best of the word's own BM25 term score
+        // and its related terms' (weighted by `EXPANSION`), so a word counts once however
+        // many of its related words a tool has.
+        let mut best = vec![0.0f64; documents];
+        let mut reached: Vec<usize> = Vec::new();
+        for (own, related) in terms {
+            let alternatives = own
+                .map(|id| (id, 1.0))
+                .into_iter()
+                .chain(related.into_iter().map(|id| (id, EXPANSION)));
+            for (id, weight) in alternatives {
+                let postings = &self.postings[id];
+                let df = postings.iter().filter(|p| is_member(p.slot)).count();
+                if df == 0 {
+                    continue;
+                }
+                let df = df as f64;
+                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                for posting in postings.iter().filter(|p| is_member(p.slot)) {
+                    let slot = posting.slot as usize;
+                    let tf = f64::from(posting.frequency);
+                    let length = f64::from(self.lengths[slot]);
+                    let norm = K1 * (1.0 - B + B * length / average);
+                    let score = weight * idf * tf * (K1 + 1.0) / (tf + norm);
+                    if best[slot] == 0.0 {
+                        reached.push(slot);
+                    }
+                    if score > best[slot] {
+                        best[slot] = score;
+                    }
+                }
             }
-            let df = df as f64;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            for posting in postings.iter().filter(|p| is_member(p.slot)) {
-                let slot = posting.slot as usize;
-                let tf = f64::from(posting.frequency);
-                let length = f64::from(self.lengths[slot]);
-                let norm = K1 * (1.0 - B + B * length / average);
+            for slot in reached.drain(..) {
                 if scores[slot] == 0.0 {
                     touched.push(slot);
                 }
-                scores[slot] += idf * tf * (K1 + 1.0) / (tf + norm);
+                scores[slot] += best[slot];
+                best[slot] = 0.0;
             }
         }
         let order = |a: &usize, b: &usize| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b));
@@ -347,6 +441,25 @@ mod tests {
             .collect();
         assert_eq!(two, [0, 1]);
         assert!(twins.top("message", &[0, 1, 2], 0).is_empty());
+    }
+
+    #[test]
+    fn related_words_are_found_below_the_words_themselves() {
+        let index = SearchIndex::build(&[
+            tool("delete_file", "Delete a file.", empty()),
+            tool("remove_directory", "Remove a directory.", empty()),
+            tool("read_file", "Read a file.", empty()),
+        ]);
+        let all = [0, 1, 2];
+        // "folder" is no tool's word: its related word "directory" is.
+        assert_eq!(names(&index, "folder", &all), [1]);
+        // "erase" finds both the delete and the remove tool.
+        assert_eq!(names(&index, "erase", &all), [0, 1]);
+        // The query's own word ranks above its related word.
+        assert_eq!(names(&index, "remove file", &all)[0], 1);
+        let own = index.top("delete", &all, 3);
+        assert_eq!(own[0].0, 0);
+        assert!(own[0].1 > own[1].1);
     }
 
     #[test]

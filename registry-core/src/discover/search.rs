@@ -45,7 +45,10 @@ impl Run {
     /// The at most `k` tools of this run that best match `query`, best first: a lexical
     /// ranking (BM25) of each tool's name, title, description, and parameter names and
     /// descriptions, with names split on `_`, `-` and case changes, Unicode-aware, case-folded
-    /// and stemmed (English). Ties are broken by name, so the order is the same every time.
+    /// and stemmed (English); each word of the query also finds, at a lower weight, the words
+    /// a small table of the software vocabulary relates to it (`remove` finds `delete`,
+    /// `folder` finds `directory`). Ties are broken by name, so the order is the same every
+    /// time.
     ///
     /// Only the run's allowed set is searched, and a tool its calls would refuse (revoked, or
     /// not ready) is not found. The ranking's statistics are those of the tools searched, so
