@@ -12,8 +12,8 @@ use std::time::Duration;
 use mcp_support::*;
 use registry_core::{DeferredOptions, DynamicTool, Registry, Subject};
 use registry_mcp::{McpServer, ServerOptions};
-use rmcp::model::Tool;
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::model::{CallToolResult, Tool};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -27,15 +27,9 @@ impl ClientHandler for Notified {
     }
 }
 
-/// A client of `server` named `id`, acting for `subject`, and what it hears of list changes.
-async fn connect(
-    server: &McpServer,
-    id: &str,
-    subject: Subject,
-) -> (
-    RunningService<RoleClient, Notified>,
-    mpsc::UnboundedReceiver<()>,
-) {
+/// Serves `server` in this process to a client named `id` acting for `subject`, over an
+/// in-memory pipe; gives the client's end.
+fn pipe(server: &McpServer, id: &str, subject: Subject) -> tokio::io::DuplexStream {
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_io);
     let serving = server.clone();
@@ -45,6 +39,19 @@ async fn connect(
             .serve_io(&id, subject, server_read, server_write)
             .await
     });
+    client_io
+}
+
+/// A client of `server` named `id`, acting for `subject`, and what it hears of list changes.
+async fn connect(
+    server: &McpServer,
+    id: &str,
+    subject: Subject,
+) -> (
+    RunningService<RoleClient, Notified>,
+    mpsc::UnboundedReceiver<()>,
+) {
+    let client_io = pipe(server, id, subject);
     let (sender, notified) = mpsc::unbounded_channel();
     let client = within(
         "initialize",
@@ -127,8 +134,15 @@ fn bytes(tool: &Tool) -> String {
 }
 
 /// The search answer's JSON (the text of its one block).
-fn found(result: &rmcp::model::CallToolResult) -> Value {
+fn found(result: &CallToolResult) -> Value {
     serde_json::from_str(&text(result)).unwrap()
+}
+
+/// Calls `search_tools` with `query`.
+async fn search(peer: &Peer<RoleClient>, query: &str) -> CallToolResult {
+    call(peer, "search_tools", json!({"query": query}))
+        .await
+        .unwrap()
 }
 
 fn found_names(answer: &Value) -> Vec<String> {
@@ -152,26 +166,20 @@ async fn a_search_loads_tools_and_tells_only_the_client_that_searched() {
         names(&list_all(&other).await.0),
         ["get_status", "search_tools"]
     );
-    let search = &before[1];
+    let search_tool = &before[1];
     assert!(
-        search
+        search_tool
             .description
             .as_deref()
             .unwrap()
             .contains("3 more tools"),
         "{:?}",
-        search.description
+        search_tool.description
     );
-    assert_eq!(search.input_schema["required"], json!(["query"]));
+    assert_eq!(search_tool.input_schema["required"], json!(["query"]));
 
     // The search loads what it found, and this client hears that its list changed.
-    let result = call(
-        &client,
-        "search_tools",
-        json!({"query": "roll back a bad deployment"}),
-    )
-    .await
-    .unwrap();
+    let result = search(&client, "roll back a bad deployment").await;
     assert_eq!(result.is_error, Some(false));
     let answer = found(&result);
     let hits = found_names(&answer);
@@ -204,13 +212,7 @@ async fn a_search_loads_tools_and_tells_only_the_client_that_searched() {
     assert_eq!(text(&rolled), "rollback_deploy done");
 
     // The same search again loads nothing new, and announces nothing.
-    call(
-        &client,
-        "search_tools",
-        json!({"query": "roll back a bad deployment"}),
-    )
-    .await
-    .unwrap();
+    search(&client, "roll back a bad deployment").await;
     assert_eq!(list_all(&client).await.0.len(), after.len());
 
     // The other client heard nothing and still lists what it had.
@@ -240,9 +242,7 @@ async fn a_hidden_tool_is_never_found_listed_or_called() {
         "rotate_password",
         "password secrets",
     ] {
-        let result = call(&client, "search_tools", json!({"query": query}))
-            .await
-            .unwrap();
+        let result = search(&client, query).await;
         let answer = text(&result);
         assert!(!answer.contains("rotate_password"), "{query}: {answer}");
         assert!(!answer.contains("Rotate the database"), "{query}: {answer}");
@@ -289,13 +289,7 @@ async fn an_allowed_tool_not_loaded_yet_can_be_called_and_a_bad_search_is_a_tool
 async fn loaded_tools_stay_loaded_when_a_change_opens_a_new_run() {
     let (registry, server, client, mut notified) = start().await;
     list_all(&client).await;
-    call(
-        &client,
-        "search_tools",
-        json!({"query": "restart a web server"}),
-    )
-    .await
-    .unwrap();
+    search(&client, "restart a web server").await;
     within("list_changed", notified.recv()).await.unwrap();
     let (loaded, _) = list_all(&client).await;
     assert!(names(&loaded).contains(&"restart_server".to_owned()));
@@ -374,9 +368,7 @@ async fn a_long_deferred_list_pages_and_keeps_its_cursor_across_a_search() {
         ["base_0", "base_1", "base_2", "base_3"]
     );
     let cursor = first.next_cursor.expect("a second page");
-    call(&client, "search_tools", json!({"query": "zip archive"}))
-        .await
-        .unwrap();
+    search(&client, "zip archive").await;
     within("list_changed", notified.recv()).await.unwrap();
     // Loading appends: the cursor still points at the same place.
     let page = rmcp::model::PaginatedRequestParams::default().with_cursor(Some(cursor));
@@ -388,5 +380,20 @@ async fn a_long_deferred_list_pages_and_keeps_its_cursor_across_a_search() {
         ["base_4", "search_tools", "compress_archive"]
     );
     assert!(second.next_cursor.is_none());
+    within("shutdown", client.cancel()).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_2026_07_28_client_hears_of_what_its_search_loaded_on_its_subscription() {
+    let server = deferred_server(&registry());
+    let client_io = pipe(&server, "modern", ops());
+    let (client, mut subscription) = modern_client(tokio::io::split(client_io)).await;
+    assert_eq!(
+        names(&list_all(&client).await.0),
+        ["get_status", "search_tools"]
+    );
+    search(&client, "restart a web server").await;
+    tool_list_changed(&mut subscription).await;
+    assert!(names(&list_all(&client).await.0).contains(&"restart_server".to_owned()));
     within("shutdown", client.cancel()).await.unwrap();
 }
