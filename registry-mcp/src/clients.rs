@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
 use registry_core::{
-    ApprovalRequest, DeferredOptions, DeferredSession, Fingerprint, Profile, Registry, Run, Subject,
+    ApprovalRequest, DeferredOptions, DeferredSession, Fingerprint, Profile, Registry, Run,
+    SearchAnswer, SearchCall, Subject,
 };
-use rmcp::model::Tool;
+use rmcp::model::{CallToolRequestParams, Tool};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::watch;
 
@@ -273,6 +274,25 @@ impl Client {
     /// The run calls are served from.
     pub(crate) fn current(&self) -> Arc<RunSlot> {
         lock(&self.runs).current.clone()
+    }
+
+    /// If the server loads tools on demand and `request` calls the search tool: the answer of
+    /// the deferred session of the run calls are served from, `id` its call id. Answered under
+    /// the lock that [`relist`](Self::relist) takes to carry the loaded tools over to a new
+    /// run, so that nothing a search loads is lost to it.
+    pub(crate) fn search(
+        &self,
+        options: &ServerOptions,
+        id: String,
+        request: &CallToolRequestParams,
+    ) -> Option<SearchAnswer> {
+        let runs = lock(&self.runs);
+        let session = runs.current.deferred(options)?;
+        if request.name != session.search_tool_name() {
+            return None;
+        }
+        let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        Some(session.search(&SearchCall::new(id, arguments)))
     }
 
     /// The run a fresh `tools/list` is served from: after a change in the registry, a new run

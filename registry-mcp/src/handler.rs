@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use registry_core::{CallOptions, Cancellation, ErrorKind, Observation, SearchCall, ToolCall};
+use registry_core::{CallOptions, Cancellation, ErrorKind, Observation, ToolCall};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Extensions,
     Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
@@ -198,12 +198,9 @@ impl RegistryServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let slot = client.current();
         let options = &self.shared.options;
-        if let Some(session) = slot.deferred(options)
-            && request.request_state.is_none()
-            && request.name == session.search_tool_name()
+        if request.request_state.is_none()
+            && let Some(answer) = client.search(options, context.id.to_string(), &request)
         {
-            let arguments = Value::Object(request.arguments.unwrap_or_default());
-            let answer = session.search(&SearchCall::new(context.id.to_string(), arguments));
             let result = serde_json::from_value::<CallToolResult>(answer.message().clone())
                 .map_err(|error| {
                     tracing::error!(client = %client.id, %error, "a search answer is not a CallToolResult");
