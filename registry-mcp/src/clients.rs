@@ -6,8 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
-use registry_core::{ApprovalRequest, Fingerprint, Profile, Registry, Run, Subject};
-use rmcp::model::Tool;
+use registry_core::{
+    ApprovalRequest, DeferredOptions, DeferredSession, Fingerprint, Profile, Registry, Run,
+    SearchAnswer, SearchCall, Subject,
+};
+use rmcp::model::{CallToolRequestParams, Tool};
 use rmcp::{Peer, RoleServer};
 use tokio::sync::watch;
 
@@ -126,6 +129,7 @@ impl Shared {
             generation,
             seq,
             tools: OnceLock::new(),
+            deferred: OnceLock::new(),
         })
     }
 }
@@ -174,34 +178,67 @@ pub(crate) struct RunSlot {
     generation: u64,
     /// The number of the run in this server, which page cursors name.
     pub(crate) seq: u64,
-    /// The run's MCP tool list, made once.
+    /// The run's MCP tool list, made once (without deferred loading).
     tools: OnceLock<Result<Arc<[Tool]>, String>>,
+    /// With deferred loading, the client's session of this run: what it loaded.
+    deferred: OnceLock<DeferredSession>,
 }
 
 impl RunSlot {
-    /// The run's tools as MCP `Tool`s, in name order: its MCP export, converted once.
-    pub(crate) fn tools(&self) -> Result<Arc<[Tool]>, String> {
+    /// The tools `tools/list` serves, in order: with deferred loading, the session's export
+    /// as it is now (it grows as searches load tools); otherwise the run's MCP export, in
+    /// name order, converted once.
+    pub(crate) fn tools(&self, options: &ServerOptions) -> Result<Arc<[Tool]>, String> {
+        if let Some(session) = self.deferred(options) {
+            let export = session.export().map_err(|error| error.to_string())?;
+            return mcp_tools(export);
+        }
         self.tools
             .get_or_init(|| {
                 let export = self
                     .run
                     .export(Profile::Mcp)
                     .map_err(|error| error.to_string())?;
-                let serde_json::Value::Array(items) = export else {
-                    return Err("the MCP export is not a list".to_owned());
-                };
-                items
-                    .into_iter()
-                    .map(|item| {
-                        serde_json::from_value::<Tool>(item).map_err(|error| {
-                            format!("an exported tool is not an MCP tool: {error}")
-                        })
-                    })
-                    .collect::<Result<Vec<Tool>, String>>()
-                    .map(Arc::from)
+                mcp_tools(export)
             })
             .clone()
     }
+
+    /// The run's deferred session, if the server loads tools on demand; started with
+    /// `options` alone unless [`start_deferred`](Self::start_deferred) started it first.
+    pub(crate) fn deferred(&self, options: &ServerOptions) -> Option<&DeferredSession> {
+        let deferred = options.deferred_loading.as_ref()?;
+        Some(
+            self.deferred
+                .get_or_init(|| self.run.deferred(Profile::Mcp, deferred.clone())),
+        )
+    }
+
+    /// Starts the deferred session (if the server loads tools on demand and it has not
+    /// started), with `carried` loaded besides what the options load: the tools the client
+    /// had loaded in the run this one takes over from.
+    fn start_deferred(&self, options: &ServerOptions, carried: Vec<String>) {
+        if let Some(deferred) = &options.deferred_loading {
+            let deferred: DeferredOptions = deferred.clone().load(carried);
+            self.deferred
+                .get_or_init(|| self.run.deferred(Profile::Mcp, deferred));
+        }
+    }
+}
+
+/// An MCP export as rmcp's tools.
+fn mcp_tools(export: serde_json::Value) -> Result<Arc<[Tool]>, String> {
+    let serde_json::Value::Array(items) = export else {
+        return Err("the MCP export is not a list".to_owned());
+    };
+    items
+        .into_iter()
+        .map(|item| {
+            serde_json::from_value::<Tool>(item)
+                .map_err(|error| format!("an exported tool is not an MCP tool: {error}"))
+        })
+        .collect::<Result<Vec<Tool>, String>>()
+        .map(Arc::from)
 }
 
 impl Client {
@@ -239,6 +276,25 @@ impl Client {
         lock(&self.runs).current.clone()
     }
 
+    /// If the server loads tools on demand and `request` calls the search tool: the answer of
+    /// the deferred session of the run calls are served from, `id` its call id. Answered under
+    /// the lock that [`relist`](Self::relist) takes to carry the loaded tools over to a new
+    /// run, so that nothing a search loads is lost to it.
+    pub(crate) fn search(
+        &self,
+        options: &ServerOptions,
+        id: String,
+        request: &CallToolRequestParams,
+    ) -> Option<SearchAnswer> {
+        let runs = lock(&self.runs);
+        let session = runs.current.deferred(options)?;
+        if request.name != session.search_tool_name() {
+            return None;
+        }
+        let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        Some(session.search(&SearchCall::new(id, arguments)))
+    }
+
     /// The run a fresh `tools/list` is served from: after a change in the registry, a new run
     /// (refreshing permissions means opening a new run); otherwise the current one.
     pub(crate) fn relist(&self, shared: &Arc<Shared>) -> Arc<RunSlot> {
@@ -249,6 +305,13 @@ impl Client {
                 Some(next) if next.generation == generation => next,
                 _ => shared.open(&self.id, &self.subject, generation),
             };
+            // What the client loaded stays loaded (what it may still see of it).
+            let carried = runs
+                .current
+                .deferred(&shared.options)
+                .map(DeferredSession::loaded)
+                .unwrap_or_default();
+            next.start_deferred(&shared.options, carried);
             runs.current = next;
         }
         runs.current.clone()
@@ -271,8 +334,9 @@ impl Client {
         changed
     }
 
-    /// Sends `notifications/tools/list_changed` to every connection of this client.
-    async fn announce(&self) {
+    /// Sends `notifications/tools/list_changed` to every connection of this client: those
+    /// that went through `initialize`, and its `subscriptions/listen` streams.
+    pub(crate) async fn announce(&self) {
         self.visible.send_modify(|version| *version += 1);
         let peers: Vec<Peer<RoleServer>> = {
             let mut peers = lock(&self.peers);

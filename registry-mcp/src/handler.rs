@@ -69,6 +69,8 @@ use crate::tokens::Principal;
 /// [`Run::approve_by`]: registry_core::Run::approve_by
 /// [`ServerOptions::approval_timeout`]: crate::ServerOptions::approval_timeout
 /// [`ServerOptions::log_level`]: crate::ServerOptions::log_level
+/// [`ServerOptions::deferred_loading`]: crate::ServerOptions::deferred_loading
+/// [`ServerOptions::with_deferred_loading`]: crate::ServerOptions::with_deferred_loading
 #[derive(Clone)]
 pub struct RegistryServer {
     shared: Arc<Shared>,
@@ -152,7 +154,7 @@ impl RegistryServer {
                 (slot, offset)
             }
         };
-        let tools = slot.tools().map_err(|error| {
+        let tools = slot.tools(&self.shared.options).map_err(|error| {
             tracing::error!(client = %client.id, %error, "the tool list cannot be exported to MCP");
             ErrorData::internal_error("the tool list cannot be exported", None)
         })?;
@@ -196,6 +198,20 @@ impl RegistryServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let slot = client.current();
         let options = &self.shared.options;
+        if request.request_state.is_none()
+            && let Some(answer) = client.search(options, context.id.to_string(), &request)
+        {
+            let result = serde_json::from_value::<CallToolResult>(answer.message().clone())
+                .map_err(|error| {
+                    tracing::error!(client = %client.id, %error, "a search answer is not a CallToolResult");
+                    ErrorData::internal_error("the search answer cannot be sent", None)
+                })?;
+            if answer.export_changed() {
+                tracing::debug!(client = %client.id, loaded = ?answer.loaded(), "a search loaded tools; announcing it");
+                client.announce().await;
+            }
+            return Ok(CallToolResponse::from(result));
+        }
         let (host, flush) = McpHost::new(context, &self.session, options, slot.run.host());
         let cancellation = Cancellation::new();
         let call_options = CallOptions::new()

@@ -61,6 +61,10 @@
 //!   was shown, so a revoked tool is answered `isError` with the revocation's text, and a
 //!   replaced one is called in the version it was shown or refused, as the replacement's
 //!   policy says. A run never calls a version its client was not shown.
+//! - **Deferred loading** (opt-in: [`ServerOptions::with_deferred_loading`]): `tools/list`
+//!   holds a client's loaded tools and `search_tools`; calling `search_tools` loads what it
+//!   finds, from what the client may see only, appends it to the list and sends
+//!   `notifications/tools/list_changed` to that client only.
 //!
 //! - **While a tool runs**, what it does through its
 //!   [`ToolContext`](registry_core::ToolContext) reaches the client: progress as

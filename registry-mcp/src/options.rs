@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use registry_core::LogLevel;
+use registry_core::{DeferredOptions, LogLevel};
 
 /// Settings shared by every transport.
 ///
@@ -60,6 +60,11 @@ pub struct ServerOptions {
     pub version: String,
     /// Instructions for the client, if any.
     pub instructions: Option<String>,
+    /// Deferred loading with tool search, if on: each client's `tools/list` holds its loaded
+    /// tools and `search_tools`, and calling `search_tools` loads what it finds. `None` (the
+    /// default): every visible tool is listed. See
+    /// [`with_deferred_loading`](Self::with_deferred_loading).
+    pub deferred_loading: Option<DeferredOptions>,
 }
 
 impl Default for ServerOptions {
@@ -76,6 +81,7 @@ impl Default for ServerOptions {
             name: env!("CARGO_PKG_NAME").to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
+            deferred_loading: None,
         }
     }
 }
@@ -139,6 +145,46 @@ impl ServerOptions {
     /// Sets instructions for the client.
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Turns on deferred loading with tool search, which MCP has no standard for yet (hence
+    /// off by default): a client is shown a few tools and a search tool, and loads the others
+    /// it needs by searching, from what it may see only.
+    ///
+    /// - **`tools/list`** serves the client's
+    ///   [`DeferredSession`](registry_core::DeferredSession) (one per client, next to its
+    ///   run): the loaded tools (those declared `always_loaded` and those `options` names, in
+    ///   name order), then the search tool (`search_tools` unless
+    ///   [`DeferredOptions::search_tool_name`] says otherwise), then the tools searches
+    ///   loaded, in the order they were. Paging and cursors are as without it.
+    /// - **`tools/call` of the search tool** (`{"query": "..."}`) searches the client's
+    ///   allowed set and answers with the tools found, names and descriptions; those not
+    ///   loaded yet are appended to the list, and `notifications/tools/list_changed` goes to
+    ///   this client's connections only (unscoped to those that went through `initialize`,
+    ///   and on `subscriptions/listen` streams that asked for tool list changes). Loading
+    ///   only appends: the tools listed before keep their place and their bytes.
+    /// - **Every other call** is resolved by the run as without it: a call to a tool the
+    ///   client may use but has not loaded yet is served like any other. A hidden tool is
+    ///   never found, listed, nor named.
+    /// - **Changes.** When a revocation or replacement opens a new run for the client, the
+    ///   tools it had loaded stay loaded (those it may still see), now in name order after
+    ///   the `always_loaded` ones: the client was told the list changed anyway.
+    ///
+    /// No tool of the registry may have the search tool's name: `tools/list` fails for a
+    /// client that may see one (name the search tool otherwise).
+    ///
+    /// ```
+    /// use registry_core::DeferredOptions;
+    /// use registry_mcp::ServerOptions;
+    ///
+    /// let options = ServerOptions::default().with_deferred_loading(
+    ///     DeferredOptions::new().load(["get_status"]).results(3),
+    /// );
+    /// assert!(options.deferred_loading.is_some());
+    /// ```
+    pub fn with_deferred_loading(mut self, options: DeferredOptions) -> Self {
+        self.deferred_loading = Some(options);
         self
     }
 }

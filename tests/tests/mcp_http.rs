@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use mcp_support::*;
 use reqwest::StatusCode;
-use rmcp::model::{ClientConfig, ProtocolVersion, ServerNotification, SubscriptionFilter};
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceExt};
+use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
@@ -264,24 +263,7 @@ async fn a_revocation_is_announced_to_those_who_could_see_the_tool() {
     let (sender, mut legacy_notified) = mpsc::unbounded_channel();
     let legacy = connect(&server, RELEASE_TOKEN, Notified(sender)).await;
     // ...a 2026-07-28 client (no initialize; notifications on a subscriptions/listen stream)...
-    let modern = within(
-        "discover",
-        ClientConfig::default().serve_with_lifecycle(
-            transport(&server, RELEASE_TOKEN),
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        ),
-    )
-    .await
-    .expect("a 2026-07-28 client connects");
-    let mut subscription = within(
-        "subscriptions/listen",
-        modern.listen(SubscriptionFilter::builder().tools_list_changed().build()),
-    )
-    .await
-    .expect("the server accepts the subscription");
-    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    let (modern, mut subscription) = modern_client(transport(&server, RELEASE_TOKEN)).await;
     // ...and a client that cannot see the tool.
     let (sender, mut reader_notified) = mpsc::unbounded_channel();
     let reader = connect(&server, SUPPORT_TOKEN, Notified(sender)).await;
@@ -294,14 +276,7 @@ async fn a_revocation_is_announced_to_those_who_could_see_the_tool() {
     within("list_changed (initialize)", legacy_notified.recv())
         .await
         .unwrap();
-    let notification = within("list_changed (listen)", subscription.next())
-        .await
-        .unwrap()
-        .expect("a notification");
-    assert!(matches!(
-        notification,
-        ServerNotification::ToolListChangedNotification(_)
-    ));
+    tool_list_changed(&mut subscription).await;
     let _ = std::fs::remove_file(&trigger);
 
     // The release bot's clients list again and no longer see it.

@@ -13,8 +13,13 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ElicitRequestParams, ErrorCode, Tool};
-use rmcp::service::{Peer, RoleClient, ServiceError};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientConfig, ElicitRequestParams, ErrorCode,
+    ProtocolVersion, SubscriptionFilter, Tool,
+};
+use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, Subscription};
+use rmcp::transport::IntoTransport;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Map, Value};
 
 /// How long any one step of a test may take before it fails.
@@ -120,6 +125,49 @@ pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>)
         Ok(value) => value,
         Err(_) => panic!("timed out: {what}"),
     }
+}
+
+/// A 2026-07-28 client over `transport` (no `initialize`: it discovers the server), with a
+/// `subscriptions/listen` stream of tool list changes that the server accepted.
+pub async fn modern_client<T, E, A>(
+    transport: T,
+) -> (RunningService<RoleClient, ClientConfig>, Subscription)
+where
+    T: IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let client = within(
+        "discover",
+        ClientConfig::default().serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    )
+    .await
+    .expect("a 2026-07-28 client connects");
+    let subscription = within(
+        "subscriptions/listen",
+        client.listen(SubscriptionFilter::builder().tools_list_changed().build()),
+    )
+    .await
+    .expect("the server accepts the subscription");
+    assert_eq!(subscription.acknowledged().tools_list_changed, Some(true));
+    (client, subscription)
+}
+
+/// Waits for the next notification on `subscription`, asserting it is
+/// `notifications/tools/list_changed`.
+pub async fn tool_list_changed(subscription: &mut Subscription) {
+    let notification = within("list_changed (listen)", subscription.next())
+        .await
+        .unwrap()
+        .expect("a notification");
+    assert!(matches!(
+        notification,
+        rmcp::model::ServerNotification::ToolListChangedNotification(_)
+    ));
 }
 
 /// Every tool, following the cursor page by page; also returns how many pages there were.
