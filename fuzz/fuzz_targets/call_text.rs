@@ -18,30 +18,11 @@
 #[path = "common/tools.rs"]
 mod tools;
 
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use libfuzzer_sys::fuzz_target;
-use registry_core::{Observation, Profile, Registry, ToolCall};
-use tools::ResettableApprovals;
-
-struct Fixture {
-    registry: Registry,
-    approvals: ResettableApprovals,
-    inputs: AtomicU64,
-}
-
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let approvals = ResettableApprovals::default();
-        Fixture {
-            registry: tools::registry(approvals.clone()),
-            approvals,
-            inputs: AtomicU64::new(0),
-        }
-    })
-}
+use registry_core::{Observation, Profile, ToolCall};
+use tools::fixture;
 
 fn look_at(observation: &Observation) {
     std::hint::black_box((

@@ -19,34 +19,15 @@
 mod tools;
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use registry_core::Registry;
 use registry_mcp::{McpServer, ServerOptions};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tools::ResettableApprovals;
-
-struct Fixture {
-    registry: Registry,
-    approvals: ResettableApprovals,
-    inputs: AtomicU64,
-}
-
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
-    FIXTURE.get_or_init(|| {
-        let approvals = ResettableApprovals::default();
-        Fixture {
-            registry: tools::registry(approvals.clone()),
-            approvals,
-            inputs: AtomicU64::new(0),
-        }
-    })
-}
+use tools::fixture;
 
 /// The server's output, kept to be checked.
 #[derive(Clone, Default)]

@@ -363,3 +363,24 @@ pub fn subject(n: u64) -> Subject {
         .with_scopes(["build:read", "build:write", "deploy:write"])
         .with_agent(format!("fuzz-{n}"))
 }
+
+/// What a target keeps across inputs: the registry of the tools above (built once), its
+/// approval store (emptied between inputs) and a count of the inputs run.
+pub struct Fixture {
+    pub registry: registry_core::Registry,
+    pub approvals: ResettableApprovals,
+    pub inputs: std::sync::atomic::AtomicU64,
+}
+
+/// The process's one fixture.
+pub fn fixture() -> &'static Fixture {
+    static FIXTURE: std::sync::OnceLock<Fixture> = std::sync::OnceLock::new();
+    FIXTURE.get_or_init(|| {
+        let approvals = ResettableApprovals::default();
+        Fixture {
+            registry: registry(approvals.clone()),
+            approvals,
+            inputs: std::sync::atomic::AtomicU64::new(0),
+        }
+    })
+}

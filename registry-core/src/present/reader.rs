@@ -116,6 +116,23 @@ impl Reader {
         })
     }
 
+    /// Reads each element of `list` (at `pointer`) as an object (`what`) and hands it to
+    /// `each` with its own pointer; the first error stops the walk.
+    pub(crate) fn each_object(
+        &mut self,
+        list: &[Value],
+        pointer: &str,
+        what: &str,
+        mut each: impl FnMut(&mut Self, &Map<String, Value>, &str) -> Parsed<()>,
+    ) -> Parsed<()> {
+        for (index, element) in list.iter().enumerate() {
+            let pointer = format!("{pointer}/{index}");
+            let element = self.object(element, &pointer, what)?;
+            each(self, element, &pointer)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn object<'a>(
         &self,
         value: &'a Value,

@@ -144,3 +144,16 @@ fn nested_too_deep<R: Reading>(
     }
     None
 }
+
+/// The keywords that say what a schema accepts: a schema with none of them accepts any value,
+/// open objects included (what OpenAI strict mode refuses).
+pub(crate) const TYPING: &[&str] = &[
+    "type",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "$ref",
+    "enum",
+    "const",
+    "properties",
+];

@@ -310,18 +310,9 @@ impl Checker<'_, '_> {
                 );
             }
         }
-        let typed = [
-            "type",
-            "anyOf",
-            "oneOf",
-            "allOf",
-            "$ref",
-            "enum",
-            "const",
-            "properties",
-        ]
-        .iter()
-        .any(|k| object.contains_key(*k));
+        let typed = crate::present::rules::TYPING
+            .iter()
+            .any(|k| object.contains_key(*k));
         if !typed {
             self.add(
                 pointer,

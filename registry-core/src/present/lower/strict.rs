@@ -74,17 +74,10 @@ impl Lowering<'_> {
 
     /// A schema that accepts any value (`serde_json::Value`) accepts open objects.
     pub(crate) fn strict_any(&mut self, out: &Map<String, Value>, pointer: &str) {
-        let typed = [
-            "type",
-            "anyOf",
-            "allOf",
-            "$ref",
-            "enum",
-            "const",
-            "properties",
-        ]
-        .iter()
-        .any(|k| out.contains_key(*k));
+        // Lowered for OpenAI, `oneOf` is already `anyOf`: the one list serves both.
+        let typed = crate::present::rules::TYPING
+            .iter()
+            .any(|k| out.contains_key(*k));
         if !typed {
             self.problem(
                 pointer,

@@ -189,12 +189,12 @@ impl Reader {
     }
 
     pub(crate) fn anthropic_blocks(&mut self, blocks: &[Value], pointer: &str) -> Parsed<()> {
-        for (index, block) in blocks.iter().enumerate() {
-            let pointer = format!("{pointer}/{index}");
-            let block = self.object(block, &pointer, "a content block object")?;
-            self.anthropic_block(block, &pointer)?;
-        }
-        Ok(())
+        self.each_object(
+            blocks,
+            pointer,
+            "a content block object",
+            Self::anthropic_block,
+        )
     }
 
     pub(crate) fn anthropic_block(

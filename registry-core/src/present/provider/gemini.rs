@@ -281,12 +281,7 @@ impl Reader {
     }
 
     pub(crate) fn gemini_parts(&mut self, parts: &[Value], pointer: &str) -> Parsed<()> {
-        for (index, part) in parts.iter().enumerate() {
-            let pointer = format!("{pointer}/{index}");
-            let part = self.object(part, &pointer, "a part object")?;
-            self.gemini_part(part, &pointer)?;
-        }
-        Ok(())
+        self.each_object(parts, pointer, "a part object", Self::gemini_part)
     }
 
     pub(crate) fn gemini_part(&mut self, part: &Map<String, Value>, pointer: &str) -> Parsed<()> {

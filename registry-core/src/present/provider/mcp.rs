@@ -143,12 +143,7 @@ impl Reader {
                 Ok(())
             }
             Value::Array(batch) => {
-                for (index, request) in batch.iter().enumerate() {
-                    let pointer = format!("/{index}");
-                    let request = self.object(request, &pointer, "a JSON-RPC request")?;
-                    self.mcp_request(request, &pointer)?;
-                }
-                Ok(())
+                self.each_object(batch, "", "a JSON-RPC request", Self::mcp_request)
             }
             other => Err(self.error(
                 "",

@@ -417,12 +417,7 @@ impl Reader {
     }
 
     pub(crate) fn responses_items(&mut self, items: &[Value], pointer: &str) -> Parsed<()> {
-        for (index, item) in items.iter().enumerate() {
-            let pointer = format!("{pointer}/{index}");
-            let item = self.object(item, &pointer, "an item object")?;
-            self.responses_item(item, &pointer)?;
-        }
-        Ok(())
+        self.each_object(items, pointer, "an item object", Self::responses_item)
     }
 
     pub(crate) fn responses_item(
