@@ -20,8 +20,9 @@ use crate::options::ServerOptions;
 pub(crate) struct Shared {
     pub(crate) registry: Registry,
     pub(crate) options: ServerOptions,
-    /// One client per principal (stdio: one for the process; HTTP: one per token).
-    clients: Mutex<HashMap<Arc<str>, Arc<Client>>>,
+    /// One client per principal and subject (stdio: one for the process; HTTP: one per
+    /// static token, one per `sub` and set of scopes for OAuth tokens).
+    clients: Mutex<HashMap<(Arc<str>, Subject), Arc<Client>>>,
     /// The registry's change count as last checked.
     generation: AtomicU64,
     /// Serializes change checks, so that each change is announced once.
@@ -44,14 +45,17 @@ impl Shared {
         })
     }
 
-    /// The client named `id`, created (with its first run) the first time it is asked for.
+    /// The client named `id` acting as `subject`, created (with its first run) the first
+    /// time it is asked for. The same principal with other scopes (a new token after a
+    /// step-up, say) is another client, with a run of its own.
     pub(crate) fn client(self: &Arc<Self>, id: &str, subject: &Subject) -> Arc<Client> {
         let mut clients = lock(&self.clients);
-        if let Some(client) = clients.get(id) {
+        let key = (Arc::<str>::from(id), subject.clone());
+        if let Some(client) = clients.get(&key) {
             return client.clone();
         }
-        let client = Arc::new(Client::new(self, Arc::from(id), subject.clone()));
-        clients.insert(client.id.clone(), client.clone());
+        let client = Arc::new(Client::new(self, key.0.clone(), subject.clone()));
+        clients.insert(key, client.clone());
         client
     }
 
@@ -142,7 +146,7 @@ fn registry_generation(registry: &Registry) -> u64 {
 /// One subject's connections and the runs they are served from.
 pub(crate) struct Client {
     pub(crate) id: Arc<str>,
-    subject: Subject,
+    pub(crate) subject: Subject,
     runs: Mutex<Runs>,
     /// Connections that went through `initialize` (protocol versions before 2026-07-28):
     /// they get `notifications/tools/list_changed` unscoped.

@@ -130,16 +130,18 @@ impl RegistryServer {
             .ok_or_else(|| ErrorData::invalid_request("the request is not authenticated", None))?;
         let client = self.shared.client(principal.id(), principal.subject());
         let bound = bound.get_or_init(|| client.clone());
-        if Arc::ptr_eq(bound, &client) {
+        // A session stays with the principal (and tenant) that opened it; a new token of
+        // theirs, with other scopes, may carry it on, served from the run of its own scopes.
+        if bound.id == client.id && bound.subject.tenant() == client.subject.tenant() {
             Ok(client)
         } else {
             tracing::warn!(
-                session_of = %bound.id,
-                presented = %client.id,
-                "refused a request made with another token than the session's"
+                session_of = ?bound.id,
+                presented = ?client.id,
+                "refused a request made with another principal's token than the session's"
             );
             Err(ErrorData::invalid_request(
-                "this session was opened with another token",
+                "this session was opened with another principal's token",
                 None,
             ))
         }

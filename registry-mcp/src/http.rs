@@ -19,6 +19,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::oauth::{OAuth, Refusal, StepUp, Validator, metadata_router, step_up};
 use crate::tokens::{Principal, Tokens};
 use crate::{McpServer, RegistryServer, ServeError, ServerOptions};
 
@@ -54,6 +55,10 @@ pub struct HttpConfig {
     /// (the default): every request needs a token. See
     /// [`with_loopback_principal`](Self::with_loopback_principal).
     pub loopback_principal: Option<Principal>,
+    /// Access tokens from an identity provider, checked as an OAuth 2.1 resource server does
+    /// (see [`OAuth`]), besides the static [`tokens`](Self::tokens). `None` (the default):
+    /// only the static tokens.
+    pub oauth: Option<OAuth>,
 }
 
 impl HttpConfig {
@@ -67,6 +72,7 @@ impl HttpConfig {
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
             shutdown: CancellationToken::new(),
             loopback_principal: None,
+            oauth: None,
         }
     }
 
@@ -123,6 +129,13 @@ impl HttpConfig {
     /// ```
     pub fn with_loopback_principal(mut self, principal: Principal) -> Self {
         self.loopback_principal = Some(principal);
+        self
+    }
+
+    /// Accepts access tokens from an identity provider as `oauth` says, and serves RFC 9728
+    /// protected-resource metadata. Static tokens, if any, are still accepted.
+    pub fn with_oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 }
@@ -206,9 +219,15 @@ impl HttpServer {
             )));
         }
         let server = McpServer::new(registry, config.options.clone())?;
+        let validator = match &config.oauth {
+            Some(oauth) => Some(Arc::new(
+                Validator::new(oauth.clone(), server.registry(), &config.path).await?,
+            )),
+            None => None,
+        };
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
-        let router = server.http_router_with(&config, wrap);
+        let router = server.router(&config, validator.map(Ok), wrap);
         Ok(HttpServer {
             listener,
             router,
@@ -273,7 +292,32 @@ impl McpServer {
     /// server.http_router_with(&config, move |tools| tools.with_handler(app.clone()))
     /// # }
     /// ```
+    ///
+    /// With [`HttpConfig::oauth`], the issuer's keys are fetched at the first token rather than
+    /// at once (as [`HttpServer::bind`] does), and a configuration that cannot work refuses
+    /// every request with 503 and logs why; [`HttpServer::bind`] reports both as errors.
     pub fn http_router_with<S, F>(&self, config: &HttpConfig, wrap: F) -> axum::Router
+    where
+        S: ServerHandler,
+        F: Fn(RegistryServer) -> S + Send + Sync + 'static,
+    {
+        let validator = config.oauth.as_ref().map(|oauth| {
+            Validator::lazy(oauth.clone(), self.registry(), &config.path)
+                .map(Arc::new)
+                .map_err(|error| {
+                    tracing::error!(%error, "OAuth cannot work: every request is refused");
+                    error.to_string()
+                })
+        });
+        self.router(config, validator, wrap)
+    }
+
+    fn router<S, F>(
+        &self,
+        config: &HttpConfig,
+        validator: Option<Result<Arc<Validator>, String>>,
+        wrap: F,
+    ) -> axum::Router
     where
         S: ServerHandler,
         F: Fn(RegistryServer) -> S + Send + Sync + 'static,
@@ -292,8 +336,21 @@ impl McpServer {
         let limits = Arc::new(Limits {
             max_body: config.options.max_message_bytes,
         });
-        axum::Router::new()
-            .nest_service(&config.path, service)
+        let metadata = match &validator {
+            Some(Ok(validator)) => Some(validator.metadata.clone()),
+            _ => None,
+        };
+        let mut router = axum::Router::new().nest_service(&config.path, service);
+        if config.options.step_up_scopes {
+            router = router.layer(axum::middleware::from_fn_with_state(
+                Arc::new(StepUp {
+                    server: self.clone(),
+                    metadata: metadata.as_ref().map(|metadata| metadata.url.clone()),
+                }),
+                step_up,
+            ));
+        }
+        let router = router
             .layer(axum::middleware::from_fn_with_state(
                 limits,
                 protocol_errors,
@@ -302,9 +359,15 @@ impl McpServer {
                 Arc::new(Credentials {
                     tokens: config.tokens.clone(),
                     loopback: config.loopback_principal.clone(),
+                    validator,
                 }),
                 authenticate,
-            ))
+            ));
+        match metadata {
+            // The metadata is public: outside the token check.
+            Some(metadata) => router.merge(metadata_router(&metadata)),
+            None => router,
+        }
     }
 }
 
@@ -312,6 +375,78 @@ impl McpServer {
 struct Credentials {
     tokens: Tokens,
     loopback: Option<Principal>,
+    /// Access tokens of an identity provider, if configured; `Err` if its configuration
+    /// cannot work (every request is refused).
+    validator: Option<Result<Arc<Validator>, String>>,
+}
+
+impl Credentials {
+    /// The principal a request acts for, or why it is refused.
+    async fn principal(
+        &self,
+        headers: &axum::http::HeaderMap,
+        query: Option<&str>,
+        peer: Option<SocketAddr>,
+    ) -> Result<Principal, Refusal> {
+        let validator = match &self.validator {
+            None => None,
+            Some(Ok(validator)) => Some(validator),
+            Some(Err(_)) => {
+                return Err(Refusal::Unavailable(
+                    "the server cannot check tokens (its OAuth configuration is wrong)".into(),
+                ));
+            }
+        };
+        // Any refusal without a resource server is a bare 401: nothing else is revealed.
+        let refuse = |refusal: Refusal| match validator {
+            Some(_) => refusal,
+            None => Refusal::Missing,
+        };
+        if token_in_query(query) {
+            return Err(Refusal::InvalidRequest(
+                "access tokens are not accepted in the query string: send them in the \
+                 `Authorization: Bearer` header"
+                    .into(),
+            ));
+        }
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return self
+                .loopback
+                .as_ref()
+                .filter(|_| peer.is_some_and(|peer| peer.ip().is_loopback()))
+                .cloned()
+                .ok_or(Refusal::Missing);
+        };
+        let Some(token) = bearer_token(value) else {
+            return Err(refuse(Refusal::InvalidRequest(
+                "the Authorization header must be `Bearer <token>`".into(),
+            )));
+        };
+        if let Some(principal) = self.tokens.resolve(token) {
+            return Ok(principal.clone());
+        }
+        match validator {
+            Some(validator) => validator.principal(token).await,
+            None => Err(Refusal::Missing),
+        }
+    }
+
+    /// The URL of the protected-resource metadata, if the server is a resource server.
+    fn metadata_url(&self) -> Option<&str> {
+        match &self.validator {
+            Some(Ok(validator)) => Some(&validator.metadata.url),
+            _ => None,
+        }
+    }
+}
+
+/// Whether a query string carries an access token (RFC 6750 §2.3), which is refused.
+fn token_in_query(query: Option<&str>) -> bool {
+    query.is_some_and(|query| {
+        query
+            .split('&')
+            .any(|pair| pair.split('=').next() == Some("access_token"))
+    })
 }
 
 /// Refuses, with 401 and nothing else, every request without a known bearer token (but for
@@ -323,28 +458,24 @@ async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = match request.headers().get(header::AUTHORIZATION) {
-        Some(value) => bearer_token(value)
-            .and_then(|token| credentials.tokens.resolve(token))
-            .cloned(),
-        None => credentials
-            .loopback
-            .as_ref()
-            .filter(|_| {
-                request
-                    .extensions()
-                    .get::<ConnectInfo<SocketAddr>>()
-                    .is_some_and(|ConnectInfo(peer)| peer.ip().is_loopback())
-            })
-            .cloned(),
-    };
-    let Some(principal) = principal else {
-        tracing::warn!(
-            method = %request.method(),
-            path = request.uri().path(),
-            "refused a request without a valid bearer token"
-        );
-        return unauthorized();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| *peer);
+    let verdict = credentials
+        .principal(request.headers(), request.uri().query(), peer)
+        .await;
+    let principal = match verdict {
+        Ok(principal) => principal,
+        Err(refusal) => {
+            tracing::warn!(
+                method = %request.method(),
+                path = request.uri().path(),
+                error = refusal.code().unwrap_or("missing_token"),
+                "refused a request without a valid bearer token"
+            );
+            return refusal.response(credentials.metadata_url());
+        }
     };
     let started = Instant::now();
     let method = request.method().clone();
@@ -367,14 +498,6 @@ fn bearer_token(value: &HeaderValue) -> Option<&str> {
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
-}
-
-fn unauthorized() -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-    )
-        .into_response()
 }
 
 struct Limits {

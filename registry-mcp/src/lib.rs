@@ -105,6 +105,7 @@ mod content;
 mod handler;
 mod host;
 mod http;
+mod oauth;
 mod options;
 mod stdio;
 mod tokens;
@@ -116,6 +117,7 @@ use registry_core::{CompatibilityError, Profile, Registry, Subject};
 pub use compose::Composed;
 pub use handler::RegistryServer;
 pub use http::{HttpConfig, HttpServer, serve_http};
+pub use oauth::{Algorithm, Introspection, Jwks, OAuth, OAuthError};
 pub use options::ServerOptions;
 pub use stdio::serve_stdio;
 pub use tokens::{MIN_TOKEN_LEN, Principal, TokenError, Tokens};
@@ -157,6 +159,9 @@ pub enum ServeError {
     /// The MCP connection could not be set up (e.g. the client closed it before initializing).
     #[error("the MCP connection failed: {0}")]
     Initialize(String),
+    /// The OAuth configuration cannot work, or the issuer's keys cannot be loaded.
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
     /// Binding or serving failed.
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),

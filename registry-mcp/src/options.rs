@@ -65,6 +65,10 @@ pub struct ServerOptions {
     /// default): every visible tool is listed. See
     /// [`with_deferred_loading`](Self::with_deferred_loading).
     pub deferred_loading: Option<DeferredOptions>,
+    /// Step-up authorization over HTTP: a `tools/call` of a tool the caller would see with
+    /// more scopes is answered HTTP 403 `insufficient_scope`, naming every scope the tool
+    /// needs. Default `false`. See [`with_step_up_scopes`](Self::with_step_up_scopes).
+    pub step_up_scopes: bool,
 }
 
 impl Default for ServerOptions {
@@ -82,6 +86,7 @@ impl Default for ServerOptions {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             instructions: None,
             deferred_loading: None,
+            step_up_scopes: false,
         }
     }
 }
@@ -185,6 +190,30 @@ impl ServerOptions {
     /// ```
     pub fn with_deferred_loading(mut self, options: DeferredOptions) -> Self {
         self.deferred_loading = Some(options);
+        self
+    }
+
+    /// Turns step-up authorization on (HTTP only), as the MCP authorization spec describes
+    /// it: a `tools/call` of a tool that the caller cannot see only because its token lacks
+    /// scopes (same tenant, not revoked, ready, not hidden by read-only access) is answered
+    /// HTTP 403 with `WWW-Authenticate: Bearer error="insufficient_scope", scope="..."`
+    /// listing every scope the tool needs, so that the client can ask the person for consent
+    /// and retry with a new token. A new token of the same principal carries the session on,
+    /// and its run sees what the new scopes allow.
+    ///
+    /// **Off by default, because it tells the caller that the tool exists**: off, a hidden
+    /// tool is indistinguishable from an unknown one (JSON-RPC error -32602 with the same
+    /// text). Turn it on where tool names are no secret from the people who may hold tokens,
+    /// and what matters is that they can get the access they lack.
+    ///
+    /// ```
+    /// use registry_mcp::ServerOptions;
+    ///
+    /// assert!(!ServerOptions::default().step_up_scopes);
+    /// assert!(ServerOptions::default().with_step_up_scopes(true).step_up_scopes);
+    /// ```
+    pub fn with_step_up_scopes(mut self, on: bool) -> Self {
+        self.step_up_scopes = on;
         self
     }
 }

@@ -404,7 +404,7 @@ async fn a_session_belongs_to_the_token_that_opened_it() {
     )
     .await;
     assert!(
-        other.contains("this session was opened with another token"),
+        other.contains("this session was opened with another principal"),
         "{other}"
     );
     assert!(!other.contains("deploy"), "{other}");

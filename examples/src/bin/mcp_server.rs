@@ -7,6 +7,10 @@
 //! cargo run -p registry-examples --bin mcp_server -- --tenant acme --scopes build:read --read-only
 //! # HTTP on 127.0.0.1:8750, with the bundled development tokens:
 //! cargo run -p registry-examples --bin mcp_server -- --http --tokens examples/mcp-tokens.json
+//! # HTTP as an OAuth 2.1 resource server, accepting an identity provider's JWT access tokens:
+//! cargo run -p registry-examples --bin mcp_server -- --http 127.0.0.1:8750 \
+//!     --issuer https://idp.example.com/ --audience http://127.0.0.1:8750/mcp \
+//!     --jwks-uri http://127.0.0.1:9000/jwks.json --tenant-claim org --step-up
 //! ```
 //!
 //! Logs (the registry's audit events included) go to stderr; in stdio mode stdout carries
@@ -20,7 +24,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use registry_core::{Registry, Subject};
-use registry_mcp::{CancellationToken, HttpConfig, HttpServer, McpServer, ServerOptions, Tokens};
+use registry_mcp::{
+    CancellationToken, HttpConfig, HttpServer, Jwks, McpServer, OAuth, ServerOptions, Tokens,
+};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -30,6 +36,8 @@ use registry_examples as _;
 const USAGE: &str = "\
 usage: mcp_server [--tenant T] [--scopes A,B] [--read-only] [--agent NAME]   (stdio)
        mcp_server --http [ADDR] [--tokens FILE]                            (HTTP)
+       mcp_server --http [ADDR] --issuer URL --audience URI --jwks FILE|--jwks-uri URL
+                  [--tenant-claim NAME] [--step-up] [--tokens FILE]         (HTTP, OAuth)
 
 stdio (the default): serves one client on stdin/stdout, acting for the subject given by
   --tenant T        the tenant (env MCP_TENANT; default acme)
@@ -43,6 +51,18 @@ HTTP:
   --tokens FILE     bearer tokens and their subjects (JSON; default: the bundled
                     development tokens, examples/mcp-tokens.json)
   --allow-host H    accept this Host header too (repeatable; default loopback names only)
+
+HTTP as an OAuth 2.1 resource server (JWT access tokens from an identity provider; with
+--jwks or --jwks-uri, the tokens file is used only if --tokens is given):
+  --issuer URL      the tokens' issuer (`iss`), also named as the authorization server
+  --audience URI    this server's canonical URI, which tokens' `aud` must name
+  --jwks FILE       the issuer's keys, a JWKS file (read again for an unknown `kid`)
+  --jwks-uri URL    the issuer's jwks_uri, fetched (again for an unknown `kid`, at most
+                    every 10 s)
+  --tenant-claim NAME   the claim naming the tenant (default tenant)
+  --read-only-scope S   a token with scope S acts read-only
+  --step-up         answer a call that needs more scopes with 403 insufficient_scope
+                    (reveals that the tool exists; off by default)
 
 both:
   --page-size N     tools per tools/list page (default 100)
@@ -60,6 +80,11 @@ struct Args {
     http: Option<SocketAddr>,
     tokens: Option<PathBuf>,
     allowed_hosts: Vec<String>,
+    issuer: Option<String>,
+    audience: Option<String>,
+    jwks: Option<Jwks>,
+    tenant_claim: Option<String>,
+    read_only_scope: Option<String>,
     tenant: String,
     scopes: Vec<String>,
     read_only: bool,
@@ -77,6 +102,11 @@ impl Args {
             http: None,
             tokens: None,
             allowed_hosts: Vec::new(),
+            issuer: None,
+            audience: None,
+            jwks: None,
+            tenant_claim: None,
+            read_only_scope: None,
             tenant: env("MCP_TENANT").unwrap_or_else(|| "acme".to_owned()),
             scopes: env("MCP_SCOPES").map(|s| split(&s)).unwrap_or_default(),
             read_only: env("MCP_READ_ONLY").is_some_and(|v| v != "0" && v != "false"),
@@ -105,6 +135,15 @@ impl Args {
                 }
                 "--tokens" => parsed.tokens = Some(value("--tokens")?.into()),
                 "--allow-host" => parsed.allowed_hosts.push(value("--allow-host")?),
+                "--issuer" => parsed.issuer = Some(value("--issuer")?),
+                "--audience" => parsed.audience = Some(value("--audience")?),
+                "--jwks" => parsed.jwks = Some(Jwks::file(value("--jwks")?)),
+                "--jwks-uri" => parsed.jwks = Some(Jwks::uri(value("--jwks-uri")?)),
+                "--tenant-claim" => parsed.tenant_claim = Some(value("--tenant-claim")?),
+                "--read-only-scope" => {
+                    parsed.read_only_scope = Some(value("--read-only-scope")?);
+                }
+                "--step-up" => parsed.options = parsed.options.with_step_up_scopes(true),
                 "--tenant" => parsed.tenant = value("--tenant")?,
                 "--scopes" => parsed.scopes = split(&value("--scopes")?),
                 "--read-only" => parsed.read_only = true,
@@ -135,7 +174,37 @@ impl Args {
                 other => return Err(format!("unknown argument {other:?}")),
             }
         }
+        let oauth_flags = parsed.issuer.is_some()
+            || parsed.audience.is_some()
+            || parsed.tenant_claim.is_some()
+            || parsed.read_only_scope.is_some();
+        if parsed.jwks.is_some() && (parsed.issuer.is_none() || parsed.audience.is_none()) {
+            return Err("--jwks and --jwks-uri need --issuer and --audience".to_owned());
+        }
+        if oauth_flags && parsed.jwks.is_none() {
+            return Err(
+                "--issuer, --audience, --tenant-claim and --read-only-scope need --jwks FILE \
+                 or --jwks-uri URL"
+                    .to_owned(),
+            );
+        }
         Ok(parsed)
+    }
+
+    /// The OAuth resource server the flags describe, if any.
+    fn oauth(&self) -> Option<OAuth> {
+        let (Some(jwks), Some(issuer), Some(audience)) = (&self.jwks, &self.issuer, &self.audience)
+        else {
+            return None;
+        };
+        let mut oauth = OAuth::new(audience.as_str(), issuer.as_str()).with_jwks(jwks.clone());
+        if let Some(claim) = &self.tenant_claim {
+            oauth = oauth.with_tenant_claim(claim.as_str());
+        }
+        if let Some(scope) = &self.read_only_scope {
+            oauth = oauth.with_read_only_scope(scope.as_str());
+        }
+        Some(oauth)
     }
 
     fn subject(&self) -> Subject {
@@ -218,12 +287,23 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let server = McpServer::new(registry, args.options)?;
         return Ok(server.serve_stdio(subject).await?);
     };
-    let tokens_file = args.tokens.clone().unwrap_or_else(|| {
-        tracing::warn!("no --tokens: using the bundled development tokens ({DEV_TOKENS})");
-        DEV_TOKENS.into()
-    });
-    let tokens = Tokens::load(&tokens_file)?;
-    tracing::info!(file = %tokens_file.display(), ?tokens, "accepting these tokens");
+    let oauth = args.oauth();
+    let tokens_file = match (&args.tokens, &oauth) {
+        (Some(file), _) => Some(file.clone()),
+        (None, Some(_)) => None,
+        (None, None) => {
+            tracing::warn!("no --tokens: using the bundled development tokens ({DEV_TOKENS})");
+            Some(DEV_TOKENS.into())
+        }
+    };
+    let tokens = match &tokens_file {
+        Some(file) => {
+            let tokens = Tokens::load(file)?;
+            tracing::info!(file = %file.display(), ?tokens, "accepting these tokens");
+            tokens
+        }
+        None => Tokens::new(),
+    };
     let shutdown = CancellationToken::new();
     let mut config = HttpConfig::new(tokens)
         .with_addr(addr)
@@ -233,6 +313,14 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let mut hosts = config.allowed_hosts.clone();
         hosts.extend(args.allowed_hosts);
         config = config.with_allowed_hosts(hosts);
+    }
+    if let Some(oauth) = oauth {
+        tracing::info!(
+            issuer = oauth.issuer(),
+            resource = oauth.resource(),
+            "accepting JWT access tokens"
+        );
+        config = config.with_oauth(oauth);
     }
     let server = HttpServer::bind(registry, config).await?;
     // The tests read this line to learn the port.

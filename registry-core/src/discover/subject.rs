@@ -31,7 +31,7 @@ pub enum Access {
 /// assert!(subject.has_scope("build:read"));
 /// assert_eq!(subject.access(), Access::ReadOnly);
 /// ```
-#[derive(Clone, PartialEq, Eq, Serialize)]
+#[derive(Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Subject {
     tenant: Arc<str>,
     scopes: BTreeSet<String>,

@@ -1,0 +1,98 @@
+//! JWT access tokens: checked, then read.
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, AlgorithmFamily, Validation, decode, decode_header};
+use serde_json::{Map, Value};
+
+use super::OAuth;
+use super::challenge::Refusal;
+use super::keys::{KeyError, KeyStore};
+
+/// Whether `token` has the shape of a JWS compact serialization: three base64url parts.
+pub(crate) fn looks_like_jwt(token: &str) -> bool {
+    token.split('.').count() == 3
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The claims of `token` once its algorithm, signature, `iss`, `aud`, `exp`, `nbf` and `sub`
+/// are checked; otherwise why it is refused.
+pub(crate) async fn validate(
+    token: &str,
+    oauth: &OAuth,
+    keys: &KeyStore,
+) -> Result<Map<String, Value>, Refusal> {
+    let header = decode_header(token)
+        .map_err(|_| Refusal::InvalidToken("the token is not a well-formed JWT".into()))?;
+    let algorithm = header.alg;
+    if algorithm.family() == AlgorithmFamily::Hmac || !oauth.algorithms.contains(&algorithm) {
+        return Err(Refusal::InvalidToken(format!(
+            "tokens signed with {algorithm:?} are not accepted (accepted: {})",
+            names(&oauth.algorithms)
+        )));
+    }
+    let key = keys
+        .key(header.kid.as_deref(), algorithm)
+        .await
+        .map_err(|error| match error {
+            KeyError::Unknown => Refusal::InvalidToken(match &header.kid {
+                Some(_) => "the token's `kid` names no key of the issuer".into(),
+                None => "the token has no `kid`, and no single key of the issuer fits it".into(),
+            }),
+            KeyError::Unavailable(why) => Refusal::Unavailable(format!(
+                "the issuer's signing keys cannot be fetched now ({why}); try again later"
+            )),
+        })?;
+    let mut validation = Validation::new(algorithm);
+    validation.algorithms = vec![algorithm];
+    validation.leeway = oauth.leeway.as_secs();
+    validation.validate_nbf = true;
+    validation.set_issuer(&[&oauth.issuer]);
+    validation.set_audience(&[&oauth.resource]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+    let data =
+        decode::<Map<String, Value>>(token, &key.decoding, &validation).map_err(|error| {
+            Refusal::InvalidToken(match error.kind() {
+                ErrorKind::ExpiredSignature => "the token has expired".to_owned(),
+                ErrorKind::ImmatureSignature => "the token is not valid yet (`nbf`)".to_owned(),
+                ErrorKind::InvalidAudience => format!(
+                    "the token is not for this server: its `aud` must name {}",
+                    oauth.resource
+                ),
+                ErrorKind::InvalidIssuer => {
+                    format!("the token was not issued by {} (`iss`)", oauth.issuer)
+                }
+                ErrorKind::InvalidSignature => "the token's signature is not valid".to_owned(),
+                ErrorKind::MissingRequiredClaim(claim) => {
+                    format!("the token has no `{claim}` claim")
+                }
+                ErrorKind::InvalidAlgorithm => {
+                    "the token's algorithm does not match its key".to_owned()
+                }
+                _ => "the token is not valid".to_owned(),
+            })
+        })?;
+    Ok(data.claims)
+}
+
+fn names(algorithms: &[Algorithm]) -> String {
+    algorithms
+        .iter()
+        .map(|algorithm| format!("{algorithm:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_three_base64url_parts_look_like_a_jwt() {
+        assert!(looks_like_jwt("eyJh.eyJz.c2ln"));
+        assert!(!looks_like_jwt("0123456789abcdef-static"));
+        assert!(!looks_like_jwt("a.b"));
+        assert!(!looks_like_jwt("a.b.c=="));
+    }
+}

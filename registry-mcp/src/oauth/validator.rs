@@ -1,0 +1,137 @@
+//! One access token in, the principal it stands for (or why not) out.
+
+use std::sync::Arc;
+
+use registry_core::Registry;
+
+use super::challenge::Refusal;
+use super::introspection::Introspector;
+use super::keys::{Jwks, KeyStore};
+use super::metadata::Metadata;
+use super::{OAuth, OAuthError, claims, jwt};
+use crate::tokens::Principal;
+
+/// An [`OAuth`] configuration made ready: keys loaded, metadata written.
+pub(crate) struct Validator {
+    oauth: OAuth,
+    keys: Option<KeyStore>,
+    introspector: Option<Introspector>,
+    pub(crate) metadata: Arc<Metadata>,
+}
+
+impl Validator {
+    /// Checks `oauth` and loads its keys: an unusable setting, or keys that cannot be read or
+    /// fetched, is an error now rather than a refusal of every token later.
+    pub(crate) async fn new(
+        oauth: OAuth,
+        registry: &Registry,
+        endpoint: &str,
+    ) -> Result<Validator, OAuthError> {
+        let validator = Validator::lazy(oauth, registry, endpoint)?;
+        if let Some(keys) = &validator.keys {
+            keys.load().await?;
+        }
+        Ok(validator)
+    }
+
+    /// Checks `oauth`; its keys are loaded when the first token needs them.
+    pub(crate) fn lazy(
+        oauth: OAuth,
+        registry: &Registry,
+        endpoint: &str,
+    ) -> Result<Validator, OAuthError> {
+        let config = |problem: &str| Err(OAuthError::Config(problem.to_owned()));
+        if oauth.jwks.is_none() && oauth.introspection.is_none() {
+            return config(
+                "give the issuer's keys (`with_jwks`) or an introspection endpoint \
+                 (`with_introspection`): without either no token can be checked",
+            );
+        }
+        if oauth.algorithms.is_empty() {
+            return config("no signature algorithm is accepted: give at least one");
+        }
+        if let Some(hmac) = oauth
+            .algorithms
+            .iter()
+            .find(|algorithm| algorithm.family() == jsonwebtoken::AlgorithmFamily::Hmac)
+        {
+            return Err(OAuthError::Config(format!(
+                "{hmac:?} is an HMAC algorithm: a resource server checks an identity provider's \
+                 tokens with its public keys, so only asymmetric algorithms (RS*, PS*, ES*, \
+                 EdDSA) are accepted"
+            )));
+        }
+        if oauth.issuer.is_empty() {
+            return config("the issuer is empty");
+        }
+        if jsonwebtoken::crypto::CryptoProvider::try_get_default().is_none() {
+            return config(
+                "jsonwebtoken has no crypto provider: another crate enabled both its \
+                 `rust_crypto` and `aws_lc_rs` features; install one with \
+                 `CryptoProvider::install_default` before serving",
+            );
+        }
+        let metadata = Arc::new(Metadata::new(&oauth, registry, endpoint)?);
+        for url in fetched_urls(&oauth) {
+            if url.starts_with("https://") && !cfg!(feature = "tls") {
+                return Err(OAuthError::Config(format!(
+                    "{url} is https://: enable registry-mcp's `tls` feature to fetch it"
+                )));
+            }
+        }
+        let http = reqwest::Client::builder()
+            .timeout(oauth.fetch_timeout)
+            .build()
+            .map_err(|error| OAuthError::Config(format!("cannot make an HTTP client: {error}")))?;
+        let keys = oauth.jwks.clone().map(|jwks| {
+            KeyStore::new(
+                jwks,
+                http.clone(),
+                oauth.refetch_interval,
+                oauth.jwks_max_age,
+            )
+        });
+        let introspector = oauth
+            .introspection
+            .clone()
+            .map(|config| Introspector::new(config, http));
+        Ok(Validator {
+            oauth,
+            keys,
+            introspector,
+            metadata,
+        })
+    }
+
+    /// The principal `token` stands for: a JWT checked with the keys, anything else (or any
+    /// token, without keys) introspected.
+    pub(crate) async fn principal(&self, token: &str) -> Result<Principal, Refusal> {
+        let claims = match (&self.keys, &self.introspector) {
+            (Some(keys), _) if jwt::looks_like_jwt(token) => {
+                jwt::validate(token, &self.oauth, keys).await?
+            }
+            (_, Some(introspector)) => introspector.claims(token, &self.oauth).await?,
+            (Some(_), None) => {
+                return Err(Refusal::InvalidToken(
+                    "the token is not a JWT, and this server accepts only JWT access tokens".into(),
+                ));
+            }
+            (None, None) => {
+                return Err(Refusal::InvalidToken("no token is accepted".into()));
+            }
+        };
+        claims::principal(&claims, &self.oauth)
+    }
+}
+
+/// The URLs the server fetches: the `jwks_uri`, the introspection endpoint.
+fn fetched_urls(oauth: &OAuth) -> Vec<&str> {
+    let mut urls = Vec::new();
+    if let Some(Jwks::Uri(uri)) = &oauth.jwks {
+        urls.push(uri.as_str());
+    }
+    if let Some(introspection) = &oauth.introspection {
+        urls.push(introspection.endpoint.as_str());
+    }
+    urls
+}
