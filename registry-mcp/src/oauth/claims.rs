@@ -93,7 +93,7 @@ mod tests {
     fn claims_become_the_subject() {
         let oauth = OAuth::new("https://mcp.example.com/mcp", "https://idp.example.com")
             .with_read_only_scope("tools:read-only");
-        let principal = principal(
+        let alice = principal(
             &claims(
                 json!({"sub": "u1", "tenant": "acme", "scope": "build:read  deploy:write",
                            "scp": ["extra"], "azp": "cli", "client_id": "other"}),
@@ -101,8 +101,8 @@ mod tests {
             &oauth,
         )
         .unwrap();
-        assert_eq!(principal.id(), "u1");
-        let subject = principal.subject();
+        assert_eq!(alice.id(), "u1");
+        let subject = alice.subject();
         assert_eq!(subject.tenant(), "acme");
         assert!(subject.has_scope("build:read") && subject.has_scope("deploy:write"));
         assert!(subject.has_scope("extra"));
@@ -128,8 +128,8 @@ mod tests {
         let oauth = oauth
             .with_default_tenant("main")
             .with_read_only_claim("ro", true);
-        let principal = principal(&claims(json!({"sub": "u", "ro": true})), &oauth).unwrap();
-        assert_eq!(principal.subject().tenant(), "main");
-        assert_eq!(principal.subject().access(), Access::ReadOnly);
+        let defaulted = principal(&claims(json!({"sub": "u", "ro": true})), &oauth).unwrap();
+        assert_eq!(defaulted.subject().tenant(), "main");
+        assert_eq!(defaulted.subject().access(), Access::ReadOnly);
     }
 }

@@ -1,0 +1,782 @@
+//! `registry-mcp` as an OAuth 2.1 resource server, on real loopback HTTP: an in-process
+//! server (the example registry) accepting JWT access tokens minted here with this test's
+//! own keys, whose JWKS a small local HTTP server publishes (and rotates), and opaque tokens
+//! answered by a local introspection endpoint. Driven with rmcp's client and, where the
+//! point is the HTTP answer itself, with raw requests.
+//!
+//! The same server against a real authorization server is `mcp_oauth_idp.rs`.
+
+mod mcp_support;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use base64::Engine;
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use mcp_support::*;
+use registry_mcp::{
+    CancellationToken, HttpConfig, HttpServer, Introspection, Jwks, OAuth, ServerOptions, Tokens,
+};
+use reqwest::StatusCode;
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+const ISSUER: &str = "https://idp.test/";
+const RESOURCE: &str = "http://mcp.test/mcp";
+const METADATA: &str = "http://mcp.test/.well-known/oauth-protected-resource/mcp";
+
+/// A signing key of this test's identity provider, and its public JWK.
+struct Signer {
+    kid: &'static str,
+    algorithm: Algorithm,
+    key: EncodingKey,
+    jwk: Jwk,
+}
+
+fn signer(kid: &'static str, file: &str, algorithm: Algorithm) -> Signer {
+    let pem = std::fs::read(workspace().join("tests/tests/oauth").join(file)).unwrap();
+    let key = match algorithm {
+        Algorithm::ES256 => EncodingKey::from_ec_pem(&pem).unwrap(),
+        _ => EncodingKey::from_rsa_pem(&pem).unwrap(),
+    };
+    let mut jwk = Jwk::from_encoding_key(&key, algorithm).unwrap();
+    jwk.common.key_id = Some(kid.to_owned());
+    Signer {
+        kid,
+        algorithm,
+        key,
+        jwk,
+    }
+}
+
+fn key_a() -> Signer {
+    signer("key-a", "rsa-a.pem", Algorithm::RS256)
+}
+
+fn key_b() -> Signer {
+    signer("key-b", "rsa-b.pem", Algorithm::RS256)
+}
+
+fn key_ec() -> Signer {
+    signer("key-ec", "ec-p256.pem", Algorithm::ES256)
+}
+
+fn now() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+}
+
+/// The claims of a good token of `sub` with `scope`.
+fn claims(sub: &str, scope: &str) -> Value {
+    json!({
+        "iss": ISSUER,
+        "aud": RESOURCE,
+        "sub": sub,
+        "tenant": "acme",
+        "scope": scope,
+        "azp": "test-client",
+        "iat": now(),
+        "exp": now() + 600,
+    })
+}
+
+fn mint(signer: &Signer, claims: &Value) -> String {
+    let mut header = Header::new(signer.algorithm);
+    header.kid = Some(signer.kid.to_owned());
+    jsonwebtoken::encode(&header, claims, &signer.key).unwrap()
+}
+
+/// This test's identity provider: a JWKS it can rotate, and an introspection endpoint;
+/// counting the requests each gets.
+#[derive(Clone, Default)]
+struct Idp {
+    keys: Arc<Mutex<Vec<Jwk>>>,
+    jwks_fetches: Arc<AtomicUsize>,
+    introspected: Arc<Mutex<HashMap<String, Value>>>,
+    introspections: Arc<AtomicUsize>,
+}
+
+struct RunningIdp {
+    idp: Idp,
+    base: String,
+    stop: CancellationToken,
+}
+
+impl Drop for RunningIdp {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn start_idp(keys: Vec<Jwk>) -> RunningIdp {
+    let idp = Idp::default();
+    *idp.keys.lock().unwrap() = keys;
+    let router = axum::Router::new()
+        .route(
+            "/jwks.json",
+            get(|State(idp): State<Idp>| async move {
+                idp.jwks_fetches.fetch_add(1, Ordering::SeqCst);
+                let set = JwkSet {
+                    keys: idp.keys.lock().unwrap().clone(),
+                };
+                serde_json::to_string(&set).unwrap()
+            }),
+        )
+        .route(
+            "/introspect",
+            post(
+                |State(idp): State<Idp>, headers: axum::http::HeaderMap, body: String| async move {
+                    idp.introspections.fetch_add(1, Ordering::SeqCst);
+                    // The resource server authenticates as a client (HTTP Basic).
+                    let basic = base64::engine::general_purpose::STANDARD.encode("mcp:secret");
+                    assert_eq!(headers["authorization"], format!("Basic {basic}"));
+                    let token = body
+                        .split('&')
+                        .find_map(|pair| pair.strip_prefix("token="))
+                        .unwrap_or_default()
+                        .to_owned();
+                    let answer = idp
+                        .introspected
+                        .lock()
+                        .unwrap()
+                        .get(&token)
+                        .cloned()
+                        .unwrap_or(json!({"active": false}));
+                    answer.to_string()
+                },
+            ),
+        )
+        .with_state(idp.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(stopped.cancelled_owned())
+            .await
+            .unwrap();
+    });
+    RunningIdp { idp, base, stop }
+}
+
+impl RunningIdp {
+    fn jwks_uri(&self) -> String {
+        format!("{}/jwks.json", self.base)
+    }
+
+    fn oauth(&self) -> OAuth {
+        OAuth::new(RESOURCE, ISSUER)
+            .with_jwks(Jwks::uri(self.jwks_uri()))
+            .with_read_only_scope("tools:read-only")
+            .with_refetch_interval(Duration::from_millis(300))
+    }
+}
+
+/// A registry-mcp server on a free loopback port, serving the example registry.
+struct Mcp {
+    url: String,
+    base: String,
+    stop: CancellationToken,
+}
+
+impl Drop for Mcp {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn serve(oauth: OAuth, step_up: bool) -> Mcp {
+    let registry = registry_examples::registry().build().unwrap();
+    registry.check_readiness().await;
+    let stop = CancellationToken::new();
+    let config = HttpConfig::new(Tokens::new())
+        .with_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_options(ServerOptions::default().with_step_up_scopes(step_up))
+        .with_shutdown(stop.clone())
+        .with_oauth(oauth);
+    let server = within("bind", HttpServer::bind(registry, config))
+        .await
+        .unwrap();
+    let url = server.url();
+    let base = format!("http://{}", server.local_addr());
+    tokio::spawn(server.serve());
+    Mcp { url, base, stop }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
+
+/// A raw POST to the MCP endpoint, in `session` if given.
+async fn raw(
+    url: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: &str,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body.to_owned());
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    within("a raw request", request.send()).await.unwrap()
+}
+
+fn challenge(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("www-authenticate")
+        .map(|value| value.to_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+/// Opens a session with `token` (initialize + initialized) and gives its id.
+async fn open_session(url: &str, token: &str) -> String {
+    let response = raw(url, Some(token), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = response.text().await;
+    let initialized = r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#;
+    let response = raw(url, Some(token), Some(&session), initialized).await;
+    assert!(response.status().is_success(), "{}", response.status());
+    session
+}
+
+fn tools_call(name: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments}})
+    .to_string()
+}
+
+async fn list_with(url: &str, token: &str) -> Vec<String> {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    let client = within("initialize", ().serve(transport)).await.unwrap();
+    let (tools, _) = list_all(client.peer()).await;
+    let names = names(&tools);
+    within("close", client.cancel()).await.unwrap();
+    names
+}
+
+#[tokio::test]
+async fn a_tokens_scopes_decide_what_tools_list_shows() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    let narrow = mint(&key_a(), &claims("alice", "build:read"));
+    let wide = mint(
+        &key_a(),
+        &claims("alice", "build:read build:write deploy:write"),
+    );
+    let read_only = mint(
+        &key_a(),
+        &claims("alice", "build:read deploy:write tools:read-only"),
+    );
+    assert_eq!(list_with(&mcp.url, &narrow).await, READER_TOOLS);
+    let all = list_with(&mcp.url, &wide).await;
+    assert!(all.contains(&"deploy".to_owned()), "{all:?}");
+    assert!(all.contains(&"rollback".to_owned()), "{all:?}");
+    // The read-only scope hides every tool that is not read-only, whatever else it grants.
+    assert_eq!(list_with(&mcp.url, &read_only).await, READER_TOOLS);
+}
+
+#[tokio::test]
+async fn bad_tokens_get_401_invalid_token_naming_the_reason() {
+    let idp = start_idp(vec![key_a().jwk, key_ec().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+
+    // No token at all: where to learn how to get one, and no error code.
+    let response = raw(&mcp.url, None, None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        challenge(&response),
+        format!("Bearer resource_metadata=\"{METADATA}\"")
+    );
+
+    let good = claims("alice", "build:read");
+    let with = |key: &str, value: Value| {
+        let mut claims = good.clone();
+        claims[key] = value;
+        claims
+    };
+    let without = |key: &str| {
+        let mut claims = good.clone();
+        claims.as_object_mut().unwrap().remove(key);
+        claims
+    };
+    let cases = [
+        (mint(&key_a(), &with("exp", json!(now() - 3600))), "expired"),
+        (
+            mint(&key_a(), &with("aud", json!("http://other.test/api"))),
+            "its `aud` must name http://mcp.test/mcp",
+        ),
+        (
+            mint(&key_a(), &with("iss", json!("https://evil.test/"))),
+            "not issued by https://idp.test/",
+        ),
+        (
+            mint(&key_a(), &with("nbf", json!(now() + 3600))),
+            "not valid yet",
+        ),
+        (mint(&key_a(), &without("sub")), "no `sub` claim"),
+        (mint(&key_a(), &without("exp")), "no `exp` claim"),
+        (mint(&key_a(), &without("tenant")), "no `tenant` claim"),
+        (
+            // Signed with key B, but claiming to be key A's.
+            mint(
+                &Signer {
+                    kid: "key-a",
+                    ..key_b()
+                },
+                &good,
+            ),
+            "signature is not valid",
+        ),
+        ("not-a-jwt-and-no-introspection".to_owned(), "not a JWT"),
+        ("eyJhbGciOi.e30.c2ln".to_owned(), "not a well-formed JWT"),
+    ];
+    for (token, reason) in cases {
+        let response = raw(&mcp.url, Some(&token), None, INITIALIZE).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{reason}");
+        let challenge = challenge(&response);
+        assert!(
+            challenge.starts_with(&format!(
+                "Bearer error=\"invalid_token\", resource_metadata=\"{METADATA}\", error_description="
+            )),
+            "{challenge}"
+        );
+        assert!(challenge.contains(reason), "{reason}: {challenge}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"], "invalid_token");
+    }
+
+    // A good token in the query string is refused: only the header is a bearer method.
+    let token = mint(&key_a(), &good);
+    let response = raw(
+        &format!("{}?access_token={token}", mcp.url),
+        None,
+        None,
+        INITIALIZE,
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert!(challenge(&response).starts_with("Bearer error=\"invalid_request\""));
+    // And in the header it is accepted.
+    let response = raw(&mcp.url, Some(&token), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn none_hmac_confusion_and_algorithms_off_the_list_are_refused() {
+    let idp = start_idp(vec![key_a().jwk, key_ec().jwk]).await;
+    let mcp = serve(idp.oauth().with_algorithms([Algorithm::RS256]), false).await;
+    let good = claims("mallory", "build:read deploy:write");
+    let b64 =
+        |value: &Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string());
+    // `alg: none`, no signature.
+    let none = format!(
+        "{}.{}.",
+        b64(&json!({"alg": "none", "typ": "JWT", "kid": "key-a"})),
+        b64(&good)
+    );
+    // HS256 with the RSA public key as the HMAC secret: the classic confusion.
+    let public_pem = std::fs::read(workspace().join("tests/tests/oauth/rsa-a.pub.pem")).unwrap();
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some("key-a".into());
+    let confused = jsonwebtoken::encode(
+        &header,
+        &good,
+        &EncodingKey::from_secret(&public_pem).unwrap(),
+    )
+    .unwrap();
+    // A good ES256 token, but the server accepts RS256 only.
+    let off_the_list = mint(&key_ec(), &good);
+    // RS256 claimed, with the EC key's kid.
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("key-ec".into());
+    let wrong_key = jsonwebtoken::encode(&header, &good, &key_a().key).unwrap();
+    for (token, reason) in [
+        (none, "not a well-formed JWT"),
+        (confused, "HS256 are not accepted"),
+        (off_the_list, "ES256 are not accepted (accepted: RS256)"),
+        (wrong_key, "`kid` names no key"),
+    ] {
+        let response = raw(&mcp.url, Some(&token), None, INITIALIZE).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{reason}");
+        let challenge = challenge(&response);
+        assert!(challenge.contains(reason), "{reason}: {challenge}");
+    }
+    // Configuring an HMAC algorithm is refused at startup.
+    let registry = registry_examples::registry().build().unwrap();
+    let config = HttpConfig::new(Tokens::new())
+        .with_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_oauth(idp.oauth().with_algorithms([Algorithm::HS256]));
+    let error = HttpServer::bind(registry, config).await.unwrap_err();
+    assert!(
+        error.to_string().contains("HS256 is an HMAC algorithm"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_kid_fetches_the_keys_again_at_most_once_per_interval() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    assert_eq!(
+        idp.idp.jwks_fetches.load(Ordering::SeqCst),
+        1,
+        "fetched at startup"
+    );
+    let rotated = mint(&key_b(), &claims("alice", "build:read"));
+
+    // Key B is not published yet: refused, after one fetch to look for it (once the
+    // interval since the startup fetch has passed).
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let response = raw(&mcp.url, Some(&rotated), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(challenge(&response).contains("`kid` names no key"));
+    assert_eq!(idp.idp.jwks_fetches.load(Ordering::SeqCst), 2);
+    // A flood of made-up kids fetches at most once per interval.
+    let flood: Vec<String> = (0..20)
+        .map(|n| {
+            let signer = Signer {
+                kid: ["k0", "k1", "k2", "k3", "k4"][n % 5],
+                ..key_b()
+            };
+            mint(&signer, &claims("mallory", "build:read"))
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    for token in &flood {
+        let response = raw(&mcp.url, Some(token), None, INITIALIZE).await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    }
+    let intervals = started.elapsed().as_millis() / 300 + 1;
+    let fetches = idp.idp.jwks_fetches.load(Ordering::SeqCst);
+    assert!(
+        u128::try_from(fetches).unwrap() <= 2 + intervals,
+        "{fetches} fetches in {intervals} intervals"
+    );
+
+    // The issuer rotates: key B is published; after the interval it is found.
+    idp.idp.keys.lock().unwrap().push(key_b().jwk);
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let response = raw(&mcp.url, Some(&rotated), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    // Key A's tokens still work.
+    let old = mint(&key_a(), &claims("bob", "build:read"));
+    let response = raw(&mcp.url, Some(&old), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+
+    // The issuer goes away: known keys still check tokens; an unknown kid cannot be
+    // checked, and the request is refused with 503 (fail closed), not accepted.
+    idp.stop.cancel();
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let response = raw(&mcp.url, Some(&old), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let unknown = mint(
+        &Signer {
+            kid: "key-c",
+            ..key_b()
+        },
+        &claims("alice", "build:read"),
+    );
+    let response = raw(&mcp.url, Some(&unknown), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["retry-after"], "5");
+}
+
+#[tokio::test]
+async fn a_server_whose_keys_cannot_be_loaded_does_not_start() {
+    let registry = registry_examples::registry().build().unwrap();
+    // A port nothing listens on.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = listener.local_addr().unwrap();
+    drop(listener);
+    let config = HttpConfig::new(Tokens::new())
+        .with_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_oauth(
+            OAuth::new(RESOURCE, ISSUER).with_jwks(Jwks::uri(format!("http://{closed}/jwks.json"))),
+        );
+    let error = HttpServer::bind(registry.clone(), config)
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("cannot fetch the JWKS"),
+        "{error}"
+    );
+    let config = HttpConfig::new(Tokens::new())
+        .with_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_oauth(OAuth::new(RESOURCE, ISSUER));
+    let error = HttpServer::bind(registry, config).await.unwrap_err();
+    assert!(error.to_string().contains("with_jwks"), "{error}");
+}
+
+#[tokio::test]
+async fn without_step_up_a_hidden_tool_is_an_unknown_one() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    let narrow = mint(&key_a(), &claims("alice", "build:read"));
+    let session = open_session(&mcp.url, &narrow).await;
+    let mut answers = Vec::new();
+    for name in ["deploy", "no_such_tool"] {
+        let response = raw(
+            &mcp.url,
+            Some(&narrow),
+            Some(&session),
+            &tools_call(name, json!({"project": "web", "env": "staging"})),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let text = response.text().await.unwrap();
+        assert!(text.contains("-32602"), "{text}");
+        let message = text
+            .lines()
+            .find(|line| line.starts_with("data: {"))
+            .unwrap()
+            .replace(name, "NAME");
+        answers.push(message);
+    }
+    assert_eq!(answers[0], answers[1]);
+}
+
+#[tokio::test]
+async fn with_step_up_a_call_needing_more_scopes_gets_403_and_a_new_token_carries_the_session_on() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), true).await;
+    let narrow = mint(&key_a(), &claims("alice", "build:read"));
+    let session = open_session(&mcp.url, &narrow).await;
+    let deploy = tools_call("deploy", json!({"project": "web", "env": "staging"}));
+
+    let response = raw(&mcp.url, Some(&narrow), Some(&session), &deploy).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        challenge(&response),
+        format!(
+            "Bearer error=\"insufficient_scope\", scope=\"deploy:write build:read\", \
+             resource_metadata=\"{METADATA}\", error_description=\"calling `deploy` needs the \
+             scopes deploy:write build:read\""
+        )
+    );
+    // Hidden for another reason than scopes, or unknown: no challenge, -32602 as ever.
+    let read_only = mint(
+        &key_a(),
+        &claims("alice", "build:read deploy:write tools:read-only"),
+    );
+    let ro_session = open_session(&mcp.url, &read_only).await;
+    for (token, session, name) in [
+        (&read_only, &ro_session, "deploy"),
+        (&narrow, &session, "no_such_tool"),
+    ] {
+        let response = raw(
+            &mcp.url,
+            Some(token),
+            Some(session),
+            &tools_call(name, json!({})),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK, "{name}");
+        assert!(response.text().await.unwrap().contains("-32602"), "{name}");
+    }
+
+    // rmcp's client reports the challenge as such.
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(mcp.url.as_str()).auth_header(&narrow),
+    );
+    let client = within("initialize", ().serve(transport)).await.unwrap();
+    let error = call(
+        client.peer(),
+        "deploy",
+        json!({"project": "web", "env": "staging"}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        format!("{error:?}").contains("insufficient_scope"),
+        "{error:?}"
+    );
+
+    // The person consents: a new token for alice with the scopes carries the same session on.
+    let wide = mint(&key_a(), &claims("alice", "build:read deploy:write"));
+    let response = raw(&mcp.url, Some(&wide), Some(&session), &deploy).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("dep-"), "{text}");
+    assert!(!text.contains("isError\":true"), "{text}");
+    // Another principal's token is refused on alice's session, whatever its scopes.
+    let mallory = mint(&key_a(), &claims("mallory", "build:read deploy:write"));
+    let response = raw(&mcp.url, Some(&mallory), Some(&session), &deploy).await;
+    let text = response.text().await.unwrap();
+    assert!(
+        text.contains("this session was opened with another principal"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_protected_resource_metadata_is_served_to_anyone() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let response = within(
+            "metadata",
+            reqwest::Client::new()
+                .get(format!("{}{path}", mcp.base))
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(response.headers()["access-control-allow-origin"], "*");
+        let metadata: Value = response.json().await.unwrap();
+        assert_eq!(metadata["resource"], RESOURCE);
+        assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
+        assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+        // Every scope the example tools ask for, sorted.
+        assert_eq!(
+            metadata["scopes_supported"],
+            json!(["build:read", "build:write", "chat:write", "deploy:write"])
+        );
+    }
+}
+
+#[tokio::test]
+async fn opaque_tokens_are_introspected_once_and_checked_for_this_server() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let active = |aud: &str| {
+        json!({"active": true, "iss": ISSUER, "aud": aud, "sub": "carol", "tenant": "acme",
+               "scope": "build:read", "client_id": "carols-agent", "exp": now() + 600})
+    };
+    {
+        let mut introspected = idp.idp.introspected.lock().unwrap();
+        introspected.insert("opaque-good-0001".into(), active(RESOURCE));
+        introspected.insert("opaque-other-0002".into(), active("http://other.test/api"));
+        introspected.insert(
+            "opaque-expired-03".into(),
+            json!({"active": true, "iss": ISSUER, "aud": RESOURCE, "sub": "carol",
+                   "tenant": "acme", "exp": now() - 3600}),
+        );
+    }
+    let introspection = Introspection::new(format!("{}/introspect", idp.base), "mcp", "secret");
+    let mcp = serve(idp.oauth().with_introspection(introspection), false).await;
+
+    assert_eq!(list_with(&mcp.url, "opaque-good-0001").await, READER_TOOLS);
+    let after_first = idp.idp.introspections.load(Ordering::SeqCst);
+    assert_eq!(after_first, 1, "one introspection for a whole session");
+    for (token, reason) in [
+        ("opaque-other-0002", "its `aud` must name"),
+        ("opaque-expired-03", "expired"),
+        ("opaque-unknown-04", "not active"),
+    ] {
+        for _ in 0..2 {
+            let response = raw(&mcp.url, Some(token), None, INITIALIZE).await;
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{token}");
+            assert!(challenge(&response).contains(reason), "{token}");
+        }
+    }
+    // Refusals are remembered too: each token asked about once.
+    assert_eq!(
+        idp.idp.introspections.load(Ordering::SeqCst),
+        after_first + 3
+    );
+    // JWTs still go to the keys, not to introspection.
+    let jwt = mint(&key_a(), &claims("alice", "build:read"));
+    assert_eq!(list_with(&mcp.url, &jwt).await, READER_TOOLS);
+    assert_eq!(
+        idp.idp.introspections.load(Ordering::SeqCst),
+        after_first + 3
+    );
+}
+
+/// The example server's flags: `--issuer`, `--audience`, `--jwks FILE`, `--step-up`.
+#[tokio::test]
+async fn the_example_server_accepts_jwts_with_its_oauth_flags() {
+    let dir = std::env::temp_dir().join(format!("mcp-oauth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let jwks = dir.join("jwks.json");
+    let set = JwkSet {
+        keys: vec![key_a().jwk],
+    };
+    std::fs::write(&jwks, serde_json::to_string(&set).unwrap()).unwrap();
+    let mut child = tokio::process::Command::new(server_binary())
+        .args([
+            "--http",
+            "127.0.0.1:0",
+            "--issuer",
+            ISSUER,
+            "--audience",
+            RESOURCE,
+        ])
+        .arg("--jwks")
+        .arg(&jwks)
+        .args(["--tenant-claim", "org", "--step-up", "--log", "error"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let url = within("the server's address", async move {
+        use tokio::io::AsyncBufReadExt;
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("mcp_server: listening on ") {
+                return url.to_owned();
+            }
+            eprintln!("[server] {line}");
+        }
+        panic!("the server stopped without printing its address");
+    })
+    .await;
+    let mut token_claims = claims("alice", "build:read");
+    token_claims["org"] = json!("acme");
+    let token = mint(&key_a(), &token_claims);
+    assert_eq!(list_with(&url, &token).await, READER_TOOLS);
+    // `--tenant-claim org`: a token with only `tenant` has no tenant here.
+    let response = raw(
+        &url,
+        Some(&mint(&key_a(), &claims("alice", "build:read"))),
+        None,
+        INITIALIZE,
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(challenge(&response).contains("no `org` claim"));
+    // `--step-up`.
+    let session = open_session(&url, &token).await;
+    let response = raw(
+        &url,
+        Some(&token),
+        Some(&session),
+        &tools_call("deploy", json!({"project": "web", "env": "staging"})),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let _ = std::fs::remove_dir_all(&dir);
+}
