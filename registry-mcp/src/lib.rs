@@ -87,10 +87,17 @@
 //! [`Composed`] server, served with [`McpServer::serve_io_with`],
 //! [`McpServer::http_router_with`] or [`HttpServer::bind_with`].
 //!
+//! # Tokens from an identity provider
+//!
+//! [`HttpConfig::with_oauth`] makes the HTTP server an OAuth 2.1 resource server ([`OAuth`]):
+//! JWT access tokens checked against the issuer's keys ([`Jwks`]), opaque ones introspected
+//! ([`Introspection`]), their scopes, tenant and client becoming the subject's, RFC 9728
+//! metadata at `/.well-known/oauth-protected-resource`, RFC 6750 challenges, and, opt-in,
+//! step-up ([`ServerOptions::with_step_up_scopes`]).
+//!
 //! # What it does not do
 //!
-//! No TLS (put a reverse proxy in front for anything beyond loopback), no OAuth (static
-//! bearer tokens from a file), no resources or prompts of its own (compose them), no tasks, no
+//! No TLS (put a reverse proxy in front for anything beyond loopback), no resources or prompts of its own (compose them), no tasks, no
 //! rate limiting of its own (the registry's rate limits and call policies apply), no approval
 //! of calls other than through the client's elicitation, and no persistence of sessions
 //! across restarts.
