@@ -2,7 +2,7 @@
 //! watch over the registry's changes that announces them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
@@ -32,7 +32,12 @@ pub(crate) struct Shared {
     checking: tokio::sync::Mutex<()>,
     runs_opened: AtomicU64,
     watching: AtomicBool,
+    /// How many clients the map may hold before unused ones are forgotten.
+    sweep_at: AtomicUsize,
 }
+
+/// The fewest clients at which unused ones are forgotten.
+const CLIENTS_BEFORE_SWEEP: usize = 1024;
 
 impl Shared {
     pub(crate) fn new(registry: Registry, options: ServerOptions) -> Arc<Shared> {
@@ -45,6 +50,7 @@ impl Shared {
             checking: tokio::sync::Mutex::new(()),
             runs_opened: AtomicU64::new(0),
             watching: AtomicBool::new(false),
+            sweep_at: AtomicUsize::new(CLIENTS_BEFORE_SWEEP),
         })
     }
 
@@ -56,6 +62,21 @@ impl Shared {
         let key = (Arc::<str>::from(id), subject.clone());
         if let Some(client) = clients.get(&key) {
             return client.clone();
+        }
+        if clients.len() >= self.sweep_at.load(Ordering::Relaxed) {
+            // Forget the clients nothing uses any more (no session, no connection, no request
+            // in flight): a principal that comes back gets a new run. Done when the map has
+            // doubled since the last sweep, so its cost is spread over the insertions.
+            clients.retain(|_, client| {
+                Arc::strong_count(client) > 1
+                    || lock(&client.peers)
+                        .iter()
+                        .any(|peer| !peer.is_transport_closed())
+            });
+            self.sweep_at.store(
+                (clients.len() * 2).max(CLIENTS_BEFORE_SWEEP),
+                Ordering::Relaxed,
+            );
         }
         let client = Arc::new(Client::new(self, key.0.clone(), subject.clone()));
         clients.insert(key, client.clone());

@@ -780,3 +780,20 @@ async fn the_example_server_accepts_jwts_with_its_oauth_flags() {
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Checked tokens are remembered (the signature is verified once a minute), but never past
+/// their `exp`.
+#[tokio::test]
+async fn a_token_that_was_accepted_is_refused_once_it_expires() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth().with_leeway(Duration::ZERO), false).await;
+    let mut short = claims("alice", "build:read");
+    short["exp"] = json!(now() + 2);
+    let token = mint(&key_a(), &short);
+    let response = raw(&mcp.url, Some(&token), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    let response = raw(&mcp.url, Some(&token), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(challenge(&response).contains("expired"));
+}

@@ -1,6 +1,11 @@
 //! One access token in, the principal it stands for (or why not) out.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use registry_core::Registry;
 
@@ -17,7 +22,22 @@ pub(crate) struct Validator {
     keys: Option<KeyStore>,
     introspector: Option<Introspector>,
     pub(crate) metadata: Arc<Metadata>,
+    /// JWTs already checked, by SHA-256: the same bytes verify the same way, so a client
+    /// that sends its token with every request pays for the signature once a minute.
+    checked: Mutex<HashMap<[u8; 32], Checked>>,
 }
+
+/// A JWT that passed every check, until when it may be taken as checked.
+struct Checked {
+    principal: Principal,
+    until: SystemTime,
+}
+
+/// How long a checked JWT is taken as checked at most (never past its `exp`): a key the
+/// issuer withdraws stops accepting its tokens within this time.
+const CHECKED_FOR: Duration = Duration::from_secs(60);
+/// How many checked JWTs are remembered at most.
+const CHECKED_MAX: usize = 10_000;
 
 impl Validator {
     /// Checks `oauth` and loads its keys: an unusable setting, or keys that cannot be read or
@@ -100,6 +120,7 @@ impl Validator {
             keys,
             introspector,
             metadata,
+            checked: Mutex::new(HashMap::new()),
         })
     }
 
@@ -108,7 +129,21 @@ impl Validator {
     pub(crate) async fn principal(&self, token: &str) -> Result<Principal, Refusal> {
         let claims = match (&self.keys, &self.introspector) {
             (Some(keys), _) if jwt::looks_like_jwt(token) => {
-                jwt::validate(token, &self.oauth, keys).await?
+                let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+                let now = SystemTime::now();
+                if let Some(checked) = self
+                    .checked
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&digest)
+                    .filter(|checked| checked.until > now)
+                {
+                    return Ok(checked.principal.clone());
+                }
+                let claims = jwt::validate(token, &self.oauth, keys).await?;
+                let principal = claims::principal(&claims, &self.oauth)?;
+                self.remember(digest, &principal, &claims, now);
+                return Ok(principal);
             }
             (_, Some(introspector)) => introspector.claims(token, &self.oauth).await?,
             (Some(_), None) => {
@@ -121,6 +156,37 @@ impl Validator {
             }
         };
         claims::principal(&claims, &self.oauth)
+    }
+}
+
+impl Validator {
+    /// Remembers a checked JWT until its `exp` (less the leeway's slack: `exp` itself), and
+    /// [`CHECKED_FOR`] at most.
+    fn remember(
+        &self,
+        digest: [u8; 32],
+        principal: &Principal,
+        claims: &serde_json::Map<String, Value>,
+        now: SystemTime,
+    ) {
+        let Some(exp) = claims.get("exp").and_then(Value::as_u64) else {
+            return;
+        };
+        let until = (UNIX_EPOCH + Duration::from_secs(exp)).min(now + CHECKED_FOR);
+        let mut checked = self.checked.lock().unwrap_or_else(PoisonError::into_inner);
+        if checked.len() >= CHECKED_MAX {
+            checked.retain(|_, entry| entry.until > now);
+            if checked.len() >= CHECKED_MAX {
+                checked.clear();
+            }
+        }
+        checked.insert(
+            digest,
+            Checked {
+                principal: principal.clone(),
+                until,
+            },
+        );
     }
 }
 
