@@ -16,13 +16,16 @@ use tokio::sync::watch;
 
 use crate::options::ServerOptions;
 
+/// A client's key: its principal's id and the subject it acts as.
+type ClientKey = (Arc<str>, Subject);
+
 /// Everything the transports and handlers of one server share.
 pub(crate) struct Shared {
     pub(crate) registry: Registry,
     pub(crate) options: ServerOptions,
     /// One client per principal and subject (stdio: one for the process; HTTP: one per
     /// static token, one per `sub` and set of scopes for OAuth tokens).
-    clients: Mutex<HashMap<(Arc<str>, Subject), Arc<Client>>>,
+    clients: Mutex<HashMap<ClientKey, Arc<Client>>>,
     /// The registry's change count as last checked.
     generation: AtomicU64,
     /// Serializes change checks, so that each change is announced once.
