@@ -109,7 +109,7 @@ mod tests {
         assert_eq!(subject.agent(), Some("cli"));
         assert_eq!(subject.access(), Access::ReadWrite);
 
-        let read_only = principal(
+        let read_only = super::principal(
             &claims(json!({"sub": "u1", "tenant": "acme", "scope": "tools:read-only", "client_id": "c"})),
             &oauth,
         )
