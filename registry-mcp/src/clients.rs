@@ -16,8 +16,9 @@ use tokio::sync::watch;
 
 use crate::options::ServerOptions;
 
-/// A client's key: its principal's id, and the subject it acts as.
-type ClientKey = (Arc<str>, Subject);
+/// A client's key: who vouches for its principal (an issuer; none for a static token or
+/// stdio), the principal's id, and the subject it acts as.
+type ClientKey = (Option<Arc<str>>, Arc<str>, Subject);
 
 /// Everything the transports and handlers of one server share.
 pub(crate) struct Shared {
@@ -57,9 +58,14 @@ impl Shared {
     /// The client named `id` acting as `subject`, created (with its first run) the first
     /// time it is asked for. The same principal with other scopes (a new token after a
     /// step-up, say) is another client, with a run of its own.
-    pub(crate) fn client(self: &Arc<Self>, id: &str, subject: &Subject) -> Arc<Client> {
+    pub(crate) fn client(
+        self: &Arc<Self>,
+        issuer: Option<&str>,
+        id: &str,
+        subject: &Subject,
+    ) -> Arc<Client> {
         let mut clients = lock(&self.clients);
-        let key = (Arc::<str>::from(id), subject.clone());
+        let key = (issuer.map(Arc::from), Arc::<str>::from(id), subject.clone());
         if let Some(client) = clients.get(&key) {
             return client.clone();
         }
@@ -78,7 +84,7 @@ impl Shared {
                 Ordering::Relaxed,
             );
         }
-        let client = Arc::new(Client::new(self, key.0.clone(), subject.clone()));
+        let client = Arc::new(Client::new(self, key.1.clone(), subject.clone()));
         clients.insert(key, client.clone());
         client
     }

@@ -85,14 +85,14 @@ enum Binding {
     Fixed(Arc<Client>),
     /// Requests act for the principal the HTTP layer found; the first one binds the handler
     /// (an HTTP session) to it.
-    FromRequest(Arc<OnceLock<Arc<Client>>>),
+    FromRequest(Arc<OnceLock<(Principal, Arc<Client>)>>),
 }
 
 impl std::fmt::Debug for RegistryServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let client = match &self.binding {
             Binding::Fixed(client) => Some(client.id.clone()),
-            Binding::FromRequest(bound) => bound.get().map(|client| client.id.clone()),
+            Binding::FromRequest(bound) => bound.get().map(|(_, client)| client.id.clone()),
         };
         f.debug_struct("RegistryServer")
             .field("client", &client)
@@ -128,11 +128,13 @@ impl RegistryServer {
             .and_then(|parts| parts.extensions.get::<Principal>())
             .or_else(|| extensions.get::<Principal>())
             .ok_or_else(|| ErrorData::invalid_request("the request is not authenticated", None))?;
-        let client = self.shared.client(principal.id(), principal.subject());
-        let bound = bound.get_or_init(|| client.clone());
+        let client = self
+            .shared
+            .client(principal.issuer(), principal.id(), principal.subject());
+        let (opener, bound) = bound.get_or_init(|| (principal.clone(), client.clone()));
         // A session stays with the principal (and tenant) that opened it; a new token of
         // theirs, with other scopes, may carry it on, served from the run of its own scopes.
-        if bound.id == client.id && bound.subject.tenant() == client.subject.tenant() {
+        if opener.same_as(principal) && bound.subject.tenant() == client.subject.tenant() {
             Ok(client)
         } else {
             tracing::warn!(

@@ -200,7 +200,7 @@ impl McpServer {
     /// the registry's changes.
     pub fn handler(&self, id: &str, subject: Subject) -> RegistryServer {
         self.shared.watch();
-        let client = self.shared.client(id, &subject);
+        let client = self.shared.client(None, id, &subject);
         RegistryServer::fixed(self.shared.clone(), client)
     }
 

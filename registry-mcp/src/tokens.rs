@@ -20,6 +20,7 @@ pub const MIN_TOKEN_LEN: usize = 16;
 pub struct Principal {
     id: Arc<str>,
     subject: Subject,
+    issuer: Option<Arc<str>>,
 }
 
 impl Principal {
@@ -28,7 +29,27 @@ impl Principal {
         Principal {
             id: id.into(),
             subject,
+            issuer: None,
         }
+    }
+
+    /// The same principal, vouched for by `issuer`: an OAuth access token's principal is its
+    /// `sub` as the token's issuer names it, and two issuers' (or a static token's) principals
+    /// with the same id are not the same one.
+    pub fn with_issuer(mut self, issuer: impl Into<Arc<str>>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+
+    /// Who vouches for the principal: the issuer of its access token; `None` for a static
+    /// token.
+    pub fn issuer(&self) -> Option<&str> {
+        self.issuer.as_deref()
+    }
+
+    /// Whether `other` is the same principal (same issuer and id; the scopes may differ).
+    pub fn same_as(&self, other: &Principal) -> bool {
+        self.id == other.id && self.issuer == other.issuer
     }
 
     /// The id of the token entry: what the logs and run ids name.
@@ -47,6 +68,7 @@ impl fmt::Debug for Principal {
         f.debug_struct("Principal")
             .field("id", &self.id)
             .field("subject", &self.subject)
+            .field("issuer", &self.issuer)
             .finish()
     }
 }

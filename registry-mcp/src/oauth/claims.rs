@@ -52,7 +52,7 @@ pub(crate) fn principal(claims: &Map<String, Value>, oauth: &OAuth) -> Result<Pr
     if let Some(agent) = agent {
         subject = subject.with_agent(agent);
     }
-    Ok(Principal::new(sub.as_str(), subject))
+    Ok(Principal::new(sub.as_str(), subject).with_issuer(oauth.issuer.as_str()))
 }
 
 /// The scopes a token grants: `scope`, a space-separated string (RFC 8693, RFC 9068), or

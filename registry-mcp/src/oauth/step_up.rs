@@ -86,7 +86,9 @@ fn needed_scopes(
         return None;
     }
     let name = message.params?.name?;
-    let client = server.shared().client(principal.id(), principal.subject());
+    let client = server
+        .shared()
+        .client(principal.issuer(), principal.id(), principal.subject());
     let slot = client.current();
     if slot.run.allowed().permits(&name) {
         return None;
