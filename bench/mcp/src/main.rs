@@ -1,30 +1,50 @@
-//! `tools/call` of a trivial tool over MCP streamable HTTP on loopback, against calling it
-//! in-process with `Run::call`:
+//! `tools/call` of a trivial tool (`add(a, b)`) over MCP streamable HTTP on loopback: the
+//! registry's server against a bare rmcp server, and against calling the tool in-process.
 //!
-//! - `in-process`: `run.call(ToolCall)` of `add(a, b)` in a Tokio runtime (median of 31
-//!   batches of 2,000 calls);
-//! - `sequential`: one client, one call at a time over HTTP: latency percentiles; the added
-//!   latency is its median minus the in-process median (with rmcp's client, and with the
-//!   minimal client below);
-//! - `concurrent`: 16 rmcp clients (16 tokens, so 16 subjects and 16 runs), each calling in a
-//!   loop for a fixed time: requests per second over all, and latency percentiles;
-//! - `concurrent-raw`: the same with 16 minimal HTTP clients (reqwest, one POST per call,
-//!   the SSE answer read whole), which cost the machine less than rmcp's client, to show
-//!   how much of the 2 cores the client side takes.
+//! The servers are this program started again as child processes, each on 127.0.0.1 and a
+//! free port, logging nothing:
 //!
-//! The server is this program started again as a child process (`bench-mcp serve TOKENS`):
-//! `McpServer::http_router` served as `registry_mcp::HttpServer` serves it (bearer-token and
-//! protocol-error layers, TCP_NODELAY), on 127.0.0.1 with a free port, logging nothing; beside
-//! it a plain axum route that answers a fixed result, to show what HTTP alone costs. Both
-//! processes share the machine's cores.
+//! - `bench-mcp serve MODE ARGS…`: the registry, `McpServer::http_router` served as
+//!   `registry_mcp::HttpServer` serves it (authentication and protocol-error layers, rmcp's
+//!   streamable HTTP service in session mode, `TCP_NODELAY`), with the clients authenticated
+//!   as [`AuthMode`] `MODE` says (today `static`: a bearer-token file, one token per client,
+//!   so each client is its own subject with its own run); beside it a plain axum route that
+//!   answers a fixed result, to show what HTTP alone costs;
+//! - `bench-mcp serve-bare`: the baseline, rmcp's own `StreamableHttpService` with
+//!   `LocalSessionManager` and the same tool written with rmcp's macros, nothing in front
+//!   (no authentication): see [`bare`].
 //!
-//! Run: `cargo run --release --manifest-path bench/mcp/Cargo.toml` (options: `--clients N`,
-//! `--seconds N`, `--calls N`).
+//! What is measured:
+//!
+//! - `in-process`: `run.call(ToolCall)` in a Tokio runtime (median of 31 batches of 2,000);
+//! - `sequential`: one client, one call at a time, against the registry: latency percentiles,
+//!   with rmcp's client, with a minimal client, and the minimal client on the plain route;
+//! - `comparison`: `--clients` clients calling in a loop, against each registry auth mode and
+//!   the bare server, interleaved (round 1: registry, bare; round 2: bare, registry; …), each
+//!   a warm-up then `--seconds` measured: calls per second and latency p50/p99 per
+//!   round; the median over rounds per server, the range, and the ratio to the bare server
+//!   (of the medians, and the median of the ratios round by round). Once with the minimal
+//!   client, once with rmcp's (`--client`);
+//! - `sessions`: fresh servers, `--sessions` sessions opened and abandoned (`initialize`
+//!   without a session id, `notifications/initialized` in the session, nothing more), 4 at a
+//!   time, for at most 60 s: the server's RSS (`VmRSS`) before and after, how many were
+//!   opened, how many refused (any non-2xx answer) or failed (no answer).
+//!
+//! Client and servers share the machine's cores.
+//!
+//! Run: `cargo run --release --manifest-path bench/mcp/Cargo.toml -- [options]`:
+//! `--clients N` (16), `--seconds N` per round (3), `--warmup N` seconds per round (1),
+//! `--rounds N` (7), `--calls N` sequential (5000), `--sessions N` (10000, 0 to skip),
+//! `--client raw|rmcp|both` (both), `--auth static,…` (all modes), `--only-compare` (skip
+//! the in-process and sequential rows).
+
+mod bare;
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::serve::ListenerExt;
@@ -43,45 +63,248 @@ fn add(a: i64, b: i64) -> i64 {
     a + b
 }
 
-fn token(i: usize) -> String {
-    format!("bench-client-token-{i:04}")
+/// How the registry server authenticates its clients. Everything that depends on the mode
+/// is in this type's `impl`: the credentials the clients get and the arguments the server is
+/// started with ([`AuthMode::credentials`]), and the server's configuration from those
+/// arguments ([`AuthMode::http_config`]). The comparison runs every mode of `--auth`, each
+/// against the same bare server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AuthMode {
+    /// One static bearer token per client, from a tokens file (`Tokens::load`).
+    Static,
+    // New modes go here, then in `ALL`, `name`, `credentials` and `http_config` below, and
+    // nowhere else:
+    // - `Jwt`: each client a signed JWT as its bearer token, the server given the key;
+    // - `JwtStepUp`: the same, with the step-up the registry asks of a client.
+}
+
+impl AuthMode {
+    const ALL: [AuthMode; 1] = [AuthMode::Static];
+
+    fn name(self) -> &'static str {
+        match self {
+            AuthMode::Static => "static",
+        }
+    }
+
+    fn parse(name: &str) -> AuthMode {
+        AuthMode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == name)
+            .unwrap_or_else(|| panic!("unknown auth mode {name}"))
+    }
+
+    /// Client side, before the server starts: the credentials of `clients` clients, and the
+    /// arguments that make the server (`bench-mcp serve MODE ARGS…`) accept them.
+    fn credentials(self, clients: usize) -> Credentials {
+        match self {
+            AuthMode::Static => {
+                let file = std::env::temp_dir().join(format!(
+                    "bench-mcp-tokens-{}-{}.json",
+                    std::process::id(),
+                    NEXT_FILE.fetch_add(1, Ordering::Relaxed)
+                ));
+                let tokens: Vec<String> = (0..clients.max(1))
+                    .map(|i| format!("bench-client-token-{i:04}"))
+                    .collect();
+                let entries: Vec<Value> = tokens
+                    .iter()
+                    .enumerate()
+                    .map(|(i, token)| json!({"id": format!("client-{i}"), "token": token, "tenant": "bench"}))
+                    .collect();
+                std::fs::write(&file, json!({"tokens": entries}).to_string()).unwrap();
+                Credentials {
+                    server_args: vec![file.display().to_string()],
+                    bearer: tokens,
+                    files: vec![file],
+                }
+            }
+        }
+    }
+
+    /// Server side: the configuration of the registry's HTTP server, from the arguments
+    /// [`credentials`](Self::credentials) gave.
+    fn http_config(self, args: &[String]) -> HttpConfig {
+        match self {
+            AuthMode::Static => HttpConfig::new(Tokens::load(&args[0]).unwrap()),
+        }
+    }
+}
+
+static NEXT_FILE: AtomicUsize = AtomicUsize::new(0);
+
+/// What the clients of one server send, and what its child process is started with.
+#[derive(Default)]
+struct Credentials {
+    server_args: Vec<String>,
+    /// Client `i` sends `Authorization: Bearer {bearer[i % len]}`; none if empty.
+    bearer: Vec<String>,
+    /// Removed when the server is dropped.
+    files: Vec<PathBuf>,
+}
+
+/// A server under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Registry(AuthMode),
+    Bare,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Registry(mode) => write!(f, "registry ({})", mode.name()),
+            Target::Bare => write!(f, "bare rmcp"),
+        }
+    }
+}
+
+/// A server under test, running as a child process of this one (killed when dropped).
+struct Server {
+    target: Target,
+    child: tokio::process::Child,
+    url: String,
+    credentials: Credentials,
+}
+
+impl Server {
+    async fn start(target: Target, clients: usize) -> Server {
+        let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
+        let credentials = match target {
+            Target::Registry(mode) => {
+                let credentials = mode.credentials(clients);
+                command
+                    .arg("serve")
+                    .arg(mode.name())
+                    .args(&credentials.server_args);
+                credentials
+            }
+            Target::Bare => {
+                command.arg("serve-bare");
+                Credentials::default()
+            }
+        };
+        let mut child = command
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let url = lines.next_line().await.unwrap().expect("the server's URL");
+        Server {
+            target,
+            child,
+            url,
+            credentials,
+        }
+    }
+
+    /// The bearer token of client `i`, if the server asks for one.
+    fn bearer(&self, i: usize) -> Option<String> {
+        let tokens = &self.credentials.bearer;
+        (!tokens.is_empty()).then(|| tokens[i % tokens.len()].clone())
+    }
+
+    /// The resident set size of the server's process, in KiB.
+    fn rss_kib(&self) -> u64 {
+        let pid = self.child.id().expect("the server is running");
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        for file in &self.credentials.files {
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+struct Options {
+    clients: usize,
+    seconds: u64,
+    warmup: u64,
+    rounds: usize,
+    calls: usize,
+    sessions: usize,
+    kinds: Vec<Kind>,
+    modes: Vec<AuthMode>,
+    only_compare: bool,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Options {
+        let mut options = Options {
+            clients: 16,
+            seconds: 3,
+            warmup: 1,
+            rounds: 7,
+            calls: 5_000,
+            sessions: 10_000,
+            kinds: vec![Kind::Raw, Kind::Rmcp],
+            modes: AuthMode::ALL.to_vec(),
+            only_compare: false,
+        };
+        let mut rest = args.iter();
+        while let Some(arg) = rest.next() {
+            if arg == "--only-compare" {
+                options.only_compare = true;
+                continue;
+            }
+            let value = rest.next().unwrap_or_else(|| panic!("a value after {arg}"));
+            let number = || -> usize {
+                value
+                    .parse()
+                    .unwrap_or_else(|_| panic!("a number after {arg}"))
+            };
+            match arg.as_str() {
+                "--clients" => options.clients = number(),
+                "--seconds" => options.seconds = number() as u64,
+                "--warmup" => options.warmup = number() as u64,
+                "--rounds" => options.rounds = number().max(1),
+                "--calls" => options.calls = number(),
+                "--sessions" => options.sessions = number(),
+                "--client" => {
+                    options.kinds = match value.as_str() {
+                        "raw" => vec![Kind::Raw],
+                        "rmcp" => vec![Kind::Rmcp],
+                        "both" => vec![Kind::Raw, Kind::Rmcp],
+                        other => panic!("--client raw|rmcp|both, not {other}"),
+                    }
+                }
+                "--auth" => options.modes = value.split(',').map(AuthMode::parse).collect(),
+                other => panic!("unknown option {other}"),
+            }
+        }
+        options
+    }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("serve") {
-        serve(&args[2]);
-        return;
-    }
-    let mut clients = 16;
-    let mut seconds = 10;
-    let mut calls = 5_000;
-    let mut rest = args.iter().skip(1);
-    while let Some(arg) = rest.next() {
-        let value = rest
-            .next()
-            .and_then(|v| v.parse().ok())
-            .expect("a number after each option");
-        match arg.as_str() {
-            "--clients" => clients = value,
-            "--seconds" => seconds = value,
-            "--calls" => calls = value,
-            other => panic!("unknown option {other}"),
+    match args.get(1).map(String::as_str) {
+        Some("serve") => serve(AuthMode::parse(&args[2]), &args[3..]),
+        Some("serve-bare") => bare::serve(),
+        _ => {
+            let options = Options::parse(&args[1..]);
+            tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(bench(options));
         }
     }
-    tokio::runtime::Runtime::new().unwrap().block_on(bench(
-        clients,
-        Duration::from_secs(seconds as u64),
-        calls,
-    ));
 }
 
-/// The server side: the registry of this program (one tool, `add`) over HTTP.
-fn serve(tokens: &str) {
+/// The registry's server: the registry of this program (one tool, `add`) over HTTP,
+/// authenticating its clients as `mode` says, with `args` from [`AuthMode::credentials`].
+fn serve(mode: AuthMode, args: &[String]) {
     tokio::runtime::Runtime::new().unwrap().block_on(async {
         let registry = Registry::from_inventory().unwrap();
-        let tokens = Tokens::load(tokens).unwrap();
-        let config = HttpConfig::new(tokens);
+        let config = mode.http_config(args);
         // The MCP endpoint as `HttpServer` serves it, and beside it a plain route answering
         // a fixed JSON-RPC result: the cost of HTTP alone, for comparison.
         let router = McpServer::new(registry, config.options.clone())
@@ -102,33 +325,96 @@ fn serve(tokens: &str) {
     });
 }
 
-async fn bench(clients: usize, duration: Duration, calls: usize) {
+async fn bench(options: Options) {
     println!(
-        "machine: {} cores; {clients} clients, {} s, {calls} sequential calls",
+        "machine: {} cores; {} clients; {} rounds of {} s warm-up + {} s; {} sessions",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        duration.as_secs()
+        options.clients,
+        options.rounds,
+        options.warmup,
+        options.seconds,
+        options.sessions,
     );
+    let mut targets: Vec<Target> = options.modes.iter().map(|&m| Target::Registry(m)).collect();
+    targets.push(Target::Bare);
+
+    let mut servers = Vec::new();
+    for &target in &targets {
+        servers.push(Server::start(target, options.clients).await);
+    }
+    for server in &servers {
+        check_answers(server).await;
+    }
+    if !options.only_compare {
+        sequential(&servers[0], options.calls).await;
+    }
+    for &kind in &options.kinds {
+        compare(&servers, kind, &options).await;
+    }
+    drop(servers);
+
+    if options.sessions > 0 {
+        println!();
+        println!(
+            "sessions: {} opened and abandoned, 4 at a time, for at most 60 s, on a fresh server",
+            options.sessions
+        );
+        println!(
+            "| server | RSS before | RSS after | per session | opened | refused | failed | time |"
+        );
+        println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
+        for &target in &targets {
+            let server = Server::start(target, 1).await;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let before = server.rss_kib();
+            let sessions = open_sessions(&server, options.sessions, Duration::from_secs(60)).await;
+            let after = server.rss_kib();
+            let per_session =
+                (after.saturating_sub(before) as f64 * 1024.0) / sessions.opened.max(1) as f64;
+            println!(
+                "| {target} | {:.1} MiB | {:.1} MiB | {:.1} KiB | {} | {} | {} | {:.1} s |",
+                before as f64 / 1024.0,
+                after as f64 / 1024.0,
+                per_session / 1024.0,
+                sessions.opened,
+                sessions.refused,
+                sessions.failed,
+                sessions.elapsed.as_secs_f64(),
+            );
+            if let Some(status) = sessions.first_refusal {
+                println!("  (first refusal: {status})");
+            }
+        }
+    }
+}
+
+/// Checks that `server` answers `add` with the result the others give.
+async fn check_answers(server: &Server) {
+    let raw = Raw::connect(&server.url, server.bearer(0)).await;
+    let text = raw.call_text(7).await;
+    let expected = r#"{"content":[{"type":"text","text":"3"}],"isError":false}"#;
+    assert!(text.contains(expected), "{}: {text}", server.target);
+    raw.close().await;
+    let client = connect(&server.url, server.bearer(0)).await;
+    let version = client
+        .peer_info()
+        .map(|info| info.protocol_version.to_string())
+        .unwrap_or_default();
+    call(&client).await;
+    client.cancel().await.unwrap();
+    println!(
+        "{}: {}; rmcp's client negotiates protocol {version}",
+        server.target, server.url
+    );
+}
+
+/// One client at a time against `server`: in-process, rmcp's client, the minimal client, and
+/// the minimal client on the plain route.
+async fn sequential(server: &Server, calls: usize) {
     let in_process = in_process().await;
     println!("in-process   run.call: median {}", micros(in_process));
 
-    let tokens_file =
-        std::env::temp_dir().join(format!("bench-mcp-tokens-{}.json", std::process::id()));
-    let entries: Vec<Value> = (0..clients.max(1))
-        .map(|i| json!({"id": format!("client-{i}"), "token": token(i), "tenant": "bench"}))
-        .collect();
-    std::fs::write(&tokens_file, json!({"tokens": entries}).to_string()).unwrap();
-    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
-        .arg("serve")
-        .arg(&tokens_file)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = lines.next_line().await.unwrap().expect("the server's URL");
-
-    // One client, one call at a time.
-    let client = connect(&url, 0).await;
+    let client = connect(&server.url, server.bearer(0)).await;
     for _ in 0..500 {
         call(&client).await;
     }
@@ -145,7 +431,7 @@ async fn bench(clients: usize, duration: Duration, calls: usize) {
         "added latency (HTTP median - in-process median): {}",
         micros(sequential.p50.saturating_sub(in_process))
     );
-    let raw = Raw::connect(&url, 0).await;
+    let raw = Raw::connect(&server.url, server.bearer(0)).await;
     for id in 0..500 {
         raw.call(id).await;
     }
@@ -157,21 +443,28 @@ async fn bench(clients: usize, duration: Duration, calls: usize) {
     }
     let sequential_raw = Stats::of(latencies);
     println!("sequential   HTTP, 1 raw client:  {sequential_raw}");
-    let baseline = url.replace("/mcp", "/baseline");
+    let baseline = server.url.replace("/mcp", "/baseline");
     let mut latencies = Vec::with_capacity(calls);
     for i in 0..calls + 500 {
         let started = Instant::now();
         let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
             "params": {"name": "add", "arguments": {"a": 1, "b": 2}}});
-        Raw::post(&raw.http, &baseline, &raw.token, None, body.to_string())
-            .await
-            .text()
-            .await
-            .unwrap();
+        Raw::post(
+            &raw.http,
+            &baseline,
+            raw.bearer.as_deref(),
+            None,
+            body.to_string(),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
         if i >= 500 {
             latencies.push(started.elapsed());
         }
     }
+    raw.close().await;
     println!(
         "added latency (raw HTTP median - in-process median): {}",
         micros(sequential_raw.p50.saturating_sub(in_process))
@@ -180,15 +473,122 @@ async fn bench(clients: usize, duration: Duration, calls: usize) {
         "sequential   HTTP, 1 raw client, a plain axum route (no MCP): {}",
         Stats::of(latencies)
     );
+}
 
-    // Many clients at once, rmcp's client.
-    let (rps, stats) = concurrent(&url, clients, duration, Kind::Rmcp).await;
-    println!("concurrent   HTTP, {clients} rmcp clients: {rps:.0} calls/s; {stats}");
-    let (rps, stats) = concurrent(&url, clients, duration, Kind::Raw).await;
-    println!("concurrent   HTTP, {clients} raw clients:  {rps:.0} calls/s; {stats}");
+/// The same load against every server, interleaved by rounds; a table of the medians over
+/// rounds, with their range and the ratio to the last server (the bare one).
+async fn compare(servers: &[Server], kind: Kind, options: &Options) {
+    let duration = Duration::from_secs(options.seconds);
+    let warmup = Duration::from_secs(options.warmup);
+    println!();
+    println!(
+        "comparison: {} {kind} clients, {} rounds of {} s warm-up + {} s, servers interleaved",
+        options.clients, options.rounds, options.warmup, options.seconds
+    );
+    let mut rounds: Vec<Vec<Round>> = servers.iter().map(|_| Vec::new()).collect();
+    for round in 1..=options.rounds {
+        // The servers in turn, in the reverse order every other round (registry, bare; bare,
+        // registry; …), so that neither is always the one measured right after the other.
+        let mut order: Vec<usize> = (0..servers.len()).collect();
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for index in order {
+            let server = &servers[index];
+            let result = concurrent(server, options.clients, warmup, duration, kind).await;
+            println!(
+                "round {round} {:<18} {:>6.0} calls/s; {}",
+                server.target.to_string(),
+                result.rps,
+                result.stats
+            );
+            rounds[index].push(result);
+        }
+    }
+    let summaries: Vec<Summary> = rounds.iter().map(|r| Summary::of(r)).collect();
+    let bare = summaries.last().expect("the bare server");
+    println!();
+    println!(
+        "| server ({kind} clients) | calls/s | p50 ms | p99 ms | ratio to bare: calls/s | p50 | p99 |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    for (server, summary) in servers.iter().zip(&summaries) {
+        let [rps, p50, p99] = [summary.rps, summary.p50.map(ms), summary.p99.map(ms)];
+        println!(
+            "| {} | {:.0} ({:.0}–{:.0}) | {:.2} ({:.2}–{:.2}) | {:.2} ({:.2}–{:.2}) | {:.2} | {:.2} | {:.2} |",
+            server.target,
+            rps[1],
+            rps[0],
+            rps[2],
+            p50[1],
+            p50[0],
+            p50[2],
+            p99[1],
+            p99[0],
+            p99[2],
+            rps[1] / bare.rps[1],
+            p50[1] / ms(bare.p50[1]),
+            p99[1] / ms(bare.p99[1]),
+        );
+    }
+    println!("(medians over rounds, with their range; ratios of the medians)");
+    // The ratio within each round, where both servers ran a few seconds apart under the same
+    // load of the machine: less sensitive to the machine's drift than the ratio of medians.
+    let bare = rounds.last().expect("the bare server");
+    for (server, results) in servers.iter().zip(&rounds).take(servers.len() - 1) {
+        let paired = |figure: fn(&Round) -> f64| {
+            spread(
+                results
+                    .iter()
+                    .zip(bare)
+                    .map(|(r, b)| figure(r) / figure(b))
+                    .collect(),
+            )
+        };
+        let [rps, p50, p99] = [
+            paired(|r| r.rps),
+            paired(|r| r.stats.p50.as_secs_f64()),
+            paired(|r| r.stats.p99.as_secs_f64()),
+        ];
+        println!(
+            "{} / bare, round by round: calls/s {:.2} ({:.2}–{:.2}), p50 {:.2} ({:.2}–{:.2}), p99 {:.2} ({:.2}–{:.2})",
+            server.target, rps[1], rps[0], rps[2], p50[1], p50[0], p50[2], p99[1], p99[0], p99[2],
+        );
+    }
+}
 
-    let _ = std::fs::remove_file(&tokens_file);
-    child.kill().await.unwrap();
+/// The minimum, median and maximum of `values`.
+fn spread<T: Copy + PartialOrd>(mut values: Vec<T>) -> [T; 3] {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    [
+        values[0],
+        values[values.len() / 2],
+        values[values.len() - 1],
+    ]
+}
+
+/// One round against one server.
+struct Round {
+    rps: f64,
+    stats: Stats,
+}
+
+/// Each figure over rounds: minimum, median, maximum.
+struct Summary {
+    rps: [f64; 3],
+    p50: [Duration; 3],
+    p99: [Duration; 3],
+}
+
+impl Summary {
+    fn of(rounds: &[Round]) -> Summary {
+        Summary {
+            rps: spread(rounds.iter().map(|r| r.rps).collect()),
+            p50: spread(rounds.iter().map(|r| r.stats.p50).collect()),
+            p99: spread(rounds.iter().map(|r| r.stats.p99).collect()),
+        }
+    }
 }
 
 async fn in_process() -> Duration {
@@ -215,11 +615,14 @@ async fn in_process() -> Duration {
 
 type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
 
-async fn connect(url: &str, i: usize) -> Client {
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token(i)),
-    );
-    ().serve(transport).await.unwrap()
+async fn connect(url: &str, bearer: Option<String>) -> Client {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = bearer {
+        config = config.auth_header(token);
+    }
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
 }
 
 async fn call(client: &Client) {
@@ -231,26 +634,44 @@ async fn call(client: &Client) {
     assert_eq!(result.is_error, Some(false));
 }
 
+/// The client of the concurrent load.
 #[derive(Clone, Copy)]
 enum Kind {
+    /// rmcp's client (`call_tool`).
     Rmcp,
+    /// The minimal client, [`Raw`].
     Raw,
 }
 
-/// `clients` clients calling in a loop for `duration` after a warm-up: calls per second and
-/// latencies.
-async fn concurrent(url: &str, clients: usize, duration: Duration, kind: Kind) -> (f64, Stats) {
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Rmcp => "rmcp",
+            Kind::Raw => "raw",
+        })
+    }
+}
+
+/// `clients` clients of `server` calling in a loop for `duration` after `warmup`: calls per
+/// second and latencies. The clients connect before, and close their sessions after.
+async fn concurrent(
+    server: &Server,
+    clients: usize,
+    warmup: Duration,
+    duration: Duration,
+    kind: Kind,
+) -> Round {
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
     for i in 0..clients {
-        let url = url.to_owned();
+        let (url, bearer) = (server.url.clone(), server.bearer(i));
         let (measuring, stop) = (measuring.clone(), stop.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             match kind {
                 Kind::Rmcp => {
-                    let client = connect(&url, i).await;
+                    let client = connect(&url, bearer).await;
                     while !stop.load(Ordering::Relaxed) {
                         let started = Instant::now();
                         call(&client).await;
@@ -261,7 +682,7 @@ async fn concurrent(url: &str, clients: usize, duration: Duration, kind: Kind) -
                     client.cancel().await.unwrap();
                 }
                 Kind::Raw => {
-                    let client = Raw::connect(&url, i).await;
+                    let client = Raw::connect(&url, bearer).await;
                     let mut id = 1;
                     while !stop.load(Ordering::Relaxed) {
                         id += 1;
@@ -271,12 +692,13 @@ async fn concurrent(url: &str, clients: usize, duration: Duration, kind: Kind) -
                             latencies.push(started.elapsed());
                         }
                     }
+                    client.close().await;
                 }
             }
             latencies
         }));
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    tokio::time::sleep(warmup).await;
     measuring.store(true, Ordering::Relaxed);
     let started = Instant::now();
     tokio::time::sleep(duration).await;
@@ -287,81 +709,198 @@ async fn concurrent(url: &str, clients: usize, duration: Duration, kind: Kind) -
     for task in tasks {
         all.extend(task.await.unwrap());
     }
-    (all.len() as f64 / elapsed.as_secs_f64(), Stats::of(all))
+    Round {
+        rps: all.len() as f64 / elapsed.as_secs_f64(),
+        stats: Stats::of(all),
+    }
+}
+
+/// How opening sessions went.
+struct Sessions {
+    opened: usize,
+    refused: usize,
+    failed: usize,
+    first_refusal: Option<reqwest::StatusCode>,
+    elapsed: Duration,
+}
+
+/// Opens up to `count` sessions on `server` and abandons them, 4 at a time, stopping after
+/// `limit`: each an `initialize` without a session id, then `notifications/initialized` in
+/// the session the answer names. A non-2xx answer to either counts as refused, no answer
+/// (a connection error) as failed.
+async fn open_sessions(server: &Server, count: usize, limit: Duration) -> Sessions {
+    const CONCURRENCY: usize = 4;
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for worker in 0..CONCURRENCY {
+        let (url, bearer, next) = (server.url.clone(), server.bearer(worker), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            let mut sessions = Sessions {
+                opened: 0,
+                refused: 0,
+                failed: 0,
+                first_refusal: None,
+                elapsed: Duration::ZERO,
+            };
+            while next.fetch_add(1, Ordering::Relaxed) < count && started.elapsed() < limit {
+                match Raw::open(&http, &url, bearer.as_deref()).await {
+                    Ok(Ok(_session)) => sessions.opened += 1,
+                    Ok(Err(status)) => {
+                        sessions.refused += 1;
+                        sessions.first_refusal.get_or_insert(status);
+                    }
+                    Err(_) => sessions.failed += 1,
+                }
+            }
+            sessions
+        }));
+    }
+    let mut all = Sessions {
+        opened: 0,
+        refused: 0,
+        failed: 0,
+        first_refusal: None,
+        elapsed: Duration::ZERO,
+    };
+    for task in tasks {
+        let sessions = task.await.unwrap();
+        all.opened += sessions.opened;
+        all.refused += sessions.refused;
+        all.failed += sessions.failed;
+        all.first_refusal = all.first_refusal.or(sessions.first_refusal);
+    }
+    all.elapsed = started.elapsed();
+    all
 }
 
 /// A minimal MCP client: initialize, then one POST per call, the answer read whole.
 struct Raw {
     http: reqwest::Client,
     url: String,
-    token: String,
+    bearer: Option<String>,
     session: String,
 }
 
 impl Raw {
-    async fn connect(url: &str, i: usize) -> Raw {
+    async fn connect(url: &str, bearer: Option<String>) -> Raw {
         let http = reqwest::Client::new();
-        let token = token(i);
-        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
-        let response = Self::post(&http, url, &token, None, initialize.to_string()).await;
-        let session = response.headers()["mcp-session-id"]
-            .to_str()
+        let session = Raw::open(&http, url, bearer.as_deref())
+            .await
             .unwrap()
-            .to_owned();
-        response.text().await.unwrap();
-        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        Self::post(&http, url, &token, Some(&session), initialized.to_string())
-            .await
-            .text()
-            .await
             .unwrap();
         Raw {
             http,
             url: url.to_owned(),
-            token,
+            bearer,
             session,
         }
     }
 
-    async fn post(
+    /// Opens a session: `initialize`, then `notifications/initialized`. Its id; or the
+    /// status of a non-2xx answer; or the error of a request that got no answer.
+    async fn open(
         http: &reqwest::Client,
         url: &str,
-        token: &str,
+        bearer: Option<&str>,
+    ) -> Result<Result<String, reqwest::StatusCode>, reqwest::Error> {
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+        let response = Raw::request(http, url, bearer, None, initialize.to_string()).await?;
+        let status = response.status();
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        response.bytes().await?;
+        let Some(session) = session.filter(|_| status.is_success()) else {
+            return Ok(Err(status));
+        };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response =
+            Raw::request(http, url, bearer, Some(&session), initialized.to_string()).await?;
+        let status = response.status();
+        response.bytes().await?;
+        Ok(if status.is_success() {
+            Ok(session)
+        } else {
+            Err(status)
+        })
+    }
+
+    async fn request(
+        http: &reqwest::Client,
+        url: &str,
+        bearer: Option<&str>,
         session: Option<&str>,
         body: String,
-    ) -> reqwest::Response {
+    ) -> Result<reqwest::Response, reqwest::Error> {
         let mut request = http
             .post(url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
-            .header("authorization", format!("Bearer {token}"))
             .body(body);
+        if let Some(token) = bearer {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
         if let Some(session) = session {
             request = request
                 .header("mcp-session-id", session)
                 .header("mcp-protocol-version", "2025-11-25");
         }
-        let response = request.send().await.unwrap();
+        request.send().await
+    }
+
+    async fn post(
+        http: &reqwest::Client,
+        url: &str,
+        bearer: Option<&str>,
+        session: Option<&str>,
+        body: String,
+    ) -> reqwest::Response {
+        let response = Raw::request(http, url, bearer, session, body)
+            .await
+            .unwrap();
         assert!(response.status().is_success(), "{}", response.status());
         response
     }
 
-    async fn call(&self, id: u64) {
+    /// The text of the answer to `tools/call` of `add(1, 2)`.
+    async fn call_text(&self, id: u64) -> String {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": "add", "arguments": {"a": 1, "b": 2}}});
-        let text = Self::post(
+        Raw::post(
             &self.http,
             &self.url,
-            &self.token,
+            self.bearer.as_deref(),
             Some(&self.session),
             body.to_string(),
         )
         .await
         .text()
         .await
-        .unwrap();
+        .unwrap()
+    }
+
+    async fn call(&self, id: u64) {
+        let text = self.call_text(id).await;
         assert!(text.contains(r#""isError":false"#), "{text}");
+    }
+
+    /// Ends the session (`DELETE`).
+    async fn close(self) {
+        let mut request = self
+            .http
+            .delete(&self.url)
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", "2025-11-25");
+        if let Some(token) = &self.bearer {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let response = request.send().await.unwrap();
+        assert!(response.status().is_success(), "{}", response.status());
     }
 }
 
