@@ -10,6 +10,9 @@
 - mcp_server: JSON-RPC sessions as a client writes them (newline-delimited), for the
   protocol revisions rmcp speaks, with and without elicitation, and malformed ones (`$STATE`
   stands for the last `requestState` the server sent; see fuzz_targets/mcp_server.rs).
+- bearer_token: JWT claims objects (the harness signs them; see fuzz_targets/bearer_token.rs):
+  good ones, and each claim missing or wrong; and raw tokens: garbage, `alg: none`, a
+  header and claims with a forged signature.
 - tool_attr: every `#[tool(...)]` item of tests/tests/ui/{pass,fail}/*.rs, the attribute
   first and the item (doc comments included) after it, as the compiler passes them.
 
@@ -364,11 +367,51 @@ def tool_attr():
         write("tool_attr", f"extra-{name}.rs", text)
 
 
+def bearer_token():
+    import base64
+
+    def b64(value):
+        return base64.urlsafe_b64encode(compact(value).encode()).rstrip(b"=").decode()
+
+    good = {"iss": "https://idp.fuzz/", "aud": "http://mcp.fuzz/mcp", "sub": "alice",
+            "tenant": "acme", "scope": "build:read", "exp": 4102444800}
+    claims = {
+        "good": good,
+        "wide": {**good, "scope": "build:read build:write deploy:write", "azp": "agent"},
+        "scp-array": {**{k: v for k, v in good.items() if k != "scope"}, "scp": ["build:read", "deploy:write"]},
+        "read-only": {**good, "scope": "deploy:write ro"},
+        "aud-array": {**good, "aud": ["http://other.fuzz/", "http://mcp.fuzz/mcp"]},
+        "expired": {**good, "exp": 1},
+        "future": {**good, "nbf": 4102444800},
+        "other-aud": {**good, "aud": "http://other.fuzz/"},
+        "other-iss": {**good, "iss": "https://evil.fuzz/"},
+        "no-sub": {k: v for k, v in good.items() if k != "sub"},
+        "no-tenant": {k: v for k, v in good.items() if k != "tenant"},
+        "tenant-number": {**good, "tenant": 7},
+        "exp-string": {**good, "exp": "4102444800"},
+        "exp-float": {**good, "exp": 4102444800.5},
+    }
+    for name, value in claims.items():
+        write("bearer_token", f"claims-{name}.json", compact(value))
+    header = {"alg": "ES256", "typ": "JWT", "kid": "k1"}
+    raw = {
+        "none": f"{b64({'alg': 'none', 'kid': 'k1'})}.{b64(good)}.",
+        "hs256": f"{b64({'alg': 'HS256', 'kid': 'k1'})}.{b64(good)}.c2lnbmF0dXJl",
+        "forged": f"{b64(header)}.{b64(good)}.AAAA",
+        "unknown-kid": f"{b64({**header, 'kid': 'k2'})}.{b64(good)}.AAAA",
+        "garbage": "not-a-token",
+        "dots": "..",
+    }
+    for name, value in raw.items():
+        write("bearer_token", f"raw-{name}", value)
+
+
 if __name__ == "__main__":
     parse_calls()
     call_text()
     mcp_server()
     tool_attr()
+    bearer_token()
     for target in sorted(p.name for p in CORPUS.iterdir()):
         files = list((CORPUS / target).glob("seed-*"))
         size = sum(f.stat().st_size for f in files)

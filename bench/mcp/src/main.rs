@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 
 use axum::serve::ListenerExt;
 use registry_core::{Registry, Subject, ToolCall, tool};
-use registry_mcp::{HttpConfig, McpServer, Tokens};
+use registry_mcp::{HttpConfig, Jwks, McpServer, OAuth, ServerOptions, Tokens};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -72,18 +72,27 @@ fn add(a: i64, b: i64) -> i64 {
 enum AuthMode {
     /// One static bearer token per client, from a tokens file (`Tokens::load`).
     Static,
-    // New modes go here, then in `ALL`, `name`, `credentials` and `http_config` below, and
-    // nowhere else:
-    // - `Jwt`: each client a signed JWT as its bearer token, the server given the key;
-    // - `JwtStepUp`: the same, with the step-up the registry asks of a client.
+    /// Each client a JWT access token (RS256, its own `sub`) as its bearer token; the server
+    /// an OAuth resource server (`HttpConfig::with_oauth`) given the issuer's key as a JWKS
+    /// file. (New modes go here, then in `ALL`, `name`, `credentials` and `http_config`
+    /// below, and nowhere else.)
+    Jwt,
+    /// The same, with step-up on (`ServerOptions::with_step_up_scopes`): every `tools/call`
+    /// body is read again to see whether it needs more scopes.
+    JwtStepUp,
 }
 
+const ISSUER: &str = "https://idp.bench/";
+const RESOURCE: &str = "http://mcp.bench/mcp";
+
 impl AuthMode {
-    const ALL: [AuthMode; 1] = [AuthMode::Static];
+    const ALL: [AuthMode; 3] = [AuthMode::Static, AuthMode::Jwt, AuthMode::JwtStepUp];
 
     fn name(self) -> &'static str {
         match self {
             AuthMode::Static => "static",
+            AuthMode::Jwt => "jwt",
+            AuthMode::JwtStepUp => "jwt-step-up",
         }
     }
 
@@ -119,6 +128,45 @@ impl AuthMode {
                     files: vec![file],
                 }
             }
+            AuthMode::Jwt | AuthMode::JwtStepUp => {
+                use jsonwebtoken::{Algorithm, EncodingKey, Header, jwk};
+                let pem = std::fs::read(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../../tests/tests/oauth/rsa-a.pem"
+                ))
+                .unwrap();
+                let key = EncodingKey::from_rsa_pem(&pem).unwrap();
+                let mut public = jwk::Jwk::from_encoding_key(&key, Algorithm::RS256).unwrap();
+                public.common.key_id = Some("bench".into());
+                let file = std::env::temp_dir().join(format!(
+                    "bench-mcp-jwks-{}-{}.json",
+                    std::process::id(),
+                    NEXT_FILE.fetch_add(1, Ordering::Relaxed)
+                ));
+                let set = jwk::JwkSet { keys: vec![public] };
+                std::fs::write(&file, serde_json::to_string(&set).unwrap()).unwrap();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_secs();
+                let mut header = Header::new(Algorithm::RS256);
+                header.kid = Some("bench".into());
+                let tokens = (0..clients.max(1))
+                    .map(|i| {
+                        let claims = json!({
+                            "iss": ISSUER, "aud": RESOURCE, "sub": format!("client-{i}"),
+                            "tenant": "bench", "scope": "", "azp": "bench",
+                            "iat": now, "exp": now + 3600,
+                        });
+                        jsonwebtoken::encode(&header, &claims, &key).unwrap()
+                    })
+                    .collect();
+                Credentials {
+                    server_args: vec![file.display().to_string()],
+                    bearer: tokens,
+                    files: vec![file],
+                }
+            }
         }
     }
 
@@ -127,6 +175,11 @@ impl AuthMode {
     fn http_config(self, args: &[String]) -> HttpConfig {
         match self {
             AuthMode::Static => HttpConfig::new(Tokens::load(&args[0]).unwrap()),
+            AuthMode::Jwt | AuthMode::JwtStepUp => HttpConfig::new(Tokens::new())
+                .with_oauth(OAuth::new(RESOURCE, ISSUER).with_jwks(Jwks::file(&args[0])))
+                .with_options(
+                    ServerOptions::default().with_step_up_scopes(self == AuthMode::JwtStepUp),
+                ),
         }
     }
 }

@@ -8,6 +8,9 @@
     read_only,
     idempotent,
     open_world,
+    allow_description = "reviewed: the text names no host",
+    namespace = "web_tools",
+    always_loaded,
     crate = registry_core,
 )]
 /// Read a page of the web.

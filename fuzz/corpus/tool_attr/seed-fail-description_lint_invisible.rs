@@ -1,0 +1,5 @@
+#[tool(title = "Build\u{200B} status")]
+/// Read the build status of a project.
+fn get_status(project: String) -> String {
+    project
+}

@@ -1,0 +1,10 @@
+#[tool(read_only)]
+/// Read the build status of a project.
+fn get_status(
+    /// The project, e.g. `web`.
+    project: String,
+    /// The CI token; the default is ghp_1A2b3C4d5E6f7G8h9I0j1K2l3M4n5O6p7Q8r.
+    token: Option<String>,
+) -> String {
+    format!("{project}{token:?}")
+}
