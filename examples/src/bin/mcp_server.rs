@@ -20,7 +20,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use registry_core::{Registry, Subject};
-use registry_mcp::{CancellationToken, HttpConfig, HttpServer, McpServer, ServerOptions, Tokens};
+use registry_mcp::{
+    CancellationToken, EdgeLimits, HttpConfig, HttpServer, McpServer, ServerOptions, Tokens,
+};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -43,6 +45,9 @@ HTTP:
   --tokens FILE     bearer tokens and their subjects (JSON; default: the bundled
                     development tokens, examples/mcp-tokens.json)
   --allow-host H    accept this Host header too (repeatable; default loopback names only)
+  --max-sessions N  open sessions at once, all tokens together (default 1000)
+  --max-sessions-per-token N   open sessions of one token (default 16)
+  --rate N          requests per second per token, 0 for no limit (default 50; burst 2N)
 
 both:
   --page-size N     tools per tools/list page (default 100)
@@ -60,6 +65,7 @@ struct Args {
     http: Option<SocketAddr>,
     tokens: Option<PathBuf>,
     allowed_hosts: Vec<String>,
+    limits: EdgeLimits,
     tenant: String,
     scopes: Vec<String>,
     read_only: bool,
@@ -77,6 +83,7 @@ impl Args {
             http: None,
             tokens: None,
             allowed_hosts: Vec::new(),
+            limits: EdgeLimits::default(),
             tenant: env("MCP_TENANT").unwrap_or_else(|| "acme".to_owned()),
             scopes: env("MCP_SCOPES").map(|s| split(&s)).unwrap_or_default(),
             read_only: env("MCP_READ_ONLY").is_some_and(|v| v != "0" && v != "false"),
@@ -105,6 +112,22 @@ impl Args {
                 }
                 "--tokens" => parsed.tokens = Some(value("--tokens")?.into()),
                 "--allow-host" => parsed.allowed_hosts.push(value("--allow-host")?),
+                "--max-sessions" => {
+                    let max = number(&value("--max-sessions")?)?;
+                    parsed.limits = parsed.limits.clone().with_max_sessions(max);
+                }
+                "--max-sessions-per-token" => {
+                    let max = number(&value("--max-sessions-per-token")?)?;
+                    parsed.limits = parsed.limits.clone().with_max_sessions_per_principal(max);
+                }
+                "--rate" => {
+                    let rate: u32 = number(&value("--rate")?)?;
+                    parsed.limits = parsed
+                        .limits
+                        .clone()
+                        .with_requests_per_second(rate)
+                        .with_burst(rate.saturating_mul(2));
+                }
                 "--tenant" => parsed.tenant = value("--tenant")?,
                 "--scopes" => parsed.scopes = split(&value("--scopes")?),
                 "--read-only" => parsed.read_only = true,
@@ -228,6 +251,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut config = HttpConfig::new(tokens)
         .with_addr(addr)
         .with_options(args.options)
+        .with_limits(args.limits)
         .with_shutdown(shutdown.clone());
     if !args.allowed_hosts.is_empty() {
         let mut hosts = config.allowed_hosts.clone();
