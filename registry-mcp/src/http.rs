@@ -346,7 +346,10 @@ impl McpServer {
                 limits,
                 protocol_errors,
             ))
-            .layer(axum::middleware::from_fn_with_state(rates, edge::limit_rate))
+            .layer(axum::middleware::from_fn_with_state(
+                rates,
+                edge::limit_rate,
+            ))
             .layer(axum::middleware::from_fn_with_state(
                 Arc::new(Credentials {
                     tokens: config.tokens.clone(),
@@ -500,7 +503,10 @@ async fn protocol_errors(
             );
         }
     };
-    if let Some(id) = message.get("id").filter(|id| id.is_string() || id.is_number()) {
+    if let Some(id) = message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+    {
         let id = RpcId(id.clone());
         if let Some(problem) = malformed_call(&message) {
             tracing::debug!("a malformed tools/call: {problem}");

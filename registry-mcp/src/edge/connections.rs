@@ -21,7 +21,6 @@ use tower_service::Service;
 use super::EdgeLimits;
 use super::guard::Guarded;
 
-
 /// Serves `router` on `listener` until `shutdown` is cancelled, then waits for the open
 /// connections to finish their requests.
 pub(crate) async fn serve(

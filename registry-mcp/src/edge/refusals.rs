@@ -32,7 +32,9 @@ impl Refusals {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.count += 1;
         let now = Instant::now();
-        let since = state.last_warning.map(|at| now.saturating_duration_since(at));
+        let since = state
+            .last_warning
+            .map(|at| now.saturating_duration_since(at));
         if since.is_none_or(|since| since >= super::SUMMARY_INTERVAL) {
             let interval = super::SUMMARY_INTERVAL.as_secs();
             tracing::warn!(

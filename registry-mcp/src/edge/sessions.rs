@@ -108,9 +108,10 @@ impl Sessions {
 
     async fn reserve(self: &Arc<Self>, principal: &Arc<str>) -> Result<Reservation, Full> {
         if self.try_reserve(principal).is_err() {
+            // Full: forget the sessions rmcp closed since, and look again.
             self.sweep().await;
+            self.try_reserve(principal)?;
         }
-        self.try_reserve(principal)?;
         Ok(Reservation {
             sessions: self.clone(),
             principal: principal.clone(),
