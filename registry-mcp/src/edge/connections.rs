@@ -29,7 +29,8 @@ pub(crate) async fn serve(
     limits: EdgeLimits,
     shutdown: CancellationToken,
 ) {
-    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let max_connections = within_descriptors(limits.max_connections);
+    let permits = Arc::new(Semaphore::new(max_connections));
     let tasks = TaskTracker::new();
     let limits = Arc::new(limits);
     let mut refused: u64 = 0;
@@ -56,7 +57,7 @@ pub(crate) async fn serve(
             if last_warning.is_none_or(|at| at.elapsed() >= super::SUMMARY_INTERVAL) {
                 tracing::warn!(
                     refused,
-                    limit = limits.max_connections,
+                    limit = max_connections,
                     "closed connections over the connection limit"
                 );
                 last_warning = Some(Instant::now());
@@ -79,6 +80,37 @@ pub(crate) async fn serve(
     }
     tasks.close();
     tasks.wait().await;
+}
+
+/// File descriptors kept for what is not a connection: the listener, logs, files, tools.
+const SPARE_DESCRIPTORS: u64 = 32;
+
+/// `max`, or fewer when the process may not open that many files (Linux: the soft limit of
+/// `/proc/self/limits`): a connection limit above it would let idle sockets use up every
+/// descriptor, and the listener could not accept a valid client.
+fn within_descriptors(max: usize) -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            let line = limits
+                .lines()
+                .find(|line| line.starts_with("Max open files"))?
+                .to_owned();
+            line.split_whitespace().nth(3)?.parse::<u64>().ok()
+        });
+    let Some(soft) = soft else {
+        return max;
+    };
+    let room = usize::try_from(soft.saturating_sub(SPARE_DESCRIPTORS).max(1)).unwrap_or(max);
+    if room < max {
+        tracing::warn!(
+            max_connections = max,
+            open_files = soft,
+            "the process may open {soft} files: serving at most {room} connections; raise \
+             the limit (ulimit -n) or lower EdgeLimits::max_connections"
+        );
+    }
+    max.min(room)
 }
 
 /// What a connection is doing: requests in flight, and since when it has had none.

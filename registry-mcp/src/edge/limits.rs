@@ -27,8 +27,8 @@ use std::time::Duration;
 #[non_exhaustive]
 pub struct EdgeLimits {
     /// Open TCP connections at once, whoever opened them. Default 1024. A connection over
-    /// the limit is closed as soon as it is accepted, before a byte is read. Keep it below
-    /// the process's file descriptor limit.
+    /// the limit is closed as soon as it is accepted, before a byte is read. On Linux it is lowered, with a
+    /// warning, to the process's limit of open files less 32.
     pub max_connections: usize,
     /// How long a client may take to send a request's line and headers, from the moment the
     /// server waits for them. Default 10 s. A slower one (slowloris) is disconnected.
