@@ -55,7 +55,8 @@ both:
   --call-timeout-ms N   a deadline for every call
   --max-message-bytes N largest message accepted (default 8 MiB)
   --log FILTER      log filter, e.g. debug or info,registry_core::audit=warn
-                    (env RUST_LOG; default info)";
+                    (env RUST_LOG; default info,rmcp=warn: rmcp logs session ids
+                    and some client text unescaped at info)";
 
 /// The bundled development tokens.
 const DEV_TOKENS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp-tokens.json");
@@ -90,7 +91,9 @@ impl Args {
             agent: env("MCP_AGENT"),
             options: ServerOptions::default()
                 .with_server_info("registry-examples", env!("CARGO_PKG_VERSION")),
-            log: env("RUST_LOG").unwrap_or_else(|| "info".to_owned()),
+            // rmcp logs each session's id, and a cancelled request's id and reason as the client
+            // sent them, at info: keep its own events to warnings and above.
+            log: env("RUST_LOG").unwrap_or_else(|| "info,rmcp=warn".to_owned()),
             revoke_on: None,
         };
         let mut pending: Option<String> = None;
