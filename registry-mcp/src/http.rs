@@ -172,7 +172,9 @@ impl HttpConfig {
 /// from one run opened for it (a new one after the registry changed, when the client lists
 /// its tools again). A body that is not JSON gets 400 with JSON-RPC error -32700, JSON that
 /// is not a JSON-RPC message 400 with -32600, a body larger than
-/// [`ServerOptions::max_message_bytes`] 413; the server keeps serving.
+/// [`ServerOptions::max_message_bytes`] 413; the server keeps serving. What one client may
+/// take (connections, time, sessions, streams, requests) is bounded by
+/// [`HttpConfig::limits`], and a session answers only the token that opened it.
 ///
 /// ```no_run
 /// use registry_core::Registry;
