@@ -18,7 +18,9 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::edge::{self, EdgeLimits, Origins, Rates, Refusals, RpcId, Sessions, rpc_error};
+use crate::edge::{
+    self, EdgeLimits, Opening, Origins, Rates, Refusals, RpcId, Sessions, rpc_error,
+};
 use crate::tokens::{Principal, Tokens};
 use crate::{McpServer, RegistryServer, ServeError, ServerOptions};
 
@@ -520,6 +522,9 @@ async fn protocol_errors(
             );
         }
         parts.extensions.insert(id);
+        if message.get("method").and_then(Value::as_str) == Some("initialize") {
+            parts.extensions.insert(Opening);
+        }
     }
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))

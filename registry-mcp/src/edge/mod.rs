@@ -31,6 +31,10 @@ pub(crate) const SUMMARY_INTERVAL: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
 pub(crate) struct RpcId(pub(crate) Value);
 
+/// Marks a request whose body is an `initialize` request: the only one that opens a session.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Opening;
+
 /// An HTTP answer with `status` and a JSON-RPC error body.
 pub(crate) fn rpc_error(
     status: StatusCode,

@@ -13,7 +13,7 @@ use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use super::guard::Guarded;
-use super::{EdgeLimits, RpcId};
+use super::{EdgeLimits, Opening, RpcId};
 use crate::tokens::Principal;
 
 /// The header that names a session.
@@ -210,7 +210,9 @@ pub(crate) async fn guard_sessions(
         .get(SESSION_ID)
         .map(|value| value.to_str().map(str::to_owned));
     let Some(session) = session else {
-        if request.method() != Method::POST {
+        // Only an `initialize` request opens a session (rmcp answers the others without a
+        // session, or refuses them).
+        if request.method() != Method::POST || request.extensions().get::<Opening>().is_none() {
             return next.run(request).await;
         }
         let id = request.extensions().get::<RpcId>().cloned();
