@@ -1,6 +1,6 @@
 //! Deployment tools: they change things, so they need write scopes.
 
-use registry_core::{CallRequest, Decision, ToolContext, tool};
+use registry_core::{CallRequest, Decision, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -27,14 +27,25 @@ pub async fn start_deploy(
     project: String,
     /// Where to deploy it.
     env: Environment,
-    ctx: &ToolContext,
 ) -> Result<DeployId, String> {
     if project != "web" {
         return Err(format!("{project:?} has no passing build to deploy"));
     }
-    Ok(DeployId(
-        format!("dep-{}-{:?}", ctx.call_id(), env).to_lowercase(),
-    ))
+    Ok(DeployId(new_deploy_id(env)))
+}
+
+/// A deployment id unique in this process and, with the time, across restarts: a call id
+/// repeats across clients (every client numbers its requests from 0), so it cannot be one.
+fn new_deploy_id(env: Environment) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let sequence = NEXT.fetch_add(1, Ordering::Relaxed);
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis());
+    format!("dep-{millis:x}-{sequence}-{env:?}").to_lowercase()
 }
 
 /// Roll an environment back to the deployment before the current one.

@@ -2,7 +2,9 @@
 //!
 //! Each event is emitted through `tracing` (target `registry_core::audit`) and handed to the
 //! application's [`AuditSink`], if it registered one. Argument values are never recorded:
-//! only their size and a hash.
+//! only their size and a hash. Every text field of an event is written as it is when
+//! it is a plain word, quoted and escaped (`Debug`) otherwise, so that a name or id chosen
+//! by a client cannot start a line or forge a field of its own.
 
 use std::time::{Duration, SystemTime};
 
@@ -155,6 +157,20 @@ pub struct ChangeEvent {
     pub change: crate::register::change::Change,
 }
 
+#[cfg(test)]
+mod logged_tests {
+    use super::Logged;
+
+    #[test]
+    fn plain_words_stay_and_the_rest_is_quoted() {
+        assert_eq!(Logged("run-1").to_string(), "run-1");
+        assert_eq!(Logged("a\nb").to_string(), "\"a\\nb\"");
+        assert_eq!(Logged("x outcome=ok").to_string(), "\"x outcome=ok\"");
+        assert_eq!(Logged("n\0").to_string(), "\"n\\0\"");
+        assert_eq!(Logged("").to_string(), "\"\"");
+    }
+}
+
 mod micros {
     use std::time::Duration;
 
@@ -200,9 +216,9 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
         AuditEvent::Projection(p) => tracing::info!(
             target: AUDIT_TARGET,
             event = "projection",
-            run_id = %p.run_id,
-            tenant = %p.tenant,
-            agent = p.agent.as_deref(),
+            run_id = %Logged(&p.run_id),
+            tenant = %Logged(&p.tenant),
+            agent = p.agent.as_deref().map(Logged::field),
             fingerprint = %p.fingerprint,
             visible = p.visible,
             hidden = p.hidden,
@@ -210,49 +226,76 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
         AuditEvent::Call(c) => tracing::info!(
             target: AUDIT_TARGET,
             event = "call",
-            run_id = %c.run_id,
-            tenant = %c.tenant,
+            run_id = %Logged(&c.run_id),
+            tenant = %Logged(&c.tenant),
             fingerprint = %c.fingerprint,
-            call_id = %c.call_id,
-            tool = %c.tool,
+            call_id = %Logged(&c.call_id),
+            tool = %Logged(&c.tool),
             outcome = c.outcome.map_or("ok", ErrorKind::as_str),
             duration_us = u64::try_from(c.duration.as_micros()).unwrap_or(u64::MAX),
             argument_bytes = c.argument_bytes,
             argument_hash = %c.argument_hash,
-            detail = c.detail.as_deref(),
-            approval_id = c.approval_id.as_deref(),
+            detail = c.detail.as_deref().map(Logged::field),
+            approval_id = c.approval_id.as_deref().map(Logged::field),
         ),
         AuditEvent::Change(c) => tracing::info!(
             target: AUDIT_TARGET,
             event = "change",
-            tool = %c.change.name,
+            tool = %Logged(&c.change.name),
             kind = ?c.change.kind,
-            reason = %c.change.reason,
+            reason = %Logged(&c.change.reason),
             old_fingerprint = %c.change.old_fingerprint,
         ),
         AuditEvent::Approval(a) => tracing::info!(
             target: AUDIT_TARGET,
             event = "approval",
             kind = a.kind.as_str(),
-            id = %a.id,
-            run_id = %a.run_id,
-            tenant = %a.tenant,
-            call_id = %a.call_id,
-            tool = %a.tool,
-            by = a.by.as_deref(),
-            reason = %a.reason,
+            id = %Logged(&a.id),
+            run_id = %Logged(&a.run_id),
+            tenant = %Logged(&a.tenant),
+            call_id = %Logged(&a.call_id),
+            tool = %Logged(&a.tool),
+            by = a.by.as_deref().map(Logged::field),
+            reason = %Logged(&a.reason),
             argument_hash = %a.argument_hash,
         ),
         AuditEvent::Readiness(r) => tracing::info!(
             target: AUDIT_TARGET,
             event = "readiness",
-            tool = %r.tool,
+            tool = %Logged(&r.tool),
             ready = r.not_ready.is_none(),
-            not_ready = r.not_ready.as_deref(),
+            not_ready = r.not_ready.as_deref().map(Logged::field),
         ),
     }
     if let Some(sink) = sink {
         sink.record(&event);
+    }
+}
+
+/// A text from outside (a tool name, a call id, a reason) as a log field: as it is when it is
+/// a plain word (letters, digits, `_ - . : / @ +`), quoted with `\n`, NUL and the like escaped
+/// (`Debug`) otherwise, so that it can neither start a line nor forge a field.
+pub(crate) struct Logged<'a>(pub(crate) &'a str);
+
+impl Logged<'_> {
+    /// `text` as a field value, for an optional field.
+    pub(crate) fn field(text: &str) -> tracing::field::DisplayValue<Logged<'_>> {
+        tracing::field::display(Logged(text))
+    }
+}
+
+impl std::fmt::Display for Logged<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let plain = !self.0.is_empty()
+            && self
+                .0
+                .chars()
+                .all(|c| c.is_alphanumeric() || "_-.:/@+".contains(c));
+        if plain {
+            f.write_str(self.0)
+        } else {
+            write!(f, "{:?}", self.0)
+        }
     }
 }
 

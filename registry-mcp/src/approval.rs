@@ -90,9 +90,9 @@ pub(crate) async fn ask(
         // No requests from server to client on 2026-07-28: the question goes back in an
         // `input_required` result, and the client retries the call with the answer.
         tracing::info!(
-            client = %client.id,
-            tool = request.tool_name(),
-            approval = request.id(),
+            client = ?client.id,
+            tool = ?request.tool_name(),
+            approval = ?request.id(),
             "asking the client's user for approval (input_required)"
         );
         let question = InputRequest::Elicitation(ElicitRequest::new(question(request)));
@@ -102,9 +102,9 @@ pub(crate) async fn ask(
         return Ok(result.into());
     }
     tracing::info!(
-        client = %client.id,
-        tool = request.tool_name(),
-        approval = request.id(),
+        client = ?client.id,
+        tool = ?request.tool_name(),
+        approval = ?request.id(),
         "asking the client's user for approval (elicitation/create)"
     );
     let left = request
@@ -223,15 +223,15 @@ async fn decide(
     let tool = request.tool_name();
     match answer {
         Answer::Approved => {
-            tracing::info!(client = %client.id, tool, approval = id, "the client's user approved");
+            tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, "the client's user approved");
             settled(run.approve_by_with(id, client.id.as_ref(), call).await)
         }
         Answer::Declined(reason) => {
-            tracing::info!(client = %client.id, tool, approval = id, reason, "the client's user declined");
+            tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, reason = ?reason, "the client's user declined");
             settled(run.deny_by(id, reason, client.id.as_ref()).await)
         }
         Answer::NotObtained(why) => {
-            tracing::warn!(client = %client.id, tool, approval = id, %why, "no approval; denied");
+            tracing::warn!(client = ?client.id, tool = ?tool, approval = ?id, why = ?why, "no approval; denied");
             let reason = format!("the approval could not be obtained: {why}");
             match run.deny(id, reason).await {
                 Ok(_) => Ok(tool_error(format!(
@@ -251,9 +251,9 @@ async fn cannot_ask(
 ) -> Result<CallToolResult, ErrorData> {
     let tool = request.tool_name();
     tracing::info!(
-        client = %client.id,
-        tool,
-        approval = request.id(),
+        client = ?client.id,
+        tool = ?tool,
+        approval = ?request.id(),
         "the client cannot ask for approval (no form elicitation); denied"
     );
     let reason =

@@ -143,7 +143,7 @@ impl Shared {
         let clients: Vec<Arc<Client>> = lock(&self.clients).values().cloned().collect();
         for client in clients {
             if client.prepare(self, generation) {
-                tracing::info!(client = %client.id, "the tools this client may see changed; announcing it");
+                tracing::info!(client = ?client.id, "the tools this client may see changed; announcing it");
                 client.announce().await;
             }
         }
@@ -379,7 +379,7 @@ impl Client {
         };
         for peer in peers {
             if let Err(error) = peer.notify_tool_list_changed().await {
-                tracing::debug!(client = %self.id, %error, "could not send tools/list_changed");
+                tracing::debug!(client = ?self.id, %error, "could not send tools/list_changed");
             }
         }
     }

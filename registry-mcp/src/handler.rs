@@ -159,7 +159,7 @@ impl RegistryServer {
             }
         };
         let tools = slot.tools(&self.shared.options).map_err(|error| {
-            tracing::error!(client = %client.id, %error, "the tool list cannot be exported to MCP");
+            tracing::error!(client = ?client.id, %error, "the tool list cannot be exported to MCP");
             ErrorData::internal_error("the tool list cannot be exported", None)
         })?;
         if offset > tools.len() || (offset == tools.len() && offset > 0) {
@@ -207,11 +207,11 @@ impl RegistryServer {
         {
             let result = serde_json::from_value::<CallToolResult>(answer.message().clone())
                 .map_err(|error| {
-                    tracing::error!(client = %client.id, %error, "a search answer is not a CallToolResult");
+                    tracing::error!(client = ?client.id, %error, "a search answer is not a CallToolResult");
                     ErrorData::internal_error("the search answer cannot be sent", None)
                 })?;
             if answer.export_changed() {
-                tracing::debug!(client = %client.id, loaded = ?answer.loaded(), "a search loaded tools; announcing it");
+                tracing::debug!(client = ?client.id, loaded = ?answer.loaded(), "a search loaded tools; announcing it");
                 client.announce().await;
             }
             return Ok(CallToolResponse::from(result));
@@ -231,7 +231,7 @@ impl RegistryServer {
             if observation.error_kind() == Some(ErrorKind::Cancelled) {
                 watch.abort();
                 // rmcp sends nothing for a cancelled request; this error is dropped too.
-                tracing::info!(client = %client.id, call = %context.id, "the client cancelled the call");
+                tracing::info!(client = ?client.id, call = ?context.id.to_string(), "the client cancelled the call");
                 return Err(ErrorData::invalid_request("the call was cancelled", None));
             }
             match observation.approval() {
@@ -288,7 +288,7 @@ pub(crate) async fn announce_tool_changes(client: &Client, sink: &SubscriptionSi
     let mut changes = client.changes();
     while changes.changed().await.is_ok() {
         if let Err(error) = sink.notify_tool_list_changed().await {
-            tracing::debug!(client = %client.id, %error, "subscription closed");
+            tracing::debug!(client = ?client.id, %error, "subscription closed");
             return;
         }
     }
@@ -343,7 +343,7 @@ impl ServerHandler for RegistryServer {
     ) -> Result<(), ErrorData> {
         let client = self.client(&context.extensions)?;
         let level = level_of(request.level);
-        tracing::debug!(client = %client.id, %level, "the client set its log level");
+        tracing::debug!(client = ?client.id, %level, "the client set its log level");
         self.session.set_log_level(level);
         Ok(())
     }
@@ -351,10 +351,10 @@ impl ServerHandler for RegistryServer {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         match self.client(&context.extensions) {
             Ok(client) => {
-                tracing::debug!(client = %client.id, "client initialized");
+                tracing::debug!(client = ?client.id, "client initialized");
                 client.add_peer(context.peer);
             }
-            Err(error) => tracing::debug!(%error.message, "initialized without a client"),
+            Err(error) => tracing::debug!(error = ?error.message, "initialized without a client"),
         }
     }
 

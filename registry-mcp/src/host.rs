@@ -283,7 +283,7 @@ impl CallHost for McpHost {
             if last.is_some_and(|last| progress.done <= last) || !progress.done.is_finite() {
                 drop(last);
                 tracing::debug!(
-                    tool = call.tool_name,
+                    tool = ?call.tool_name,
                     done = progress.done,
                     "progress that does not grow is not sent to the client"
                 );

@@ -2,23 +2,25 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
+use axum::response::Response;
 use http_body_util::BodyExt;
 use registry_core::Registry;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::json;
+use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::edge::{
+    self, EdgeLimits, Opening, Origins, Rates, Refusals, RpcId, Sessions, rpc_error,
+};
 use crate::oauth::{OAuth, Refusal, StepUp, Validator, metadata_router, step_up};
 use crate::tokens::{Principal, Tokens};
 use crate::{McpServer, RegistryServer, ServeError, ServerOptions};
@@ -48,6 +50,16 @@ pub struct HttpConfig {
     /// Default: `localhost`, `127.0.0.1` and `::1`. A server reached under another name must
     /// list it; an empty list accepts any.
     pub allowed_hosts: Vec<String>,
+    /// The `Origin` header values accepted (against web pages on other sites reaching the
+    /// server through a user's browser): `scheme://host:port`, `:*` for any port, the
+    /// scheme's port when none is given. A request with another `Origin` gets 403; one
+    /// without an `Origin` header (not from a browser) goes on. Default: pages on loopback,
+    /// `http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*` and their `https`
+    /// twins. An empty list accepts any origin.
+    pub allowed_origins: Vec<String>,
+    /// What a client may take: connections, time, header bytes, sessions, streams and
+    /// requests. Default [`EdgeLimits::default`].
+    pub limits: EdgeLimits,
     /// Cancelled to stop the server: it stops accepting requests and ends every session.
     pub shutdown: CancellationToken,
     /// Who a request without an `Authorization` header acts as, when it comes from a
@@ -70,6 +82,8 @@ impl HttpConfig {
             tokens,
             options: ServerOptions::default(),
             allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            allowed_origins: edge::loopback_origins(),
+            limits: EdgeLimits::default(),
             shutdown: CancellationToken::new(),
             loopback_principal: None,
             oauth: None,
@@ -101,6 +115,30 @@ impl HttpConfig {
         S: Into<String>,
     {
         self.allowed_hosts = hosts.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the accepted `Origin` header values (see [`allowed_origins`](Self::allowed_origins)).
+    ///
+    /// ```
+    /// use registry_mcp::{HttpConfig, Tokens};
+    ///
+    /// let config = HttpConfig::new(Tokens::new())
+    ///     .with_allowed_origins(["https://app.example.com", "http://localhost:*"]);
+    /// assert_eq!(config.allowed_origins.len(), 2);
+    /// ```
+    pub fn with_allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the limits at the edge (see [`EdgeLimits`]).
+    pub fn with_limits(mut self, limits: EdgeLimits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -149,7 +187,9 @@ impl HttpConfig {
 /// from one run opened for it (a new one after the registry changed, when the client lists
 /// its tools again). A body that is not JSON gets 400 with JSON-RPC error -32700, JSON that
 /// is not a JSON-RPC message 400 with -32600, a body larger than
-/// [`ServerOptions::max_message_bytes`] 413; the server keeps serving.
+/// [`ServerOptions::max_message_bytes`] 413; the server keeps serving. What one client may
+/// take (connections, time, sessions, streams, requests) is bounded by
+/// [`HttpConfig::limits`], and a session answers only the token that opened it.
 ///
 /// ```no_run
 /// use registry_core::Registry;
@@ -178,6 +218,7 @@ pub struct HttpServer {
     addr: SocketAddr,
     path: String,
     shutdown: CancellationToken,
+    limits: EdgeLimits,
 }
 
 impl HttpServer {
@@ -234,6 +275,7 @@ impl HttpServer {
             addr,
             path: config.path,
             shutdown: config.shutdown,
+            limits: config.limits,
         })
     }
 
@@ -247,22 +289,11 @@ impl HttpServer {
         format!("http://{}{}", self.addr, self.path)
     }
 
-    /// Serves until the shutdown token is cancelled.
+    /// Serves until the shutdown token is cancelled, within [`HttpConfig::limits`]: at
+    /// most `max_connections` connections, each closed when it takes longer than
+    /// `header_read_timeout` to send a request's headers or stays idle `idle_timeout`.
     pub async fn serve(self) -> Result<(), ServeError> {
-        let shutdown = self.shutdown;
-        // Without TCP_NODELAY, the last chunk of a streamed answer waits for the client's
-        // delayed ACK (40 ms on Linux) before it leaves.
-        let listener = self.listener.tap_io(|tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::debug!(%error, "could not set TCP_NODELAY");
-            }
-        });
-        let service = self
-            .router
-            .into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, service)
-            .with_graceful_shutdown(async move { shutdown.cancelled_owned().await })
-            .await?;
+        edge::serve(self.listener, self.router, self.limits, self.shutdown).await;
         Ok(())
     }
 }
@@ -272,10 +303,15 @@ impl McpServer {
     /// protocol-error layer of [`serve_http`], to serve with `axum::serve` or to nest in an
     /// application's own router. `config.addr` is not used. Call it inside a Tokio runtime.
     ///
+    /// The router applies the limits of [`HttpConfig::limits`] on sessions, streams, request
+    /// rate and body read time, and checks `Origin`; the limits on connections (count,
+    /// header read time, header size, idle time) belong to the server that accepts them:
+    /// [`HttpServer`] applies them, `axum::serve` does not.
+    ///
     /// Serving it yourself, set `TCP_NODELAY` on accepted connections, as [`HttpServer`]
-    /// does (`axum::serve::ListenerExt::tap_io`): without it the end of each streamed answer
-    /// waits for the client's delayed ACK, 40 ms on Linux, and a client that reads answers
-    /// whole is limited to 25 calls per second per connection.
+    /// does: without it the end of each streamed answer waits for the client's delayed ACK,
+    /// 40 ms on Linux, and a client that reads answers whole is limited to 25 calls per
+    /// second per connection.
     pub fn http_router(&self, config: &HttpConfig) -> axum::Router {
         self.http_router_with(config, |tools| tools)
     }
@@ -328,13 +364,18 @@ impl McpServer {
             .with_allowed_hosts(config.allowed_hosts.clone())
             .with_max_request_body_bytes(config.options.max_message_bytes)
             .with_cancellation_token(config.shutdown.child_token());
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(config.limits.session_idle_timeout);
+        let manager = Arc::new(manager);
+        let sessions = Arc::new(Sessions::new(manager.clone(), &config.limits));
         let service = StreamableHttpService::new(
             move || Ok(wrap(server.http_handler())),
-            Arc::new(LocalSessionManager::default()),
+            manager,
             rmcp_config,
         );
         let limits = Arc::new(Limits {
             max_body: config.options.max_message_bytes,
+            body_read_timeout: config.limits.body_read_timeout,
         });
         let metadata = match &validator {
             Some(Ok(validator)) => Some(validator.metadata.clone()),
@@ -350,18 +391,38 @@ impl McpServer {
                 step_up,
             ));
         }
+        let rates = Arc::new(Rates::new(
+            config.limits.requests_per_second,
+            config.limits.burst,
+        ));
+        let origins = Arc::new(Origins::new(&config.allowed_origins));
+        // The first layer added is the innermost: a request meets the Origin check, then
+        // authentication, the rate limit, the body checks and the session checks.
         let router = router
+            .layer(axum::middleware::from_fn_with_state(
+                sessions,
+                edge::guard_sessions,
+            ))
             .layer(axum::middleware::from_fn_with_state(
                 limits,
                 protocol_errors,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                rates,
+                edge::limit_rate,
             ))
             .layer(axum::middleware::from_fn_with_state(
                 Arc::new(Credentials {
                     tokens: config.tokens.clone(),
                     loopback: config.loopback_principal.clone(),
                     validator,
+                    refusals: Refusals::new("requests without a valid bearer token"),
                 }),
                 authenticate,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                origins,
+                edge::check_origin,
             ));
         match metadata {
             // The metadata is public: outside the token check.
@@ -375,6 +436,8 @@ impl McpServer {
 struct Credentials {
     tokens: Tokens,
     loopback: Option<Principal>,
+    /// The refusals, for a bounded log.
+    refusals: Refusals,
     /// Access tokens of an identity provider, if configured; `Err` if its configuration
     /// cannot work (every request is refused).
     validator: Option<Result<Arc<Validator>, String>>,
@@ -468,12 +531,13 @@ async fn authenticate(
     let principal = match verdict {
         Ok(principal) => principal,
         Err(refusal) => {
-            tracing::warn!(
-                method = %request.method(),
-                path = request.uri().path(),
+            // No path, no header: an attacker chooses them. One warning per interval at most.
+            tracing::debug!(
+                method = ?request.method(),
                 error = refusal.code().unwrap_or("missing_token"),
                 "refused a request without a valid bearer token"
             );
+            credentials.refusals.refused();
             return refusal.response(credentials.metadata_url());
         }
     };
@@ -483,8 +547,8 @@ async fn authenticate(
     request.extensions_mut().insert::<Principal>(principal);
     let response = next.run(request).await;
     tracing::debug!(
-        client = %id,
-        %method,
+        client = ?id,
+        method = ?method,
         status = response.status().as_u16(),
         elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "request"
@@ -502,6 +566,7 @@ fn bearer_token(value: &HeaderValue) -> Option<&str> {
 
 struct Limits {
     max_body: usize,
+    body_read_timeout: Duration,
 }
 
 /// Answers a POST whose body is not JSON with JSON-RPC error -32700, and one whose JSON is not
@@ -523,15 +588,26 @@ async fn protocol_errors(
     if request.method() != Method::POST || !is_json {
         return next.run(request).await;
     }
-    let (parts, body) = request.into_parts();
-    let bytes: Bytes = match http_body_util::Limited::new(body, limits.max_body)
-        .collect()
-        .await
-    {
+    let (mut parts, body) = request.into_parts();
+    let collect = http_body_util::Limited::new(body, limits.max_body).collect();
+    let Ok(collected) = tokio::time::timeout(limits.body_read_timeout, collect).await else {
+        tracing::debug!("a request body that did not arrive in time");
+        return rpc_error(
+            StatusCode::REQUEST_TIMEOUT,
+            None,
+            -32600,
+            &format!(
+                "the request body did not arrive within {} s (EdgeLimits::body_read_timeout)",
+                limits.body_read_timeout.as_secs_f64()
+            ),
+        );
+    };
+    let bytes: Bytes = match collected {
         Ok(collected) => collected.to_bytes(),
         Err(error) if error.is::<http_body_util::LengthLimitError>() => {
             return rpc_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
+                None,
                 -32600,
                 &format!("the message is larger than {} bytes", limits.max_body),
             );
@@ -539,18 +615,42 @@ async fn protocol_errors(
         Err(error) => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
+                None,
                 -32700,
                 &format!("the request body could not be read: {error}"),
             );
         }
     };
-    if let Err(error) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-        tracing::debug!(%error, "a request body that is not JSON");
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            -32700,
-            &format!("parse error: {error}"),
-        );
+    let message = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(message) => message,
+        Err(error) => {
+            tracing::debug!(%error, "a request body that is not JSON");
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                None,
+                -32700,
+                &format!("parse error: {error}"),
+            );
+        }
+    };
+    if let Some(id) = message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())
+    {
+        let id = RpcId(id.clone());
+        if let Some(problem) = malformed_call(&message) {
+            tracing::debug!("a malformed tools/call: {problem}");
+            return rpc_error(
+                StatusCode::OK,
+                Some(&id),
+                -32602,
+                &format!("invalid params: {problem}"),
+            );
+        }
+        parts.extensions.insert(id);
+        if message.get("method").and_then(Value::as_str) == Some("initialize") {
+            parts.extensions.insert(Opening);
+        }
     }
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
@@ -560,6 +660,7 @@ async fn protocol_errors(
         // it is not a JSON-RPC message.
         return rpc_error(
             StatusCode::BAD_REQUEST,
+            None,
             -32600,
             "invalid request: the body is not a JSON-RPC request, notification or response",
         );
@@ -567,18 +668,22 @@ async fn protocol_errors(
     response
 }
 
-fn rpc_error(status: StatusCode, code: i32, message: &str) -> Response {
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": code, "message": message},
-    });
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+/// What is wrong with the params of a `tools/call` request, if anything: rmcp would answer
+/// -32601 (method not found) for a call it cannot parse, where JSON-RPC says -32602.
+fn malformed_call(message: &Value) -> Option<&'static str> {
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let Some(params) = message.get("params").and_then(Value::as_object) else {
+        return Some("tools/call needs params, an object with the tool's `name`");
+    };
+    if !params.get("name").is_some_and(Value::is_string) {
+        return Some("tools/call needs `name`, the tool's name as a string");
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null | Value::Object(_)) => None,
+        Some(_) => Some("`arguments` of tools/call must be an object"),
+    }
 }
 
 #[cfg(test)]

@@ -97,10 +97,12 @@
 //!
 //! # What it does not do
 //!
-//! No TLS (put a reverse proxy in front for anything beyond loopback), no resources or prompts of its own (compose them), no tasks, no
-//! rate limiting of its own (the registry's rate limits and call policies apply), no approval
-//! of calls other than through the client's elicitation, and no persistence of sessions
-//! across restarts.
+//! No TLS (put a reverse proxy in front for anything beyond loopback), no resources or
+//! prompts of its own (compose them), no tasks, no approval of calls other than through the
+//! client's elicitation, and no persistence of sessions across restarts. Its limits at the
+//! edge ([`EdgeLimits`]: connections, header and body read times, header size, sessions and
+//! streams per token and in total, a request rate per token) bound what one client can take;
+//! they are not a defence against a distributed flood, which belongs to the network in front.
 
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
@@ -109,6 +111,7 @@ mod approval;
 mod clients;
 mod compose;
 mod content;
+mod edge;
 mod handler;
 mod host;
 mod http;
@@ -122,6 +125,7 @@ use std::sync::Arc;
 use registry_core::{CompatibilityError, Profile, Registry, Subject};
 
 pub use compose::Composed;
+pub use edge::EdgeLimits;
 pub use handler::RegistryServer;
 pub use http::{HttpConfig, HttpServer, serve_http};
 pub use oauth::{Algorithm, Introspection, Jwks, OAuth, OAuthError};

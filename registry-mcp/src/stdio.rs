@@ -98,7 +98,7 @@ impl McpServer {
             .waiting()
             .await
             .map_err(|error| ServeError::Initialize(error.to_string()))?;
-        tracing::info!(client = id, ?reason, "the client disconnected");
+        tracing::info!(client = ?id, ?reason, "the client disconnected");
         Ok(())
     }
 }

@@ -47,6 +47,15 @@ impl Principal {
         self.issuer.as_deref()
     }
 
+    /// A key naming the principal alone (its issuer and id, unambiguously), for the edge's
+    /// per-principal limits and session ownership.
+    pub(crate) fn key(&self) -> Arc<str> {
+        match &self.issuer {
+            None => self.id.clone(),
+            Some(issuer) => Arc::from(format!("{}:{issuer}{}", issuer.len(), self.id)),
+        }
+    }
+
     /// Whether `other` is the same principal (same issuer and id; the scopes may differ).
     pub fn same_as(&self, other: &Principal) -> bool {
         self.id == other.id && self.issuer == other.issuer

@@ -372,7 +372,8 @@ fn events_go_through_tracing_even_without_a_sink() {
     let failed = &audit[2].fields;
     assert_eq!(failed["outcome"], "execution_failed");
     assert_eq!(failed["argument_hash"], ok["argument_hash"]);
-    assert_eq!(failed["detail"], "the disk is full");
+    // Not a plain word: quoted, so that no text can forge a field.
+    assert_eq!(failed["detail"], "\"the disk is full\"");
     let change = &audit[3].fields;
     assert_eq!(change["tool"], "withdrawn");
     assert_eq!(change["reason"], "retired");

@@ -40,7 +40,9 @@ fn the_demo_shows_what_the_readme_says() {
         "-> waits for approval apr_",
         "(a deploy to production)",
         "[alice@acme] approves call_10",
-        "-> ok: \"dep-call_10-production\"",
+        // A deployment id unique across clients and restarts: dep-<time>-<sequence>-<env>.
+        "-> ok: \"dep-",
+        "-production\"",
         "[bob@acme] denies call_11: pr-1234 is still under review",
         "-> denied: the call to \"drop_preview\" was denied",
         "-> rate_limited (retry after",

@@ -25,7 +25,8 @@ use std::time::Duration;
 
 use registry_core::{Registry, Subject};
 use registry_mcp::{
-    CancellationToken, HttpConfig, HttpServer, Jwks, McpServer, OAuth, ServerOptions, Tokens,
+    CancellationToken, EdgeLimits, HttpConfig, HttpServer, Jwks, McpServer, OAuth, ServerOptions,
+    Tokens,
 };
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
@@ -51,6 +52,9 @@ HTTP:
   --tokens FILE     bearer tokens and their subjects (JSON; default: the bundled
                     development tokens, examples/mcp-tokens.json)
   --allow-host H    accept this Host header too (repeatable; default loopback names only)
+  --max-sessions N  open sessions at once, all tokens together (default 1000)
+  --max-sessions-per-token N   open sessions of one token (default 16)
+  --rate N          requests per second per token, 0 for no limit (default 50; burst 2N)
 
 HTTP as an OAuth 2.1 resource server (JWT access tokens from an identity provider; with
 --jwks or --jwks-uri, the tokens file is used only if --tokens is given):
@@ -70,7 +74,8 @@ both:
   --call-timeout-ms N   a deadline for every call
   --max-message-bytes N largest message accepted (default 8 MiB)
   --log FILTER      log filter, e.g. debug or info,registry_core::audit=warn
-                    (env RUST_LOG; default info)";
+                    (env RUST_LOG; default info,rmcp=warn: rmcp logs session ids
+                    and some client text unescaped at info)";
 
 /// The bundled development tokens.
 const DEV_TOKENS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp-tokens.json");
@@ -85,6 +90,7 @@ struct Args {
     jwks: Option<Jwks>,
     tenant_claim: Option<String>,
     read_only_scope: Option<String>,
+    limits: EdgeLimits,
     tenant: String,
     scopes: Vec<String>,
     read_only: bool,
@@ -107,13 +113,16 @@ impl Args {
             jwks: None,
             tenant_claim: None,
             read_only_scope: None,
+            limits: EdgeLimits::default(),
             tenant: env("MCP_TENANT").unwrap_or_else(|| "acme".to_owned()),
             scopes: env("MCP_SCOPES").map(|s| split(&s)).unwrap_or_default(),
             read_only: env("MCP_READ_ONLY").is_some_and(|v| v != "0" && v != "false"),
             agent: env("MCP_AGENT"),
             options: ServerOptions::default()
                 .with_server_info("registry-examples", env!("CARGO_PKG_VERSION")),
-            log: env("RUST_LOG").unwrap_or_else(|| "info".to_owned()),
+            // rmcp logs each session's id, and a cancelled request's id and reason as the client
+            // sent them, at info: keep its own events to warnings and above.
+            log: env("RUST_LOG").unwrap_or_else(|| "info,rmcp=warn".to_owned()),
             revoke_on: None,
         };
         let mut pending: Option<String> = None;
@@ -144,6 +153,22 @@ impl Args {
                     parsed.read_only_scope = Some(value("--read-only-scope")?);
                 }
                 "--step-up" => parsed.options = parsed.options.with_step_up_scopes(true),
+                "--max-sessions" => {
+                    let max = number(&value("--max-sessions")?)?;
+                    parsed.limits = parsed.limits.clone().with_max_sessions(max);
+                }
+                "--max-sessions-per-token" => {
+                    let max = number(&value("--max-sessions-per-token")?)?;
+                    parsed.limits = parsed.limits.clone().with_max_sessions_per_principal(max);
+                }
+                "--rate" => {
+                    let rate: u32 = number(&value("--rate")?)?;
+                    parsed.limits = parsed
+                        .limits
+                        .clone()
+                        .with_requests_per_second(rate)
+                        .with_burst(rate.saturating_mul(2));
+                }
                 "--tenant" => parsed.tenant = value("--tenant")?,
                 "--scopes" => parsed.scopes = split(&value("--scopes")?),
                 "--read-only" => parsed.read_only = true,
@@ -308,6 +333,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut config = HttpConfig::new(tokens)
         .with_addr(addr)
         .with_options(args.options)
+        .with_limits(args.limits)
         .with_shutdown(shutdown.clone());
     if !args.allowed_hosts.is_empty() {
         let mut hosts = config.allowed_hosts.clone();

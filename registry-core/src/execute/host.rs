@@ -70,12 +70,12 @@ pub trait CallHost: Send + Sync + 'static {
     fn progress(&self, call: &CallInfo<'_>, progress: &Progress) {
         tracing::info!(
             target: TOOL_EVENT_TARGET,
-            run_id = call.run_id,
-            call_id = call.call_id,
-            tool = call.tool_name,
+            run_id = %crate::audit::Logged(call.run_id),
+            call_id = %crate::audit::Logged(call.call_id),
+            tool = %crate::audit::Logged(call.tool_name),
             done = progress.done,
             total = progress.total,
-            message = progress.message.as_deref(),
+            message = progress.message.as_deref().map(crate::audit::Logged::field),
             "progress"
         );
     }
@@ -87,11 +87,12 @@ pub trait CallHost: Send + Sync + 'static {
             ($macro:ident) => {
                 tracing::$macro!(
                     target: TOOL_EVENT_TARGET,
-                    run_id = call.run_id,
-                    call_id = call.call_id,
-                    tool = call.tool_name,
+                    run_id = %crate::audit::Logged(call.run_id),
+                    call_id = %crate::audit::Logged(call.call_id),
+                    tool = %crate::audit::Logged(call.tool_name),
                     level = level.as_str(),
-                    "{message}"
+                    "{}",
+                    message.escape_debug()
                 )
             };
         }

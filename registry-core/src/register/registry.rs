@@ -543,7 +543,7 @@ impl Registry {
                         not_ready: result.as_ref().err().cloned(),
                     };
                     if let Some(reason) = &event.not_ready {
-                        tracing::warn!(target: audit::AUDIT_TARGET, tool = %event.tool, %reason, "tool not ready");
+                        tracing::warn!(target: audit::AUDIT_TARGET, tool = %audit::Logged(&event.tool), reason = %audit::Logged(reason), "tool not ready");
                     }
                     let sink = self.audit_sink();
                     if audit::wanted(sink) {

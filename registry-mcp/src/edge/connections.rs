@@ -1,0 +1,226 @@
+//! The accept loop: a bounded number of connections, each with a header-read timeout, a
+//! header size limit and an idle timeout, served by hyper's HTTP/1 with the router.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower_service::Service;
+
+use super::EdgeLimits;
+use super::guard::Guarded;
+
+/// Serves `router` on `listener` until `shutdown` is cancelled, then waits for the open
+/// connections to finish their requests.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: EdgeLimits,
+    shutdown: CancellationToken,
+) {
+    let max_connections = within_descriptors(limits.max_connections);
+    let permits = Arc::new(Semaphore::new(max_connections));
+    let tasks = TaskTracker::new();
+    let limits = Arc::new(limits);
+    let mut refused: u64 = 0;
+    let mut last_warning: Option<Instant> = None;
+    loop {
+        let accepted = tokio::select! {
+            () = shutdown.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors, or a connection reset before it was accepted:
+                // wait a little rather than spin.
+                tracing::debug!(%error, "could not accept a connection");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            drop(tcp);
+            refused += 1;
+            tracing::debug!(peer = ?peer, "closed a connection over the connection limit");
+            if last_warning.is_none_or(|at| at.elapsed() >= super::SUMMARY_INTERVAL) {
+                tracing::warn!(
+                    refused,
+                    limit = max_connections,
+                    "closed connections over the connection limit"
+                );
+                last_warning = Some(Instant::now());
+                refused = 0;
+            }
+            continue;
+        };
+        // Without TCP_NODELAY, the last chunk of a streamed answer waits for the client's
+        // delayed ACK (40 ms on Linux) before it leaves.
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY");
+        }
+        let router = router.clone();
+        let limits = limits.clone();
+        let shutdown = shutdown.clone();
+        tasks.spawn(async move {
+            connection(tcp, peer, router, &limits, shutdown).await;
+            drop(permit);
+        });
+    }
+    tasks.close();
+    tasks.wait().await;
+}
+
+/// File descriptors kept for what is not a connection: the listener, logs, files, tools.
+const SPARE_DESCRIPTORS: u64 = 32;
+
+/// `max`, or fewer when the process may not open that many files (Linux: the soft limit of
+/// `/proc/self/limits`): a connection limit above it would let idle sockets use up every
+/// descriptor, and the listener could not accept a valid client.
+fn within_descriptors(max: usize) -> usize {
+    let soft = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            let line = limits
+                .lines()
+                .find(|line| line.starts_with("Max open files"))?
+                .to_owned();
+            line.split_whitespace().nth(3)?.parse::<u64>().ok()
+        });
+    let Some(soft) = soft else {
+        return max;
+    };
+    let room = usize::try_from(soft.saturating_sub(SPARE_DESCRIPTORS).max(1)).unwrap_or(max);
+    if room < max {
+        tracing::warn!(
+            max_connections = max,
+            open_files = soft,
+            "the process may open {soft} files: serving at most {room} connections; raise \
+             the limit (ulimit -n) or lower EdgeLimits::max_connections"
+        );
+    }
+    max.min(room)
+}
+
+/// What a connection is doing: requests in flight, and since when it has had none.
+struct Activity {
+    in_flight: AtomicUsize,
+    idle_since: std::sync::Mutex<Instant>,
+}
+
+impl Activity {
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(self.clone())
+    }
+
+    /// When the connection has been idle long enough to close, if it is idle.
+    fn idle_deadline(&self, timeout: Duration) -> Option<Instant> {
+        if self.in_flight.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let since = *self
+            .idle_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Some(since + timeout)
+    }
+}
+
+/// A request in flight until its response body is done.
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        *self
+            .0
+            .idle_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn connection(
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+    router: axum::Router,
+    limits: &EdgeLimits,
+    shutdown: CancellationToken,
+) {
+    let activity = Arc::new(Activity {
+        in_flight: AtomicUsize::new(0),
+        idle_since: std::sync::Mutex::new(Instant::now()),
+    });
+    let service = {
+        let activity = activity.clone();
+        hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+            request.extensions_mut().insert(ConnectInfo(peer));
+            let in_flight = activity.begin();
+            let mut router = router.clone();
+            async move {
+                let response = match router.call(request.map(Body::new)).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                };
+                Ok::<_, Infallible>(response.map(|body| Guarded::wrap(body, in_flight)))
+            }
+        })
+    };
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_header_size(limits.max_header_bytes);
+    let connection = builder.serve_connection(TokioIo::new(tcp), service);
+    let mut connection = std::pin::pin!(connection);
+    // After a graceful shutdown, how long the connection gets to finish before it is dropped.
+    let mut closing: Option<Instant> = None;
+    loop {
+        let idle = activity.idle_deadline(limits.idle_timeout);
+        let wake = match (closing, idle) {
+            (Some(deadline), _) => deadline,
+            (None, Some(deadline)) => deadline,
+            // Busy: look again later.
+            (None, None) => Instant::now() + limits.idle_timeout,
+        };
+        tokio::select! {
+            result = connection.as_mut() => {
+                if let Err(error) = result {
+                    tracing::debug!(%error, peer = ?peer, "connection ended with an error");
+                }
+                return;
+            }
+            () = shutdown.cancelled(), if closing.is_none() => {
+                connection.as_mut().graceful_shutdown();
+                closing = Some(Instant::now() + Duration::from_secs(30));
+            }
+            () = tokio::time::sleep_until(wake) => {
+                if closing.is_some_and(|deadline| Instant::now() >= deadline) {
+                    tracing::debug!(peer = ?peer, "dropped a connection that did not close");
+                    return;
+                }
+                if closing.is_none()
+                    && activity
+                        .idle_deadline(limits.idle_timeout)
+                        .is_some_and(|deadline| Instant::now() >= deadline)
+                {
+                    tracing::debug!(peer = ?peer, "closing an idle connection");
+                    connection.as_mut().graceful_shutdown();
+                    closing = Some(Instant::now() + limits.header_read_timeout);
+                }
+            }
+        }
+    }
+}

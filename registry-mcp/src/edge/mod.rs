@@ -1,0 +1,56 @@
+//! The HTTP edge: what stands between the network and rmcp. Each file is one concept:
+//! [`EdgeLimits`] (`limits.rs`), the accept loop (`connections.rs`), the `Origin` check
+//! (`origin.rs`), the request rate (`rate.rs`), session ownership and caps (`sessions.rs`)
+//! and the bounded log of refusals (`refusals.rs`).
+
+mod connections;
+mod guard;
+mod limits;
+mod origin;
+mod rate;
+mod refusals;
+mod sessions;
+
+use std::time::Duration;
+
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+pub(crate) use connections::serve;
+pub use limits::EdgeLimits;
+pub(crate) use origin::{Origins, check_origin, loopback_origins};
+pub(crate) use rate::{Rates, limit_rate};
+pub(crate) use refusals::Refusals;
+pub(crate) use sessions::{Sessions, guard_sessions};
+
+/// At most one warning per this interval for each kind of repeated refusal.
+pub(crate) const SUMMARY_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The JSON-RPC id of the request being served, once its body was read: for error answers.
+#[derive(Debug, Clone)]
+pub(crate) struct RpcId(pub(crate) Value);
+
+/// Marks a request whose body is an `initialize` request: the only one that opens a session.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Opening;
+
+/// An HTTP answer with `status` and a JSON-RPC error body.
+pub(crate) fn rpc_error(
+    status: StatusCode,
+    id: Option<&RpcId>,
+    code: i32,
+    message: &str,
+) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id.map_or(Value::Null, |id| id.0.clone()),
+        "error": {"code": code, "message": message},
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}

@@ -1,0 +1,295 @@
+//! Who owns each MCP session, and how many each principal may hold: sessions in total and
+//! per principal, GET streams per principal. Every request naming a session is checked
+//! against its owner, whatever its method.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+
+use super::guard::Guarded;
+use super::{EdgeLimits, Opening, RpcId};
+use crate::tokens::Principal;
+
+/// The header that names a session.
+const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+
+/// The sessions of one server.
+#[derive(Debug)]
+pub(crate) struct Sessions {
+    manager: Arc<LocalSessionManager>,
+    max_total: usize,
+    max_per_principal: usize,
+    max_streams: usize,
+    state: Mutex<Owners>,
+}
+
+#[derive(Debug, Default)]
+struct Owners {
+    /// Session id → its principal's id.
+    owner: HashMap<String, Arc<str>>,
+    /// Principal id → sessions open or being opened.
+    held: HashMap<Arc<str>, usize>,
+    /// Sessions being opened, all principals together.
+    opening: usize,
+    /// Principal id → open GET streams.
+    streams: HashMap<Arc<str>, usize>,
+}
+
+impl Owners {
+    fn release(&mut self, principal: &Arc<str>) {
+        if let Some(held) = self.held.get_mut(principal) {
+            *held = held.saturating_sub(1);
+            if *held == 0 {
+                self.held.remove(principal);
+            }
+        }
+    }
+}
+
+/// Why a new session is refused.
+enum Full {
+    Total(usize),
+    Principal(usize),
+}
+
+impl Sessions {
+    /// Tracks the sessions of `manager`, within `limits`.
+    pub(crate) fn new(manager: Arc<LocalSessionManager>, limits: &EdgeLimits) -> Sessions {
+        Sessions {
+            manager,
+            max_total: limits.max_sessions,
+            max_per_principal: limits.max_sessions_per_principal,
+            max_streams: limits.max_streams_per_principal,
+            state: Mutex::new(Owners::default()),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Owners> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets the sessions rmcp closed (idle, or ended by the client or the server).
+    async fn sweep(&self) {
+        let live = self.manager.sessions.read().await;
+        let mut state = self.state();
+        let mut gone = Vec::new();
+        state.owner.retain(|id, principal| {
+            let keep = live.contains_key(id.as_str());
+            if !keep {
+                gone.push(principal.clone());
+            }
+            keep
+        });
+        for principal in gone {
+            state.release(&principal);
+        }
+    }
+
+    /// Reserves a place for a new session of `principal`.
+    fn try_reserve(&self, principal: &Arc<str>) -> Result<(), Full> {
+        let mut state = self.state();
+        if state.owner.len() + state.opening >= self.max_total {
+            return Err(Full::Total(self.max_total));
+        }
+        let held = state.held.get(principal).copied().unwrap_or(0);
+        if held >= self.max_per_principal {
+            return Err(Full::Principal(self.max_per_principal));
+        }
+        state.opening += 1;
+        *state.held.entry(principal.clone()).or_insert(0) += 1;
+        Ok(())
+    }
+
+    async fn reserve(self: &Arc<Self>, principal: &Arc<str>) -> Result<Reservation, Full> {
+        if self.try_reserve(principal).is_err() {
+            // Full: forget the sessions rmcp closed since, and look again.
+            self.sweep().await;
+            self.try_reserve(principal)?;
+        }
+        Ok(Reservation {
+            sessions: self.clone(),
+            principal: principal.clone(),
+            opened: false,
+        })
+    }
+
+    fn owned_by(&self, session: &str, principal: &str) -> bool {
+        self.state()
+            .owner
+            .get(session)
+            .is_some_and(|owner| &**owner == principal)
+    }
+
+    fn forget(&self, session: &str) {
+        let mut state = self.state();
+        if let Some(principal) = state.owner.remove(session) {
+            state.release(&principal);
+        }
+    }
+
+    fn open_stream(self: &Arc<Self>, principal: &Arc<str>) -> Option<Stream> {
+        let mut state = self.state();
+        let streams = state.streams.entry(principal.clone()).or_insert(0);
+        if *streams >= self.max_streams {
+            return None;
+        }
+        *streams += 1;
+        Some(Stream {
+            sessions: self.clone(),
+            principal: principal.clone(),
+        })
+    }
+}
+
+/// A place for a session being opened; given back when dropped unless the session opened.
+struct Reservation {
+    sessions: Arc<Sessions>,
+    principal: Arc<str>,
+    opened: bool,
+}
+
+impl Reservation {
+    fn opened(mut self, session: &str) {
+        let mut state = self.sessions.state();
+        state.opening = state.opening.saturating_sub(1);
+        state
+            .owner
+            .insert(session.to_owned(), self.principal.clone());
+        self.opened = true;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if !self.opened {
+            let mut state = self.sessions.state();
+            state.opening = state.opening.saturating_sub(1);
+            state.release(&self.principal);
+        }
+    }
+}
+
+/// An open GET stream of a principal, until its response body is dropped.
+struct Stream {
+    sessions: Arc<Sessions>,
+    principal: Arc<str>,
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let mut state = self.sessions.state();
+        if let Some(streams) = state.streams.get_mut(&self.principal) {
+            *streams = streams.saturating_sub(1);
+            if *streams == 0 {
+                state.streams.remove(&self.principal);
+            }
+        }
+    }
+}
+
+/// Checks every request that names a session against the session's owner (another
+/// principal's session is answered as an unknown one: 404), counts the sessions a POST
+/// without a session opens, and the GET streams of each principal.
+pub(crate) async fn guard_sessions(
+    State(sessions): State<Arc<Sessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(principal) = request.extensions().get::<Principal>() else {
+        return next.run(request).await;
+    };
+    let principal: Arc<str> = principal.key();
+    let session = request
+        .headers()
+        .get(SESSION_ID)
+        .map(|value| value.to_str().map(str::to_owned));
+    let Some(session) = session else {
+        // Only an `initialize` request opens a session (rmcp answers the others without a
+        // session, or refuses them).
+        if request.method() != Method::POST || request.extensions().get::<Opening>().is_none() {
+            return next.run(request).await;
+        }
+        let id = request.extensions().get::<RpcId>().cloned();
+        let reservation = match sessions.reserve(&principal).await {
+            Ok(reservation) => reservation,
+            Err(full) => {
+                let (status, message) = match full {
+                    Full::Total(max) => (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(
+                            "too many sessions: the server holds its limit of {max} \
+                             (EdgeLimits::max_sessions); retry later"
+                        ),
+                    ),
+                    Full::Principal(max) => (
+                        StatusCode::TOO_MANY_REQUESTS,
+                        format!(
+                            "too many sessions: this token holds its limit of {max} \
+                             (EdgeLimits::max_sessions_per_principal); close one (DELETE) \
+                             or let one expire"
+                        ),
+                    ),
+                };
+                tracing::debug!(client = ?principal, %status, "refused a new session");
+                return super::rpc_error(status, id.as_ref(), -32000, &message);
+            }
+        };
+        let response = next.run(request).await;
+        let opened = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|value| value.to_str().ok());
+        if let Some(opened) = opened {
+            tracing::debug!(client = ?principal, session = ?opened, "a session opened");
+            reservation.opened(opened);
+        }
+        return response;
+    };
+    let session = match session {
+        Ok(session) if sessions.owned_by(&session, &principal) => session,
+        _ => {
+            tracing::debug!(client = ?principal, "refused a request for a session it does not own");
+            return not_found();
+        }
+    };
+    match *request.method() {
+        Method::DELETE => {
+            let response = next.run(request).await;
+            if response.status().is_success() {
+                tracing::debug!(client = ?principal, session = ?session, "a session closed");
+                sessions.forget(&session);
+            }
+            response
+        }
+        Method::GET => {
+            let Some(stream) = sessions.open_stream(&principal) else {
+                tracing::debug!(client = ?principal, "refused a stream over the limit");
+                let message = format!(
+                    "too many streams: this token holds its limit of {} open GET streams \
+                     (EdgeLimits::max_streams_per_principal)",
+                    sessions.max_streams
+                );
+                return super::rpc_error(StatusCode::TOO_MANY_REQUESTS, None, -32000, &message);
+            };
+            next.run(request)
+                .await
+                .map(|body| Guarded::wrap(body, stream))
+        }
+        // A session rmcp closed is still named here until the next sweep; rmcp answers 404.
+        _ => next.run(request).await,
+    }
+}
+
+/// What rmcp answers for a session it does not know: a session of another principal gets
+/// the same.
+fn not_found() -> Response {
+    let mut response = Response::new(Body::from("Not Found: Session not found"));
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
+}

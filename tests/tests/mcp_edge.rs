@@ -1,0 +1,818 @@
+//! Attacks on the HTTP edge of `registry-mcp`, on real loopback sockets, each bounded in
+//! count and time, and what the server does about them: idle and slowloris connections,
+//! connections over the limit, oversize headers, slow bodies, sessions over their caps,
+//! expired sessions, another principal's session, streams over their cap, bursts over the
+//! rate, foreign origins, malformed calls, forged log lines and a flood of refusals.
+//!
+//! Most tests serve the example registry in this process with tight [`EdgeLimits`]; the two
+//! about the log start the example server binary and read its stderr.
+
+mod mcp_support;
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_support::*;
+use registry_mcp::{CancellationToken, EdgeLimits, HttpConfig, HttpServer, Tokens};
+use reqwest::StatusCode;
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// A server in this process, stopped when dropped.
+struct Edge {
+    url: String,
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+}
+
+impl Drop for Edge {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+async fn serve(limits: EdgeLimits) -> Edge {
+    let registry = registry_examples::registry().build().unwrap();
+    let tokens = Tokens::load(tokens_file()).unwrap();
+    let shutdown = CancellationToken::new();
+    let config = HttpConfig::new(tokens)
+        .with_addr("127.0.0.1:0".parse().unwrap())
+        .with_limits(limits)
+        .with_shutdown(shutdown.clone());
+    let server = HttpServer::bind(registry, config).await.unwrap();
+    let (url, addr) = (server.url(), server.local_addr());
+    tokio::spawn(server.serve());
+    Edge {
+        url,
+        addr,
+        shutdown,
+    }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#;
+const LIST: &str = r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}"#;
+
+/// A raw request to the endpoint.
+async fn send(
+    url: &str,
+    method: reqwest::Method,
+    token: &str,
+    session: Option<&str>,
+    extra: &[(&str, &str)],
+    body: Option<&str>,
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .request(method, url)
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {token}"))
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    for (name, value) in extra {
+        request = request.header(*name, *value);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_owned());
+    }
+    within("a raw request", request.send())
+        .await
+        .expect("the server answers")
+}
+
+async fn post(url: &str, token: &str, session: Option<&str>, body: &str) -> reqwest::Response {
+    send(url, reqwest::Method::POST, token, session, &[], Some(body)).await
+}
+
+/// Opens a session for `token`: its id, or the refusal.
+async fn open_session(url: &str, token: &str) -> Result<String, reqwest::Response> {
+    let response = post(url, token, None, INITIALIZE).await;
+    let Some(id) = response.headers().get("mcp-session-id") else {
+        return Err(response);
+    };
+    let id = id.to_str().unwrap().to_owned();
+    assert_eq!(response.status(), StatusCode::OK);
+    let _ = within("the initialize answer", response.text()).await;
+    let initialized = post(url, token, Some(&id), INITIALIZED).await;
+    assert_eq!(initialized.status(), StatusCode::ACCEPTED);
+    Ok(id)
+}
+
+/// The JSON-RPC message of an answer, whether sent as JSON or as one SSE event.
+async fn message(response: reqwest::Response) -> Value {
+    let text = within("an answer", response.text()).await.unwrap();
+    if let Ok(value) = serde_json::from_str(&text) {
+        return value;
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|value| value.get("id").is_some())
+        .unwrap_or_else(|| panic!("no JSON-RPC answer in {text:?}"))
+}
+
+/// Waits until the server closes `socket` (EOF or reset); how long it took, or `None`.
+async fn closed_within(socket: &mut TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buffer = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(
+            limit.saturating_sub(started.elapsed()),
+            socket.read(&mut buffer),
+        )
+        .await
+        {
+            Err(_) => return None,
+            Ok(Ok(0) | Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+async fn still_served(edge: &Edge) {
+    let response = post(&edge.url, RELEASE_TOKEN, None, INITIALIZE).await;
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "a valid client is served"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_slowloris_connections_are_closed_while_a_client_is_served() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_header_read_timeout(Duration::from_secs(1))
+            .with_idle_timeout(Duration::from_secs(1)),
+    )
+    .await;
+    // 40 sockets that send nothing, 40 that send half a request and stop.
+    let mut idle = Vec::new();
+    let mut partial = Vec::new();
+    for _ in 0..40 {
+        idle.push(TcpStream::connect(edge.addr).await.unwrap());
+        let mut socket = TcpStream::connect(edge.addr).await.unwrap();
+        socket
+            .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            .await
+            .unwrap();
+        partial.push(socket);
+    }
+    // 20 that send one header byte every 200 ms, for at most 5 s.
+    let mut dribblers = Vec::new();
+    for _ in 0..20 {
+        let mut socket = TcpStream::connect(edge.addr).await.unwrap();
+        dribblers.push(tokio::spawn(async move {
+            let started = Instant::now();
+            socket.write_all(b"GET /mcp HTTP/1.1\r\n").await.unwrap();
+            let mut buffer = [0u8; 256];
+            for _ in 0..25 {
+                tokio::select! {
+                    read = socket.read(&mut buffer) => match read {
+                        Ok(0) | Err(_) => return Some(started.elapsed()),
+                        Ok(_) => {}
+                    },
+                    () = tokio::time::sleep(Duration::from_millis(200)) => {
+                        if socket.write_all(b"a").await.is_err() {
+                            return Some(started.elapsed());
+                        }
+                    }
+                }
+            }
+            None
+        }));
+    }
+    // Meanwhile a valid client is served.
+    still_served(&edge).await;
+    for socket in idle.iter_mut().chain(partial.iter_mut()) {
+        let closed = closed_within(socket, Duration::from_secs(5)).await;
+        assert!(
+            closed.is_some(),
+            "an idle or half-sent connection stays open"
+        );
+    }
+    for dribbler in dribblers {
+        let closed = within("a slowloris client", dribbler).await.unwrap();
+        let closed = closed.expect("a slowloris connection stays open 5 s");
+        assert!(closed < Duration::from_secs(4), "{closed:?}");
+    }
+    still_served(&edge).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_over_the_limit_are_closed_at_once_and_clients_under_it_served() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_max_connections(20)
+            .with_idle_timeout(Duration::from_secs(30))
+            .with_header_read_timeout(Duration::from_secs(30)),
+    )
+    .await;
+    let mut holders = Vec::new();
+    for _ in 0..15 {
+        holders.push(TcpStream::connect(edge.addr).await.unwrap());
+    }
+    still_served(&edge).await;
+    // 30 more: at most 5 (less the client's) fit.
+    let mut flood = Vec::new();
+    for _ in 0..30 {
+        let mut socket = TcpStream::connect(edge.addr).await.unwrap();
+        flood.push(tokio::spawn(async move {
+            let closed = closed_within(&mut socket, Duration::from_secs(2)).await;
+            (closed, socket)
+        }));
+    }
+    let mut closed = 0;
+    let mut held = Vec::new();
+    for task in flood {
+        let (was_closed, socket) = within("a connection over the limit", task).await.unwrap();
+        if was_closed.is_some() {
+            closed += 1;
+        }
+        held.push(socket);
+    }
+    assert!(
+        closed >= 25,
+        "only {closed} of 30 connections over the limit were closed"
+    );
+    // The held connections give their places back when they close.
+    drop(holders);
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let response = reqwest::Client::new()
+            .post(&edge.url)
+            .header("authorization", format!("Bearer {RELEASE_TOKEN}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE)
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await;
+        if response.is_ok_and(|response| response.status() == StatusCode::OK) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "places were not given back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversize_headers_are_refused() {
+    let edge = serve(EdgeLimits::default().with_max_header_bytes(4096)).await;
+    let mut socket = TcpStream::connect(edge.addr).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {RELEASE_TOKEN}\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(8192)
+    );
+    // The server may close before it read everything: a failed write is a refusal too.
+    let _ = socket.write_all(request.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = within("the refusal", socket.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 431"),
+        "{answer}"
+    );
+    still_served(&edge).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_does_not_arrive_gets_408() {
+    let edge = serve(EdgeLimits::default().with_body_read_timeout(Duration::from_secs(1))).await;
+    let mut socket = TcpStream::connect(edge.addr).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {RELEASE_TOKEN}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 1000\r\n\r\n{{\"jsonrpc\""
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let mut answer = vec![0u8; 4096];
+    let read = within("the 408", socket.read(&mut answer)).await.unwrap();
+    let answer = String::from_utf8_lossy(&answer[..read]);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body_read_timeout"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_over_the_caps_are_refused_and_no_one_is_evicted() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_max_sessions(5)
+            .with_max_sessions_per_principal(3),
+    )
+    .await;
+    let mut support = Vec::new();
+    for _ in 0..3 {
+        support.push(open_session(&edge.url, SUPPORT_TOKEN).await.unwrap());
+    }
+    // A fourth of the same token: 429, naming the limit.
+    let refused = open_session(&edge.url, SUPPORT_TOKEN).await.unwrap_err();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let error = message(refused).await;
+    assert_eq!(error["error"]["code"], -32000);
+    assert_eq!(error["id"], 1);
+    let text = error["error"]["message"].as_str().unwrap();
+    assert!(text.contains("max_sessions_per_principal"), "{text}");
+    // Another principal still opens sessions, with rmcp's client too, up to the total.
+    open_session(&edge.url, RELEASE_TOKEN).await.unwrap();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(edge.url.as_str()).auth_header(RELEASE_TOKEN),
+    );
+    let client = within("rmcp's client", ().serve(transport)).await.unwrap();
+    let tools = within("tools/list", client.list_all_tools()).await.unwrap();
+    assert_eq!(tools.len(), WRITER_TOOLS.len());
+    // The sixth session, of any principal: 503, naming the limit.
+    let refused = open_session(&edge.url, RELEASE_TOKEN).await.unwrap_err();
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let text = message(refused).await["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.contains("max_sessions"), "{text}");
+    // Nobody's session was evicted to make room.
+    for session in &support {
+        let listed = post(&edge.url, SUPPORT_TOKEN, Some(session), LIST).await;
+        assert_eq!(listed.status(), StatusCode::OK);
+    }
+    // A session closed gives its place back.
+    let closed = send(
+        &edge.url,
+        reqwest::Method::DELETE,
+        SUPPORT_TOKEN,
+        Some(&support[0]),
+        &[],
+        None,
+    )
+    .await;
+    assert!(closed.status().is_success(), "{}", closed.status());
+    open_session(&edge.url, SUPPORT_TOKEN).await.unwrap();
+    drop(client);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_idle_past_its_expiry_is_gone_and_its_place_given_back() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_session_idle_timeout(Duration::from_millis(800))
+            .with_max_sessions_per_principal(1),
+    )
+    .await;
+    let session = open_session(&edge.url, SUPPORT_TOKEN).await.unwrap();
+    assert_eq!(
+        post(&edge.url, SUPPORT_TOKEN, Some(&session), LIST)
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let expired = post(&edge.url, SUPPORT_TOKEN, Some(&session), LIST).await;
+    assert_eq!(expired.status(), StatusCode::NOT_FOUND);
+    open_session(&edge.url, SUPPORT_TOKEN)
+        .await
+        .expect("the expired session's place is free");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_principal_gets_404_on_every_method_and_the_session_still_works() {
+    let edge = serve(EdgeLimits::default()).await;
+    let session = open_session(&edge.url, SUPPORT_TOKEN).await.unwrap();
+    let unknown = "0123456789abcdef0123456789abcdef";
+    for (method, body) in [
+        (reqwest::Method::DELETE, None),
+        (reqwest::Method::GET, None),
+        (reqwest::Method::POST, Some(LIST)),
+    ] {
+        let stolen = send(
+            &edge.url,
+            method.clone(),
+            RELEASE_TOKEN,
+            Some(&session),
+            &[],
+            body,
+        )
+        .await;
+        let never_was = send(
+            &edge.url,
+            method.clone(),
+            RELEASE_TOKEN,
+            Some(unknown),
+            &[],
+            body,
+        )
+        .await;
+        assert_eq!(stolen.status(), StatusCode::NOT_FOUND, "{method}");
+        assert_eq!(never_was.status(), StatusCode::NOT_FOUND, "{method}");
+        assert_eq!(
+            stolen.text().await.unwrap(),
+            never_was.text().await.unwrap(),
+            "another's session looks like an unknown one"
+        );
+    }
+    let listed = post(&edge.url, SUPPORT_TOKEN, Some(&session), LIST).await;
+    assert_eq!(listed.status(), StatusCode::OK);
+    let tools = message(listed).await;
+    assert_eq!(
+        tools["result"]["tools"].as_array().unwrap().len(),
+        READER_TOOLS.len()
+    );
+    let closed = send(
+        &edge.url,
+        reqwest::Method::DELETE,
+        SUPPORT_TOKEN,
+        Some(&session),
+        &[],
+        None,
+    )
+    .await;
+    assert!(closed.status().is_success());
+    let gone = post(&edge.url, SUPPORT_TOKEN, Some(&session), LIST).await;
+    assert_eq!(gone.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_streams_over_the_cap_are_refused() {
+    let edge = serve(EdgeLimits::default().with_max_streams_per_principal(1)).await;
+    let first = open_session(&edge.url, SUPPORT_TOKEN).await.unwrap();
+    let second = open_session(&edge.url, SUPPORT_TOKEN).await.unwrap();
+    let stream = send(
+        &edge.url,
+        reqwest::Method::GET,
+        SUPPORT_TOKEN,
+        Some(&first),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let refused = send(
+        &edge.url,
+        reqwest::Method::GET,
+        SUPPORT_TOKEN,
+        Some(&second),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let text = message(refused).await["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.contains("max_streams_per_principal"), "{text}");
+    // Another principal's streams are its own.
+    let other = open_session(&edge.url, RELEASE_TOKEN).await.unwrap();
+    let own = send(
+        &edge.url,
+        reqwest::Method::GET,
+        RELEASE_TOKEN,
+        Some(&other),
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(own.status(), StatusCode::OK);
+    // Closing the stream gives its place back.
+    drop(stream);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let again = send(
+            &edge.url,
+            reqwest::Method::GET,
+            SUPPORT_TOKEN,
+            Some(&second),
+            &[],
+            None,
+        )
+        .await;
+        if again.status() == StatusCode::OK {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the closed stream's place was not given back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_over_the_rate_gets_429_with_retry_after_and_service_after() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_requests_per_second(1)
+            .with_burst(5),
+    )
+    .await;
+    let ping = r#"{"jsonrpc": "2.0", "id": 7, "method": "ping"}"#;
+    let mut statuses = Vec::new();
+    let mut limited = None;
+    for _ in 0..30 {
+        let response = post(&edge.url, SUPPORT_TOKEN, None, ping).await;
+        statuses.push(response.status());
+        if response.status() == StatusCode::TOO_MANY_REQUESTS && limited.is_none() {
+            limited = Some(response);
+        }
+    }
+    assert!(
+        statuses[..5]
+            .iter()
+            .all(|status| *status != StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+    let refused = statuses
+        .iter()
+        .filter(|status| **status == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert!(refused >= 15, "{statuses:?}");
+    let limited = limited.unwrap();
+    let retry: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=2).contains(&retry), "{retry}");
+    let error = message(limited).await;
+    assert_eq!(error["error"]["code"], -32000);
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("requests_per_second")
+    );
+    // Another principal is not slowed down.
+    assert_ne!(
+        post(&edge.url, RELEASE_TOKEN, None, ping).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    // After Retry-After, service again.
+    tokio::time::sleep(Duration::from_secs(retry)).await;
+    assert_ne!(
+        post(&edge.url, SUPPORT_TOKEN, None, ping).await.status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_origin_is_refused_and_a_loopback_origin_accepted() {
+    let edge = serve(EdgeLimits::default()).await;
+    for origin in [
+        "http://evil.example",
+        "null",
+        "http://localhost.evil.example:80",
+        "https://127.0.0.1.nip.io",
+    ] {
+        let response = send(
+            &edge.url,
+            reqwest::Method::POST,
+            RELEASE_TOKEN,
+            None,
+            &[("origin", origin)],
+            Some(INITIALIZE),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{origin}");
+        assert!(response.headers().get("mcp-session-id").is_none());
+    }
+    for origin in [
+        "http://localhost:5173",
+        "http://127.0.0.1:8750",
+        "https://[::1]:3000",
+    ] {
+        let response = send(
+            &edge.url,
+            reqwest::Method::POST,
+            RELEASE_TOKEN,
+            None,
+            &[("origin", origin)],
+            Some(INITIALIZE),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK, "{origin}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_tools_call_gets_invalid_params_with_its_id() {
+    let edge = serve(EdgeLimits::default()).await;
+    let session = open_session(&edge.url, RELEASE_TOKEN).await.unwrap();
+    for (id, params) in [
+        (json!(11), None),
+        (json!(12), Some(json!({}))),
+        (json!("thirteen"), Some(json!({"name": 5}))),
+        (
+            json!(14),
+            Some(json!({"name": "get_status", "arguments": [1]})),
+        ),
+        (json!(15), Some(json!("get_status"))),
+    ] {
+        let mut call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call"});
+        if let Some(params) = params {
+            call["params"] = params;
+        }
+        let response = post(&edge.url, RELEASE_TOKEN, Some(&session), &call.to_string()).await;
+        let answer = message(response).await;
+        assert_eq!(answer["error"]["code"], -32602, "{call}: {answer}");
+        assert_eq!(answer["id"], id, "{call}");
+    }
+    // A well-formed call still runs.
+    let call = json!({"jsonrpc": "2.0", "id": 16, "method": "tools/call", "params": {"name": "get_status", "arguments": {"project": "web"}}});
+    let answer =
+        message(post(&edge.url, RELEASE_TOKEN, Some(&session), &call.to_string()).await).await;
+    assert!(answer.get("result").is_some(), "{answer}");
+}
+
+/// The example server, with its stderr lines collected.
+struct Logged {
+    url: String,
+    lines: Arc<Mutex<Vec<String>>>,
+    _child: tokio::process::Child,
+}
+
+async fn start_logged(args: &[&str]) -> Logged {
+    let mut child = tokio::process::Command::new(server_binary())
+        .args(["--http", "127.0.0.1:0", "--tokens"])
+        .arg(tokens_file())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the server starts");
+    let stderr = child.stderr.take().unwrap();
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let (found, mut url) = tokio::sync::mpsc::unbounded_channel();
+    let collected = lines.clone();
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(stderr);
+        let mut line = Vec::new();
+        while let Ok(read) = reader.read_until(b'\n', &mut line).await {
+            if read == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&line)
+                .trim_end_matches('\n')
+                .to_owned();
+            match text.strip_prefix("mcp_server: listening on ") {
+                Some(url) => {
+                    let _ = found.send(url.to_owned());
+                }
+                None => collected.lock().unwrap().push(text),
+            }
+            line.clear();
+        }
+    });
+    let url = within("the server's address", url.recv()).await.unwrap();
+    Logged {
+        url,
+        lines,
+        _child: child,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newline_or_nul_in_an_id_or_a_tool_name_cannot_forge_a_log_line() {
+    let server = start_logged(&["--log", "info"]).await;
+    let session = open_session(&server.url, RELEASE_TOKEN).await.unwrap();
+    let forged = " outcome=ok tool=deploy FORGED";
+    let calls = [
+        json!({"jsonrpc": "2.0", "id": format!("a\n2026-01-01T00:00:00Z  INFO registry_core::audit: event=\"call\"{forged}"), "method": "tools/call",
+               "params": {"name": "get_status", "arguments": {"project": "web"}}}),
+        json!({"jsonrpc": "2.0", "id": 21, "method": "tools/call",
+               "params": {"name": format!("nope\n{forged}"), "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 22, "method": "tools/call",
+               "params": {"name": format!("nul\u{0}{forged}"), "arguments": {}}}),
+    ];
+    for call in &calls {
+        let response = post(
+            &server.url,
+            RELEASE_TOKEN,
+            Some(&session),
+            &call.to_string(),
+        )
+        .await;
+        let _ = message(response).await;
+    }
+    // Wait for the three audited calls to reach the log.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let audited = server
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.contains("FORGED"))
+            .count();
+        if audited >= 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the calls were not audited: {:?}",
+            server.lines.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let lines = server.lines.lock().unwrap().clone();
+    for line in &lines {
+        // Every line is an event of the server: a timestamp first, never the attacker's text.
+        assert!(
+            line.starts_with(|c: char| c.is_ascii_digit()),
+            "a line not written by the logger: {line:?}"
+        );
+        assert!(!line.contains('\0'), "{line:?}");
+        assert!(
+            !line.starts_with("2026-01-01T00:00:00Z"),
+            "a forged line: {line:?}"
+        );
+    }
+    for line in lines.iter().filter(|line| line.contains("FORGED")) {
+        // The forged text stays inside one quoted, escaped value.
+        assert!(line.contains("\\n") || line.contains("\\0"), "{line:?}");
+        assert!(
+            !unquoted(line).contains("FORGED"),
+            "the forged text is outside a quoted value: {line:?}"
+        );
+    }
+}
+
+/// `line` without its quoted values (`"..."`, with `\"` and `\\` escapes).
+fn unquoted(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            out.push(c);
+            continue;
+        }
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '"' => break,
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_refused_requests_writes_a_bounded_log() {
+    let server = start_logged(&["--log", "info"]).await;
+    let long_path = format!("{}/{}", server.url, "x".repeat(4000));
+    let client = reqwest::Client::new();
+    let count = 2000;
+    let started = Instant::now();
+    for i in 0..count {
+        let url = if i % 2 == 0 { &server.url } else { &long_path };
+        let response = within(
+            "a refused request",
+            client
+                .post(url)
+                .header("authorization", "Bearer not-a-known-token-at-all")
+                .header("content-type", "application/json")
+                .body(INITIALIZE)
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    }
+    let elapsed = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let lines = server.lines.lock().unwrap().clone();
+    let refusals: Vec<&String> = lines
+        .iter()
+        .filter(|line| line.contains("refused"))
+        .collect();
+    let bytes: usize = lines.iter().map(|line| line.len() + 1).sum();
+    // One warning per 10 s at most, and never the path.
+    let allowed = 1 + usize::try_from(elapsed.as_secs() / 10).unwrap();
+    assert!(
+        refusals.len() <= allowed,
+        "{} warnings in {elapsed:?}: {refusals:?}",
+        refusals.len()
+    );
+    assert!(
+        !lines.iter().any(|line| line.contains("xxxxxxxx")),
+        "the path was logged"
+    );
+    assert!(
+        bytes < 4096,
+        "{bytes} bytes of log for {count} refusals: {lines:?}"
+    );
+}
