@@ -128,6 +128,13 @@ impl RegistryServer {
             .and_then(|parts| parts.extensions.get::<Principal>())
             .or_else(|| extensions.get::<Principal>())
             .ok_or_else(|| ErrorData::invalid_request("the request is not authenticated", None))?;
+        if let Some((opener, bound)) = bound.get()
+            && opener.same_as(principal)
+            && bound.subject == *principal.subject()
+        {
+            // The session's own principal with the same scopes: its client, without a lookup.
+            return Ok(bound.clone());
+        }
         let client = self
             .shared
             .client(principal.issuer(), principal.id(), principal.subject());

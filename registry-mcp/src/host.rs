@@ -27,7 +27,7 @@
 // version this server speaks before 2026-07-28.
 #![allow(deprecated)]
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use registry_core::{
@@ -123,18 +123,42 @@ pub(crate) struct McpHost {
     runtime: tokio::runtime::Handle,
     /// The run's own host, for what the client cannot take.
     fallback: Arc<dyn CallHost>,
-    outgoing: mpsc::UnboundedSender<Outgoing>,
+    outgoing: Arc<Lane>,
     last_progress: Mutex<Option<f64>>,
 }
 
+/// Where a call's notifications go, in order: a task of its own, started with the first
+/// one (most calls send none, and then cost no task and no wait at their end).
+struct Lane {
+    peer: Peer<RoleServer>,
+    runtime: tokio::runtime::Handle,
+    sender: OnceLock<mpsc::UnboundedSender<Outgoing>>,
+}
+
+impl Lane {
+    fn send(&self, notification: ServerNotification) {
+        let sender = self.sender.get_or_init(|| {
+            let (sender, queue) = mpsc::unbounded_channel();
+            self.runtime.spawn(send_in_order(self.peer.clone(), queue));
+            sender
+        });
+        // Fails only once the connection's task is gone: nobody is listening any more.
+        let _ = sender.send(Outgoing::Notification(notification));
+    }
+}
+
 /// Waits, at the end of a call, for its notifications to be sent.
-pub(crate) struct Flush(mpsc::UnboundedSender<Outgoing>);
+pub(crate) struct Flush(Arc<Lane>);
 
 impl Flush {
-    /// Returns once every notification of the call made so far was handed to the transport.
+    /// Returns once every notification of the call made so far was handed to the transport
+    /// (at once if it sent none).
     pub(crate) async fn wait(self) {
+        let Some(sender) = self.0.sender.get() else {
+            return;
+        };
         let (done, sent) = oneshot::channel();
-        if self.0.send(Outgoing::Flush(done)).is_ok() {
+        if sender.send(Outgoing::Flush(done)).is_ok() {
             let _ = sent.await;
         }
     }
@@ -177,9 +201,12 @@ impl McpHost {
             .map(level_of)
             .or_else(|| session.log_level())
             .unwrap_or(options.log_level);
-        let (outgoing, queue) = mpsc::unbounded_channel();
         let runtime = tokio::runtime::Handle::current();
-        runtime.spawn(send_in_order(context.peer.clone(), queue));
+        let outgoing = Arc::new(Lane {
+            peer: context.peer.clone(),
+            runtime: runtime.clone(),
+            sender: OnceLock::new(),
+        });
         let host = McpHost {
             peer: context.peer.clone(),
             request: context.id.clone(),
@@ -197,8 +224,7 @@ impl McpHost {
     }
 
     fn notify(&self, notification: ServerNotification) {
-        // Fails only once the connection's task is gone: nobody is listening any more.
-        let _ = self.outgoing.send(Outgoing::Notification(notification));
+        self.outgoing.send(notification);
     }
 
     /// Sends `request` to the client, tied to the `tools/call` it serves, from the server's

@@ -14,12 +14,12 @@ use registry_core::Registry;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::edge::{
-    self, EdgeLimits, Opening, Origins, Rates, Refusals, RpcId, Sessions, rpc_error,
+    self, CalledTool, EdgeLimits, Opening, Origins, Peek, Rates, Refusals, RpcId, Sessions,
+    rpc_error,
 };
 use crate::oauth::{OAuth, Refusal, StepUp, Validator, metadata_router, step_up};
 use crate::tokens::{Principal, Tokens};
@@ -381,35 +381,29 @@ impl McpServer {
             Some(Ok(validator)) => Some(validator.metadata.clone()),
             _ => None,
         };
-        let mut router = axum::Router::new().nest_service(&config.path, service);
-        if config.options.step_up_scopes {
-            router = router.layer(axum::middleware::from_fn_with_state(
+        let step_up = config.options.step_up_scopes.then(|| {
+            axum::middleware::from_fn_with_state(
                 Arc::new(StepUp {
                     server: self.clone(),
                     metadata: metadata.as_ref().map(|metadata| metadata.url.clone()),
                 }),
                 step_up,
-            ));
-        }
+            )
+        });
         let rates = Arc::new(Rates::new(
             config.limits.requests_per_second,
             config.limits.burst,
         ));
         let origins = Arc::new(Origins::new(&config.allowed_origins));
-        // The first layer added is the innermost: a request meets the Origin check, then
-        // authentication, the rate limit, the body checks and the session checks.
-        let router = router
+        // One concrete stack, outermost first: a request meets the Origin check, then
+        // authentication, the rate limit, the body checks, the session checks and step-up.
+        // (Built with `ServiceBuilder` rather than `Router::layer`, which boxes each layer:
+        // every layer clones what is inside it for each request, and boxed that is an
+        // allocation per layer and per request; the endpoint is shared behind an `Arc`.)
+        let stack = tower::ServiceBuilder::new()
             .layer(axum::middleware::from_fn_with_state(
-                sessions,
-                edge::guard_sessions,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
-                limits,
-                protocol_errors,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
-                rates,
-                edge::limit_rate,
+                origins,
+                edge::check_origin,
             ))
             .layer(axum::middleware::from_fn_with_state(
                 Arc::new(Credentials {
@@ -421,14 +415,55 @@ impl McpServer {
                 authenticate,
             ))
             .layer(axum::middleware::from_fn_with_state(
-                origins,
-                edge::check_origin,
-            ));
+                rates,
+                edge::limit_rate,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                limits,
+                protocol_errors,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                sessions,
+                edge::guard_sessions,
+            ))
+            .option_layer(step_up)
+            .service(Endpoint(Arc::new(service)));
+        let router = axum::Router::new().nest_service(&config.path, stack);
         match metadata {
             // The metadata is public: outside the token check.
             Some(metadata) => router.merge(metadata_router(&metadata)),
             None => router,
         }
+    }
+}
+
+/// rmcp's streamable HTTP service, shared: the layers in front clone what they wrap for
+/// each request, and this clones an `Arc`.
+struct Endpoint<S: ServerHandler>(Arc<StreamableHttpService<S, LocalSessionManager>>);
+
+impl<S: ServerHandler> Clone for Endpoint<S> {
+    fn clone(&self) -> Self {
+        Endpoint(self.0.clone())
+    }
+}
+
+impl<S: ServerHandler + Send + 'static> tower::Service<Request> for Endpoint<S> {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Response, std::convert::Infallible>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let service = self.0.clone();
+        Box::pin(async move { Ok(service.handle(request).await.map(Body::new)) })
     }
 }
 
@@ -621,7 +656,7 @@ async fn protocol_errors(
             );
         }
     };
-    let message = match serde_json::from_slice::<Value>(&bytes) {
+    let message = match serde_json::from_slice::<Peek<'_>>(&bytes) {
         Ok(message) => message,
         Err(error) => {
             tracing::debug!(%error, "a request body that is not JSON");
@@ -633,12 +668,9 @@ async fn protocol_errors(
             );
         }
     };
-    if let Some(id) = message
-        .get("id")
-        .filter(|id| id.is_string() || id.is_number())
-    {
-        let id = RpcId(id.clone());
-        if let Some(problem) = malformed_call(&message) {
+    if let Some(id) = message.id.clone() {
+        let id = RpcId(id);
+        if let Some(problem) = message.malformed_call() {
             tracing::debug!("a malformed tools/call: {problem}");
             return rpc_error(
                 StatusCode::OK,
@@ -648,8 +680,11 @@ async fn protocol_errors(
             );
         }
         parts.extensions.insert(id);
-        if message.get("method").and_then(Value::as_str) == Some("initialize") {
+        if message.method.as_deref() == Some("initialize") {
             parts.extensions.insert(Opening);
+        }
+        if let Some(tool) = message.called_tool() {
+            parts.extensions.insert(CalledTool(tool.into()));
         }
     }
     let response = next
@@ -666,24 +701,6 @@ async fn protocol_errors(
         );
     }
     response
-}
-
-/// What is wrong with the params of a `tools/call` request, if anything: rmcp would answer
-/// -32601 (method not found) for a call it cannot parse, where JSON-RPC says -32602.
-fn malformed_call(message: &Value) -> Option<&'static str> {
-    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
-        return None;
-    }
-    let Some(params) = message.get("params").and_then(Value::as_object) else {
-        return Some("tools/call needs params, an object with the tool's `name`");
-    };
-    if !params.get("name").is_some_and(Value::is_string) {
-        return Some("tools/call needs `name`, the tool's name as a string");
-    }
-    match params.get("arguments") {
-        None | Some(Value::Null | Value::Object(_)) => None,
-        Some(_) => Some("`arguments` of tools/call must be an object"),
-    }
 }
 
 #[cfg(test)]

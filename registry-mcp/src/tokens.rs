@@ -21,13 +21,17 @@ pub struct Principal {
     id: Arc<str>,
     subject: Subject,
     issuer: Option<Arc<str>>,
+    /// The issuer and id, unambiguously: see [`key`](Self::key).
+    key: Arc<str>,
 }
 
 impl Principal {
     /// A principal named `id` acting as `subject`.
     pub fn new(id: impl Into<Arc<str>>, subject: Subject) -> Self {
+        let id: Arc<str> = id.into();
         Principal {
-            id: id.into(),
+            key: id.clone(),
+            id,
             subject,
             issuer: None,
         }
@@ -37,7 +41,9 @@ impl Principal {
     /// `sub` as the token's issuer names it, and two issuers' (or a static token's) principals
     /// with the same id are not the same one.
     pub fn with_issuer(mut self, issuer: impl Into<Arc<str>>) -> Self {
-        self.issuer = Some(issuer.into());
+        let issuer: Arc<str> = issuer.into();
+        self.key = Arc::from(format!("{}:{issuer}{}", issuer.len(), self.id));
+        self.issuer = Some(issuer);
         self
     }
 
@@ -49,11 +55,8 @@ impl Principal {
 
     /// A key naming the principal alone (its issuer and id, unambiguously), for the edge's
     /// per-principal limits and session ownership.
-    pub(crate) fn key(&self) -> Arc<str> {
-        match &self.issuer {
-            None => self.id.clone(),
-            Some(issuer) => Arc::from(format!("{}:{issuer}{}", issuer.len(), self.id)),
-        }
+    pub(crate) fn key(&self) -> &Arc<str> {
+        &self.key
     }
 
     /// Whether `other` is the same principal (same issuer and id; the scopes may differ).

@@ -4,12 +4,15 @@
 //! The servers are this program started again as child processes, each on 127.0.0.1 and a
 //! free port, logging nothing:
 //!
-//! - `bench-mcp serve MODE ARGS…`: the registry, `McpServer::http_router` served as
-//!   `registry_mcp::HttpServer` serves it (authentication and protocol-error layers, rmcp's
-//!   streamable HTTP service in session mode, `TCP_NODELAY`), with the clients authenticated
-//!   as [`AuthMode`] `MODE` says (today `static`: a bearer-token file, one token per client,
-//!   so each client is its own subject with its own run); beside it a plain axum route that
-//!   answers a fixed result, to show what HTTP alone costs;
+//! - `bench-mcp serve MODE ARGS…`: the registry as `registry_mcp::HttpServer` serves it, the
+//!   whole edge included (its accept loop with timeouts and a connection limit, `Origin`,
+//!   authentication, the rate per principal with its limit lifted out of the way, body
+//!   checks, session ownership and caps, rmcp's streamable HTTP service in session mode,
+//!   `TCP_NODELAY`), with the clients authenticated as [`AuthMode`] `MODE` says (`static`: a
+//!   bearer-token file; `jwt`: JWT access tokens checked against a JWKS file; `jwt-step-up`:
+//!   the same with step-up on; one token per client, so each client is its own subject with
+//!   its own run); on a second port a plain axum route that answers a fixed result, to show
+//!   what HTTP alone costs;
 //! - `bench-mcp serve-bare`: the baseline, rmcp's own `StreamableHttpService` with
 //!   `LocalSessionManager` and the same tool written with rmcp's macros, nothing in front
 //!   (no authentication): see [`bare`].
@@ -35,12 +38,13 @@
 //! Run: `cargo run --release --manifest-path bench/mcp/Cargo.toml -- [options]`:
 //! `--clients N` (16), `--seconds N` per round (3), `--warmup N` seconds per round (1),
 //! `--rounds N` (7), `--calls N` sequential (5000), `--sessions N` (10000, 0 to skip),
-//! `--client raw|rmcp|both` (both), `--auth static,…` (all modes), `--only-compare` (skip
+//! `--client raw|rmcp|both` (both), `--auth static,jwt,jwt-step-up` (all three), `--only-compare` (skip
 //! the in-process and sequential rows).
 
 mod bare;
 
 use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -49,7 +53,7 @@ use std::time::{Duration, Instant};
 
 use axum::serve::ListenerExt;
 use registry_core::{Registry, Subject, ToolCall, tool};
-use registry_mcp::{HttpConfig, Jwks, McpServer, OAuth, ServerOptions, Tokens};
+use registry_mcp::{EdgeLimits, HttpConfig, HttpServer, Jwks, OAuth, ServerOptions, Tokens};
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -217,6 +221,8 @@ struct Server {
     target: Target,
     child: tokio::process::Child,
     url: String,
+    /// The plain route's URL (the registry's server only).
+    baseline: Option<String>,
     credentials: Credentials,
 }
 
@@ -244,10 +250,15 @@ impl Server {
             .unwrap();
         let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
         let url = lines.next_line().await.unwrap().expect("the server's URL");
+        let baseline = match target {
+            Target::Registry(_) => lines.next_line().await.unwrap(),
+            Target::Bare => None,
+        };
         Server {
             target,
             child,
             url,
+            baseline,
             credentials,
         }
     }
@@ -352,29 +363,42 @@ fn main() {
     }
 }
 
-/// The registry's server: the registry of this program (one tool, `add`) over HTTP,
-/// authenticating its clients as `mode` says, with `args` from [`AuthMode::credentials`].
+/// The registry's server: the registry of this program (one tool, `add`) over HTTP as
+/// `HttpServer` serves it (the whole edge: its accept loop with timeouts and connection limit,
+/// Origin, authentication as `mode` says with `args` from [`AuthMode::credentials`], the rate
+/// per principal, body checks, session ownership), on a free port; and, on a second port, a
+/// plain route answering a fixed JSON-RPC result: the cost of HTTP alone, for comparison. It
+/// prints the MCP URL, then the plain route's.
+///
+/// The edge's limits are lifted far above what the benchmark sends (its checks still run on
+/// every request): the default rate of 50 requests per second per principal would refuse
+/// most of a benchmark's calls. The session caps stay at their defaults, which the memory
+/// test meets.
 fn serve(mode: AuthMode, args: &[String]) {
     tokio::runtime::Runtime::new().unwrap().block_on(async {
         let registry = Registry::from_inventory().unwrap();
-        let config = mode.http_config(args);
-        // The MCP endpoint as `HttpServer` serves it, and beside it a plain route answering
-        // a fixed JSON-RPC result: the cost of HTTP alone, for comparison.
-        let router = McpServer::new(registry, config.options.clone())
-            .unwrap()
-            .http_router(&config)
-            .route(
-                "/baseline",
-                axum::routing::post(|body: axum::body::Bytes| async move {
-                    let _: Value = serde_json::from_slice(&body).unwrap();
-                    r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"3"}],"isError":false}}"#
-                }),
-            );
+        let limits = EdgeLimits::default()
+            .with_requests_per_second(10_000_000)
+            .with_burst(10_000_000);
+        let config = mode
+            .http_config(args)
+            .with_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .with_limits(limits);
+        let server = HttpServer::bind(registry, config).await.unwrap();
+        let baseline = axum::Router::new().route(
+            "/baseline",
+            axum::routing::post(|body: axum::body::Bytes| async move {
+                let _: Value = serde_json::from_slice(&body).unwrap();
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"3"}],"isError":false}}"#
+            }),
+        );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        println!("http://{}/mcp", listener.local_addr().unwrap());
+        println!("{}", server.url());
+        println!("http://{}/baseline", listener.local_addr().unwrap());
         std::io::stdout().flush().unwrap();
         let listener = listener.tap_io(|tcp| tcp.set_nodelay(true).unwrap());
-        axum::serve(listener, router).await.unwrap();
+        tokio::spawn(async move { axum::serve(listener, baseline).await.unwrap() });
+        server.serve().await.unwrap();
     });
 }
 
@@ -496,7 +520,7 @@ async fn sequential(server: &Server, calls: usize) {
     }
     let sequential_raw = Stats::of(latencies);
     println!("sequential   HTTP, 1 raw client:  {sequential_raw}");
-    let baseline = server.url.replace("/mcp", "/baseline");
+    let baseline = server.baseline.clone().expect("the registry's server has a plain route");
     let mut latencies = Vec::with_capacity(calls);
     for i in 0..calls + 500 {
         let started = Instant::now();

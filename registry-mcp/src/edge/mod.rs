@@ -1,11 +1,13 @@
 //! The HTTP edge: what stands between the network and rmcp. Each file is one concept:
 //! [`EdgeLimits`] (`limits.rs`), the accept loop (`connections.rs`), the `Origin` check
-//! (`origin.rs`), the request rate (`rate.rs`), session ownership and caps (`sessions.rs`)
-//! and the bounded log of refusals (`refusals.rs`).
+//! (`origin.rs`), the request rate (`rate.rs`), session ownership and caps (`sessions.rs`),
+//! the bounded log of refusals (`refusals.rs`) and the one-pass look at a message's id, method
+//! and params (`message.rs`).
 
 mod connections;
 mod guard;
 mod limits;
+mod message;
 mod origin;
 mod rate;
 mod refusals;
@@ -19,6 +21,7 @@ use serde_json::{Value, json};
 
 pub(crate) use connections::serve;
 pub use limits::EdgeLimits;
+pub(crate) use message::Peek;
 pub(crate) use origin::{Origins, check_origin, loopback_origins};
 pub(crate) use rate::{Rates, limit_rate};
 pub(crate) use refusals::Refusals;
@@ -30,6 +33,10 @@ pub(crate) const SUMMARY_INTERVAL: Duration = Duration::from_secs(10);
 /// The JSON-RPC id of the request being served, once its body was read: for error answers.
 #[derive(Debug, Clone)]
 pub(crate) struct RpcId(pub(crate) Value);
+
+/// The tool a request's body calls (a well-formed `tools/call`), once its body was read.
+#[derive(Debug, Clone)]
+pub(crate) struct CalledTool(pub(crate) Box<str>);
 
 /// Marks a request whose body is an `initialize` request: the only one that opens a session.
 #[derive(Debug, Clone, Copy)]

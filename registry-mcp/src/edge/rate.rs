@@ -92,7 +92,7 @@ pub(crate) async fn limit_rate(
     let Some(principal) = request.extensions().get::<Principal>() else {
         return next.run(request).await;
     };
-    if let Err(wait) = rates.take(&principal.key()) {
+    if let Err(wait) = rates.take(principal.key()) {
         tracing::debug!(client = ?principal.id(), "refused a request over the rate limit");
         // Whole seconds, rounded up: at least 1.
         let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);

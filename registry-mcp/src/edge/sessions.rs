@@ -204,7 +204,7 @@ pub(crate) async fn guard_sessions(
     let Some(principal) = request.extensions().get::<Principal>() else {
         return next.run(request).await;
     };
-    let principal: Arc<str> = principal.key();
+    let principal: Arc<str> = principal.key().clone();
     let session = request
         .headers()
         .get(SESSION_ID)
