@@ -395,28 +395,23 @@ impl McpServer {
             config.limits.burst,
         ));
         let origins = Arc::new(Origins::new(&config.allowed_origins));
-        // One concrete stack, outermost first: a request meets the Origin check, then
-        // authentication, the rate limit, the body checks, the session checks and step-up.
+        // One concrete stack, outermost first: a request meets the Origin check,
+        // authentication and the rate limit (one layer), then the body checks, the session
+        // checks and step-up.
         // (Built with `ServiceBuilder` rather than `Router::layer`, which boxes each layer:
         // every layer clones what is inside it for each request, and boxed that is an
         // allocation per layer and per request; the endpoint is shared behind an `Arc`.)
         let stack = tower::ServiceBuilder::new()
             .layer(axum::middleware::from_fn_with_state(
-                origins,
-                edge::check_origin,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
                 Arc::new(Credentials {
+                    origins,
                     tokens: config.tokens.clone(),
                     loopback: config.loopback_principal.clone(),
                     validator,
                     refusals: Refusals::new("requests without a valid bearer token"),
+                    rates,
                 }),
                 authenticate,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
-                rates,
-                edge::limit_rate,
             ))
             .layer(axum::middleware::from_fn_with_state(
                 limits,
@@ -467,8 +462,11 @@ impl<S: ServerHandler + Send + 'static> tower::Service<Request> for Endpoint<S> 
     }
 }
 
-/// What a request may authenticate with.
+/// What a request may authenticate with, and the checks around it: the `Origin` before, the
+/// principal's rate after.
 struct Credentials {
+    origins: Arc<Origins>,
+    rates: Arc<Rates>,
     tokens: Tokens,
     loopback: Option<Principal>,
     /// The refusals, for a bounded log.
@@ -556,6 +554,9 @@ async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
+    if let Some(refused) = edge::check_origin(&credentials.origins, &request) {
+        return refused;
+    }
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -576,6 +577,9 @@ async fn authenticate(
             return refusal.response(credentials.metadata_url());
         }
     };
+    if let Some(refused) = edge::limit_rate(&credentials.rates, &principal) {
+        return refused;
+    }
     let started = Instant::now();
     let method = request.method().clone();
     let id = principal.id().to_owned();

@@ -1,11 +1,8 @@
 //! The `Origin` check: a browser page on another site must not reach the server with the
 //! user's credentials (MCP, transports: "servers MUST validate the Origin header").
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The origins accepted by default: pages served from loopback, on any port.
@@ -103,26 +100,22 @@ fn parse(text: &str, wildcard: bool) -> Option<Pattern> {
 
 /// Refuses with 403 a request whose `Origin` header names an origin not accepted. A request
 /// without one (not from a browser) goes on.
-pub(crate) async fn check_origin(
-    State(origins): State<Arc<Origins>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let accepted = origin.to_str().is_ok_and(|origin| origins.accepts(origin));
-        if !accepted {
-            tracing::debug!(?origin, "refused a request from an origin not allowed");
-            return super::rpc_error(
-                StatusCode::FORBIDDEN,
-                None,
-                -32600,
-                "forbidden: the Origin header names an origin this server does not accept \
-                 (HttpConfig::allowed_origins)",
-            )
-            .into_response();
-        }
+pub(crate) fn check_origin(origins: &Origins, request: &Request) -> Option<Response> {
+    let origin = request.headers().get(header::ORIGIN)?;
+    if origin.to_str().is_ok_and(|origin| origins.accepts(origin)) {
+        return None;
     }
-    next.run(request).await
+    tracing::debug!(?origin, "refused a request from an origin not allowed");
+    Some(
+        super::rpc_error(
+            StatusCode::FORBIDDEN,
+            None,
+            -32600,
+            "forbidden: the Origin header names an origin this server does not accept \
+             (HttpConfig::allowed_origins)",
+        )
+        .into_response(),
+    )
 }
 
 #[cfg(test)]

@@ -1,12 +1,10 @@
 //! The per-principal request rate: a token bucket per principal id.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use tokio::time::Instant;
 
@@ -84,33 +82,24 @@ impl Bucket {
 }
 
 /// Refuses with 429 and `Retry-After` a request of a principal over its rate.
-pub(crate) async fn limit_rate(
-    State(rates): State<Arc<Rates>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(principal) = request.extensions().get::<Principal>() else {
-        return next.run(request).await;
-    };
-    if let Err(wait) = rates.take(principal.key()) {
-        tracing::debug!(client = ?principal.id(), "refused a request over the rate limit");
-        // Whole seconds, rounded up: at least 1.
-        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-        let mut response = super::rpc_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            None,
-            -32000,
-            &format!(
-                "too many requests: over {} per second for this token (EdgeLimits::requests_per_second); retry after {seconds} s",
-                rates.per_second
-            ),
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-        return response;
-    }
-    next.run(request).await
+pub(crate) fn limit_rate(rates: &Rates, principal: &Principal) -> Option<Response> {
+    let wait = rates.take(principal.key()).err()?;
+    tracing::debug!(client = ?principal.id(), "refused a request over the rate limit");
+    // Whole seconds, rounded up: at least 1.
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut response = super::rpc_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        None,
+        -32000,
+        &format!(
+            "too many requests: over {} per second for this token (EdgeLimits::requests_per_second); retry after {seconds} s",
+            rates.per_second
+        ),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    Some(response)
 }
 
 #[cfg(test)]
