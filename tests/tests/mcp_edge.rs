@@ -89,6 +89,11 @@ async fn send(
         .expect("the server answers")
 }
 
+/// Opens a GET (SSE) stream on `session`.
+async fn get_stream(url: &str, token: &str, session: &str) -> reqwest::Response {
+    send(url, reqwest::Method::GET, token, Some(session), &[], None).await
+}
+
 async fn post(url: &str, token: &str, session: Option<&str>, body: &str) -> reqwest::Response {
     send(url, reqwest::Method::POST, token, session, &[], Some(body)).await
 }
@@ -446,25 +451,9 @@ async fn get_streams_over_the_cap_are_refused() {
     let edge = serve(EdgeLimits::default().with_max_streams_per_principal(1)).await;
     let first = open_session(&edge.url, SUPPORT_TOKEN).await.unwrap();
     let second = open_session(&edge.url, SUPPORT_TOKEN).await.unwrap();
-    let stream = send(
-        &edge.url,
-        reqwest::Method::GET,
-        SUPPORT_TOKEN,
-        Some(&first),
-        &[],
-        None,
-    )
-    .await;
+    let stream = get_stream(&edge.url, SUPPORT_TOKEN, &first).await;
     assert_eq!(stream.status(), StatusCode::OK);
-    let refused = send(
-        &edge.url,
-        reqwest::Method::GET,
-        SUPPORT_TOKEN,
-        Some(&second),
-        &[],
-        None,
-    )
-    .await;
+    let refused = get_stream(&edge.url, SUPPORT_TOKEN, &second).await;
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     let text = message(refused).await["error"]["message"]
         .as_str()
@@ -473,29 +462,13 @@ async fn get_streams_over_the_cap_are_refused() {
     assert!(text.contains("max_streams_per_principal"), "{text}");
     // Another principal's streams are its own.
     let other = open_session(&edge.url, RELEASE_TOKEN).await.unwrap();
-    let own = send(
-        &edge.url,
-        reqwest::Method::GET,
-        RELEASE_TOKEN,
-        Some(&other),
-        &[],
-        None,
-    )
-    .await;
+    let own = get_stream(&edge.url, RELEASE_TOKEN, &other).await;
     assert_eq!(own.status(), StatusCode::OK);
     // Closing the stream gives its place back.
     drop(stream);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let again = send(
-            &edge.url,
-            reqwest::Method::GET,
-            SUPPORT_TOKEN,
-            Some(&second),
-            &[],
-            None,
-        )
-        .await;
+        let again = get_stream(&edge.url, SUPPORT_TOKEN, &second).await;
         if again.status() == StatusCode::OK {
             break;
         }

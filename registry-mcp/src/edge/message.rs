@@ -74,6 +74,36 @@ impl<'a> Peek<'a> {
     }
 }
 
+/// The `visit_*` methods of a visitor for the scalars (booleans, numbers; and with
+/// `visit_str, visit_unit`, strings and null), each giving `$value`.
+macro_rules! scalars {
+    ($type:ty, $value:expr $(, $name:ident)*) => {
+        fn visit_bool<E>(self, _: bool) -> Result<$type, E> {
+            Ok($value)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$type, E> {
+            Ok($value)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$type, E> {
+            Ok($value)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$type, E> {
+            Ok($value)
+        }
+        $(scalars!(@ $name, $type, $value);)*
+    };
+    (@ visit_str, $type:ty, $value:expr) => {
+        fn visit_str<E>(self, _: &str) -> Result<$type, E> {
+            Ok($value)
+        }
+    };
+    (@ visit_unit, $type:ty, $value:expr) => {
+        fn visit_unit<E>(self) -> Result<$type, E> {
+            Ok($value)
+        }
+    };
+}
+
 /// Skips what is left of a sequence.
 fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -120,24 +150,7 @@ impl<'de> Deserialize<'de> for Peek<'de> {
                 drain_seq(seq)?;
                 Ok(Peek::default())
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Peek<'de>, E> {
-                Ok(Peek::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Peek<'de>, E> {
-                Ok(Peek::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Peek<'de>, E> {
-                Ok(Peek::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Peek<'de>, E> {
-                Ok(Peek::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Peek<'de>, E> {
-                Ok(Peek::default())
-            }
-            fn visit_unit<E>(self) -> Result<Peek<'de>, E> {
-                Ok(Peek::default())
-            }
+            scalars!(Peek<'de>, Peek::default(), visit_str, visit_unit);
         }
         deserializer.deserialize_any(PeekVisitor)
     }
@@ -168,24 +181,7 @@ impl<'de> Deserialize<'de> for Params<'de> {
                 drain_seq(seq)?;
                 Ok(Params::NotObject)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Params<'de>, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Params<'de>, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Params<'de>, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Params<'de>, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Params<'de>, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_unit<E>(self) -> Result<Params<'de>, E> {
-                Ok(Params::NotObject)
-            }
+            scalars!(Params<'de>, Params::NotObject, visit_str, visit_unit);
         }
         deserializer.deserialize_any(ParamsVisitor)
     }
@@ -216,18 +212,7 @@ impl<'de> Deserialize<'de> for Kind<'de> {
             fn visit_unit<E>(self) -> Result<Kind<'de>, E> {
                 Ok(Kind::Null)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Kind<'de>, E> {
-                Ok(Kind::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Kind<'de>, E> {
-                Ok(Kind::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Kind<'de>, E> {
-                Ok(Kind::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Kind<'de>, E> {
-                Ok(Kind::Other)
-            }
+            scalars!(Kind<'de>, Kind::Other);
         }
         deserializer.deserialize_any(KindVisitor)
     }
