@@ -224,19 +224,31 @@ impl RegistryServer {
             return Ok(CallToolResponse::from(result));
         }
         let (host, flush) = McpHost::new(context, &self.session, options, slot.run.host());
-        let cancellation = Cancellation::new();
+        // A synchronous tool sees the request's cancellation through the probe as it runs;
+        // `cancel_on` trips the cancellation when the request is cancelled, for async tools
+        // and deadlines. No task relays it.
+        let token = context.ct.clone();
+        let cancellation = Cancellation::observing(move || token.is_cancelled());
         let call_options = CallOptions::new()
             .with_host(host)
             .with_cancellation(cancellation.clone());
-        let watch = watch_cancellation(context.ct.clone(), cancellation).await;
         let response = if let Some(state) = request.request_state.clone() {
-            approval::resume(client, request, &state, call_options).await
+            cancel_on(
+                &context.ct,
+                &cancellation,
+                approval::resume(client, request, &state, call_options),
+            )
+            .await
         } else {
             let arguments = Value::Object(request.arguments.unwrap_or_default());
             let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
-            let observation = slot.run.call_with(call, call_options.clone()).await;
+            let observation = cancel_on(
+                &context.ct,
+                &cancellation,
+                slot.run.call_with(call, call_options.clone()),
+            )
+            .await;
             if observation.error_kind() == Some(ErrorKind::Cancelled) {
-                watch.abort();
                 // rmcp sends nothing for a cancelled request; this error is dropped too.
                 tracing::info!(client = ?client.id, call = ?context.id.to_string(), "the client cancelled the call");
                 return Err(ErrorData::invalid_request("the call was cancelled", None));
@@ -256,7 +268,6 @@ impl RegistryServer {
                 None => call_result(&observation).map(CallToolResponse::from),
             }
         };
-        watch.abort();
         flush.wait().await;
         response
     }
@@ -266,27 +277,25 @@ impl RegistryServer {
 /// task of its own: a synchronous tool running on the call's task cannot see the request's
 /// token, but it can check the flag. Returns once that task listens, so that a tool that then
 /// blocks this worker thread cannot keep it from ever starting.
-async fn watch_cancellation(
-    ct: tokio_util::sync::CancellationToken,
-    cancellation: Cancellation,
-) -> tokio::task::JoinHandle<()> {
-    let (armed, listening) = tokio::sync::oneshot::channel();
-    let watch = tokio::spawn(async move {
-        let cancelled = ct.cancelled_owned();
-        let mut cancelled = std::pin::pin!(cancelled);
-        let mut armed = Some(armed);
-        std::future::poll_fn(|cx| {
-            let poll = cancelled.as_mut().poll(cx);
-            if let Some(armed) = armed.take() {
-                let _ = armed.send(());
-            }
-            poll
-        })
-        .await;
-        cancellation.cancel();
-    });
-    let _ = listening.await;
-    watch
+/// `call`'s output; if `token` is cancelled meanwhile, `cancellation` is tripped (once) and
+/// `call` polled on until it ends, as the run decides (an async tool's future dropped, a
+/// synchronous one's result discarded).
+async fn cancel_on<F: std::future::Future>(
+    token: &tokio_util::sync::CancellationToken,
+    cancellation: &Cancellation,
+    call: F,
+) -> F::Output {
+    let mut cancelled = std::pin::pin!(token.cancelled());
+    let mut call = std::pin::pin!(call);
+    let mut tripped = false;
+    std::future::poll_fn(|cx| {
+        if !tripped && cancelled.as_mut().poll(cx).is_ready() {
+            tripped = true;
+            cancellation.cancel();
+        }
+        call.as_mut().poll(cx)
+    })
+    .await
 }
 
 /// Sends `notifications/tools/list_changed` on a `subscriptions/listen` stream each time what

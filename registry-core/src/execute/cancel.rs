@@ -49,8 +49,13 @@ struct Inner {
     cancelled: AtomicBool,
     /// Cancelling the parent cancels this one too.
     parent: Option<Arc<Inner>>,
+    /// Another signal that counts as cancelled (see [`Cancellation::observing`]).
+    probe: Option<Probe>,
     waiters: Mutex<Vec<(u64, Waker)>>,
 }
+
+/// A signal from outside, asked each time whether it says cancelled.
+type Probe = Box<dyn Fn() -> bool + Send + Sync>;
 
 /// Numbers the waiting futures, so that each replaces and removes its own waker.
 static NEXT_WAITER: AtomicU64 = AtomicU64::new(0);
@@ -58,6 +63,7 @@ static NEXT_WAITER: AtomicU64 = AtomicU64::new(0);
 impl Inner {
     fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
+            || self.probe.as_ref().is_some_and(|probe| probe())
             || self
                 .parent
                 .as_ref()
@@ -92,6 +98,35 @@ impl Cancellation {
     /// A cancellation not yet tripped.
     pub fn new() -> Cancellation {
         Cancellation::default()
+    }
+
+    /// A cancellation that also counts as tripped whenever `probe` says so: for a signal that
+    /// already exists elsewhere (a request's cancellation token, a shutdown flag), which a
+    /// synchronous tool then sees through [`is_cancelled`](Self::is_cancelled) without any
+    /// task relaying it. The [`cancelled`](Self::cancelled) futures see the probe when they
+    /// are polled, but only [`cancel`](Self::cancel) wakes them: whoever watches the signal
+    /// asynchronously calls `cancel` when it fires.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use registry_core::Cancellation;
+    ///
+    /// let shutdown = Arc::new(AtomicBool::new(false));
+    /// let flag = shutdown.clone();
+    /// let cancellation = Cancellation::observing(move || flag.load(Ordering::Relaxed));
+    /// assert!(!cancellation.is_cancelled());
+    /// shutdown.store(true, Ordering::Relaxed);
+    /// assert!(cancellation.is_cancelled());
+    /// assert!(cancellation.child().is_cancelled());
+    /// ```
+    pub fn observing(probe: impl Fn() -> bool + Send + Sync + 'static) -> Cancellation {
+        Cancellation {
+            inner: Some(Arc::new(Inner {
+                probe: Some(Box::new(probe)),
+                ..Inner::default()
+            })),
+        }
     }
 
     /// The cancellation of a call that nothing can cancel: never tripped, and tripping it
@@ -151,9 +186,8 @@ impl Cancellation {
     pub fn child(&self) -> Cancellation {
         Cancellation {
             inner: Some(Arc::new(Inner {
-                cancelled: AtomicBool::new(false),
                 parent: self.inner.clone(),
-                waiters: Mutex::default(),
+                ..Inner::default()
             })),
         }
     }
