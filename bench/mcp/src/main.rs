@@ -25,9 +25,10 @@
 //! - `comparison`: `--clients` clients calling in a loop, against each registry auth mode and
 //!   the bare server, interleaved (round 1: registry, bare; round 2: bare, registry; …), each
 //!   a warm-up then `--seconds` measured: calls per second and latency p50/p99 per
-//!   round; the median over rounds per server, the range, and the ratio to the bare server
-//!   (of the medians, and the median of the ratios round by round). Once with the minimal
-//!   client, once with rmcp's (`--client`);
+//!   round, and the server process's CPU time per call (`/proc/PID/stat`); the median over
+//!   rounds per server, the range, and the ratio to the bare server (of the medians, and the
+//!   median of the ratios round by round). Once with the minimal client, once with rmcp's
+//!   (`--client`);
 //! - `sessions`: fresh servers, `--sessions` sessions opened and abandoned (`initialize`
 //!   without a session id, `notifications/initialized` in the session, nothing more), 4 at a
 //!   time, for at most 60 s: the server's RSS (`VmRSS`) before and after, how many were
@@ -267,6 +268,17 @@ impl Server {
     fn bearer(&self, i: usize) -> Option<String> {
         let tokens = &self.credentials.bearer;
         (!tokens.is_empty()).then(|| tokens[i % tokens.len()].clone())
+    }
+
+    /// The CPU time (user and system) the server's process has used so far.
+    fn cpu_time(&self) -> Duration {
+        let pid = self.child.id().expect("the server is running");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        // After the command's name in parentheses: state is field 3, utime 14, stime 15.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        // The kernel's clock ticks: 100 per second on Linux (USER_HZ).
+        Duration::from_millis(ticks * 10)
     }
 
     /// The resident set size of the server's process, in KiB.
@@ -610,6 +622,19 @@ async fn compare(servers: &[Server], kind: Kind, options: &Options) {
         );
     }
     println!("(medians over rounds, with their range; ratios of the medians)");
+    // What each call costs the server, whatever share of the cores it got: the least
+    // sensitive figure to a shared machine.
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    for (server, summary) in servers.iter().zip(&summaries) {
+        println!(
+            "{}: server CPU per call {:.1} µs ({:.1}–{:.1}), {:.2} times bare's",
+            server.target,
+            us(summary.cpu[1]),
+            us(summary.cpu[0]),
+            us(summary.cpu[2]),
+            us(summary.cpu[1]) / us(bare.cpu[1]),
+        );
+    }
     // The ratio within each round, where both servers ran a few seconds apart under the same
     // load of the machine: less sensitive to the machine's drift than the ratio of medians.
     let bare = rounds.last().expect("the bare server");
@@ -648,12 +673,15 @@ fn spread<T: Copy + PartialOrd>(mut values: Vec<T>) -> [T; 3] {
 /// One round against one server.
 struct Round {
     rps: f64,
+    /// The server process's CPU time (user and system) per call measured.
+    cpu_per_call: Duration,
     stats: Stats,
 }
 
 /// Each figure over rounds: minimum, median, maximum.
 struct Summary {
     rps: [f64; 3],
+    cpu: [Duration; 3],
     p50: [Duration; 3],
     p99: [Duration; 3],
 }
@@ -662,6 +690,7 @@ impl Summary {
     fn of(rounds: &[Round]) -> Summary {
         Summary {
             rps: spread(rounds.iter().map(|r| r.rps).collect()),
+            cpu: spread(rounds.iter().map(|r| r.cpu_per_call).collect()),
             p50: spread(rounds.iter().map(|r| r.stats.p50).collect()),
             p99: spread(rounds.iter().map(|r| r.stats.p99).collect()),
         }
@@ -778,7 +807,9 @@ async fn concurrent(
     tokio::time::sleep(warmup).await;
     measuring.store(true, Ordering::Relaxed);
     let started = Instant::now();
+    let cpu_before = server.cpu_time();
     tokio::time::sleep(duration).await;
+    let cpu = server.cpu_time().saturating_sub(cpu_before);
     measuring.store(false, Ordering::Relaxed);
     let elapsed = started.elapsed();
     stop.store(true, Ordering::Relaxed);
@@ -788,6 +819,9 @@ async fn concurrent(
     }
     Round {
         rps: all.len() as f64 / elapsed.as_secs_f64(),
+        // The calls measured were made in `elapsed`, the CPU time read over `duration`: close
+        // enough at these rates (thousands of calls a second, a 10 ms clock tick).
+        cpu_per_call: cpu / u32::try_from(all.len().max(1)).unwrap_or(u32::MAX),
         stats: Stats::of(all),
     }
 }
