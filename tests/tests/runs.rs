@@ -790,3 +790,51 @@ fn a_declared_tenant_restriction_admits_only_its_tenants() {
         }
     }
 }
+
+/// Step-up's question: is a tool hidden only for want of scopes? Not when anything else would
+/// still hide it: another tenant, read-only access, a revocation, or the access policy asked
+/// about the subject with the scopes added.
+#[test]
+fn needs_only_scopes_is_some_only_when_scopes_alone_hide_the_tool() {
+    let registry = builder()
+        .tool(echo("ship").scopes(["deploy:write", "build:read"]))
+        .tool(
+            echo("other_tenant")
+                .scopes(["deploy:write"])
+                .tenants(["globex"]),
+        )
+        .tool(echo("pulled").scopes(["deploy:write"]))
+        .tool(echo("vetoed").scopes(["deploy:write"]))
+        .policy(|subject: &Subject, tool: &Tool| {
+            // Denies `vetoed` to anyone holding deploy:write: scopes would not open it.
+            if tool.name() == "vetoed" && subject.has_scope("deploy:write") {
+                Verdict::Deny("not for deployers".into())
+            } else {
+                Verdict::Allow
+            }
+        })
+        .build()
+        .unwrap();
+    registry.revoke("pulled", "incident").unwrap();
+    let subject = Subject::new("acme").with_scopes(["build:read"]);
+    let run = registry.open_run("run-step-up", &subject);
+    let scopes = run.needs_only_scopes("ship").unwrap();
+    assert_eq!(
+        scopes
+            .iter()
+            .map(|scope| scope.as_str())
+            .collect::<Vec<_>>(),
+        ["deploy:write", "build:read"]
+    );
+    for name in [
+        "other_tenant",
+        "pulled",
+        "vetoed",
+        "get_status",
+        "no_such_tool",
+    ] {
+        assert!(run.needs_only_scopes(name).is_none(), "{name}");
+    }
+    let read_only = registry.open_run("run-ro", &subject.clone().read_only());
+    assert!(read_only.needs_only_scopes("ship").is_none());
+}

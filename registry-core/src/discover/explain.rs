@@ -201,3 +201,66 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         malformed_scopes,
     }
 }
+
+impl Run {
+    /// If this run cannot see the tool `name` **only** because its subject lacks scopes:
+    /// every scope the tool needs (those the subject has too), in declaration order. `None`
+    /// if the run sees it, if it is unknown, or if anything else would still hide it from
+    /// the subject with those scopes: another tenant, read-only access, a revocation, a
+    /// readiness check, or the application's access policy asked about the subject with the
+    /// scopes added.
+    ///
+    /// What step-up authorization needs (`registry-mcp` answers such a call HTTP 403
+    /// `insufficient_scope`, naming the scopes): for servers, never for the model.
+    ///
+    /// ```
+    /// use registry_core::{Registry, Subject, tool};
+    ///
+    /// /// Deploy the last build.
+    /// #[tool(scopes = "deploy:write, build:read")]
+    /// fn deploy_for_scopes_doc() -> String { "ok".into() }
+    ///
+    /// let registry = Registry::builder().declared_in([module_path!()]).build().unwrap();
+    /// let run = registry.open_run("r1", &Subject::new("acme").with_scopes(["build:read"]));
+    /// let scopes = run.needs_only_scopes("deploy_for_scopes_doc").unwrap();
+    /// let names: Vec<&str> = scopes.iter().map(|scope| scope.as_str()).collect();
+    /// assert_eq!(names, ["deploy:write", "build:read"]);
+    /// // Read-only access hides it anyway: more scopes would not help.
+    /// let read_only = Subject::new("acme").read_only();
+    /// assert!(registry.open_run("r2", &read_only).needs_only_scopes("deploy_for_scopes_doc").is_none());
+    /// ```
+    pub fn needs_only_scopes(&self, name: &str) -> Option<Vec<Scope>> {
+        if self.allowed().permits(name) {
+            return None;
+        }
+        let snapshot = self.snapshot();
+        let registry = self.registry();
+        let subject = self.subject();
+        let (slot, tool) = snapshot
+            .tools
+            .iter()
+            .enumerate()
+            .find(|(_, tool)| tool.name() == name)?;
+        let policy = tool.policy();
+        let lacks_scopes = policy
+            .scopes
+            .iter()
+            .any(|scope| !subject.has_scope(scope.as_str()));
+        let hidden_otherwise = !policy.admits_tenant(subject.tenant())
+            || (subject.access() == Access::ReadOnly && !policy.hints.read_only)
+            || registry.is_revoked(slot, snapshot.versions[slot])
+            || registry.not_ready(slot).is_some();
+        if !lacks_scopes || hidden_otherwise {
+            return None;
+        }
+        if let Some(access) = registry.access_policy() {
+            let widened = subject
+                .clone()
+                .with_scopes(policy.scopes.iter().map(|scope| scope.as_str().to_owned()));
+            if let Verdict::Deny(_) = access.check(&widened, tool) {
+                return None;
+            }
+        }
+        Some(policy.scopes.clone())
+    }
+}

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use registry_core::HiddenReason;
 
 use super::challenge::Refusal;
 use crate::McpServer;
@@ -53,25 +52,11 @@ fn needed_scopes(server: &McpServer, principal: &Principal, name: &str) -> Optio
     let client = server
         .shared()
         .client(principal.issuer(), principal.id(), principal.subject());
-    let slot = client.current();
-    if slot.run.allowed().permits(name) {
-        return None;
-    }
-    let explanation = slot.run.explain();
-    let hidden = explanation.hidden.iter().find(|tool| tool.name == name)?;
-    let only_scopes = hidden
-        .reasons
-        .iter()
-        .all(|reason| matches!(reason, HiddenReason::MissingScopes { .. }));
-    if !only_scopes {
-        return None;
-    }
-    let tool = server.registry().find(name)?;
-    let scopes = tool
-        .policy()
-        .scopes
-        .iter()
-        .map(|scope| scope.as_str().to_owned())
-        .collect();
-    Some(scopes)
+    let scopes = client.current().run.needs_only_scopes(name)?;
+    Some(
+        scopes
+            .iter()
+            .map(|scope| scope.as_str().to_owned())
+            .collect(),
+    )
 }
