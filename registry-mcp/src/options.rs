@@ -195,7 +195,8 @@ impl ServerOptions {
 
     /// Turns step-up authorization on (HTTP only), as the MCP authorization spec describes
     /// it: a `tools/call` of a tool that the caller cannot see only because its token lacks
-    /// scopes (same tenant, not revoked, ready, not hidden by read-only access) is answered
+    /// scopes (same tenant, not revoked, ready, not hidden by read-only access, admitted by the
+    /// access policy with those scopes: [`Run::needs_only_scopes`](registry_core::Run::needs_only_scopes)) is answered
     /// HTTP 403 with `WWW-Authenticate: Bearer error="insufficient_scope", scope="..."`
     /// listing every scope the tool needs, so that the client can ask the person for consent
     /// and retry with a new token. A new token of the same principal carries the session on,

@@ -21,9 +21,10 @@ pub(crate) struct StepUp {
 }
 
 /// Answers 403 `insufficient_scope` to a `tools/call` whose tool the caller's run does not
-/// allow only because the caller lacks scopes (same tenant, not revoked, ready, not
-/// read-only-hidden): with `scope` listing every scope the tool needs. Any other request goes
-/// on unchanged.
+/// allow only because the caller lacks scopes ([`Run::needs_only_scopes`]): with `scope`
+/// listing every scope the tool needs. Any other request goes on unchanged.
+///
+/// [`Run::needs_only_scopes`]: registry_core::Run::needs_only_scopes
 pub(crate) async fn step_up(
     State(step_up): State<Arc<StepUp>>,
     request: Request,
