@@ -26,7 +26,7 @@ use registry_core::{
     ToolError, tool,
 };
 use registry_examples::conformance::{ConformanceApp, RED_PIXEL_PNG, SILENT_WAV};
-use registry_mcp::{HttpConfig, HttpServer, Principal, ServerOptions, Tokens};
+use registry_mcp::{EdgeLimits, HttpConfig, HttpServer, Principal, ServerOptions, Tokens};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -366,6 +366,15 @@ async fn serve(addr: SocketAddr) -> Result<(), Box<dyn std::error::Error>> {
         .with_options(
             ServerOptions::default()
                 .with_server_info("registry-conformance-server", env!("CARGO_PKG_VERSION")),
+        )
+        // The suite is one client that opens a session per scenario, back to back, all as the
+        // one loopback principal: the per-principal session cap (16) and rate (50/s) are for
+        // many principals sharing a server, not for a test suite.
+        .with_limits(
+            EdgeLimits::default()
+                .with_max_sessions_per_principal(1000)
+                .with_requests_per_second(10_000)
+                .with_burst(10_000),
         );
     let app = ConformanceApp::default();
     let server = HttpServer::bind_with(registry, config, move |tools| {
