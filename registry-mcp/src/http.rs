@@ -22,7 +22,7 @@ use crate::edge::{
     rpc_error,
 };
 use crate::oauth::{OAuth, Refusal, StepUp, Validator, metadata_router, step_up};
-use crate::tokens::{Principal, Tokens};
+use crate::tokens::{Principal, Tokens, token_digest};
 use crate::{McpServer, RegistryServer, ServeError, ServerOptions};
 
 /// Where and how to serve over HTTP.
@@ -518,11 +518,12 @@ impl Credentials {
                 "the Authorization header must be `Bearer <token>`".into(),
             )));
         };
-        if let Some(principal) = self.tokens.resolve(token) {
+        let digest = token_digest(token);
+        if let Some(principal) = self.tokens.resolve_digest(&digest) {
             return Ok(principal.clone());
         }
         match validator {
-            Some(validator) => validator.principal(token).await,
+            Some(validator) => validator.principal(token, digest).await,
             None => Err(Refusal::Missing),
         }
     }

@@ -263,7 +263,12 @@ impl Tokens {
 
     /// The principal `token` stands for, if it is accepted.
     pub fn resolve(&self, token: &str) -> Option<&Principal> {
-        self.by_digest.get(&digest(token))
+        self.resolve_digest(&digest(token))
+    }
+
+    /// The principal of the token whose SHA-256 is `digest` ([`token_digest`]).
+    pub(crate) fn resolve_digest(&self, digest: &[u8; 32]) -> Option<&Principal> {
+        self.by_digest.get(digest)
     }
 
     /// How many tokens are accepted.
@@ -301,6 +306,12 @@ fn check_token(token: &str) -> Result<(), String> {
         return Err("the token must be printable ASCII without spaces".to_owned());
     }
     Ok(())
+}
+
+/// A token's SHA-256: how static tokens are kept, and how checked OAuth tokens are
+/// remembered. Computed once per request.
+pub(crate) fn token_digest(token: &str) -> [u8; 32] {
+    digest(token)
 }
 
 fn digest(token: &str) -> [u8; 32] {

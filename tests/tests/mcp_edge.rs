@@ -10,8 +10,7 @@
 mod mcp_support;
 
 use std::net::SocketAddr;
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+
 use std::time::{Duration, Instant};
 
 use mcp_support::*;
@@ -21,7 +20,7 @@ use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// A server in this process, stopped when dropped.
@@ -539,6 +538,18 @@ async fn a_burst_over_the_rate_gets_429_with_retry_after_and_service_after() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_origin_is_refused_and_a_loopback_origin_accepted() {
+    async fn initialize_from(url: &str, origin: &str) -> reqwest::Response {
+        let headers = [("origin", origin)];
+        send(
+            url,
+            reqwest::Method::POST,
+            RELEASE_TOKEN,
+            None,
+            &headers,
+            Some(INITIALIZE),
+        )
+        .await
+    }
     let edge = serve(EdgeLimits::default()).await;
     for origin in [
         "http://evil.example",
@@ -546,15 +557,7 @@ async fn a_foreign_origin_is_refused_and_a_loopback_origin_accepted() {
         "http://localhost.evil.example:80",
         "https://127.0.0.1.nip.io",
     ] {
-        let response = send(
-            &edge.url,
-            reqwest::Method::POST,
-            RELEASE_TOKEN,
-            None,
-            &[("origin", origin)],
-            Some(INITIALIZE),
-        )
-        .await;
+        let response = initialize_from(&edge.url, origin).await;
         assert_eq!(response.status(), StatusCode::FORBIDDEN, "{origin}");
         assert!(response.headers().get("mcp-session-id").is_none());
     }
@@ -563,15 +566,7 @@ async fn a_foreign_origin_is_refused_and_a_loopback_origin_accepted() {
         "http://127.0.0.1:8750",
         "https://[::1]:3000",
     ] {
-        let response = send(
-            &edge.url,
-            reqwest::Method::POST,
-            RELEASE_TOKEN,
-            None,
-            &[("origin", origin)],
-            Some(INITIALIZE),
-        )
-        .await;
+        let response = initialize_from(&edge.url, origin).await;
         assert_eq!(response.status(), StatusCode::OK, "{origin}");
     }
 }
@@ -606,53 +601,12 @@ async fn a_malformed_tools_call_gets_invalid_params_with_its_id() {
     assert!(answer.get("result").is_some(), "{answer}");
 }
 
-/// The example server, with its stderr lines collected.
-struct Logged {
-    url: String,
-    lines: Arc<Mutex<Vec<String>>>,
-    _child: tokio::process::Child,
-}
-
-async fn start_logged(args: &[&str]) -> Logged {
-    let mut child = tokio::process::Command::new(server_binary())
-        .args(["--http", "127.0.0.1:0", "--tokens"])
-        .arg(tokens_file())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the server starts");
-    let stderr = child.stderr.take().unwrap();
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let (found, mut url) = tokio::sync::mpsc::unbounded_channel();
-    let collected = lines.clone();
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stderr);
-        let mut line = Vec::new();
-        while let Ok(read) = reader.read_until(b'\n', &mut line).await {
-            if read == 0 {
-                break;
-            }
-            let text = String::from_utf8_lossy(&line)
-                .trim_end_matches('\n')
-                .to_owned();
-            match text.strip_prefix("mcp_server: listening on ") {
-                Some(url) => {
-                    let _ = found.send(url.to_owned());
-                }
-                None => collected.lock().unwrap().push(text),
-            }
-            line.clear();
-        }
-    });
-    let url = within("the server's address", url.recv()).await.unwrap();
-    Logged {
-        url,
-        lines,
-        _child: child,
-    }
+/// The example server with the bundled tokens, its stderr lines collected.
+async fn start_logged(args: &[&str]) -> ExampleServer {
+    let tokens = tokens_file();
+    let mut all: Vec<&std::ffi::OsStr> = vec!["--tokens".as_ref(), tokens.as_os_str()];
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    start_example(all).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,6 @@
 
 mod mcp_support;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use mcp_support::*;
@@ -15,44 +14,15 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
-/// A running server: its child process (killed when dropped) and its endpoint.
-struct Server {
-    url: String,
-    _child: tokio::process::Child,
-}
-
-async fn start(args: &[&str]) -> Server {
-    let mut child = tokio::process::Command::new(server_binary())
-        .args(["--http", "127.0.0.1:0", "--tokens"])
-        .arg(tokens_file())
-        .args(["--log", "error", "--poll-ms", "50"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the server starts");
-    let stderr = child.stderr.take().unwrap();
-    let (found, mut url) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            match line.strip_prefix("mcp_server: listening on ") {
-                Some(url) => {
-                    let _ = found.send(url.to_owned());
-                }
-                None => eprintln!("[server] {line}"),
-            }
-        }
-    });
-    let url = within("the server's address", url.recv())
-        .await
-        .expect("the server prints its address");
-    Server { url, _child: child }
+/// The example server with the bundled tokens, quiet, polling the registry every 50 ms.
+async fn start(args: &[&str]) -> ExampleServer {
+    let tokens = tokens_file();
+    let mut all: Vec<&std::ffi::OsStr> = vec!["--tokens".as_ref(), tokens.as_os_str()];
+    all.extend(["--log", "error", "--poll-ms", "50"].map(std::ffi::OsStr::new));
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    start_example(all).await
 }
 
 /// Counts `notifications/tools/list_changed` that arrive outside a subscription.
@@ -65,14 +35,17 @@ impl ClientHandler for Notified {
     }
 }
 
-fn transport(server: &Server, token: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+fn transport(
+    server: &ExampleServer,
+    token: &str,
+) -> StreamableHttpClientTransport<reqwest::Client> {
     StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token),
     )
 }
 
 async fn connect<H: ClientHandler>(
-    server: &Server,
+    server: &ExampleServer,
     token: &str,
     handler: H,
 ) -> RunningService<RoleClient, H> {
@@ -85,7 +58,7 @@ const INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", 
 
 /// A raw POST to the endpoint.
 async fn post(
-    server: &Server,
+    server: &ExampleServer,
     token: Option<&str>,
     body: impl Into<reqwest::Body>,
 ) -> reqwest::Response {

@@ -727,37 +727,21 @@ async fn the_example_server_accepts_jwts_with_its_oauth_flags() {
         keys: vec![key_a().jwk],
     };
     std::fs::write(&jwks, serde_json::to_string(&set).unwrap()).unwrap();
-    let mut child = tokio::process::Command::new(server_binary())
-        .args([
-            "--http",
-            "127.0.0.1:0",
-            "--issuer",
-            ISSUER,
-            "--audience",
-            RESOURCE,
-        ])
-        .arg("--jwks")
-        .arg(&jwks)
-        .args(["--tenant-claim", "org", "--step-up", "--log", "error"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let url = within("the server's address", async move {
-        use tokio::io::AsyncBufReadExt;
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) = line.strip_prefix("mcp_server: listening on ") {
-                return url.to_owned();
-            }
-            eprintln!("[server] {line}");
-        }
-        panic!("the server stopped without printing its address");
-    })
+    let server = start_example([
+        "--issuer".as_ref(),
+        ISSUER.as_ref(),
+        "--audience".as_ref(),
+        RESOURCE.as_ref(),
+        "--jwks".as_ref(),
+        jwks.as_os_str(),
+        "--tenant-claim".as_ref(),
+        "org".as_ref(),
+        "--step-up".as_ref(),
+        "--log".as_ref(),
+        "error".as_ref(),
+    ] as [&std::ffi::OsStr; 11])
     .await;
+    let url = server.url.clone();
     let mut token_claims = claims("alice", "build:read");
     token_claims["org"] = json!("acme");
     let token = mint(&key_a(), &token_claims);

@@ -5,7 +5,6 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::OAuth;
 use super::challenge::Refusal;
@@ -104,9 +103,9 @@ impl Introspector {
     pub(crate) async fn claims(
         &self,
         token: &str,
+        digest: [u8; 32],
         oauth: &OAuth,
     ) -> Result<Map<String, Value>, Refusal> {
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = SystemTime::now();
         if let Some(cached) = self
             .cache

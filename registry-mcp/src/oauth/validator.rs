@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use registry_core::Registry;
 
@@ -126,9 +125,13 @@ impl Validator {
 
     /// The principal `token` stands for: a JWT checked with the keys, anything else (or any
     /// token, without keys) introspected.
-    pub(crate) async fn principal(&self, token: &str) -> Result<Principal, Refusal> {
+    /// `digest` is the token's SHA-256 (`tokens::token_digest`), computed once per request.
+    pub(crate) async fn principal(
+        &self,
+        token: &str,
+        digest: [u8; 32],
+    ) -> Result<Principal, Refusal> {
         // A JWT checked before: its principal, without parsing or verifying it again.
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = SystemTime::now();
         if let Some(checked) = self
             .checked
@@ -146,7 +149,7 @@ impl Validator {
                 self.remember(digest, &principal, &claims, now);
                 return Ok(principal);
             }
-            (_, Some(introspector)) => introspector.claims(token, &self.oauth).await?,
+            (_, Some(introspector)) => introspector.claims(token, digest, &self.oauth).await?,
             (Some(_), None) => {
                 return Err(Refusal::InvalidToken(
                     "the token is not a JWT, and this server accepts only JWT access tokens".into(),

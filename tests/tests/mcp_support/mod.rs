@@ -262,3 +262,65 @@ pub fn form_question(request: ElicitRequestParams) -> (String, Value) {
     };
     (message, serde_json::to_value(&requested_schema).unwrap())
 }
+
+/// The example server started over HTTP as a child process (killed when dropped): its
+/// endpoint, and the lines it wrote on stderr (each also echoed, prefixed `[server]`).
+pub struct ExampleServer {
+    pub url: String,
+    pub lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    _child: tokio::process::Child,
+}
+
+/// Starts the example server with `--http 127.0.0.1:0` and `args` (nothing else: the caller
+/// names its tokens or keys), and waits for the address it prints.
+pub async fn start_example<I, S>(args: I) -> ExampleServer
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(server_binary())
+        .args(["--http", "127.0.0.1:0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the server starts");
+    let stderr = child.stderr.take().expect("a piped stderr");
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (found, mut url) = tokio::sync::mpsc::unbounded_channel();
+    let collected = lines.clone();
+    tokio::spawn(async move {
+        // Bytes, not UTF-8 lines: a test may make the server log anything.
+        let mut reader = BufReader::new(stderr);
+        let mut line = Vec::new();
+        while let Ok(read) = reader.read_until(b'\n', &mut line).await {
+            if read == 0 {
+                break;
+            }
+            let text = String::from_utf8_lossy(&line)
+                .trim_end_matches('\n')
+                .to_owned();
+            match text.strip_prefix("mcp_server: listening on ") {
+                Some(url) => {
+                    let _ = found.send(url.to_owned());
+                }
+                None => {
+                    eprintln!("[server] {text}");
+                    collected.lock().unwrap().push(text);
+                }
+            }
+            line.clear();
+        }
+    });
+    let url = within("the server's address", url.recv())
+        .await
+        .expect("the server prints its address");
+    ExampleServer {
+        url,
+        lines,
+        _child: child,
+    }
+}
