@@ -483,6 +483,13 @@ impl Run {
             };
             return refuse(kind, self.unknown_tool_text(&name), None);
         };
+        if let Some(reason) = self.registry.suspended() {
+            return refuse(
+                ErrorKind::Unavailable,
+                unavailable_text(&name),
+                Some(reason),
+            );
+        }
         if self.registry.is_revoked(entry.slot, entry.version) {
             return refuse(ErrorKind::Revoked, revoked_text(&name), None);
         }

@@ -51,6 +51,9 @@ pub enum ChangeKind {
     Revoked,
     /// A new version replaced the tool for new runs; old runs as said.
     Replaced(OldRuns),
+    /// A revoked tool was brought back, for runs opened from now on; runs that saw it
+    /// revoked keep getting `Revoked`.
+    Restored,
 }
 
 /// The record of one revocation or replacement.

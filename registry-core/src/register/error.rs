@@ -18,6 +18,13 @@ pub enum RegistryError {
         /// The name asked for.
         name: String,
     },
+    /// [`Registry::restore`](crate::Registry::restore) was asked for a tool that is not
+    /// revoked: there is nothing to bring back.
+    #[error("the tool {name:?} is not revoked, so there is nothing to restore")]
+    NotRevoked {
+        /// The tool.
+        name: String,
+    },
 }
 
 /// Whose rate limit: a tool's, or the registry's default (no tool).
@@ -34,7 +41,7 @@ impl RegistryError {
     pub fn problems(&self) -> &[BuildProblem] {
         match self {
             RegistryError::Build(problems) => problems,
-            RegistryError::UnknownTool { .. } => &[],
+            RegistryError::UnknownTool { .. } | RegistryError::NotRevoked { .. } => &[],
         }
     }
 }

@@ -72,6 +72,10 @@ struct Inner {
     /// The readiness check of each slot, if it has one.
     readiness: Vec<Option<Check>>,
     readiness_timeout: Duration,
+    /// Whether calls are held ([`Registry::suspend`]): read without a lock on every call.
+    held: std::sync::atomic::AtomicBool,
+    /// Why they are held.
+    suspended: RwLock<Option<Arc<str>>>,
 }
 
 /// A record of one tool replaced while the registry was built.
@@ -130,6 +134,8 @@ impl Registry {
                 gate: parts.gate,
                 readiness,
                 readiness_timeout: parts.readiness_timeout,
+                held: std::sync::atomic::AtomicBool::new(false),
+                suspended: RwLock::new(None),
             }),
         }
     }
@@ -235,6 +241,143 @@ impl Registry {
         drop(changes);
         self.emit_change(&change);
         Ok(change)
+    }
+
+    /// Brings back a revoked tool for runs opened from now on: its same definition is
+    /// installed as a new version, which no revocation covers. Runs that were open when it
+    /// was revoked keep getting `Revoked` (what they were told stays true); new runs see and
+    /// call it again. A tool that is not revoked is [`RegistryError::NotRevoked`], and nothing
+    /// changes.
+    ///
+    /// ```
+    /// use registry_core::{tool, ChangeKind, ErrorKind, Registry, Subject, ToolCall};
+    ///
+    /// /// Read the current build status of a project.
+    /// #[tool(read_only)]
+    /// fn status(project: String) -> String {
+    ///     format!("{project}: green")
+    /// }
+    ///
+    /// let registry = Registry::builder().declared_in([module_path!()]).build()?;
+    /// let call = || ToolCall::new("c1", "status", serde_json::json!({"project": "web"}));
+    /// registry.revoke("status", "incident 42")?;
+    /// let during = registry.open_run("run-1", &Subject::new("acme"));
+    /// assert_eq!(during.call_blocking(call()).error_kind(), Some(ErrorKind::Revoked));
+    ///
+    /// let change = registry.restore("status", "incident 42 over")?;
+    /// assert_eq!(change.kind, ChangeKind::Restored);
+    /// let after = registry.open_run("run-2", &Subject::new("acme"));
+    /// assert!(after.call_blocking(call()).is_ok());
+    /// // The run opened while it was revoked stays refused.
+    /// assert_eq!(during.call_blocking(call()).error_kind(), Some(ErrorKind::Revoked));
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    pub fn restore(&self, name: &str, reason: impl Into<String>) -> Result<Change, RegistryError> {
+        let slot = self.slot(name).ok_or_else(|| RegistryError::UnknownTool {
+            name: name.to_owned(),
+        })?;
+        let mut changes = self.lock_changes();
+        let mut current = self
+            .inner
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let version = current.versions[slot];
+        if !self.inner.slots[slot].is_revoked(version) {
+            return Err(RegistryError::NotRevoked {
+                name: name.to_owned(),
+            });
+        }
+        let tool = current.tools[slot].clone();
+        let old_fingerprint = tool.fingerprint();
+        let next = current.with_replaced(slot, tool, version + 1);
+        *current = Arc::new(next);
+        drop(current);
+        let change = Change {
+            at: audit::now(),
+            name: name.to_owned(),
+            kind: ChangeKind::Restored,
+            reason: reason.into(),
+            old_fingerprint,
+        };
+        changes.push(change.clone());
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        drop(changes);
+        self.emit_change(&change);
+        Ok(change)
+    }
+
+    /// Whether the tool named `name` is revoked for runs opened now; `None` for a name the
+    /// registry does not have.
+    pub fn is_revoked_now(&self, name: &str) -> Option<bool> {
+        let slot = self.slot(name)?;
+        Some(self.is_revoked(slot, self.current_version(slot)))
+    }
+
+    /// Holds every call, of every run, until [`resume`](Self::resume): each is refused with
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable), and nothing runs. For a
+    /// control plane that shares revocations between replicas: while it cannot reach the
+    /// shared record, it cannot know whether a tool was revoked elsewhere, and a call it
+    /// cannot know is allowed must not run (fail closed). Lists are not changed: the tools
+    /// come back as they were once it resumes. Approvals are held too.
+    ///
+    /// ```
+    /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
+    ///
+    /// /// Read the current build status of a project.
+    /// #[tool(read_only)]
+    /// fn status(project: String) -> String {
+    ///     format!("{project}: green")
+    /// }
+    ///
+    /// let registry = Registry::builder().declared_in([module_path!()]).build().unwrap();
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// let call = || ToolCall::new("c1", "status", serde_json::json!({"project": "web"}));
+    /// registry.suspend("the control plane is unreachable");
+    /// let refused = run.call_blocking(call());
+    /// assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
+    /// assert_eq!(registry.suspended().as_deref(), Some("the control plane is unreachable"));
+    /// registry.resume();
+    /// assert!(run.call_blocking(call()).is_ok());
+    /// ```
+    pub fn suspend(&self, reason: impl Into<String>) {
+        let reason: Arc<str> = reason.into().into();
+        let mut held = self
+            .inner
+            .suspended
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if held.is_none() {
+            tracing::warn!(target: audit::AUDIT_TARGET, reason = %audit::Logged(&reason), "every call is held");
+        }
+        *held = Some(reason);
+        self.inner.held.store(true, Ordering::Release);
+    }
+
+    /// Ends a [`suspend`](Self::suspend): calls run again.
+    pub fn resume(&self) {
+        let mut held = self
+            .inner
+            .suspended
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if held.take().is_some() {
+            tracing::info!(target: audit::AUDIT_TARGET, "calls are no longer held");
+        }
+        self.inner.held.store(false, Ordering::Release);
+    }
+
+    /// Why every call is held, if it is ([`suspend`](Self::suspend)).
+    pub fn suspended(&self) -> Option<String> {
+        if !self.inner.held.load(Ordering::Acquire) {
+            return None;
+        }
+        self.inner
+            .suspended
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_deref()
+            .map(str::to_owned)
     }
 
     /// Replaces the tool of the same name with `tool` for runs opened from now on. Runs
@@ -508,7 +651,7 @@ impl Registry {
             if revokes && version <= current {
                 return Some(change.reason.clone());
             }
-            if let ChangeKind::Replaced(_) = change.kind {
+            if let ChangeKind::Replaced(_) | ChangeKind::Restored = change.kind {
                 current += 1;
             }
         }

@@ -209,6 +209,12 @@ impl Run {
         let started = self.clock();
         let store = &self.registry().gate().approvals;
         let unknown = || ApprovalError::UnknownId { id: id.to_owned() };
+        if let Some(reason) = self.registry().suspended() {
+            // Whether the tool was revoked elsewhere cannot be known: decide nothing.
+            return Err(ApprovalError::Store(crate::StoreError::new(format!(
+                "calls are held: {reason}"
+            ))));
+        }
         let (request, state) = store.get(id).await?.ok_or_else(unknown)?;
         if !state.is_pending() {
             return Err(ApprovalError::AlreadyDecided {
@@ -347,6 +353,12 @@ impl Run {
             arguments,
             ticket,
         };
+        if let Some(reason) = self.registry().suspended() {
+            let text = super::unavailable_text(entry.tool.name());
+            let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
+            decided.detail = Some(reason);
+            return Ok(self.finish(decided, started));
+        }
         // Revoked while the person decided: the approval is spent, and nothing runs.
         if self.registry().is_revoked(entry.slot, entry.version) {
             let text = revoked_text(entry.tool.name());

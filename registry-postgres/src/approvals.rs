@@ -1,0 +1,366 @@
+//! Approval requests in `registry_approvals`: decided on any replica, exactly once.
+
+use std::time::SystemTime;
+
+use registry_core::{ApprovalRequest, ApprovalState, ApprovalStore, StoreError, Transition};
+use serde_json::Value;
+use tokio_postgres::Row;
+
+use crate::error::Error;
+use crate::plane::ControlPlane;
+use crate::records::{ApprovalFilter, ApprovalRecord, Verdict, VerdictOutcome};
+
+/// The channel an operator's verdict is announced on; the payload is the request's id.
+pub(crate) const VERDICTS: &str = "registry_verdicts";
+
+/// The [`ApprovalStore`] of the control plane: a request made on one replica can be decided
+/// on any other, and [`decide`](ApprovalStore::decide) moves it out of `pending` exactly
+/// once across all of them (one conditional `UPDATE`): of two replicas approving at the same
+/// moment, one runs the call and the other is told it was decided already.
+///
+/// The request is kept whole, arguments included, since an approved call runs with exactly
+/// them; the audit trail never holds argument values. When the database cannot answer, the
+/// call that needs approval is refused, and an approval is not applied (the gate fails closed).
+///
+/// ```no_run
+/// # async fn build(plane: registry_postgres::ControlPlane) -> Result<(), registry_core::RegistryError> {
+/// let registry = registry_core::Registry::builder()
+///     .declared()
+///     .approval_store(plane.approval_store())
+///     .build()?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PgApprovalStore {
+    plane: ControlPlane,
+}
+
+impl ControlPlane {
+    /// The approval store on this plane.
+    pub fn approval_store(&self) -> PgApprovalStore {
+        PgApprovalStore {
+            plane: self.clone(),
+        }
+    }
+
+    /// Approval requests, newest first: every one, or the pending ones.
+    pub async fn approvals(&self, filter: &ApprovalFilter) -> Result<Vec<ApprovalRecord>, Error> {
+        self.timed("listing approvals", async {
+            let client = self.client().await?;
+            let limit = filter.limit.unwrap_or(100);
+            let rows = client
+                .query(
+                    "SELECT id, tool, tenant, agent, reason, request, state, decision,
+                            requested_at, expires_at, verdict, origin
+                       FROM registry_approvals
+                      WHERE NOT $1 OR (state = 'pending' AND expires_at > now())
+                      ORDER BY requested_at DESC LIMIT $2",
+                    &[&filter.pending, &limit],
+                )
+                .await
+                .map_err(Error::db("listing approvals"))?;
+            rows.iter().map(record_of).collect()
+        })
+        .await
+    }
+
+    /// Records an operator's verdict on a pending request, at most once: the first verdict
+    /// wins, and a request already decided is left as it is.
+    ///
+    /// A denial decides the request at once: nothing will run. An approval is applied by the
+    /// replica whose client waits on the request (it runs the call once, through its run,
+    /// which checks the tool was neither revoked nor replaced since).
+    pub async fn give_verdict(&self, id: &str, verdict: &Verdict) -> Result<VerdictOutcome, Error> {
+        self.timed("giving a verdict", async {
+            let mut client = self.client().await?;
+            let transaction = client
+                .transaction()
+                .await
+                .map_err(Error::db("giving a verdict"))?;
+            let row = transaction
+                .query_opt(
+                    "SELECT state, verdict, verdict_by, expires_at <= now()
+                       FROM registry_approvals WHERE id = $1 FOR UPDATE",
+                    &[&id],
+                )
+                .await
+                .map_err(Error::db("giving a verdict"))?;
+            let Some(row) = row else {
+                return Ok(VerdictOutcome::Unknown);
+            };
+            let state: String = row.get(0);
+            let given: Option<String> = row.get(1);
+            let given_by: Option<String> = row.get(2);
+            let expired: bool = row.get(3);
+            if state != "pending" {
+                return Ok(VerdictOutcome::AlreadyDecided { state });
+            }
+            if let Some(given) = given {
+                let by = given_by.unwrap_or_default();
+                return Ok(VerdictOutcome::AlreadyDecided {
+                    state: format!("{given} given by {by}"),
+                });
+            }
+            if expired {
+                let decision = serde_json::to_value(ApprovalState::Expired).unwrap_or(Value::Null);
+                transaction
+                    .execute(
+                        "UPDATE registry_approvals SET state = 'expired', decision = $2,
+                                decided_at = now() WHERE id = $1",
+                        &[&id, &decision],
+                    )
+                    .await
+                    .map_err(Error::db("expiring a request"))?;
+                transaction
+                    .commit()
+                    .await
+                    .map_err(Error::db("expiring a request"))?;
+                return Ok(VerdictOutcome::Expired);
+            }
+            match verdict {
+                Verdict::Approve { by } => {
+                    transaction
+                        .execute(
+                            "UPDATE registry_approvals SET verdict = 'approve', verdict_by = $2,
+                                    verdict_at = now() WHERE id = $1",
+                            &[&id, by],
+                        )
+                        .await
+                        .map_err(Error::db("recording an approval"))?;
+                }
+                Verdict::Deny { by, reason } => {
+                    let state = ApprovalState::Denied {
+                        by: Some(by.clone()),
+                        reason: reason.clone(),
+                    };
+                    let decision = serde_json::to_value(state).unwrap_or(Value::Null);
+                    transaction
+                        .execute(
+                            "UPDATE registry_approvals SET verdict = 'deny', verdict_by = $2,
+                                    verdict_reason = $3, verdict_at = now(), state = 'denied',
+                                    decision = $4, decided_at = now() WHERE id = $1",
+                            &[&id, by, reason, &decision],
+                        )
+                        .await
+                        .map_err(Error::db("recording a denial"))?;
+                }
+            }
+            transaction
+                .execute("SELECT pg_notify($1, $2)", &[&VERDICTS, &id])
+                .await
+                .map_err(Error::db("announcing a verdict"))?;
+            transaction
+                .commit()
+                .await
+                .map_err(Error::db("committing a verdict"))?;
+            Ok(VerdictOutcome::Given)
+        })
+        .await
+    }
+
+    /// An operator's approval waiting on request `id`: who gave it. `None` when there is
+    /// none, or the request is no longer pending.
+    pub async fn pending_approval_by(&self, id: &str) -> Result<Option<String>, Error> {
+        self.timed("reading a verdict", async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT verdict_by FROM registry_approvals
+                      WHERE id = $1 AND state = 'pending' AND verdict = 'approve'",
+                    &[&id],
+                )
+                .await
+                .map_err(Error::db("reading a verdict"))?;
+            Ok(row.and_then(|row| row.get(0)))
+        })
+        .await
+    }
+}
+
+impl PgApprovalStore {
+    async fn insert_request(&self, request: &ApprovalRequest) -> Result<(), Error> {
+        let body = serde_json::to_value(request).map_err(|error| Error::Corrupt {
+            table: "registry_approvals",
+            detail: error.to_string(),
+        })?;
+        let client = self.plane.client().await?;
+        client
+            .execute(
+                "INSERT INTO registry_approvals
+                     (id, tool, tenant, agent, run_id, call_id, reason, request,
+                      requested_at, expires_at, origin)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                &[
+                    &request.id(),
+                    &request.tool_name(),
+                    &request.tenant(),
+                    &request.agent(),
+                    &request.run_id(),
+                    &request.call_id(),
+                    &request.reason(),
+                    &body,
+                    &request.requested_at(),
+                    &request.expires_at(),
+                    &self.plane.replica(),
+                ],
+            )
+            .await
+            .map_err(Error::db("keeping an approval request"))?;
+        Ok(())
+    }
+
+    async fn get_request(
+        &self,
+        id: &str,
+    ) -> Result<Option<(ApprovalRequest, ApprovalState)>, Error> {
+        let client = self.plane.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT request, decision FROM registry_approvals WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(Error::db("reading an approval request"))?;
+        let Some(row) = row else { return Ok(None) };
+        let request = request_of(row.get(0))?;
+        let decision: Option<Value> = row.get(1);
+        let state = match decision {
+            None => ApprovalState::Pending,
+            Some(decision) => state_of(decision)?,
+        };
+        Ok(Some((request, state)))
+    }
+
+    async fn decide_request(&self, id: &str, state: ApprovalState) -> Result<Transition, Error> {
+        let word = state_word(&state);
+        let decision = serde_json::to_value(&state).map_err(|error| Error::Corrupt {
+            table: "registry_approvals",
+            detail: error.to_string(),
+        })?;
+        let client = self.plane.client().await?;
+        let won = client
+            .query_opt(
+                "UPDATE registry_approvals SET state = $2, decision = $3, decided_at = now()
+                  WHERE id = $1 AND state = 'pending' RETURNING request",
+                &[&id, &word, &decision],
+            )
+            .await
+            .map_err(Error::db("deciding an approval request"))?;
+        if let Some(row) = won {
+            return Ok(Transition::Decided(Box::new(request_of(row.get(0))?)));
+        }
+        let row = client
+            .query_opt(
+                "SELECT decision FROM registry_approvals WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(Error::db("reading an approval request"))?;
+        match row.map(|row| row.get::<_, Option<Value>>(0)) {
+            None => Ok(Transition::Unknown),
+            Some(Some(decision)) => Ok(Transition::AlreadyDecided(state_of(decision)?)),
+            // Pending without a decision, yet the update matched nothing: it was decided and
+            // the decision is being written by another transaction; it is no longer ours.
+            Some(None) => Ok(Transition::AlreadyDecided(ApprovalState::Pending)),
+        }
+    }
+}
+
+impl ApprovalStore for PgApprovalStore {
+    fn insert<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> registry_core::BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            self.plane
+                .timed("keeping an approval request", self.insert_request(request))
+                .await
+                .map_err(StoreError::from)
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> registry_core::BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>>
+    {
+        Box::pin(async move {
+            self.plane
+                .timed("reading an approval request", self.get_request(id))
+                .await
+                .map_err(StoreError::from)
+        })
+    }
+
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        state: ApprovalState,
+    ) -> registry_core::BoxFuture<'a, Result<Transition, StoreError>> {
+        Box::pin(async move {
+            self.plane
+                .timed(
+                    "deciding an approval request",
+                    self.decide_request(id, state),
+                )
+                .await
+                .map_err(StoreError::from)
+        })
+    }
+}
+
+fn state_word(state: &ApprovalState) -> &'static str {
+    match state {
+        ApprovalState::Pending => "pending",
+        ApprovalState::Approved { .. } => "approved",
+        ApprovalState::Denied { .. } => "denied",
+        ApprovalState::Expired => "expired",
+        ApprovalState::Revoked => "revoked",
+        // A state a newer core adds: recorded as decided all the same.
+        _ => "denied",
+    }
+}
+
+fn request_of(value: Value) -> Result<ApprovalRequest, Error> {
+    serde_json::from_value(value).map_err(|error| Error::Corrupt {
+        table: "registry_approvals",
+        detail: format!("request: {error}"),
+    })
+}
+
+fn state_of(value: Value) -> Result<ApprovalState, Error> {
+    serde_json::from_value(value).map_err(|error| Error::Corrupt {
+        table: "registry_approvals",
+        detail: format!("decision: {error}"),
+    })
+}
+
+fn record_of(row: &Row) -> Result<ApprovalRecord, Error> {
+    let request = request_of(row.get(5))?;
+    let decision: Option<Value> = row.get(7);
+    let decided_by = decision.and_then(|decision| {
+        decision
+            .get("by")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let expires_at: SystemTime = row.get(9);
+    let mut state: String = row.get(6);
+    if state == "pending" && expires_at <= SystemTime::now() {
+        state = "expired".to_owned();
+    }
+    Ok(ApprovalRecord {
+        id: row.get(0),
+        tool: row.get(1),
+        tenant: row.get(2),
+        agent: row.get(3),
+        reason: row.get(4),
+        question: request.question(),
+        state,
+        decided_by,
+        requested_at: row.get(8),
+        expires_at,
+        verdict: row.get(10),
+        origin: row.get(11),
+    })
+}

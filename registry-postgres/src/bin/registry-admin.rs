@@ -1,0 +1,2 @@
+//! `registry-admin`: the operators' command (being written).
+fn main() {}

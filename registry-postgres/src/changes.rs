@@ -1,0 +1,136 @@
+//! Recording changes in `registry_changes`, in commit order, and reading them back.
+
+use tokio_postgres::Row;
+
+use crate::error::Error;
+use crate::plane::ControlPlane;
+use crate::records::{ChangeRecord, RecordedKind};
+
+/// The channel every replica listens on; the payload is the new change's sequence number.
+pub(crate) const CHANNEL: &str = "registry_changes";
+
+/// The advisory lock that orders changes: taken for the transaction that records one, so
+/// that sequence numbers are assigned, and committed, one at a time.
+const ORDER_LOCK: i64 = 0x7265_6763_6867_0001;
+
+/// What to record.
+pub(crate) struct NewChange<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) kind: RecordedKind,
+    pub(crate) old_runs: Option<&'a str>,
+    pub(crate) fingerprint: Option<String>,
+    pub(crate) reason: &'a str,
+    pub(crate) origin: &'a str,
+}
+
+impl ControlPlane {
+    /// Records that `tool` is revoked on every replica, as `origin` (`registry-admin`, say);
+    /// returns its sequence number. Replicas following the feed apply it within moments. A
+    /// replica that follows with its registry should use [`ChangeFeed::revoke`], which also
+    /// checks the name and waits until this replica applied it.
+    ///
+    /// [`ChangeFeed::revoke`]: crate::ChangeFeed::revoke
+    pub async fn revoke(&self, tool: &str, reason: &str, origin: &str) -> Result<i64, Error> {
+        self.record(NewChange {
+            tool,
+            kind: RecordedKind::Revoke,
+            old_runs: None,
+            fingerprint: None,
+            reason,
+            origin,
+        })
+        .await
+    }
+
+    /// Records that a revoked `tool` is back, for runs opened from now on; see
+    /// [`revoke`](Self::revoke).
+    pub async fn restore(&self, tool: &str, reason: &str, origin: &str) -> Result<i64, Error> {
+        self.record(NewChange {
+            tool,
+            kind: RecordedKind::Restore,
+            old_runs: None,
+            fingerprint: None,
+            reason,
+            origin,
+        })
+        .await
+    }
+
+    /// Records one change, in order, and announces it; returns its sequence number.
+    pub(crate) async fn record(&self, change: NewChange<'_>) -> Result<i64, Error> {
+        self.timed("recording a change", async {
+            let mut client = self.client().await?;
+            let transaction = client
+                .transaction()
+                .await
+                .map_err(Error::db("recording a change"))?;
+            transaction
+                .execute("SELECT pg_advisory_xact_lock($1)", &[&ORDER_LOCK])
+                .await
+                .map_err(Error::db("ordering a change"))?;
+            let row = transaction
+                .query_one(
+                    "INSERT INTO registry_changes
+                         (seq, tool, kind, old_runs, fingerprint, reason, origin)
+                     SELECT COALESCE(max(seq), 0) + 1, $1, $2, $3, $4, $5, $6
+                       FROM registry_changes
+                     RETURNING seq",
+                    &[
+                        &change.tool,
+                        &change.kind.as_str(),
+                        &change.old_runs,
+                        &change.fingerprint,
+                        &change.reason,
+                        &change.origin,
+                    ],
+                )
+                .await
+                .map_err(Error::db("recording a change"))?;
+            let seq: i64 = row.get(0);
+            transaction
+                .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()])
+                .await
+                .map_err(Error::db("announcing a change"))?;
+            transaction
+                .commit()
+                .await
+                .map_err(Error::db("committing a change"))?;
+            Ok(seq)
+        })
+        .await
+    }
+
+    /// The changes after sequence number `after`, oldest first, at most `limit`.
+    pub async fn changes(&self, after: i64, limit: i64) -> Result<Vec<ChangeRecord>, Error> {
+        self.timed("reading changes", async {
+            let client = self.client().await?;
+            let rows = client
+                .query(SELECT_CHANGES, &[&after, &limit])
+                .await
+                .map_err(Error::db("reading changes"))?;
+            rows.iter().map(change_of).collect()
+        })
+        .await
+    }
+}
+
+pub(crate) const SELECT_CHANGES: &str =
+    "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin
+       FROM registry_changes WHERE seq > $1 ORDER BY seq LIMIT $2";
+
+pub(crate) fn change_of(row: &Row) -> Result<ChangeRecord, Error> {
+    let kind: String = row.get(3);
+    Ok(ChangeRecord {
+        seq: row.get(0),
+        at: row.get(1),
+        tool: row.get(2),
+        kind: RecordedKind::parse(&kind).ok_or_else(|| Error::Corrupt {
+            table: "registry_changes",
+            detail: format!("unknown kind {kind:?}"),
+        })?,
+        old_runs: row.get(4),
+        fingerprint: row.get(5),
+        reason: row.get(6),
+        origin: row.get(7),
+    })
+}

@@ -1,0 +1,465 @@
+//! The change feed: every replica applies every recorded change, in order, and holds its
+//! calls while it cannot know what changed.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use registry_core::{DynamicTool, Registry, RegistryError, ReplacePolicy};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio_postgres::{AsyncMessage, Client};
+
+use crate::changes::{CHANNEL, NewChange, SELECT_CHANGES, change_of};
+use crate::error::Error;
+use crate::plane::ControlPlane;
+use crate::records::{ChangeRecord, RecordedKind};
+
+/// How many changes one catch-up reads at a time.
+const PAGE: i64 = 1000;
+
+/// A registry following the control plane's changes ([`ControlPlane::follow`]).
+///
+/// It applies every change recorded by any replica or by `registry-admin`, in order, through
+/// the registry's own [`revoke`](Registry::revoke) and [`restore`](Registry::restore): a
+/// notification brings each within moments, and a heartbeat asks anyway, so a lost
+/// notification costs one heartbeat at most. When its connection drops, or the database has
+/// not answered for the plane's lease, it holds every call of the registry
+/// ([`Registry::suspend`]): whether a tool was revoked elsewhere cannot be known, and a call
+/// that might be revoked must not run. It reconnects by itself, catches up from the last
+/// change it applied, and lets calls through again.
+///
+/// A replacement recorded elsewhere carries the new definition's fingerprint: a replica whose
+/// definition differs does not have that version, and revokes its own until it is given it.
+///
+/// Shutting it down (or dropping it) leaves the registry held: without the feed it cannot
+/// know what changed.
+pub struct ChangeFeed {
+    plane: ControlPlane,
+    registry: Registry,
+    shared: Arc<Shared>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+struct Shared {
+    /// The sequence number of the last change applied.
+    applied: watch::Sender<i64>,
+    /// When the database last answered the feed.
+    last_ok: Mutex<Instant>,
+    /// Whether the feed has held the registry's calls.
+    holding: AtomicBool,
+    /// Serializes holding and releasing.
+    gate: Mutex<()>,
+    stop: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for ChangeFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeFeed")
+            .field("applied", &*self.shared.applied.borrow())
+            .field("live", &self.is_live())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ControlPlane {
+    /// Applies to `registry` every change recorded so far, then keeps following: see
+    /// [`ChangeFeed`]. Fails if the database cannot be reached now; after that, outages are
+    /// handled by holding calls until it is back.
+    pub async fn follow(&self, registry: &Registry) -> Result<ChangeFeed, Error> {
+        let (stop, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            applied: watch::channel(0).0,
+            last_ok: Mutex::new(Instant::now()),
+            holding: AtomicBool::new(false),
+            gate: Mutex::new(()),
+            stop,
+        });
+        let follower = Follower {
+            plane: self.clone(),
+            registry: registry.clone(),
+            shared: shared.clone(),
+        };
+        let listening = follower.listen().await?;
+        let watchdog = tokio::spawn(follower.clone().watchdog());
+        let main = tokio::spawn(follower.run(Some(listening)));
+        Ok(ChangeFeed {
+            plane: self.clone(),
+            registry: registry.clone(),
+            shared,
+            tasks: Mutex::new(vec![main, watchdog]),
+        })
+    }
+}
+
+impl ChangeFeed {
+    /// Revokes `tool` on every replica: records it, and returns once this replica applied
+    /// it (the others do within moments). An unknown name is an error, and nothing is
+    /// recorded.
+    pub async fn revoke(&self, tool: &str, reason: &str) -> Result<ChangeRecord, Error> {
+        self.registry.get(tool)?;
+        let seq = self
+            .plane
+            .record(NewChange {
+                tool,
+                kind: RecordedKind::Revoke,
+                old_runs: None,
+                fingerprint: None,
+                reason,
+                origin: self.plane.replica(),
+            })
+            .await?;
+        self.applied(seq).await
+    }
+
+    /// Brings a revoked `tool` back on every replica, for runs opened from now on; see
+    /// [`Registry::restore`]. A tool that is not revoked here is an error, and nothing is
+    /// recorded.
+    pub async fn restore(&self, tool: &str, reason: &str) -> Result<ChangeRecord, Error> {
+        if self.registry.is_revoked_now(tool) == Some(false) {
+            return Err(RegistryError::NotRevoked {
+                name: tool.to_owned(),
+            }
+            .into());
+        }
+        self.registry.get(tool)?;
+        let seq = self
+            .plane
+            .record(NewChange {
+                tool,
+                kind: RecordedKind::Restore,
+                old_runs: None,
+                fingerprint: None,
+                reason,
+                origin: self.plane.replica(),
+            })
+            .await?;
+        self.applied(seq).await
+    }
+
+    /// Replaces a tool on this replica ([`Registry::replace`]) and records it for the
+    /// others: a replica with the same new definition (deployed with it) keeps serving it; one
+    /// without it stops serving its old version.
+    pub async fn replace(
+        &self,
+        tool: DynamicTool,
+        policy: ReplacePolicy,
+    ) -> Result<ChangeRecord, Error> {
+        let old_runs = match policy.old_runs {
+            registry_core::OldRuns::KeepShownVersion => "keep_shown_version",
+            registry_core::OldRuns::Revoke => "revoke",
+        };
+        let reason = policy.reason.clone();
+        let change = self.registry.replace(tool, policy)?;
+        let fingerprint = self.registry.get(&change.name)?.fingerprint().to_string();
+        let recorded = self
+            .plane
+            .record(NewChange {
+                tool: &change.name,
+                kind: RecordedKind::Replace,
+                old_runs: Some(old_runs),
+                fingerprint: Some(fingerprint),
+                reason: &reason,
+                origin: self.plane.replica(),
+            })
+            .await;
+        match recorded {
+            Ok(seq) => self.applied(seq).await,
+            Err(error) => Err(Error::NotRecorded {
+                tool: change.name,
+                source: Box::new(error),
+            }),
+        }
+    }
+
+    /// The sequence number of the last change this replica applied.
+    pub fn applied_seq(&self) -> i64 {
+        *self.shared.applied.borrow()
+    }
+
+    /// Whether the feed is connected and recent: calls are not held.
+    pub fn is_live(&self) -> bool {
+        !self.shared.holding.load(Ordering::Acquire)
+    }
+
+    /// Waits until this replica applied change `seq`, for as long as the plane's timeout.
+    async fn applied(&self, seq: i64) -> Result<ChangeRecord, Error> {
+        let mut applied = self.shared.applied.subscribe();
+        let timeout = self
+            .plane
+            .settings()
+            .timeout
+            .max(self.plane.settings().lease);
+        let reached = tokio::time::timeout(timeout, applied.wait_for(|at| *at >= seq)).await;
+        if !matches!(reached, Ok(Ok(_))) {
+            return Err(Error::NotApplied {
+                seq,
+                why: self
+                    .registry
+                    .suspended()
+                    .unwrap_or_else(|| "no notification came".to_owned()),
+            });
+        }
+        let mut records = self.plane.changes(seq - 1, 1).await?;
+        records.pop().ok_or(Error::Corrupt {
+            table: "registry_changes",
+            detail: format!("change #{seq} is gone"),
+        })
+    }
+
+    /// Stops following. The registry's calls stay held: it no longer knows what changes.
+    pub async fn shutdown(&self) {
+        self.shared.stop.send_replace(true);
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(PoisonError::into_inner));
+        for task in tasks {
+            let _ = task.await;
+        }
+        self.registry
+            .suspend("the change feed was shut down: changes made elsewhere are not followed");
+    }
+}
+
+impl Drop for ChangeFeed {
+    fn drop(&mut self) {
+        self.shared.stop.send_replace(true);
+        for task in self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+        {
+            task.abort();
+        }
+        self.registry
+            .suspend("the change feed was dropped: changes made elsewhere are not followed");
+    }
+}
+
+/// A connection listening for changes: the client, and the notifications it receives
+/// (closed when the connection is lost).
+struct Listening {
+    client: Client,
+    notices: mpsc::UnboundedReceiver<()>,
+}
+
+#[derive(Clone)]
+struct Follower {
+    plane: ControlPlane,
+    registry: Registry,
+    shared: Arc<Shared>,
+}
+
+impl Follower {
+    /// Connects, listens, and catches up: once this returns, every change committed before
+    /// it is applied, and any committed after is announced.
+    async fn listen(&self) -> Result<Listening, Error> {
+        let (client, mut connection) = self.plane.dedicated().await?;
+        let (tx, notices) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(message) = messages.next().await {
+                match message {
+                    Ok(AsyncMessage::Notification(_)) => {
+                        if tx.send(()).is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "the change feed's connection failed");
+                        break;
+                    }
+                }
+            }
+        });
+        let timeout = self.plane.settings().timeout;
+        tokio::time::timeout(timeout, client.batch_execute(&format!("LISTEN {CHANNEL}")))
+            .await
+            .map_err(|_| Error::Timeout(timeout, "listening for changes"))?
+            .map_err(Error::db("listening for changes"))?;
+        self.catch_up(&client).await?;
+        Ok(Listening { client, notices })
+    }
+
+    /// Applies every change after the last one applied, and notes that the database
+    /// answered.
+    async fn catch_up(&self, client: &Client) -> Result<(), Error> {
+        let timeout = self.plane.settings().timeout;
+        loop {
+            let after = *self.shared.applied.borrow();
+            let rows =
+                tokio::time::timeout(timeout, client.query(SELECT_CHANGES, &[&after, &PAGE]))
+                    .await
+                    .map_err(|_| Error::Timeout(timeout, "reading changes"))?
+                    .map_err(Error::db("reading changes"))?;
+            *self
+                .shared
+                .last_ok
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+            let count = rows.len();
+            for row in &rows {
+                let record = change_of(row)?;
+                apply(&self.registry, &record);
+                self.shared.applied.send_replace(record.seq);
+            }
+            if (count as i64) < PAGE {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Follows until stopped: on each notification and heartbeat, catches up; when the
+    /// connection is lost, holds calls and reconnects.
+    async fn run(self, mut listening: Option<Listening>) {
+        let mut stop = self.shared.stop.subscribe();
+        let heartbeat = self.plane.settings().heartbeat;
+        let mut backoff = heartbeat;
+        if listening.is_some() {
+            self.release();
+        }
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            let Some(live) = listening.as_mut() else {
+                match self.listen().await {
+                    Ok(connected) => {
+                        tracing::info!(
+                            applied = *self.shared.applied.borrow(),
+                            "the change feed reconnected and caught up"
+                        );
+                        listening = Some(connected);
+                        backoff = heartbeat;
+                        self.release();
+                    }
+                    Err(error) => {
+                        self.hold(&format!("the control plane cannot be reached ({error})"));
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff) => {}
+                            _ = stop.changed() => return,
+                        }
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                    }
+                }
+                continue;
+            };
+            let woke = tokio::select! {
+                notice = live.notices.recv() => notice.is_some(),
+                _ = tokio::time::sleep(heartbeat) => true,
+                _ = stop.changed() => return,
+            };
+            let result = if woke {
+                // Several notifications may be waiting: one catch-up covers them all.
+                while live.notices.try_recv().is_ok() {}
+                self.catch_up(&live.client).await
+            } else {
+                Err(Error::Pool(
+                    "the change feed's connection closed".to_owned(),
+                ))
+            };
+            match result {
+                Ok(()) => self.release(),
+                Err(error) => {
+                    tracing::warn!(%error, "the change feed lost the control plane");
+                    self.hold(&format!(
+                        "the connection to the control plane was lost ({error})"
+                    ));
+                    listening = None;
+                }
+            }
+        }
+    }
+
+    /// Holds calls whenever the database has not answered for the lease.
+    async fn watchdog(self) {
+        let mut stop = self.shared.stop.subscribe();
+        let lease = self.plane.settings().lease;
+        let tick = (lease / 4).max(Duration::from_millis(10));
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(tick) => {}
+                _ = stop.changed() => return,
+            }
+            let silent = self
+                .shared
+                .last_ok
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .elapsed();
+            if silent > lease {
+                self.hold(&format!(
+                    "the control plane has not answered for {} ms",
+                    silent.as_millis()
+                ));
+            }
+        }
+    }
+
+    fn hold(&self, why: &str) {
+        let _gate = self
+            .shared
+            .gate
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !self.shared.holding.swap(true, Ordering::AcqRel) {
+            tracing::warn!(why, "calls are held until the control plane answers again");
+        }
+        self.registry.suspend(format!(
+            "whether a tool was revoked on another replica cannot be known: {why}"
+        ));
+    }
+
+    fn release(&self) {
+        let _gate = self
+            .shared
+            .gate
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let fresh = self
+            .shared
+            .last_ok
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed()
+            <= self.plane.settings().lease;
+        if fresh && self.shared.holding.swap(false, Ordering::AcqRel) {
+            self.registry.resume();
+        }
+    }
+}
+
+/// Applies one recorded change to the registry, through its own revoke and restore.
+fn apply(registry: &Registry, record: &ChangeRecord) {
+    let tool = record.tool.as_str();
+    let outcome = match record.kind {
+        RecordedKind::Revoke => registry.revoke(tool, record.reason.clone()).map(drop),
+        RecordedKind::Restore => match registry.restore(tool, record.reason.clone()) {
+            Err(RegistryError::NotRevoked { .. }) => Ok(()),
+            other => other.map(drop),
+        },
+        RecordedKind::Replace => match registry.get(tool) {
+            Ok(current) if Some(current.fingerprint().to_string()) == record.fingerprint => Ok(()),
+            Ok(_) if registry.is_revoked_now(tool) == Some(true) => Ok(()),
+            Ok(_) => registry
+                .revoke(
+                    tool,
+                    format!(
+                        "replaced on {} by a version this replica does not have ({})",
+                        record.origin, record.reason
+                    ),
+                )
+                .map(drop),
+            Err(error) => Err(error),
+        },
+    };
+    match outcome {
+        Ok(()) => {
+            tracing::debug!(seq = record.seq, tool = ?tool, kind = record.kind.as_str(), "change applied")
+        }
+        Err(error) => {
+            tracing::warn!(seq = record.seq, tool = ?tool, %error, "a recorded change does not apply to this registry; skipped")
+        }
+    }
+}

@@ -1,0 +1,76 @@
+//! One control plane for many replicas of a [`registry_core`] registry, on PostgreSQL.
+//!
+//! One process keeps everything in memory by default: revocations, pending approvals, quota
+//! buckets, the audit trail. Behind a load balancer, several replicas serve the same agents,
+//! and each must see what the others decided. This crate keeps that in a PostgreSQL database
+//! that every replica (and the operators' `registry-admin` command) shares:
+//!
+//! - **the change feed** ([`ChangeFeed`]): revocations, restorations and replacements are
+//!   recorded in `registry_changes` in commit order and announced with `NOTIFY`; every replica
+//!   applies them through the same core path as a local [`Registry::revoke`]. A replica that
+//!   was disconnected catches up by sequence number when it reconnects, and while it cannot
+//!   reach the database it **holds every call** ([`Registry::suspend`]): it cannot know whether
+//!   a tool was revoked elsewhere, so it fails closed;
+//! - **approvals** ([`PgApprovalStore`]): a request made on one replica can be decided on
+//!   another, and it leaves `pending` exactly once (one conditional `UPDATE`);
+//! - **quotas** ([`PgQuotaStore`]): one token bucket per subject and tool for all replicas,
+//!   taken in one round trip;
+//! - **audit** ([`PgAuditSink`]): every event in the `audit_events` table, written in batches
+//!   by a writer of its own, with bounded memory and an explicit choice when the database is
+//!   slow ([`WhenFull`]).
+//!
+//! The schema is embedded and applied when the first replica connects, idempotently and under
+//! an advisory lock.
+//!
+//! ```no_run
+//! use registry_core::Registry;
+//! use registry_postgres::{AuditConfig, ControlPlane};
+//!
+//! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+//! let plane = ControlPlane::connect("postgres://registry@db.internal/registry").await?;
+//! let (audit, writer) = plane.audit_sink(AuditConfig::default());
+//! let registry = Registry::builder()
+//!     .declared()
+//!     .approval_store(plane.approval_store())
+//!     .quota_store(plane.quota_store())
+//!     .audit_sink(audit)
+//!     .build()?;
+//! // Apply every change recorded so far, then keep following.
+//! let feed = plane.follow(&registry).await?;
+//!
+//! // An incident: every replica stops calling `deploy` within moments.
+//! feed.revoke("deploy", "incident 4711").await?;
+//!
+//! // ... serve ...
+//!
+//! feed.shutdown().await;
+//! writer.shutdown(std::time::Duration::from_secs(10)).await?; // flushes the audit
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`Registry::revoke`]: registry_core::Registry::revoke
+//! [`Registry::suspend`]: registry_core::Registry::suspend
+
+mod approvals;
+mod audit;
+mod changes;
+mod error;
+mod feed;
+mod migrate;
+mod plane;
+mod quotas;
+mod records;
+#[cfg(feature = "throwaway")]
+pub mod throwaway;
+
+pub use approvals::PgApprovalStore;
+pub use audit::{AuditConfig, AuditWriter, PgAuditSink, WhenFull};
+pub use error::Error;
+pub use feed::ChangeFeed;
+pub use plane::{ControlPlane, ControlPlaneBuilder};
+pub use quotas::PgQuotaStore;
+pub use records::{
+    ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind, Verdict,
+    VerdictOutcome,
+};

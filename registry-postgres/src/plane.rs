@@ -1,0 +1,229 @@
+//! The connection to the control plane: a pool, the replica's name, and its timings.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::error::Error;
+
+/// A connection to the shared control plane: the database, a pool of connections, and this
+/// replica's name. Cheap to clone (clones share the pool).
+///
+/// [`connect`](Self::connect) applies the schema if the database lacks it. From a plane come
+/// the stores to build a registry with ([`approval_store`](Self::approval_store),
+/// [`quota_store`](Self::quota_store), [`audit_sink`](Self::audit_sink)) and, once it is
+/// built, its change feed ([`follow`](Self::follow)). The records are read with
+/// [`changes`](Self::changes), [`approvals`](Self::approvals) and
+/// [`audit_events`](Self::audit_events), which is what `registry-admin` prints.
+#[derive(Clone)]
+pub struct ControlPlane {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) pool: Pool,
+    pub(crate) config: tokio_postgres::Config,
+    pub(crate) settings: Settings,
+}
+
+/// How a plane behaves; see [`ControlPlaneBuilder`].
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) replica: String,
+    pub(crate) heartbeat: Duration,
+    pub(crate) lease: Duration,
+    pub(crate) timeout: Duration,
+}
+
+impl std::fmt::Debug for ControlPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlPlane")
+            .field("replica", &self.inner.settings.replica)
+            .field("hosts", &self.inner.config.get_hosts())
+            .field("dbname", &self.inner.config.get_dbname())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a [`ControlPlane`]: `ControlPlane::builder(url)`, then `.connect()`.
+#[derive(Debug, Clone)]
+pub struct ControlPlaneBuilder {
+    url: String,
+    settings: Settings,
+    pool_size: usize,
+}
+
+impl ControlPlane {
+    /// Connects with the default settings; see [`builder`](Self::builder).
+    pub async fn connect(url: &str) -> Result<ControlPlane, Error> {
+        ControlPlane::builder(url).connect().await
+    }
+
+    /// A builder for a plane at `url` (`postgres://user:password@host:port/database`, or
+    /// the key-value form `host=... user=...`).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use registry_postgres::ControlPlane;
+    ///
+    /// let builder = ControlPlane::builder("postgres://registry@127.0.0.1/registry")
+    ///     .replica("api-3")
+    ///     .pool_size(32)
+    ///     .heartbeat(Duration::from_millis(250))
+    ///     .lease(Duration::from_secs(2))
+    ///     .timeout(Duration::from_secs(2));
+    /// # drop(builder);
+    /// ```
+    pub fn builder(url: &str) -> ControlPlaneBuilder {
+        ControlPlaneBuilder {
+            url: url.to_owned(),
+            settings: Settings {
+                replica: default_replica_name(),
+                heartbeat: Duration::from_millis(250),
+                lease: Duration::from_secs(2),
+                timeout: Duration::from_secs(2),
+            },
+            pool_size: 16,
+        }
+    }
+
+    /// This replica's name, as written in the records it makes.
+    pub fn replica(&self) -> &str {
+        &self.inner.settings.replica
+    }
+
+    /// A connection from the pool, within the plane's timeout.
+    pub(crate) async fn client(&self) -> Result<deadpool_postgres::Object, Error> {
+        self.inner
+            .pool
+            .get()
+            .await
+            .map_err(|error| Error::Pool(error.to_string()))
+    }
+
+    /// Runs `work` under the plane's timeout.
+    pub(crate) async fn timed<T>(
+        &self,
+        what: &'static str,
+        work: impl std::future::Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        let timeout = self.inner.settings.timeout;
+        tokio::time::timeout(timeout, work)
+            .await
+            .unwrap_or(Err(Error::Timeout(timeout, what)))
+    }
+
+    /// A new connection of its own (not from the pool), for long-lived listeners and writers.
+    pub(crate) async fn dedicated(
+        &self,
+    ) -> Result<
+        (
+            tokio_postgres::Client,
+            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+        ),
+        Error,
+    > {
+        let timeout = self.inner.settings.timeout;
+        tokio::time::timeout(timeout, self.inner.config.connect(NoTls))
+            .await
+            .map_err(|_| Error::Timeout(timeout, "connecting"))?
+            .map_err(Error::db("connecting"))
+    }
+
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.inner.settings
+    }
+}
+
+impl ControlPlaneBuilder {
+    /// This replica's name in the records it makes (default: the host name and the process
+    /// id, `host-1234`).
+    pub fn replica(mut self, name: impl Into<String>) -> Self {
+        self.settings.replica = name.into();
+        self
+    }
+
+    /// Connections in the pool shared by approvals, quotas and reads (default 16). The change
+    /// feed and the audit writer have one connection each besides.
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// How often the change feed asks the database for changes even without a notification
+    /// (default 250 ms): it bounds the propagation delay if a notification is lost, and it
+    /// proves the connection alive.
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.settings.heartbeat = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long the change feed may go without an answer from the database before this
+    /// replica holds every call (default 2 s). A dropped connection holds them at once.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.settings.lease = lease;
+        self
+    }
+
+    /// How long one operation (a quota, an approval, a connection) may take before it fails
+    /// and the call it serves is refused (default 2 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.settings.timeout = timeout;
+        self
+    }
+
+    /// Connects, and applies the schema if the database lacks it.
+    pub async fn connect(self) -> Result<ControlPlane, Error> {
+        let mut config: tokio_postgres::Config = self
+            .url
+            .parse()
+            .map_err(|error: tokio_postgres::Error| Error::Url(error.to_string()))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(self.settings.timeout);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name(format!("registry {}", self.settings.replica));
+        }
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(self.pool_size)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(self.settings.timeout))
+            .create_timeout(Some(self.settings.timeout))
+            .recycle_timeout(Some(self.settings.timeout))
+            .build()
+            .map_err(|error| Error::Pool(error.to_string()))?;
+        let plane = ControlPlane {
+            inner: Arc::new(Inner {
+                pool,
+                config,
+                settings: self.settings,
+            }),
+        };
+        let (mut client, connection) = plane.dedicated().await?;
+        let driver = tokio::spawn(connection);
+        let migrated = crate::migrate::migrate(&mut client).await;
+        drop(client);
+        let _ = driver.await;
+        migrated?;
+        Ok(plane)
+    }
+}
+
+fn default_replica_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "replica".to_owned());
+    format!("{host}-{}", std::process::id())
+}

@@ -1,0 +1,409 @@
+//! A PostgreSQL cluster of its own, for tests: started with the machine's `initdb` and
+//! `pg_ctl` in a temporary directory, on a free loopback port, and removed when dropped.
+//!
+//! ```no_run
+//! use registry_postgres::throwaway::Cluster;
+//!
+//! let cluster = Cluster::start().expect("PostgreSQL's server programs");
+//! let url = cluster.create_database("test_1").unwrap();
+//! // ... ControlPlane::connect(&url) ...
+//! drop(cluster); // stopped and removed
+//! ```
+//!
+//! The server programs are found on `PATH`, in `REGISTRY_PG_BIN`, or in Debian's
+//! `/usr/lib/postgresql/<version>/bin`. When none is there and this runs as root on a Debian
+//! machine, Debian's `postgresql` package is installed first (once, under a lock shared by
+//! concurrent test processes); otherwise the error says what to install. PostgreSQL refuses
+//! to run as root: as root, the cluster runs as the `postgres` user the package creates.
+//!
+//! Clusters left behind by a test process that was killed are stopped and removed by the
+//! next one started.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Why a cluster could not be started or stopped; the message says what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ClusterError(String);
+
+/// A throwaway PostgreSQL cluster; see the [module](self).
+#[derive(Debug)]
+pub struct Cluster {
+    root: PathBuf,
+    bin: PathBuf,
+    port: u16,
+    /// The user the server runs as, when this process is root.
+    run_as: Option<String>,
+    running: bool,
+}
+
+const PREFIX: &str = "registry-pg-";
+
+impl Cluster {
+    /// Creates a cluster (superuser `postgres`, trust authentication on loopback only) and
+    /// starts it.
+    pub fn start() -> Result<Cluster, ClusterError> {
+        let bin = server_binaries()?;
+        sweep_abandoned(&bin);
+        let run_as = is_root().then(|| "postgres".to_owned());
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.subsec_nanos());
+        let root = std::env::temp_dir().join(format!(
+            "{PREFIX}{}-{}-{nanos}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        fs::create_dir_all(&root)
+            .map_err(|error| ClusterError(format!("cannot create {}: {error}", root.display())))?;
+        if let Some(user) = &run_as {
+            let (uid, gid) = user_ids(user)?;
+            std::os::unix::fs::chown(&root, Some(uid), Some(gid)).map_err(|error| {
+                ClusterError(format!("cannot give {} to {user}: {error}", root.display()))
+            })?;
+        }
+        let mut cluster = Cluster {
+            root,
+            bin,
+            port: 0,
+            run_as,
+            running: false,
+        };
+        let data = cluster.data();
+        let initdb = cluster.run(
+            "initdb",
+            &[
+                "-D",
+                path_str(&data)?,
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+                "--no-sync",
+                "--no-instructions",
+            ],
+        )?;
+        if !initdb.status.success() {
+            return Err(ClusterError(format!(
+                "initdb failed: {}",
+                String::from_utf8_lossy(&initdb.stderr).trim()
+            )));
+        }
+        let mut last = None;
+        for _ in 0..3 {
+            cluster.port = free_port()?;
+            match cluster.start_again() {
+                Ok(()) => return Ok(cluster),
+                Err(error) => last = Some(error),
+            }
+        }
+        Err(last.unwrap_or_else(|| ClusterError("the server did not start".to_owned())))
+    }
+
+    /// The cluster's URL for database `postgres`.
+    pub fn url(&self) -> String {
+        self.url_of("postgres")
+    }
+
+    /// The URL of database `name` in this cluster.
+    pub fn url_of(&self, name: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Creates database `name`, and returns its URL.
+    pub fn create_database(&self, name: &str) -> Result<String, ClusterError> {
+        let port = self.port.to_string();
+        let output = Command::new(self.bin.join("createdb"))
+            .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", name])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|error| ClusterError(format!("createdb could not run: {error}")))?;
+        if !output.status.success() {
+            return Err(ClusterError(format!(
+                "createdb {name} failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            )));
+        }
+        Ok(self.url_of(name))
+    }
+
+    /// Stops the server (fast shutdown: open connections are closed). Its data stays:
+    /// [`start_again`](Self::start_again) brings it back on the same port.
+    pub fn stop(&mut self) -> Result<(), ClusterError> {
+        self.pg_ctl_stop("fast")?;
+        self.running = false;
+        Ok(())
+    }
+
+    /// Starts the stopped server again, on the same port, and waits until it accepts
+    /// connections.
+    pub fn start_again(&mut self) -> Result<(), ClusterError> {
+        let data = self.data();
+        let log = self.root.join("server.log");
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
+             -c full_page_writes=off -c max_connections=300",
+            self.port,
+            path_str(&self.root)?
+        );
+        let output = self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                path_str(&data)?,
+                "-l",
+                path_str(&log)?,
+                "-o",
+                &options,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+        )?;
+        if !output.status.success() {
+            let log = fs::read_to_string(&log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(10).collect();
+            return Err(ClusterError(format!(
+                "pg_ctl start failed: {}\n{}",
+                String::from_utf8_lossy(&output.stderr).trim(),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            )));
+        }
+        self.running = true;
+        Ok(())
+    }
+
+    fn pg_ctl_stop(&self, mode: &str) -> Result<(), ClusterError> {
+        let data = self.data();
+        let output = self.run(
+            "pg_ctl",
+            &["-D", path_str(&data)?, "-m", mode, "-w", "-t", "60", "stop"],
+        )?;
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(ClusterError(format!(
+                "pg_ctl stop failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            )))
+        }
+    }
+
+    fn data(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    /// Runs one of the server programs, as the cluster's user.
+    fn run(&self, program: &str, args: &[&str]) -> Result<Output, ClusterError> {
+        run_program(&self.bin, self.run_as.as_deref(), program, args)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.running {
+            let _ = self.pg_ctl_stop("immediate");
+        }
+        let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+fn run_program(
+    bin: &Path,
+    run_as: Option<&str>,
+    program: &str,
+    args: &[&str],
+) -> Result<Output, ClusterError> {
+    let path = bin.join(program);
+    let mut command = match run_as {
+        Some(user) => {
+            let mut command = Command::new("runuser");
+            command.args(["-u", user, "--"]).arg(&path);
+            command
+        }
+        None => Command::new(&path),
+    };
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .current_dir(std::env::temp_dir())
+        .output()
+        .map_err(|error| ClusterError(format!("{} could not run: {error}", path.display())))
+}
+
+/// The directory of `initdb`, `pg_ctl` and `postgres`, installing them if it can.
+fn server_binaries() -> Result<PathBuf, ClusterError> {
+    if let Some(found) = find_binaries() {
+        return Ok(found);
+    }
+    install()?;
+    find_binaries().ok_or_else(|| {
+        ClusterError(
+            "PostgreSQL's server programs (initdb, pg_ctl) are still not found after installing \
+             Debian's postgresql package; set REGISTRY_PG_BIN to their directory"
+                .to_owned(),
+        )
+    })
+}
+
+fn find_binaries() -> Option<PathBuf> {
+    let has = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    if let Some(dir) = std::env::var_os("REGISTRY_PG_BIN").map(PathBuf::from) {
+        return has(&dir).then_some(dir);
+    }
+    let mut debian: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse().ok()?;
+            Some((version, entry.path().join("bin")))
+        })
+        .filter(|(_, dir)| has(dir))
+        .collect();
+    debian.sort();
+    if let Some((_, dir)) = debian.pop() {
+        return Some(dir);
+    }
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path).find(|dir| has(dir) && dir.join("postgres").is_file())
+    })
+}
+
+/// Installs Debian's `postgresql` package, once across concurrent processes.
+fn install() -> Result<(), ClusterError> {
+    let missing = "PostgreSQL's server programs (initdb, pg_ctl) are not installed";
+    if !is_root() || !Path::new("/usr/bin/apt-get").exists() {
+        return Err(ClusterError(format!(
+            "{missing}. Install them (Debian/Ubuntu: `sudo apt-get install postgresql`), or set \
+             REGISTRY_PG_BIN to the directory that holds them"
+        )));
+    }
+    let lock_path = std::env::temp_dir().join("registry-pg-install.lock");
+    let lock = fs::File::create(&lock_path)
+        .map_err(|error| ClusterError(format!("cannot create {}: {error}", lock_path.display())))?;
+    lock.lock()
+        .map_err(|error| ClusterError(format!("cannot lock {}: {error}", lock_path.display())))?;
+    if find_binaries().is_some() {
+        return Ok(());
+    }
+    eprintln!("{missing}: installing Debian's postgresql package (apt-get)");
+    let apt = |args: &[&str]| {
+        Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdin(Stdio::null())
+            .output()
+    };
+    let mut installed = apt(&[
+        "install",
+        "-y",
+        "-q",
+        "--no-install-recommends",
+        "postgresql",
+    ]);
+    if !installed
+        .as_ref()
+        .is_ok_and(|output| output.status.success())
+    {
+        let _ = apt(&["update", "-q"]);
+        installed = apt(&[
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "postgresql",
+        ]);
+    }
+    match installed {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(ClusterError(format!(
+            "{missing}, and `apt-get install postgresql` failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))),
+        Err(error) => Err(ClusterError(format!(
+            "{missing}, and apt-get could not run: {error}"
+        ))),
+    }
+}
+
+/// Stops and removes the clusters of test processes that no longer exist.
+fn sweep_abandoned(bin: &Path) {
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|name| name.strip_prefix(PREFIX)) else {
+            continue;
+        };
+        let Some(owner) = rest
+            .split('-')
+            .next()
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{owner}")).exists() {
+            continue;
+        }
+        let data = entry.path().join("data");
+        if data.join("postmaster.pid").exists()
+            && let Some(data) = data.to_str()
+        {
+            let run_as = is_root().then_some("postgres");
+            let _ = run_program(
+                bin,
+                run_as,
+                "pg_ctl",
+                &["-D", data, "-m", "immediate", "stop"],
+            );
+        }
+        let _ = fs::remove_dir_all(entry.path());
+    }
+}
+
+fn free_port() -> Result<u16, ClusterError> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .map_err(|error| ClusterError(format!("no free loopback port: {error}")))
+}
+
+fn is_root() -> bool {
+    fs::metadata("/proc/self").is_ok_and(|meta| std::os::unix::fs::MetadataExt::uid(&meta) == 0)
+}
+
+fn user_ids(user: &str) -> Result<(u32, u32), ClusterError> {
+    let passwd = fs::read_to_string("/etc/passwd").unwrap_or_default();
+    passwd
+        .lines()
+        .map(|line| line.split(':').collect::<Vec<_>>())
+        .find(|fields| fields.first() == Some(&user) && fields.len() > 3)
+        .and_then(|fields| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+        .ok_or_else(|| {
+            ClusterError(format!(
+                "PostgreSQL refuses to run as root, and there is no {user:?} user to run it as \
+                 (Debian's postgresql package creates it)"
+            ))
+        })
+}
+
+fn path_str(path: &Path) -> Result<&str, ClusterError> {
+    path.to_str()
+        .ok_or_else(|| ClusterError(format!("{} is not UTF-8", path.display())))
+}
