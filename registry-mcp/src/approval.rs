@@ -66,7 +66,14 @@ enum Answer {
     Declined(&'static str),
     /// No answer could be had: why.
     NotObtained(String),
+    /// Someone approved outside the question (an operator, in a store shared by replicas).
+    ApprovedBy(String),
+    /// The request was decided elsewhere: its state.
+    DecidedElsewhere(String),
 }
+
+/// How often a question waiting for a person looks for a decision made outside it.
+const OUTSIDE_POLL: Duration = Duration::from_millis(250);
 
 /// Answers a call that needs approval (`request`, made in `slot`'s run): asks the client's
 /// user if the client supports form elicitation, and otherwise denies it.
@@ -120,6 +127,7 @@ pub(crate) async fn ask(
             Ok(result) => answer_of(&result),
             Err(error) => Answer::NotObtained(failure(&error, wait)),
         },
+        outside = decided_outside(&slot, request.id()) => outside,
         () = context.ct.cancelled() => {
             Answer::NotObtained("the call was cancelled before anyone answered".to_owned())
         }
@@ -137,7 +145,11 @@ pub(crate) async fn resume(
     state: &str,
     call: CallOptions,
 ) -> Result<CallToolResponse, ErrorData> {
-    let Some(asked) = client.take_question(state) else {
+    let asked = match client.take_question(state) {
+        Some(asked) => Some(asked),
+        None => asked_elsewhere(client, state).await,
+    };
+    let Some(asked) = asked else {
         return Err(ErrorData::invalid_params(
             "the requestState names no approval question waiting for an answer from this client (it was answered already, or it expired); call the tool again",
             None,
@@ -163,6 +175,49 @@ pub(crate) async fn resume(
     decide(client, &asked.slot, &asked.request, answer, call)
         .await
         .map(CallToolResponse::from)
+}
+
+/// A question another replica sent this client's subject, found in the approval store they
+/// share (protocol 2026-07-28 is stateless: the retried call may reach another replica than
+/// the one that asked). It counts only while pending, for the same tenant and agent, and for
+/// a run with the same allowed set as the one that asked; the store moves it out of pending
+/// once, so of two replicas answering at once, one runs the call.
+async fn asked_elsewhere(client: &Client, id: &str) -> Option<crate::clients::Asked> {
+    let slot = client.current();
+    let found = match slot.run.registry().approval_request(id).await {
+        Ok(found) => found,
+        Err(error) => {
+            tracing::warn!(client = ?client.id, approval = ?id, %error, "the approval store cannot be read");
+            return None;
+        }
+    };
+    let (request, state) = found?;
+    let same_subject = request.tenant() == client.subject.tenant()
+        && request.agent() == client.subject.agent()
+        && request.allowed_set() == slot.run.allowed().fingerprint();
+    if !state.is_pending() || !same_subject {
+        return None;
+    }
+    tracing::info!(client = ?client.id, approval = ?id, "answering a question another replica asked");
+    Some(crate::clients::Asked { slot, request })
+}
+
+/// Waits for a decision made outside this question: an operator's approval in a shared
+/// store, or the request decided elsewhere (denied from a console, say). Polls the store;
+/// never returns while nothing happens.
+async fn decided_outside(slot: &RunSlot, id: &str) -> Answer {
+    let registry = slot.run.registry();
+    loop {
+        tokio::time::sleep(OUTSIDE_POLL).await;
+        if let Ok(Some((_, state))) = registry.approval_request(id).await
+            && !state.is_pending()
+        {
+            return Answer::DecidedElsewhere(state.to_string());
+        }
+        if let Ok(Some(by)) = registry.approved_outside(id).await {
+            return Answer::ApprovedBy(by);
+        }
+    }
 }
 
 /// The approval question: the request's own question, and a form with one required checkbox.
@@ -229,6 +284,16 @@ async fn decide(
         Answer::Declined(reason) => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, reason = ?reason, "the client's user declined");
             settled(run.deny_by(id, reason, client.id.as_ref()).await)
+        }
+        Answer::ApprovedBy(by) => {
+            tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, by = ?by, "approved outside the question");
+            settled(run.approve_by_with(id, by, call).await)
+        }
+        Answer::DecidedElsewhere(state) => {
+            tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, state = ?state, "decided elsewhere");
+            Ok(tool_error(format!(
+                "the call to \"{tool}\" was decided elsewhere ({state}); nothing was done here"
+            )))
         }
         Answer::NotObtained(why) => {
             tracing::warn!(client = ?client.id, tool = ?tool, approval = ?id, why = ?why, "no approval; denied");

@@ -307,6 +307,18 @@ impl ApprovalStore for PgApprovalStore {
                 .map_err(StoreError::from)
         })
     }
+
+    fn approved_outside<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> registry_core::BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(async move {
+            self.plane
+                .pending_approval_by(id)
+                .await
+                .map_err(StoreError::from)
+        })
+    }
 }
 
 fn state_word(state: &ApprovalState) -> &'static str {

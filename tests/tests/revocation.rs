@@ -536,3 +536,92 @@ fn explain_gives_the_reason_of_the_revocation_of_the_version_shown() {
     assert_eq!(revoked_reason(&at_v2).as_deref(), Some("v2 is broken"));
     assert_eq!(revoked_reason(&at_v3).as_deref(), Some("second revocation"));
 }
+
+#[test]
+fn a_restore_brings_a_revoked_tool_back_for_new_runs_only() {
+    let registry = registry();
+    assert_eq!(registry.is_revoked_now("ping"), Some(false));
+    assert_eq!(registry.is_revoked_now("nope"), None);
+    assert_eq!(
+        registry.restore("ping", "nothing to restore"),
+        Err(RegistryError::NotRevoked {
+            name: "ping".into()
+        })
+    );
+    let generation = registry.generation();
+    assert_eq!(
+        registry.generation(),
+        generation,
+        "a refused restore changes nothing"
+    );
+
+    let before = open(&registry, "before");
+    registry.revoke("ping", "incident").unwrap();
+    assert_eq!(
+        kind(call(&before, "ping", json!({}))),
+        Some(ErrorKind::Revoked)
+    );
+    let during = open(&registry, "during");
+    assert!(!during.allowed().permits("ping"));
+
+    let change = registry.restore("ping", "incident over").unwrap();
+    assert_eq!(change.kind, ChangeKind::Restored);
+    assert_eq!(change.reason, "incident over");
+    assert_eq!(registry.is_revoked_now("ping"), Some(false));
+    assert_eq!(registry.generation(), generation + 2);
+    let after = open(&registry, "after");
+    assert_eq!(call(&after, "ping", json!({})), Ok(json!("pong")));
+    // The runs that saw it revoked stay as they were: what they were told stays true.
+    assert_eq!(
+        kind(call(&before, "ping", json!({}))),
+        Some(ErrorKind::Revoked)
+    );
+    assert_eq!(
+        kind(call(&during, "ping", json!({}))),
+        Some(ErrorKind::NotAllowed)
+    );
+
+    // Revoked again after the restore: the new version is revoked too.
+    registry.revoke("ping", "again").unwrap();
+    assert_eq!(
+        kind(call(&after, "ping", json!({}))),
+        Some(ErrorKind::Revoked)
+    );
+    let kinds: Vec<ChangeKind> = registry.changes().iter().map(|c| c.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ChangeKind::Revoked,
+            ChangeKind::Restored,
+            ChangeKind::Revoked
+        ]
+    );
+    assert_eq!(
+        registry.restore("nope", "x"),
+        Err(RegistryError::UnknownTool {
+            name: "nope".into()
+        })
+    );
+}
+
+#[test]
+fn a_suspended_registry_runs_nothing_until_it_resumes() {
+    let registry = registry();
+    let run = open(&registry, "run");
+    assert_eq!(registry.suspended(), None);
+    registry.suspend("the control plane is unreachable");
+    let refused = run.call_blocking(ToolCall::new("c1", "ping", json!({})));
+    assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
+    assert!(refused.error_text().unwrap().contains("not available"));
+    // Lists do not change while held; the run still shows the tool.
+    assert!(run.allowed().permits("ping"));
+    let new_run = open(&registry, "new");
+    assert!(new_run.allowed().permits("ping"));
+    assert_eq!(
+        kind(call(&new_run, "lookup", json!({"key": "k"}))),
+        Some(ErrorKind::Unavailable)
+    );
+    registry.resume();
+    assert_eq!(registry.suspended(), None);
+    assert_eq!(call(&run, "ping", json!({})), Ok(json!("pong")));
+}

@@ -28,6 +28,7 @@ use registry_mcp::{
     CancellationToken, EdgeLimits, HttpConfig, HttpServer, Jwks, McpServer, OAuth, ServerOptions,
     Tokens,
 };
+use registry_postgres::{AuditConfig, AuditWriter, ChangeFeed, ControlPlane, WhenFull};
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -73,6 +74,16 @@ both:
   --poll-ms N       how often to check the registry for revocations (default 200)
   --call-timeout-ms N   a deadline for every call
   --max-message-bytes N largest message accepted (default 8 MiB)
+  --rate-limit SPEC a rate limit for every tool, per subject, e.g. 5/min
+
+Sharing one control plane with other replicas (PostgreSQL):
+  --postgres URL    keep revocations, approvals, quotas and audit in this database
+                    (postgres://USER@HOST:PORT/DB; the schema is applied if missing);
+                    without it, everything stays in this process's memory
+  --replica NAME    this replica's name in the records (default host-pid)
+  --audit-when-full block|drop   when the database is slow: calls wait (default)
+                    or audit events are dropped and counted
+
   --log FILTER      log filter, e.g. debug or info,registry_core::audit=warn
                     (env RUST_LOG; default info,rmcp=warn: rmcp logs session ids
                     and some client text unescaped at info)";
@@ -99,6 +110,10 @@ struct Args {
     log: String,
     /// Test support, not in the usage text: when FILE exists, revoke tool NAME.
     revoke_on: Option<(PathBuf, String)>,
+    postgres: Option<String>,
+    replica: Option<String>,
+    rate_limit: Option<String>,
+    audit_when_full: WhenFull,
 }
 
 impl Args {
@@ -124,6 +139,10 @@ impl Args {
             // sent them, at info: keep its own events to warnings and above.
             log: env("RUST_LOG").unwrap_or_else(|| "info,rmcp=warn".to_owned()),
             revoke_on: None,
+            postgres: None,
+            replica: None,
+            rate_limit: None,
+            audit_when_full: WhenFull::Block,
         };
         let mut pending: Option<String> = None;
         while let Some(arg) = pending.take().or_else(|| args.next()) {
@@ -191,6 +210,20 @@ impl Args {
                     parsed.options = parsed.options.with_max_message_bytes(bytes);
                 }
                 "--log" => parsed.log = value("--log")?,
+                "--postgres" => parsed.postgres = Some(value("--postgres")?),
+                "--replica" => parsed.replica = Some(value("--replica")?),
+                "--rate-limit" => parsed.rate_limit = Some(value("--rate-limit")?),
+                "--audit-when-full" => {
+                    parsed.audit_when_full = match value("--audit-when-full")?.as_str() {
+                        "block" => WhenFull::Block,
+                        "drop" => WhenFull::Drop,
+                        other => {
+                            return Err(format!(
+                                "--audit-when-full: {other:?} is neither block nor drop"
+                            ));
+                        }
+                    }
+                }
                 "--admin-revoke-on" => {
                     let file = value("--admin-revoke-on")?;
                     let name = value("--admin-revoke-on")?;
@@ -300,8 +333,62 @@ fn init_logging(filter: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What `--postgres` adds: the change feed the registry follows, and the audit writer.
+struct Replica {
+    feed: ChangeFeed,
+    audit: AuditWriter,
+}
+
+impl Replica {
+    /// Stops following and writes the audit events left.
+    async fn shutdown(self) {
+        self.feed.shutdown().await;
+        if let Err(error) = self.audit.shutdown(Duration::from_secs(10)).await {
+            tracing::error!(%error, "audit events were lost at shutdown");
+        }
+    }
+}
+
+/// The registry, in memory, or sharing revocations, approvals, quotas and audit with other
+/// replicas through the PostgreSQL control plane at `--postgres`.
+async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::error::Error>> {
+    let mut builder = registry_examples::registry();
+    if let Some(limit) = &args.rate_limit {
+        builder = builder.rate_limit(limit.as_str());
+    }
+    let Some(url) = &args.postgres else {
+        return Ok((builder.build()?, None));
+    };
+    let mut plane = ControlPlane::builder(url);
+    if let Some(name) = &args.replica {
+        plane = plane.replica(name.as_str());
+    }
+    let plane = plane.connect().await?;
+    let (sink, audit) = plane.audit_sink(AuditConfig::default().when_full(args.audit_when_full));
+    let registry = builder
+        .approval_store(plane.approval_store())
+        .quota_store(plane.quota_store())
+        .audit_sink(sink)
+        .build()?;
+    let feed = plane.follow(&registry).await?;
+    tracing::info!(
+        replica = plane.replica(),
+        applied = feed.applied_seq(),
+        "following the control plane"
+    );
+    Ok((registry, Some(Replica { feed, audit })))
+}
+
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let registry = registry_examples::registry().build()?;
+    let (registry, replica) = build(&args).await?;
+    let result = serve(args, registry).await;
+    if let Some(replica) = replica {
+        replica.shutdown().await;
+    }
+    result
+}
+
+async fn serve(args: Args, registry: Registry) -> Result<(), Box<dyn std::error::Error>> {
     registry.check_readiness().await;
     if let Some((file, name)) = args.revoke_on.clone() {
         revoke_when_present(registry.clone(), file, name);
@@ -352,10 +439,20 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The tests read this line to learn the port.
     eprintln!("mcp_server: listening on {}", server.url());
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            tracing::info!("interrupted; shutting down");
-            shutdown.cancel();
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminated = async {
+            match terminate.as_mut() {
+                Some(signal) => signal.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminated => {}
         }
+        tracing::info!("interrupted; shutting down");
+        shutdown.cancel();
     });
     Ok(server.serve().await?)
 }

@@ -341,7 +341,8 @@ impl Run {
         crate::present::export::allowlist(profile, &names)
     }
 
-    pub(crate) fn registry(&self) -> &Registry {
+    /// The registry the run was opened from.
+    pub fn registry(&self) -> &Registry {
         &self.registry
     }
 

@@ -42,6 +42,20 @@ pub trait ApprovalStore: Send + Sync + 'static {
         id: &'a str,
         state: ApprovalState,
     ) -> BoxFuture<'a, Result<Transition, StoreError>>;
+
+    /// Who approved pending request `id` outside any run (an operator's console writing to a
+    /// shared store), if someone did. The request is still pending: the application whose
+    /// caller waits on it applies the approval through its run
+    /// ([`Run::approve_by`](crate::Run::approve_by)), which runs the call at most once.
+    ///
+    /// The default says no one ever does: a store only the application writes to.
+    fn approved_outside<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        let _ = id;
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 /// The default [`ApprovalStore`]: in this process's memory, lost when it exits.
@@ -146,6 +160,13 @@ impl<S: ApprovalStore> ApprovalStore for std::sync::Arc<S> {
         state: ApprovalState,
     ) -> BoxFuture<'a, Result<Transition, StoreError>> {
         (**self).decide(id, state)
+    }
+
+    fn approved_outside<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        (**self).approved_outside(id)
     }
 }
 

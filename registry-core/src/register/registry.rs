@@ -260,16 +260,16 @@ impl Registry {
     ///
     /// let registry = Registry::builder().declared_in([module_path!()]).build()?;
     /// let call = || ToolCall::new("c1", "status", serde_json::json!({"project": "web"}));
+    /// let before = registry.open_run("run-1", &Subject::new("acme"));
     /// registry.revoke("status", "incident 42")?;
-    /// let during = registry.open_run("run-1", &Subject::new("acme"));
-    /// assert_eq!(during.call_blocking(call()).error_kind(), Some(ErrorKind::Revoked));
+    /// assert_eq!(before.call_blocking(call()).error_kind(), Some(ErrorKind::Revoked));
     ///
     /// let change = registry.restore("status", "incident 42 over")?;
     /// assert_eq!(change.kind, ChangeKind::Restored);
     /// let after = registry.open_run("run-2", &Subject::new("acme"));
-    /// assert!(after.call_blocking(call()).is_ok());
-    /// // The run opened while it was revoked stays refused.
-    /// assert_eq!(during.call_blocking(call()).error_kind(), Some(ErrorKind::Revoked));
+    /// assert_eq!(after.call_blocking(call()).error_kind(), None);
+    /// // The run that was told the tool is gone stays so.
+    /// assert_eq!(before.call_blocking(call()).error_kind(), Some(ErrorKind::Revoked));
     /// # Ok::<(), registry_core::RegistryError>(())
     /// ```
     pub fn restore(&self, name: &str, reason: impl Into<String>) -> Result<Change, RegistryError> {
@@ -307,6 +307,21 @@ impl Registry {
         Ok(change)
     }
 
+    /// Approval request `id` and its state, from the registry's approval store (which may
+    /// be shared with other replicas); `None` if the store has no such request.
+    pub async fn approval_request(
+        &self,
+        id: &str,
+    ) -> Result<Option<(crate::ApprovalRequest, crate::ApprovalState)>, crate::StoreError> {
+        self.inner.gate.approvals.get(id).await
+    }
+
+    /// Who approved pending request `id` outside any run, if the approval store keeps such
+    /// approvals ([`ApprovalStore::approved_outside`](crate::ApprovalStore::approved_outside)).
+    pub async fn approved_outside(&self, id: &str) -> Result<Option<String>, crate::StoreError> {
+        self.inner.gate.approvals.approved_outside(id).await
+    }
+
     /// Whether the tool named `name` is revoked for runs opened now; `None` for a name the
     /// registry does not have.
     pub fn is_revoked_now(&self, name: &str) -> Option<bool> {
@@ -338,7 +353,7 @@ impl Registry {
     /// assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
     /// assert_eq!(registry.suspended().as_deref(), Some("the control plane is unreachable"));
     /// registry.resume();
-    /// assert!(run.call_blocking(call()).is_ok());
+    /// assert_eq!(run.call_blocking(call()).error_kind(), None);
     /// ```
     pub fn suspend(&self, reason: impl Into<String>) {
         let reason: Arc<str> = reason.into().into();

@@ -65,6 +65,11 @@ pub fn server_binary() -> &'static Path {
 
 /// Builds the example program `name` (a binary of `registry-examples`) and gives its path.
 pub fn example_binary(name: &str) -> PathBuf {
+    package_binary("registry-examples", name)
+}
+
+/// Builds binary `name` of the workspace's package `package` and gives its path.
+pub fn package_binary(package: &str, name: &str) -> PathBuf {
     // This test runs from <target>/<profile>/deps/<name>-<hash>: build into the same target
     // directory and profile, so that a second build finds everything compiled.
     let exe = std::env::current_exe().expect("the test executable's path");
@@ -79,7 +84,7 @@ pub fn example_binary(name: &str) -> PathBuf {
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace())
-        .args(["build", "-p", "registry-examples", "--bin", name])
+        .args(["build", "-p", package, "--bin", name])
         .arg("--target-dir")
         .arg(target_dir)
         .stdout(Stdio::null())
@@ -268,7 +273,27 @@ pub fn form_question(request: ElicitRequestParams) -> (String, Value) {
 pub struct ExampleServer {
     pub url: String,
     pub lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    _child: tokio::process::Child,
+    child: tokio::process::Child,
+}
+
+impl ExampleServer {
+    /// Kills the server with SIGKILL (`kill -9`): no shutdown, nothing flushed.
+    pub async fn kill_9(&mut self) {
+        self.child.kill().await.expect("the server is killed");
+    }
+
+    /// Stops the server with SIGTERM (a clean shutdown), and waits for it to exit.
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("the server runs");
+        let status = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success());
+        within("the server's exit", self.child.wait())
+            .await
+            .expect("the server exits")
+    }
 }
 
 /// Starts the example server with `--http 127.0.0.1:0` and `args` (nothing else: the caller
@@ -318,9 +343,5 @@ where
     let url = within("the server's address", url.recv())
         .await
         .expect("the server prints its address");
-    ExampleServer {
-        url,
-        lines,
-        _child: child,
-    }
+    ExampleServer { url, lines, child }
 }
