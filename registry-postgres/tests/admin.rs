@@ -109,13 +109,23 @@ fn subject() -> Subject {
 
 /// Asks for `deploy` through a registry on `plane`; returns the pending request's id.
 async fn pending_request(plane: &ControlPlane, call_id: &str) -> String {
+    pending_request_for(plane, call_id, Duration::from_secs(15 * 60)).await
+}
+
+/// The same, with requests that expire after `ttl`.
+async fn pending_request_for(plane: &ControlPlane, call_id: &str, ttl: Duration) -> String {
     let registry = registry_builder()
         .approval_store(plane.approval_store())
+        .approval_ttl(ttl)
         .build()
         .unwrap();
     let run = registry.open_run(format!("run-{call_id}"), &subject());
     let observation = run
-        .call(ToolCall::new(call_id, "deploy", json!({"env": "production"})))
+        .call(ToolCall::new(
+            call_id,
+            "deploy",
+            json!({"env": "production"}),
+        ))
         .await;
     assert_eq!(
         observation.error_kind(),
@@ -144,7 +154,12 @@ async fn a_revocation_is_recorded_and_listed_in_the_changes() {
 
     let done = run(&url, &["changes"]);
     assert_ok(&done);
-    for expected in ["deploy", "revoke", "incident 4711", "registry-admin (tester)"] {
+    for expected in [
+        "deploy",
+        "revoke",
+        "incident 4711",
+        "registry-admin (tester)",
+    ] {
         assert!(done.stdout.contains(expected), "{expected}: {done:#?}");
     }
 
@@ -271,7 +286,10 @@ async fn approval_requests_are_listed_and_decided_once() {
     assert!(done.stdout.contains("denied by tester"), "{done:#?}");
     let done = run(&url, &["approve", &other, "--as", "alice"]);
     assert_eq!(done.code, Some(1), "{done:#?}");
-    assert!(done.stderr.contains("already decided (denied)"), "{done:#?}");
+    assert!(
+        done.stderr.contains("already decided (denied)"),
+        "{done:#?}"
+    );
 
     let done = run(&url, &["--json", "approvals"]);
     assert_ok(&done);
@@ -289,6 +307,16 @@ async fn approval_requests_are_listed_and_decided_once() {
     let done = run(&url, &["approvals", "--pending"]);
     assert_ok(&done);
     assert!(done.stdout.contains(&id) && !done.stdout.contains(&other));
+
+    // A request that expired undecided takes no verdict.
+    let expiring = pending_request_for(&plane, "c3", Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let done = run(&url, &["approve", &expiring, "--as", "alice"]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(done.stderr.contains("expired"), "{done:#?}");
+    assert_eq!(plane.pending_approval_by(&expiring).await.unwrap(), None);
+    let done = run(&url, &["approvals", "--pending"]);
+    assert!(!done.stdout.contains(&expiring), "{done:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,7 +342,10 @@ async fn of_two_approvals_given_at_once_exactly_one_is_recorded() {
         assert!(loser.stderr.contains("already"), "{loser:#?}");
         let by = plane.pending_approval_by(&id).await.unwrap().unwrap();
         let winner = done.iter().find(|done| done.code == Some(0)).unwrap();
-        assert!(winner.stdout.contains(&format!("approved by {by}")), "{done:#?}");
+        assert!(
+            winner.stdout.contains(&format!("approved by {by}")),
+            "{done:#?}"
+        );
     }
 }
 
@@ -331,9 +362,7 @@ async fn the_audit_trail_shows_the_calls_of_a_registry() {
     let registry = registry_builder().audit_sink(sink).build().unwrap();
     let run_ = registry.open_run("run-audit", &subject());
     for call_id in ["s1", "s2"] {
-        let observation = run_
-            .call(ToolCall::new(call_id, "status", json!({})))
-            .await;
+        let observation = run_.call(ToolCall::new(call_id, "status", json!({}))).await;
         assert!(!observation.is_error(), "{observation:?}");
     }
     assert!(writer.flush(Duration::from_secs(10)).await);
@@ -374,7 +403,10 @@ fn bad_input_is_refused_with_a_clear_error_and_no_panic() {
     let url = "postgres://postgres@127.0.0.1:1/never";
     for (args, expected) in [
         (&["audit", "--since", "yesterday"][..], "RFC 3339"),
-        (&["audit", "--since", "2026-13-01T00:00:00Z"][..], "no such date"),
+        (
+            &["audit", "--since", "2026-13-01T00:00:00Z"][..],
+            "no such date",
+        ),
         (&["audit", "--since", "15x"][..], "15m"),
         (&["audit", "--kind", "nonsense"][..], "possible values"),
         (&["revoke", "deploy"][..], "--reason"),

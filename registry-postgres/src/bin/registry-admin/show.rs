@@ -191,6 +191,9 @@ mod tests {
         }
         let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(86_400);
         let line = json_line(&Record { at, name: "x" });
-        assert_eq!(line, "{\"at\":\"1970-01-02T00:00:00.000000Z\",\"name\":\"x\"}\n");
+        assert_eq!(
+            line,
+            "{\"at\":\"1970-01-02T00:00:00.000000Z\",\"name\":\"x\"}\n"
+        );
     }
 }

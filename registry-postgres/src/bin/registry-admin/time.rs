@@ -14,8 +14,7 @@ pub(crate) fn format_utc(at: SystemTime, micros: bool) -> String {
     let (year, month, day) = civil_from_days(secs.div_euclid(DAY));
     let rest = secs.rem_euclid(DAY);
     let (hour, minute, second) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    let mut text =
-        format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}");
+    let mut text = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}");
     if micros {
         text.push_str(&format!(".{:06}", since.subsec_micros()));
     }
@@ -131,8 +130,8 @@ fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
             sign * (hours * 3600 + minutes * 60)
         }
     };
-    let secs = days_from_civil(year, month, day) * DAY + hour * 3600 + minute * 60 + second
-        - offset;
+    let secs =
+        days_from_civil(year, month, day) * DAY + hour * 3600 + minute * 60 + second - offset;
     let secs = u64::try_from(secs).map_err(|_| "before 1970".to_owned())?;
     Ok(UNIX_EPOCH + Duration::new(secs, nanos))
 }
@@ -211,10 +210,22 @@ mod tests {
     #[test]
     fn anything_else_is_refused_clearly() {
         for bad in [
-            "", "yesterday", "15", "m", "-5m", "1.5h", "2026-11-30", "2026-13-01T00:00:00Z",
-            "2026-02-30T00:00:00Z", "2026-11-30T24:00:00Z", "2026-11-30T12:00:00",
-            "2026-11-30T12:00:00+2", "1969-12-31T23:59:59Z", "99999999999999999999d",
-            "2026-11-30T12:00:00.Z", "２026-11-30T12:00:00Z",
+            "",
+            "yesterday",
+            "15",
+            "m",
+            "-5m",
+            "1.5h",
+            "2026-11-30",
+            "2026-13-01T00:00:00Z",
+            "2026-02-30T00:00:00Z",
+            "2026-11-30T24:00:00Z",
+            "2026-11-30T12:00:00",
+            "2026-11-30T12:00:00+2",
+            "1969-12-31T23:59:59Z",
+            "99999999999999999999d",
+            "2026-11-30T12:00:00.Z",
+            "２026-11-30T12:00:00Z",
         ] {
             let error = parse_since(bad).unwrap_err();
             assert!(!error.is_empty(), "{bad:?}");
