@@ -250,6 +250,25 @@ fn the_database_comes_from_database_url_or_the_command_says_it_needs_one() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_database_errors_say_what_went_wrong() {
+    let cluster = Cluster::start().unwrap();
+    let error = ControlPlane::connect(&cluster.url_of("no_such_database"))
+        .await
+        .unwrap_err()
+        .to_string();
+    // The driver's own message is only "db error": the server's is its cause.
+    assert!(
+        error.contains("\"no_such_database\" does not exist"),
+        "{error}"
+    );
+    let error = ControlPlane::connect("postgres://postgres@127.0.0.1:1/none")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("refused"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approval_requests_are_listed_and_decided_once() {
     let cluster = Cluster::start().unwrap();
     let url = cluster.create_database("admin_approvals").unwrap();
