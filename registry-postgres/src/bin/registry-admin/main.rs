@@ -171,7 +171,7 @@ async fn main() -> ExitCode {
             Err(error) => (format!("cannot write the output: {error}"), 1),
         },
         Err(Failure::Refused(message)) => (message, 1),
-        Err(Failure::Plane(error)) => (with_causes(&error), 1),
+        Err(Failure::Plane(error)) => (error.to_string(), 1),
         Err(Failure::Usage(message)) => (message, 2),
     };
     let _ = writeln!(std::io::stderr(), "error: {message}");
@@ -378,21 +378,6 @@ async fn latest_change_of(plane: &ControlPlane, tool: &str) -> Result<Option<Cha
         }
     }
     Ok(latest)
-}
-
-/// An error and its causes, each once: the driver's own message does not include them.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// Who is at the keyboard: `$USER`, or `$LOGNAME`.
