@@ -10,7 +10,7 @@ pub enum Error {
     )]
     Url(String),
     /// The database could not be reached or answered with an error.
-    #[error("PostgreSQL: {context}: {source}")]
+    #[error("PostgreSQL: {context}: {}", with_causes(source))]
     Database {
         /// What was being done.
         context: String,
@@ -78,6 +78,22 @@ impl Error {
         let context = context.into();
         move |source| Error::Database { context, source }
     }
+}
+
+/// The driver's error and its causes: its own message leaves them out ("db error", "error
+/// connecting to server"), and they are what says what went wrong.
+fn with_causes(error: &tokio_postgres::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 impl From<Error> for registry_core::StoreError {

@@ -1,2 +1,0 @@
-//! `registry-admin`: the operators' command (being written).
-fn main() {}

@@ -1,0 +1,409 @@
+//! `registry-admin`: the operators' command for the control plane that the replicas of a
+//! registry share (see the [`registry_postgres`] crate). It needs no running server, only
+//! the database: every replica following the change feed sees what it records.
+//!
+//! The database is given with `--database URL` or the `DATABASE_URL` environment variable.
+//! Connecting applies the control plane's schema if the database lacks it.
+//!
+//! ```text
+//! export DATABASE_URL=postgres://registry@db.internal/registry
+//!
+//! # An incident: every replica stops calling `deploy` within moments.
+//! registry-admin revoke deploy --reason "incident 4711"
+//! # ... and brings it back, for runs opened from now on.
+//! registry-admin restore deploy --reason "incident 4711 closed"
+//! registry-admin changes                      # the newest 50 changes
+//! registry-admin changes --since-seq 120      # the changes after #120
+//!
+//! # Approvals waiting on a person, and a verdict on one of them.
+//! registry-admin approvals --pending
+//! registry-admin approve apr_0123456789abcdef0123456789abcdef --as alice
+//! registry-admin deny apr_0123456789abcdef0123456789abcdef --reason "not on a Friday"
+//!
+//! # The audit trail of every replica.
+//! registry-admin audit --since 2h --tool deploy --kind call
+//! registry-admin audit --since 2026-11-30T12:00:00Z --json | jq .outcome
+//! ```
+//!
+//! Lists print as tables, or with `--json` as one JSON object per line (times in RFC 3339,
+//! UTC). Exit codes: 0 done; 1 refused (nothing to restore, a request already decided,
+//! expired or unknown) or the database failed; 2 a usage error.
+
+mod show;
+mod time;
+
+use std::collections::VecDeque;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::{Parser, Subcommand};
+use registry_postgres::{
+    ApprovalFilter, AuditFilter, ChangeRecord, ControlPlane, Error, RecordedKind, Verdict,
+    VerdictOutcome,
+};
+use serde_json::json;
+
+/// The operators' command for a registry's shared control plane: revoke and restore tools
+/// on every replica, decide approval requests, read the change log and the audit trail.
+#[derive(Debug, Parser)]
+#[command(name = "registry-admin", version)]
+struct Cli {
+    /// The control plane's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+    #[arg(
+        long,
+        global = true,
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    database: Option<String>,
+    /// Print records as JSON lines instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Revoke a tool on every replica: they stop calling it within moments, and runs that
+    /// were shown it get a Revoked error.
+    Revoke {
+        /// The tool.
+        #[arg(value_parser = not_empty)]
+        name: String,
+        /// Why (kept in the change log).
+        #[arg(long, value_parser = not_empty)]
+        reason: String,
+    },
+    /// Bring a revoked tool back on every replica, for runs opened from now on.
+    Restore {
+        /// The tool.
+        #[arg(value_parser = not_empty)]
+        name: String,
+        /// Why (kept in the change log).
+        #[arg(long, value_parser = not_empty)]
+        reason: Option<String>,
+    },
+    /// The change log: revocations, restorations and replacements, in order.
+    Changes {
+        /// Only the changes after this sequence number (default: the newest ones).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+        since_seq: Option<i64>,
+        /// At most this many.
+        #[arg(long, value_name = "N", default_value_t = 50, value_parser = limit())]
+        limit: i64,
+    },
+    /// Approval requests, newest first.
+    Approvals {
+        /// Only those still waiting for a decision.
+        #[arg(long)]
+        pending: bool,
+        /// At most this many.
+        #[arg(long, value_name = "N", default_value_t = 50, value_parser = limit())]
+        limit: i64,
+    },
+    /// Approve a pending request: the replica whose client waits on it runs the call once.
+    Approve {
+        /// The request's id (apr_...).
+        #[arg(value_parser = not_empty)]
+        id: String,
+        /// Who approves (kept with the decision).
+        #[arg(long = "as", value_name = "WHO", value_parser = not_empty)]
+        by: String,
+    },
+    /// Deny a pending request: nothing runs.
+    Deny {
+        /// The request's id (apr_...).
+        #[arg(value_parser = not_empty)]
+        id: String,
+        /// Why (the agent is told).
+        #[arg(long, value_parser = not_empty)]
+        reason: String,
+        /// Who denies (default: the OS user).
+        #[arg(long = "as", value_name = "WHO", value_parser = not_empty)]
+        by: Option<String>,
+    },
+    /// The audit trail of every replica, newest first.
+    Audit {
+        /// Only events from this time on: 2026-11-30T12:00:00Z, or back from now: 15m, 2h, 1d.
+        #[arg(long, value_name = "TIME", value_parser = time::parse_since)]
+        since: Option<SystemTime>,
+        /// Only events about this tool.
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+        /// Only events of this kind.
+        #[arg(long, value_parser = ["call", "approval", "change", "projection", "readiness", "dropped", "other"])]
+        kind: Option<String>,
+        /// At most this many.
+        #[arg(long, value_name = "N", default_value_t = 50, value_parser = limit())]
+        limit: i64,
+    },
+}
+
+/// Why the command did not do what was asked.
+enum Failure {
+    /// Refused, or not found (exit code 1).
+    Refused(String),
+    /// The control plane failed (exit code 1).
+    Plane(Error),
+    /// The command was not complete (exit code 2).
+    Usage(String),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure::Plane(error)
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (message, code) = match run(cli).await {
+        Ok(output) => match std::io::stdout().lock().write_all(output.as_bytes()) {
+            Ok(()) => return ExitCode::SUCCESS,
+            // Piped into `head`: what was asked for was done.
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                return ExitCode::SUCCESS;
+            }
+            Err(error) => (format!("cannot write the output: {error}"), 1),
+        },
+        Err(Failure::Refused(message)) => (message, 1),
+        Err(Failure::Plane(error)) => (error.to_string(), 1),
+        Err(Failure::Usage(message)) => (message, 2),
+    };
+    let _ = writeln!(std::io::stderr(), "error: {message}");
+    ExitCode::from(code)
+}
+
+/// Does what `cli` asks; returns what to print.
+async fn run(cli: Cli) -> Result<String, Failure> {
+    let Some(url) = cli.database.filter(|url| !url.trim().is_empty()) else {
+        return Err(Failure::Usage(
+            "no database: pass --database URL or set DATABASE_URL \
+             (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)"
+                .to_owned(),
+        ));
+    };
+    let plane = ControlPlane::builder(&url)
+        .replica("registry-admin")
+        .pool_size(2)
+        .connect()
+        .await?;
+    let json = cli.json;
+    match cli.command {
+        Command::Revoke { name, reason } => revoke(&plane, &name, &reason, json).await,
+        Command::Restore { name, reason } => restore(&plane, &name, reason, json).await,
+        Command::Changes { since_seq, limit } => {
+            let records = match since_seq {
+                Some(after) => plane.changes(after, limit).await?,
+                None => newest_changes(&plane, limit).await?,
+            };
+            Ok(show::changes(&records, json))
+        }
+        Command::Approvals { pending, limit } => {
+            let mut filter = ApprovalFilter::default();
+            filter.pending = pending;
+            filter.limit = Some(limit);
+            Ok(show::approvals(&plane.approvals(&filter).await?, json))
+        }
+        Command::Approve { id, by } => verdict(&plane, &id, Verdict::Approve { by }, json).await,
+        Command::Deny { id, reason, by } => {
+            let by = match by.or_else(os_user) {
+                Some(by) => by,
+                None => {
+                    return Err(Failure::Usage(
+                        "who denies? pass --as WHO (neither USER nor LOGNAME is set)".to_owned(),
+                    ));
+                }
+            };
+            verdict(&plane, &id, Verdict::Deny { by, reason }, json).await
+        }
+        Command::Audit {
+            since,
+            tool,
+            kind,
+            limit,
+        } => {
+            let mut filter = AuditFilter::default();
+            filter.since = since;
+            filter.tool = tool;
+            filter.kind = kind;
+            filter.limit = Some(limit);
+            Ok(show::audit(&plane.audit_events(&filter).await?, json))
+        }
+    }
+}
+
+async fn revoke(
+    plane: &ControlPlane,
+    name: &str,
+    reason: &str,
+    json: bool,
+) -> Result<String, Failure> {
+    let origin = origin();
+    let seq = plane.revoke(name, reason, &origin).await?;
+    if json {
+        return Ok(show::json_line(
+            &json!({"seq": seq, "tool": name, "kind": "revoke", "reason": reason, "origin": origin}),
+        ));
+    }
+    Ok(format!(
+        "recorded change #{seq}: {name} revoked ({reason})\n\
+         Every replica following the change feed stops calling {name} within moments; \
+         runs that were shown it get a Revoked error.\n"
+    ))
+}
+
+async fn restore(
+    plane: &ControlPlane,
+    name: &str,
+    reason: Option<String>,
+    json: bool,
+) -> Result<String, Failure> {
+    let latest = latest_change_of(plane, name).await?;
+    if latest.as_ref().map(|change| change.kind) != Some(RecordedKind::Revoke) {
+        let why = match latest {
+            None => "no change was ever recorded for it".to_owned(),
+            Some(change) => format!(
+                "its latest change is #{} ({})",
+                change.seq,
+                change.kind.as_str()
+            ),
+        };
+        return Err(Failure::Refused(format!(
+            "{name} is not revoked: nothing to restore ({why})"
+        )));
+    }
+    let reason = reason.unwrap_or_else(|| "restored with registry-admin".to_owned());
+    let origin = origin();
+    let seq = plane.restore(name, &reason, &origin).await?;
+    if json {
+        return Ok(show::json_line(
+            &json!({"seq": seq, "tool": name, "kind": "restore", "reason": reason, "origin": origin}),
+        ));
+    }
+    Ok(format!(
+        "recorded change #{seq}: {name} restored ({reason})\n\
+         Every replica following the change feed serves {name} again to runs opened from now on.\n"
+    ))
+}
+
+async fn verdict(
+    plane: &ControlPlane,
+    id: &str,
+    verdict: Verdict,
+    json: bool,
+) -> Result<String, Failure> {
+    let outcome = plane.give_verdict(id, &verdict).await?;
+    let done = match (&outcome, &verdict) {
+        (VerdictOutcome::Given, Verdict::Approve { by }) => format!(
+            "{id}: approved by {by}; the replica whose client waits on it runs the call once"
+        ),
+        (VerdictOutcome::Given, Verdict::Deny { by, reason }) => {
+            format!("{id}: denied by {by} ({reason}); nothing runs")
+        }
+        (VerdictOutcome::AlreadyDecided { state }, _) => {
+            return Err(Failure::Refused(format!(
+                "{id} was already decided ({state}): nothing changed"
+            )));
+        }
+        (VerdictOutcome::Expired, _) => {
+            return Err(Failure::Refused(format!(
+                "{id} expired undecided: nothing changed; the agent must ask again"
+            )));
+        }
+        (VerdictOutcome::Unknown, _) => {
+            return Err(Failure::Refused(format!(
+                "no approval request has the id {id}"
+            )));
+        }
+        // An outcome a newer library adds.
+        (other, _) => return Err(Failure::Refused(format!("{id}: {other:?}"))),
+    };
+    if json {
+        let (word, by) = match &verdict {
+            Verdict::Approve { by } => ("approve", by),
+            Verdict::Deny { by, .. } => ("deny", by),
+        };
+        return Ok(show::json_line(
+            &json!({"id": id, "verdict": word, "by": by, "outcome": "given"}),
+        ));
+    }
+    Ok(format!("{done}\n"))
+}
+
+/// Changes are read a page at a time, oldest first.
+const PAGE: i64 = 1000;
+
+/// The newest `limit` changes, oldest first.
+async fn newest_changes(plane: &ControlPlane, limit: i64) -> Result<Vec<ChangeRecord>, Error> {
+    let keep = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut newest = VecDeque::new();
+    let mut after = 0;
+    loop {
+        let page = plane.changes(after, PAGE).await?;
+        let full = page.len() == usize::try_from(PAGE).unwrap_or(usize::MAX);
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        for change in page {
+            if newest.len() == keep {
+                newest.pop_front();
+            }
+            newest.push_back(change);
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(newest.into())
+}
+
+/// The latest change recorded for `tool`.
+async fn latest_change_of(plane: &ControlPlane, tool: &str) -> Result<Option<ChangeRecord>, Error> {
+    let mut latest = None;
+    let mut after = 0;
+    loop {
+        let page = plane.changes(after, PAGE).await?;
+        let full = page.len() == usize::try_from(PAGE).unwrap_or(usize::MAX);
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        if let Some(change) = page.into_iter().rev().find(|change| change.tool == tool) {
+            latest = Some(change);
+        }
+        if !full {
+            break;
+        }
+    }
+    Ok(latest)
+}
+
+/// Who is at the keyboard: `$USER`, or `$LOGNAME`.
+fn os_user() -> Option<String> {
+    ["USER", "LOGNAME"]
+        .into_iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .find(|user| !user.trim().is_empty())
+}
+
+/// The origin of the changes this command records: `registry-admin (alice)`.
+fn origin() -> String {
+    match os_user() {
+        Some(user) => format!("registry-admin ({user})"),
+        None => "registry-admin".to_owned(),
+    }
+}
+
+fn not_empty(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        Err("must not be empty".to_owned())
+    } else {
+        Ok(text.to_owned())
+    }
+}
+
+fn limit() -> clap::builder::RangedI64ValueParser<i64> {
+    clap::value_parser!(i64).range(1..=10_000)
+}

@@ -1,0 +1,199 @@
+//! Printing records: a table for people, or JSON lines for scripts.
+
+use std::time::SystemTime;
+
+use comfy_table::{Table, presets};
+use registry_postgres::{ApprovalRecord, AuditRecord, ChangeRecord};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::time::format_utc;
+
+/// How long a question may be in the approvals table before it is cut.
+const QUESTION_WIDTH: usize = 60;
+
+/// The changes, oldest first.
+pub(crate) fn changes(records: &[ChangeRecord], json: bool) -> String {
+    if json {
+        return json_lines(records);
+    }
+    if records.is_empty() {
+        return "no changes recorded\n".to_owned();
+    }
+    let mut table = table(["seq", "at", "tool", "kind", "old runs", "reason", "origin"]);
+    for record in records {
+        table.add_row([
+            record.seq.to_string(),
+            format_utc(record.at, false),
+            clean(&record.tool),
+            record.kind.as_str().to_owned(),
+            optional(record.old_runs.as_deref()),
+            clean(&record.reason),
+            clean(&record.origin),
+        ]);
+    }
+    format!("{table}\n")
+}
+
+/// The approval requests, newest first.
+pub(crate) fn approvals(records: &[ApprovalRecord], json: bool) -> String {
+    if json {
+        return json_lines(records);
+    }
+    if records.is_empty() {
+        return "no approval requests\n".to_owned();
+    }
+    let mut table = table([
+        "id",
+        "tool",
+        "tenant",
+        "agent",
+        "state",
+        "requested",
+        "expires",
+        "question",
+        "origin",
+        "verdict",
+    ]);
+    for record in records {
+        let state = match &record.decided_by {
+            Some(by) => format!("{} by {}", record.state, clean(by)),
+            None => record.state.clone(),
+        };
+        table.add_row([
+            clean(&record.id),
+            clean(&record.tool),
+            clean(&record.tenant),
+            optional(record.agent.as_deref()),
+            state,
+            format_utc(record.requested_at, false),
+            format_utc(record.expires_at, false),
+            cut(&clean(&record.question), QUESTION_WIDTH),
+            clean(&record.origin),
+            optional(record.verdict.as_deref()),
+        ]);
+    }
+    format!("{table}\n")
+}
+
+/// The audit events, newest first.
+pub(crate) fn audit(records: &[AuditRecord], json: bool) -> String {
+    if json {
+        return json_lines(records);
+    }
+    if records.is_empty() {
+        return "no audit events\n".to_owned();
+    }
+    let mut table = table([
+        "id", "at", "replica", "kind", "tool", "call id", "outcome", "run",
+    ]);
+    for record in records {
+        table.add_row([
+            record.id.to_string(),
+            format_utc(record.at, false),
+            clean(&record.replica),
+            clean(&record.kind),
+            optional(record.tool.as_deref()),
+            optional(record.call_id.as_deref()),
+            optional(record.outcome.as_deref()),
+            optional(record.run_id.as_deref()),
+        ]);
+    }
+    format!("{table}\n")
+}
+
+/// One JSON object, on one line, with its times in RFC 3339 UTC.
+pub(crate) fn json_line(record: &impl Serialize) -> String {
+    let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
+    if let Value::Object(fields) = &mut value {
+        for field in fields.values_mut() {
+            if let Some(at) = time_of(field) {
+                *field = Value::String(format_utc(at, true));
+            }
+        }
+    }
+    format!("{value}\n")
+}
+
+fn json_lines<T: Serialize>(records: &[T]) -> String {
+    records.iter().map(json_line).collect()
+}
+
+/// A `SystemTime` as serde writes it: `{"secs_since_epoch": .., "nanos_since_epoch": ..}`.
+fn time_of(value: &Value) -> Option<SystemTime> {
+    let fields = value.as_object()?;
+    if fields.len() != 2 {
+        return None;
+    }
+    let secs = fields.get("secs_since_epoch")?.as_u64()?;
+    let nanos = u32::try_from(fields.get("nanos_since_epoch")?.as_u64()?).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
+}
+
+fn table<const N: usize>(header: [&str; N]) -> Table {
+    let mut table = Table::new();
+    table.load_style(presets::ASCII_FULL_CONDENSED);
+    table.set_header(header);
+    table
+}
+
+fn optional(text: Option<&str>) -> String {
+    text.map_or_else(|| "-".to_owned(), clean)
+}
+
+/// Text from the database as a cell: control characters (a terminal's escape sequences,
+/// which an agent's arguments could carry into a question) are written escaped.
+pub(crate) fn clean(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// `text` cut to `width` characters at most, the last one `…` when it was cut.
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut short: String = text.chars().take(width.saturating_sub(1)).collect();
+    short.push('…');
+    short
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_text_is_cut_and_control_characters_escaped() {
+        assert_eq!(cut("short", 60), "short");
+        let long = "x".repeat(100);
+        let short = cut(&long, 60);
+        assert_eq!(short.chars().count(), 60);
+        assert!(short.ends_with('…'));
+        assert_eq!(clean("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+    }
+
+    #[test]
+    fn times_in_json_are_rfc3339() {
+        #[derive(Serialize)]
+        struct Record {
+            at: SystemTime,
+            name: &'static str,
+        }
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(86_400);
+        let line = json_line(&Record { at, name: "x" });
+        assert_eq!(
+            line,
+            "{\"at\":\"1970-01-02T00:00:00.000000Z\",\"name\":\"x\"}\n"
+        );
+    }
+}

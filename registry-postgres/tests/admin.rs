@@ -1,0 +1,441 @@
+//! `registry-admin`, the real binary, against a throwaway PostgreSQL cluster.
+
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use registry_core::{DynamicTool, ErrorKind, Registry, RegistryBuilder, Subject, ToolCall};
+use registry_postgres::throwaway::Cluster;
+use registry_postgres::{AuditConfig, ControlPlane};
+use serde_json::{Value, json};
+
+/// How long one run of the command may take.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// What a run of the command did.
+#[derive(Debug)]
+struct Done {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// The command with `args`, as user `tester`, without a `DATABASE_URL` of the caller's.
+fn admin(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_registry-admin"));
+    command
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .env_remove("LOGNAME")
+        .env("USER", "tester")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// The command with `--database url` and `args`, run to the end.
+fn run(url: &str, args: &[&str]) -> Done {
+    let mut all = vec!["--database", url];
+    all.extend_from_slice(args);
+    finish(admin(&all).spawn().unwrap())
+}
+
+/// Waits for `child`, for `PATIENCE` at most (then kills it and fails).
+fn finish(mut child: Child) -> Done {
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("registry-admin took longer than {PATIENCE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Done {
+        code: status.code(),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+fn assert_ok(done: &Done) {
+    assert_eq!(done.code, Some(0), "{done:#?}");
+}
+
+/// `deploy` needs a person's approval; `status` does not.
+fn registry_builder() -> RegistryBuilder {
+    Registry::builder()
+        .tool(
+            DynamicTool::new("deploy", "Deploy a project.")
+                .parameters(json!({
+                    "type": "object",
+                    "properties": {"env": {"type": "string"}},
+                    "required": ["env"],
+                    "additionalProperties": false
+                }))
+                .needs_approval(true)
+                .handler(|_: &registry_core::ToolContext, args: Value| {
+                    Ok::<_, String>(json!(format!("deployed {args}")))
+                }),
+        )
+        .tool(
+            DynamicTool::new("status", "Read the status.")
+                .read_only()
+                .handler(|_: &registry_core::ToolContext, _: Value| {
+                    Ok::<_, String>(json!("all good"))
+                }),
+        )
+}
+
+fn subject() -> Subject {
+    Subject::new("acme").with_agent("release-bot")
+}
+
+/// Asks for `deploy` through a registry on `plane`; returns the pending request's id.
+async fn pending_request(plane: &ControlPlane, call_id: &str) -> String {
+    pending_request_for(plane, call_id, Duration::from_secs(15 * 60)).await
+}
+
+/// The same, with requests that expire after `ttl`.
+async fn pending_request_for(plane: &ControlPlane, call_id: &str, ttl: Duration) -> String {
+    let registry = registry_builder()
+        .approval_store(plane.approval_store())
+        .approval_ttl(ttl)
+        .build()
+        .unwrap();
+    let run = registry.open_run(format!("run-{call_id}"), &subject());
+    let observation = run
+        .call(ToolCall::new(
+            call_id,
+            "deploy",
+            json!({"env": "production"}),
+        ))
+        .await;
+    assert_eq!(
+        observation.error_kind(),
+        Some(ErrorKind::ApprovalRequired),
+        "{observation:?}"
+    );
+    observation.approval().unwrap().id().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_is_recorded_and_listed_in_the_changes() {
+    let cluster = Cluster::start().unwrap();
+    let url = cluster.create_database("admin_revoke").unwrap();
+
+    let done = run(&url, &["revoke", "deploy", "--reason", "incident 4711"]);
+    assert_ok(&done);
+    assert!(done.stdout.contains("#1"), "{done:#?}");
+    assert!(done.stdout.contains("within moments"), "{done:#?}");
+
+    let plane = ControlPlane::connect(&url).await.unwrap();
+    let changes = plane.changes(0, 10).await.unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].tool, "deploy");
+    assert_eq!(changes[0].reason, "incident 4711");
+    assert_eq!(changes[0].origin, "registry-admin (tester)");
+
+    let done = run(&url, &["changes"]);
+    assert_ok(&done);
+    for expected in [
+        "deploy",
+        "revoke",
+        "incident 4711",
+        "registry-admin (tester)",
+    ] {
+        assert!(done.stdout.contains(expected), "{expected}: {done:#?}");
+    }
+
+    // Now it can be restored, and both changes are listed, in order.
+    let done = run(&url, &["restore", "deploy", "--reason", "fixed"]);
+    assert_ok(&done);
+    assert!(done.stdout.contains("#2"), "{done:#?}");
+    let done = run(&url, &["changes", "--since-seq", "1"]);
+    assert_ok(&done);
+    assert!(done.stdout.contains("restore") && done.stdout.contains("fixed"));
+    assert!(!done.stdout.contains("incident 4711"), "{done:#?}");
+
+    // As JSON lines, with the times as text.
+    let done = run(&url, &["--json", "changes"]);
+    assert_ok(&done);
+    let lines: Vec<Value> = done
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["kind"], "revoke");
+    assert_eq!(lines[1]["kind"], "restore");
+    assert!(lines[0]["at"].as_str().unwrap().ends_with('Z'), "{lines:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restoring_a_tool_that_is_not_revoked_is_refused_and_records_nothing() {
+    let cluster = Cluster::start().unwrap();
+    let url = cluster.create_database("admin_restore").unwrap();
+    let plane = ControlPlane::connect(&url).await.unwrap();
+
+    let done = run(&url, &["restore", "deploy"]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(
+        done.stderr
+            .contains("deploy is not revoked: nothing to restore"),
+        "{done:#?}"
+    );
+    assert!(plane.changes(0, 10).await.unwrap().is_empty());
+
+    // Revoked, restored, then restored again: the second restore is refused.
+    plane.revoke("deploy", "incident", "test").await.unwrap();
+    assert_ok(&run(&url, &["restore", "deploy"]));
+    let done = run(&url, &["restore", "deploy"]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(done.stderr.contains("nothing to restore"), "{done:#?}");
+    let changes = plane.changes(0, 10).await.unwrap();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    assert_eq!(changes[1].origin, "registry-admin (tester)");
+
+    // Another tool's revocation does not make this one restorable.
+    plane.revoke("status", "incident", "test").await.unwrap();
+    assert_eq!(run(&url, &["restore", "deploy"]).code, Some(1));
+    assert_eq!(plane.changes(0, 10).await.unwrap().len(), 3);
+}
+
+#[test]
+fn the_database_comes_from_database_url_or_the_command_says_it_needs_one() {
+    let cluster = Cluster::start().unwrap();
+    let url = cluster.create_database("admin_env").unwrap();
+
+    let done = finish(
+        admin(&["changes"])
+            .env("DATABASE_URL", &url)
+            .spawn()
+            .unwrap(),
+    );
+    assert_ok(&done);
+    assert!(done.stdout.contains("no changes"), "{done:#?}");
+
+    let done = finish(admin(&["changes"]).spawn().unwrap());
+    assert_eq!(done.code, Some(2), "{done:#?}");
+    assert!(
+        done.stderr.contains("--database") && done.stderr.contains("DATABASE_URL"),
+        "{done:#?}"
+    );
+
+    // A database that is not there: the error says so, without a panic.
+    let done = run(
+        &cluster.url_of("no_such_database"),
+        &["approvals", "--pending"],
+    );
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(done.stderr.starts_with("error: "), "{done:#?}");
+    assert!(done.stderr.contains("no_such_database"), "{done:#?}");
+    assert!(!done.stderr.contains("panicked"), "{done:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_database_errors_say_what_went_wrong() {
+    let cluster = Cluster::start().unwrap();
+    let error = ControlPlane::connect(&cluster.url_of("no_such_database"))
+        .await
+        .unwrap_err()
+        .to_string();
+    // The driver's own message is only "db error": the server's is its cause.
+    assert!(
+        error.contains("\"no_such_database\" does not exist"),
+        "{error}"
+    );
+    let error = ControlPlane::connect("postgres://postgres@127.0.0.1:1/none")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("refused"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_requests_are_listed_and_decided_once() {
+    let cluster = Cluster::start().unwrap();
+    let url = cluster.create_database("admin_approvals").unwrap();
+    let plane = ControlPlane::connect(&url).await.unwrap();
+    let id = pending_request(&plane, "c1").await;
+
+    let done = run(&url, &["approvals", "--pending"]);
+    assert_ok(&done);
+    for expected in [id.as_str(), "deploy", "acme", "release-bot", "pending"] {
+        assert!(done.stdout.contains(expected), "{expected}: {done:#?}");
+    }
+
+    let done = run(&url, &["approve", &id, "--as", "alice"]);
+    assert_ok(&done);
+    assert!(done.stdout.contains("approved by alice"), "{done:#?}");
+    assert_eq!(
+        plane.pending_approval_by(&id).await.unwrap().as_deref(),
+        Some("alice")
+    );
+
+    let done = run(&url, &["approve", &id, "--as", "bob"]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(done.stderr.contains("already"), "{done:#?}");
+    assert!(done.stderr.contains("alice"), "{done:#?}");
+
+    let done = run(&url, &["deny", "apr_unknown", "--reason", "no"]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(done.stderr.contains("apr_unknown"), "{done:#?}");
+
+    // A denial, by the OS user by default, is final at once.
+    let other = pending_request(&plane, "c2").await;
+    let done = run(&url, &["deny", &other, "--reason", "not on a Friday"]);
+    assert_ok(&done);
+    assert!(done.stdout.contains("denied by tester"), "{done:#?}");
+    let done = run(&url, &["approve", &other, "--as", "alice"]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(
+        done.stderr.contains("already decided (denied)"),
+        "{done:#?}"
+    );
+
+    let done = run(&url, &["--json", "approvals"]);
+    assert_ok(&done);
+    let records: Vec<Value> = done
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    let denied = records.iter().find(|record| record["id"] == other).unwrap();
+    assert_eq!(denied["state"], "denied");
+    assert_eq!(denied["decided_by"], "tester");
+
+    // Only the first request is still pending (its approval waits for its replica).
+    let done = run(&url, &["approvals", "--pending"]);
+    assert_ok(&done);
+    assert!(done.stdout.contains(&id) && !done.stdout.contains(&other));
+
+    // A request that expired undecided takes no verdict.
+    let expiring = pending_request_for(&plane, "c3", Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let done = run(&url, &["approve", &expiring, "--as", "alice"]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(done.stderr.contains("expired"), "{done:#?}");
+    assert_eq!(plane.pending_approval_by(&expiring).await.unwrap(), None);
+    let done = run(&url, &["approvals", "--pending"]);
+    assert!(!done.stdout.contains(&expiring), "{done:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn of_two_approvals_given_at_once_exactly_one_is_recorded() {
+    let cluster = Cluster::start().unwrap();
+    let url = cluster.create_database("admin_race").unwrap();
+    let plane = ControlPlane::connect(&url).await.unwrap();
+    for round in 0..3 {
+        let id = pending_request(&plane, &format!("c{round}")).await;
+        let children: Vec<Child> = ["alice", "bob"]
+            .into_iter()
+            .map(|who| {
+                admin(&["--database", &url, "approve", &id, "--as", who])
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let done: Vec<Done> = children.into_iter().map(finish).collect();
+        let winners = done.iter().filter(|done| done.code == Some(0)).count();
+        assert_eq!(winners, 1, "{done:#?}");
+        let loser = done.iter().find(|done| done.code != Some(0)).unwrap();
+        assert_eq!(loser.code, Some(1), "{loser:#?}");
+        assert!(loser.stderr.contains("already"), "{loser:#?}");
+        let by = plane.pending_approval_by(&id).await.unwrap().unwrap();
+        let winner = done.iter().find(|done| done.code == Some(0)).unwrap();
+        assert!(
+            winner.stdout.contains(&format!("approved by {by}")),
+            "{done:#?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_trail_shows_the_calls_of_a_registry() {
+    let cluster = Cluster::start().unwrap();
+    let url = cluster.create_database("admin_audit").unwrap();
+    let plane = ControlPlane::builder(&url)
+        .replica("api-1")
+        .connect()
+        .await
+        .unwrap();
+    let (sink, writer) = plane.audit_sink(AuditConfig::default());
+    let registry = registry_builder().audit_sink(sink).build().unwrap();
+    let run_ = registry.open_run("run-audit", &subject());
+    for call_id in ["s1", "s2"] {
+        let observation = run_.call(ToolCall::new(call_id, "status", json!({}))).await;
+        assert!(!observation.is_error(), "{observation:?}");
+    }
+    assert!(writer.flush(Duration::from_secs(10)).await);
+
+    let done = run(&url, &["audit", "--tool", "status"]);
+    assert_ok(&done);
+    for expected in ["call", "status", "s1", "s2", "ok", "run-audit", "api-1"] {
+        assert!(done.stdout.contains(expected), "{expected}: {done:#?}");
+    }
+
+    let done = run(
+        &url,
+        &["--json", "audit", "--kind", "call", "--since", "1h"],
+    );
+    assert_ok(&done);
+    let records: Vec<Value> = done
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert!(records.iter().all(|record| record["kind"] == "call"));
+    // Newest first.
+    assert_eq!(records[0]["call_id"], "s2");
+
+    // Nothing from the future; nothing about another tool.
+    let done = run(&url, &["audit", "--since", "2999-01-01T00:00:00Z"]);
+    assert_ok(&done);
+    assert!(done.stdout.contains("no audit events"), "{done:#?}");
+    let done = run(&url, &["audit", "--tool", "deploy"]);
+    assert!(done.stdout.contains("no audit events"), "{done:#?}");
+    writer.shutdown(Duration::from_secs(10)).await.unwrap();
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_error_and_no_panic() {
+    // Refused before any database is needed.
+    let url = "postgres://postgres@127.0.0.1:1/never";
+    for (args, expected) in [
+        (&["audit", "--since", "yesterday"][..], "RFC 3339"),
+        (
+            &["audit", "--since", "2026-13-01T00:00:00Z"][..],
+            "no such date",
+        ),
+        (&["audit", "--since", "15x"][..], "15m"),
+        (&["audit", "--kind", "nonsense"][..], "possible values"),
+        (&["revoke", "deploy"][..], "--reason"),
+        (&["revoke", "", "--reason", "x"][..], "must not be empty"),
+        (&["changes", "--limit", "0"][..], "--limit"),
+        (&["approve", "apr_1"][..], "--as"),
+    ] {
+        let done = run(url, args);
+        assert_eq!(done.code, Some(2), "{args:?}: {done:#?}");
+        assert!(done.stderr.contains(expected), "{args:?}: {done:#?}");
+        assert!(!done.stderr.contains("panicked"), "{args:?}: {done:#?}");
+    }
+}
