@@ -48,6 +48,8 @@ struct Fleet {
 }
 
 async fn fleet(names: &[&str], extra: &[&str]) -> Fleet {
+    // Built first (once per test binary), so that no timing below includes a build.
+    tokio::task::spawn_blocking(admin_binary).await.unwrap();
     let cluster = tokio::task::spawn_blocking(Cluster::start)
         .await
         .unwrap()
@@ -234,7 +236,7 @@ async fn successful_deploys(plane: &ControlPlane) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_revocation_by_registry_admin_reaches_every_replica_within_a_second() {
+async fn a_revocation_by_registry_admin_reaches_every_replica() {
     let fleet = fleet(&["a", "b", "c"], &[]).await;
     let mut clients = Vec::new();
     for server in &fleet.replicas {
@@ -299,6 +301,12 @@ async fn a_revocation_by_registry_admin_reaches_every_replica_within_a_second() 
             .unwrap();
         let client = &watched.client;
         eventually("rollback served again", Duration::from_secs(5), || async {
+            // A tool comes back to a client once it has listed the tools again: a call
+            // never reaches a tool the model was not shown.
+            let (tools, _) = list_all(client).await;
+            if !names(&tools).contains(&"rollback".to_owned()) {
+                return false;
+            }
             let result = call(client, "rollback", json!({"env": "staging"})).await;
             result.is_ok_and(|result| !is_error(&result))
         })
@@ -458,7 +466,14 @@ async fn an_operators_approval_runs_the_waiting_call_once_even_given_twice_at_on
     let pending = fleet.plane.approvals(&only_pending).await.unwrap();
     let denied = admin(
         &fleet.url,
-        &["deny", &pending[0].id, "--reason", "not today"],
+        &[
+            "deny",
+            &pending[0].id,
+            "--reason",
+            "not today",
+            "--as",
+            "carol",
+        ],
     )
     .await;
     assert!(denied.status.success(), "{denied:?}");
@@ -582,7 +597,8 @@ async fn killing_a_replica_mid_calls_loses_no_committed_approval_and_no_flushed_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_restart_holds_calls_then_the_replicas_catch_up() {
-    let mut fleet = fleet(&["a", "b"], &[]).await;
+    // No request rate limit at the edge: the test calls in tight loops.
+    let mut fleet = fleet(&["a", "b"], &["--rate", "0"]).await;
     let on_a = watched(&fleet.replicas[0]).await;
     let on_b = watched(&fleet.replicas[1]).await;
     for client in [&on_a.client, &on_b.client] {
