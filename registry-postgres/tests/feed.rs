@@ -343,6 +343,116 @@ async fn a_replica_kept_away_catches_up_before_it_lets_calls_through() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_stops_answering_holds_calls_within_the_lease() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_a, registry_a, feed_a) = replica(&url, "a", &counter).await;
+        let run = registry_a.open_run("run-a", &subject());
+        // The connection stays up, but the feed's reads wait behind a lock.
+        let mut admin = common::sql(&url).await;
+        let transaction = admin.transaction().await.unwrap();
+        transaction
+            .batch_execute("LOCK TABLE registry_changes IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        wait_until(Duration::from_millis(1500), "A holds its calls", || {
+            registry_a.suspended().is_some()
+        })
+        .await;
+        let refused = run.call(call("c1", "status")).await;
+        assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable), "{refused:?}");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(registry_a.suspended().is_some());
+        assert!(!feed_a.is_live());
+        transaction.rollback().await.unwrap();
+        wait_until(Duration::from_secs(5), "A lets calls through again", || {
+            registry_a.suspended().is_none()
+        })
+        .await;
+        assert!(!run.call(call("c2", "status")).await.is_error());
+        assert_eq!(counter.get(), 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_follower_catches_up_over_many_pages() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let admin = plane(&url, "admin").await;
+        common::sql(&url)
+            .await
+            .batch_execute(
+                "INSERT INTO registry_changes (seq, tool, kind, reason, origin)
+                 SELECT g, 'status', CASE WHEN g % 2 = 1 THEN 'revoke' ELSE 'restore' END,
+                        'bulk', 'sql'
+                   FROM generate_series(1, 2501) AS g",
+            )
+            .await
+            .unwrap();
+        let (_c, registry_c, feed_c) = replica(&url, "c", &counter).await;
+        assert_eq!(feed_c.applied_seq(), 2501);
+        assert_eq!(registry_c.is_revoked_now("status"), Some(true));
+        // And the next one is numbered after them.
+        assert_eq!(admin.restore("status", "x", "admin").await.unwrap(), 2502);
+        wait_until(PROPAGATION, "C applies it", || {
+            registry_c.is_revoked_now("status") == Some(false)
+        })
+        .await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restoration_does_not_bring_back_a_version_replaced_elsewhere() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let new_description = "Read the build status of a project, with its tests.";
+        let (_a, registry_a, feed_a) = replica(&url, "a", &counter).await;
+        let (_b, registry_b, feed_b) = replica(&url, "b", &counter).await;
+        feed_a
+            .replace(
+                common::status_described(&counter, new_description),
+                ReplacePolicy::keep_old_runs("v2"),
+            )
+            .await
+            .unwrap();
+        wait_until(PROPAGATION, "B revokes its old version", || {
+            registry_b.is_revoked_now("status") == Some(true)
+        })
+        .await;
+        // An incident and its end, recorded while B still has the old version only.
+        feed_a.revoke("status", "incident").await.unwrap();
+        feed_a.restore("status", "over").await.unwrap();
+        wait_until(PROPAGATION, "B applies both", || feed_b.applied_seq() == 3).await;
+        assert_eq!(registry_a.is_revoked_now("status"), Some(false));
+        // B must not serve the version every other replica replaced.
+        assert_eq!(registry_b.is_revoked_now("status"), Some(true));
+        let refused = registry_b.open_run("run-b", &subject()).call(call("b1", "status")).await;
+        assert!(refused.is_error(), "{refused:?}");
+        // A replica started later with the old version neither.
+        let (_d, registry_d, _feed_d) = replica(&url, "d", &counter).await;
+        assert_eq!(registry_d.is_revoked_now("status"), Some(true));
+        // Given the new version, B serves it.
+        feed_b
+            .replace(
+                common::status_described(&counter, new_description),
+                ReplacePolicy::keep_old_runs("v2 here too"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(registry_b.is_revoked_now("status"), Some(false));
+        let done = registry_b.open_run("run-b2", &subject()).call(call("b2", "status")).await;
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(counter.get(), 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_shut_down_leaves_the_registry_held() {
     let (_cluster, url) = cluster("feed");
     bounded(LIMIT, async {
@@ -356,6 +466,16 @@ async fn a_feed_shut_down_leaves_the_registry_held() {
         drop(feed_b);
         assert!(registry_b.suspended().is_some());
         assert_eq!(counter.get(), 0);
+        // Shut down at once after following: the feed's tasks stop all the same.
+        let plane_c = plane(&url, "c").await;
+        for round in 0..30 {
+            let registry = common::builder(&counter).build().unwrap();
+            let feed = plane_c.follow(&registry).await.unwrap();
+            tokio::time::timeout(Duration::from_secs(3), feed.shutdown())
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: the feed did not stop"));
+            assert!(registry.suspended().is_some());
+        }
     })
     .await;
 }
