@@ -449,7 +449,9 @@ fn apply(registry: &Registry, replaced: &mut HashMap<String, String>, record: &C
         RecordedKind::Restore => match (registry.get(tool), replaced.get(tool)) {
             // The other replicas restore the version that replaced this one's; this replica
             // does not have it, and must not bring its old one back.
-            (Ok(current), Some(fingerprint)) if current.fingerprint().to_string() != *fingerprint => {
+            (Ok(current), Some(fingerprint))
+                if current.fingerprint().to_string() != *fingerprint =>
+            {
                 tracing::info!(seq = record.seq, tool = ?tool, "a restoration of a version this replica does not have; its own stays revoked");
                 Ok(())
             }

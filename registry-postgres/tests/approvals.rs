@@ -72,7 +72,10 @@ async fn a_request_made_on_one_replica_is_approved_on_another_and_runs_once() {
         assert_eq!(row.get::<_, String>(0), "pending");
         assert_eq!(row.get::<_, String>(1), "deploy");
         assert_eq!(row.get::<_, String>(2), "acme");
-        assert_eq!(row.get::<_, Option<String>>(3).as_deref(), Some("release-bot"));
+        assert_eq!(
+            row.get::<_, Option<String>>(3).as_deref(),
+            Some("release-bot")
+        );
         assert_eq!(row.get::<_, String>(4), "c1");
         assert_eq!(row.get::<_, String>(5), "a");
         assert!(row.get::<_, bool>(6));
@@ -100,14 +103,23 @@ async fn a_request_made_on_one_replica_is_approved_on_another_and_runs_once() {
                 "{error:?}"
             );
             let error = run.deny(&id, "too late").await.unwrap_err();
-            assert!(matches!(error, ApprovalError::AlreadyDecided { .. }), "{error:?}");
+            assert!(
+                matches!(error, ApprovalError::AlreadyDecided { .. }),
+                "{error:?}"
+            );
         }
         assert_eq!(counter.get(), 1);
 
         // An id no replica made.
         let run = registry_c.open_run("run-c", &subject());
-        let error = run.approve("apr_00000000000000000000000000000000").await.unwrap_err();
-        assert!(matches!(error, ApprovalError::UnknownId { .. }), "{error:?}");
+        let error = run
+            .approve("apr_00000000000000000000000000000000")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, ApprovalError::UnknownId { .. }),
+            "{error:?}"
+        );
     })
     .await;
 }
@@ -175,17 +187,11 @@ async fn an_expired_request_is_settled_on_any_replica() {
             .build()
             .unwrap();
         let id = ask(&registry_a, "c1").await;
-        let pending = plane_b
-            .approvals(&pending_only())
-            .await
-            .unwrap();
+        let pending = plane_b.approvals(&pending_only()).await.unwrap();
         assert_eq!(pending.len(), 1);
         tokio::time::sleep(ttl + Duration::from_millis(100)).await;
         // Listed as expired before anyone settles it.
-        let pending = plane_b
-            .approvals(&pending_only())
-            .await
-            .unwrap();
+        let pending = plane_b.approvals(&pending_only()).await.unwrap();
         assert!(pending.is_empty(), "{pending:?}");
         let all = plane_b.approvals(&ApprovalFilter::default()).await.unwrap();
         assert_eq!(all.len(), 1);
@@ -215,7 +221,10 @@ async fn an_expired_request_is_settled_on_any_replica() {
             .give_verdict(&id, &Verdict::Approve { by: "op".into() })
             .await
             .unwrap();
-        assert!(matches!(outcome, VerdictOutcome::AlreadyDecided { .. }), "{outcome:?}");
+        assert!(
+            matches!(outcome, VerdictOutcome::AlreadyDecided { .. }),
+            "{outcome:?}"
+        );
         assert_eq!(counter.get(), 0);
 
         // Expired but not settled by a run: a verdict settles it as expired.
@@ -228,7 +237,10 @@ async fn an_expired_request_is_settled_on_any_replica() {
         assert_eq!(outcome, VerdictOutcome::Expired);
         assert_eq!(state_of(&url, &id).await, "expired");
         let error = run_a.approve(&id).await.unwrap_err();
-        assert!(matches!(error, ApprovalError::AlreadyDecided { .. }), "{error:?}");
+        assert!(
+            matches!(error, ApprovalError::AlreadyDecided { .. }),
+            "{error:?}"
+        );
         assert_eq!(counter.get(), 0);
     })
     .await;
@@ -273,7 +285,10 @@ async fn operators_verdicts_are_given_once() {
             .give_verdict(&denied, &Verdict::Approve { by: "carol".into() })
             .await
             .unwrap();
-        assert!(matches!(again, VerdictOutcome::AlreadyDecided { .. }), "{again:?}");
+        assert!(
+            matches!(again, VerdictOutcome::AlreadyDecided { .. }),
+            "{again:?}"
+        );
         let record = admin
             .approvals(&ApprovalFilter::default())
             .await
@@ -293,7 +308,11 @@ async fn operators_verdicts_are_given_once() {
             .unwrap();
         assert_eq!(outcome, VerdictOutcome::Given);
         assert_eq!(
-            plane_a.pending_approval_by(&approved).await.unwrap().as_deref(),
+            plane_a
+                .pending_approval_by(&approved)
+                .await
+                .unwrap()
+                .as_deref(),
             Some("alice")
         );
         assert_eq!(state_of(&url, &approved).await, "pending");
@@ -357,9 +376,10 @@ async fn operators_verdicts_are_given_once() {
             .count();
         assert_eq!(given, 1, "{outcomes:?}");
         assert!(
-            outcomes
-                .iter()
-                .all(|outcome| matches!(outcome, VerdictOutcome::Given | VerdictOutcome::AlreadyDecided { .. })),
+            outcomes.iter().all(|outcome| matches!(
+                outcome,
+                VerdictOutcome::Given | VerdictOutcome::AlreadyDecided { .. }
+            )),
             "{outcomes:?}"
         );
 
@@ -387,22 +407,27 @@ async fn the_pending_list_holds_pending_requests_only() {
         let run = registry_a.open_run("run-a", &subject());
         run.approve(&ids[0]).await.unwrap();
         run.deny(&ids[1], "no").await.unwrap();
-        let pending = plane_a
-            .approvals(&pending_only())
-            .await
-            .unwrap();
+        let pending = plane_a.approvals(&pending_only()).await.unwrap();
         let mut listed: Vec<&str> = pending.iter().map(|record| record.id.as_str()).collect();
         listed.sort_unstable();
         let mut expected = vec![ids[2].as_str(), ids[3].as_str()];
         expected.sort_unstable();
         assert_eq!(listed, expected);
         assert!(pending.iter().all(|record| record.state == "pending"));
-        assert!(pending.iter().all(|record| record.question.contains("deploy")));
+        assert!(
+            pending
+                .iter()
+                .all(|record| record.question.contains("deploy"))
+        );
         assert_eq!(pending[0].origin, "a");
         let all = plane_a.approvals(&ApprovalFilter::default()).await.unwrap();
         assert_eq!(all.len(), 4);
         let limited = plane_a
-            .approvals(&{ let mut filter = ApprovalFilter::default(); filter.limit = Some(1); filter })
+            .approvals(&{
+                let mut filter = ApprovalFilter::default();
+                filter.limit = Some(1);
+                filter
+            })
             .await
             .unwrap();
         assert_eq!(limited.len(), 1);

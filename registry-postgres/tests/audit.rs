@@ -18,7 +18,10 @@ const SECRET: &str = "hunter2-Zq9-very-secret-value";
 async fn count(url: &str, kind: &str) -> i64 {
     sql(url)
         .await
-        .query_one("SELECT count(*) FROM audit_events WHERE kind = $1", &[&kind])
+        .query_one(
+            "SELECT count(*) FROM audit_events WHERE kind = $1",
+            &[&kind],
+        )
         .await
         .unwrap()
         .get(0)

@@ -48,7 +48,11 @@ async fn a_revocation_on_one_replica_reaches_the_other() {
         assert_eq!(registry_b.is_revoked_now("status"), Some(true));
         assert_eq!(feed_b.applied_seq(), 1);
         let refused = old_run_b.call(call("c1", "status")).await;
-        assert_eq!(refused.error_kind(), Some(ErrorKind::Revoked), "{refused:?}");
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::Revoked),
+            "{refused:?}"
+        );
         let new_run_b = registry_b.open_run("run-b2", &subject());
         let refused = new_run_b.call(call("c2", "status")).await;
         assert!(refused.is_error(), "{refused:?}");
@@ -119,16 +123,28 @@ async fn a_change_recorded_by_an_operator_propagates() {
         let (_b, registry_b, feed_b) = replica(&url, "b", &counter).await;
         let admin = plane(&url, "registry-admin").await;
         // A name this replica does not have is skipped; the feed goes on.
-        let seq = admin.revoke("no-such-tool", "typo", "registry-admin (op)").await.unwrap();
+        let seq = admin
+            .revoke("no-such-tool", "typo", "registry-admin (op)")
+            .await
+            .unwrap();
         assert_eq!(seq, 1);
-        let seq = admin.revoke("status", "incident", "registry-admin (op)").await.unwrap();
+        let seq = admin
+            .revoke("status", "incident", "registry-admin (op)")
+            .await
+            .unwrap();
         assert_eq!(seq, 2);
         wait_until(PROPAGATION, "B applies the operator's revocation", || {
             registry_b.is_revoked_now("status") == Some(true)
         })
         .await;
-        wait_until(PROPAGATION, "B's feed moves on", || feed_b.applied_seq() == 2).await;
-        let seq = admin.restore("status", "over", "registry-admin (op)").await.unwrap();
+        wait_until(PROPAGATION, "B's feed moves on", || {
+            feed_b.applied_seq() == 2
+        })
+        .await;
+        let seq = admin
+            .restore("status", "over", "registry-admin (op)")
+            .await
+            .unwrap();
         assert_eq!(seq, 3);
         wait_until(PROPAGATION, "B applies the operator's restoration", || {
             registry_b.is_revoked_now("status") == Some(false)
@@ -173,11 +189,24 @@ async fn a_replacement_revokes_the_replicas_without_the_new_version() {
         assert_eq!(record.old_runs.as_deref(), Some("keep_shown_version"));
         assert_eq!(
             record.fingerprint.as_deref(),
-            Some(registry_c.get("status").unwrap().fingerprint().to_string().as_str())
+            Some(
+                registry_c
+                    .get("status")
+                    .unwrap()
+                    .fingerprint()
+                    .to_string()
+                    .as_str()
+            )
         );
         // A serves the new version to new runs, the old one to the run that was shown it.
         assert_eq!(registry_a.is_revoked_now("status"), Some(false));
-        assert!(!registry_a.open_run("run-a2", &subject()).call(call("a1", "status")).await.is_error());
+        assert!(
+            !registry_a
+                .open_run("run-a2", &subject())
+                .call(call("a1", "status"))
+                .await
+                .is_error()
+        );
         assert!(!old_run_a.call(call("a2", "status")).await.is_error());
 
         // B does not have it: it stops serving its own.
@@ -185,7 +214,10 @@ async fn a_replacement_revokes_the_replicas_without_the_new_version() {
             registry_b.is_revoked_now("status") == Some(true)
         })
         .await;
-        let refused = registry_b.open_run("run-b", &subject()).call(call("b1", "status")).await;
+        let refused = registry_b
+            .open_run("run-b", &subject())
+            .call(call("b1", "status"))
+            .await;
         assert!(refused.is_error(), "{refused:?}");
         // C has it: it keeps serving it.
         wait_until(PROPAGATION, "C applies the replacement", || {
@@ -194,7 +226,10 @@ async fn a_replacement_revokes_the_replicas_without_the_new_version() {
         .await;
         assert_eq!(registry_c.is_revoked_now("status"), Some(false));
         assert_eq!(registry_c.generation(), generation_c);
-        let done = registry_c.open_run("run-c", &subject()).call(call("c1", "status")).await;
+        let done = registry_c
+            .open_run("run-c", &subject())
+            .call(call("c1", "status"))
+            .await;
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(counter.get(), 3);
 
@@ -224,8 +259,11 @@ async fn changes_the_registry_refuses_are_not_recorded() {
             matches!(error, Error::Registry(RegistryError::NotRevoked { .. })),
             "{error:?}"
         );
-        let unknown = registry_core::DynamicTool::new("nope", "Nothing.")
-            .handler(|_: &registry_core::ToolContext, _: serde_json::Value| Ok::<_, String>(serde_json::json!(1)));
+        let unknown = registry_core::DynamicTool::new("nope", "Nothing.").handler(
+            |_: &registry_core::ToolContext, _: serde_json::Value| {
+                Ok::<_, String>(serde_json::json!(1))
+            },
+        );
         let error = feed_a
             .replace(unknown, ReplacePolicy::keep_old_runs("x"))
             .await
@@ -257,7 +295,11 @@ async fn a_replica_that_loses_the_database_holds_its_calls_until_it_caught_up() 
         assert!(!feed_a.is_live());
         for index in 1..5 {
             let refused = run.call(call(&format!("c{index}"), "status")).await;
-            assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable), "{refused:?}");
+            assert_eq!(
+                refused.error_kind(),
+                Some(ErrorKind::Unavailable),
+                "{refused:?}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
             assert!(registry_a.suspended().is_some());
         }
@@ -266,15 +308,20 @@ async fn a_replica_that_loses_the_database_holds_its_calls_until_it_caught_up() 
         cluster.start_again().unwrap();
         // Another replica records a change at once, before A is back.
         let plane_b = plane(&url, "b").await;
-        plane_b.revoke("echo", "while A was away", "b").await.unwrap();
+        plane_b
+            .revoke("echo", "while A was away", "b")
+            .await
+            .unwrap();
         wait_until(Duration::from_secs(5), "A's feed reconnects", || {
             registry_a.suspended().is_none()
         })
         .await;
         // The change is applied, whether A reconnected before or after it was recorded.
-        wait_until(PROPAGATION, "A applies the change made at the restart", || {
-            registry_a.is_revoked_now("echo") == Some(true)
-        })
+        wait_until(
+            PROPAGATION,
+            "A applies the change made at the restart",
+            || registry_a.is_revoked_now("echo") == Some(true),
+        )
         .await;
         assert_eq!(feed_a.applied_seq(), 1);
         assert!(feed_a.is_live());
@@ -361,7 +408,11 @@ async fn a_database_that_stops_answering_holds_calls_within_the_lease() {
         })
         .await;
         let refused = run.call(call("c1", "status")).await;
-        assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable), "{refused:?}");
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::Unavailable),
+            "{refused:?}"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert!(registry_a.suspended().is_some());
         assert!(!feed_a.is_live());
@@ -431,7 +482,10 @@ async fn a_restoration_does_not_bring_back_a_version_replaced_elsewhere() {
         assert_eq!(registry_a.is_revoked_now("status"), Some(false));
         // B must not serve the version every other replica replaced.
         assert_eq!(registry_b.is_revoked_now("status"), Some(true));
-        let refused = registry_b.open_run("run-b", &subject()).call(call("b1", "status")).await;
+        let refused = registry_b
+            .open_run("run-b", &subject())
+            .call(call("b1", "status"))
+            .await;
         assert!(refused.is_error(), "{refused:?}");
         // A replica started later with the old version neither.
         let (_d, registry_d, _feed_d) = replica(&url, "d", &counter).await;
@@ -445,7 +499,10 @@ async fn a_restoration_does_not_bring_back_a_version_replaced_elsewhere() {
             .await
             .unwrap();
         assert_eq!(registry_b.is_revoked_now("status"), Some(false));
-        let done = registry_b.open_run("run-b2", &subject()).call(call("b2", "status")).await;
+        let done = registry_b
+            .open_run("run-b2", &subject())
+            .call(call("b2", "status"))
+            .await;
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(counter.get(), 1);
     })
@@ -460,7 +517,10 @@ async fn a_feed_shut_down_leaves_the_registry_held() {
         let (_a, registry_a, feed_a) = replica(&url, "a", &counter).await;
         feed_a.shutdown().await;
         assert!(registry_a.suspended().is_some());
-        let refused = registry_a.open_run("run", &subject()).call(call("c1", "status")).await;
+        let refused = registry_a
+            .open_run("run", &subject())
+            .call(call("c1", "status"))
+            .await;
         assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
         let (_b, registry_b, feed_b) = replica(&url, "b", &counter).await;
         drop(feed_b);
@@ -482,12 +542,19 @@ async fn a_feed_shut_down_leaves_the_registry_held() {
 
 /// Polls `registry` on a thread of its own, every 100 µs, until `tool` is revoked now as
 /// `revoked` says; returns when it saw it.
-fn watch(registry: &Registry, tool: &'static str, revoked: bool) -> tokio::task::JoinHandle<Instant> {
+fn watch(
+    registry: &Registry,
+    tool: &'static str,
+    revoked: bool,
+) -> tokio::task::JoinHandle<Instant> {
     let registry = registry.clone();
     tokio::task::spawn_blocking(move || {
         let deadline = Instant::now() + PROPAGATION;
         while registry.is_revoked_now(tool) != Some(revoked) {
-            assert!(Instant::now() < deadline, "not propagated within {PROPAGATION:?}");
+            assert!(
+                Instant::now() < deadline,
+                "not propagated within {PROPAGATION:?}"
+            );
             std::thread::sleep(Duration::from_micros(100));
         }
         Instant::now()
@@ -516,12 +583,12 @@ async fn propagation_delay_of_200_revoke_restore_pairs() {
             }
         }
         samples.sort_unstable();
-        let p = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)];
+        let p = |percent: usize| samples[(samples.len() * percent / 100).min(samples.len() - 1)];
         eprintln!(
             "change propagation (commit started -> applied on another replica), {} changes: p50 {:?}, p99 {:?}, max {:?}",
             samples.len(),
-            p(0.50),
-            p(0.99),
+            p(50),
+            p(99),
             samples[samples.len() - 1]
         );
     })

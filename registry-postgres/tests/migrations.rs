@@ -74,7 +74,10 @@ async fn a_schema_newer_than_the_program_is_refused() {
             .unwrap();
         let error = ControlPlane::connect(&url).await.unwrap_err();
         assert!(
-            matches!(error, registry_postgres::Error::SchemaTooNew { found: 99, .. }),
+            matches!(
+                error,
+                registry_postgres::Error::SchemaTooNew { found: 99, .. }
+            ),
             "{error:?}"
         );
     })

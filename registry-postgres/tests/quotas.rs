@@ -30,13 +30,20 @@ async fn replicas_take_from_one_bucket() {
         let counter = Counter::default();
         let a = replica(&url, "a", &counter, "5/min").await;
         let b = replica(&url, "b", &counter, "5/min").await;
-        let runs = [a.open_run("run-a", &subject()), b.open_run("run-b", &subject())];
+        let runs = [
+            a.open_run("run-a", &subject()),
+            b.open_run("run-b", &subject()),
+        ];
         for index in 0..5 {
-            let observation = runs[index % 2].call(call(&format!("c{index}"), "status")).await;
+            let observation = runs[index % 2]
+                .call(call(&format!("c{index}"), "status"))
+                .await;
             assert!(!observation.is_error(), "call {index}: {observation:?}");
         }
         for index in 5..9 {
-            let observation = runs[index % 2].call(call(&format!("c{index}"), "status")).await;
+            let observation = runs[index % 2]
+                .call(call(&format!("c{index}"), "status"))
+                .await;
             assert_eq!(
                 observation.error_kind(),
                 Some(ErrorKind::RateLimited),
@@ -52,7 +59,7 @@ async fn replicas_take_from_one_bucket() {
         assert_eq!(counter.get(), 5);
 
         // Another tool, and another subject, have buckets of their own.
-        let observation = runs[1].call(ToolCallEcho::new("e1")).await;
+        let observation = runs[1].call(common::echo_call("e1", "hi")).await;
         assert!(!observation.is_error(), "{observation:?}");
         let other = a.open_run("run-other", &registry_core::Subject::new("globex"));
         let observation = other.call(call("o1", "status")).await;
@@ -60,15 +67,6 @@ async fn replicas_take_from_one_bucket() {
         assert_eq!(counter.get(), 7);
     })
     .await;
-}
-
-/// An `echo` call.
-struct ToolCallEcho;
-
-impl ToolCallEcho {
-    fn new(id: &str) -> registry_core::ToolCall {
-        registry_core::ToolCall::new(id, "echo", serde_json::json!({"text": "hi"}))
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,13 +117,20 @@ async fn the_bucket_refills_with_time() {
         let refused = run_a.call(call("c3", "status")).await;
         assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
         let wait = refused.retry_after().unwrap();
-        assert!(wait > Duration::ZERO && wait <= Duration::from_millis(500), "{wait:?}");
+        assert!(
+            wait > Duration::ZERO && wait <= Duration::from_millis(500),
+            "{wait:?}"
+        );
         tokio::time::sleep(wait + Duration::from_millis(30)).await;
         // One token came back: one call, not two.
         let again = run_b.call(call("c4", "status")).await;
         assert!(!again.is_error(), "{again:?}");
         let refused = run_a.call(call("c5", "status")).await;
-        assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited), "{refused:?}");
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::RateLimited),
+            "{refused:?}"
+        );
         // A full period refills the whole bucket, and no more than it.
         tokio::time::sleep(Duration::from_millis(1100)).await;
         let outcomes = [
@@ -133,7 +138,10 @@ async fn the_bucket_refills_with_time() {
             run_b.call(call("c7", "status")).await,
             run_a.call(call("c8", "status")).await,
         ];
-        assert!(!outcomes[0].is_error() && !outcomes[1].is_error(), "{outcomes:?}");
+        assert!(
+            !outcomes[0].is_error() && !outcomes[1].is_error(),
+            "{outcomes:?}"
+        );
         assert_eq!(outcomes[2].error_kind(), Some(ErrorKind::RateLimited));
         assert_eq!(counter.get(), 5);
     })
@@ -219,9 +227,7 @@ async fn the_latency_a_shared_bucket_adds() {
         samples.sort_unstable();
         eprintln!(
             "quota acquire latency over 500 calls: p50 {:?}, p99 {:?}, max {:?}",
-            samples[250],
-            samples[495],
-            samples[499]
+            samples[250], samples[495], samples[499]
         );
     })
     .await;

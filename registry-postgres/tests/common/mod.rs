@@ -49,7 +49,11 @@ pub(crate) async fn bounded<T>(limit: Duration, body: impl Future<Output = T>) -
 
 /// Waits until `condition` holds, polling every 2 ms, for `limit` at most; panics with
 /// `what` otherwise. Returns how long it took.
-pub(crate) async fn wait_until(limit: Duration, what: &str, mut condition: impl FnMut() -> bool) -> Duration {
+pub(crate) async fn wait_until(
+    limit: Duration,
+    what: &str,
+    mut condition: impl FnMut() -> bool,
+) -> Duration {
     let started = Instant::now();
     loop {
         if condition() {
@@ -61,7 +65,11 @@ pub(crate) async fn wait_until(limit: Duration, what: &str, mut condition: impl 
 }
 
 /// [`wait_until`] with an asynchronous condition, polled every 20 ms.
-pub(crate) async fn wait_until_async<F, Fut>(limit: Duration, what: &str, mut condition: F) -> Duration
+pub(crate) async fn wait_until_async<F, Fut>(
+    limit: Duration,
+    what: &str,
+    mut condition: F,
+) -> Duration
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -155,4 +163,9 @@ pub(crate) fn subject() -> Subject {
 
 pub(crate) fn call(id: &str, tool: &str) -> ToolCall {
     ToolCall::new(id, tool, json!({"project": "web"}))
+}
+
+/// An `echo` call saying `text`.
+pub(crate) fn echo_call(id: &str, text: &str) -> ToolCall {
+    ToolCall::new(id, "echo", json!({ "text": text }))
 }
