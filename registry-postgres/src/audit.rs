@@ -129,6 +129,9 @@ struct Shared {
     /// Callers of [`AuditWriter::flush`] waiting: the writer writes what the queue holds
     /// without waiting for a full batch or the flush interval.
     flushing: AtomicUsize,
+    /// Events ever put in the queue: a flush waits until `written` reaches the count it
+    /// saw (the queue is written in order), not until the queue is empty.
+    enqueued: AtomicU64,
     replica: String,
 }
 
@@ -161,6 +164,7 @@ impl ControlPlane {
             written: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             flushing: AtomicUsize::new(0),
+            enqueued: AtomicU64::new(0),
             replica: self.replica().to_owned(),
         });
         let plane = self.clone();
@@ -276,6 +280,7 @@ impl AuditSink for PgAuditSink {
             }
         }
         queue.push_back(row);
+        shared.enqueued.fetch_add(1, Ordering::AcqRel);
         if queue.len() >= shared.config.batch {
             shared.arrived.notify_one();
         }
@@ -318,8 +323,9 @@ impl AuditWriter {
         self.shared.flushing.fetch_add(1, Ordering::AcqRel);
         let _flushing = Flushing(&self.shared.flushing);
         let deadline = Instant::now() + timeout;
+        let target = self.shared.enqueued.load(Ordering::Acquire);
         self.shared.arrived.notify_one();
-        while self.queued() > 0 {
+        while self.shared.written.load(Ordering::Acquire) < target {
             if Instant::now() >= deadline {
                 return false;
             }

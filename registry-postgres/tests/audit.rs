@@ -342,3 +342,61 @@ async fn a_writer_dropped_without_shutdown_does_not_hang() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_with_the_database_down_says_so_in_time() {
+    let (mut cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default());
+        cluster.stop().unwrap();
+        record_many(&sink, &events, 10);
+        let started = Instant::now();
+        let outcome = writer.shutdown(Duration::from_millis(500)).await;
+        assert!(outcome.is_err(), "{outcome:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(writer.written(), 0);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_waits_for_the_events_before_it_not_for_a_quiet_moment() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default().capacity(1_000_000));
+        let sink = Arc::new(sink);
+        record_many(&sink, &events, 2_000);
+        // A replica that keeps serving: events keep coming while it flushes.
+        let stop = Arc::new(AtomicBool::new(false));
+        let busy = {
+            let (sink, stop, events) = (sink.clone(), stop.clone(), events.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    record_many(&sink, &events, 50);
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = Instant::now();
+        let flushed = writer.flush(Duration::from_secs(5)).await;
+        let took = started.elapsed();
+        stop.store(true, Ordering::SeqCst);
+        busy.join().unwrap();
+        assert!(
+            flushed,
+            "flush gave up after {took:?} while events kept coming"
+        );
+        assert!(writer.written() >= 2_000);
+        writer.shutdown(Duration::from_secs(20)).await.unwrap();
+    })
+    .await;
+}

@@ -510,6 +510,68 @@ async fn a_restoration_does_not_bring_back_a_version_replaced_elsewhere() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_recorded_at_once_by_many_planes_are_numbered_without_gaps() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_b, registry_b, feed_b) = replica(&url, "b", &counter).await;
+        let mut tasks = Vec::new();
+        for index in 0..8 {
+            let plane = plane(&url, &format!("p{index}")).await;
+            tasks.push(tokio::spawn(async move {
+                let mut seqs = Vec::new();
+                for round in 0..20 {
+                    let tool = if round % 2 == 0 { "echo" } else { "status" };
+                    seqs.push(plane.revoke(tool, "many", "p").await.unwrap());
+                }
+                seqs
+            }));
+        }
+        let mut seqs = Vec::new();
+        for task in tasks {
+            let mine = task.await.unwrap();
+            assert!(mine.windows(2).all(|pair| pair[0] < pair[1]), "{mine:?}");
+            seqs.extend(mine);
+        }
+        seqs.sort_unstable();
+        assert_eq!(seqs, (1..=160).collect::<Vec<i64>>());
+        wait_until(PROPAGATION, "B applies all 160", || {
+            feed_b.applied_seq() == 160
+        })
+        .await;
+        assert_eq!(registry_b.is_revoked_now("echo"), Some(true));
+        assert_eq!(registry_b.is_revoked_now("status"), Some(true));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_without_a_notification_arrives_with_the_heartbeat() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_b, registry_b, feed_b) = replica(&url, "b", &counter).await;
+        // Written as a replica would, but the notification is lost.
+        common::sql(&url)
+            .await
+            .batch_execute(
+                "INSERT INTO registry_changes (seq, tool, kind, reason, origin)
+                 VALUES (1, 'status', 'revoke', 'quiet', 'sql')",
+            )
+            .await
+            .unwrap();
+        // The heartbeat is 50 ms.
+        let took = wait_until(Duration::from_millis(1000), "B reads it anyway", || {
+            registry_b.is_revoked_now("status") == Some(true)
+        })
+        .await;
+        assert_eq!(feed_b.applied_seq(), 1);
+        eprintln!("a change without a notification was applied after {took:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_shut_down_leaves_the_registry_held() {
     let (_cluster, url) = cluster("feed");
     bounded(LIMIT, async {

@@ -83,3 +83,24 @@ async fn a_schema_newer_than_the_program_is_refused() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_is_down_is_an_error_in_time() {
+    let (mut cluster, url) = cluster("down");
+    bounded(Duration::from_secs(60), async {
+        cluster.stop().unwrap();
+        let started = std::time::Instant::now();
+        let error = ControlPlane::builder(&url)
+            .timeout(Duration::from_secs(1))
+            .connect()
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(!error.to_string().is_empty());
+    })
+    .await;
+}

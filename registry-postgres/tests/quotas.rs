@@ -306,3 +306,37 @@ async fn a_late_writer_does_not_refill_twice() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_call_after_a_restart_is_served() {
+    let (mut cluster, url) = cluster("quotas");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let a = replica(&url, "a", &counter, "1000/min").await;
+        // Fill the pool with connections.
+        let tasks: Vec<_> = (0..16)
+            .map(|index| {
+                let a = a.clone();
+                tokio::spawn(async move {
+                    let run = a.open_run(format!("run-{index}"), &subject());
+                    run.call(call(&format!("c{index}"), "status")).await
+                })
+            })
+            .collect();
+        for task in tasks {
+            assert!(!task.await.unwrap().is_error());
+        }
+        cluster.stop().unwrap();
+        cluster.start_again().unwrap();
+        let run = a.open_run("run-after", &subject());
+        for index in 0..20 {
+            let observation = run.call(call(&format!("after{index}"), "status")).await;
+            assert!(
+                !observation.is_error(),
+                "call {index} after the restart: {observation:?}"
+            );
+        }
+        assert_eq!(counter.get(), 36);
+    })
+    .await;
+}
