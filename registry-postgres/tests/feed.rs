@@ -572,6 +572,28 @@ async fn a_change_without_a_notification_arrives_with_the_heartbeat() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_shorter_than_the_heartbeat_does_not_hold_a_healthy_replica() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        // The default heartbeat is 250 ms.
+        let plane = ControlPlane::builder(&url)
+            .lease(Duration::from_millis(100))
+            .connect()
+            .await
+            .unwrap();
+        let registry = common::builder(&counter).build().unwrap();
+        let _feed = plane.follow(&registry).await.unwrap();
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(1500) {
+            assert_eq!(registry.suspended(), None, "after {:?}", started.elapsed());
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_shut_down_leaves_the_registry_held() {
     let (_cluster, url) = cluster("feed");
     bounded(LIMIT, async {
