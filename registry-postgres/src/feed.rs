@@ -32,7 +32,9 @@ const PAGE: i64 = 1000;
 /// change it applied, and lets calls through again.
 ///
 /// A replacement recorded elsewhere carries the new definition's fingerprint: a replica whose
-/// definition differs does not have that version, and revokes its own until it is given it.
+/// definition differs does not have that version, and revokes its own until it is given it
+/// (a restoration recorded later restores the new version elsewhere, and leaves this
+/// replica's old one revoked).
 ///
 /// Shutting it down (or dropping it) leaves the registry held: without the feed it cannot
 /// know what changed.

@@ -400,3 +400,50 @@ async fn flush_waits_for_the_events_before_it_not_for_a_quiet_moment() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_applied_from_the_feed_are_audited() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default());
+        let counter = Counter::default();
+        let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let feed = plane.follow(&registry).await.unwrap();
+        feed.revoke("status", "incident").await.unwrap();
+        feed.restore("status", "over").await.unwrap();
+        assert!(writer.flush(Duration::from_secs(10)).await);
+        let rows = sql(&url)
+            .await
+            .query(
+                "SELECT tool, outcome, replica FROM audit_events WHERE kind = 'change' ORDER BY id",
+                &[],
+            )
+            .await
+            .unwrap();
+        let changes: Vec<(Option<String>, Option<String>, String)> = rows
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect();
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert_eq!(changes[0].0.as_deref(), Some("status"));
+        assert_eq!(changes[0].2, "a");
+        assert!(
+            changes[0]
+                .1
+                .as_deref()
+                .is_some_and(|kind| kind.starts_with("revok")),
+            "{changes:?}"
+        );
+        assert!(
+            changes[1]
+                .1
+                .as_deref()
+                .is_some_and(|kind| kind.starts_with("restor")),
+            "{changes:?}"
+        );
+        feed.shutdown().await;
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
