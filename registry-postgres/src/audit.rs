@@ -1,7 +1,7 @@
 //! Audit events in `audit_events`, written in batches by a writer of their own.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -126,6 +126,12 @@ struct Shared {
     written: AtomicU64,
     /// Events taken out of the queue but not written yet.
     in_flight: AtomicU64,
+    /// Callers of [`AuditWriter::flush`] waiting: the writer writes what the queue holds
+    /// without waiting for a full batch or the flush interval.
+    flushing: AtomicUsize,
+    /// Events ever put in the queue: a flush waits until `written` reaches the count it
+    /// saw (the queue is written in order), not until the queue is empty.
+    enqueued: AtomicU64,
     replica: String,
 }
 
@@ -157,6 +163,8 @@ impl ControlPlane {
             dropped: AtomicU64::new(0),
             written: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
+            flushing: AtomicUsize::new(0),
+            enqueued: AtomicU64::new(0),
             replica: self.replica().to_owned(),
         });
         let plane = self.clone();
@@ -238,8 +246,14 @@ impl std::fmt::Debug for AuditWriter {
 
 impl AuditSink for PgAuditSink {
     fn record(&self, event: &AuditEvent) {
-        let row = row_of(event);
         let shared = &self.shared;
+        if shared.closing.load(Ordering::Acquire) {
+            // The writer is stopping or stopped: nothing would write it, and the queue must
+            // not grow without bound.
+            shared.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let row = row_of(event);
         let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if queue.len() >= shared.config.capacity && !shared.closing.load(Ordering::Acquire) {
             match shared.config.when_full {
@@ -266,6 +280,7 @@ impl AuditSink for PgAuditSink {
             }
         }
         queue.push_back(row);
+        shared.enqueued.fetch_add(1, Ordering::AcqRel);
         if queue.len() >= shared.config.batch {
             shared.arrived.notify_one();
         }
@@ -278,7 +293,8 @@ impl AuditWriter {
         self.shared.written.load(Ordering::Acquire)
     }
 
-    /// Events dropped because the queue was full (only under [`WhenFull::Drop`]).
+    /// Events dropped because the queue was full (only under [`WhenFull::Drop`]), or because
+    /// they were recorded after [`shutdown`](Self::shutdown) (or after the writer was dropped).
     pub fn dropped(&self) -> u64 {
         self.shared.dropped.load(Ordering::Acquire)
     }
@@ -297,9 +313,19 @@ impl AuditWriter {
     /// Waits until every event recorded before this call is written, for `timeout` at most;
     /// `false` if some are still waiting (the database is slow or down).
     pub async fn flush(&self, timeout: Duration) -> bool {
+        /// Counts this flush among those waiting, until it returns (or is dropped).
+        struct Flushing<'a>(&'a AtomicUsize);
+        impl Drop for Flushing<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.shared.flushing.fetch_add(1, Ordering::AcqRel);
+        let _flushing = Flushing(&self.shared.flushing);
         let deadline = Instant::now() + timeout;
+        let target = self.shared.enqueued.load(Ordering::Acquire);
         self.shared.arrived.notify_one();
-        while self.queued() > 0 {
+        while self.shared.written.load(Ordering::Acquire) < target {
             if Instant::now() >= deadline {
                 return false;
             }
@@ -427,7 +453,8 @@ fn take_batch(shared: &Shared, batch: &mut Vec<Row>) -> bool {
     loop {
         let closing = shared.closing.load(Ordering::Acquire);
         let now = Instant::now();
-        if queue.len() >= shared.config.batch || closing || (now >= deadline && !queue.is_empty()) {
+        let due = now >= deadline || shared.flushing.load(Ordering::Acquire) > 0;
+        if queue.len() >= shared.config.batch || closing || (due && !queue.is_empty()) {
             let take = queue.len().min(shared.config.batch);
             batch.extend(queue.drain(..take));
             shared

@@ -1,6 +1,7 @@
 //! The change feed: every replica applies every recorded change, in order, and holds its
 //! calls while it cannot know what changed.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -31,7 +32,9 @@ const PAGE: i64 = 1000;
 /// change it applied, and lets calls through again.
 ///
 /// A replacement recorded elsewhere carries the new definition's fingerprint: a replica whose
-/// definition differs does not have that version, and revokes its own until it is given it.
+/// definition differs does not have that version, and revokes its own until it is given it
+/// (a restoration recorded later restores the new version elsewhere, and leaves this
+/// replica's old one revoked).
 ///
 /// Shutting it down (or dropping it) leaves the registry held: without the feed it cannot
 /// know what changed.
@@ -51,6 +54,9 @@ struct Shared {
     holding: AtomicBool,
     /// Serializes holding and releasing.
     gate: Mutex<()>,
+    /// The fingerprint of each tool's latest recorded replacement: a replica whose
+    /// definition differs keeps its version revoked, even when a restoration comes later.
+    replaced: Mutex<HashMap<String, String>>,
     stop: watch::Sender<bool>,
 }
 
@@ -74,6 +80,7 @@ impl ControlPlane {
             last_ok: Mutex::new(Instant::now()),
             holding: AtomicBool::new(false),
             gate: Mutex::new(()),
+            replaced: Mutex::new(HashMap::new()),
             stop,
         });
         let follower = Follower {
@@ -301,7 +308,12 @@ impl Follower {
             let count = rows.len();
             for row in &rows {
                 let record = change_of(row)?;
-                apply(&self.registry, &record);
+                let mut replaced = self
+                    .shared
+                    .replaced
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                apply(&self.registry, &mut replaced, &record);
                 self.shared.applied.send_replace(record.seq);
             }
             if (count as i64) < PAGE {
@@ -338,7 +350,7 @@ impl Follower {
                         self.hold(&format!("the control plane cannot be reached ({error})"));
                         tokio::select! {
                             _ = tokio::time::sleep(backoff) => {}
-                            _ = stop.changed() => return,
+                            _ = stop.wait_for(|stopped| *stopped) => return,
                         }
                         backoff = (backoff * 2).min(Duration::from_secs(1));
                     }
@@ -348,7 +360,7 @@ impl Follower {
             let woke = tokio::select! {
                 notice = live.notices.recv() => notice.is_some(),
                 _ = tokio::time::sleep(heartbeat) => true,
-                _ = stop.changed() => return,
+                _ = stop.wait_for(|stopped| *stopped) => return,
             };
             let result = if woke {
                 // Several notifications may be waiting: one catch-up covers them all.
@@ -380,7 +392,7 @@ impl Follower {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(tick) => {}
-                _ = stop.changed() => return,
+                _ = stop.wait_for(|stopped| *stopped) => return,
             }
             let silent = self
                 .shared
@@ -431,13 +443,24 @@ impl Follower {
 }
 
 /// Applies one recorded change to the registry, through its own revoke and restore.
-fn apply(registry: &Registry, record: &ChangeRecord) {
+/// `replaced` holds the fingerprint of each tool's latest replacement applied so far.
+fn apply(registry: &Registry, replaced: &mut HashMap<String, String>, record: &ChangeRecord) {
     let tool = record.tool.as_str();
     let outcome = match record.kind {
         RecordedKind::Revoke => registry.revoke(tool, record.reason.clone()).map(drop),
-        RecordedKind::Restore => match registry.restore(tool, record.reason.clone()) {
-            Err(RegistryError::NotRevoked { .. }) => Ok(()),
-            other => other.map(drop),
+        RecordedKind::Restore => match (registry.get(tool), replaced.get(tool)) {
+            // The other replicas restore the version that replaced this one's; this replica
+            // does not have it, and must not bring its old one back.
+            (Ok(current), Some(fingerprint))
+                if current.fingerprint().to_string() != *fingerprint =>
+            {
+                tracing::info!(seq = record.seq, tool = ?tool, "a restoration of a version this replica does not have; its own stays revoked");
+                Ok(())
+            }
+            _ => match registry.restore(tool, record.reason.clone()) {
+                Err(RegistryError::NotRevoked { .. }) => Ok(()),
+                other => other.map(drop),
+            },
         },
         RecordedKind::Replace => match registry.get(tool) {
             Ok(current) if Some(current.fingerprint().to_string()) == record.fingerprint => Ok(()),
@@ -454,6 +477,11 @@ fn apply(registry: &Registry, record: &ChangeRecord) {
             Err(error) => Err(error),
         },
     };
+    if record.kind == RecordedKind::Replace
+        && let Some(fingerprint) = &record.fingerprint
+    {
+        replaced.insert(record.tool.clone(), fingerprint.clone());
+    }
     match outcome {
         Ok(()) => {
             tracing::debug!(seq = record.seq, tool = ?tool, kind = record.kind.as_str(), "change applied")

@@ -5,7 +5,10 @@ use tokio_postgres::Client;
 use crate::error::Error;
 
 /// Every migration, in order: version `i + 1` is `MIGRATIONS[i]`.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_control_plane.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_control_plane.sql"),
+    include_str!("../migrations/0002_quota_time_never_goes_back.sql"),
+];
 
 /// The key of the advisory lock held while migrating (any constant the application does not
 /// use itself: "registry" in ASCII).

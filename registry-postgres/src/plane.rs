@@ -161,7 +161,8 @@ impl ControlPlaneBuilder {
     }
 
     /// How long the change feed may go without an answer from the database before this
-    /// replica holds every call (default 2 s). A dropped connection holds them at once.
+    /// replica holds every call (default 2 s). A dropped connection holds them at once. The
+    /// heartbeat is shortened to half the lease if it is longer.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.settings.lease = lease;
         self
@@ -175,7 +176,13 @@ impl ControlPlaneBuilder {
     }
 
     /// Connects, and applies the schema if the database lacks it.
-    pub async fn connect(self) -> Result<ControlPlane, Error> {
+    pub async fn connect(mut self) -> Result<ControlPlane, Error> {
+        // The feed proves the connection alive once a heartbeat: a heartbeat as long as the
+        // lease would let the lease run out between two, and hold a healthy replica's calls.
+        let half_lease = (self.settings.lease / 2).max(Duration::from_millis(10));
+        if self.settings.heartbeat > half_lease {
+            self.settings.heartbeat = half_lease;
+        }
         let mut config: tokio_postgres::Config = self
             .url
             .parse()

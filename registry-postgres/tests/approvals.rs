@@ -1,0 +1,479 @@
+//! `PgApprovalStore` through the real core: requests made on one replica and decided on
+//! another, exactly once, operators' verdicts, expiry, and a database that is down.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Counter, bounded, builder, call, cluster, plane, sql, subject};
+use registry_core::{ApprovalError, ApprovalState, ErrorKind, Registry};
+use registry_postgres::{ApprovalFilter, ControlPlane, Verdict, VerdictOutcome};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A registry (a replica) on its own plane, sharing `counter`.
+async fn replica(url: &str, name: &str, counter: &Counter) -> (ControlPlane, Registry) {
+    let plane = plane(url, name).await;
+    let registry = builder(counter)
+        .approval_store(plane.approval_store())
+        .build()
+        .unwrap();
+    (plane, registry)
+}
+
+/// Asks for approval of `deploy` on `registry`; returns the request's id.
+async fn ask(registry: &Registry, call_id: &str) -> String {
+    let run = registry.open_run(format!("run-{call_id}"), &subject());
+    let observation = run.call(call(call_id, "deploy")).await;
+    assert_eq!(
+        observation.error_kind(),
+        Some(ErrorKind::ApprovalRequired),
+        "{observation:?}"
+    );
+    observation.approval().expect("a request").id().to_owned()
+}
+
+fn pending_only() -> ApprovalFilter {
+    let mut filter = ApprovalFilter::default();
+    filter.pending = true;
+    filter
+}
+
+async fn state_of(url: &str, id: &str) -> String {
+    sql(url)
+        .await
+        .query_one("SELECT state FROM registry_approvals WHERE id = $1", &[&id])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_made_on_one_replica_is_approved_on_another_and_runs_once() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_a, registry_a) = replica(&url, "a", &counter).await;
+        let (_b, registry_b) = replica(&url, "b", &counter).await;
+        let (_c, registry_c) = replica(&url, "c", &counter).await;
+        let id = ask(&registry_a, "c1").await;
+        assert_eq!(counter.get(), 0);
+
+        let row = sql(&url)
+            .await
+            .query_one(
+                "SELECT state, tool, tenant, agent, call_id, origin, decision IS NULL
+                   FROM registry_approvals WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), "pending");
+        assert_eq!(row.get::<_, String>(1), "deploy");
+        assert_eq!(row.get::<_, String>(2), "acme");
+        assert_eq!(
+            row.get::<_, Option<String>>(3).as_deref(),
+            Some("release-bot")
+        );
+        assert_eq!(row.get::<_, String>(4), "c1");
+        assert_eq!(row.get::<_, String>(5), "a");
+        assert!(row.get::<_, bool>(6));
+
+        // Another replica, a run opened for the same subject: it approves, the call runs.
+        let run_b = registry_b.open_run("run-b", &subject());
+        let done = run_b.approve_by(&id, "alice").await.unwrap();
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(done.call_id(), "c1");
+        assert_eq!(counter.get(), 1);
+        assert_eq!(state_of(&url, &id).await, "approved");
+
+        // A third decision, from any replica: decided already, nothing runs.
+        for registry in [&registry_a, &registry_b, &registry_c] {
+            let run = registry.open_run("run-late", &subject());
+            let error = run.approve(&id).await.unwrap_err();
+            assert!(
+                matches!(
+                    &error,
+                    ApprovalError::AlreadyDecided {
+                        state: ApprovalState::Approved { by: Some(by), .. },
+                        ..
+                    } if by == "alice"
+                ),
+                "{error:?}"
+            );
+            let error = run.deny(&id, "too late").await.unwrap_err();
+            assert!(
+                matches!(error, ApprovalError::AlreadyDecided { .. }),
+                "{error:?}"
+            );
+        }
+        assert_eq!(counter.get(), 1);
+
+        // An id no replica made.
+        let run = registry_c.open_run("run-c", &subject());
+        let error = run
+            .approve("apr_00000000000000000000000000000000")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, ApprovalError::UnknownId { .. }),
+            "{error:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_approvals_from_eight_replicas_run_the_call_once() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let mut replicas = Vec::new();
+        for index in 0..8 {
+            replicas.push(replica(&url, &format!("r{index}"), &counter).await);
+        }
+        for round in 0..5 {
+            let id = ask(&replicas[round % 8].1, &format!("c{round}")).await;
+            let before = counter.get();
+            let barrier = Arc::new(tokio::sync::Barrier::new(8));
+            let tasks: Vec<_> = replicas
+                .iter()
+                .map(|(_, registry)| {
+                    let run = registry.open_run("run-approver", &subject());
+                    let id = id.clone();
+                    let barrier = barrier.clone();
+                    tokio::spawn(async move {
+                        barrier.wait().await;
+                        run.approve(&id).await
+                    })
+                })
+                .collect();
+            let mut outcomes = Vec::new();
+            for task in tasks {
+                outcomes.push(task.await.unwrap());
+            }
+            let winners = outcomes.iter().filter(|outcome| outcome.is_ok()).count();
+            assert_eq!(winners, 1, "round {round}: {outcomes:?}");
+            for outcome in outcomes.iter().filter_map(|outcome| outcome.as_ref().err()) {
+                assert!(
+                    matches!(outcome, ApprovalError::AlreadyDecided { .. }),
+                    "round {round}: {outcome:?}"
+                );
+            }
+            assert_eq!(counter.get(), before + 1, "round {round}");
+            assert_eq!(state_of(&url, &id).await, "approved");
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_request_is_settled_on_any_replica() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let plane_a = plane(&url, "a").await;
+        let plane_b = plane(&url, "b").await;
+        let ttl = Duration::from_millis(300);
+        let registry_a = builder(&counter)
+            .approval_store(plane_a.approval_store())
+            .approval_ttl(ttl)
+            .build()
+            .unwrap();
+        let registry_b = builder(&counter)
+            .approval_store(plane_b.approval_store())
+            .approval_ttl(ttl)
+            .build()
+            .unwrap();
+        let id = ask(&registry_a, "c1").await;
+        let pending = plane_b.approvals(&pending_only()).await.unwrap();
+        assert_eq!(pending.len(), 1);
+        tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+        // Listed as expired before anyone settles it.
+        let pending = plane_b.approvals(&pending_only()).await.unwrap();
+        assert!(pending.is_empty(), "{pending:?}");
+        let all = plane_b.approvals(&ApprovalFilter::default()).await.unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].state, "expired");
+
+        let run_b = registry_b.open_run("run-b", &subject());
+        let error = run_b.approve(&id).await.unwrap_err();
+        let ApprovalError::Expired { observation, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(observation.error_kind(), Some(ErrorKind::Denied));
+        assert_eq!(state_of(&url, &id).await, "expired");
+        let run_a = registry_a.open_run("run-a", &subject());
+        let error = run_a.approve(&id).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ApprovalError::AlreadyDecided {
+                    state: ApprovalState::Expired,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        // An operator's verdict on it changes nothing.
+        let outcome = plane_a
+            .give_verdict(&id, &Verdict::Approve { by: "op".into() })
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, VerdictOutcome::AlreadyDecided { .. }),
+            "{outcome:?}"
+        );
+        assert_eq!(counter.get(), 0);
+
+        // Expired but not settled by a run: a verdict settles it as expired.
+        let id = ask(&registry_a, "c2").await;
+        tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+        let outcome = plane_b
+            .give_verdict(&id, &Verdict::Approve { by: "op".into() })
+            .await
+            .unwrap();
+        assert_eq!(outcome, VerdictOutcome::Expired);
+        assert_eq!(state_of(&url, &id).await, "expired");
+        let error = run_a.approve(&id).await.unwrap_err();
+        assert!(
+            matches!(error, ApprovalError::AlreadyDecided { .. }),
+            "{error:?}"
+        );
+        assert_eq!(counter.get(), 0);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operators_verdicts_are_given_once() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (plane_a, registry_a) = replica(&url, "a", &counter).await;
+        let admin = plane(&url, "registry-admin").await;
+
+        // A denial decides at once.
+        let denied = ask(&registry_a, "c1").await;
+        let outcome = admin
+            .give_verdict(
+                &denied,
+                &Verdict::Deny {
+                    by: "bob".into(),
+                    reason: "not today".into(),
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(outcome, VerdictOutcome::Given);
+        assert_eq!(state_of(&url, &denied).await, "denied");
+        assert_eq!(admin.pending_approval_by(&denied).await.unwrap(), None);
+        let run = registry_a.open_run("run-a", &subject());
+        let error = run.approve(&denied).await.unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ApprovalError::AlreadyDecided {
+                    state: ApprovalState::Denied { by: Some(by), reason },
+                    ..
+                } if by == "bob" && reason == "not today"
+            ),
+            "{error:?}"
+        );
+        let again = admin
+            .give_verdict(&denied, &Verdict::Approve { by: "carol".into() })
+            .await
+            .unwrap();
+        assert!(
+            matches!(again, VerdictOutcome::AlreadyDecided { .. }),
+            "{again:?}"
+        );
+        let record = admin
+            .approvals(&ApprovalFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|record| record.id == denied)
+            .unwrap();
+        assert_eq!(record.state, "denied");
+        assert_eq!(record.decided_by.as_deref(), Some("bob"));
+        assert_eq!(record.verdict.as_deref(), Some("deny"));
+
+        // An approval waits for the replica whose client waits on it.
+        let approved = ask(&registry_a, "c2").await;
+        let outcome = admin
+            .give_verdict(&approved, &Verdict::Approve { by: "alice".into() })
+            .await
+            .unwrap();
+        assert_eq!(outcome, VerdictOutcome::Given);
+        assert_eq!(
+            plane_a
+                .pending_approval_by(&approved)
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("alice")
+        );
+        assert_eq!(state_of(&url, &approved).await, "pending");
+        let second = admin
+            .give_verdict(
+                &approved,
+                &Verdict::Deny {
+                    by: "mallory".into(),
+                    reason: "second".into(),
+                },
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(&second, VerdictOutcome::AlreadyDecided { state } if state.contains("alice")),
+            "{second:?}"
+        );
+        assert_eq!(state_of(&url, &approved).await, "pending");
+        assert_eq!(counter.get(), 0);
+        let done = run.approve_by(&approved, "alice").await.unwrap();
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(counter.get(), 1);
+        assert_eq!(plane_a.pending_approval_by(&approved).await.unwrap(), None);
+
+        // Concurrent verdicts from eight planes: one is given.
+        let contested = ask(&registry_a, "c3").await;
+        let mut planes = Vec::new();
+        for index in 0..8 {
+            planes.push(plane(&url, &format!("op{index}")).await);
+        }
+        let barrier = Arc::new(tokio::sync::Barrier::new(8));
+        let tasks: Vec<_> = planes
+            .into_iter()
+            .enumerate()
+            .map(|(index, plane)| {
+                let id = contested.clone();
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    let verdict = if index % 2 == 0 {
+                        Verdict::Approve {
+                            by: format!("op{index}"),
+                        }
+                    } else {
+                        Verdict::Deny {
+                            by: format!("op{index}"),
+                            reason: "no".into(),
+                        }
+                    };
+                    barrier.wait().await;
+                    plane.give_verdict(&id, &verdict).await.unwrap()
+                })
+            })
+            .collect();
+        let mut outcomes = Vec::new();
+        for task in tasks {
+            outcomes.push(task.await.unwrap());
+        }
+        let given = outcomes
+            .iter()
+            .filter(|outcome| **outcome == VerdictOutcome::Given)
+            .count();
+        assert_eq!(given, 1, "{outcomes:?}");
+        assert!(
+            outcomes.iter().all(|outcome| matches!(
+                outcome,
+                VerdictOutcome::Given | VerdictOutcome::AlreadyDecided { .. }
+            )),
+            "{outcomes:?}"
+        );
+
+        // No such request.
+        let unknown = admin
+            .give_verdict("apr_nothing", &Verdict::Approve { by: "x".into() })
+            .await
+            .unwrap();
+        assert_eq!(unknown, VerdictOutcome::Unknown);
+        assert_eq!(counter.get(), 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pending_list_holds_pending_requests_only() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (plane_a, registry_a) = replica(&url, "a", &counter).await;
+        let mut ids = Vec::new();
+        for index in 0..4 {
+            ids.push(ask(&registry_a, &format!("c{index}")).await);
+        }
+        let run = registry_a.open_run("run-a", &subject());
+        run.approve(&ids[0]).await.unwrap();
+        run.deny(&ids[1], "no").await.unwrap();
+        let pending = plane_a.approvals(&pending_only()).await.unwrap();
+        let mut listed: Vec<&str> = pending.iter().map(|record| record.id.as_str()).collect();
+        listed.sort_unstable();
+        let mut expected = vec![ids[2].as_str(), ids[3].as_str()];
+        expected.sort_unstable();
+        assert_eq!(listed, expected);
+        assert!(pending.iter().all(|record| record.state == "pending"));
+        assert!(
+            pending
+                .iter()
+                .all(|record| record.question.contains("deploy"))
+        );
+        assert_eq!(pending[0].origin, "a");
+        let all = plane_a.approvals(&ApprovalFilter::default()).await.unwrap();
+        assert_eq!(all.len(), 4);
+        let limited = plane_a
+            .approvals(&{
+                let mut filter = ApprovalFilter::default();
+                filter.limit = Some(1);
+                filter
+            })
+            .await
+            .unwrap();
+        assert_eq!(limited.len(), 1);
+        assert_eq!(limited[0].id, ids[3], "newest first");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_is_down_refuses_approvals_and_runs_nothing() {
+    let (mut cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_a, registry_a) = replica(&url, "a", &counter).await;
+        let waiting = ask(&registry_a, "c0").await;
+        cluster.stop().unwrap();
+
+        let run = registry_a.open_run("run-a", &subject());
+        let observation = run.call(call("c1", "deploy")).await;
+        assert_eq!(
+            observation.error_kind(),
+            Some(ErrorKind::Unavailable),
+            "{observation:?}"
+        );
+        assert!(observation.approval().is_none());
+        let error = run.approve(&waiting).await.unwrap_err();
+        assert!(matches!(error, ApprovalError::Store(_)), "{error:?}");
+        assert_eq!(counter.get(), 0);
+
+        cluster.start_again().unwrap();
+        // The pool reconnects: the request made before is still pending, and runs once.
+        let done = common::wait_until_async(Duration::from_secs(10), "the store is back", || {
+            let run = registry_a.open_run("run-again", &subject());
+            let id = waiting.clone();
+            async move {
+                match run.approve(&id).await {
+                    Ok(done) => !done.is_error(),
+                    Err(ApprovalError::Store(_)) => false,
+                    Err(other) => panic!("{other:?}"),
+                }
+            }
+        })
+        .await;
+        let _ = done;
+        assert_eq!(counter.get(), 1);
+        assert_eq!(state_of(&url, &waiting).await, "approved");
+    })
+    .await;
+}

@@ -1,0 +1,449 @@
+//! `PgAuditSink`: events of real calls in `audit_events` without argument values, batches,
+//! a flushing shutdown, and both answers to a full queue while the database is down.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Counter, bounded, call, cluster, plane, sql, subject};
+use registry_core::{AuditEvent, AuditSink, Registry, ToolCall};
+use registry_postgres::{AuditConfig, AuditFilter, PgAuditSink, WhenFull};
+use serde_json::json;
+
+const LIMIT: Duration = Duration::from_secs(90);
+const SECRET: &str = "hunter2-Zq9-very-secret-value";
+
+async fn count(url: &str, kind: &str) -> i64 {
+    sql(url)
+        .await
+        .query_one(
+            "SELECT count(*) FROM audit_events WHERE kind = $1",
+            &[&kind],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Some real events: those of a registry's run that makes a few calls (a projection, calls
+/// that succeed or fail, an approval request).
+fn sample_events() -> Vec<AuditEvent> {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+    };
+    let counter = Counter::default();
+    let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+    let run = registry.open_run("run-sample", &subject());
+    run.call_blocking(call("c1", "status"));
+    run.call_blocking(call("c2", "deploy"));
+    run.call_blocking(ToolCall::new("c3", "echo", json!({"text": 1})));
+    let events = events.lock().unwrap().clone();
+    assert!(events.len() >= 4, "{events:?}");
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_real_calls_are_written_without_argument_values() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default());
+        let counter = Counter::default();
+        let registry = common::builder(&counter)
+            .audit_sink(sink)
+            .approval_store(plane.approval_store())
+            .build()
+            .unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let done = run
+            .call(ToolCall::new("c1", "echo", json!({"text": SECRET})))
+            .await;
+        assert!(!done.is_error(), "{done:?}");
+        let refused = run
+            .call(ToolCall::new("c2", "echo", json!({"text": 42, "other": SECRET})))
+            .await;
+        assert!(refused.is_error());
+        let asked = run
+            .call(ToolCall::new("c3", "deploy", json!({"project": SECRET})))
+            .await;
+        let id = asked.approval().unwrap().id().to_owned();
+        run.deny(&id, "no").await.unwrap();
+        assert!(writer.flush(Duration::from_secs(10)).await);
+
+        let client = sql(&url).await;
+        let rows = client
+            .query(
+                "SELECT kind, tool, outcome, call_id, run_id, tenant, replica, approval_id, event::text
+                   FROM audit_events ORDER BY id",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert!(!rows.is_empty());
+        for row in &rows {
+            let event: String = row.get(8);
+            assert!(!event.contains(SECRET), "an argument value was written: {event}");
+            assert_eq!(row.get::<_, String>(6), "a");
+        }
+        let leaks: i64 = client
+            .query_one(
+                "SELECT count(*) FROM audit_events t WHERE t::text LIKE '%' || $1 || '%'",
+                &[&SECRET],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(leaks, 0);
+        let calls: Vec<(String, String, String)> = rows
+            .iter()
+            .filter(|row| row.get::<_, String>(0) == "call")
+            .map(|row| (row.get(1), row.get(2), row.get(3)))
+            .collect();
+        assert!(
+            calls.contains(&("echo".into(), "ok".into(), "c1".into())),
+            "{calls:?}"
+        );
+        assert!(
+            calls.contains(&("echo".into(), "invalid_arguments".into(), "c2".into())),
+            "{calls:?}"
+        );
+        let call_row = rows
+            .iter()
+            .find(|row| row.get::<_, String>(0) == "call")
+            .unwrap();
+        assert_eq!(call_row.get::<_, Option<String>>(4).as_deref(), Some("run-1"));
+        assert_eq!(call_row.get::<_, Option<String>>(5).as_deref(), Some("acme"));
+        let approvals: Vec<(String, Option<String>)> = rows
+            .iter()
+            .filter(|row| row.get::<_, String>(0) == "approval")
+            .map(|row| (row.get(2), row.get(7)))
+            .collect();
+        assert!(
+            approvals.contains(&("requested".into(), Some(id.clone()))),
+            "{approvals:?}"
+        );
+        assert!(approvals.contains(&("denied".into(), Some(id))), "{approvals:?}");
+        assert!(rows.iter().any(|row| row.get::<_, String>(0) == "projection"));
+
+        // The operators' view.
+        let mut filter = AuditFilter::default();
+        filter.kind = Some("call".into());
+        filter.tool = Some("echo".into());
+        let listed = plane.audit_events(&filter).await.unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0].call_id.as_deref(), Some("c2"), "newest first");
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
+
+/// Records `events` round-robin, `total` times in all.
+fn record_many(sink: &PgAuditSink, events: &[AuditEvent], total: usize) {
+    for index in 0..total {
+        sink.record(&events[index % events.len()]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_thousand_events_are_written_in_batches() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default().batch(500));
+        record_many(&sink, &events, 5_000);
+        assert!(writer.flush(Duration::from_secs(20)).await);
+        assert_eq!(writer.written(), 5_000);
+        assert_eq!(writer.queued(), 0);
+        assert_eq!(writer.dropped(), 0);
+        let total: i64 = sql(&url)
+            .await
+            .query_one("SELECT count(*) FROM audit_events", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(total, 5_000);
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_writes_everything_left() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        // Nothing would be written for a minute, nor before 100,000 events.
+        let (sink, writer) = plane.audit_sink(
+            AuditConfig::default()
+                .batch(100_000)
+                .capacity(200_000)
+                .flush_every(Duration::from_secs(60)),
+        );
+        record_many(&sink, &events, 1_234);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(writer.written(), 0);
+        writer.shutdown(Duration::from_secs(20)).await.unwrap();
+        // Recorded after the shutdown: not written, not kept either (memory stays bounded).
+        record_many(&sink, &events, 50_000);
+        assert_eq!(writer.queued(), 0);
+        assert_eq!(writer.dropped(), 50_000);
+        let total: i64 = sql(&url)
+            .await
+            .query_one("SELECT count(*) FROM audit_events", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(total, 1_234);
+        assert_eq!(writer.written(), 1_234);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_drops_and_counts_and_the_gap_is_on_record() {
+    let (mut cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(
+            AuditConfig::default()
+                .capacity(10)
+                .batch(5)
+                .flush_every(Duration::from_millis(20))
+                .when_full(WhenFull::Drop),
+        );
+        cluster.stop().unwrap();
+        let started = Instant::now();
+        let mut slowest = Duration::ZERO;
+        for index in 0..1_000 {
+            let one = Instant::now();
+            sink.record(&events[index % events.len()]);
+            slowest = slowest.max(one.elapsed());
+        }
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+        assert!(slowest < Duration::from_millis(50), "{slowest:?}");
+        let dropped = writer.dropped();
+        // The queue holds 10, and the writer holds at most one batch of 5.
+        assert!(dropped >= 985, "{dropped}");
+        assert_eq!(writer.written(), 0);
+        cluster.start_again().unwrap();
+        common::wait_until_async(Duration::from_secs(15), "the queue is written", || async {
+            writer.queued() == 0 && writer.dropped() == 0
+        })
+        .await;
+        assert!(writer.flush(Duration::from_secs(10)).await);
+        let client = sql(&url).await;
+        let recorded: i64 = client
+            .query_one(
+                "SELECT COALESCE(sum((event->>'count')::bigint), 0)::bigint FROM audit_events WHERE kind = 'dropped'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(u64::try_from(recorded).unwrap(), dropped);
+        let written: i64 = client
+            .query_one("SELECT count(*) FROM audit_events WHERE kind <> 'dropped'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(u64::try_from(written).unwrap(), writer.written());
+        assert_eq!(written + recorded, 1_000);
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_blocks_and_loses_nothing() {
+    let (mut cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(
+            AuditConfig::default()
+                .capacity(10)
+                .batch(5)
+                .flush_every(Duration::from_millis(20))
+                .when_full(WhenFull::Block),
+        );
+        cluster.stop().unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let recording = {
+            let done = done.clone();
+            std::thread::spawn(move || {
+                record_many(&sink, &events, 100);
+                done.store(true, Ordering::SeqCst);
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!done.load(Ordering::SeqCst), "recording did not wait");
+        assert!(!recording.is_finished());
+        cluster.start_again().unwrap();
+        common::wait_until(Duration::from_secs(15), "recording returns", || {
+            done.load(Ordering::SeqCst)
+        })
+        .await;
+        recording.join().unwrap();
+        assert!(writer.flush(Duration::from_secs(10)).await);
+        assert_eq!(writer.written(), 100);
+        assert_eq!(writer.dropped(), 0);
+        let total = count(&url, "call").await
+            + count(&url, "projection").await
+            + count(&url, "approval").await;
+        assert_eq!(total, 100);
+        assert_eq!(count(&url, "dropped").await, 0);
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_twenty_thousand_events() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default().capacity(50_000).batch(1_000));
+        let started = Instant::now();
+        record_many(&sink, &events, 20_000);
+        let queued = started.elapsed();
+        assert!(writer.flush(Duration::from_secs(60)).await);
+        let elapsed = started.elapsed();
+        assert_eq!(writer.written(), 20_000);
+        eprintln!(
+            "audit: 20,000 events recorded in {queued:?}, written in {elapsed:?}: {:.0} events/s",
+            20_000.0 / elapsed.as_secs_f64()
+        );
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
+
+/// A registry whose sink is the control plane's, dropped without shutdown: nothing hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_dropped_without_shutdown_does_not_hang() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default());
+        let counter = Counter::default();
+        let registry: Registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let run = registry.open_run("run", &subject());
+        assert!(!run.call(call("c1", "status")).await.is_error());
+        drop(writer);
+        assert!(!run.call(call("c2", "status")).await.is_error());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_with_the_database_down_says_so_in_time() {
+    let (mut cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default());
+        cluster.stop().unwrap();
+        record_many(&sink, &events, 10);
+        let started = Instant::now();
+        let outcome = writer.shutdown(Duration::from_millis(500)).await;
+        assert!(outcome.is_err(), "{outcome:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(writer.written(), 0);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flush_waits_for_the_events_before_it_not_for_a_quiet_moment() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let events = sample_events();
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default().capacity(1_000_000));
+        let sink = Arc::new(sink);
+        record_many(&sink, &events, 2_000);
+        // A replica that keeps serving: events keep coming while it flushes.
+        let stop = Arc::new(AtomicBool::new(false));
+        let busy = {
+            let (sink, stop, events) = (sink.clone(), stop.clone(), events.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    record_many(&sink, &events, 50);
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = Instant::now();
+        let flushed = writer.flush(Duration::from_secs(5)).await;
+        let took = started.elapsed();
+        stop.store(true, Ordering::SeqCst);
+        busy.join().unwrap();
+        assert!(
+            flushed,
+            "flush gave up after {took:?} while events kept coming"
+        );
+        assert!(writer.written() >= 2_000);
+        writer.shutdown(Duration::from_secs(20)).await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_applied_from_the_feed_are_audited() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default());
+        let counter = Counter::default();
+        let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let feed = plane.follow(&registry).await.unwrap();
+        feed.revoke("status", "incident").await.unwrap();
+        feed.restore("status", "over").await.unwrap();
+        assert!(writer.flush(Duration::from_secs(10)).await);
+        let rows = sql(&url)
+            .await
+            .query(
+                "SELECT tool, outcome, replica FROM audit_events WHERE kind = 'change' ORDER BY id",
+                &[],
+            )
+            .await
+            .unwrap();
+        let changes: Vec<(Option<String>, Option<String>, String)> = rows
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2)))
+            .collect();
+        assert_eq!(changes.len(), 2, "{changes:?}");
+        assert_eq!(changes[0].0.as_deref(), Some("status"));
+        assert_eq!(changes[0].2, "a");
+        assert!(
+            changes[0]
+                .1
+                .as_deref()
+                .is_some_and(|kind| kind.starts_with("revok")),
+            "{changes:?}"
+        );
+        assert!(
+            changes[1]
+                .1
+                .as_deref()
+                .is_some_and(|kind| kind.starts_with("restor")),
+            "{changes:?}"
+        );
+        feed.shutdown().await;
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
