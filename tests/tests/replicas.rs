@@ -10,7 +10,8 @@
 //!   at once, runs the waiting call once;
 //! - a rate limit is one bucket for the whole fleet;
 //! - `kill -9` of a replica in the middle of calls: committed approvals stay, nothing runs
-//!   twice, and the audit of calls completed before the last flush is in the table;
+//!   twice, and the audit of calls completed before the last flush is in the table; a clean
+//!   shutdown (SIGTERM) writes every event;
 //! - the database restarted under running replicas: calls are refused while it is down (never
 //!   fail open), and once it is back the replicas reconnect and catch up on a change made
 //!   while they were not listening.
@@ -658,4 +659,24 @@ async fn a_database_restart_holds_calls_then_the_replicas_catch_up() {
     }
     on_a.client.cancel().await.unwrap();
     on_b.client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_writes_every_audit_event() {
+    let mut fleet = fleet(&["a"], &["--rate", "0"]).await;
+    let client = modern(&fleet.replicas[0]).await;
+    let mut completed = 0;
+    for _ in 0..200 {
+        let result = call(&client, "get_status", json!({"project": "web"}))
+            .await
+            .unwrap();
+        assert!(!is_error(&result));
+        completed += 1;
+    }
+    drop(client);
+    // At once, before the writer's next batch: SIGTERM, and the server writes what is queued.
+    let status = fleet.replicas[0].terminate().await;
+    assert!(status.success(), "{status:?}");
+    let audited = audited_calls(&fleet.plane, "get_status").await;
+    assert_eq!(audited.len(), completed, "every completed call is audited");
 }
