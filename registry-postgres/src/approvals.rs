@@ -145,6 +145,24 @@ impl ControlPlane {
                         .map_err(Error::db("recording a denial"))?;
                 }
             }
+            // On the audit trail too, as the replica's own approval events are.
+            let (outcome, by, reason) = match verdict {
+                Verdict::Approve { by } => ("approve_given", by, None),
+                Verdict::Deny { by, reason } => ("denied", by, Some(reason)),
+            };
+            let event = serde_json::json!({
+                "event": "approval", "kind": outcome, "id": id, "by": by, "reason": reason,
+            });
+            transaction
+                .execute(
+                    "INSERT INTO audit_events
+                         (at, replica, kind, run_id, tenant, tool, call_id, outcome, approval_id, event)
+                     SELECT now(), $2, 'approval', run_id, tenant, tool, call_id, $3, id, $4
+                       FROM registry_approvals WHERE id = $1",
+                    &[&id, &self.replica(), &outcome, &event],
+                )
+                .await
+                .map_err(Error::db("auditing a verdict"))?;
             transaction
                 .execute("SELECT pg_notify($1, $2)", &[&VERDICTS, &id])
                 .await

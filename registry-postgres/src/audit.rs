@@ -505,34 +505,34 @@ async fn insert(client: &tokio_postgres::Client, replica: &str, rows: &[Row]) ->
     Ok(())
 }
 
-fn dropped_row(count: u64) -> Row {
-    Row {
-        at: SystemTime::now(),
-        kind: "dropped",
-        run_id: None,
-        tenant: None,
-        tool: None,
-        call_id: None,
-        outcome: None,
-        approval_id: None,
-        event: serde_json::json!({ "event": "dropped", "count": count }),
+impl Row {
+    /// A row of `kind`, now, with `event` and no other column.
+    fn bare(kind: &'static str, event: Value) -> Row {
+        Row {
+            at: SystemTime::now(),
+            kind,
+            run_id: None,
+            tenant: None,
+            tool: None,
+            call_id: None,
+            outcome: None,
+            approval_id: None,
+            event,
+        }
     }
+}
+
+fn dropped_row(count: u64) -> Row {
+    Row::bare(
+        "dropped",
+        serde_json::json!({ "event": "dropped", "count": count }),
+    )
 }
 
 /// The columns of an event, and the event itself as the core serializes it.
 fn row_of(event: &AuditEvent) -> Row {
     let body = serde_json::to_value(event).unwrap_or(Value::Null);
-    let mut row = Row {
-        at: SystemTime::now(),
-        kind: "other",
-        run_id: None,
-        tenant: None,
-        tool: None,
-        call_id: None,
-        outcome: None,
-        approval_id: None,
-        event: Value::Null,
-    };
+    let mut row = Row::bare("other", Value::Null);
     match event {
         AuditEvent::Projection(p) => {
             row.kind = "projection";

@@ -106,18 +106,8 @@ impl ChangeFeed {
     /// recorded.
     pub async fn revoke(&self, tool: &str, reason: &str) -> Result<ChangeRecord, Error> {
         self.registry.get(tool)?;
-        let seq = self
-            .plane
-            .record(NewChange {
-                tool,
-                kind: RecordedKind::Revoke,
-                old_runs: None,
-                fingerprint: None,
-                reason,
-                origin: self.plane.replica(),
-            })
-            .await?;
-        self.applied(seq).await
+        self.record_and_apply(tool, RecordedKind::Revoke, reason)
+            .await
     }
 
     /// Brings a revoked `tool` back on every replica, for runs opened from now on; see
@@ -131,11 +121,22 @@ impl ChangeFeed {
             .into());
         }
         self.registry.get(tool)?;
+        self.record_and_apply(tool, RecordedKind::Restore, reason)
+            .await
+    }
+
+    /// Records a revocation or restoration by this replica, and waits until it applied it.
+    async fn record_and_apply(
+        &self,
+        tool: &str,
+        kind: RecordedKind,
+        reason: &str,
+    ) -> Result<ChangeRecord, Error> {
         let seq = self
             .plane
             .record(NewChange {
                 tool,
-                kind: RecordedKind::Restore,
+                kind,
                 old_runs: None,
                 fingerprint: None,
                 reason,

@@ -175,7 +175,9 @@ async fn a_database_that_is_down_refuses_limited_calls() {
     let (mut cluster, url) = cluster("quotas");
     bounded(LIMIT, async {
         let counter = Counter::default();
-        let a = replica(&url, "a", &counter, "100/min").await;
+        // Under 50 a minute: one token per call, none held locally (a replica may spend the
+        // rest of a chunk it took before the database went down: those tokens were taken).
+        let a = replica(&url, "a", &counter, "40/min").await;
         let run = a.open_run("run-a", &subject());
         assert!(!run.call(call("c0", "status")).await.is_error());
         cluster.stop().unwrap();
@@ -337,6 +339,71 @@ async fn the_first_call_after_a_restart_is_served() {
             );
         }
         assert_eq!(counter.get(), 36);
+    })
+    .await;
+}
+
+/// 592 calls from 16 tasks across two replicas under `limit`, their quota stores exact or
+/// not: how many were granted, and how many ran.
+async fn burst(url: &str, limit: &str, exact: bool) -> (usize, usize) {
+    let counter = Counter::default();
+    let mut registries = Vec::new();
+    for name in ["a", "b"] {
+        let plane = plane(url, name).await;
+        let store = if exact {
+            plane.quota_store().exact()
+        } else {
+            plane.quota_store()
+        };
+        registries.push(
+            Registry::builder()
+                .tool(common::status(&counter))
+                .rate_limit(limit)
+                .quota_store(store)
+                .build()
+                .unwrap(),
+        );
+    }
+    let tasks: Vec<_> = (0..16)
+        .map(|task| {
+            let run = registries[task % 2].open_run(format!("run-{task}"), &subject());
+            tokio::spawn(async move {
+                let mut granted = 0;
+                for index in 0..600 / 16 {
+                    let observation = run.call(call(&format!("c{task}-{index}"), "status")).await;
+                    match observation.error_kind() {
+                        None => granted += 1,
+                        Some(ErrorKind::RateLimited) => {}
+                        other => panic!("{other:?}: {observation:?}"),
+                    }
+                }
+                granted
+            })
+        })
+        .collect();
+    let mut granted = 0;
+    for task in tasks {
+        granted += task.await.unwrap();
+    }
+    (granted, counter.get())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generous_limit_taken_in_chunks_is_never_exceeded() {
+    let (cluster, url) = cluster("quotas");
+    bounded(LIMIT, async {
+        // 500 a minute: chunks of 10 tokens. The 592 calls of the burst come within a
+        // second, when barely one token has come back.
+        let (granted, ran) = burst(&url, "500/min", false).await;
+        assert_eq!(granted, ran);
+        assert!(granted <= 501, "{granted} granted: the limit was exceeded");
+        // Unspent tokens of at most one chunk per replica are dropped, never more.
+        assert!(granted >= 500 - 2 * 10, "{granted} granted");
+        // Exact: every token taken from the database as it is spent.
+        let url = cluster.create_database("exact").unwrap();
+        let (granted, ran) = burst(&url, "500/min", true).await;
+        assert_eq!(granted, ran);
+        assert!((500..=501).contains(&granted), "{granted} granted");
     })
     .await;
 }

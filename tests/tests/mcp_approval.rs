@@ -17,9 +17,8 @@ use registry_core::{
 };
 use registry_mcp::{HttpConfig, HttpServer, McpServer, Principal, ServerOptions, Tokens};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, InputResponses, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, InputResponses, ProtocolVersion,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -61,16 +60,6 @@ impl Person {
     fn questions(&self) -> Vec<(String, Value)> {
         self.asked.lock().unwrap().clone()
     }
-}
-
-/// A client configuration declaring form elicitation.
-fn eliciting() -> ClientConfig {
-    let mut config = ClientConfig::default();
-    let mut capabilities = ClientCapabilities::default();
-    capabilities.elicitation =
-        Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
-    config.capabilities = capabilities;
-    config
 }
 
 impl ClientHandler for Person {

@@ -26,9 +26,8 @@ use mcp_support::*;
 use registry_postgres::throwaway::Cluster;
 use registry_postgres::{AuditFilter, AuditRecord, ControlPlane};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
-    ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
-    InputResponses, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientConfig, ElicitRequestParams,
+    ElicitResult, InputResponses, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -116,16 +115,6 @@ fn stdout(output: &Output) -> String {
 struct Watcher {
     changed: mpsc::UnboundedSender<()>,
     asked: mpsc::UnboundedSender<String>,
-}
-
-/// A client configuration declaring form elicitation: its user can be asked.
-fn eliciting() -> ClientConfig {
-    let mut config = ClientConfig::default();
-    let mut capabilities = ClientCapabilities::default();
-    capabilities.elicitation =
-        Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
-    config.capabilities = capabilities;
-    config
 }
 
 impl ClientHandler for Watcher {
@@ -402,16 +391,24 @@ async fn an_approval_asked_on_one_replica_runs_once_when_answered_on_others() {
     }
 }
 
+/// Calls `deploy` to production from `waiting`'s client in a task of its own: the call waits
+/// for an approval while the test decides it.
+fn deploy_in_background(
+    waiting: &Watched,
+) -> tokio::task::JoinHandle<Result<CallToolResult, rmcp::service::ServiceError>> {
+    let peer = waiting.client.peer().clone();
+    tokio::spawn(async move {
+        let params = CallToolRequestParams::new("deploy")
+            .with_arguments(object(json!({"project": "web", "env": "production"})));
+        within("the call waiting for approval", peer.call_tool(params)).await
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operators_approval_runs_the_waiting_call_once_even_given_twice_at_once() {
     let fleet = fleet(&["a", "b"], &[]).await;
     let mut waiting = watched(&fleet.replicas[0]).await;
-    let peer = waiting.client.peer().clone();
-    let call = tokio::spawn(async move {
-        let params = CallToolRequestParams::new("deploy")
-            .with_arguments(object(json!({"project": "web", "env": "production"})));
-        within("the approved call", peer.call_tool(params)).await
-    });
+    let call = deploy_in_background(&waiting);
     let question = within("the question", waiting.asked.recv()).await.unwrap();
     assert!(question.contains("production"), "{question}");
 
@@ -455,12 +452,7 @@ async fn an_operators_approval_runs_the_waiting_call_once_even_given_twice_at_on
     );
 
     // A denial from the console ends the next waiting call: nothing runs.
-    let peer = waiting.client.peer().clone();
-    let call = tokio::spawn(async move {
-        let params = CallToolRequestParams::new("deploy")
-            .with_arguments(object(json!({"project": "web", "env": "production"})));
-        within("the denied call", peer.call_tool(params)).await
-    });
+    let call = deploy_in_background(&waiting);
     within("the question", waiting.asked.recv()).await.unwrap();
     let mut only_pending = registry_postgres::ApprovalFilter::default();
     only_pending.pending = true;
@@ -487,6 +479,23 @@ async fn an_operators_approval_runs_the_waiting_call_once_even_given_twice_at_on
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(successful_deploys(&fleet.plane).await, 1);
+
+    // The operators' verdicts are on the audit trail, beside the replicas' own events.
+    let mut approvals = AuditFilter::default();
+    approvals.kind = Some("approval".to_owned());
+    let trail = fleet.plane.audit_events(&approvals).await.unwrap();
+    let by_admin: Vec<_> = trail
+        .iter()
+        .filter(|record| record.replica == "registry-admin")
+        .filter_map(|record| record.outcome.as_deref())
+        .collect();
+    assert_eq!(by_admin, ["denied", "approve_given"], "{trail:?}");
+    assert!(
+        trail
+            .iter()
+            .any(|record| record.replica == "a" && record.outcome.as_deref() == Some("approved")),
+        "{trail:?}"
+    );
     waiting.client.cancel().await.unwrap();
 }
 

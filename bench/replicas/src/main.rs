@@ -208,7 +208,10 @@ async fn propagation(url: &str, options: &Options) {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let refused = run.call(status_call(0)).await;
-        assert_eq!(refused.error_kind(), Some(registry_core::ErrorKind::Revoked));
+        assert_eq!(
+            refused.error_kind(),
+            Some(registry_core::ErrorKind::Revoked)
+        );
     }
     let p50 = percentile(&mut delays, 0.5);
     let p99 = percentile(&mut delays, 0.99);
@@ -251,10 +254,7 @@ async fn load(url: &str, clients: usize, seconds: u64) -> (f64, Vec<Duration>) {
     let mut connected = Vec::new();
     for _ in 0..clients {
         let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(TOKEN);
-        let client = ()
-            .serve(StreamableHttpClientTransport::from_config(config))
-            .await
-            .unwrap();
+        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
         connected.push(client);
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -302,10 +302,32 @@ async fn http(url: &str, options: &Options) {
     let memory = serve(tools().rate_limit(limit).build().unwrap()).await;
     let shared = replica(url, "http", tools().rate_limit(limit)).await;
     let postgres = serve(shared.registry.clone()).await;
-    let mut rows: Vec<(&str, Vec<f64>, Vec<Duration>)> =
-        vec![("in memory", Vec::new(), Vec::new()), ("PostgreSQL", Vec::new(), Vec::new())];
+    let exact_url = {
+        // The same, with a token from the database for every call.
+        let plane = ControlPlane::builder(url)
+            .replica("exact")
+            .connect()
+            .await
+            .unwrap();
+        let registry = tools()
+            .rate_limit(limit)
+            .approval_store(plane.approval_store())
+            .quota_store(plane.quota_store().exact())
+            .build()
+            .unwrap();
+        serve(registry).await
+    };
+    let mut rows: Vec<(&str, Vec<f64>, Vec<Duration>)> = vec![
+        ("in memory", Vec::new(), Vec::new()),
+        ("PostgreSQL", Vec::new(), Vec::new()),
+        (
+            "PostgreSQL, quota `exact()`, no audit",
+            Vec::new(),
+            Vec::new(),
+        ),
+    ];
     for _ in 0..options.http_rounds {
-        for (index, target) in [&memory, &postgres].into_iter().enumerate() {
+        for (index, target) in [&memory, &postgres, &exact_url].into_iter().enumerate() {
             let (rate, latencies) = load(target, options.clients, options.seconds).await;
             rows[index].1.push(rate);
             rows[index].2.extend(latencies);
@@ -318,7 +340,7 @@ async fn http(url: &str, options: &Options) {
         options.clients, options.http_rounds, options.seconds
     );
     println!(
-        "PostgreSQL: shared quota store (a token per call), approval store, change feed, audit of every call ({} events written{})",
+        "PostgreSQL: shared quota store (limit 1,000,000/s: tokens in chunks of 100), approval store, change feed, audit of every call ({} events written{})",
         shared.writer.written(),
         if flushed { "" } else { ", NOT all flushed" }
     );
@@ -394,7 +416,11 @@ async fn approvals(url: &str, options: &Options) {
     for i in 0..options.approvals {
         let started = Instant::now();
         let pending = run_a
-            .call(ToolCall::new(format!("d{i}"), "deploy", json!({"project": "web"})))
+            .call(ToolCall::new(
+                format!("d{i}"),
+                "deploy",
+                json!({"project": "web"}),
+            ))
             .await;
         let id = pending
             .approval()
@@ -444,13 +470,25 @@ async fn quotas(url: &str, options: &Options) {
         .unwrap();
     let limit = "1000000/s";
     let memory = tools().rate_limit(limit).build().unwrap();
-    let shared = tools()
+    let exact = tools()
+        .rate_limit(limit)
+        .quota_store(plane.quota_store().exact())
+        .build()
+        .unwrap();
+    let chunked = tools()
         .rate_limit(limit)
         .quota_store(plane.quota_store())
         .build()
         .unwrap();
     let mut rows = Vec::new();
-    for (name, registry) in [("in memory", &memory), ("PostgreSQL", &shared)] {
+    for (name, registry) in [
+        ("in memory", &memory),
+        ("PostgreSQL, a token per call (`exact()`)", &exact),
+        (
+            "PostgreSQL, in chunks (the default for this limit)",
+            &chunked,
+        ),
+    ] {
         let run = registry.open_run("quota", &Subject::new("acme"));
         for i in 0..100 {
             run.call(status_call(i)).await;
@@ -462,7 +500,11 @@ async fn quotas(url: &str, options: &Options) {
             latencies.push(started.elapsed());
             assert_eq!(observation.error_kind(), None);
         }
-        rows.push((name, percentile(&mut latencies, 0.5), percentile(&mut latencies, 0.99)));
+        rows.push((
+            name,
+            percentile(&mut latencies, 0.5),
+            percentile(&mut latencies, 0.99),
+        ));
     }
     println!();
     println!(
@@ -475,7 +517,8 @@ async fn quotas(url: &str, options: &Options) {
         println!("| {name} | {} | {} |", us(*p50), us(*p99));
     }
     println!(
-        "added by the shared bucket: {} at p50",
-        us(rows[1].1.saturating_sub(rows[0].1))
+        "added by the shared bucket at p50: {} a token per call, {} in chunks",
+        us(rows[1].1.saturating_sub(rows[0].1)),
+        us(rows[2].1.saturating_sub(rows[0].1))
     );
 }

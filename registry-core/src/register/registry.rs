@@ -224,7 +224,7 @@ impl Registry {
         let slot = self.slot(name).ok_or_else(|| RegistryError::UnknownTool {
             name: name.to_owned(),
         })?;
-        let mut changes = self.lock_changes();
+        let changes = self.lock_changes();
         let snapshot = self.snapshot();
         self.inner.slots[slot]
             .revoked_through
@@ -236,11 +236,7 @@ impl Registry {
             reason: reason.into(),
             old_fingerprint: snapshot.tools[slot].fingerprint(),
         };
-        changes.push(change.clone());
-        self.inner.generation.fetch_add(1, Ordering::AcqRel);
-        drop(changes);
-        self.emit_change(&change);
-        Ok(change)
+        Ok(self.commit_change(changes, change))
     }
 
     /// Brings back a revoked tool for runs opened from now on: its same definition is
@@ -276,12 +272,8 @@ impl Registry {
         let slot = self.slot(name).ok_or_else(|| RegistryError::UnknownTool {
             name: name.to_owned(),
         })?;
-        let mut changes = self.lock_changes();
-        let mut current = self
-            .inner
-            .snapshot
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let changes = self.lock_changes();
+        let mut current = self.write_snapshot();
         let version = current.versions[slot];
         if !self.inner.slots[slot].is_revoked(version) {
             return Err(RegistryError::NotRevoked {
@@ -300,11 +292,7 @@ impl Registry {
             reason: reason.into(),
             old_fingerprint,
         };
-        changes.push(change.clone());
-        self.inner.generation.fetch_add(1, Ordering::AcqRel);
-        drop(changes);
-        self.emit_change(&change);
-        Ok(change)
+        Ok(self.commit_change(changes, change))
     }
 
     /// Approval request `id` and its state, from the registry's approval store (which may
@@ -417,12 +405,8 @@ impl Registry {
                 site: parts.source,
             }])
         })?;
-        let mut changes = self.lock_changes();
-        let mut current = self
-            .inner
-            .snapshot
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let changes = self.lock_changes();
+        let mut current = self.write_snapshot();
         let old_version = current.versions[slot];
         let old_fingerprint = current.tools[slot].fingerprint();
         let next = current.with_replaced(slot, Tool::from_parts(parts), old_version + 1);
@@ -440,11 +424,7 @@ impl Registry {
             reason: policy.reason,
             old_fingerprint,
         };
-        changes.push(change.clone());
-        self.inner.generation.fetch_add(1, Ordering::AcqRel);
-        drop(changes);
-        self.emit_change(&change);
-        Ok(change)
+        Ok(self.commit_change(changes, change))
     }
 
     /// Checks every tool against `profile`: lowering (what cannot be expressed at all, such as
@@ -631,6 +611,29 @@ impl Registry {
             .changes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The current snapshot, to replace it; taken after the changes' lock, which serializes
+    /// changes.
+    fn write_snapshot(&self) -> std::sync::RwLockWriteGuard<'_, Arc<Snapshot>> {
+        self.inner
+            .snapshot
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records `change` (its effect already applied, under `changes`' lock), counts it in the
+    /// generation, and audits it once the lock is released.
+    fn commit_change(
+        &self,
+        mut changes: std::sync::MutexGuard<'_, Vec<Change>>,
+        change: Change,
+    ) -> Change {
+        changes.push(change.clone());
+        self.inner.generation.fetch_add(1, Ordering::AcqRel);
+        drop(changes);
+        self.emit_change(&change);
+        change
     }
 
     fn emit_change(&self, change: &Change) {

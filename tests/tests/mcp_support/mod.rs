@@ -124,6 +124,18 @@ pub fn in_process(
     client_io
 }
 
+/// A client configuration declaring form elicitation: its user can be asked.
+pub fn eliciting() -> ClientConfig {
+    let mut config = ClientConfig::default();
+    let mut capabilities = rmcp::model::ClientCapabilities::default();
+    capabilities.elicitation = Some(
+        rmcp::model::ElicitationCapability::new()
+            .with_form(rmcp::model::FormElicitationCapability::new()),
+    );
+    config.capabilities = capabilities;
+    config
+}
+
 /// Fails the test if `future` takes longer than [`STEP`].
 pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
     match tokio::time::timeout(STEP, future).await {
