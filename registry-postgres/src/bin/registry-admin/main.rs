@@ -49,9 +49,10 @@ use serde_json::json;
 #[derive(Debug, Parser)]
 #[command(name = "registry-admin", version)]
 struct Cli {
-    /// The control plane's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+    /// The control plane's database URL.
     #[arg(
         long,
+        help = "The control plane's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE",
         global = true,
         env = "DATABASE_URL",
         hide_env_values = true,
