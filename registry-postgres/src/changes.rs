@@ -19,6 +19,7 @@ pub(crate) struct NewChange<'a> {
     pub(crate) kind: RecordedKind,
     pub(crate) old_runs: Option<&'a str>,
     pub(crate) fingerprint: Option<String>,
+    pub(crate) old_fingerprint: Option<String>,
     pub(crate) reason: &'a str,
     pub(crate) origin: &'a str,
 }
@@ -36,6 +37,7 @@ impl ControlPlane {
             kind: RecordedKind::Revoke,
             old_runs: None,
             fingerprint: None,
+            old_fingerprint: None,
             reason,
             origin,
         })
@@ -50,6 +52,7 @@ impl ControlPlane {
             kind: RecordedKind::Restore,
             old_runs: None,
             fingerprint: None,
+            old_fingerprint: None,
             reason,
             origin,
         })
@@ -71,8 +74,8 @@ impl ControlPlane {
             let row = transaction
                 .query_one(
                     "INSERT INTO registry_changes
-                         (seq, tool, kind, old_runs, fingerprint, reason, origin)
-                     SELECT COALESCE(max(seq), 0) + 1, $1, $2, $3, $4, $5, $6
+                         (seq, tool, kind, old_runs, fingerprint, old_fingerprint, reason, origin)
+                     SELECT COALESCE(max(seq), 0) + 1, $1, $2, $3, $4, $5, $6, $7
                        FROM registry_changes
                      RETURNING seq",
                     &[
@@ -80,6 +83,7 @@ impl ControlPlane {
                         &change.kind.as_str(),
                         &change.old_runs,
                         &change.fingerprint,
+                        &change.old_fingerprint,
                         &change.reason,
                         &change.origin,
                     ],
@@ -115,7 +119,7 @@ impl ControlPlane {
 }
 
 pub(crate) const SELECT_CHANGES: &str =
-    "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin
+    "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin, old_fingerprint
        FROM registry_changes WHERE seq > $1 ORDER BY seq LIMIT $2";
 
 pub(crate) fn change_of(row: &Row) -> Result<ChangeRecord, Error> {
@@ -132,5 +136,6 @@ pub(crate) fn change_of(row: &Row) -> Result<ChangeRecord, Error> {
         fingerprint: row.get(5),
         reason: row.get(6),
         origin: row.get(7),
+        old_fingerprint: row.get(8),
     })
 }

@@ -1,7 +1,7 @@
 //! The change feed: every replica applies every recorded change, in order, and holds its
 //! calls while it cannot know what changed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -31,10 +31,11 @@ const PAGE: i64 = 1000;
 /// that might be revoked must not run. It reconnects by itself, catches up from the last
 /// change it applied, and lets calls through again.
 ///
-/// A replacement recorded elsewhere carries the new definition's fingerprint: a replica whose
-/// definition differs does not have that version, and revokes its own until it is given it
-/// (a restoration recorded later restores the new version elsewhere, and leaves this
-/// replica's old one revoked).
+/// A replacement recorded elsewhere names the version it replaced and the new one (their
+/// fingerprints): a replica serving exactly the replaced version does not have the new one,
+/// and revokes its own until it is given it (a restoration recorded later restores the new
+/// version elsewhere, and leaves this replica's replaced one revoked). A replica deployed with
+/// another definition, the new one or newer code still, is not concerned.
 ///
 /// Shutting it down (or dropping it) leaves the registry held: without the feed it cannot
 /// know what changed.
@@ -54,9 +55,9 @@ struct Shared {
     holding: AtomicBool,
     /// Serializes holding and releasing.
     gate: Mutex<()>,
-    /// The fingerprint of each tool's latest recorded replacement: a replica whose
-    /// definition differs keeps its version revoked, even when a restoration comes later.
-    replaced: Mutex<HashMap<String, String>>,
+    /// The fingerprints of the versions each tool's recorded replacements replaced: a
+    /// replica serving one of them keeps it revoked, even when a restoration comes later.
+    replaced: Mutex<HashMap<String, HashSet<String>>>,
     stop: watch::Sender<bool>,
 }
 
@@ -139,6 +140,7 @@ impl ChangeFeed {
                 kind,
                 old_runs: None,
                 fingerprint: None,
+                old_fingerprint: None,
                 reason,
                 origin: self.plane.replica(),
             })
@@ -168,6 +170,7 @@ impl ChangeFeed {
                 kind: RecordedKind::Replace,
                 old_runs: Some(old_runs),
                 fingerprint: Some(fingerprint),
+                old_fingerprint: Some(change.old_fingerprint.to_string()),
                 reason: &reason,
                 origin: self.plane.replica(),
             })
@@ -444,17 +447,22 @@ impl Follower {
 }
 
 /// Applies one recorded change to the registry, through its own revoke and restore.
-/// `replaced` holds the fingerprint of each tool's latest replacement applied so far.
-fn apply(registry: &Registry, replaced: &mut HashMap<String, String>, record: &ChangeRecord) {
+/// `replaced` holds, for each tool, the fingerprints of the versions replaced so far.
+fn apply(
+    registry: &Registry,
+    replaced: &mut HashMap<String, HashSet<String>>,
+    record: &ChangeRecord,
+) {
     let tool = record.tool.as_str();
+    let current = registry
+        .get(tool)
+        .map(|tool| tool.fingerprint().to_string());
     let outcome = match record.kind {
         RecordedKind::Revoke => registry.revoke(tool, record.reason.clone()).map(drop),
-        RecordedKind::Restore => match (registry.get(tool), replaced.get(tool)) {
+        RecordedKind::Restore => match &current {
             // The other replicas restore the version that replaced this one's; this replica
-            // does not have it, and must not bring its old one back.
-            (Ok(current), Some(fingerprint))
-                if current.fingerprint().to_string() != *fingerprint =>
-            {
+            // does not have it, and must not bring its replaced one back.
+            Ok(current) if replaced.get(tool).is_some_and(|set| set.contains(current)) => {
                 tracing::info!(seq = record.seq, tool = ?tool, "a restoration of a version this replica does not have; its own stays revoked");
                 Ok(())
             }
@@ -463,25 +471,47 @@ fn apply(registry: &Registry, replaced: &mut HashMap<String, String>, record: &C
                 other => other.map(drop),
             },
         },
-        RecordedKind::Replace => match registry.get(tool) {
-            Ok(current) if Some(current.fingerprint().to_string()) == record.fingerprint => Ok(()),
-            Ok(_) if registry.is_revoked_now(tool) == Some(true) => Ok(()),
-            Ok(_) => registry
-                .revoke(
-                    tool,
-                    format!(
-                        "replaced on {} by a version this replica does not have ({})",
-                        record.origin, record.reason
-                    ),
-                )
-                .map(drop),
-            Err(error) => Err(error),
+        RecordedKind::Replace => match &current {
+            Ok(current) => {
+                // Serving exactly the replaced version (or, for a record that does not name
+                // it, anything but the new one): this replica lacks the replacement.
+                let lacks = match &record.old_fingerprint {
+                    Some(old) => old == current,
+                    None => record.fingerprint.as_ref() != Some(current),
+                };
+                if lacks && registry.is_revoked_now(tool) == Some(false) {
+                    registry
+                        .revoke(
+                            tool,
+                            format!(
+                                "replaced on {} by a version this replica does not have ({})",
+                                record.origin, record.reason
+                            ),
+                        )
+                        .map(drop)
+                } else {
+                    Ok(())
+                }
+            }
+            Err(error) => Err(error.clone()),
         },
     };
-    if record.kind == RecordedKind::Replace
-        && let Some(fingerprint) = &record.fingerprint
-    {
-        replaced.insert(record.tool.clone(), fingerprint.clone());
+    if record.kind == RecordedKind::Replace {
+        let set = replaced.entry(record.tool.clone()).or_default();
+        match (&record.old_fingerprint, &current) {
+            (Some(old), _) => {
+                set.insert(old.clone());
+            }
+            // An older record: what this replica serves, unless it is the new version.
+            (None, Ok(current)) if record.fingerprint.as_ref() != Some(current) => {
+                set.insert(current.clone());
+            }
+            _ => {}
+        }
+        // The new version is never a replaced one (a tool replaced back and forth).
+        if let Some(new) = &record.fingerprint {
+            set.remove(new);
+        }
     }
     match outcome {
         Ok(()) => {

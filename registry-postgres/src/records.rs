@@ -55,6 +55,9 @@ pub struct ChangeRecord {
     pub old_runs: Option<String>,
     /// For a replacement, the new definition's fingerprint.
     pub fingerprint: Option<String>,
+    /// For a replacement, the fingerprint of the definition it replaced: replicas serving
+    /// exactly that version stop serving it.
+    pub old_fingerprint: Option<String>,
     /// Why, as the operator or application said.
     pub reason: String,
     /// Who made it: a replica, or `registry-admin`.

@@ -678,3 +678,61 @@ async fn propagation_delay_of_200_revoke_restore_pairs() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_does_not_concern_a_replica_with_another_version() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_a, registry_a, feed_a) = replica(&url, "a", &counter).await;
+        // D runs newer code still: neither the version replaced nor the replacement.
+        let newer = || {
+            Registry::builder()
+                .tool(common::deploy(&counter))
+                .tool(common::status_described(
+                    &counter,
+                    "Read the build status of a project, with its tests and coverage.",
+                ))
+                .tool(common::echo(&counter))
+                .build()
+                .unwrap()
+        };
+        let registry_d = newer();
+        let feed_d = plane(&url, "d").await.follow(&registry_d).await.unwrap();
+        let old = registry_a.get("status").unwrap().fingerprint().to_string();
+        let record = feed_a
+            .replace(
+                common::status_described(
+                    &counter,
+                    "Read the build status of a project, with its tests.",
+                ),
+                ReplacePolicy::keep_old_runs("v2"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(record.old_fingerprint.as_deref(), Some(old.as_str()));
+        wait_until(PROPAGATION, "D applies the replacement", || {
+            feed_d.applied_seq() == record.seq
+        })
+        .await;
+        assert_eq!(registry_d.is_revoked_now("status"), Some(false));
+        // Nor does a replica of that newer code started afterwards, which replays it.
+        let registry_e = newer();
+        let _feed_e = plane(&url, "e").await.follow(&registry_e).await.unwrap();
+        assert_eq!(registry_e.is_revoked_now("status"), Some(false));
+        let done = registry_e
+            .open_run("run-e", &subject())
+            .call(call("e1", "status"))
+            .await;
+        assert!(!done.is_error(), "{done:?}");
+        // A revocation and a restoration reach it as usual.
+        feed_a.revoke("status", "incident").await.unwrap();
+        let seq = feed_a.restore("status", "over").await.unwrap().seq;
+        wait_until(PROPAGATION, "E applies both", || {
+            _feed_e.applied_seq() == seq
+        })
+        .await;
+        assert_eq!(registry_e.is_revoked_now("status"), Some(false));
+    })
+    .await;
+}
