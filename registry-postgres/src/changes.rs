@@ -118,6 +118,55 @@ impl ControlPlane {
     }
 }
 
+impl ControlPlane {
+    /// Records the tools `registry` has, as this replica's: what `registry-admin` checks a
+    /// name against. Done by [`follow`](Self::follow).
+    pub(crate) async fn record_tools(
+        &self,
+        registry: &registry_core::Registry,
+    ) -> Result<(), Error> {
+        let tools: Vec<registry_core::Tool> = registry.iter().collect();
+        let names: Vec<&str> = tools.iter().map(registry_core::Tool::name).collect();
+        let fingerprints: Vec<String> = tools
+            .iter()
+            .map(|tool| tool.fingerprint().to_string())
+            .collect();
+        self.timed("recording this replica's tools", async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "INSERT INTO registry_tools (replica, tool, fingerprint)
+                     SELECT $1, tool, fingerprint FROM unnest($2::text[], $3::text[]) AS t(tool, fingerprint)
+                     ON CONFLICT (replica, tool) DO UPDATE
+                        SET fingerprint = EXCLUDED.fingerprint, seen_at = now()",
+                    &[&self.replica(), &names, &fingerprints],
+                )
+                .await
+                .map_err(Error::db("recording this replica's tools"))?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Every tool name some replica has recorded ([`follow`](Self::follow) records them), in
+    /// name order, with how many replicas have it: what `registry-admin revoke` checks a name
+    /// against.
+    pub async fn known_tools(&self) -> Result<Vec<(String, i64)>, Error> {
+        self.timed("reading the replicas' tools", async {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT tool, count(*) FROM registry_tools GROUP BY tool ORDER BY tool",
+                    &[],
+                )
+                .await
+                .map_err(Error::db("reading the replicas' tools"))?;
+            Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+        })
+        .await
+    }
+}
+
 pub(crate) const SELECT_CHANGES: &str =
     "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin, old_fingerprint
        FROM registry_changes WHERE seq > $1 ORDER BY seq LIMIT $2";

@@ -89,6 +89,7 @@ impl ControlPlane {
             registry: registry.clone(),
             shared: shared.clone(),
         };
+        self.record_tools(registry).await?;
         let listening = follower.listen().await?;
         let watchdog = tokio::spawn(follower.clone().watchdog());
         let main = tokio::spawn(follower.run(Some(listening)));

@@ -140,6 +140,29 @@ async fn a_revocation_is_recorded_and_listed_in_the_changes() {
     let cluster = Cluster::start().unwrap();
     let url = cluster.create_database("admin_revoke").unwrap();
 
+    // Before any replica recorded its tools, a name cannot be checked: refused without
+    // --force, and nothing recorded.
+    let done = run(&url, &["revoke", "deploy", "--reason", "incident 4711"]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(done.stderr.contains("--force"), "{done:#?}");
+    {
+        let plane = ControlPlane::connect(&url).await.unwrap();
+        assert!(plane.changes(0, 10).await.unwrap().is_empty());
+        // A replica follows: its tools are recorded, and a typo is refused with a suggestion.
+        let registry = registry_builder().build().unwrap();
+        let feed = plane.follow(&registry).await.unwrap();
+        let done = run(&url, &["revoke", "depoly", "--reason", "incident 4711"]);
+        assert_eq!(done.code, Some(1), "{done:#?}");
+        assert!(
+            done.stderr
+                .contains("no replica has a tool named \"depoly\"")
+                && done.stderr.contains("did you mean \"deploy\"?"),
+            "{done:#?}"
+        );
+        assert!(plane.changes(0, 10).await.unwrap().is_empty());
+        feed.shutdown().await;
+    }
+
     let done = run(&url, &["revoke", "deploy", "--reason", "incident 4711"]);
     assert_ok(&done);
     assert!(done.stdout.contains("#1"), "{done:#?}");

@@ -26,8 +26,10 @@
 //! ```
 //!
 //! Lists print as tables, or with `--json` as one JSON object per line (times in RFC 3339,
-//! UTC). Exit codes: 0 done; 1 refused (nothing to restore, a request already decided,
-//! expired or unknown) or the database failed; 2 a usage error.
+//! UTC). Exit codes: 0 done; 1 refused (a tool no replica has, nothing to restore, a request
+//! already decided, expired or unknown) or the database failed; 2 a usage error. `revoke`
+//! checks the name against the tools the replicas recorded when they started following the
+//! change feed, and suggests the closest; `--force` records it anyway.
 
 mod show;
 mod time;
@@ -77,6 +79,9 @@ enum Command {
         /// Why (kept in the change log).
         #[arg(long, value_parser = not_empty)]
         reason: String,
+        /// Record it even if no replica has a tool of that name (one started later might).
+        #[arg(long)]
+        force: bool,
     },
     /// Bring a revoked tool back on every replica, for runs opened from now on.
     Restore {
@@ -195,7 +200,16 @@ async fn run(cli: Cli) -> Result<String, Failure> {
         .await?;
     let json = cli.json;
     match cli.command {
-        Command::Revoke { name, reason } => revoke(&plane, &name, &reason, json).await,
+        Command::Revoke {
+            name,
+            reason,
+            force,
+        } => {
+            if !force {
+                check_known(&plane, &name).await?;
+            }
+            revoke(&plane, &name, &reason, json).await
+        }
         Command::Restore { name, reason } => restore(&plane, &name, reason, json).await,
         Command::Changes { since_seq, limit } => {
             let records = match since_seq {
@@ -236,6 +250,36 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             Ok(show::audit(&plane.audit_events(&filter).await?, json))
         }
     }
+}
+
+/// Refuses a name that no replica has: during an incident, a typo recorded as a revocation
+/// would leave the real tool live.
+async fn check_known(plane: &ControlPlane, name: &str) -> Result<(), Failure> {
+    let known = plane.known_tools().await?;
+    if known.iter().any(|(tool, _)| tool == name) {
+        return Ok(());
+    }
+    if known.is_empty() {
+        return Err(Failure::Refused(format!(
+            "no replica has recorded its tools in this database yet (a replica does when it \
+             starts following the change feed), so {name:?} cannot be checked; nothing was \
+             recorded. Pass --force to record the revocation anyway"
+        )));
+    }
+    let closest = known
+        .iter()
+        .map(|(tool, _)| (strsim::jaro_winkler(name, tool), tool))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, tool)| format!("did you mean {tool:?}? "))
+        .unwrap_or_default();
+    let names: Vec<&str> = known.iter().map(|(tool, _)| tool.as_str()).collect();
+    Err(Failure::Refused(format!(
+        "no replica has a tool named {name:?}; nothing was recorded. {closest}The replicas \
+         have: {}. Pass --force to record it anyway (a replica started later with that tool \
+         would apply it)",
+        names.join(", ")
+    )))
 }
 
 async fn revoke(
