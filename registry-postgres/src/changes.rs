@@ -24,6 +24,26 @@ pub(crate) struct NewChange<'a> {
     pub(crate) origin: &'a str,
 }
 
+impl<'a> NewChange<'a> {
+    /// A revocation or restoration: no replacement's fingerprints or old runs.
+    pub(crate) fn plain(
+        tool: &'a str,
+        kind: RecordedKind,
+        reason: &'a str,
+        origin: &'a str,
+    ) -> NewChange<'a> {
+        NewChange {
+            tool,
+            kind,
+            old_runs: None,
+            fingerprint: None,
+            old_fingerprint: None,
+            reason,
+            origin,
+        }
+    }
+}
+
 impl ControlPlane {
     /// Records that `tool` is revoked on every replica, as `origin` (`registry-admin`, say);
     /// returns its sequence number. Replicas following the feed apply it within moments. A
@@ -32,30 +52,19 @@ impl ControlPlane {
     ///
     /// [`ChangeFeed::revoke`]: crate::ChangeFeed::revoke
     pub async fn revoke(&self, tool: &str, reason: &str, origin: &str) -> Result<i64, Error> {
-        self.record(NewChange {
-            tool,
-            kind: RecordedKind::Revoke,
-            old_runs: None,
-            fingerprint: None,
-            old_fingerprint: None,
-            reason,
-            origin,
-        })
-        .await
+        self.record(NewChange::plain(tool, RecordedKind::Revoke, reason, origin))
+            .await
     }
 
     /// Records that a revoked `tool` is back, for runs opened from now on; see
     /// [`revoke`](Self::revoke).
     pub async fn restore(&self, tool: &str, reason: &str, origin: &str) -> Result<i64, Error> {
-        self.record(NewChange {
+        self.record(NewChange::plain(
             tool,
-            kind: RecordedKind::Restore,
-            old_runs: None,
-            fingerprint: None,
-            old_fingerprint: None,
+            RecordedKind::Restore,
             reason,
             origin,
-        })
+        ))
         .await
     }
 
@@ -100,6 +109,38 @@ impl ControlPlane {
                 .await
                 .map_err(Error::db("committing a change"))?;
             Ok(seq)
+        })
+        .await
+    }
+
+    /// The newest `limit` changes, oldest first.
+    pub async fn newest_changes(&self, limit: i64) -> Result<Vec<ChangeRecord>, Error> {
+        self.timed("reading changes", async {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    &format!("SELECT * FROM ({SELECT_COLUMNS} ORDER BY seq DESC LIMIT $1) AS newest ORDER BY seq"),
+                    &[&limit],
+                )
+                .await
+                .map_err(Error::db("reading changes"))?;
+            rows.iter().map(change_of).collect()
+        })
+        .await
+    }
+
+    /// The last change recorded for `tool`, if any.
+    pub async fn latest_change_of(&self, tool: &str) -> Result<Option<ChangeRecord>, Error> {
+        self.timed("reading changes", async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    &format!("{SELECT_COLUMNS} WHERE tool = $1 ORDER BY seq DESC LIMIT 1"),
+                    &[&tool],
+                )
+                .await
+                .map_err(Error::db("reading changes"))?;
+            row.as_ref().map(change_of).transpose()
         })
         .await
     }
@@ -167,9 +208,18 @@ impl ControlPlane {
     }
 }
 
+/// A change's columns, in the order [`change_of`] reads them.
+macro_rules! select_columns {
+    () => {
+        "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin, old_fingerprint
+           FROM registry_changes"
+    };
+}
+const SELECT_COLUMNS: &str = select_columns!();
+
+/// The changes after a sequence number (`$1`), oldest first, at most `$2`.
 pub(crate) const SELECT_CHANGES: &str =
-    "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin, old_fingerprint
-       FROM registry_changes WHERE seq > $1 ORDER BY seq LIMIT $2";
+    concat!(select_columns!(), " WHERE seq > $1 ORDER BY seq LIMIT $2");
 
 pub(crate) fn change_of(row: &Row) -> Result<ChangeRecord, Error> {
     let kind: String = row.get(3);

@@ -134,17 +134,10 @@ impl ChangeFeed {
         kind: RecordedKind,
         reason: &str,
     ) -> Result<ChangeRecord, Error> {
+        let origin = self.plane.replica();
         let seq = self
             .plane
-            .record(NewChange {
-                tool,
-                kind,
-                old_runs: None,
-                fingerprint: None,
-                old_fingerprint: None,
-                reason,
-                origin: self.plane.replica(),
-            })
+            .record(NewChange::plain(tool, kind, reason, origin))
             .await?;
         self.applied(seq).await
     }

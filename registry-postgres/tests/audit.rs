@@ -27,6 +27,21 @@ async fn count(url: &str, kind: &str) -> i64 {
         .get(0)
 }
 
+/// The one `bigint` that `query` (no parameters) answers.
+async fn scalar(url: &str, query: &str) -> i64 {
+    sql(url).await.query_one(query, &[]).await.unwrap().get(0)
+}
+
+/// A queue of 10 events written 5 at a time, which `when_full` says what to do with when
+/// the database is down.
+fn tiny_queue(when_full: WhenFull) -> AuditConfig {
+    AuditConfig::default()
+        .capacity(10)
+        .batch(5)
+        .flush_every(Duration::from_millis(20))
+        .when_full(when_full)
+}
+
 /// Some real events: those of a registry's run that makes a few calls (a projection, calls
 /// that succeed or fail, an approval request).
 fn sample_events() -> Vec<AuditEvent> {
@@ -160,12 +175,7 @@ async fn five_thousand_events_are_written_in_batches() {
         assert_eq!(writer.written(), 5_000);
         assert_eq!(writer.queued(), 0);
         assert_eq!(writer.dropped(), 0);
-        let total: i64 = sql(&url)
-            .await
-            .query_one("SELECT count(*) FROM audit_events", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let total: i64 = scalar(&url, "SELECT count(*) FROM audit_events").await;
         assert_eq!(total, 5_000);
         writer.shutdown(Duration::from_secs(10)).await.unwrap();
     })
@@ -193,12 +203,7 @@ async fn shutdown_writes_everything_left() {
         record_many(&sink, &events, 50_000);
         assert_eq!(writer.queued(), 0);
         assert_eq!(writer.dropped(), 50_000);
-        let total: i64 = sql(&url)
-            .await
-            .query_one("SELECT count(*) FROM audit_events", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let total: i64 = scalar(&url, "SELECT count(*) FROM audit_events").await;
         assert_eq!(total, 1_234);
         assert_eq!(writer.written(), 1_234);
     })
@@ -211,13 +216,7 @@ async fn a_full_queue_drops_and_counts_and_the_gap_is_on_record() {
     bounded(LIMIT, async {
         let events = sample_events();
         let plane = plane(&url, "a").await;
-        let (sink, writer) = plane.audit_sink(
-            AuditConfig::default()
-                .capacity(10)
-                .batch(5)
-                .flush_every(Duration::from_millis(20))
-                .when_full(WhenFull::Drop),
-        );
+        let (sink, writer) = plane.audit_sink(tiny_queue(WhenFull::Drop));
         cluster.stop().unwrap();
         let started = Instant::now();
         let mut slowest = Duration::ZERO;
@@ -238,21 +237,13 @@ async fn a_full_queue_drops_and_counts_and_the_gap_is_on_record() {
         })
         .await;
         assert!(writer.flush(Duration::from_secs(10)).await);
-        let client = sql(&url).await;
-        let recorded: i64 = client
-            .query_one(
-                "SELECT COALESCE(sum((event->>'count')::bigint), 0)::bigint FROM audit_events WHERE kind = 'dropped'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let recorded = scalar(
+            &url,
+            "SELECT COALESCE(sum((event->>'count')::bigint), 0)::bigint FROM audit_events WHERE kind = 'dropped'",
+        )
+        .await;
         assert_eq!(u64::try_from(recorded).unwrap(), dropped);
-        let written: i64 = client
-            .query_one("SELECT count(*) FROM audit_events WHERE kind <> 'dropped'", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let written = scalar(&url, "SELECT count(*) FROM audit_events WHERE kind <> 'dropped'").await;
         assert_eq!(u64::try_from(written).unwrap(), writer.written());
         assert_eq!(written + recorded, 1_000);
         writer.shutdown(Duration::from_secs(10)).await.unwrap();
@@ -266,13 +257,7 @@ async fn a_full_queue_blocks_and_loses_nothing() {
     bounded(LIMIT, async {
         let events = sample_events();
         let plane = plane(&url, "a").await;
-        let (sink, writer) = plane.audit_sink(
-            AuditConfig::default()
-                .capacity(10)
-                .batch(5)
-                .flush_every(Duration::from_millis(20))
-                .when_full(WhenFull::Block),
-        );
+        let (sink, writer) = plane.audit_sink(tiny_queue(WhenFull::Block));
         cluster.stop().unwrap();
         let done = Arc::new(AtomicBool::new(false));
         let recording = {

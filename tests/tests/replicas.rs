@@ -217,6 +217,13 @@ async fn audited_calls(plane: &ControlPlane, tool: &str) -> Vec<AuditRecord> {
     plane.audit_events(&filter).await.unwrap()
 }
 
+/// The fleet's approval requests, newest first: every one, or the pending ones.
+async fn approvals(fleet: &Fleet, pending: bool) -> Vec<registry_postgres::ApprovalRecord> {
+    let mut filter = registry_postgres::ApprovalFilter::default();
+    filter.pending = pending;
+    fleet.plane.approvals(&filter).await.unwrap()
+}
+
 async fn successful_deploys(plane: &ControlPlane) -> usize {
     audited_calls(plane, "deploy")
         .await
@@ -353,11 +360,7 @@ async fn an_approval_asked_on_one_replica_runs_once_when_answered_on_others() {
 
     // Asked on A, answered on B: it runs, on B, once.
     let state = ask_for_approval(&on_a).await;
-    let pending = fleet
-        .plane
-        .approvals(&registry_postgres::ApprovalFilter::default())
-        .await
-        .unwrap();
+    let pending = approvals(&fleet, false).await;
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].origin, "a");
     let answered = within("retry on b", on_b.call_tool_once(approving(&state))).await;
@@ -414,11 +417,7 @@ async fn an_operators_approval_runs_the_waiting_call_once_even_given_twice_at_on
 
     let listed = admin(&fleet.url, &["approvals", "--pending"]).await;
     assert!(listed.status.success(), "{listed:?}");
-    let pending = fleet
-        .plane
-        .approvals(&registry_postgres::ApprovalFilter::default())
-        .await
-        .unwrap();
+    let pending = approvals(&fleet, false).await;
     assert_eq!(pending.len(), 1);
     let id = pending[0].id.clone();
     assert!(stdout(&listed).contains(&id[..12]), "{}", stdout(&listed));
@@ -440,11 +439,7 @@ async fn an_operators_approval_runs_the_waiting_call_once_even_given_twice_at_on
         successful_deploys(&fleet.plane).await == 1
     })
     .await;
-    let approved = fleet
-        .plane
-        .approvals(&registry_postgres::ApprovalFilter::default())
-        .await
-        .unwrap();
+    let approved = approvals(&fleet, false).await;
     assert_eq!(approved[0].state, "approved");
     assert!(
         matches!(approved[0].decided_by.as_deref(), Some("alice" | "bob")),
@@ -454,9 +449,7 @@ async fn an_operators_approval_runs_the_waiting_call_once_even_given_twice_at_on
     // A denial from the console ends the next waiting call: nothing runs.
     let call = deploy_in_background(&waiting);
     within("the question", waiting.asked.recv()).await.unwrap();
-    let mut only_pending = registry_postgres::ApprovalFilter::default();
-    only_pending.pending = true;
-    let pending = fleet.plane.approvals(&only_pending).await.unwrap();
+    let pending = approvals(&fleet, true).await;
     let denied = admin(
         &fleet.url,
         &[

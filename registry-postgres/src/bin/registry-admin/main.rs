@@ -34,15 +34,13 @@
 mod show;
 mod time;
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::{Parser, Subcommand};
 use registry_postgres::{
-    ApprovalFilter, AuditFilter, ChangeRecord, ControlPlane, Error, RecordedKind, Verdict,
-    VerdictOutcome,
+    ApprovalFilter, AuditFilter, ControlPlane, Error, RecordedKind, Verdict, VerdictOutcome,
 };
 use serde_json::json;
 
@@ -214,7 +212,7 @@ async fn run(cli: Cli) -> Result<String, Failure> {
         Command::Changes { since_seq, limit } => {
             let records = match since_seq {
                 Some(after) => plane.changes(after, limit).await?,
-                None => newest_changes(&plane, limit).await?,
+                None => plane.newest_changes(limit).await?,
             };
             Ok(show::changes(&records, json))
         }
@@ -308,7 +306,7 @@ async fn restore(
     reason: Option<String>,
     json: bool,
 ) -> Result<String, Failure> {
-    let latest = latest_change_of(plane, name).await?;
+    let latest = plane.latest_change_of(name).await?;
     if latest.as_ref().map(|change| change.kind) != Some(RecordedKind::Revoke) {
         let why = match latest {
             None => "no change was ever recorded for it".to_owned(),
@@ -378,51 +376,6 @@ async fn verdict(
         ));
     }
     Ok(format!("{done}\n"))
-}
-
-/// Changes are read a page at a time, oldest first.
-const PAGE: i64 = 1000;
-
-/// The newest `limit` changes, oldest first.
-async fn newest_changes(plane: &ControlPlane, limit: i64) -> Result<Vec<ChangeRecord>, Error> {
-    let keep = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut newest = VecDeque::new();
-    let mut after = 0;
-    loop {
-        let page = plane.changes(after, PAGE).await?;
-        let full = page.len() == usize::try_from(PAGE).unwrap_or(usize::MAX);
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        for change in page {
-            if newest.len() == keep {
-                newest.pop_front();
-            }
-            newest.push_back(change);
-        }
-        if !full {
-            break;
-        }
-    }
-    Ok(newest.into())
-}
-
-/// The latest change recorded for `tool`.
-async fn latest_change_of(plane: &ControlPlane, tool: &str) -> Result<Option<ChangeRecord>, Error> {
-    let mut latest = None;
-    let mut after = 0;
-    loop {
-        let page = plane.changes(after, PAGE).await?;
-        let full = page.len() == usize::try_from(PAGE).unwrap_or(usize::MAX);
-        let Some(last) = page.last() else { break };
-        after = last.seq;
-        if let Some(change) = page.into_iter().rev().find(|change| change.tool == tool) {
-            latest = Some(change);
-        }
-        if !full {
-            break;
-        }
-    }
-    Ok(latest)
 }
 
 /// Who is at the keyboard: `$USER`, or `$LOGNAME`.
