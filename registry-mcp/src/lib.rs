@@ -115,6 +115,7 @@ mod edge;
 mod handler;
 mod host;
 mod http;
+pub mod logging;
 mod oauth;
 mod options;
 mod stdio;

@@ -26,17 +26,20 @@ use registry_core::{
     ToolError, tool,
 };
 use registry_examples::conformance::{ConformanceApp, RED_PIXEL_PNG, SILENT_WAV};
+use registry_mcp::logging::{self, LogFormat};
 use registry_mcp::{EdgeLimits, HttpConfig, HttpServer, Principal, ServerOptions, Tokens};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 const USAGE: &str = "\
-usage: conformance_server --http ADDR
+usage: conformance_server --http ADDR [--log-format text|json]
 
 Serves the MCP conformance suite's server scenarios over streamable HTTP at http://ADDR/mcp,
 without tokens, to loopback clients only (ADDR must be a loopback address; port 0 picks a
-free one). The first line on stdout is `listening on URL`.";
+free one). The first line on stdout is `listening on URL`. Warnings and errors go to stderr,
+as text (the default) or with --log-format json one JSON object a line; either way every
+field is escaped: one event, one line.";
 
 /// Returns a simple text.
 #[tool]
@@ -307,9 +310,10 @@ fn json_schema_tool() -> DynamicTool {
     .handler(|_ctx, arguments| Ok::<_, String>(json!({ "received": arguments })))
 }
 
-fn parse_args() -> Result<SocketAddr, String> {
+fn parse_args() -> Result<(SocketAddr, LogFormat), String> {
     let mut args = std::env::args().skip(1);
     let mut addr = None;
+    let mut format = LogFormat::Text;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--http" => {
@@ -322,33 +326,43 @@ fn parse_args() -> Result<SocketAddr, String> {
                         .map_err(|error| format!("--http {value:?}: {error}"))?,
                 );
             }
+            "--log-format" => {
+                format = args
+                    .next()
+                    .ok_or("--log-format needs text or json")?
+                    .parse()
+                    .map_err(|error| format!("--log-format: {error}"))?;
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    addr.ok_or_else(|| "--http ADDR is required".to_owned())
+    let addr = addr.ok_or_else(|| "--http ADDR is required".to_owned())?;
+    Ok((addr, format))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let addr = match parse_args() {
-        Ok(addr) => addr,
+    let (addr, format) = match parse_args() {
+        Ok(parsed) => parsed,
         Err(problem) => {
             if !problem.is_empty() {
-                eprintln!("conformance_server: {problem}\n");
+                eprintln!("conformance_server: {}\n", logging::escape(&problem));
             }
             eprintln!("{USAGE}");
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::WARN)
-        .init();
+    // Every field escaped, rmcp's and hyper's too: one event, one line.
+    if let Err(error) = logging::init(format, "warn") {
+        eprintln!("conformance_server: {error}");
+        return ExitCode::FAILURE;
+    }
     match serve(addr).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("conformance_server: {error}");
+            let error = error.to_string();
+            eprintln!("conformance_server: {}", logging::escape(&error));
             ExitCode::FAILURE
         }
     }

@@ -16,7 +16,6 @@
 //! Logs (the registry's audit events included) go to stderr; in stdio mode stdout carries
 //! nothing but protocol messages. Run with `--help` for every flag.
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,14 +23,12 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use registry_core::{Registry, Subject};
+use registry_mcp::logging::{self, LogFormat};
 use registry_mcp::{
     CancellationToken, EdgeLimits, HttpConfig, HttpServer, Jwks, McpServer, OAuth, ServerOptions,
     Tokens,
 };
 use registry_postgres::{AuditConfig, AuditWriter, ChangeFeed, ControlPlane, WhenFull};
-use tracing_subscriber::filter::Targets;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
 
 use registry_examples as _;
 
@@ -86,7 +83,9 @@ Sharing one control plane with other replicas (PostgreSQL):
 
   --log FILTER      log filter, e.g. debug or info,registry_core::audit=warn
                     (env RUST_LOG; default info,rmcp=warn: rmcp logs session ids
-                    and some client text unescaped at info)";
+                    and some client text at info)
+  --log-format text|json   log lines as text (the default) or one JSON object a
+                    line; either way every field is escaped: one event, one line";
 
 /// The bundled development tokens.
 const DEV_TOKENS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mcp-tokens.json");
@@ -108,6 +107,7 @@ struct Args {
     agent: Option<String>,
     options: ServerOptions,
     log: String,
+    log_format: LogFormat,
     /// Test support, not in the usage text: when FILE exists, revoke tool NAME.
     revoke_on: Option<(PathBuf, String)>,
     postgres: Option<String>,
@@ -138,6 +138,7 @@ impl Args {
             // rmcp logs each session's id, and a cancelled request's id and reason as the client
             // sent them, at info: keep its own events to warnings and above.
             log: env("RUST_LOG").unwrap_or_else(|| "info,rmcp=warn".to_owned()),
+            log_format: LogFormat::Text,
             revoke_on: None,
             postgres: None,
             replica: None,
@@ -210,6 +211,11 @@ impl Args {
                     parsed.options = parsed.options.with_max_message_bytes(bytes);
                 }
                 "--log" => parsed.log = value("--log")?,
+                "--log-format" => {
+                    parsed.log_format = value("--log-format")?
+                        .parse()
+                        .map_err(|error| format!("--log-format: {error}"))?;
+                }
                 "--postgres" => parsed.postgres = Some(value("--postgres")?),
                 "--replica" => parsed.replica = Some(value("--replica")?),
                 "--rate-limit" => parsed.rate_limit = Some(value("--rate-limit")?),
@@ -229,7 +235,12 @@ impl Args {
                     let name = value("--admin-revoke-on")?;
                     parsed.revoke_on = Some((file.into(), name));
                 }
-                other => return Err(format!("unknown argument {other:?}")),
+                other => {
+                    return Err(format!(
+                        "unknown argument {}",
+                        logging::escape(&format!("{other:?}"))
+                    ));
+                }
             }
         }
         let oauth_flags = parsed.issuer.is_some()
@@ -299,12 +310,14 @@ async fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(message) => {
-            eprintln!("mcp_server: {message}\n\n{USAGE}");
+            eprintln!("mcp_server: {}\n\n{USAGE}", logging::escape(&message));
             return ExitCode::from(2);
         }
     };
-    if let Err(message) = init_logging(&args.log) {
-        eprintln!("mcp_server: --log: {message}");
+    // Logs go to stderr, never stdout: in stdio mode stdout is the protocol. Every field of
+    // every event is escaped, rmcp's and hyper's too: one event, one line.
+    if let Err(error) = logging::init(args.log_format, &args.log) {
+        eprintln!("mcp_server: --log: {error}");
         return ExitCode::from(2);
     }
     // A panicking tool is caught by the run and its message goes to the audit log; keep the
@@ -313,24 +326,11 @@ async fn main() -> ExitCode {
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("mcp_server: {error}");
+            let error = error.to_string();
+            eprintln!("mcp_server: {}", logging::escape(&error));
             ExitCode::FAILURE
         }
     }
-}
-
-/// Logs go to stderr, never stdout: in stdio mode stdout is the protocol.
-fn init_logging(filter: &str) -> Result<(), String> {
-    let filter: Targets = filter.parse().map_err(|error| format!("{error}"))?;
-    tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_ansi(std::io::stderr().is_terminal()),
-        )
-        .with(filter)
-        .init();
-    Ok(())
 }
 
 /// What `--postgres` adds: the change feed the registry follows, and the audit writer.

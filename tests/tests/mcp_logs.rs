@@ -1,0 +1,163 @@
+//! Log lines nobody can forge: the example server, started as a child process, gets JSON-RPC
+//! requests whose ids carry a line break and a forged event, NUL, and U+202E; rmcp logs each
+//! failed request's id (`WARN rmcp::service: response error id=...`) as the client sent it.
+//! Every line the server writes must still be one event of its own, in text and in JSON.
+//!
+//! The requests are raw HTTP: rmcp's client numbers its requests itself and cannot send an id
+//! chosen by an attacker.
+
+mod mcp_support;
+
+use std::time::{Duration, Instant};
+
+use mcp_support::*;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const INITIALIZE: &str = r#"{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc": "2.0", "method": "notifications/initialized"}"#;
+
+/// The ids sent: each makes rmcp log one warning naming it.
+const HOSTILE_IDS: [&str; 3] = [
+    "x\nFORGEDLINE outcome=ok tool=deploy",
+    "nul\u{0}FORGEDLINE outcome=ok",
+    "bidi\u{202E}FORGEDLINE\u{2066}ok\r\nFORGEDLINE",
+];
+
+async fn post(url: &str, session: Option<&str>, body: &str) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {RELEASE_TOKEN}"))
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("content-type", "application/json")
+        .body(body.to_owned());
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    within("a raw request", request.send())
+        .await
+        .expect("the server answers")
+}
+
+/// Starts the example server with `format`, sends the hostile ids in one session, and gives
+/// its log lines once the three warnings are in.
+async fn hostile_ids_logged(format: &str) -> Vec<String> {
+    let tokens = tokens_file();
+    let server = start_example([
+        "--tokens".as_ref(),
+        tokens.as_os_str(),
+        "--log-format".as_ref(),
+        format.as_ref(),
+    ])
+    .await;
+    let opened = post(&server.url, None, INITIALIZE).await;
+    assert_eq!(opened.status(), StatusCode::OK);
+    let session = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = within("the initialize answer", opened.text()).await;
+    let initialized = post(&server.url, Some(&session), INITIALIZED).await;
+    assert_eq!(initialized.status(), StatusCode::ACCEPTED);
+    for id in HOSTILE_IDS {
+        // A cursor the server never gave: rmcp answers (and logs) an error with this id.
+        let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list",
+                          "params": {"cursor": "not-a-cursor"}});
+        let answer = post(&server.url, Some(&session), &list.to_string()).await;
+        let text = within("the answer", answer.text()).await.unwrap();
+        assert!(text.contains("invalid cursor"), "{text}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lines = server.lines.lock().unwrap().clone();
+        let warned = lines
+            .iter()
+            .filter(|line| line.contains("response error"))
+            .count();
+        if warned >= HOSTILE_IDS.len() {
+            // A moment more for anything written after the warnings.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            return server.lines.lock().unwrap().clone();
+        }
+        assert!(Instant::now() < deadline, "rmcp did not warn: {lines:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Whether `c` would hide, reorder or break a line: what the server must never write raw.
+fn hostile(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_request_id_rmcp_logs_cannot_forge_a_text_line() {
+    let lines = hostile_ids_logged("text").await;
+    let levels = [" TRACE ", " DEBUG ", "  INFO ", "  WARN ", " ERROR "];
+    for line in &lines {
+        assert!(!line.starts_with("FORGEDLINE"), "a forged line: {line:?}");
+        // Each line is one event: a timestamp and a level first.
+        let head = line.get(..40).unwrap_or(line);
+        assert!(
+            line.starts_with(|c: char| c.is_ascii_digit())
+                && line.as_bytes().get(10) == Some(&b'T')
+                && levels.iter().any(|level| head.contains(level)),
+            "a line that is not an event's: {line:?}"
+        );
+        assert!(
+            !line.chars().any(hostile),
+            "a raw control character: {line:?}"
+        );
+    }
+    let warnings: Vec<&String> = lines
+        .iter()
+        .filter(|line| line.contains("rmcp::service") && line.contains("response error"))
+        .collect();
+    assert_eq!(warnings.len(), HOSTILE_IDS.len(), "{lines:?}");
+    // As many lines name the forged text as there were events naming it.
+    let forged = lines
+        .iter()
+        .filter(|line| line.contains("FORGEDLINE"))
+        .count();
+    assert_eq!(forged, HOSTILE_IDS.len(), "{lines:?}");
+    let all = lines.join("\n");
+    assert!(
+        all.contains(r"id=x\nFORGEDLINE outcome=ok tool=deploy"),
+        "{all}"
+    );
+    assert!(all.contains(r"id=nul\u{0}FORGEDLINE"), "{all}");
+    assert!(
+        all.contains(r"id=bidi\u{202e}FORGEDLINE\u{2066}ok\r\nFORGEDLINE"),
+        "{all}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_request_id_rmcp_logs_cannot_forge_a_json_line() {
+    let lines = hostile_ids_logged("json").await;
+    let mut ids = Vec::new();
+    for line in &lines {
+        assert!(!line.starts_with("FORGEDLINE"), "a forged line: {line:?}");
+        assert!(
+            !line.chars().any(hostile),
+            "a raw control character: {line:?}"
+        );
+        let event: Value = serde_json::from_str(line)
+            .unwrap_or_else(|error| panic!("a line that is not JSON ({error}): {line:?}"));
+        assert!(
+            event["timestamp"].is_string() && event["level"].is_string(),
+            "{event}"
+        );
+        if event["target"] == "rmcp::service" && event["fields"]["message"] == "response error" {
+            ids.push(event["fields"]["id"].as_str().unwrap().to_owned());
+        }
+    }
+    // One event a line, and each id as the client sent it, byte for byte.
+    assert_eq!(ids, HOSTILE_IDS, "{lines:?}");
+    let forged = lines
+        .iter()
+        .filter(|line| line.contains("FORGEDLINE"))
+        .count();
+    assert_eq!(forged, HOSTILE_IDS.len(), "{lines:?}");
+}
