@@ -154,7 +154,9 @@ impl HttpConfig {
     ///
     /// It fails closed: [`HttpServer::bind`] refuses it on an address that is not loopback;
     /// a peer that is not loopback, or whose address is unknown (a router served without
-    /// `ConnectInfo<SocketAddr>`), still needs a token; and a request that does carry an
+    /// `ConnectInfo<SocketAddr>`), still needs a token; so does a request carrying
+    /// `Forwarded`, `X-Forwarded-For` or `X-Real-IP`, which a reverse proxy or tunnel on the
+    /// same host passed on for someone else; and a request that does carry an
     /// `Authorization` header is judged by its token alone, never downgraded to `principal`.
     ///
     /// ```
@@ -506,10 +508,18 @@ impl Credentials {
             ));
         }
         let Some(value) = headers.get(header::AUTHORIZATION) else {
+            // A request a proxy or tunnel on this host passed on comes from loopback too, on
+            // behalf of someone else: the headers proxies add say so, and it needs a token.
+            let forwarded = FORWARDED_HEADERS
+                .iter()
+                .any(|name| headers.contains_key(*name));
+            if forwarded && self.loopback.is_some() {
+                tracing::debug!("refused a forwarded request without a token");
+            }
             return self
                 .loopback
                 .as_ref()
-                .filter(|_| peer.is_some_and(|peer| peer.ip().is_loopback()))
+                .filter(|_| !forwarded && peer.is_some_and(|peer| peer.ip().is_loopback()))
                 .cloned()
                 .ok_or(Refusal::Missing);
         };
@@ -523,7 +533,11 @@ impl Credentials {
             return Ok(principal.clone());
         }
         match validator {
-            Some(validator) => validator.principal(token, digest).await,
+            Some(validator) => {
+                validator
+                    .principal(token, digest, peer.map(|peer| peer.ip()))
+                    .await
+            }
             None => Err(Refusal::Missing),
         }
     }
@@ -536,6 +550,10 @@ impl Credentials {
         }
     }
 }
+
+/// The headers a proxy adds to a request it passes on: a request carrying one is not served
+/// as the loopback principal.
+const FORWARDED_HEADERS: [&str; 3] = ["forwarded", "x-forwarded-for", "x-real-ip"];
 
 /// Whether a query string carries an access token (RFC 6750 §2.3), which is refused.
 fn token_in_query(query: Option<&str>) -> bool {
@@ -578,6 +596,9 @@ async fn authenticate(
             return refusal.response(credentials.metadata_url());
         }
     };
+    if let Some(connection) = request.extensions().get::<Arc<edge::Connection>>() {
+        connection.authenticated();
+    }
     if let Some(refused) = edge::limit_rate(&credentials.rates, &principal) {
         return refused;
     }
@@ -685,6 +706,9 @@ async fn protocol_errors(
             );
         }
         parts.extensions.insert(id);
+        if message.method.is_some() {
+            parts.extensions.insert(edge::AwaitsAnswer);
+        }
         if message.method.as_deref() == Some("initialize") {
             parts.extensions.insert(Opening);
         }

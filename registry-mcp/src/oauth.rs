@@ -6,6 +6,7 @@ mod claims;
 mod introspection;
 mod jwt;
 mod keys;
+mod lru;
 mod metadata;
 mod step_up;
 mod validator;
@@ -77,6 +78,7 @@ pub struct OAuth {
     pub(crate) refetch_interval: Duration,
     pub(crate) jwks_max_age: Duration,
     pub(crate) fetch_timeout: Duration,
+    pub(crate) allow_insecure_http: bool,
 }
 
 /// What makes a token's subject read-only.
@@ -128,6 +130,7 @@ impl OAuth {
             refetch_interval: Duration::from_secs(10),
             jwks_max_age: Duration::from_secs(60 * 60),
             fetch_timeout: Duration::from_secs(5),
+            allow_insecure_http: false,
         }
     }
 
@@ -227,6 +230,27 @@ impl OAuth {
     /// How long a fetch of the keys or an introspection may take. Default 5 s.
     pub fn with_fetch_timeout(mut self, timeout: Duration) -> Self {
         self.fetch_timeout = timeout;
+        self
+    }
+
+    /// Lets the JWKS URL and the introspection endpoint be plain `http://` to a host that is
+    /// not loopback. Without it (the default) such a URL fails the configuration: keys or
+    /// introspection answers fetched in the clear can be forged by anyone on the path, and so
+    /// can every token. `https://` is always accepted, and `http://` to loopback
+    /// (`localhost`, `127.0.0.0/8`, `::1`: an identity provider or sidecar on this machine).
+    /// Say it only when the network path is trusted (a private link, a service mesh that
+    /// encrypts).
+    ///
+    /// ```
+    /// use registry_mcp::{Jwks, OAuth};
+    ///
+    /// let oauth = OAuth::new("https://mcp.example.com/mcp", "https://idp.example.com/")
+    ///     .with_jwks(Jwks::uri("http://idp.internal:9000/jwks.json"))
+    ///     .allow_insecure_http();
+    /// # let _ = oauth;
+    /// ```
+    pub fn allow_insecure_http(mut self) -> Self {
+        self.allow_insecure_http = true;
         self
     }
 

@@ -1,10 +1,12 @@
-//! The accept loop: a bounded number of connections, each with a header-read timeout, a
-//! header size limit and an idle timeout, served by hyper's HTTP/1 with the router.
+//! The accept loop: a bounded number of connections (in total, per source, and not yet
+//! authenticated), each with a header-read timeout, a header size limit and an idle timeout,
+//! served by hyper's HTTP/1 with the router.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -18,8 +20,88 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
-use super::EdgeLimits;
 use super::guard::Guarded;
+use super::{EdgeLimits, Source};
+
+/// The connections open, per source and not yet authenticated.
+struct Tally {
+    max_per_source: usize,
+    max_unauthenticated: usize,
+    state: Mutex<TallyState>,
+}
+
+#[derive(Default)]
+struct TallyState {
+    per_source: HashMap<Source, usize>,
+    unauthenticated: usize,
+}
+
+/// Which limit a connection was refused by.
+#[derive(Debug, Clone, Copy)]
+enum Over {
+    Total,
+    PerSource,
+    Unauthenticated,
+}
+
+impl Tally {
+    fn state(&self) -> std::sync::MutexGuard<'_, TallyState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A place for a new, unauthenticated connection from `source`, or the limit it is over.
+    fn admit(self: &Arc<Self>, source: Source) -> Result<Arc<Connection>, Over> {
+        let mut state = self.state();
+        let from_source = state.per_source.get(&source).copied().unwrap_or(0);
+        if from_source >= self.max_per_source {
+            return Err(Over::PerSource);
+        }
+        if state.unauthenticated >= self.max_unauthenticated {
+            return Err(Over::Unauthenticated);
+        }
+        *state.per_source.entry(source).or_insert(0) += 1;
+        state.unauthenticated += 1;
+        Ok(Arc::new(Connection {
+            tally: self.clone(),
+            source,
+            authenticated: AtomicBool::new(false),
+        }))
+    }
+}
+
+/// One accepted connection's place in the tally, given back when it closes. Each request on it
+/// carries it (an extension), so that the first request with a valid token moves it from the
+/// unauthenticated connections to the others.
+pub(crate) struct Connection {
+    tally: Arc<Tally>,
+    source: Source,
+    authenticated: AtomicBool,
+}
+
+impl Connection {
+    /// A request on this connection presented a valid token (or is the loopback principal's).
+    pub(crate) fn authenticated(&self) {
+        if !self.authenticated.swap(true, Ordering::SeqCst) {
+            let mut state = self.tally.state();
+            state.unauthenticated = state.unauthenticated.saturating_sub(1);
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let mut state = self.tally.state();
+        if !self.authenticated.load(Ordering::SeqCst) {
+            state.unauthenticated = state.unauthenticated.saturating_sub(1);
+        }
+        if let Some(count) = state.per_source.get_mut(&self.source) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                state.per_source.remove(&self.source);
+            }
+        }
+    }
+}
 
 /// Serves `router` on `listener` until `shutdown` is cancelled, then waits for the open
 /// connections to finish their requests.
@@ -31,6 +113,11 @@ pub(crate) async fn serve(
 ) {
     let max_connections = within_descriptors(limits.max_connections);
     let permits = Arc::new(Semaphore::new(max_connections));
+    let tally = Arc::new(Tally {
+        max_per_source: limits.max_connections_per_ip,
+        max_unauthenticated: limits.max_unauthenticated_connections,
+        state: Mutex::default(),
+    });
     let tasks = TaskTracker::new();
     let limits = Arc::new(limits);
     let mut refused: u64 = 0;
@@ -50,20 +137,30 @@ pub(crate) async fn serve(
                 continue;
             }
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            drop(tcp);
-            refused += 1;
-            tracing::debug!(peer = ?peer, "closed a connection over the connection limit");
-            if last_warning.is_none_or(|at| at.elapsed() >= super::SUMMARY_INTERVAL) {
-                tracing::warn!(
-                    refused,
-                    limit = max_connections,
-                    "closed connections over the connection limit"
-                );
-                last_warning = Some(Instant::now());
-                refused = 0;
+        let admitted = permits
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| Over::Total)
+            .and_then(|permit| Ok((permit, tally.admit(Source::of(Some(peer.ip())))?)));
+        let (permit, place) = match admitted {
+            Ok(admitted) => admitted,
+            Err(over) => {
+                drop(tcp);
+                refused += 1;
+                tracing::debug!(peer = ?peer, ?over, "closed a connection over a connection limit");
+                if last_warning.is_none_or(|at| at.elapsed() >= super::SUMMARY_INTERVAL) {
+                    tracing::warn!(
+                        refused,
+                        max_connections,
+                        max_connections_per_ip = tally.max_per_source,
+                        max_unauthenticated_connections = tally.max_unauthenticated,
+                        "closed connections over the connection limits (EdgeLimits)"
+                    );
+                    last_warning = Some(Instant::now());
+                    refused = 0;
+                }
+                continue;
             }
-            continue;
         };
         // Without TCP_NODELAY, the last chunk of a streamed answer waits for the client's
         // delayed ACK (40 ms on Linux) before it leaves.
@@ -74,7 +171,7 @@ pub(crate) async fn serve(
         let limits = limits.clone();
         let shutdown = shutdown.clone();
         tasks.spawn(async move {
-            connection(tcp, peer, router, &limits, shutdown).await;
+            connection(tcp, peer, place, router, &limits, shutdown).await;
             drop(permit);
         });
     }
@@ -155,6 +252,7 @@ impl Drop for InFlight {
 async fn connection(
     tcp: tokio::net::TcpStream,
     peer: SocketAddr,
+    place: Arc<Connection>,
     router: axum::Router,
     limits: &EdgeLimits,
     shutdown: CancellationToken,
@@ -167,6 +265,7 @@ async fn connection(
         let activity = activity.clone();
         hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             request.extensions_mut().insert(ConnectInfo(peer));
+            request.extensions_mut().insert(place.clone());
             let in_flight = activity.begin();
             let mut router = router.clone();
             async move {

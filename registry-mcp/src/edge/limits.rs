@@ -30,6 +30,16 @@ pub struct EdgeLimits {
     /// the limit is closed as soon as it is accepted, before a byte is read. On Linux it is lowered, with a
     /// warning, to the process's limit of open files less 32.
     pub max_connections: usize,
+    /// Open TCP connections from one source: an IP address (an IPv6 /64 counts as one).
+    /// Default 256. One over it is closed as soon as it is accepted. Behind a reverse proxy
+    /// every connection comes from the proxy's address: raise it to `max_connections`.
+    pub max_connections_per_ip: usize,
+    /// Open TCP connections on which no request has yet presented a valid token, all sources
+    /// together. Default 256. A connection counts until its first request with a valid token
+    /// (or from the loopback principal); a new one over the limit is closed as soon as it is
+    /// accepted. Clients that hold connections open without authenticating (or with bad
+    /// tokens) cannot take the places of those that did.
+    pub max_unauthenticated_connections: usize,
     /// How long a client may take to send a request's line and headers, from the moment the
     /// server waits for them. Default 10 s. A slower one (slowloris) is disconnected.
     pub header_read_timeout: Duration,
@@ -51,8 +61,10 @@ pub struct EdgeLimits {
     pub max_sessions_per_principal: usize,
     /// How long a session may go without a message before it is closed. Default 5 min.
     pub session_idle_timeout: Duration,
-    /// Open GET streams (server-sent events) of one principal. Default 16. One more gets
-    /// 429 with JSON-RPC error -32000.
+    /// Open streams of one principal: GET streams (server-sent events), and POST requests in a
+    /// session while their answers are streamed (`subscriptions/listen`, a call in progress).
+    /// Default 32. One more gets 429 with JSON-RPC error -32000 (with the request's id); an
+    /// answer sent whole gives its place back at once.
     pub max_streams_per_principal: usize,
     /// Requests per second one principal may make, on average. Default 50. `0` turns the
     /// rate limit off.
@@ -67,6 +79,8 @@ impl Default for EdgeLimits {
     fn default() -> Self {
         EdgeLimits {
             max_connections: 1024,
+            max_connections_per_ip: 256,
+            max_unauthenticated_connections: 256,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             body_read_timeout: Duration::from_secs(30),
@@ -74,7 +88,7 @@ impl Default for EdgeLimits {
             max_sessions: 1000,
             max_sessions_per_principal: 16,
             session_idle_timeout: Duration::from_secs(300),
-            max_streams_per_principal: 16,
+            max_streams_per_principal: 32,
             requests_per_second: 50,
             burst: 100,
         }
@@ -98,6 +112,10 @@ macro_rules! with {
 with! {
     /// Sets [`max_connections`](Self::max_connections).
     with_max_connections: max_connections: usize;
+    /// Sets [`max_connections_per_ip`](Self::max_connections_per_ip).
+    with_max_connections_per_ip: max_connections_per_ip: usize;
+    /// Sets [`max_unauthenticated_connections`](Self::max_unauthenticated_connections).
+    with_max_unauthenticated_connections: max_unauthenticated_connections: usize;
     /// Sets [`header_read_timeout`](Self::header_read_timeout).
     with_header_read_timeout: header_read_timeout: Duration;
     /// Sets [`idle_timeout`](Self::idle_timeout).

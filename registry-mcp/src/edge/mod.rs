@@ -1,8 +1,9 @@
 //! The HTTP edge: what stands between the network and rmcp. Each file is one concept:
 //! [`EdgeLimits`] (`limits.rs`), the accept loop (`connections.rs`), the `Origin` check
 //! (`origin.rs`), the request rate (`rate.rs`), session ownership and caps (`sessions.rs`),
-//! the bounded log of refusals (`refusals.rs`) and the one-pass look at a message's id, method
-//! and params (`message.rs`).
+//! the bounded log of refusals (`refusals.rs`), the one-pass look at a message's id, method
+//! and params (`message.rs`) and what counts as one source for the limits per IP
+//! (`source.rs`).
 
 mod connections;
 mod guard;
@@ -12,6 +13,7 @@ mod origin;
 mod rate;
 mod refusals;
 mod sessions;
+mod source;
 
 use std::time::Duration;
 
@@ -19,13 +21,14 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-pub(crate) use connections::serve;
+pub(crate) use connections::{Connection, serve};
 pub use limits::EdgeLimits;
 pub(crate) use message::Peek;
 pub(crate) use origin::{Origins, check_origin, loopback_origins};
 pub(crate) use rate::{Rates, limit_rate};
 pub(crate) use refusals::Refusals;
 pub(crate) use sessions::{Sessions, guard_sessions};
+pub(crate) use source::Source;
 
 /// At most one warning per this interval for each kind of repeated refusal.
 pub(crate) const SUMMARY_INTERVAL: Duration = Duration::from_secs(10);
@@ -37,6 +40,12 @@ pub(crate) struct RpcId(pub(crate) Value);
 /// The tool a request's body calls (a well-formed `tools/call`), once its body was read.
 #[derive(Debug, Clone)]
 pub(crate) struct CalledTool(pub(crate) Box<str>);
+
+/// Marks a POST whose body is a JSON-RPC request (a method and an id), whose answer rmcp may
+/// stream (server-sent events) for as long as the request takes: in a session, it counts as
+/// a stream of its principal until its answer is done.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AwaitsAnswer;
 
 /// Marks a request whose body is an `initialize` request: the only one that opens a session.
 #[derive(Debug, Clone, Copy)]

@@ -1,5 +1,6 @@
 //! Who owns each MCP session, and how many each principal may hold: sessions in total and
-//! per principal, GET streams per principal. Every request naming a session is checked
+//! per principal, streams per principal (GET streams, and POST requests while their answers
+//! are streamed: `subscriptions/listen`, calls in progress). Every request naming a session is checked
 //! against its owner, whatever its method.
 
 use std::collections::HashMap;
@@ -13,7 +14,7 @@ use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use super::guard::Guarded;
-use super::{EdgeLimits, Opening, RpcId};
+use super::{AwaitsAnswer, EdgeLimits, Opening, RpcId};
 use crate::tokens::Principal;
 
 /// The header that names a session.
@@ -37,7 +38,7 @@ struct Owners {
     held: HashMap<Arc<str>, usize>,
     /// Sessions being opened, all principals together.
     opening: usize,
-    /// Principal id → open GET streams.
+    /// Principal id → open streams: GET streams, and POST requests not answered yet.
     streams: HashMap<Arc<str>, usize>,
 }
 
@@ -175,7 +176,8 @@ impl Drop for Reservation {
     }
 }
 
-/// An open GET stream of a principal, until its response body is dropped.
+/// An open stream of a principal (a GET stream, or a POST request until its answer is done),
+/// until its response body is dropped.
 struct Stream {
     sessions: Arc<Sessions>,
     principal: Arc<str>,
@@ -269,21 +271,46 @@ pub(crate) async fn guard_sessions(
         }
         Method::GET => {
             let Some(stream) = sessions.open_stream(&principal) else {
-                tracing::debug!(client = ?principal, "refused a stream over the limit");
-                let message = format!(
-                    "too many streams: this token holds its limit of {} open GET streams \
-                     (EdgeLimits::max_streams_per_principal)",
-                    sessions.max_streams
-                );
-                return super::rpc_error(StatusCode::TOO_MANY_REQUESTS, None, -32000, &message);
+                return too_many_streams(&sessions, &principal, None);
             };
             next.run(request)
                 .await
                 .map(|body| Guarded::wrap(body, stream))
         }
+        Method::POST if request.extensions().get::<AwaitsAnswer>().is_some() => {
+            let id = request.extensions().get::<RpcId>().cloned();
+            let Some(stream) = sessions.open_stream(&principal) else {
+                return too_many_streams(&sessions, &principal, id.as_ref());
+            };
+            let response = next.run(request).await;
+            let streamed = response
+                .headers()
+                .get(axum::http::header::CONTENT_TYPE)
+                .and_then(|value| value.to_str().ok())
+                .is_some_and(|value| value.starts_with("text/event-stream"));
+            if streamed {
+                response.map(|body| Guarded::wrap(body, stream))
+            } else {
+                // Answered whole: its place is given back at once.
+                drop(stream);
+                response
+            }
+        }
         // A session rmcp closed is still named here until the next sweep; rmcp answers 404.
         _ => next.run(request).await,
     }
+}
+
+/// 429 for a stream over `max_streams_per_principal`, with the request's id if it has one.
+fn too_many_streams(sessions: &Sessions, principal: &Arc<str>, id: Option<&RpcId>) -> Response {
+    tracing::debug!(client = ?principal, "refused a stream over the limit");
+    let message = format!(
+        "too many streams: this token holds its limit of {} open streams, GET streams and \
+         requests still being answered together (EdgeLimits::max_streams_per_principal); \
+         close one or wait for an answer",
+        sessions.max_streams
+    );
+    super::rpc_error(StatusCode::TOO_MANY_REQUESTS, id, -32000, &message)
 }
 
 /// What rmcp answers for a session it does not know: a session of another principal gets

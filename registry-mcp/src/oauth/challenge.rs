@@ -16,6 +16,9 @@ pub(crate) enum Refusal {
     /// Whether the token is good cannot be known now (the keys cannot be fetched, the
     /// introspection endpoint does not answer): 503, and the request is refused.
     Unavailable(String),
+    /// Too many tokens from this source were refused lately: 429, with `Retry-After` (these
+    /// seconds), and the token is not checked.
+    Throttled(u64),
     /// Step-up: the call needs these scopes (every one it needs): 403 `insufficient_scope`.
     InsufficientScope {
         scopes: Vec<String>,
@@ -27,7 +30,7 @@ impl Refusal {
     /// The error code of RFC 6750, if any.
     pub(crate) fn code(&self) -> Option<&'static str> {
         match self {
-            Refusal::Missing | Refusal::Unavailable(_) => None,
+            Refusal::Missing | Refusal::Unavailable(_) | Refusal::Throttled(_) => None,
             Refusal::InvalidToken(_) => Some("invalid_token"),
             Refusal::InvalidRequest(_) => Some("invalid_request"),
             Refusal::InsufficientScope { .. } => Some("insufficient_scope"),
@@ -41,10 +44,19 @@ impl Refusal {
             Refusal::Missing | Refusal::InvalidToken(_) => StatusCode::UNAUTHORIZED,
             Refusal::InvalidRequest(_) => StatusCode::BAD_REQUEST,
             Refusal::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Refusal::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             Refusal::InsufficientScope { .. } => StatusCode::FORBIDDEN,
         };
+        let throttled;
         let description = match self {
             Refusal::Missing => None,
+            Refusal::Throttled(seconds) => {
+                throttled = format!(
+                    "too many invalid tokens came from this address lately; retry after \
+                     {seconds} s"
+                );
+                Some(throttled.as_str())
+            }
             Refusal::InvalidToken(text)
             | Refusal::InvalidRequest(text)
             | Refusal::Unavailable(text)
@@ -84,12 +96,18 @@ impl Refusal {
                 .into_response(),
         };
         let headers = response.headers_mut();
-        if !matches!(self, Refusal::Unavailable(_)) {
-            if let Ok(value) = HeaderValue::from_str(&challenge) {
-                headers.insert(header::WWW_AUTHENTICATE, value);
+        match self {
+            Refusal::Unavailable(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             }
-        } else {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            Refusal::Throttled(seconds) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*seconds));
+            }
+            _ => {
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    headers.insert(header::WWW_AUTHENTICATE, value);
+                }
+            }
         }
         response
     }

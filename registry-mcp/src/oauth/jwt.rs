@@ -40,9 +40,13 @@ pub(crate) async fn validate(
                 Some(_) => "the token's `kid` names no key of the issuer".into(),
                 None => "the token has no `kid`, and no single key of the issuer fits it".into(),
             }),
-            KeyError::Unavailable(why) => Refusal::Unavailable(format!(
-                "the issuer's signing keys cannot be fetched now ({why}); try again later"
-            )),
+            // Why (the URL, the transport's error) is in the log (`KeyStore::refresh`), never
+            // in the answer to a caller who has not authenticated.
+            KeyError::Unavailable => Refusal::Unavailable(
+                "the token cannot be checked now: the issuer's signing keys are unavailable; \
+                 try again later"
+                    .into(),
+            ),
         })?;
     let mut validation = Validation::new(algorithm);
     validation.algorithms = vec![algorithm];

@@ -84,8 +84,8 @@ pub(crate) enum KeyError {
     /// No key has the token's `kid` (or, without a `kid`, none fits its algorithm).
     Unknown,
     /// The keys could not be fetched, and none known fits: whether the token is good cannot
-    /// be known.
-    Unavailable(String),
+    /// be known (why is logged).
+    Unavailable,
 }
 
 /// The keys, and how to get them again.
@@ -145,8 +145,8 @@ impl KeyStore {
         match (found, stale) {
             (Some(key), false) => return Ok(key),
             (found, _) => {
-                if let Err(error) = self.refresh().await {
-                    return found.ok_or(KeyError::Unavailable(error));
+                if self.refresh().await.is_err() {
+                    return found.ok_or(KeyError::Unavailable);
                 }
             }
         }
@@ -177,7 +177,7 @@ impl KeyStore {
 
     /// Fetches or reads the keys again, unless that was tried less than the refetch interval
     /// ago (then the keys stay as they are, and this is not an error).
-    async fn refresh(&self) -> Result<(), String> {
+    async fn refresh(&self) -> Result<(), ()> {
         let mut last = self.last_attempt.lock().await;
         if last.is_some_and(|at| at.elapsed() < self.refetch_interval) {
             return Ok(());
@@ -191,8 +191,12 @@ impl KeyStore {
                 Ok(())
             }
             Err(error) => {
-                tracing::warn!(%error, "could not fetch the token signing keys");
-                Err(error.to_string())
+                let error = error.to_string();
+                tracing::warn!(
+                    error = %crate::logging::escape(&error),
+                    "could not fetch the token signing keys"
+                );
+                Err(())
             }
         }
     }

@@ -1,6 +1,6 @@
 //! One access token in, the principal it stands for (or why not) out.
 
-use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -11,8 +11,10 @@ use registry_core::Registry;
 use super::challenge::Refusal;
 use super::introspection::Introspector;
 use super::keys::{Jwks, KeyStore};
+use super::lru::Lru;
 use super::metadata::Metadata;
 use super::{OAuth, OAuthError, claims, jwt};
+use crate::edge::Source;
 use crate::tokens::Principal;
 
 /// An [`OAuth`] configuration made ready: keys loaded, metadata written.
@@ -22,8 +24,9 @@ pub(crate) struct Validator {
     introspector: Option<Introspector>,
     pub(crate) metadata: Arc<Metadata>,
     /// JWTs already checked, by SHA-256: the same bytes verify the same way, so a client
-    /// that sends its token with every request pays for the signature once a minute.
-    checked: Mutex<HashMap<[u8; 32], Checked>>,
+    /// that sends its token with every request pays for the signature once a minute. Full,
+    /// it forgets the least recently used.
+    checked: Mutex<Lru<[u8; 32], Checked>>,
 }
 
 /// A JWT that passed every check, until when it may be taken as checked.
@@ -91,7 +94,8 @@ impl Validator {
             );
         }
         let metadata = Arc::new(Metadata::new(&oauth, registry, endpoint)?);
-        for url in fetched_urls(&oauth) {
+        for (what, url) in fetched_urls(&oauth) {
+            check_url(what, url, oauth.allow_insecure_http)?;
             if url.starts_with("https://") && !cfg!(feature = "tls") {
                 return Err(OAuthError::Config(format!(
                     "{url} is https://: enable registry-mcp's `tls` feature to fetch it"
@@ -119,28 +123,29 @@ impl Validator {
             keys,
             introspector,
             metadata,
-            checked: Mutex::new(HashMap::new()),
+            checked: Mutex::new(Lru::new(CHECKED_MAX)),
         })
     }
 
     /// The principal `token` stands for: a JWT checked with the keys, anything else (or any
     /// token, without keys) introspected.
-    /// `digest` is the token's SHA-256 (`tokens::token_digest`), computed once per request.
+    /// `digest` is the token's SHA-256 (`tokens::token_digest`), computed once per request;
+    /// `peer` the address the request came from, whose introspection refusals are limited.
     pub(crate) async fn principal(
         &self,
         token: &str,
         digest: [u8; 32],
+        peer: Option<IpAddr>,
     ) -> Result<Principal, Refusal> {
         // A JWT checked before: its principal, without parsing or verifying it again.
         let now = SystemTime::now();
-        if let Some(checked) = self
-            .checked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&digest)
-            .filter(|checked| checked.until > now)
         {
-            return Ok(checked.principal.clone());
+            let mut checked = self.checked.lock().unwrap_or_else(PoisonError::into_inner);
+            match checked.get_mut(&digest) {
+                Some(entry) if entry.until > now => return Ok(entry.principal.clone()),
+                Some(_) => checked.remove(&digest),
+                None => {}
+            }
         }
         let claims = match (&self.keys, &self.introspector) {
             (Some(keys), _) if jwt::looks_like_jwt(token) => {
@@ -149,7 +154,11 @@ impl Validator {
                 self.remember(digest, &principal, &claims, now);
                 return Ok(principal);
             }
-            (_, Some(introspector)) => introspector.claims(token, digest, &self.oauth).await?,
+            (_, Some(introspector)) => {
+                introspector
+                    .claims(token, digest, &self.oauth, Source::of(peer))
+                    .await?
+            }
             (Some(_), None) => {
                 return Err(Refusal::InvalidToken(
                     "the token is not a JWT, and this server accepts only JWT access tokens".into(),
@@ -177,31 +186,93 @@ impl Validator {
             return;
         };
         let until = (UNIX_EPOCH + Duration::from_secs(exp)).min(now + CHECKED_FOR);
-        let mut checked = self.checked.lock().unwrap_or_else(PoisonError::into_inner);
-        if checked.len() >= CHECKED_MAX {
-            checked.retain(|_, entry| entry.until > now);
-            if checked.len() >= CHECKED_MAX {
-                checked.clear();
-            }
-        }
-        checked.insert(
-            digest,
-            Checked {
-                principal: principal.clone(),
-                until,
-            },
-        );
+        self.checked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                digest,
+                Checked {
+                    principal: principal.clone(),
+                    until,
+                },
+            );
     }
 }
 
-/// The URLs the server fetches: the `jwks_uri`, the introspection endpoint.
-fn fetched_urls(oauth: &OAuth) -> Vec<&str> {
+/// The URLs the server fetches, and what each is: the `jwks_uri`, the introspection endpoint.
+fn fetched_urls(oauth: &OAuth) -> Vec<(&'static str, &str)> {
     let mut urls = Vec::new();
     if let Some(Jwks::Uri(uri)) = &oauth.jwks {
-        urls.push(uri.as_str());
+        urls.push(("the JWKS URL", uri.as_str()));
     }
     if let Some(introspection) = &oauth.introspection {
-        urls.push(introspection.endpoint.as_str());
+        urls.push((
+            "the introspection endpoint",
+            introspection.endpoint.as_str(),
+        ));
     }
     urls
+}
+
+/// Refuses a URL that is not `https://`, unless it is `http://` to a loopback host (the
+/// identity provider on this machine, or a sidecar) or `allow_insecure_http` says the path is
+/// trusted: keys or introspection answers fetched in the clear can be forged on the way.
+fn check_url(what: &str, url: &str, allow_insecure_http: bool) -> Result<(), OAuthError> {
+    let shown = crate::logging::escape(url);
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|error| OAuthError::Config(format!("{what} {shown:?} is not a URL ({error})")))?;
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" => {
+            let loopback = parsed.host_str().is_some_and(|host| {
+                host.eq_ignore_ascii_case("localhost")
+                    || host
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .parse::<IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            });
+            if loopback || allow_insecure_http {
+                Ok(())
+            } else {
+                Err(OAuthError::Config(format!(
+                    "{what} {shown} is plain http:// to a host that is not loopback: what it \
+                     answers could be forged on the way; use https:// (with registry-mcp's \
+                     `tls` feature), or, if the network path is trusted, say so with \
+                     `OAuth::allow_insecure_http`"
+                )))
+            }
+        }
+        other => Err(OAuthError::Config(format!(
+            "{what} {shown} has the scheme {other:?}: give an https:// URL (or http:// to \
+             loopback, or http:// with `OAuth::allow_insecure_http`)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_or_loopback_http_unless_allowed() {
+        for good in [
+            "https://idp.example.com/jwks",
+            "http://127.0.0.1:9000/jwks",
+            "http://127.1.2.3/introspect",
+            "http://localhost:8080/jwks",
+            "http://[::1]:8080/jwks",
+        ] {
+            assert!(check_url("the JWKS URL", good, false).is_ok(), "{good}");
+        }
+        let error = check_url("the JWKS URL", "http://idp.internal:9000/jwks", false)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("the JWKS URL http://idp.internal:9000/jwks is plain http://"));
+        assert!(error.contains("https://") && error.contains("OAuth::allow_insecure_http"));
+        assert!(check_url("x", "http://idp.internal:9000/jwks", true).is_ok());
+        assert!(check_url("x", "http://localhost.evil.com/jwks", false).is_err());
+        assert!(check_url("x", "ftp://idp.example.com/jwks", true).is_err());
+        assert!(check_url("x", "not a url", true).is_err());
+    }
 }
