@@ -335,6 +335,19 @@ async fn cannot_ask(
 fn settled(decided: Result<Observation, ApprovalError>) -> Result<CallToolResult, ErrorData> {
     match decided {
         Ok(observation) => call_result(&observation),
+        Err(ApprovalError::Store(error)) => {
+            // The store's text (a database's error, its address) is for the operator's log,
+            // never for the client.
+            tracing::warn!(
+                error = %crate::logging::escape(&error.to_string()),
+                "the approval store failed; nothing was decided"
+            );
+            Ok(tool_error(
+                "the approval store cannot be reached now; nothing was decided and nothing ran: \
+                 try again later"
+                    .to_owned(),
+            ))
+        }
         Err(error) => match error.observation() {
             Some(observation) => call_result(observation),
             None => Ok(tool_error(error.to_string())),

@@ -743,3 +743,266 @@ async fn a_flood_of_refused_requests_writes_a_bounded_log() {
         "{bytes} bytes of log for {count} refusals: {lines:?}"
     );
 }
+
+/// A TCP connection to `addr` from the loopback address `from` (any of 127.0.0.0/8).
+async fn connect_from(from: [u8; 4], addr: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind(SocketAddr::from((from, 0)))
+        .expect("a loopback address of 127.0.0.0/8 can be bound");
+    within("a connection", socket.connect(addr)).await.unwrap()
+}
+
+/// Sends one raw HTTP/1.1 POST with `token` on `socket` (kept alive) and gives the status.
+async fn raw_request(socket: &mut TcpStream, token: &str, body: &str) -> u16 {
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    // The answer's head and its whole body (a JSON error: Content-Length).
+    loop {
+        let read = within("an answer", socket.read(&mut buffer)).await.unwrap();
+        assert!(read > 0, "closed: {}", String::from_utf8_lossy(&answer));
+        answer.extend_from_slice(&buffer[..read]);
+        let text = String::from_utf8_lossy(&answer);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head
+                .lines()
+                .find_map(|line| {
+                    line.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(str::to_owned)
+                })
+                .map_or(0, |value| value.trim().parse().unwrap());
+            if body.len() >= length {
+                return head[9..12].parse().unwrap();
+            }
+        }
+    }
+}
+
+/// Whether the server closes `socket` at once (as it does with a connection over a limit).
+async fn closed_at_once(socket: &mut TcpStream) -> bool {
+    closed_within(socket, Duration::from_secs(2))
+        .await
+        .is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_capped_per_ip_and_another_ip_is_still_served() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_max_connections_per_ip(3)
+            .with_header_read_timeout(Duration::from_secs(20))
+            .with_idle_timeout(Duration::from_secs(20)),
+    )
+    .await;
+    // 127.0.0.2 holds its three places with idle connections.
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(connect_from([127, 0, 0, 2], edge.addr).await);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..3 {
+        let mut over = connect_from([127, 0, 0, 2], edge.addr).await;
+        assert!(
+            closed_at_once(&mut over).await,
+            "a fourth connection from 127.0.0.2 stayed open"
+        );
+    }
+    // 127.0.0.3 is another source: served.
+    let mut other = connect_from([127, 0, 0, 3], edge.addr).await;
+    assert_eq!(
+        raw_request(&mut other, SUPPORT_TOKEN, "not json").await,
+        400
+    );
+    // A place given back is taken again.
+    drop(held.pop());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = connect_from([127, 0, 0, 2], edge.addr).await;
+        if !closed_at_once_quick(&mut again).await {
+            assert_eq!(
+                raw_request(&mut again, SUPPORT_TOKEN, "not json").await,
+                400
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place was not given back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Whether the server closes `socket` within 300 ms.
+async fn closed_at_once_quick(socket: &mut TcpStream) -> bool {
+    closed_within(socket, Duration::from_millis(300))
+        .await
+        .is_some()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_connections_are_capped_apart_from_authenticated_ones() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_max_unauthenticated_connections(2)
+            .with_header_read_timeout(Duration::from_secs(20))
+            .with_idle_timeout(Duration::from_secs(20)),
+    )
+    .await;
+    // Authenticated: a request on it presented a valid token (its body is not JSON: 400).
+    let mut authenticated = Vec::new();
+    for _ in 0..3 {
+        let mut socket = TcpStream::connect(edge.addr).await.unwrap();
+        assert_eq!(
+            raw_request(&mut socket, SUPPORT_TOKEN, "not json").await,
+            400
+        );
+        authenticated.push(socket);
+    }
+    // Two unauthenticated: one idle, one whose token is bad (refused, still unauthenticated).
+    let _idle = TcpStream::connect(edge.addr).await.unwrap();
+    let mut bad = TcpStream::connect(edge.addr).await.unwrap();
+    assert_eq!(raw_request(&mut bad, "not-a-token", "{}").await, 401);
+    for _ in 0..3 {
+        let mut over = TcpStream::connect(edge.addr).await.unwrap();
+        assert!(
+            closed_at_once(&mut over).await,
+            "a third unauthenticated connection stayed open"
+        );
+    }
+    // The authenticated connections are not counted, and still served.
+    for socket in &mut authenticated {
+        assert_eq!(raw_request(socket, RELEASE_TOKEN, "not json").await, 400);
+    }
+    // Once the bad one goes, a new connection gets its place and can authenticate.
+    drop(bad);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = TcpStream::connect(edge.addr).await.unwrap();
+        if !closed_at_once_quick(&mut again).await {
+            assert_eq!(
+                raw_request(&mut again, SUPPORT_TOKEN, "not json").await,
+                400
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place was not given back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_streams_count_against_the_principals_stream_cap() {
+    let edge = serve(EdgeLimits::default().with_max_streams_per_principal(1)).await;
+    // A client that can answer questions: a call needing approval waits on its POST stream.
+    let initialize = INITIALIZE.replace(
+        r#""capabilities": {}"#,
+        r#""capabilities": {"elicitation": {}}"#,
+    );
+    let response = post(&edge.url, RELEASE_TOKEN, None, &initialize).await;
+    let session = response.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = within("the initialize answer", response.text()).await;
+    let initialized = post(&edge.url, RELEASE_TOKEN, Some(&session), INITIALIZED).await;
+    assert_eq!(initialized.status(), StatusCode::ACCEPTED);
+    let call = json!({"jsonrpc": "2.0", "id": 30, "method": "tools/call",
+                      "params": {"name": "drop_preview", "arguments": {"name": "pr-1"}}});
+    let mut waiting = post(&edge.url, RELEASE_TOKEN, Some(&session), &call.to_string()).await;
+    assert_eq!(waiting.status(), StatusCode::OK);
+    // The server asks for approval on the call's stream, and waits.
+    let mut seen = String::new();
+    while !seen.contains("elicitation/create") {
+        let chunk = within("the approval question", waiting.chunk())
+            .await
+            .unwrap()
+            .expect("the stream stays open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    // The stream holds the principal's one place: another request is refused, with its id.
+    let refused = post(&edge.url, RELEASE_TOKEN, Some(&session), LIST).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let answer = message(refused).await;
+    assert_eq!(answer["id"], 2);
+    let text = answer["error"]["message"].as_str().unwrap();
+    assert!(text.contains("max_streams_per_principal"), "{text}");
+    // So is a GET stream.
+    let stream = get_stream(&edge.url, RELEASE_TOKEN, &session).await;
+    assert_eq!(stream.status(), StatusCode::TOO_MANY_REQUESTS);
+    // Another principal's streams are its own.
+    let other = open_session(&edge.url, SUPPORT_TOKEN).await.unwrap();
+    let listed = message(post(&edge.url, SUPPORT_TOKEN, Some(&other), LIST).await).await;
+    assert!(listed.get("result").is_some(), "{listed}");
+    // The waiting call's stream closed: its place is given back.
+    drop(waiting);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let response = post(&edge.url, RELEASE_TOKEN, Some(&session), LIST).await;
+        if response.status() == StatusCode::OK {
+            let listed = message(response).await;
+            assert!(listed.get("result").is_some(), "{listed}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the stream's place was not given back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Answers sent whole give their places back: many requests one after another.
+    for _ in 0..5 {
+        let listed = message(post(&edge.url, RELEASE_TOKEN, Some(&session), LIST).await).await;
+        assert!(listed.get("result").is_some(), "{listed}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loopback_principal_is_refused_to_forwarded_requests() {
+    let registry = registry_examples::registry().build().unwrap();
+    let shutdown = CancellationToken::new();
+    let config = HttpConfig::new(Tokens::new())
+        .with_addr("127.0.0.1:0".parse().unwrap())
+        .with_loopback_principal(registry_mcp::Principal::new(
+            "local",
+            registry_core::Subject::new("acme").with_scopes(["build:read"]),
+        ))
+        .with_shutdown(shutdown.clone());
+    let server = HttpServer::bind(registry, config).await.unwrap();
+    let url = server.url();
+    tokio::spawn(server.serve());
+    let initialize = |headers: &'static [(&'static str, &'static str)]| {
+        let url = url.clone();
+        async move {
+            let mut request = reqwest::Client::new()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(INITIALIZE);
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            within("a request", request.send()).await.unwrap().status()
+        }
+    };
+    assert_eq!(initialize(&[]).await, StatusCode::OK);
+    // A proxy or tunnel on this host passes on someone else's request: no loopback principal.
+    for headers in [
+        &[("x-forwarded-for", "203.0.113.7")][..],
+        &[("forwarded", "for=203.0.113.7;proto=https")][..],
+        &[("x-real-ip", "203.0.113.7")][..],
+        &[("X-Forwarded-For", "127.0.0.1")][..],
+    ] {
+        assert_eq!(
+            initialize(headers).await,
+            StatusCode::UNAUTHORIZED,
+            "{headers:?}"
+        );
+    }
+    shutdown.cancel();
+}

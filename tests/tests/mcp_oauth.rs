@@ -508,6 +508,168 @@ async fn an_unknown_kid_fetches_the_keys_again_at_most_once_per_interval() {
     let response = raw(&mcp.url, Some(&unknown), None, INITIALIZE).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()["retry-after"], "5");
+    // The caller has not authenticated: the body names neither the keys' URL nor why the
+    // fetch failed (that is in the server's log).
+    let body = response.text().await.unwrap();
+    let address = idp.base.trim_start_matches("http://");
+    for secret in [
+        address,
+        "http://",
+        "jwks",
+        "127.0.0.1",
+        "connect",
+        "error sending",
+    ] {
+        assert!(!body.contains(secret), "{secret:?} in {body}");
+    }
+    assert!(body.contains("cannot be checked now"), "{body}");
+}
+
+#[tokio::test]
+async fn plain_http_key_and_introspection_urls_are_refused_unless_loopback_or_allowed() {
+    let registry = registry_examples::registry().build().unwrap();
+    let bind = |oauth: OAuth| {
+        let config = HttpConfig::new(Tokens::new())
+            .with_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .with_oauth(oauth.with_fetch_timeout(Duration::from_millis(300)));
+        HttpServer::bind(registry.clone(), config)
+    };
+    // A routable address nothing answers on: over plain http, anyone on the path could
+    // answer with keys of their own.
+    let remote = "http://192.0.2.1:9/jwks.json";
+    let error = bind(OAuth::new(RESOURCE, ISSUER).with_jwks(Jwks::uri(remote)))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&format!("the JWKS URL {remote} is plain http://")),
+        "{error}"
+    );
+    assert!(
+        error.contains("use https://") && error.contains("OAuth::allow_insecure_http"),
+        "{error}"
+    );
+    let introspection = Introspection::new("http://192.0.2.1:9/introspect", "mcp", "secret");
+    let error = bind(OAuth::new(RESOURCE, ISSUER).with_introspection(introspection.clone()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("the introspection endpoint http://192.0.2.1:9/introspect is plain http://"),
+        "{error}"
+    );
+    // Said by the operator: the URL is accepted (and the server then fails to fetch it).
+    let error = bind(
+        OAuth::new(RESOURCE, ISSUER)
+            .with_jwks(Jwks::uri(remote))
+            .allow_insecure_http(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("cannot fetch the JWKS"), "{error}");
+    assert!(
+        bind(
+            OAuth::new(RESOURCE, ISSUER)
+                .with_introspection(introspection)
+                .allow_insecure_http()
+        )
+        .await
+        .is_ok()
+    );
+    // Loopback needs no word from the operator.
+    let idp = start_idp(vec![key_a().jwk]).await;
+    assert!(bind(idp.oauth()).await.is_ok());
+}
+
+#[tokio::test]
+async fn random_opaque_tokens_cost_a_bounded_number_of_introspections_per_source() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    idp.idp.introspected.lock().unwrap().insert(
+        "opaque-good-0001".into(),
+        json!({"active": true, "iss": ISSUER, "aud": RESOURCE, "sub": "carol", "tenant": "acme",
+               "scope": "build:read", "exp": now() + 600}),
+    );
+    let introspection = Introspection::new(format!("{}/introspect", idp.base), "mcp", "secret")
+        .with_max_refusals_per_source(5, Duration::from_secs(60));
+    let mcp = serve(idp.oauth().with_introspection(introspection), false).await;
+    // The good token first: its answer is cached.
+    let response = raw(&mcp.url, Some("opaque-good-0001"), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(idp.idp.introspections.load(Ordering::SeqCst), 1);
+    // 60 random tokens from 127.0.0.1: 5 are asked about, the rest refused unasked.
+    let (mut refused, mut throttled) = (0, 0);
+    for n in 0..60 {
+        let token = format!("random-{n:04}-{}", std::process::id());
+        let response = raw(&mcp.url, Some(&token), None, INITIALIZE).await;
+        match response.status() {
+            StatusCode::UNAUTHORIZED => refused += 1,
+            StatusCode::TOO_MANY_REQUESTS => {
+                throttled += 1;
+                let wait: u64 = response.headers()["retry-after"]
+                    .to_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!((1..=60).contains(&wait), "{wait}");
+            }
+            other => panic!("{other} for a random token"),
+        }
+    }
+    assert_eq!((refused, throttled), (5, 55));
+    assert_eq!(idp.idp.introspections.load(Ordering::SeqCst), 1 + 5);
+    // The good token, cached, still works from the throttled source.
+    let response = raw(&mcp.url, Some("opaque-good-0001"), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    // Another source has its own allowance.
+    let other = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let response = within(
+        "a request from 127.0.0.2",
+        other
+            .post(&mcp.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("authorization", "Bearer random-from-another-source")
+            .body(INITIALIZE)
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(idp.idp.introspections.load(Ordering::SeqCst), 1 + 5 + 1);
+}
+
+#[tokio::test]
+async fn a_full_introspection_cache_keeps_the_tokens_in_use() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    idp.idp.introspected.lock().unwrap().insert(
+        "opaque-hot-0001".into(),
+        json!({"active": true, "iss": ISSUER, "aud": RESOURCE, "sub": "carol", "tenant": "acme",
+               "scope": "build:read", "exp": now() + 600}),
+    );
+    let introspection = Introspection::new(format!("{}/introspect", idp.base), "mcp", "secret")
+        .with_max_entries(4)
+        .with_max_refusals_per_source(0, Duration::from_secs(60));
+    let mcp = serve(idp.oauth().with_introspection(introspection), false).await;
+    // A body that is not JSON: 400 once the token is accepted (no session is opened), 401
+    // when it is not.
+    for n in 0..40 {
+        let response = raw(&mcp.url, Some("opaque-hot-0001"), None, "not json").await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let cold = format!("opaque-cold-{n:04}");
+        let response = raw(&mcp.url, Some(&cold), None, "not json").await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    }
+    // The hot token was asked about once; each cold one once. A cache cleared whole when
+    // full would have asked about the hot token again every few requests.
+    assert_eq!(idp.idp.introspections.load(Ordering::SeqCst), 1 + 40);
+    // The oldest cold answers were forgotten: asking again reaches the endpoint.
+    let response = raw(&mcp.url, Some("opaque-cold-0000"), None, "not json").await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(idp.idp.introspections.load(Ordering::SeqCst), 1 + 40 + 1);
 }
 
 #[tokio::test]
