@@ -63,6 +63,9 @@ HTTP as an OAuth 2.1 resource server (JWT access tokens from an identity provide
                     every 10 s)
   --tenant-claim NAME   the claim naming the tenant (default tenant)
   --read-only-scope S   a token with scope S acts read-only
+  --allow-insecure-http   accept a --jwks-uri that is plain http:// to a host that is
+                    not loopback (refused otherwise: keys fetched in the clear can be
+                    forged on the way)
   --step-up         answer a call that needs more scopes with 403 insufficient_scope
                     (reveals that the tool exists; off by default)
 
@@ -100,6 +103,7 @@ struct Args {
     jwks: Option<Jwks>,
     tenant_claim: Option<String>,
     read_only_scope: Option<String>,
+    allow_insecure_http: bool,
     limits: EdgeLimits,
     tenant: String,
     scopes: Vec<String>,
@@ -128,6 +132,7 @@ impl Args {
             jwks: None,
             tenant_claim: None,
             read_only_scope: None,
+            allow_insecure_http: false,
             limits: EdgeLimits::default(),
             tenant: env("MCP_TENANT").unwrap_or_else(|| "acme".to_owned()),
             scopes: env("MCP_SCOPES").map(|s| split(&s)).unwrap_or_default(),
@@ -172,6 +177,7 @@ impl Args {
                 "--read-only-scope" => {
                     parsed.read_only_scope = Some(value("--read-only-scope")?);
                 }
+                "--allow-insecure-http" => parsed.allow_insecure_http = true,
                 "--step-up" => parsed.options = parsed.options.with_step_up_scopes(true),
                 "--max-sessions" => {
                     let max = number(&value("--max-sessions")?)?;
@@ -272,6 +278,9 @@ impl Args {
         }
         if let Some(scope) = &self.read_only_scope {
             oauth = oauth.with_read_only_scope(scope.as_str());
+        }
+        if self.allow_insecure_http {
+            oauth = oauth.allow_insecure_http();
         }
         Some(oauth)
     }
