@@ -607,3 +607,82 @@ async fn over_http_the_question_reaches_old_and_new_clients_alike() {
     );
     within("shutdown", modern.cancel()).await.unwrap();
 }
+
+/// An approval store that keeps requests in memory and cannot decide them, failing with the
+/// kind of text a database driver gives: an address and a user name.
+struct FailingDecisions(MemoryApprovalStore);
+
+const STORE_FAILURE: &str = "could not reach postgres://registry_admin@db.internal.example:5432/registry: connection refused";
+
+impl registry_core::ApprovalStore for FailingDecisions {
+    fn insert<'a>(
+        &'a self,
+        request: &'a registry_core::ApprovalRequest,
+    ) -> registry_core::BoxFuture<'a, Result<(), registry_core::StoreError>> {
+        self.0.insert(request)
+    }
+
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> registry_core::BoxFuture<
+        'a,
+        Result<Option<(registry_core::ApprovalRequest, ApprovalState)>, registry_core::StoreError>,
+    > {
+        self.0.get(id)
+    }
+
+    fn decide<'a>(
+        &'a self,
+        _id: &'a str,
+        _state: ApprovalState,
+    ) -> registry_core::BoxFuture<'a, Result<registry_core::Transition, registry_core::StoreError>>
+    {
+        Box::pin(std::future::ready(Err(registry_core::StoreError::new(
+            STORE_FAILURE,
+        ))))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_approval_store_is_not_named_to_the_client() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("deploy", "Deploy the service.")
+                .parameters(
+                    json!({"type": "object", "properties": {"env": {"type": "string"}},
+                                   "required": ["env"], "additionalProperties": false}),
+                )
+                .destructive()
+                .needs_approval(true)
+                .handler(move |_ctx, _args| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, String>(json!("deployed"))
+                }),
+        )
+        .approval_store(Arc::new(FailingDecisions(MemoryApprovalStore::new())))
+        .build()
+        .unwrap();
+    let person = Person::new(Reply::Accept(true));
+    let client = connect(&registry, ServerOptions::default(), person.clone()).await;
+    let result = call(&client, "deploy", json!({"env": "production"}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = text(&result);
+    for secret in [
+        "postgres",
+        "db.internal",
+        "registry_admin",
+        "5432",
+        "connection refused",
+    ] {
+        assert!(!text.contains(secret), "{secret:?} in {text}");
+    }
+    assert!(text.contains("approval store cannot be reached"), "{text}");
+    assert_eq!(person.questions().len(), 1, "the person was asked");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
+    within("shutdown", client.cancel()).await.unwrap();
+}
