@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use mcp_support::*;
 use registry_mcp::{CancellationToken, EdgeLimits, HttpConfig, HttpServer, Tokens};
 use reqwest::StatusCode;
-use rmcp::ServiceExt;
+use rmcp::{ClientServiceExt, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -1005,4 +1005,66 @@ async fn the_loopback_principal_is_refused_to_forwarded_requests() {
         );
     }
     shutdown.cancel();
+}
+
+/// A 2026-07-28 client of `token` (no session: each request stands alone).
+async fn discover(
+    edge: &Edge,
+    token: &str,
+) -> Result<rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig>, String> {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(edge.url.as_str()).auth_header(token),
+    );
+    within(
+        "discover",
+        rmcp::model::ClientConfig::default().serve_with_lifecycle(
+            transport,
+            rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    )
+    .await
+    .map_err(|error| error.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_listen_streams_count_against_the_principals_stream_cap() {
+    let edge = serve(EdgeLimits::default().with_max_streams_per_principal(2)).await;
+    // Two 2026-07-28 clients of one token, each holding a subscriptions/listen stream: the
+    // token's two places.
+    let filter = || {
+        rmcp::model::SubscriptionFilter::builder()
+            .tools_list_changed()
+            .build()
+    };
+    let first = discover(&edge, RELEASE_TOKEN).await.unwrap();
+    let first_listen = within("listen", first.listen(filter())).await.unwrap();
+    let second = discover(&edge, RELEASE_TOKEN).await.unwrap();
+    let _second_listen = within("listen", second.listen(filter())).await.unwrap();
+    // A third request of the token, even a short one, is refused with 429.
+    let error = discover(&edge, RELEASE_TOKEN).await.unwrap_err();
+    assert!(
+        error.contains("429") || error.contains("too many streams"),
+        "{error}"
+    );
+    // Another token has its own places.
+    let other = discover(&edge, SUPPORT_TOKEN).await.unwrap();
+    let _other_listen = within("listen", other.listen(filter())).await.unwrap();
+    // The first subscription ends: its place is given back.
+    drop(first_listen);
+    within("close", first.cancel()).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let third = loop {
+        match discover(&edge, RELEASE_TOKEN).await {
+            Ok(client) => break client,
+            Err(error) => assert!(
+                Instant::now() < deadline,
+                "the stream's place was not given back: {error}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let (tools, _) = list_all(third.peer()).await;
+    assert_eq!(names(&tools), WRITER_TOOLS);
 }

@@ -213,8 +213,15 @@ pub(crate) async fn guard_sessions(
         .map(|value| value.to_str().map(str::to_owned));
     let Some(session) = session else {
         // Only an `initialize` request opens a session (rmcp answers the others without a
-        // session, or refuses them).
-        if request.method() != Method::POST || request.extensions().get::<Opening>().is_none() {
+        // session, or refuses them). Without a session (protocol 2026-07-28), a request's
+        // answer may still stream for long (`subscriptions/listen`): counted as in one.
+        if request.method() != Method::POST {
+            return next.run(request).await;
+        }
+        if request.extensions().get::<Opening>().is_none() {
+            if request.extensions().get::<AwaitsAnswer>().is_some() {
+                return streamed(&sessions, &principal, request, next).await;
+            }
             return next.run(request).await;
         }
         let id = request.extensions().get::<RpcId>().cloned();
@@ -278,26 +285,37 @@ pub(crate) async fn guard_sessions(
                 .map(|body| Guarded::wrap(body, stream))
         }
         Method::POST if request.extensions().get::<AwaitsAnswer>().is_some() => {
-            let id = request.extensions().get::<RpcId>().cloned();
-            let Some(stream) = sessions.open_stream(&principal) else {
-                return too_many_streams(&sessions, &principal, id.as_ref());
-            };
-            let response = next.run(request).await;
-            let streamed = response
-                .headers()
-                .get(axum::http::header::CONTENT_TYPE)
-                .and_then(|value| value.to_str().ok())
-                .is_some_and(|value| value.starts_with("text/event-stream"));
-            if streamed {
-                response.map(|body| Guarded::wrap(body, stream))
-            } else {
-                // Answered whole: its place is given back at once.
-                drop(stream);
-                response
-            }
+            streamed(&sessions, &principal, request, next).await
         }
         // A session rmcp closed is still named here until the next sweep; rmcp answers 404.
         _ => next.run(request).await,
+    }
+}
+
+/// A POST request, counted as a stream of `principal` while its answer streams; 429 when
+/// the principal holds its limit of streams.
+async fn streamed(
+    sessions: &Arc<Sessions>,
+    principal: &Arc<str>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let id = request.extensions().get::<RpcId>().cloned();
+    let Some(stream) = sessions.open_stream(principal) else {
+        return too_many_streams(sessions, principal, id.as_ref());
+    };
+    let response = next.run(request).await;
+    let streaming = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("text/event-stream"));
+    if streaming {
+        response.map(|body| Guarded::wrap(body, stream))
+    } else {
+        // Answered whole: its place is given back at once.
+        drop(stream);
+        response
     }
 }
 
