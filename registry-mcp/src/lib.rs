@@ -100,9 +100,17 @@
 //! No TLS (put a reverse proxy in front for anything beyond loopback), no resources or
 //! prompts of its own (compose them), no tasks, no approval of calls other than through the
 //! client's elicitation, and no persistence of sessions across restarts. Its limits at the
-//! edge ([`EdgeLimits`]: connections, header and body read times, header size, sessions and
-//! streams per token and in total, a request rate per token) bound what one client can take;
+//! edge ([`EdgeLimits`]: connections in total, per IP and not yet authenticated, header and
+//! body read times, header size, sessions and streams per token and in total, a request rate
+//! per token) bound what one client can take;
 //! they are not a defence against a distributed flood, which belongs to the network in front.
+
+//! # Logs nobody can forge
+//!
+//! A client chooses much of what a server logs (request ids, tool names), and rmcp logs some
+//! of it as sent. [`logging`] is a `tracing_subscriber` formatting layer that escapes line
+//! breaks, NUL, control and bidirectional characters in every field of every event, whoever
+//! logs it, as text or JSON lines: one event, one line. The example servers use it.
 
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
