@@ -391,7 +391,12 @@ fn serve(mode: AuthMode, args: &[String]) {
         let registry = Registry::from_inventory().unwrap();
         let limits = EdgeLimits::default()
             .with_requests_per_second(10_000_000)
-            .with_burst(10_000_000);
+            .with_burst(10_000_000)
+            // Many clients of one token on one address: the caps per IP, on unauthenticated
+            // connections and on one principal's streams are lifted too.
+            .with_max_connections_per_ip(1_000_000)
+            .with_max_unauthenticated_connections(1_000_000)
+            .with_max_streams_per_principal(1_000_000);
         let config = mode
             .http_config(args)
             .with_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))

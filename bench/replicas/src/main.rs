@@ -238,7 +238,12 @@ async fn serve(registry: Registry) -> String {
         .unwrap();
     let limits = EdgeLimits::default()
         .with_requests_per_second(10_000_000)
-        .with_burst(10_000_000);
+        .with_burst(10_000_000)
+        // Many clients of one token on one address: the caps per IP, on unauthenticated
+        // connections and on one principal's streams are lifted too.
+        .with_max_connections_per_ip(1_000_000)
+        .with_max_unauthenticated_connections(1_000_000)
+        .with_max_streams_per_principal(1_000_000);
     let config = HttpConfig::new(tokens)
         .with_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .with_limits(limits);
