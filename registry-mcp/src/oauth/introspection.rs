@@ -21,8 +21,9 @@ use crate::edge::Source;
 /// [`with_max_entries`](Self::with_max_entries) answers and, full, forgets the least recently
 /// used one: tokens in use stay, however many others are tried.
 ///
-/// Every unknown token costs a request to the endpoint, so refusals are limited per source
-/// (the client's IP address; an IPv6 /64 counts as one):
+/// Every unknown token costs a request to the endpoint, so refusals (and failed
+/// introspections) are limited per source (the client's IP address; an IPv6 /64 counts as
+/// one):
 /// [`with_max_refusals_per_source`](Self::with_max_refusals_per_source), default 30 a
 /// minute. A source over it gets 429 with `Retry-After` for any token not already cached, and
 /// the endpoint is not asked.
@@ -221,7 +222,11 @@ impl Introspector {
             }
         }
         self.admit(source)?;
-        let answer = self.ask(token).await?;
+        // A failed introspection costs the endpoint as much as a refusal: it counts as one.
+        let answer = self
+            .ask(token)
+            .await
+            .inspect_err(|_| self.refused(source))?;
         let checked = check(answer, oauth, now);
         if checked.is_err() {
             self.refused(source);
