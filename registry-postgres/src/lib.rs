@@ -61,6 +61,7 @@ mod migrate;
 mod plane;
 mod quotas;
 mod records;
+mod text;
 #[cfg(feature = "throwaway")]
 pub mod throwaway;
 

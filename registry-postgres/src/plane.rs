@@ -140,8 +140,10 @@ impl ControlPlane {
 impl ControlPlaneBuilder {
     /// This replica's name in the records it makes (default: the host name and the process
     /// id, `host-1234`).
+    ///
+    /// Stored as every text is: a NUL character is written as the visible `\u{0}`.
     pub fn replica(mut self, name: impl Into<String>) -> Self {
-        self.settings.replica = name.into();
+        self.settings.replica = crate::text::owned(name.into());
         self
     }
 
