@@ -35,6 +35,10 @@ pub(crate) struct Settings {
     pub(crate) heartbeat: Duration,
     pub(crate) lease: Duration,
     pub(crate) timeout: Duration,
+    /// How old a record may grow before the plane's retention task deletes it.
+    pub(crate) retention: Option<Duration>,
+    /// How often the retention task prunes.
+    pub(crate) prune_every: Duration,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -84,6 +88,8 @@ impl ControlPlane {
                 heartbeat: Duration::from_millis(250),
                 lease: Duration::from_secs(2),
                 timeout: Duration::from_secs(2),
+                retention: None,
+                prune_every: Duration::from_secs(3_600),
             },
             pool_size: 16,
         }
@@ -177,6 +183,23 @@ impl ControlPlaneBuilder {
         self
     }
 
+    /// Deletes what is older than `retention` from the control plane's tables, once at
+    /// connect and then every [`prune_every`](Self::prune_every), by what
+    /// [`ControlPlane::prune`] deletes (the change log keeps what replicas need). Every
+    /// replica built with a retention runs the task; an advisory lock makes them prune one
+    /// at a time. Default: no retention, nothing is ever deleted (prune with
+    /// `registry-admin prune`).
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.settings.retention = Some(retention);
+        self
+    }
+
+    /// How often a plane with a [`retention`](Self::retention) prunes (default 1 hour).
+    pub fn prune_every(mut self, every: Duration) -> Self {
+        self.settings.prune_every = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// Connects, and applies the schema if the database lacks it.
     pub async fn connect(mut self) -> Result<ControlPlane, Error> {
         // The feed proves the connection alive once a heartbeat: a heartbeat as long as the
@@ -223,6 +246,13 @@ impl ControlPlaneBuilder {
         drop(client);
         let _ = driver.await;
         migrated?;
+        if let Some(retention) = plane.inner.settings.retention {
+            crate::prune::spawn_retention(
+                Arc::downgrade(&plane.inner),
+                retention,
+                plane.inner.settings.prune_every,
+            );
+        }
         Ok(plane)
     }
 }
