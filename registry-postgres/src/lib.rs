@@ -65,6 +65,7 @@ mod records;
 mod text;
 #[cfg(feature = "throwaway")]
 pub mod throwaway;
+mod tls;
 
 pub use approvals::PgApprovalStore;
 pub use audit::{AuditConfig, AuditWriter, PgAuditSink, WhenFull};

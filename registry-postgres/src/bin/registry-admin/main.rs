@@ -56,7 +56,7 @@ struct Cli {
     /// The control plane's database URL.
     #[arg(
         long,
-        help = "The control plane's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE",
+        help = "The control plane's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, with ?sslmode=verify-full&sslrootcert=CA.pem for TLS (without sslmode: plaintext)",
         global = true,
         env = "DATABASE_URL",
         hide_env_values = true,
