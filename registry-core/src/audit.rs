@@ -11,7 +11,6 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::declare::declaration::BoxFuture;
 use crate::discover::fingerprint::Fingerprint;
 use crate::execute::observation::ErrorKind;
 
@@ -208,8 +207,9 @@ pub trait AuditSink: Send + Sync + 'static {
     /// the approval methods) await it before they start, holding no lock, so a sink whose
     /// store is slow slows those calls down without parking a thread. The synchronous paths
     /// (`call_blocking`, `open_run`, the registry's own changes) do not wait; `record` must
-    /// cope on its own there. The default is ready at once.
-    fn ready(&self) -> BoxFuture<'_, ()> {
+    /// cope on its own there. The default is ready at once. (The future is a
+    /// [`BoxFuture`](crate::BoxFuture), spelled out.)
+    fn ready(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         Box::pin(std::future::ready(()))
     }
 }
