@@ -197,8 +197,28 @@ mod micros {
 /// assert!(matches!(events.lock().unwrap()[0], AuditEvent::Projection(_)));
 /// ```
 pub trait AuditSink: Send + Sync + 'static {
-    /// Records one event. Called on the thread that caused it: keep it quick.
+    /// Records one event. Called on the thread that caused it, sometimes under a lock of the
+    /// caller's: keep it quick, and never block in it. A sink that applies backpressure does
+    /// it in [`ready`](Self::ready).
     fn record(&self, event: &AuditEvent);
+
+    /// Resolves once the sink has room for the events a call is about to record: the
+    /// asynchronous paths of a run ([`Run::call`](crate::Run::call) and its `_with` form, and
+    /// the approval methods) await it before they start, holding no lock, so a sink whose
+    /// store is slow slows those calls down without parking a thread. The synchronous paths
+    /// (`call_blocking`, `open_run`, the registry's own changes) do not wait; `record` must
+    /// cope on its own there. The default is ready at once. (The future is a
+    /// [`BoxFuture`](crate::BoxFuture), spelled out.)
+    fn ready(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// Waits until `sink`, if there is one, has room (see [`AuditSink::ready`]).
+pub(crate) async fn ready(sink: Option<&dyn AuditSink>) {
+    if let Some(sink) = sink {
+        sink.ready().await;
+    }
 }
 
 impl<F> AuditSink for F

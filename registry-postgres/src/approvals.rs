@@ -9,6 +9,7 @@ use tokio_postgres::Row;
 use crate::error::Error;
 use crate::plane::ControlPlane;
 use crate::records::{ApprovalFilter, ApprovalRecord, Verdict, VerdictOutcome};
+use crate::text;
 
 /// The channel an operator's verdict is announced on; the payload is the request's id.
 pub(crate) const VERDICTS: &str = "registry_verdicts";
@@ -71,6 +72,18 @@ impl ControlPlane {
     /// replica whose client waits on the request (it runs the call once, through its run,
     /// which checks the tool was neither revoked nor replaced since).
     pub async fn give_verdict(&self, id: &str, verdict: &Verdict) -> Result<VerdictOutcome, Error> {
+        // Every text stored as PostgreSQL can store it (the id too, as it was stored).
+        let id = text::text(id);
+        let id = &*id;
+        let verdict = &match verdict {
+            Verdict::Approve { by } => Verdict::Approve {
+                by: text::owned(by.clone()),
+            },
+            Verdict::Deny { by, reason } => Verdict::Deny {
+                by: text::owned(by.clone()),
+                reason: text::owned(reason.clone()),
+            },
+        };
         self.timed("giving a verdict", async {
             let mut client = self.client().await?;
             let transaction = client
@@ -159,7 +172,7 @@ impl ControlPlane {
                          (at, replica, kind, run_id, tenant, tool, call_id, outcome, approval_id, event)
                      SELECT now(), $2, 'approval', run_id, tenant, tool, call_id, $3, id, $4
                        FROM registry_approvals WHERE id = $1",
-                    &[&id, &self.replica(), &outcome, &event],
+                    &[&id, &text::text(self.replica()), &outcome, &text::json(event)],
                 )
                 .await
                 .map_err(Error::db("auditing a verdict"))?;
@@ -185,7 +198,7 @@ impl ControlPlane {
                 .query_opt(
                     "SELECT verdict_by FROM registry_approvals
                       WHERE id = $1 AND state = 'pending' AND verdict = 'approve'",
-                    &[&id],
+                    &[&text::text(id)],
                 )
                 .await
                 .map_err(Error::db("reading a verdict"))?;
@@ -201,6 +214,7 @@ impl PgApprovalStore {
             table: "registry_approvals",
             detail: error.to_string(),
         })?;
+        let body = text::json(body);
         let client = self.plane.client().await?;
         client
             .execute(
@@ -209,17 +223,17 @@ impl PgApprovalStore {
                       requested_at, expires_at, origin)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 &[
-                    &request.id(),
-                    &request.tool_name(),
-                    &request.tenant(),
-                    &request.agent(),
-                    &request.run_id(),
-                    &request.call_id(),
-                    &request.reason(),
+                    &text::text(request.id()),
+                    &text::text(request.tool_name()),
+                    &text::text(request.tenant()),
+                    &text::opt(request.agent()),
+                    &text::text(request.run_id()),
+                    &text::text(request.call_id()),
+                    &text::text(request.reason()),
                     &body,
                     &request.requested_at(),
                     &request.expires_at(),
-                    &self.plane.replica(),
+                    &text::text(self.plane.replica()),
                 ],
             )
             .await
@@ -235,7 +249,7 @@ impl PgApprovalStore {
         let row = client
             .query_opt(
                 "SELECT request, decision FROM registry_approvals WHERE id = $1",
-                &[&id],
+                &[&text::text(id)],
             )
             .await
             .map_err(Error::db("reading an approval request"))?;
@@ -255,6 +269,9 @@ impl PgApprovalStore {
             table: "registry_approvals",
             detail: error.to_string(),
         })?;
+        let decision = text::json(decision);
+        let id = text::text(id);
+        let id = &*id;
         let client = self.plane.client().await?;
         let won = client
             .query_opt(

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use registry_core::{AuditEvent, AuditSink};
+use registry_core::{AuditEvent, AuditSink, BoxFuture};
 use serde_json::Value;
 
 use crate::error::Error;
@@ -15,8 +15,16 @@ use crate::records::{AuditFilter, AuditRecord};
 /// What a [`PgAuditSink`] does when its queue is full because the database is slow or down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WhenFull {
-    /// The call that records an event waits until there is room: no event is lost, and
-    /// calls slow down with the database (the default: audit must not be lost silently).
+    /// Calls wait until there is room: no event is lost, and calls slow down with the
+    /// database (the default: audit must not be lost silently).
+    ///
+    /// The waiting is asynchronous and holds no lock: a run's asynchronous paths
+    /// ([`Run::call`](registry_core::Run::call), the approval methods) await
+    /// [`AuditSink::ready`] before a call, so a waiting call parks its task, never a
+    /// thread of the runtime. An event recorded where nothing can wait (`open_run`,
+    /// `call_blocking`, the registry's own changes) while the queue is full goes into a
+    /// bounded overflow ([`AuditConfig::overflow`]); only past that is it dropped and
+    /// counted, as under [`Drop`](Self::Drop).
     #[default]
     Block,
     /// The event is dropped and counted ([`AuditWriter::dropped`]); the count is written as
@@ -43,6 +51,7 @@ pub struct AuditConfig {
     batch: usize,
     flush_every: Duration,
     when_full: WhenFull,
+    overflow: usize,
 }
 
 impl Default for AuditConfig {
@@ -52,6 +61,7 @@ impl Default for AuditConfig {
             batch: 500,
             flush_every: Duration::from_millis(200),
             when_full: WhenFull::Block,
+            overflow: 1_024,
         }
     }
 }
@@ -79,6 +89,16 @@ impl AuditConfig {
     /// What to do when the queue is full (default [`WhenFull::Block`]).
     pub fn when_full(mut self, choice: WhenFull) -> Self {
         self.when_full = choice;
+        self
+    }
+
+    /// Under [`WhenFull::Block`], events a full queue still takes from callers that cannot
+    /// wait (default 1,024): `open_run`, `call_blocking` and the registry's own changes
+    /// record without waiting, and so do the events of calls that waited together and
+    /// found room at the same moment. Past capacity plus overflow, an event is dropped and
+    /// counted. Memory is bounded by capacity plus overflow events.
+    pub fn overflow(mut self, events: usize) -> Self {
+        self.overflow = events;
         self
     }
 }
@@ -118,12 +138,17 @@ struct Shared {
     queue: Mutex<VecDeque<Row>>,
     /// Signalled when events arrive, or on shutdown.
     arrived: Condvar,
-    /// Signalled when the writer took events out, or wrote them.
-    room: Condvar,
+    /// Woken when the writer took events out, or on shutdown: callers waiting in
+    /// [`AuditSink::ready`] look again.
+    room: tokio::sync::Notify,
     config: AuditConfig,
     closing: AtomicBool,
     dropped: AtomicU64,
     written: AtomicU64,
+    /// Events the database refused even alone, recorded as `unwritable` events instead.
+    unwritable: AtomicU64,
+    /// Events done with: written as themselves or as `unwritable`, or lost.
+    settled: AtomicU64,
     /// Events taken out of the queue but not written yet.
     in_flight: AtomicU64,
     /// Callers of [`AuditWriter::flush`] waiting: the writer writes what the queue holds
@@ -146,6 +171,18 @@ struct Row {
     outcome: Option<String>,
     approval_id: Option<String>,
     event: Value,
+    origin: Origin,
+}
+
+/// What a row stands for.
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    /// An event recorded through the sink.
+    Event,
+    /// The record of an event the database refused.
+    Unwritable,
+    /// How many events were dropped.
+    Dropped(u64),
 }
 
 impl ControlPlane {
@@ -157,11 +194,13 @@ impl ControlPlane {
         let shared = Arc::new(Shared {
             queue: Mutex::new(VecDeque::new()),
             arrived: Condvar::new(),
-            room: Condvar::new(),
+            room: tokio::sync::Notify::new(),
             config,
             closing: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
             written: AtomicU64::new(0),
+            unwritable: AtomicU64::new(0),
+            settled: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             flushing: AtomicUsize::new(0),
             enqueued: AtomicU64::new(0),
@@ -245,6 +284,11 @@ impl std::fmt::Debug for AuditWriter {
 }
 
 impl AuditSink for PgAuditSink {
+    /// Puts the event in the queue and returns; it never waits. When the queue is full:
+    /// under [`WhenFull::Drop`] the event is dropped and counted; under [`WhenFull::Block`]
+    /// it goes into the overflow ([`AuditConfig::overflow`]) and is written like any other,
+    /// and only past that is it dropped and counted (the waiting is done in
+    /// [`ready`](AuditSink::ready), before a call, without holding any lock).
     fn record(&self, event: &AuditEvent) {
         let shared = &self.shared;
         if shared.closing.load(Ordering::Acquire) {
@@ -255,35 +299,68 @@ impl AuditSink for PgAuditSink {
         }
         let row = row_of(event);
         let mut queue = shared.queue.lock().unwrap_or_else(PoisonError::into_inner);
-        if queue.len() >= shared.config.capacity && !shared.closing.load(Ordering::Acquire) {
-            match shared.config.when_full {
-                WhenFull::Drop => {
-                    shared.dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                WhenFull::Block => {
-                    let mut warned = false;
-                    while queue.len() >= shared.config.capacity
-                        && !shared.closing.load(Ordering::Acquire)
-                    {
-                        if !warned {
-                            tracing::warn!("the audit queue is full: calls wait for the database");
-                            warned = true;
-                        }
-                        queue = shared
-                            .room
-                            .wait_timeout(queue, Duration::from_millis(100))
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .0;
-                    }
-                }
+        let limit = match shared.config.when_full {
+            WhenFull::Drop => shared.config.capacity,
+            WhenFull::Block => shared.config.capacity + shared.config.overflow,
+        };
+        if queue.len() >= limit {
+            drop(queue);
+            if shared.dropped.fetch_add(1, Ordering::AcqRel) == 0 {
+                tracing::warn!(
+                    "the audit queue is full: events are dropped and counted until the database keeps up"
+                );
             }
+            shared.arrived.notify_one();
+            return;
         }
         queue.push_back(row);
         shared.enqueued.fetch_add(1, Ordering::AcqRel);
-        if queue.len() >= shared.config.batch {
+        let full = queue.len() >= shared.config.batch;
+        drop(queue);
+        if full {
             shared.arrived.notify_one();
         }
+    }
+
+    /// Under [`WhenFull::Block`], resolves once the queue is below its capacity (or the
+    /// writer is closing), waiting asynchronously: the task waits, the thread does not.
+    /// Under [`WhenFull::Drop`], at once.
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let shared = &self.shared;
+            if shared.config.when_full == WhenFull::Drop {
+                return;
+            }
+            let mut warned = false;
+            loop {
+                let room = shared.room.notified();
+                tokio::pin!(room);
+                room.as_mut().enable();
+                if shared.closing.load(Ordering::Acquire)
+                    || shared.queued() < shared.config.capacity
+                {
+                    return;
+                }
+                if !warned {
+                    tracing::warn!("the audit queue is full: calls wait for the database");
+                    warned = true;
+                }
+                shared.arrived.notify_one();
+                // The writer wakes the waiters whenever it takes events out; the timeout
+                // only guards against a wake-up lost to a race.
+                let _ = tokio::time::timeout(Duration::from_millis(100), room).await;
+            }
+        })
+    }
+}
+
+impl Shared {
+    /// Events in the queue.
+    fn queued(&self) -> usize {
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -293,7 +370,15 @@ impl AuditWriter {
         self.shared.written.load(Ordering::Acquire)
     }
 
-    /// Events dropped because the queue was full (only under [`WhenFull::Drop`]), or because
+    /// Events the database refused even when written alone (a value it cannot store, a
+    /// constraint): each is on record as an event of kind `unwritable` with the database's
+    /// reason, the event's kind and size, in place of the event itself.
+    pub fn unwritable(&self) -> u64 {
+        self.shared.unwritable.load(Ordering::Acquire)
+    }
+
+    /// Events dropped because the queue was full (under [`WhenFull::Drop`], or under
+    /// [`WhenFull::Block`] past the [overflow](AuditConfig::overflow)), or because
     /// they were recorded after [`shutdown`](Self::shutdown) (or after the writer was dropped).
     pub fn dropped(&self) -> u64 {
         self.shared.dropped.load(Ordering::Acquire)
@@ -325,7 +410,7 @@ impl AuditWriter {
         let deadline = Instant::now() + timeout;
         let target = self.shared.enqueued.load(Ordering::Acquire);
         self.shared.arrived.notify_one();
-        while self.shared.written.load(Ordering::Acquire) < target {
+        while self.shared.settled.load(Ordering::Acquire) < target {
             if Instant::now() >= deadline {
                 return false;
             }
@@ -342,7 +427,7 @@ impl AuditWriter {
         let flushed = self.flush(timeout).await;
         self.shared.closing.store(true, Ordering::Release);
         self.shared.arrived.notify_all();
-        self.shared.room.notify_all();
+        self.shared.room.notify_waiters();
         let thread = self
             .thread
             .lock()
@@ -363,12 +448,18 @@ impl Drop for AuditWriter {
     fn drop(&mut self) {
         self.shared.closing.store(true, Ordering::Release);
         self.shared.arrived.notify_all();
-        self.shared.room.notify_all();
+        self.shared.room.notify_waiters();
     }
 }
 
-/// The writer thread: takes batches from the queue and writes them, until closed; a batch
-/// that fails is kept and written again once the database answers.
+/// The writer thread: takes batches from the queue and writes them, until closed.
+///
+/// A batch the database refuses for what it holds (a data or constraint error) is split in
+/// halves, and each half written on its own, down to single events: what can be written is
+/// written, in order, and an event the database refuses even alone is written as an event
+/// of kind `unwritable` in its place. A batch that fails for any other reason (the
+/// connection is down, the database is shutting down) is kept and written again, with
+/// backoff, once the database answers.
 fn write_loop(plane: ControlPlane, shared: Arc<Shared>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -382,10 +473,12 @@ fn write_loop(plane: ControlPlane, shared: Arc<Shared>) {
     };
     runtime.block_on(async move {
         let mut client: Option<tokio_postgres::Client> = None;
-        let mut batch: Vec<Row> = Vec::new();
+        // Batches, and the parts of refused batches, waiting to be written, in order.
+        let mut pending: VecDeque<Vec<Row>> = VecDeque::new();
         let mut backoff = Duration::from_millis(50);
         loop {
-            if batch.is_empty() {
+            if pending.is_empty() {
+                let mut batch = Vec::new();
                 let closing = take_batch(&shared, &mut batch);
                 if batch.is_empty() {
                     if closing {
@@ -393,6 +486,7 @@ fn write_loop(plane: ControlPlane, shared: Arc<Shared>) {
                     }
                     continue;
                 }
+                pending.push_back(batch);
             }
             if client.as_ref().is_none_or(tokio_postgres::Client::is_closed) {
                 match plane.dedicated().await {
@@ -401,7 +495,8 @@ fn write_loop(plane: ControlPlane, shared: Arc<Shared>) {
                         client = Some(connected);
                     }
                     Err(error) => {
-                        tracing::warn!(%error, queued = batch.len(), "the audit writer cannot reach the database");
+                        let queued: usize = pending.iter().map(Vec::len).sum();
+                        tracing::warn!(%error, queued, "the audit writer cannot reach the database");
                         if shared.closing.load(Ordering::Acquire) {
                             return;
                         }
@@ -412,27 +507,59 @@ fn write_loop(plane: ControlPlane, shared: Arc<Shared>) {
                 }
             }
             let Some(connected) = client.as_ref() else { continue };
+            let Some(mut chunk) = pending.pop_front() else { continue };
+            // The count of events dropped so far goes with the batch; it stays in the
+            // counter until the database answers.
             let dropped = shared.dropped.swap(0, Ordering::AcqRel);
             if dropped > 0 {
-                batch.push(dropped_row(dropped));
+                chunk.push(dropped_row(dropped));
             }
-            match insert(connected, &shared.replica, &batch).await {
+            match insert(connected, &shared.replica, &chunk).await {
                 Ok(()) => {
-                    let count = batch.iter().filter(|row| row.kind != "dropped").count();
-                    shared.written.fetch_add(count as u64, Ordering::AcqRel);
-                    shared.in_flight.store(0, Ordering::Release);
-                    batch.clear();
+                    shared.settle(&chunk);
                     backoff = Duration::from_millis(50);
-                    shared.room.notify_all();
+                    shared.room.notify_waiters();
+                }
+                Err(error) if refuses_the_data(&error) => {
+                    if chunk.len() > 1 {
+                        // Bisect: each half on its own, the first first.
+                        let second = chunk.split_off(chunk.len() / 2);
+                        pending.push_front(second);
+                        pending.push_front(chunk);
+                        continue;
+                    }
+                    let Some(row) = chunk.pop() else { continue };
+                    let reason = reason_of(&error);
+                    match row.origin {
+                        Origin::Event => {
+                            tracing::error!(kind = row.kind, %reason, "an audit event cannot be written; it is recorded as unwritable");
+                            pending.push_front(vec![unwritable_row(&row, &reason)]);
+                        }
+                        Origin::Unwritable => {
+                            // Not even the record of it: the error log is all there is.
+                            tracing::error!(%reason, event = %row.event, "an audit event and its unwritable record cannot be written; it is lost");
+                            shared.settle(std::slice::from_ref(&row));
+                        }
+                        Origin::Dropped(count) => {
+                            tracing::error!(%reason, count, "the count of dropped audit events cannot be written");
+                        }
+                    }
                 }
                 Err(error) => {
-                    if let Some(row) = batch.last()
-                        && row.kind == "dropped"
-                    {
-                        batch.pop();
-                        shared.dropped.fetch_add(dropped, Ordering::AcqRel);
-                    }
-                    tracing::warn!(%error, queued = batch.len(), "audit events could not be written; retrying");
+                    chunk.retain(|row| match row.origin {
+                        Origin::Dropped(count) => {
+                            shared.dropped.fetch_add(count, Ordering::AcqRel);
+                            false
+                        }
+                        Origin::Event | Origin::Unwritable => true,
+                    });
+                    pending.push_front(chunk);
+                    let queued: usize = pending.iter().map(Vec::len).sum();
+                    let error = Error::Database {
+                        context: "writing audit events".to_owned(),
+                        source: error,
+                    };
+                    tracing::warn!(%error, queued, "audit events could not be written; retrying");
                     client = None;
                     if shared.closing.load(Ordering::Acquire) {
                         return;
@@ -443,6 +570,54 @@ fn write_loop(plane: ControlPlane, shared: Arc<Shared>) {
             }
         }
     });
+}
+
+impl Shared {
+    /// Counts the rows of `rows` as done with, once written (or lost).
+    fn settle(&self, rows: &[Row]) {
+        let mut events = 0;
+        for row in rows {
+            match row.origin {
+                Origin::Event => {
+                    self.written.fetch_add(1, Ordering::AcqRel);
+                    events += 1;
+                }
+                Origin::Unwritable => {
+                    self.unwritable.fetch_add(1, Ordering::AcqRel);
+                    events += 1;
+                }
+                Origin::Dropped(_) => {}
+            }
+        }
+        self.in_flight.fetch_sub(events, Ordering::AcqRel);
+        self.settled.fetch_add(events, Ordering::AcqRel);
+    }
+}
+
+/// Whether the database refused `error`'s statement for the values it holds (SQLSTATE
+/// classes 22 data exception, 23 integrity constraint violation, 54 program limit
+/// exceeded, and an error raised by a trigger, P0001), so that writing the same rows again
+/// would fail again. Anything else (no SQLSTATE at all: the connection; class 08, 53, 57,
+/// 40...) is taken as passing, and retried.
+fn refuses_the_data(error: &tokio_postgres::Error) -> bool {
+    error.code().is_some_and(|code| {
+        let code = code.code();
+        ["22", "23", "54"]
+            .iter()
+            .any(|class| code.starts_with(class))
+            || code == "P0001"
+    })
+}
+
+/// The database's reason for refusing a row: its SQLSTATE and message, without the detail
+/// (which may quote the row), storable, and 300 characters at most.
+fn reason_of(error: &tokio_postgres::Error) -> String {
+    let text = match error.as_db_error() {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => error.to_string(),
+    };
+    let text: String = text.chars().take(300).collect();
+    crate::text::owned(text)
 }
 
 /// Waits for a batch (full, or the flush interval passed) and moves it into `batch`;
@@ -459,9 +634,11 @@ fn take_batch(shared: &Shared, batch: &mut Vec<Row>) -> bool {
             batch.extend(queue.drain(..take));
             shared
                 .in_flight
-                .store(batch.len() as u64, Ordering::Release);
-            shared.room.notify_all();
-            return closing && queue.is_empty();
+                .fetch_add(batch.len() as u64, Ordering::AcqRel);
+            let done = closing && queue.is_empty();
+            drop(queue);
+            shared.room.notify_waiters();
+            return done;
         }
         let wait = if queue.is_empty() {
             shared.config.flush_every
@@ -477,7 +654,11 @@ fn take_batch(shared: &Shared, batch: &mut Vec<Row>) -> bool {
 }
 
 /// Writes a batch in one statement: one array per column, unnested.
-async fn insert(client: &tokio_postgres::Client, replica: &str, rows: &[Row]) -> Result<(), Error> {
+async fn insert(
+    client: &tokio_postgres::Client,
+    replica: &str,
+    rows: &[Row],
+) -> Result<(), tokio_postgres::Error> {
     let at: Vec<SystemTime> = rows.iter().map(|row| row.at).collect();
     let kind: Vec<&str> = rows.iter().map(|row| row.kind).collect();
     let run_id: Vec<Option<&str>> = rows.iter().map(|row| row.run_id.as_deref()).collect();
@@ -487,6 +668,7 @@ async fn insert(client: &tokio_postgres::Client, replica: &str, rows: &[Row]) ->
     let outcome: Vec<Option<&str>> = rows.iter().map(|row| row.outcome.as_deref()).collect();
     let approval: Vec<Option<&str>> = rows.iter().map(|row| row.approval_id.as_deref()).collect();
     let event: Vec<&Value> = rows.iter().map(|row| &row.event).collect();
+    let replica = crate::text::text(replica);
     client
         .execute(
             "INSERT INTO audit_events
@@ -500,14 +682,13 @@ async fn insert(client: &tokio_postgres::Client, replica: &str, rows: &[Row]) ->
                 &event,
             ],
         )
-        .await
-        .map_err(Error::db("writing audit events"))?;
+        .await?;
     Ok(())
 }
 
 impl Row {
     /// A row of `kind`, now, with `event` and no other column.
-    fn bare(kind: &'static str, event: Value) -> Row {
+    fn bare(kind: &'static str, event: Value, origin: Origin) -> Row {
         Row {
             at: SystemTime::now(),
             kind,
@@ -518,6 +699,7 @@ impl Row {
             outcome: None,
             approval_id: None,
             event,
+            origin,
         }
     }
 }
@@ -526,13 +708,32 @@ fn dropped_row(count: u64) -> Row {
     Row::bare(
         "dropped",
         serde_json::json!({ "event": "dropped", "count": count }),
+        Origin::Dropped(count),
     )
+}
+
+/// What stands on record for an event the database refused: when it happened, its kind,
+/// its size, and the database's reason; none of its untrusted text, which may be what was
+/// refused.
+fn unwritable_row(row: &Row, reason: &str) -> Row {
+    let mut unwritable = Row::bare(
+        "unwritable",
+        serde_json::json!({
+            "event": "unwritable",
+            "kind": row.kind,
+            "reason": reason,
+            "event_bytes": row.event.to_string().len(),
+        }),
+        Origin::Unwritable,
+    );
+    unwritable.at = row.at;
+    unwritable
 }
 
 /// The columns of an event, and the event itself as the core serializes it.
 fn row_of(event: &AuditEvent) -> Row {
     let body = serde_json::to_value(event).unwrap_or(Value::Null);
-    let mut row = Row::bare("other", Value::Null);
+    let mut row = Row::bare("other", Value::Null, Origin::Event);
     match event {
         AuditEvent::Projection(p) => {
             row.kind = "projection";
@@ -588,5 +789,18 @@ fn row_of(event: &AuditEvent) -> Row {
         _ => {}
     }
     row.event = body;
+    // Every text column and the whole event, keys included, made storable: fields a newer
+    // core adds are covered without being named here.
+    for column in [
+        &mut row.run_id,
+        &mut row.tenant,
+        &mut row.tool,
+        &mut row.call_id,
+        &mut row.outcome,
+        &mut row.approval_id,
+    ] {
+        *column = column.take().map(crate::text::owned);
+    }
+    row.event = crate::text::json(row.event);
     row
 }

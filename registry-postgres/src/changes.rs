@@ -5,6 +5,7 @@ use tokio_postgres::Row;
 use crate::error::Error;
 use crate::plane::ControlPlane;
 use crate::records::{ChangeRecord, RecordedKind};
+use crate::text;
 
 /// The channel every replica listens on; the payload is the new change's sequence number.
 pub(crate) const CHANNEL: &str = "registry_changes";
@@ -88,13 +89,13 @@ impl ControlPlane {
                        FROM registry_changes
                      RETURNING seq",
                     &[
-                        &change.tool,
+                        &text::text(change.tool),
                         &change.kind.as_str(),
-                        &change.old_runs,
-                        &change.fingerprint,
-                        &change.old_fingerprint,
-                        &change.reason,
-                        &change.origin,
+                        &text::opt(change.old_runs),
+                        &change.fingerprint.as_deref().map(text::text),
+                        &change.old_fingerprint.as_deref().map(text::text),
+                        &text::text(change.reason),
+                        &text::text(change.origin),
                     ],
                 )
                 .await
@@ -136,7 +137,7 @@ impl ControlPlane {
             let row = client
                 .query_opt(
                     &format!("{SELECT_COLUMNS} WHERE tool = $1 ORDER BY seq DESC LIMIT 1"),
-                    &[&tool],
+                    &[&text::text(tool)],
                 )
                 .await
                 .map_err(Error::db("reading changes"))?;
@@ -167,11 +168,15 @@ impl ControlPlane {
         registry: &registry_core::Registry,
     ) -> Result<(), Error> {
         let tools: Vec<registry_core::Tool> = registry.iter().collect();
-        let names: Vec<&str> = tools.iter().map(registry_core::Tool::name).collect();
+        let names: Vec<String> = tools
+            .iter()
+            .map(|tool| text::owned(tool.name().to_owned()))
+            .collect();
         let fingerprints: Vec<String> = tools
             .iter()
-            .map(|tool| tool.fingerprint().to_string())
+            .map(|tool| text::owned(tool.fingerprint().to_string()))
             .collect();
+        let replica = text::text(self.replica());
         self.timed("recording this replica's tools", async {
             let client = self.client().await?;
             client
@@ -180,7 +185,7 @@ impl ControlPlane {
                      SELECT $1, tool, fingerprint FROM unnest($2::text[], $3::text[]) AS t(tool, fingerprint)
                      ON CONFLICT (replica, tool) DO UPDATE
                         SET fingerprint = EXCLUDED.fingerprint, seen_at = now()",
-                    &[&self.replica(), &names, &fingerprints],
+                    &[&replica, &names, &fingerprints],
                 )
                 .await
                 .map_err(Error::db("recording this replica's tools"))?;

@@ -18,6 +18,10 @@ pub enum Error {
         #[source]
         source: tokio_postgres::Error,
     },
+    /// TLS to the database could not be set up as the URL's `sslmode` asks (a CA file that
+    /// cannot be read, none given for `verify-ca`/`verify-full`).
+    #[error("TLS to PostgreSQL: {0}")]
+    Tls(String),
     /// No connection could be had from the pool in time.
     #[error("PostgreSQL: no connection ({0}); is the database up and reachable?")]
     Pool(String),

@@ -59,16 +59,20 @@ mod error;
 mod feed;
 mod migrate;
 mod plane;
+mod prune;
 mod quotas;
 mod records;
+mod text;
 #[cfg(feature = "throwaway")]
 pub mod throwaway;
+mod tls;
 
 pub use approvals::PgApprovalStore;
 pub use audit::{AuditConfig, AuditWriter, PgAuditSink, WhenFull};
 pub use error::Error;
 pub use feed::ChangeFeed;
 pub use plane::{ControlPlane, ControlPlaneBuilder};
+pub use prune::PruneReport;
 pub use quotas::PgQuotaStore;
 pub use records::{
     ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind, Verdict,

@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
+use tokio_postgres::tls::MakeTlsConnect;
+
+use crate::tls::Connector;
 
 use crate::error::Error;
 
@@ -25,8 +27,13 @@ pub struct ControlPlane {
 pub(crate) struct Inner {
     pub(crate) pool: Pool,
     pub(crate) config: tokio_postgres::Config,
+    /// TLS as the URL's `sslmode` asks (plaintext when it asks for none).
+    pub(crate) connector: Connector,
     pub(crate) settings: Settings,
 }
+
+/// The stream of a connection: TLS, or plaintext when the URL asks for none.
+pub(crate) type Stream = <Connector as MakeTlsConnect<tokio_postgres::Socket>>::Stream;
 
 /// How a plane behaves; see [`ControlPlaneBuilder`].
 #[derive(Debug, Clone)]
@@ -35,6 +42,10 @@ pub(crate) struct Settings {
     pub(crate) heartbeat: Duration,
     pub(crate) lease: Duration,
     pub(crate) timeout: Duration,
+    /// How old a record may grow before the plane's retention task deletes it.
+    pub(crate) retention: Option<Duration>,
+    /// How often the retention task prunes.
+    pub(crate) prune_every: Duration,
 }
 
 impl std::fmt::Debug for ControlPlane {
@@ -64,6 +75,14 @@ impl ControlPlane {
     /// A builder for a plane at `url` (`postgres://user:password@host:port/database`, or
     /// the key-value form `host=... user=...`).
     ///
+    /// TLS is what the URL's `sslmode` asks for, through rustls: `require` encrypts without
+    /// checking the certificate (as libpq); `verify-ca` checks the chain, `verify-full` the
+    /// chain and the host name, against the CA of `sslrootcert=/path/to/ca.pem` (or
+    /// `sslrootcert=system`); `prefer` is taken as `require` (never a silent downgrade);
+    /// `allow` is refused. **Without `sslmode` (or with `disable`), the connection is
+    /// plaintext**: anyone on the path could read and forge revocations, verdicts and quota
+    /// answers. Use `sslmode=verify-full` across any network you do not control.
+    ///
     /// ```
     /// use std::time::Duration;
     /// use registry_postgres::ControlPlane;
@@ -84,6 +103,8 @@ impl ControlPlane {
                 heartbeat: Duration::from_millis(250),
                 lease: Duration::from_secs(2),
                 timeout: Duration::from_secs(2),
+                retention: None,
+                prune_every: Duration::from_secs(3_600),
             },
             pool_size: 16,
         }
@@ -121,15 +142,29 @@ impl ControlPlane {
     ) -> Result<
         (
             tokio_postgres::Client,
-            tokio_postgres::Connection<tokio_postgres::Socket, tokio_postgres::tls::NoTlsStream>,
+            tokio_postgres::Connection<tokio_postgres::Socket, Stream>,
         ),
         Error,
     > {
         let timeout = self.inner.settings.timeout;
-        tokio::time::timeout(timeout, self.inner.config.connect(NoTls))
-            .await
-            .map_err(|_| Error::Timeout(timeout, "connecting"))?
-            .map_err(Error::db("connecting"))
+        tokio::time::timeout(
+            timeout,
+            self.inner.config.connect(self.inner.connector.clone()),
+        )
+        .await
+        .map_err(|_| Error::Timeout(timeout, "connecting"))?
+        .map_err(|error| {
+            let error = Error::db("connecting")(error);
+            let text = error.to_string();
+            if text.contains("invalid peer certificate") {
+                Error::Tls(format!(
+                    "{text}; the server's certificate was not accepted: check that sslrootcert \
+                     names the CA that signed it and that the URL's host is a name on it"
+                ))
+            } else {
+                error
+            }
+        })
     }
 
     pub(crate) fn settings(&self) -> &Settings {
@@ -140,8 +175,10 @@ impl ControlPlane {
 impl ControlPlaneBuilder {
     /// This replica's name in the records it makes (default: the host name and the process
     /// id, `host-1234`).
+    ///
+    /// Stored as every text is: a NUL character is written as the visible `\u{0}`.
     pub fn replica(mut self, name: impl Into<String>) -> Self {
-        self.settings.replica = name.into();
+        self.settings.replica = crate::text::owned(name.into());
         self
     }
 
@@ -175,6 +212,23 @@ impl ControlPlaneBuilder {
         self
     }
 
+    /// Deletes what is older than `retention` from the control plane's tables, once at
+    /// connect and then every [`prune_every`](Self::prune_every), by what
+    /// [`ControlPlane::prune`] deletes (the change log keeps what replicas need). Every
+    /// replica built with a retention runs the task; an advisory lock makes them prune one
+    /// at a time. Default: no retention, nothing is ever deleted (prune with
+    /// `registry-admin prune`).
+    pub fn retention(mut self, retention: Duration) -> Self {
+        self.settings.retention = Some(retention);
+        self
+    }
+
+    /// How often a plane with a [`retention`](Self::retention) prunes (default 1 hour).
+    pub fn prune_every(mut self, every: Duration) -> Self {
+        self.settings.prune_every = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// Connects, and applies the schema if the database lacks it.
     pub async fn connect(mut self) -> Result<ControlPlane, Error> {
         // The feed proves the connection alive once a heartbeat: a heartbeat as long as the
@@ -183,10 +237,7 @@ impl ControlPlaneBuilder {
         if self.settings.heartbeat > half_lease {
             self.settings.heartbeat = half_lease;
         }
-        let mut config: tokio_postgres::Config = self
-            .url
-            .parse()
-            .map_err(|error: tokio_postgres::Error| Error::Url(error.to_string()))?;
+        let (mut config, connector) = crate::tls::configure(&self.url)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(self.settings.timeout);
         }
@@ -195,7 +246,7 @@ impl ControlPlaneBuilder {
         }
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            connector.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -212,6 +263,7 @@ impl ControlPlaneBuilder {
             inner: Arc::new(Inner {
                 pool,
                 config,
+                connector,
                 settings: self.settings,
             }),
         };
@@ -221,6 +273,13 @@ impl ControlPlaneBuilder {
         drop(client);
         let _ = driver.await;
         migrated?;
+        if let Some(retention) = plane.inner.settings.retention {
+            crate::prune::spawn_retention(
+                Arc::downgrade(&plane.inner),
+                retention,
+                plane.inner.settings.prune_every,
+            );
+        }
         Ok(plane)
     }
 }

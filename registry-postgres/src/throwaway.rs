@@ -39,6 +39,20 @@ pub struct Cluster {
     /// The user the server runs as, when this process is root.
     run_as: Option<String>,
     running: bool,
+    /// Server options besides the defaults (TLS).
+    extra: String,
+}
+
+/// A certificate for a cluster that speaks TLS ([`Cluster::start_tls`]).
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    /// The server's certificate chain, PEM.
+    pub cert_pem: String,
+    /// Its private key, PEM.
+    pub key_pem: String,
+    /// Accept TLS connections only (`hostssl` in `pg_hba.conf`): a plaintext connection is
+    /// refused.
+    pub tls_only: bool,
 }
 
 const PREFIX: &str = "registry-pg-";
@@ -47,6 +61,16 @@ impl Cluster {
     /// Creates a cluster (superuser `postgres`, trust authentication on loopback only) and
     /// starts it.
     pub fn start() -> Result<Cluster, ClusterError> {
+        Cluster::start_with(None)
+    }
+
+    /// Like [`start`](Self::start), with TLS on (`ssl=on`) and `tls`'s certificate; with
+    /// [`ServerTls::tls_only`], only TLS connections are accepted.
+    pub fn start_tls(tls: &ServerTls) -> Result<Cluster, ClusterError> {
+        Cluster::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&ServerTls>) -> Result<Cluster, ClusterError> {
         let bin = server_binaries()?;
         sweep_abandoned(&bin);
         let run_as = is_root().then(|| "postgres".to_owned());
@@ -73,6 +97,7 @@ impl Cluster {
             port: 0,
             run_as,
             running: false,
+            extra: String::new(),
         };
         let data = cluster.data();
         let initdb = cluster.run(
@@ -96,6 +121,9 @@ impl Cluster {
                 "initdb failed: {}",
                 String::from_utf8_lossy(&initdb.stderr).trim()
             )));
+        }
+        if let Some(tls) = tls {
+            cluster.set_up_tls(tls)?;
         }
         let mut last = None;
         for _ in 0..3 {
@@ -155,9 +183,10 @@ impl Cluster {
         let log = self.root.join("server.log");
         let options = format!(
             "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=300",
+             -c full_page_writes=off -c max_connections=300{}",
             self.port,
-            path_str(&self.root)?
+            path_str(&self.root)?,
+            self.extra,
         );
         let output = self.run(
             "pg_ctl",
@@ -201,6 +230,43 @@ impl Cluster {
                 String::from_utf8_lossy(&output.stderr).trim()
             )))
         }
+    }
+
+    /// Writes the certificate and key (mode 0600, owned by the server's user), turns TLS
+    /// on, and with `tls_only` accepts TLS connections only.
+    fn set_up_tls(&mut self, tls: &ServerTls) -> Result<(), ClusterError> {
+        use std::os::unix::fs::PermissionsExt;
+        let data = self.data();
+        let write = |name: &str, text: &str| -> Result<PathBuf, ClusterError> {
+            let path = data.join(name);
+            fs::write(&path, text).map_err(|error| {
+                ClusterError(format!("cannot write {}: {error}", path.display()))
+            })?;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).map_err(|error| {
+                ClusterError(format!("cannot restrict {}: {error}", path.display()))
+            })?;
+            if let Some(user) = &self.run_as {
+                let (uid, gid) = user_ids(user)?;
+                std::os::unix::fs::chown(&path, Some(uid), Some(gid)).map_err(|error| {
+                    ClusterError(format!("cannot give {} to {user}: {error}", path.display()))
+                })?;
+            }
+            Ok(path)
+        };
+        let cert = write("server.crt", &tls.cert_pem)?;
+        let key = write("server.key", &tls.key_pem)?;
+        if tls.tls_only {
+            write(
+                "pg_hba.conf",
+                "local all all trust\nhostssl all all 127.0.0.1/32 trust\nhostssl all all ::1/128 trust\n",
+            )?;
+        }
+        self.extra = format!(
+            " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+            path_str(&cert)?,
+            path_str(&key)?
+        );
+        Ok(())
     }
 
     fn data(&self) -> PathBuf {

@@ -462,3 +462,60 @@ fn bad_input_is_refused_with_a_clear_error_and_no_panic() {
         assert!(!done.stderr.contains("panicked"), "{args:?}: {done:#?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_deletes_old_records_and_prints_the_counts() {
+    let cluster = Cluster::start().unwrap();
+    let url = cluster.create_database("admin_prune").unwrap();
+    let plane = ControlPlane::connect(&url).await.unwrap();
+    plane.revoke("deploy", "one", "test").await.unwrap();
+    plane.restore("deploy", "two", "test").await.unwrap();
+    plane.revoke("deploy", "three", "test").await.unwrap();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "INSERT INTO audit_events (at, replica, kind, event)
+             SELECT now() - interval '40 days', 'old', 'call', '{}'::jsonb
+               FROM generate_series(1, 1500);
+             INSERT INTO audit_events (at, replica, kind, event)
+             VALUES (now(), 'new', 'call', '{}'::jsonb);
+             UPDATE registry_changes SET at = now() - interval '40 days';",
+        )
+        .await
+        .unwrap();
+
+    let done = run(&url, &["prune", "--older-than", "30d"]);
+    assert_ok(&done);
+    assert_eq!(
+        done.stdout,
+        "deleted 1500 audit events, 2 superseded changes and 0 decided or expired approval \
+         requests older than 30d\n",
+        "{done:#?}"
+    );
+    let left: i64 = client
+        .query_one("SELECT count(*) FROM audit_events", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 1);
+    // The newest change of deploy stays: it is still revoked, and restore finds it.
+    let changes = run(&url, &["changes"]);
+    assert!(changes.stdout.contains("three"), "{changes:#?}");
+
+    let done = run(&url, &["--json", "prune", "--older-than", "1h"]);
+    assert_ok(&done);
+    let report: Value = serde_json::from_str(done.stdout.trim()).unwrap();
+    assert_eq!(
+        report,
+        json!({"audit_events": 0, "changes": 0, "approvals": 0})
+    );
+
+    for bad in ["30", "thirty days", "-1d", "99999999999999999999d"] {
+        let done = run(&url, &["prune", "--older-than", bad]);
+        assert_eq!(done.code, Some(2), "{bad}: {done:#?}");
+        assert!(done.stderr.contains("--older-than"), "{bad}: {done:#?}");
+    }
+}

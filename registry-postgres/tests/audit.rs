@@ -258,24 +258,31 @@ async fn a_full_queue_blocks_and_loses_nothing() {
         let events = sample_events();
         let plane = plane(&url, "a").await;
         let (sink, writer) = plane.audit_sink(tiny_queue(WhenFull::Block));
+        let sink = Arc::new(sink);
         cluster.stop().unwrap();
         let done = Arc::new(AtomicBool::new(false));
+        // A caller that waits as a run's asynchronous paths do: `ready`, then `record`.
         let recording = {
             let done = done.clone();
-            std::thread::spawn(move || {
-                record_many(&sink, &events, 100);
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                for index in 0..100 {
+                    sink.ready().await;
+                    sink.record(&events[index % events.len()]);
+                }
                 done.store(true, Ordering::SeqCst);
             })
         };
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(!done.load(Ordering::SeqCst), "recording did not wait");
-        assert!(!recording.is_finished());
+        // The queue's 10, and the writer's batch of 5.
+        assert!(writer.queued() <= 15, "{}", writer.queued());
         cluster.start_again().unwrap();
         common::wait_until(Duration::from_secs(15), "recording returns", || {
             done.load(Ordering::SeqCst)
         })
         .await;
-        recording.join().unwrap();
+        recording.await.unwrap();
         assert!(writer.flush(Duration::from_secs(10)).await);
         assert_eq!(writer.written(), 100);
         assert_eq!(writer.dropped(), 0);
@@ -284,6 +291,247 @@ async fn a_full_queue_blocks_and_loses_nothing() {
             + count(&url, "approval").await;
         assert_eq!(total, 100);
         assert_eq!(count(&url, "dropped").await, 0);
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
+
+/// Issue 18: `WhenFull::Block` parked tokio workers on a condition variable. With the
+/// table locked (the database stalls), forty calls on a runtime of two workers wait for
+/// room, and a timer on the same runtime keeps ticking; once the lock goes, every event is
+/// written, none dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_queue_waits_without_parking_a_worker() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a").await;
+        let (sink, writer) = plane.audit_sink(tiny_queue(WhenFull::Block));
+        let counter = Counter::default();
+        let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let run = Arc::new(registry.open_run("run-stalled", &subject()));
+        assert!(writer.flush(Duration::from_secs(10)).await);
+
+        let mut locker = sql(&url).await;
+        let lock = locker.transaction().await.unwrap();
+        lock.batch_execute("LOCK TABLE audit_events IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+
+        let ticks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let ticker = {
+            let ticks = ticks.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    ticks.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        let finished = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let callers: Vec<_> = (0..40)
+            .map(|index| {
+                let run = run.clone();
+                let finished = finished.clone();
+                tokio::spawn(async move {
+                    let done = run
+                        .call(ToolCall::new(
+                            format!("c{index}"),
+                            "echo",
+                            json!({"text": "hi"}),
+                        ))
+                        .await;
+                    assert!(!done.is_error(), "{done:?}");
+                    finished.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let before = ticks.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let during = ticks.load(Ordering::SeqCst) - before;
+        assert!(
+            during >= 10,
+            "the runtime stalled: {during} ticks in 500 ms"
+        );
+        let waiting = 40 - finished.load(Ordering::SeqCst);
+        assert!(
+            waiting >= 20,
+            "calls did not wait for room: {waiting} waiting"
+        );
+
+        lock.rollback().await.unwrap();
+        for caller in callers {
+            caller.await.unwrap();
+        }
+        ticker.abort();
+        assert!(writer.flush(Duration::from_secs(10)).await);
+        assert_eq!(writer.dropped(), 0);
+        assert_eq!(count(&url, "call").await, 40);
+        assert_eq!(count(&url, "dropped").await, 0);
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
+
+/// Issue 18: one NUL byte in a batch made the insert fail and the writer retry it forever;
+/// nothing after it was written. Now every text, columns and event alike, keys included,
+/// is written with each NUL as the visible `\u{0}`, and the events after it are written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nul_everywhere_is_written_escaped_and_what_follows_too() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a\0replica").await;
+        let (sink, writer) = plane.audit_sink(AuditConfig::default());
+        let counter = Counter::default();
+        let registry = common::builder(&counter)
+            .audit_sink(sink)
+            .approval_store(plane.approval_store())
+            .build()
+            .unwrap();
+        let hostile = registry_core::Subject::new("ac\0me").with_agent("bot\0");
+        let run = registry.open_run("run\0-1", &hostile);
+        let unknown = run.call(ToolCall::new("id\0x", "to\0ol", json!({}))).await;
+        assert!(unknown.is_error());
+        let asked = run
+            .call(ToolCall::new("ask\0", "deploy", json!({"project": "web"})))
+            .await;
+        let id = asked
+            .approval()
+            .expect("an approval request")
+            .id()
+            .to_owned();
+        // Kept with its texts escaped, the request no longer names this run exactly: it
+        // cannot be decided by it, and expires (fail closed).
+        assert!(run.deny(&id, "no\0way").await.is_err());
+        for index in 0..5 {
+            let done = run
+                .call(common::echo_call(&format!("after-{index}"), "hi"))
+                .await;
+            assert!(!done.is_error(), "{done:?}");
+        }
+        assert!(writer.flush(Duration::from_secs(10)).await);
+        assert_eq!(writer.unwritable(), 0);
+
+        let client = sql(&url).await;
+        let row = client
+            .query_one(
+                "SELECT tool, call_id, run_id, tenant, replica, event::text FROM audit_events
+                  WHERE kind = 'call' AND call_id LIKE 'id%'",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(row.get::<_, String>(0), r"to\u{0}ol");
+        assert_eq!(row.get::<_, String>(1), r"id\u{0}x");
+        assert_eq!(row.get::<_, String>(2), r"run\u{0}-1");
+        assert_eq!(row.get::<_, String>(3), r"ac\u{0}me");
+        assert_eq!(row.get::<_, String>(4), r"a\u{0}replica");
+        let event: String = row.get(5);
+        assert!(event.contains(r#""to\\u{0}ol""#), "{event}");
+        let projection: String = client
+            .query_one(
+                "SELECT event::text FROM audit_events WHERE kind = 'projection'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(projection.contains(r#""bot\\u{0}""#), "{projection}");
+        // The approval request was kept too, and its denial is on record.
+        let kept: (String, String) = client
+            .query_one("SELECT call_id, reason FROM registry_approvals", &[])
+            .await
+            .map(|row| (row.get(0), row.get(1)))
+            .unwrap();
+        assert_eq!(kept.0, r"ask\u{0}");
+        let requested = count(&url, "approval").await;
+        assert!(requested >= 1, "{requested}");
+        let after: i64 = client
+            .query_one(
+                "SELECT count(*) FROM audit_events WHERE kind = 'call' AND call_id LIKE 'after-%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(after, 5);
+        writer.shutdown(Duration::from_secs(10)).await.unwrap();
+    })
+    .await;
+}
+
+/// A batch the database refuses (here a constraint refuses one event of it) is split: the
+/// other events are written, in order, the refused one is on record as `unwritable` with
+/// the database's reason, and events recorded later are written too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_batch_is_split_and_the_refused_event_is_on_record() {
+    let (_cluster, url) = cluster("audit");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a").await;
+        sql(&url)
+            .await
+            .batch_execute(
+                "ALTER TABLE audit_events ADD CONSTRAINT no_poison
+                     CHECK (call_id IS DISTINCT FROM 'poison')",
+            )
+            .await
+            .unwrap();
+        let (sink, writer) = plane.audit_sink(
+            AuditConfig::default()
+                .batch(16)
+                .flush_every(Duration::from_millis(500)),
+        );
+        let counter = Counter::default();
+        let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let run = registry.open_run("run-1", &subject());
+        for index in 0..7 {
+            run.call(common::echo_call(&format!("before-{index}"), "hi"))
+                .await;
+        }
+        run.call(common::echo_call("poison", "hi")).await;
+        for index in 0..7 {
+            run.call(common::echo_call(&format!("after-{index}"), "hi"))
+                .await;
+        }
+        assert!(writer.flush(Duration::from_secs(10)).await);
+        assert_eq!(writer.unwritable(), 1);
+        assert_eq!(writer.written(), 15, "the projection and fourteen calls");
+        let client = sql(&url).await;
+        let ids: Vec<String> = client
+            .query(
+                "SELECT call_id FROM audit_events WHERE kind = 'call' ORDER BY id",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let expected: Vec<String> = (0..7)
+            .map(|index| format!("before-{index}"))
+            .chain((0..7).map(|index| format!("after-{index}")))
+            .collect();
+        assert_eq!(ids, expected, "written, in order");
+        let unwritable = client
+            .query_one(
+                "SELECT event->>'kind', event->>'reason', call_id FROM audit_events
+                  WHERE kind = 'unwritable'",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(unwritable.get::<_, String>(0), "call");
+        let reason: String = unwritable.get(1);
+        assert!(
+            reason.contains("no_poison") && reason.contains("23514"),
+            "{reason}"
+        );
+        assert_eq!(unwritable.get::<_, Option<String>>(2), None);
+
+        // Later events are written as before.
+        run.call(common::echo_call("later", "hi")).await;
+        assert!(writer.flush(Duration::from_secs(10)).await);
+        assert_eq!(writer.written(), 16);
         writer.shutdown(Duration::from_secs(10)).await.unwrap();
     })
     .await;

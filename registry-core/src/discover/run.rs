@@ -378,6 +378,7 @@ impl Run {
     /// assert_eq!(answer.error_kind(), Some(ErrorKind::Cancelled));
     /// ```
     pub async fn call_with(&self, call: ToolCall, options: CallOptions) -> Observation {
+        audit::ready(self.registry.audit_sink()).await;
         let started = self.clock();
         let resolved = match self
             .resolve(call, &options)

@@ -206,6 +206,7 @@ impl Run {
         verdict: PersonVerdict,
         options: CallOptions,
     ) -> Result<Observation, ApprovalError> {
+        crate::audit::ready(self.registry().audit_sink()).await;
         let started = self.clock();
         let store = &self.registry().gate().approvals;
         let unknown = || ApprovalError::UnknownId { id: id.to_owned() };

@@ -23,6 +23,10 @@
 //! # The audit trail of every replica.
 //! registry-admin audit --since 2h --tool deploy --kind call
 //! registry-admin audit --since 2026-11-30T12:00:00Z --json | jq .outcome
+//!
+//! # Bound the tables: delete audit events, superseded changes and decided requests
+//! # older than 90 days.
+//! registry-admin prune --older-than 90d
 //! ```
 //!
 //! Lists print as tables, or with `--json` as one JSON object per line (times in RFC 3339,
@@ -52,7 +56,7 @@ struct Cli {
     /// The control plane's database URL.
     #[arg(
         long,
-        help = "The control plane's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE",
+        help = "The control plane's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, with ?sslmode=verify-full&sslrootcert=CA.pem for TLS (without sslmode: plaintext)",
         global = true,
         env = "DATABASE_URL",
         hide_env_values = true,
@@ -138,11 +142,19 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         tool: Option<String>,
         /// Only events of this kind.
-        #[arg(long, value_parser = ["call", "approval", "change", "projection", "readiness", "dropped", "other"])]
+        #[arg(long, value_parser = ["call", "approval", "change", "projection", "readiness", "dropped", "unwritable", "other"])]
         kind: Option<String>,
         /// At most this many.
         #[arg(long, value_name = "N", default_value_t = 50, value_parser = limit())]
         limit: i64,
+    },
+    /// Delete what is older than a duration: audit events, approval requests decided or
+    /// expired, and revocations and restorations a later one of the same tool supersedes
+    /// (replacements and every tool's newest change are kept, for replicas catching up).
+    Prune {
+        /// How old a record must be to go: 90s, 15m, 2h, 30d.
+        #[arg(long, value_name = "DURATION", value_parser = time::parse_duration)]
+        older_than: std::time::Duration,
     },
 }
 
@@ -247,7 +259,48 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             filter.limit = Some(limit);
             Ok(show::audit(&plane.audit_events(&filter).await?, json))
         }
+        Command::Prune { older_than } => prune(&plane, older_than, json).await,
     }
+}
+
+async fn prune(
+    plane: &ControlPlane,
+    older_than: std::time::Duration,
+    json: bool,
+) -> Result<String, Failure> {
+    let Some(report) = plane.prune(older_than).await? else {
+        return Err(Failure::Refused(
+            "another replica or operator is pruning at the moment; nothing was deleted, try \
+             again once it is done"
+                .to_owned(),
+        ));
+    };
+    if json {
+        return Ok(show::json_line(&json!({
+            "audit_events": report.audit_events,
+            "changes": report.changes,
+            "approvals": report.approvals,
+        })));
+    }
+    Ok(format!(
+        "deleted {} audit events, {} superseded changes and {} decided or expired approval \
+         requests older than {}\n",
+        report.audit_events,
+        report.changes,
+        report.approvals,
+        show_duration(older_than)
+    ))
+}
+
+/// A duration as `--older-than` takes it: the largest whole unit.
+fn show_duration(duration: std::time::Duration) -> String {
+    let secs = duration.as_secs();
+    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if secs >= size && secs.is_multiple_of(size) {
+            return format!("{}{unit}", secs / size);
+        }
+    }
+    format!("{secs}s")
 }
 
 /// Refuses a name that no replica has: during an incident, a typo recorded as a revocation

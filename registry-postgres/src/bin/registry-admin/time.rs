@@ -42,6 +42,18 @@ pub(crate) fn parse_since(text: &str) -> Result<SystemTime, String> {
     })
 }
 
+/// The value of `--older-than`: a duration such as `90s`, `15m`, `2h` or `30d`.
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    match parse_ago(text) {
+        Some(Some(duration)) => Ok(duration),
+        Some(None) => Err(format!("{text:?} is too long a duration")),
+        None => Err(format!(
+            "{text:?} is not a duration: expected a number and a unit, such as 90s, 15m, 2h or 30d"
+        )),
+    }
+}
+
 /// `None` when `text` is not a relative duration at all; `Some(None)` when it overflows.
 fn parse_ago(text: &str) -> Option<Option<Duration>> {
     let unit = text.chars().last()?;

@@ -1,0 +1,188 @@
+//! Pruning: what is older than the retention goes, in batches; the change log keeps what a
+//! replica catching up needs; one prune at a time; a plane with a retention prunes itself.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Counter, bounded, cluster, plane, sql};
+use registry_postgres::ControlPlane;
+
+const LIMIT: Duration = Duration::from_secs(90);
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// The advisory lock a prune holds (as in `src/prune.rs`).
+const PRUNE_LOCK: i64 = 0x7072_756e_696e_0001;
+
+/// `count` audit events recorded `days` ago, call ids `{prefix}-{n}`.
+async fn old_audit(url: &str, prefix: &str, count: i32, days: i32) {
+    sql(url)
+        .await
+        .execute(
+            "INSERT INTO audit_events (at, replica, kind, call_id, event)
+             SELECT now() - make_interval(days => $3), 'old', 'call', $1 || '-' || n, '{}'::jsonb
+               FROM generate_series(1, $2) AS n",
+            &[&prefix, &count, &days],
+        )
+        .await
+        .unwrap();
+}
+
+/// An approval request in `state`, requested and expiring relative to now, decided
+/// `decided_days` ago if at all.
+async fn approval(url: &str, id: &str, state: &str, expires_days: i32, decided_days: Option<i32>) {
+    sql(url)
+        .await
+        .execute(
+            "INSERT INTO registry_approvals
+                 (id, tool, tenant, run_id, call_id, reason, request, requested_at, expires_at,
+                  state, decided_at, origin)
+             VALUES ($1, 'deploy', 'acme', 'r', 'c', 'why', '{}'::jsonb, now() - interval '60 days',
+                     now() + make_interval(days => $3), $2,
+                     now() - make_interval(days => $4), 'test')",
+            &[&id, &state, &expires_days, &decided_days],
+        )
+        .await
+        .unwrap();
+}
+
+async fn scalar(url: &str, query: &str) -> i64 {
+    sql(url).await.query_one(query, &[]).await.unwrap().get(0)
+}
+
+async fn ids(url: &str, query: &str) -> Vec<String> {
+    sql(url)
+        .await
+        .query(query, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_deletes_what_is_old_and_keeps_what_replicas_need() {
+    let (_cluster, url) = cluster("prune");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a").await;
+        // The change log: deploy revoked, restored, revoked; status revoked; echo replaced
+        // twice (records a replica wrote, as `ChangeFeed::replace` does).
+        plane.revoke("deploy", "one", "test").await.unwrap();
+        plane.restore("deploy", "two", "test").await.unwrap();
+        plane.revoke("deploy", "three", "test").await.unwrap();
+        plane.revoke("status", "four", "test").await.unwrap();
+        sql(&url)
+            .await
+            .batch_execute(
+                "INSERT INTO registry_changes (seq, tool, kind, old_runs, fingerprint, reason, origin)
+                 VALUES (5, 'echo', 'replace', 'keep_shown_version', 'f1', 'five', 'test'),
+                        (6, 'echo', 'replace', 'keep_shown_version', 'f2', 'six', 'test');
+                 UPDATE registry_changes SET at = now() - interval '30 days';",
+            )
+            .await
+            .unwrap();
+        // 2,500 old audit events (three batches), and 4 recent ones.
+        old_audit(&url, "old", 2_500, 30).await;
+        old_audit(&url, "new", 4, 0).await;
+        // Approvals: decided long ago (goes), decided lately (stays), pending and expired
+        // long ago (goes), pending and live (stays, however old the request).
+        approval(&url, "apr_old_denied", "denied", -29, Some(29)).await;
+        approval(&url, "apr_new_denied", "denied", 1, Some(0)).await;
+        approval(&url, "apr_old_pending", "pending", -20, None).await;
+        approval(&url, "apr_live_pending", "pending", 1, None).await;
+
+        let report = plane.prune(7 * DAY).await.unwrap().expect("no other prune");
+        assert_eq!(report.audit_events, 2_500);
+        assert_eq!(report.changes, 2, "the first two changes of deploy");
+        assert_eq!(report.approvals, 2);
+
+        assert_eq!(scalar(&url, "SELECT count(*) FROM audit_events").await, 4);
+        let kept: Vec<i64> = sql(&url)
+            .await
+            .query("SELECT seq FROM registry_changes ORDER BY seq", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert_eq!(kept, [3, 4, 5, 6]);
+        assert_eq!(
+            ids(&url, "SELECT id FROM registry_approvals ORDER BY id").await,
+            ["apr_live_pending", "apr_new_denied"]
+        );
+        // The newest change of a tool is what `registry-admin restore` checks.
+        let latest = plane.latest_change_of("deploy").await.unwrap().unwrap();
+        assert_eq!(latest.seq, 3);
+
+        // A replica starting now, from what is left, reaches the state the whole log gave:
+        // deploy and status revoked.
+        let counter = Counter::default();
+        let registry = common::builder(&counter).build().unwrap();
+        let feed = plane.follow(&registry).await.unwrap();
+        assert_eq!(registry.is_revoked_now("deploy"), Some(true));
+        assert_eq!(registry.is_revoked_now("status"), Some(true));
+        feed.shutdown().await;
+
+        // Nothing is left to prune; a second prune deletes nothing.
+        let again = plane.prune(7 * DAY).await.unwrap().unwrap();
+        assert_eq!(again, registry_postgres::PruneReport::default());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_prune_at_a_time() {
+    let (_cluster, url) = cluster("prune");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "a").await;
+        old_audit(&url, "old", 10, 30).await;
+        let holder = sql(&url).await;
+        holder
+            .execute("SELECT pg_advisory_lock($1)", &[&PRUNE_LOCK])
+            .await
+            .unwrap();
+        assert_eq!(plane.prune(DAY).await.unwrap(), None);
+        assert_eq!(scalar(&url, "SELECT count(*) FROM audit_events").await, 10);
+        holder
+            .execute("SELECT pg_advisory_unlock($1)", &[&PRUNE_LOCK])
+            .await
+            .unwrap();
+        let report = plane.prune(DAY).await.unwrap().unwrap();
+        assert_eq!(report.audit_events, 10);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plane_with_a_retention_prunes_on_its_own() {
+    let (_cluster, url) = cluster("prune");
+    bounded(LIMIT, async {
+        // Two replicas with a retention: they take turns under the lock.
+        let planes: Vec<ControlPlane> = {
+            let mut planes = Vec::new();
+            for name in ["a", "b"] {
+                planes.push(
+                    ControlPlane::builder(&url)
+                        .replica(name)
+                        .retention(7 * DAY)
+                        .prune_every(Duration::from_millis(50))
+                        .connect()
+                        .await
+                        .unwrap(),
+                );
+            }
+            planes
+        };
+        old_audit(&url, "new", 3, 0).await;
+        for round in 0..3 {
+            old_audit(&url, &format!("old{round}"), 100, 30).await;
+            common::wait_until_async(Duration::from_secs(10), "old events pruned", || async {
+                scalar(&url, "SELECT count(*) FROM audit_events").await == 3
+            })
+            .await;
+        }
+        drop(planes);
+    })
+    .await;
+}
