@@ -11,6 +11,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_tokens_in_chunks.sql"),
     include_str!("../migrations/0004_replaced_version.sql"),
     include_str!("../migrations/0005_tool_catalog.sql"),
+    // 0006 (another change) goes before this one when both are merged.
+    include_str!("../migrations/0007_principal.sql"),
 ];
 
 /// The key of the advisory lock held while migrating (any constant the application does not
