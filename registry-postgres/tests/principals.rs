@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// An audit row: kind, call id, the `principal` column, the event's `principal`.
+type AuditRow = (String, Option<String>, Option<String>, Option<String>);
+
 fn person(principal: &str) -> Subject {
     Subject::new("acme")
         .with_agent("release-bot")
@@ -252,7 +255,7 @@ async fn quotas_and_audit_rows_are_per_principal() {
             )
             .await
             .unwrap();
-        let rows: Vec<(String, Option<String>, Option<String>, Option<String>)> = rows
+        let rows: Vec<AuditRow> = rows
             .iter()
             .map(|row| (row.get(0), row.get(1), row.get(2), row.get(3)))
             .collect();
