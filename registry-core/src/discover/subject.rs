@@ -94,7 +94,7 @@ impl Subject {
 
     /// Names the principal the run acts for: the person (or the one credential) behind the
     /// calls, as an id unique across every source of principals the application has (prefix
-    /// it with its source; `registry-mcp` writes `iss:<length>:<issuer>sub:<sub>` for an OAuth
+    /// it with its source; `registry-mcp` writes `oauth:{n}:{issuer}#{sub}` (`n` the issuer's length) for an OAuth
     /// token and `token:<name>` for a static one). Compared exactly, byte for byte.
     ///
     /// Two subjects that differ only in their principal are different subjects: an approval
