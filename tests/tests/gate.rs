@@ -1173,7 +1173,17 @@ fn stored_arguments_are_bounded_by_the_argument_limits() {
                     .parameters(free_text.clone())
                     .scopes(["deploy:write"])
                     .needs_approval(true)
-                    .handler(|_: &registry_core::ToolContext, args: Value| Ok::<_, String>(args)),
+                    .handler({
+                        let executions = executions.clone();
+                        move |_: &registry_core::ToolContext, args: Value| {
+                            executions
+                                .0
+                                .lock()
+                                .unwrap()
+                                .push(("annotate".into(), args.clone()));
+                            Ok::<_, String>(args)
+                        }
+                    }),
             )
             .argument_limits(limits)
             .approval_store(store.clone())
@@ -1215,8 +1225,10 @@ fn stored_arguments_are_bounded_by_the_argument_limits() {
             .unwrap()
             .unwrap();
         assert!(state.is_pending());
+        assert_eq!(executions.count(), 0, "nothing ran");
         let done = approve_with(mode, &run, request.id(), json!({"note": "edited"})).unwrap();
         assert_eq!(done.content(), &json!({"note": "edited"}));
+        assert_eq!(executions.of("annotate"), [json!({"note": "edited"})]);
     }
 }
 
