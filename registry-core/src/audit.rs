@@ -79,6 +79,10 @@ pub struct ApprovalEvent {
     pub run_id: String,
     /// The subject's tenant.
     pub tenant: String,
+    /// The principal the request belongs to ([`Subject::principal`](crate::Subject::principal)),
+    /// if its subject names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
     /// The model's call id.
     pub call_id: String,
     /// The tool.
@@ -111,6 +115,9 @@ pub struct ProjectionEvent {
     pub tenant: String,
     /// The agent, if the subject names one.
     pub agent: Option<String>,
+    /// The principal, if the subject names one ([`Subject::principal`](crate::Subject::principal)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
     /// The fingerprint of the allowed set.
     pub fingerprint: Fingerprint,
     /// How many tools the run may see and call.
@@ -127,6 +134,10 @@ pub struct CallEvent {
     pub run_id: String,
     /// The subject's tenant.
     pub tenant: String,
+    /// The principal the run acts for, if its subject names one
+    /// ([`Subject::principal`](crate::Subject::principal)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
     /// The fingerprint of the run's allowed set.
     pub fingerprint: Fingerprint,
     /// The model's call id.
@@ -239,6 +250,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             run_id = %Logged(&p.run_id),
             tenant = %Logged(&p.tenant),
             agent = p.agent.as_deref().map(Logged::field),
+            principal = p.principal.as_deref().map(Logged::field),
             fingerprint = %p.fingerprint,
             visible = p.visible,
             hidden = p.hidden,
@@ -248,6 +260,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             event = "call",
             run_id = %Logged(&c.run_id),
             tenant = %Logged(&c.tenant),
+            principal = c.principal.as_deref().map(Logged::field),
             fingerprint = %c.fingerprint,
             call_id = %Logged(&c.call_id),
             tool = %Logged(&c.tool),
@@ -273,6 +286,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             id = %Logged(&a.id),
             run_id = %Logged(&a.run_id),
             tenant = %Logged(&a.tenant),
+            principal = a.principal.as_deref().map(Logged::field),
             call_id = %Logged(&a.call_id),
             tool = %Logged(&a.tool),
             by = a.by.as_deref().map(Logged::field),

@@ -22,7 +22,7 @@ pub use rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{AsyncCheck, Check, ReadinessCheck, SyncCheck, ToolReadiness};
 pub use store::{ApprovalStore, MemoryApprovalStore, Transition};
 
-pub(crate) use approval::{DEFAULT_TTL, new_id, unix_ms};
+pub(crate) use approval::{DEFAULT_MAX_PENDING, DEFAULT_TTL, new_id, unix_ms};
 pub(crate) use quota::Budget;
 pub(crate) use readiness::{DEFAULT_TIMEOUT, ReadyState};
 
@@ -33,6 +33,8 @@ pub(crate) struct GateConfig {
     pub(crate) quotas: Quotas,
     pub(crate) approvals: Box<dyn ApprovalStore>,
     pub(crate) approval_ttl: std::time::Duration,
+    /// At most this many pending requests per principal (or tenant and agent).
+    pub(crate) max_pending: usize,
 }
 
 impl Default for GateConfig {
@@ -43,6 +45,7 @@ impl Default for GateConfig {
             quotas: Quotas::Memory(MemoryQuotaStore::new()),
             approvals: Box::new(MemoryApprovalStore::new()),
             approval_ttl: DEFAULT_TTL,
+            max_pending: DEFAULT_MAX_PENDING,
         }
     }
 }

@@ -22,8 +22,9 @@
 //! On protocol 2026-07-28, which forbids requests from server to client, the same question is
 //! the input request `approval` of an `input_required` result, and the approval request's id is
 //! its `requestState`; the client retries the call with the answer. The id is looked up among
-//! the questions sent to this client only (a state from elsewhere is refused with -32602), and
-//! each is answered once.
+//! the questions sent to this client, then in the shared store for one another replica asked
+//! this same subject (tenant, agent and principal); a state from elsewhere, another user's
+//! included, is refused with -32602, and each is answered once.
 //!
 //! # Clients that cannot be asked
 //!
@@ -179,7 +180,8 @@ pub(crate) async fn resume(
 
 /// A question another replica sent this client's subject, found in the approval store they
 /// share (protocol 2026-07-28 is stateless: the retried call may reach another replica than
-/// the one that asked). It counts only while pending, for the same tenant and agent, and for
+/// the one that asked). It counts only while pending, for the same tenant, agent and
+/// principal (another user of the same client app is another principal), and for
 /// a run with the same allowed set as the one that asked; the store moves it out of pending
 /// once, so of two replicas answering at once, one runs the call.
 async fn asked_elsewhere(client: &Client, id: &str) -> Option<crate::clients::Asked> {
@@ -192,8 +194,10 @@ async fn asked_elsewhere(client: &Client, id: &str) -> Option<crate::clients::As
         }
     };
     let (request, state) = found?;
+    // The same person too: under OAuth the agent is the client app, shared by all its users.
     let same_subject = request.tenant() == client.subject.tenant()
         && request.agent() == client.subject.agent()
+        && request.principal() == client.subject.principal()
         && request.allowed_set() == slot.run.allowed().fingerprint();
     if !state.is_pending() || !same_subject {
         return None;

@@ -211,6 +211,13 @@ impl McpServer {
     /// it). `id` names the client in logs and run ids; handlers made with the same `id`
     /// share one client, hence one run. Inside a Tokio runtime, this starts the watch over
     /// the registry's changes.
+    ///
+    /// `subject` is taken as given, its principal
+    /// ([`Subject::principal`](registry_core::Subject::principal)) included: a stdio server
+    /// serves the one person who started it, so a subject without a principal is fine there
+    /// (its approvals, rate limits and bound on pending approvals are then its tenant's and
+    /// agent's); a program that serves several people over one transport gives each
+    /// handler a subject `with_principal`.
     pub fn handler(&self, id: &str, subject: Subject) -> RegistryServer {
         self.shared.watch();
         let client = self.shared.client(None, id, &subject);

@@ -16,6 +16,34 @@ pub const MIN_TOKEN_LEN: usize = 16;
 /// the subject the token stands for.
 ///
 /// The HTTP transport puts it into the request's extensions once the bearer token is known.
+///
+/// **The person.** The subject carries the principal's id
+/// ([`Subject::principal`](registry_core::Subject::principal)), which decides whose approval
+/// requests a run may decide, whose rate-limit buckets and share of pending approvals a call
+/// counts against, and what audit events name:
+///
+/// - an OAuth access token's is `oauth:{n}:{issuer}#{sub}`, where `n` is the issuer's
+///   length in bytes (in decimal): the length says
+///   where the issuer ends, so no issuer and `sub` (each may hold any character, `#` and `:`
+///   included) read as another pair, and two issuers' users never share one;
+/// - a static token's is `token:{name}`, where the name is the token entry's id unless
+///   [`with_principal_name`](Self::with_principal_name) (the token file's `"principal"`) gives
+///   another; several tokens of one person may name the same principal and then share their
+///   approvals and buckets. The prefixes keep the two kinds apart.
+/// - the loopback principal ([`HttpConfig::with_loopback_principal`](crate::HttpConfig::with_loopback_principal))
+///   is a static one: every local client acts as that one principal.
+///
+/// ```
+/// use registry_core::Subject;
+/// use registry_mcp::Principal;
+///
+/// let bot = Principal::new("release-bot", Subject::new("acme"));
+/// assert_eq!(bot.subject().principal(), Some("token:release-bot"));
+/// let laptop = Principal::new("alice-laptop", Subject::new("acme")).with_principal_name("alice");
+/// assert_eq!(laptop.subject().principal(), Some("token:alice"));
+/// let user = Principal::new("u1", Subject::new("acme")).with_issuer("https://idp.example.com");
+/// assert_eq!(user.subject().principal(), Some("oauth:23:https://idp.example.com#u1"));
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 pub struct Principal {
     id: Arc<str>,
@@ -23,27 +51,47 @@ pub struct Principal {
     issuer: Option<Arc<str>>,
     /// The issuer and id, unambiguously: see [`key`](Self::key).
     key: Arc<str>,
+    /// A static token's principal name (default: the id).
+    name: Arc<str>,
 }
 
 impl Principal {
-    /// A principal named `id` acting as `subject`.
+    /// A principal named `id` acting as `subject`; the subject's principal becomes
+    /// `token:{id}` (whatever it was).
     pub fn new(id: impl Into<Arc<str>>, subject: Subject) -> Self {
         let id: Arc<str> = id.into();
         Principal {
             key: id.clone(),
+            name: id.clone(),
+            subject: subject.with_principal(format!("token:{id}")),
             id,
-            subject,
             issuer: None,
         }
     }
 
     /// The same principal, vouched for by `issuer`: an OAuth access token's principal is its
     /// `sub` as the token's issuer names it, and two issuers' (or a static token's) principals
-    /// with the same id are not the same one.
+    /// with the same id are not the same one. The subject's principal becomes
+    /// `oauth:{n}:{issuer}#{id}` (`n`: the issuer's length in bytes).
     pub fn with_issuer(mut self, issuer: impl Into<Arc<str>>) -> Self {
         let issuer: Arc<str> = issuer.into();
         self.key = Arc::from(format!("{}:{issuer}{}", issuer.len(), self.id));
+        let principal = format!("oauth:{}:{issuer}#{}", issuer.len(), self.id);
+        self.subject = self.subject.with_principal(principal);
         self.issuer = Some(issuer);
+        self
+    }
+
+    /// For a static token: names the person it stands for, `name`, instead of the entry's id,
+    /// so that several tokens of one person share their approvals, rate-limit buckets and
+    /// bound on pending approvals; the subject's principal becomes `token:{name}`.
+    /// [`Tokens::insert`] refuses an empty name. A principal with an issuer keeps its
+    /// issuer's `sub` as it is: this changes nothing there.
+    pub fn with_principal_name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = name.into();
+        if self.issuer.is_none() {
+            self.subject = self.subject.with_principal(format!("token:{}", self.name));
+        }
         self
     }
 
@@ -69,7 +117,7 @@ impl Principal {
         &self.id
     }
 
-    /// The subject the token stands for.
+    /// The subject the token stands for, its principal set (see the type's docs).
     pub fn subject(&self) -> &Subject {
         &self.subject
     }
@@ -81,6 +129,7 @@ impl fmt::Debug for Principal {
             .field("id", &self.id)
             .field("subject", &self.subject)
             .field("issuer", &self.issuer)
+            .field("name", &self.name)
             .finish()
     }
 }
@@ -99,7 +148,8 @@ impl fmt::Debug for Principal {
 ///       "tenant": "acme",
 ///       "scopes": ["build:read"],
 ///       "access": "read_only",
-///       "agent": "support-bot"
+///       "agent": "support-bot",
+///       "principal": "support-team"
 ///     },
 ///     {
 ///       "id": "release-bot",
@@ -113,7 +163,9 @@ impl fmt::Debug for Principal {
 ///
 /// `id` (unique) names the entry in logs and run ids; exactly one of `token` and
 /// `token_sha256`; `tenant` is required; `scopes` defaults to none, `access` to
-/// `"read_write"` (or `"read_only"`), `agent` to the id. Unknown keys are errors.
+/// `"read_write"` (or `"read_only"`), `agent` to the id, `principal` (the person the token
+/// stands for, [`Principal::with_principal_name`]; never empty) to the id. Unknown keys are
+/// errors.
 ///
 /// ```
 /// use registry_mcp::Tokens;
@@ -174,6 +226,7 @@ struct TokenEntry {
     #[serde(default)]
     access: AccessLevel,
     agent: Option<String>,
+    principal: Option<String>,
 }
 
 #[derive(Deserialize, Default, Clone, Copy)]
@@ -228,7 +281,10 @@ impl Tokens {
                 subject = subject.with_access(Access::ReadOnly);
             }
             let agent = entry.agent.unwrap_or_else(|| entry.id.clone());
-            let principal = Principal::new(entry.id.as_str(), subject.with_agent(agent));
+            let mut principal = Principal::new(entry.id.as_str(), subject.with_agent(agent));
+            if let Some(name) = entry.principal {
+                principal = principal.with_principal_name(name);
+            }
             tokens.insert_digest(digest, principal)?;
         }
         Ok(tokens)
@@ -250,6 +306,11 @@ impl Tokens {
         };
         if principal.id().is_empty() {
             return Err(duplicate("the id is empty"));
+        }
+        if principal.name.is_empty() {
+            return Err(duplicate(
+                "the principal is empty; name the person the token stands for, or leave it out to use the id",
+            ));
         }
         if self.by_digest.values().any(|p| p.id() == principal.id()) {
             return Err(duplicate("another entry has the same id"));
@@ -349,6 +410,64 @@ mod tests {
         let principal = tokens.resolve("0123456789abcdef-xyz").unwrap();
         assert_eq!(principal.subject().access(), Access::ReadOnly);
         assert_eq!(principal.subject().agent(), Some("a"));
+        assert_eq!(principal.subject().principal(), Some("token:a"));
+    }
+
+    #[test]
+    fn a_token_names_its_principal_never_empty() {
+        let tokens = Tokens::from_json(
+            r#"{"tokens": [
+                {"id": "alice-laptop", "token": "0123456789abcdef-1", "tenant": "t", "principal": "alice"},
+                {"id": "alice-ci", "token": "0123456789abcdef-2", "tenant": "t", "principal": "alice"},
+                {"id": "bob", "token": "0123456789abcdef-3", "tenant": "t"}
+            ]}"#,
+        )
+        .unwrap();
+        let of = |token: &str| tokens.resolve(token).unwrap().subject().principal();
+        assert_eq!(of("0123456789abcdef-1"), Some("token:alice"));
+        assert_eq!(of("0123456789abcdef-2"), Some("token:alice"));
+        assert_eq!(of("0123456789abcdef-3"), Some("token:bob"));
+        let error = Tokens::from_json(
+            r#"{"tokens": [{"id": "a", "token": "0123456789abcdef", "tenant": "t", "principal": ""}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("principal is empty"), "{error}");
+        // Whatever the application put in the subject, the token's principal is the token's.
+        let forged = Principal::new("bot", Subject::new("t").with_principal("token:alice"));
+        assert_eq!(forged.subject().principal(), Some("token:bot"));
+    }
+
+    #[test]
+    fn issuer_and_sub_are_encoded_injectively() {
+        let principal = |issuer: &str, sub: &str| {
+            Principal::new(sub, Subject::new("t"))
+                .with_issuer(issuer)
+                .subject()
+                .principal()
+                .unwrap()
+                .to_owned()
+        };
+        // Moving a `#` (or any text) between issuer and sub makes another principal.
+        let pairs = [
+            ("https://a.example", "x#y"),
+            ("https://a.example#x", "y"),
+            ("https://a.example#", "x#y"),
+            ("https://a.example", "#x#y"),
+            ("https://a.exampl", "e#x#y"),
+            ("https://a.example", "x\0y"),
+            ("https://a.example", "x\u{202e}y"),
+        ];
+        let encoded: Vec<String> = pairs.iter().map(|(i, s)| principal(i, s)).collect();
+        for (i, a) in encoded.iter().enumerate() {
+            for b in &encoded[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(encoded[0], "oauth:17:https://a.example#x#y");
+        // A static token with the text of an OAuth principal is still another one.
+        let static_one = Principal::new("oauth:17:https://a.example#x#y", Subject::new("t"));
+        assert!(!encoded.contains(&static_one.subject().principal().unwrap().to_owned()));
     }
 
     #[test]

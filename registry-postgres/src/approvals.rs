@@ -52,7 +52,7 @@ impl ControlPlane {
             let rows = client
                 .query(
                     "SELECT id, tool, tenant, agent, reason, request, state, decision,
-                            requested_at, expires_at, verdict, origin
+                            requested_at, expires_at, verdict, origin, principal
                        FROM registry_approvals
                       WHERE NOT $1 OR (state = 'pending' AND expires_at > now())
                       ORDER BY requested_at DESC LIMIT $2",
@@ -169,8 +169,10 @@ impl ControlPlane {
             transaction
                 .execute(
                     "INSERT INTO audit_events
-                         (at, replica, kind, run_id, tenant, tool, call_id, outcome, approval_id, event)
-                     SELECT now(), $2, 'approval', run_id, tenant, tool, call_id, $3, id, $4
+                         (at, replica, kind, run_id, tenant, tool, call_id, outcome, approval_id, event,
+                      principal)
+                     SELECT now(), $2, 'approval', run_id, tenant, tool, call_id, $3, id, $4,
+                            principal
                        FROM registry_approvals WHERE id = $1",
                     &[&id, &text::text(self.replica()), &outcome, &text::json(event)],
                 )
@@ -220,8 +222,8 @@ impl PgApprovalStore {
             .execute(
                 "INSERT INTO registry_approvals
                      (id, tool, tenant, agent, run_id, call_id, reason, request,
-                      requested_at, expires_at, origin)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                      requested_at, expires_at, origin, principal)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                 &[
                     &text::text(request.id()),
                     &text::text(request.tool_name()),
@@ -234,6 +236,7 @@ impl PgApprovalStore {
                     &request.requested_at(),
                     &request.expires_at(),
                     &text::text(self.plane.replica()),
+                    &text::opt(request.principal()),
                 ],
             )
             .await
@@ -261,6 +264,36 @@ impl PgApprovalStore {
             Some(decision) => state_of(decision)?,
         };
         Ok(Some((request, state)))
+    }
+
+    /// The pending, unexpired requests of `request`'s owner: its principal, or (without one)
+    /// its tenant and agent; one scan of a partial index.
+    async fn count_pending(&self, request: &ApprovalRequest) -> Result<usize, Error> {
+        let client = self.plane.client().await?;
+        let row = match request.principal() {
+            Some(principal) => {
+                client
+                    .query_one(
+                        "SELECT count(*) FROM registry_approvals
+                      WHERE state = 'pending' AND principal = $1 AND expires_at > now()",
+                        &[&principal],
+                    )
+                    .await
+            }
+            None => {
+                client
+                    .query_one(
+                        "SELECT count(*) FROM registry_approvals
+                      WHERE state = 'pending' AND principal IS NULL AND tenant = $1
+                        AND agent IS NOT DISTINCT FROM $2 AND expires_at > now()",
+                        &[&request.tenant(), &request.agent()],
+                    )
+                    .await
+            }
+        }
+        .map_err(Error::db("counting pending approval requests"))?;
+        let count: i64 = row.get(0);
+        Ok(usize::try_from(count).unwrap_or(usize::MAX))
     }
 
     async fn decide_request(&self, id: &str, state: ApprovalState) -> Result<Transition, Error> {
@@ -354,6 +387,21 @@ impl ApprovalStore for PgApprovalStore {
                 .map_err(StoreError::from)
         })
     }
+
+    fn pending_count<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> registry_core::BoxFuture<'a, Result<usize, StoreError>> {
+        Box::pin(async move {
+            self.plane
+                .timed(
+                    "counting pending approval requests",
+                    self.count_pending(request),
+                )
+                .await
+                .map_err(StoreError::from)
+        })
+    }
 }
 
 fn state_word(state: &ApprovalState) -> &'static str {
@@ -409,5 +457,6 @@ fn record_of(row: &Row) -> Result<ApprovalRecord, Error> {
         expires_at,
         verdict: row.get(10),
         origin: row.get(11),
+        principal: row.get(12),
     })
 }

@@ -170,6 +170,7 @@ struct Row {
     call_id: Option<String>,
     outcome: Option<String>,
     approval_id: Option<String>,
+    principal: Option<String>,
     event: Value,
     origin: Origin,
 }
@@ -236,7 +237,7 @@ impl ControlPlane {
             let rows = client
                 .query(
                     "SELECT id, at, replica, kind, run_id, tenant, tool, call_id, outcome,
-                            approval_id, event
+                            approval_id, event, principal
                        FROM audit_events
                       WHERE ($1::timestamptz IS NULL OR at >= $1)
                         AND ($2::text IS NULL OR tool = $2)
@@ -260,6 +261,7 @@ impl ControlPlane {
                     outcome: row.get(8),
                     approval_id: row.get(9),
                     event: row.get(10),
+                    principal: row.get(11),
                 })
                 .collect())
         })
@@ -669,17 +671,21 @@ async fn insert(
     let approval: Vec<Option<&str>> = rows.iter().map(|row| row.approval_id.as_deref()).collect();
     let event: Vec<&Value> = rows.iter().map(|row| &row.event).collect();
     let replica = crate::text::text(replica);
+    let principal: Vec<Option<&str>> = rows.iter().map(|row| row.principal.as_deref()).collect();
     client
         .execute(
             "INSERT INTO audit_events
-                 (at, replica, kind, run_id, tenant, tool, call_id, outcome, approval_id, event)
-             SELECT at, $2, kind, run_id, tenant, tool, call_id, outcome, approval_id, event
+                 (at, replica, kind, run_id, tenant, tool, call_id, outcome, approval_id, event,
+                  principal)
+             SELECT at, $2, kind, run_id, tenant, tool, call_id, outcome, approval_id, event,
+                    principal
                FROM unnest($1::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
-                           $7::text[], $8::text[], $9::text[], $10::jsonb[])
-                    AS t(at, kind, run_id, tenant, tool, call_id, outcome, approval_id, event)",
+                           $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::text[])
+                    AS t(at, kind, run_id, tenant, tool, call_id, outcome, approval_id, event,
+                         principal)",
             &[
                 &at, &replica, &kind, &run_id, &tenant, &tool, &call_id, &outcome, &approval,
-                &event,
+                &event, &principal,
             ],
         )
         .await?;
@@ -698,6 +704,7 @@ impl Row {
             call_id: None,
             outcome: None,
             approval_id: None,
+            principal: None,
             event,
             origin,
         }
@@ -739,11 +746,13 @@ fn row_of(event: &AuditEvent) -> Row {
             row.kind = "projection";
             row.run_id = Some(p.run_id.clone());
             row.tenant = Some(p.tenant.clone());
+            row.principal = p.principal.clone();
         }
         AuditEvent::Call(c) => {
             row.kind = "call";
             row.run_id = Some(c.run_id.clone());
             row.tenant = Some(c.tenant.clone());
+            row.principal = c.principal.clone();
             row.tool = Some(c.tool.clone());
             row.call_id = Some(c.call_id.clone());
             row.outcome = Some(
@@ -768,6 +777,7 @@ fn row_of(event: &AuditEvent) -> Row {
             row.kind = "approval";
             row.run_id = Some(a.run_id.clone());
             row.tenant = Some(a.tenant.clone());
+            row.principal = a.principal.clone();
             row.tool = Some(a.tool.clone());
             row.call_id = Some(a.call_id.clone());
             row.outcome = Some(a.kind.as_str().to_owned());
@@ -798,6 +808,7 @@ fn row_of(event: &AuditEvent) -> Row {
         &mut row.call_id,
         &mut row.outcome,
         &mut row.approval_id,
+        &mut row.principal,
     ] {
         *column = column.take().map(crate::text::owned);
     }

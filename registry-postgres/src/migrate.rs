@@ -12,6 +12,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0004_replaced_version.sql"),
     include_str!("../migrations/0005_tool_catalog.sql"),
     include_str!("../migrations/0006_prune.sql"),
+    include_str!("../migrations/0007_principal.sql"),
 ];
 
 /// The key of the advisory lock held while migrating (any constant the application does not

@@ -86,6 +86,10 @@ pub struct ApprovalRecord {
     pub tenant: String,
     /// The subject's agent.
     pub agent: Option<String>,
+    /// The principal the request belongs to (`Subject::principal`): only a run of the same
+    /// principal decides it, or an operator's verdict. `None` for a subject without one, and
+    /// for requests stored before principals were recorded.
+    pub principal: Option<String>,
     /// Why it needs approval.
     pub reason: String,
     /// The one-line question a person is asked, arguments included.
@@ -171,6 +175,8 @@ pub struct AuditRecord {
     pub run_id: Option<String>,
     /// The tenant.
     pub tenant: Option<String>,
+    /// The principal of the run (`Subject::principal`), if its subject names one.
+    pub principal: Option<String>,
     /// The tool.
     pub tool: Option<String>,
     /// The model's call id.

@@ -214,6 +214,7 @@ async fn the_latency_a_shared_bucket_adds() {
         let key = QuotaKey {
             tenant: "acme",
             agent: Some("bot"),
+            principal: None,
             tool: "status",
         };
         for _ in 0..20 {
@@ -247,6 +248,7 @@ async fn a_late_writer_does_not_refill_twice() {
         let key = QuotaKey {
             tenant: "acme",
             agent: None,
+            principal: None,
             tool: "status",
         };
         // Empty the bucket.
@@ -274,6 +276,7 @@ async fn a_late_writer_does_not_refill_twice() {
                 let key = QuotaKey {
                     tenant: "acme",
                     agent: None,
+                    principal: None,
                     tool: "status",
                 };
                 store.acquire(key, limit).await.unwrap()

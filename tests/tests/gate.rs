@@ -790,6 +790,13 @@ impl ApprovalStore for Broken {
     ) -> BoxFuture<'a, Result<Transition, StoreError>> {
         Box::pin(async { Err(StoreError::new("connection refused")) })
     }
+
+    fn pending_count<'a>(
+        &'a self,
+        _: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        Box::pin(async { Err(StoreError::new("connection refused")) })
+    }
 }
 
 #[test]
@@ -895,4 +902,383 @@ fn malformed_rate_limits_are_build_problems() {
         .build()
         .unwrap();
     assert!(registry.is_empty());
+}
+
+fn person(principal: &str) -> Subject {
+    subject().with_principal(principal)
+}
+
+/// Two people of the same tenant, using the same agent (one OAuth client app): neither
+/// decides the other's request, for an approval and a denial alike, and a principal that
+/// differs by one hostile character is another principal.
+#[test]
+fn another_principal_of_the_same_tenant_and_agent_cannot_decide() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let alice = registry.open_run("run-alice", &person("token:alice"));
+        let request = pending(mode, &alice, "c1");
+        assert_eq!(request.principal(), Some("token:alice"));
+        assert_eq!(request.tenant(), "acme");
+        assert_eq!(request.agent(), Some("release-bot"));
+
+        let intruders = [
+            registry.open_run("run-bob", &person("token:bob")),
+            // The same tenant, agent and tools, and no principal at all.
+            registry.open_run("run-nobody", &subject()),
+            registry.open_run("run-nul", &person("token:alice\0")),
+            registry.open_run("run-bidi", &person("token:\u{202e}ecila")),
+            registry.open_run("run-shy", &person("token:al\u{ad}ice")),
+            registry.open_run("run-case", &person("token:Alice")),
+            registry.open_run("run-nl", &person("token:alice\n")),
+        ];
+        for intruder in &intruders {
+            // Same tools: the allowed set is not what tells them apart.
+            assert_eq!(
+                intruder.allowed().fingerprint(),
+                alice.allowed().fingerprint()
+            );
+            let error = approve(mode, intruder, request.id()).unwrap_err();
+            assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
+            let error = approve_with(
+                mode,
+                intruder,
+                request.id(),
+                json!({"project": "web", "env": "staging"}),
+            )
+            .unwrap_err();
+            assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
+            let error = deny(mode, intruder, request.id(), "mine now").unwrap_err();
+            assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
+        }
+        assert_eq!(executions.count(), 0);
+        let (_, state) = runtime()
+            .block_on(registry.approval_request(request.id()))
+            .unwrap()
+            .unwrap();
+        assert!(state.is_pending(), "{state:?}");
+
+        // Alice's own run (or one reopened for her) still decides it.
+        let reopened = registry.open_run("run-alice-again", &person("token:alice"));
+        let done = approve(mode, &reopened, request.id()).unwrap();
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(executions.of("deploy").len(), 1);
+
+        // Once decided, the intruder learns nothing of how: still "another run".
+        let error = deny(mode, &intruders[0], request.id(), "late").unwrap_err();
+        assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
+        let error = approve(mode, &alice, request.id()).unwrap_err();
+        assert!(
+            matches!(error, ApprovalError::AlreadyDecided { .. }),
+            "{error:?}"
+        );
+
+        // Her denial works too.
+        let second = pending(mode, &alice, "c2");
+        let denied = deny(mode, &alice, second.id(), "not today").unwrap();
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
+        assert_eq!(executions.of("deploy").len(), 1);
+    }
+}
+
+/// A request stored before principals existed has none: only a subject without a principal
+/// decides it (fail closed), never one that names somebody.
+#[test]
+fn a_stored_request_without_a_principal_is_decided_only_without_one() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let store = Arc::new(MemoryApprovalStore::new());
+        let registry = builder(&executions)
+            .approval_store(store.clone())
+            .build()
+            .unwrap();
+        let alice = registry.open_run("run-alice", &person("token:alice"));
+        let made = pending(mode, &alice, "c1");
+        // The request as an older version stored it: no `principal` key at all.
+        let mut old = serde_json::to_value(&made).unwrap();
+        assert_eq!(old["principal"], json!("token:alice"));
+        old.as_object_mut().unwrap().remove("principal");
+        old["id"] = json!("apr_0123456789abcdef0123456789abcdef");
+        let old: ApprovalRequest = serde_json::from_value(old).unwrap();
+        assert_eq!(old.principal(), None);
+        runtime().block_on(store.insert(&old)).unwrap();
+
+        for named in [&alice, &registry.open_run("run-bob", &person("token:bob"))] {
+            let error = approve(mode, named, old.id()).unwrap_err();
+            assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
+            let error = deny(mode, named, old.id(), "no").unwrap_err();
+            assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
+        }
+        assert_eq!(executions.count(), 0);
+        let unnamed = registry.open_run("run-old", &subject());
+        assert!(!approve(mode, &unnamed, old.id()).unwrap().is_error());
+        assert_eq!(executions.of("deploy").len(), 1);
+    }
+}
+
+#[test]
+fn quotas_are_kept_per_principal() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let alice = registry.open_run("run-alice", &person("token:alice"));
+        let bob = registry.open_run("run-bob", &person("token:bob"));
+        let ping = |run: &Run, id: &str| call(mode, run, ToolCall::new(id, "ping", json!({})));
+        assert!(!ping(&alice, "c1").is_error());
+        assert!(!ping(&alice, "c2").is_error());
+        assert_eq!(
+            ping(&alice, "c3").error_kind(),
+            Some(ErrorKind::RateLimited)
+        );
+        // Bob, same tenant and agent, has a bucket of his own; so has the agent alone.
+        assert!(!ping(&bob, "c4").is_error());
+        assert!(!ping(&bob, "c5").is_error());
+        assert_eq!(ping(&bob, "c6").error_kind(), Some(ErrorKind::RateLimited));
+        let unnamed = registry.open_run("run-agent", &subject());
+        assert!(!ping(&unnamed, "c7").is_error());
+        assert_eq!(executions.of("ping").len(), 5);
+    }
+}
+
+#[test]
+fn a_quota_key_with_a_principal_digests_apart() {
+    let key = |principal: Option<&'static str>| QuotaKey {
+        tenant: "acme",
+        agent: Some("cli"),
+        principal,
+        tool: "ping",
+    };
+    let digests = [
+        key(None).digest(),
+        key(Some("alice")).digest(),
+        key(Some("bob")).digest(),
+        key(Some("")).digest(),
+    ];
+    for (i, a) in digests.iter().enumerate() {
+        for b in &digests[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+    // Moving bytes between parts makes another key.
+    let shifted = QuotaKey {
+        tenant: "acme",
+        agent: Some("clialice"),
+        principal: None,
+        tool: "ping",
+    };
+    assert_ne!(shifted.digest(), key(Some("alice")).digest());
+}
+
+#[test]
+fn pending_approvals_are_bounded_per_principal() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let store = Arc::new(MemoryApprovalStore::new());
+        let registry = builder(&executions)
+            .approval_store(store.clone())
+            .max_pending_approvals(2)
+            .build()
+            .unwrap();
+        let alice = registry.open_run("run-alice", &person("token:alice"));
+        let first = pending(mode, &alice, "c1");
+        pending(mode, &alice, "c2");
+        let refused = call(mode, &alice, deploy("c3", "production"));
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::RateLimited),
+            "{refused:?}"
+        );
+        assert!(refused.approval().is_none());
+        let text = refused.error_text().unwrap();
+        assert!(text.contains("too many approvals are waiting"), "{text}");
+        assert!(text.contains("decide the waiting ones"), "{text}");
+        assert_eq!(store.len(), 2, "nothing stored for the refused call");
+
+        // Bob (same tenant and agent) and the agent without a principal have their own.
+        let bob = registry.open_run("run-bob", &person("token:bob"));
+        pending(mode, &bob, "c4");
+        let unnamed = registry.open_run("run-agent", &subject());
+        pending(mode, &unnamed, "c5");
+        pending(mode, &unnamed, "c6");
+        let refused = call(mode, &unnamed, deploy("c7", "production"));
+        assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
+
+        // Deciding one makes room.
+        deny(mode, &alice, first.id(), "no").unwrap();
+        pending(mode, &alice, "c8");
+        assert_eq!(executions.count(), 0);
+    }
+}
+
+#[test]
+fn a_store_that_cannot_count_refuses_calls_that_need_approval() {
+    /// A store that keeps requests but never implemented `pending_count`.
+    struct Uncounting(MemoryApprovalStore);
+    impl ApprovalStore for Uncounting {
+        fn insert<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
+            self.0.insert(r)
+        }
+        fn get<'a>(
+            &'a self,
+            id: &'a str,
+        ) -> BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>> {
+            self.0.get(id)
+        }
+        fn decide<'a>(
+            &'a self,
+            id: &'a str,
+            state: ApprovalState,
+        ) -> BoxFuture<'a, Result<Transition, StoreError>> {
+            self.0.decide(id, state)
+        }
+    }
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions)
+            .approval_store(Uncounting(MemoryApprovalStore::new()))
+            .build()
+            .unwrap();
+        let run = registry.open_run("run-1", &person("token:alice"));
+        let refused = call(mode, &run, deploy("c1", "production"));
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::Unavailable),
+            "{refused:?}"
+        );
+        assert!(refused.approval().is_none());
+        assert_eq!(executions.count(), 0);
+    }
+}
+
+/// What an approval request keeps is bounded by the registry's argument limits: a call whose
+/// arguments are too big or too deep asks for nothing, and edited arguments beyond them are
+/// refused, the request left pending.
+#[test]
+fn stored_arguments_are_bounded_by_the_argument_limits() {
+    let limits = registry_core::ArgumentLimits {
+        max_depth: 4,
+        max_bytes: 256,
+    };
+    let free_text = json!({
+        "type": "object",
+        "properties": {"note": {}},
+        "required": ["note"],
+    });
+    for mode in MODES {
+        let executions = Executions::default();
+        let store = Arc::new(MemoryApprovalStore::new());
+        let registry = Registry::builder()
+            .tool(
+                DynamicTool::new("annotate", "Annotate a release.")
+                    .parameters(free_text.clone())
+                    .scopes(["deploy:write"])
+                    .needs_approval(true)
+                    .handler({
+                        let executions = executions.clone();
+                        move |_: &registry_core::ToolContext, args: Value| {
+                            executions
+                                .0
+                                .lock()
+                                .unwrap()
+                                .push(("annotate".into(), args.clone()));
+                            Ok::<_, String>(args)
+                        }
+                    }),
+            )
+            .argument_limits(limits)
+            .approval_store(store.clone())
+            .build()
+            .unwrap();
+        let run = registry.open_run("run-1", &person("token:alice"));
+        let big = json!({"note": "x".repeat(300)});
+        let deep = json!({"note": [[[["deep"]]]]});
+        for arguments in [big.clone(), deep.clone()] {
+            let observation = call(mode, &run, ToolCall::new("c1", "annotate", arguments));
+            assert_eq!(
+                observation.error_kind(),
+                Some(ErrorKind::InvalidArguments),
+                "{observation:?}"
+            );
+            assert!(observation.approval().is_none());
+        }
+        // Raw text from a model, too big before it is even parsed.
+        let raw = format!(r#"{{"note": "{}"}}"#, "y".repeat(300));
+        let observation = call(mode, &run, ToolCall::from_json_text("c2", "annotate", raw));
+        assert_eq!(observation.error_kind(), Some(ErrorKind::InvalidArguments));
+        assert!(store.is_empty(), "nothing was stored");
+
+        let observation = call(
+            mode,
+            &run,
+            ToolCall::new("c3", "annotate", json!({"note": "ok"})),
+        );
+        let request = observation.approval().unwrap().clone();
+        for edited in [big.clone(), deep.clone()] {
+            let error = approve_with(mode, &run, request.id(), edited).unwrap_err();
+            assert!(
+                matches!(error, ApprovalError::InvalidArguments { .. }),
+                "{error:?}"
+            );
+        }
+        let (_, state) = runtime()
+            .block_on(registry.approval_request(request.id()))
+            .unwrap()
+            .unwrap();
+        assert!(state.is_pending());
+        assert_eq!(executions.count(), 0, "nothing ran");
+        let done = approve_with(mode, &run, request.id(), json!({"note": "edited"})).unwrap();
+        assert_eq!(done.content(), &json!({"note": "edited"}));
+        assert_eq!(executions.of("annotate"), [json!({"note": "edited"})]);
+    }
+}
+
+#[test]
+fn audit_events_carry_the_principal() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+    };
+    let executions = Executions::default();
+    let registry = builder(&executions).audit_sink(sink).build().unwrap();
+    let alice = registry.open_run("run-alice", &person("token:alice"));
+    let request = pending(Mode::Sync, &alice, "c1");
+    alice.approve_blocking(request.id()).unwrap();
+    let unnamed = registry.open_run("run-agent", &subject());
+    call(
+        Mode::Sync,
+        &unnamed,
+        ToolCall::new("c2", "status", json!({})),
+    );
+
+    let events = events.lock().unwrap();
+    let mut seen = (0, 0, 0);
+    for event in events.iter() {
+        let principal = match event {
+            AuditEvent::Projection(p) => {
+                seen.0 += 1;
+                p.principal.clone()
+            }
+            AuditEvent::Call(c) => {
+                seen.1 += 1;
+                c.principal.clone()
+            }
+            AuditEvent::Approval(a) => {
+                seen.2 += 1;
+                a.principal.clone()
+            }
+            _ => continue,
+        };
+        let json = serde_json::to_value(event).unwrap();
+        let run_id = json["run_id"].as_str().unwrap();
+        if run_id == "run-alice" {
+            assert_eq!(principal.as_deref(), Some("token:alice"), "{event:?}");
+            assert_eq!(json["principal"], json!("token:alice"));
+        } else {
+            assert_eq!(principal, None, "{event:?}");
+            assert!(json.get("principal").is_none());
+        }
+    }
+    // Two projections; the call asking and the approved one, and the status; requested and approved.
+    assert_eq!(seen, (2, 3, 2));
 }

@@ -26,9 +26,9 @@ use registry_mcp::{
     ServerOptions, Tokens,
 };
 use reqwest::StatusCode;
-use rmcp::ServiceExt;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientServiceExt, ServiceExt};
 use serde_json::{Value, json};
 
 const ISSUER: &str = "https://idp.test/";
@@ -946,4 +946,88 @@ async fn a_token_that_was_accepted_is_refused_once_it_expires() {
     let response = raw(&mcp.url, Some(&token), None, INITIALIZE).await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
     assert!(challenge(&response).contains("expired"));
+}
+
+/// A 2026-07-28 client over HTTP with `token`, declaring form elicitation.
+async fn modern_with(
+    url: &str,
+    token: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    within(
+        "discover",
+        eliciting().serve_with_lifecycle(
+            transport,
+            rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    )
+    .await
+    .expect("a 2026-07-28 client connects")
+}
+
+/// Two users of the same client app (`azp`), same tenant and scopes, different `sub`: Bob
+/// retries a call with Alice's `requestState` and an answer. Before, the server found her
+/// request in the shared lookup (same tenant, agent and tools) and Bob approved, or denied,
+/// her call and received its result. Now neither his yes nor his no gets through, and her own
+/// answer still decides it.
+#[tokio::test]
+async fn another_user_of_the_same_client_app_cannot_decide_an_approval() {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses};
+
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    let scope = "build:read deploy:write";
+    let alice_token = mint(&key_a(), &claims("alice", scope));
+    let bob_token = mint(&key_a(), &claims("bob", scope));
+    let alice = modern_with(&mcp.url, &alice_token).await;
+    let bob = modern_with(&mcp.url, &bob_token).await;
+
+    let params =
+        CallToolRequestParams::new("drop_preview").with_arguments(object(json!({"name": "pr-7"})));
+    let asked = within("tools/call", alice.call_tool_once(params.clone()))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(input) = asked else {
+        panic!("an input_required result was expected: {asked:?}");
+    };
+    let state = input.request_state.clone().expect("a request state");
+    assert!(state.starts_with("apr_"), "{state}");
+
+    let answer = |content: Value| -> InputResponses { [("approval".to_owned(), content)].into() };
+    let yes = json!({"action": "accept", "content": {"approve": true}});
+    let no = json!({"action": "decline"});
+    for reply in [yes.clone(), no] {
+        let stolen = params
+            .clone()
+            .with_input_responses(answer(reply))
+            .with_request_state(state.clone());
+        let error = within("tools/call", bob.call_tool_once(stolen))
+            .await
+            .unwrap_err();
+        assert!(invalid_params(error).contains("requestState"));
+    }
+
+    // Alice's own answer decides it: it was neither approved nor denied by Bob.
+    let retry = params
+        .clone()
+        .with_input_responses(answer(yes))
+        .with_request_state(state);
+    let done = within("tools/call", alice.call_tool_once(retry))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(done) = done else {
+        panic!("a result was expected: {done:?}");
+    };
+    assert_eq!(done.is_error, Some(false), "{done:?}");
+    assert!(
+        text(&done).contains("preview pr-7 deleted"),
+        "{}",
+        text(&done)
+    );
+    within("close", alice.cancel()).await.unwrap();
+    within("close", bob.cancel()).await.unwrap();
 }

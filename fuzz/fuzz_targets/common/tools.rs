@@ -342,6 +342,14 @@ impl ApprovalStore for ResettableApprovals {
         let store = self.current();
         Box::pin(async move { store.decide(id, state).await })
     }
+
+    fn pending_count<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        let store = self.current();
+        Box::pin(async move { store.pending_count(request).await })
+    }
 }
 
 /// The registry: every tool above, the dynamic one, the call policy and the approval store.

@@ -144,6 +144,7 @@ impl Registry {
                     run_id: run.id().to_owned(),
                     tenant: subject.tenant().to_owned(),
                     agent: subject.agent().map(str::to_owned),
+                    principal: subject.principal().map(str::to_owned),
                     fingerprint: run.allowed().fingerprint(),
                     visible: run.allowed().len(),
                     hidden,
@@ -613,6 +614,7 @@ impl Run {
             run_id: self.id().to_owned(),
             tenant: self.subject().tenant().to_owned(),
             agent: self.subject().agent().map(str::to_owned),
+            principal: self.subject().principal().map(str::to_owned),
             call_id: ticket.call_id.clone(),
             generated_id: ticket.generated_id,
             tool_name: entry.tool.name().to_owned(),
@@ -623,11 +625,26 @@ impl Run {
             requested_at: now,
             expires_at: now + gate.approval_ttl,
         });
-        let stored = match request {
-            Ok(request) => gate.approvals.insert(&request).await.map(|()| request),
-            Err(error) => Err(error),
-        };
         let name = entry.tool.name().to_owned();
+        let request = match request {
+            Ok(request) => request,
+            Err(error) => return approval_unavailable(ticket, &name, &error),
+        };
+        // At most `max_pending` waiting per principal; a store that cannot count refuses.
+        match gate.approvals.pending_count(&request).await {
+            Ok(waiting) if waiting >= gate.max_pending => {
+                let text = too_many_approvals_text(&name, gate.max_pending);
+                let mut decided = ticket.refused(ErrorKind::RateLimited, text);
+                decided.detail = Some(format!(
+                    "{waiting} approval requests of this subject are pending (at most {})",
+                    gate.max_pending
+                ));
+                return decided;
+            }
+            Ok(_) => {}
+            Err(error) => return approval_unavailable(ticket, &name, &error),
+        }
+        let stored = gate.approvals.insert(&request).await.map(|()| request);
         match stored {
             Ok(request) => {
                 self.audit_approval(&request, ApprovalEventKind::Requested, None);
@@ -637,14 +654,7 @@ impl Run {
                 decided.observation = decided.observation.with_approval(request);
                 decided
             }
-            Err(error) => {
-                let text = format!(
-                    "the call to \"{name}\" needs a person's approval, which cannot be asked for right now; nothing was done"
-                );
-                let mut decided = ticket.refused(ErrorKind::Unavailable, text);
-                decided.detail = Some(format!("approval store: {error}"));
-                decided
-            }
+            Err(error) => approval_unavailable(ticket, &name, &error),
         }
     }
 
@@ -712,6 +722,7 @@ impl Run {
         QuotaKey {
             tenant: self.subject().tenant(),
             agent: self.subject().agent(),
+            principal: self.subject().principal(),
             tool: entry.tool.name(),
         }
     }
@@ -778,6 +789,7 @@ impl Run {
                 AuditEvent::Call(CallEvent {
                     run_id: self.id().to_owned(),
                     tenant: self.subject().tenant().to_owned(),
+                    principal: self.subject().principal().map(str::to_owned),
                     fingerprint: self.allowed.fingerprint(),
                     call_id: truncate(decided.observation.call_id(), AUDITED_NAME),
                     tool: truncate(decided.observation.tool_name(), AUDITED_NAME),
@@ -944,6 +956,22 @@ pub(crate) fn denied_text(name: &str, reason: &str) -> String {
     format!(
         "the call to \"{name}\" was denied: {reason}. Nothing was done; do not repeat the same call"
     )
+}
+
+fn too_many_approvals_text(name: &str, max: usize) -> String {
+    format!(
+        "the call to \"{name}\" needs a person's approval, but too many approvals are waiting already (at most {max} at once); nothing was done. Ask the person to decide the waiting ones, or wait until they expire, then call again"
+    )
+}
+
+/// The answer to a call whose approval cannot be asked for: the store failed.
+fn approval_unavailable(ticket: Ticket, name: &str, error: &crate::StoreError) -> Decided {
+    let text = format!(
+        "the call to \"{name}\" needs a person's approval, which cannot be asked for right now; nothing was done"
+    );
+    let mut decided = ticket.refused(ErrorKind::Unavailable, text);
+    decided.detail = Some(format!("approval store: {error}"));
+    decided
 }
 
 fn approval_required_text(name: &str, reason: &str) -> String {

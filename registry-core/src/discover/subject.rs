@@ -1,4 +1,4 @@
-//! Who a run acts for: tenant, granted scopes, access level, agent.
+//! Who a run acts for: tenant, granted scopes, access level, agent, and the person.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -18,7 +18,14 @@ pub enum Access {
 }
 
 /// The subject of a run: the tenant it acts for, the scopes it was granted, its access level
-/// and, optionally, the agent's name.
+/// and, optionally, the agent's name and the principal (the person, or the one credential)
+/// it acts for.
+///
+/// The agent is the program calling (under OAuth, the client app, shared by every user of
+/// that app); the principal is who it calls for. An approval request belongs to the principal
+/// whose run made it: a run of another principal, even of the same tenant and agent, cannot
+/// decide it ([`ApprovalError::OtherRun`](crate::ApprovalError::OtherRun)). Rate limits and
+/// the bound on pending approvals are kept per principal, and audit events name it.
 ///
 /// ```
 /// use registry_core::{Access, Subject};
@@ -26,8 +33,10 @@ pub enum Access {
 /// let subject = Subject::new("tenant-a")
 ///     .with_scopes(["build:read", "deploy:write"])
 ///     .read_only()
-///     .with_agent("release-bot");
+///     .with_agent("release-bot")
+///     .with_principal("alice@example.com");
 /// assert_eq!(subject.tenant(), "tenant-a");
+/// assert_eq!(subject.principal(), Some("alice@example.com"));
 /// assert!(subject.has_scope("build:read"));
 /// assert_eq!(subject.access(), Access::ReadOnly);
 /// ```
@@ -38,6 +47,8 @@ pub struct Subject {
     access: Access,
     #[serde(skip_serializing_if = "Option::is_none")]
     agent: Option<Arc<str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    principal: Option<Arc<str>>,
 }
 
 impl Subject {
@@ -48,6 +59,7 @@ impl Subject {
             scopes: BTreeSet::new(),
             access: Access::ReadWrite,
             agent: None,
+            principal: None,
         }
     }
 
@@ -78,6 +90,35 @@ impl Subject {
     pub fn with_agent(mut self, agent: impl Into<Arc<str>>) -> Self {
         self.agent = Some(agent.into());
         self
+    }
+
+    /// Names the principal the run acts for: the person (or the one credential) behind the
+    /// calls, as an id unique across every source of principals the application has (prefix
+    /// it with its source; `registry-mcp` writes `oauth:{n}:{issuer}#{sub}` (`n` the issuer's length) for an OAuth
+    /// token and `token:<name>` for a static one). Compared exactly, byte for byte.
+    ///
+    /// Two subjects that differ only in their principal are different subjects: an approval
+    /// request made by one cannot be decided by the other, each has its own rate-limit
+    /// buckets and its own share of
+    /// [`max_pending_approvals`](crate::RegistryBuilder::max_pending_approvals).
+    ///
+    /// ```
+    /// use registry_core::Subject;
+    ///
+    /// let alice = Subject::new("acme").with_agent("cli").with_principal("token:alice");
+    /// let bob = Subject::new("acme").with_agent("cli").with_principal("token:bob");
+    /// assert_ne!(alice, bob);
+    /// assert_eq!(bob.principal(), Some("token:bob"));
+    /// assert_eq!(Subject::new("acme").principal(), None);
+    /// ```
+    pub fn with_principal(mut self, principal: impl Into<Arc<str>>) -> Self {
+        self.principal = Some(principal.into());
+        self
+    }
+
+    /// The principal, if given ([`with_principal`](Self::with_principal)).
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
     }
 
     /// The tenant.
@@ -113,6 +154,7 @@ impl fmt::Debug for Subject {
             .field("scopes", &self.scopes)
             .field("access", &self.access)
             .field("agent", &self.agent)
+            .field("principal", &self.principal)
             .finish()
     }
 }

@@ -14,9 +14,10 @@ use crate::resolve::tool_error::ArgumentProblem;
 /// approval.
 ///
 /// It is bound to what the model was shown: the fingerprint of the run's allowed set and the
-/// digest of the tool's definition. [`Run::approve`](crate::Run::approve) runs it with exactly
-/// these arguments, from a run with the same allowed set, at most once, before it expires, and
-/// only if the tool was neither revoked nor replaced since. It serializes (to keep it in a
+/// digest of the tool's definition; and to whom it was shown: the subject's tenant, agent and
+/// principal. [`Run::approve`](crate::Run::approve) runs it with exactly these arguments, from
+/// a run with the same allowed set and the same tenant, agent and principal, at most once,
+/// before it expires, and only if the tool was neither revoked nor replaced since. It serializes (to keep it in a
 /// database, or show it in a console) and deserializes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
@@ -25,6 +26,10 @@ pub struct ApprovalRequest {
     pub(crate) tenant: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) agent: Option<String>,
+    /// Absent in requests stored before principals existed: those are decided only by a run
+    /// whose subject has no principal either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) principal: Option<String>,
     pub(crate) call_id: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) generated_id: bool,
@@ -79,6 +84,33 @@ impl ApprovalRequest {
     /// The subject's agent, if it names one.
     pub fn agent(&self) -> Option<&str> {
         self.agent.as_deref()
+    }
+
+    /// The subject's principal ([`Subject::principal`](crate::Subject::principal)), if it
+    /// names one: only a run of the same principal decides the request. A request stored
+    /// before principals were recorded has none, and only a run whose subject has none
+    /// decides it.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
+    }
+
+    /// Whether `other` counts against the same bound of pending requests
+    /// ([`RegistryBuilder::max_pending_approvals`](crate::RegistryBuilder::max_pending_approvals)):
+    /// the same principal, or, for requests without one, the same tenant and agent.
+    pub fn same_owner(&self, other: &ApprovalRequest) -> bool {
+        match (&self.principal, &other.principal) {
+            (Some(mine), Some(theirs)) => mine == theirs,
+            (None, None) => self.tenant == other.tenant && self.agent == other.agent,
+            _ => false,
+        }
+    }
+
+    /// Whether a run of `subject` may decide the request: same tenant, agent and principal
+    /// (the allowed set is checked apart).
+    pub(crate) fn belongs_to(&self, subject: &crate::Subject) -> bool {
+        self.tenant == subject.tenant()
+            && self.agent.as_deref() == subject.agent()
+            && self.principal.as_deref() == subject.principal()
     }
 
     /// The fingerprint of the run's allowed set: only a run with the same set (and subject)
@@ -194,9 +226,11 @@ pub enum ApprovalError {
         observation: Box<Observation>,
     },
     /// The run deciding is not the run that asked: its allowed set (what the model was
-    /// shown) or its subject differs.
+    /// shown) or its subject (tenant, agent or principal) differs. Said before anything else
+    /// is looked at, so that another principal learns nothing of the request, not even
+    /// whether it was decided.
     #[error(
-        "the approval request {id:?} was made in a run with another allowed set or subject; decide it from a run opened for the same subject with the same tools"
+        "the approval request {id:?} was made in a run with another allowed set or subject; decide it from a run opened for the same subject (tenant, agent and principal) with the same tools"
     )]
     OtherRun {
         /// The id.
@@ -264,6 +298,9 @@ impl StoreError {
 
 /// How long a request waits by default before it expires: 15 minutes.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// How many requests may wait at once per principal by default: 64.
+pub(crate) const DEFAULT_MAX_PENDING: usize = 64;
 
 /// A new request id: `apr_` and 128 random bits in hex.
 pub(crate) fn new_id() -> Result<String, StoreError> {

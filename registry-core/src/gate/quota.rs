@@ -9,19 +9,28 @@ use crate::declare::declaration::BoxFuture;
 use crate::gate::approval::StoreError;
 use crate::gate::rate_limit::RateLimit;
 
-/// Whose calls a rate limit counts: one subject (tenant and agent) and one tool.
+/// Whose calls a rate limit counts: one subject (tenant, agent and, when it names one,
+/// principal) and one tool. Two principals of the same tenant and agent have buckets of their
+/// own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct QuotaKey<'a> {
     /// The subject's tenant.
     pub tenant: &'a str,
     /// The subject's agent, if it names one.
     pub agent: Option<&'a str>,
+    /// The subject's principal, if it names one
+    /// ([`Subject::principal`](crate::Subject::principal)).
+    pub principal: Option<&'a str>,
     /// The tool.
     pub tool: &'a str,
 }
 
 impl QuotaKey<'_> {
     /// A stable 128-bit digest of the key, for stores that index buckets by it.
+    ///
+    /// Each part is written with its length, so no two keys share their input; a key without
+    /// a principal digests as it did before principals existed (its buckets carry on), and
+    /// one with a principal appends it, tagged apart.
     pub fn digest(&self) -> u128 {
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         for part in [Some(self.tenant), self.agent, Some(self.tool)] {
@@ -33,6 +42,11 @@ impl QuotaKey<'_> {
                 }
                 None => hasher.update(&[0]),
             }
+        }
+        if let Some(principal) = self.principal {
+            hasher.update(&[2]);
+            hasher.update(&(principal.len() as u64).to_le_bytes());
+            hasher.update(principal.as_bytes());
         }
         hasher.digest128()
     }

@@ -56,72 +56,226 @@ pub trait ApprovalStore: Send + Sync + 'static {
         let _ = id;
         Box::pin(std::future::ready(Ok(None)))
     }
+
+    /// How many requests of the same owner as `request` are pending and not expired: of the
+    /// same principal ([`ApprovalRequest::principal`]), or, when `request` has none, of the
+    /// same tenant and agent without a principal ([`ApprovalRequest::same_owner`]).
+    /// `request` itself is not stored yet. The registry asks before storing a request, to
+    /// keep [`max_pending_approvals`](crate::RegistryBuilder::max_pending_approvals).
+    ///
+    /// The default cannot count, and says so: a call that needs approval is then refused
+    /// (the gate fails closed). Every store must implement it.
+    fn pending_count<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        let _ = request;
+        Box::pin(std::future::ready(Err(StoreError::new(
+            "this approval store cannot count pending requests (implement ApprovalStore::pending_count), so no approval can be asked for",
+        ))))
+    }
 }
 
 /// The default [`ApprovalStore`]: in this process's memory, lost when it exits.
 ///
 /// Share one (in an `Arc`) between registries built one after the other to let a rebuilt
-/// registry decide requests made before. A request is kept until an hour after it expires
-/// (decided or not), so that a late decision is told it expired or was decided; after that it
-/// is forgotten (a decision then gets "unknown id"), and memory stays bounded by the requests
-/// of the last hours.
-#[derive(Debug, Default)]
+/// registry decide requests made before.
+///
+/// **Bounded.** A decided request is kept for one minute after its decision, and an expired
+/// one for one minute after it expired ([`GRACE`](Self::GRACE)), so that a late decision is
+/// told it was decided or expired; after that it is forgotten (a decision then gets "unknown
+/// id"). The store holds at most [`DEFAULT_MAX_REQUESTS`](Self::DEFAULT_MAX_REQUESTS)
+/// requests whose arguments take at most [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES) as
+/// JSON, pending and recently decided together ([`with_limits`](Self::with_limits) sets
+/// others); a request beyond either is refused with a [`StoreError`], and the call that asked
+/// is refused ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)).
+///
+/// ```
+/// use registry_core::MemoryApprovalStore;
+///
+/// let store = MemoryApprovalStore::new().with_limits(1000, 16 << 20);
+/// assert_eq!(store.len(), 0);
+/// ```
+#[derive(Debug)]
 pub struct MemoryApprovalStore {
     requests: Mutex<Requests>,
+    max_requests: usize,
+    max_bytes: usize,
 }
 
-type Requests = HashMap<String, (ApprovalRequest, ApprovalState)>;
+impl Default for MemoryApprovalStore {
+    fn default() -> Self {
+        MemoryApprovalStore {
+            requests: Mutex::default(),
+            max_requests: MemoryApprovalStore::DEFAULT_MAX_REQUESTS,
+            max_bytes: MemoryApprovalStore::DEFAULT_MAX_BYTES,
+        }
+    }
+}
 
-/// How long a request is kept after it expires.
-const RETENTION: Duration = Duration::from_secs(3600);
+#[derive(Debug, Default)]
+struct Requests {
+    map: HashMap<String, Kept>,
+    /// The arguments' size as JSON, summed over `map`.
+    bytes: usize,
+}
+
+#[derive(Debug)]
+struct Kept {
+    request: ApprovalRequest,
+    state: ApprovalState,
+    /// When it left pending.
+    decided_at: Option<SystemTime>,
+    /// Its arguments' size as JSON.
+    bytes: usize,
+}
+
+impl Kept {
+    /// Whether it may be forgotten at `now`.
+    fn stale(&self, now: SystemTime) -> bool {
+        let since = self.decided_at.unwrap_or(self.request.expires_at);
+        since + MemoryApprovalStore::GRACE <= now
+    }
+}
 
 impl MemoryApprovalStore {
-    /// An empty store.
+    /// How long a request is kept after its decision, or after it expired undecided: one
+    /// minute.
+    pub const GRACE: Duration = Duration::from_secs(60);
+    /// How many requests the store holds at most by default: 10 000.
+    pub const DEFAULT_MAX_REQUESTS: usize = 10_000;
+    /// How many bytes of arguments (as JSON) the store holds at most by default: 64 MiB.
+    pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+
+    /// An empty store, with the default limits.
     pub fn new() -> Self {
         MemoryApprovalStore::default()
     }
 
+    /// Holds at most `max_requests` requests, whose arguments take at most `max_bytes` as
+    /// JSON.
+    pub fn with_limits(mut self, max_requests: usize, max_bytes: usize) -> Self {
+        self.max_requests = max_requests;
+        self.max_bytes = max_bytes;
+        self
+    }
+
     /// Every request and its state, in no particular order.
     pub fn requests(&self) -> Vec<(ApprovalRequest, ApprovalState)> {
-        self.lock().values().cloned().collect()
+        self.lock()
+            .map
+            .values()
+            .map(|kept| (kept.request.clone(), kept.state.clone()))
+            .collect()
+    }
+
+    /// How many requests it holds (pending, and decided or expired within [`GRACE`](Self::GRACE)).
+    pub fn len(&self) -> usize {
+        let mut requests = self.lock();
+        Self::prune(&mut requests);
+        requests.map.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Requests> {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Forgets the requests that expired more than [`RETENTION`] ago.
+    /// Forgets the requests decided, or expired, more than [`GRACE`](Self::GRACE) ago.
     fn prune(requests: &mut Requests) {
         let now = SystemTime::now();
-        requests.retain(|_, (request, _)| request.expires_at + RETENTION > now);
+        let mut freed = 0;
+        requests.map.retain(|_, kept| {
+            let stale = kept.stale(now);
+            if stale {
+                freed += kept.bytes;
+            }
+            !stale
+        });
+        requests.bytes = requests.bytes.saturating_sub(freed);
+    }
+
+    fn insert_now(&self, request: &ApprovalRequest) -> Result<(), StoreError> {
+        let bytes = json_size(&request.arguments);
+        let mut requests = self.lock();
+        // Amortized: prune when the map has doubled since the last time, and when full.
+        let len = requests.map.len();
+        let full = len >= self.max_requests || requests.bytes + bytes > self.max_bytes;
+        if full || (len >= 1024 && len.is_power_of_two()) {
+            Self::prune(&mut requests);
+        }
+        if requests.map.contains_key(&request.id) {
+            return Err(StoreError::new(format!(
+                "an approval request with the id {:?} exists already",
+                request.id
+            )));
+        }
+        if requests.map.len() >= self.max_requests {
+            return Err(StoreError::new(format!(
+                "the in-memory approval store is full ({} requests waiting or just decided); decide or let expire the waiting ones, or give the store a higher limit (MemoryApprovalStore::with_limits)",
+                requests.map.len()
+            )));
+        }
+        if requests.bytes + bytes > self.max_bytes {
+            return Err(StoreError::new(format!(
+                "the in-memory approval store is full ({} bytes of arguments kept, {} more asked, at most {}); decide or let expire the waiting requests, or give the store a higher limit (MemoryApprovalStore::with_limits)",
+                requests.bytes, bytes, self.max_bytes
+            )));
+        }
+        requests.bytes += bytes;
+        requests.map.insert(
+            request.id.clone(),
+            Kept {
+                request: request.clone(),
+                state: ApprovalState::Pending,
+                decided_at: None,
+                bytes,
+            },
+        );
+        Ok(())
+    }
+}
+
+/// The size of `value` as compact JSON, without writing it out.
+fn json_size(value: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        // Cannot happen for a `Value`; counted as too big rather than as nothing.
+        Err(_) => usize::MAX / 2,
     }
 }
 
 impl ApprovalStore for MemoryApprovalStore {
     fn insert<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
-        let mut requests = self.lock();
-        // Amortized: prune when the map has doubled since the last time.
-        if requests.len() >= 1024 && requests.len().is_power_of_two() {
-            Self::prune(&mut requests);
-        }
-        let result = match requests.entry(request.id.clone()) {
-            std::collections::hash_map::Entry::Occupied(_) => Err(StoreError::new(format!(
-                "an approval request with the id {:?} exists already",
-                request.id
-            ))),
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert((request.clone(), ApprovalState::Pending));
-                Ok(())
-            }
-        };
-        Box::pin(std::future::ready(result))
+        Box::pin(std::future::ready(self.insert_now(request)))
     }
 
     fn get<'a>(
         &'a self,
         id: &'a str,
     ) -> BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>> {
-        let found = self.lock().get(id).cloned();
+        let now = SystemTime::now();
+        let found = self
+            .lock()
+            .map
+            .get(id)
+            .filter(|kept| !kept.stale(now))
+            .map(|kept| (kept.request.clone(), kept.state.clone()));
         Box::pin(std::future::ready(Ok(found)))
     }
 
@@ -130,15 +284,36 @@ impl ApprovalStore for MemoryApprovalStore {
         id: &'a str,
         state: ApprovalState,
     ) -> BoxFuture<'a, Result<Transition, StoreError>> {
-        let transition = match self.lock().get_mut(id) {
+        let now = SystemTime::now();
+        let transition = match self.lock().map.get_mut(id) {
+            Some(kept) if kept.stale(now) => Transition::Unknown,
             None => Transition::Unknown,
-            Some((request, current)) if current.is_pending() => {
-                *current = state;
-                Transition::Decided(Box::new(request.clone()))
+            Some(kept) if kept.state.is_pending() => {
+                kept.state = state;
+                kept.decided_at = Some(now);
+                Transition::Decided(Box::new(kept.request.clone()))
             }
-            Some((_, current)) => Transition::AlreadyDecided(current.clone()),
+            Some(kept) => Transition::AlreadyDecided(kept.state.clone()),
         };
         Box::pin(std::future::ready(Ok(transition)))
+    }
+
+    fn pending_count<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        let now = SystemTime::now();
+        let count = self
+            .lock()
+            .map
+            .values()
+            .filter(|kept| {
+                kept.state.is_pending()
+                    && kept.request.expires_at > now
+                    && kept.request.same_owner(request)
+            })
+            .count();
+        Box::pin(std::future::ready(Ok(count)))
     }
 }
 
@@ -168,6 +343,13 @@ impl<S: ApprovalStore> ApprovalStore for std::sync::Arc<S> {
     ) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
         (**self).approved_outside(id)
     }
+
+    fn pending_count<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        (**self).pending_count(request)
+    }
 }
 
 #[cfg(test)]
@@ -182,6 +364,7 @@ mod tests {
             run_id: "run".into(),
             tenant: "acme".into(),
             agent: None,
+            principal: None,
             call_id: format!("c{id}"),
             generated_id: false,
             tool_name: "deploy".into(),
@@ -194,21 +377,124 @@ mod tests {
         }
     }
 
+    fn pending(id: usize) -> ApprovalRequest {
+        let mut request = request(id, Duration::ZERO);
+        request.expires_at = SystemTime::now() + Duration::from_secs(900);
+        request
+    }
+
+    fn block<T>(future: BoxFuture<'_, T>) -> T {
+        pollster::block_on(future)
+    }
+
     #[test]
-    fn requests_long_expired_are_forgotten() {
+    fn requests_expired_past_the_grace_are_forgotten() {
         let store = MemoryApprovalStore::new();
-        let long_ago = RETENTION + Duration::from_secs(60);
+        let long_ago = MemoryApprovalStore::GRACE + Duration::from_secs(5);
         for id in 0..1000 {
-            pollster::block_on(store.insert(&request(id, long_ago))).unwrap();
+            block(store.insert(&request(id, long_ago))).unwrap();
         }
         // Recently expired ones are kept: a late decision is told they expired.
         for id in 1000..1100 {
-            pollster::block_on(store.insert(&request(id, Duration::from_secs(60)))).unwrap();
+            block(store.insert(&request(id, Duration::from_secs(10)))).unwrap();
         }
         let left = store.requests();
         assert!(left.len() < 200, "{}", left.len());
         assert!(left.iter().all(|(r, _)| r.id != "apr_0"));
-        assert!(pollster::block_on(store.get("apr_1099")).unwrap().is_some());
-        assert!(pollster::block_on(store.get("apr_1050")).unwrap().is_some());
+        assert!(block(store.get("apr_0")).unwrap().is_none());
+        assert!(block(store.get("apr_1099")).unwrap().is_some());
+        assert!(block(store.get("apr_1050")).unwrap().is_some());
+        assert_eq!(store.len(), 100);
+    }
+
+    #[test]
+    fn a_denied_request_is_forgotten_after_the_grace_not_the_ttl() {
+        let store = MemoryApprovalStore::new();
+        let request = pending(1);
+        block(store.insert(&request)).unwrap();
+        let denied = ApprovalState::Denied {
+            by: None,
+            reason: "no".into(),
+        };
+        assert!(matches!(
+            block(store.decide("apr_1", denied.clone())).unwrap(),
+            Transition::Decided(_)
+        ));
+        // Within the grace: still told it was decided.
+        assert_eq!(
+            block(store.decide("apr_1", ApprovalState::Expired)).unwrap(),
+            Transition::AlreadyDecided(denied)
+        );
+        // Past it (its decision moved back in time): forgotten, though its TTL runs 15 more
+        // minutes.
+        {
+            let mut requests = store.lock();
+            let kept = requests.map.get_mut("apr_1").unwrap();
+            kept.decided_at = Some(SystemTime::now() - MemoryApprovalStore::GRACE);
+        }
+        assert!(block(store.get("apr_1")).unwrap().is_none());
+        assert_eq!(
+            block(store.decide("apr_1", ApprovalState::Expired)).unwrap(),
+            Transition::Unknown
+        );
+        assert_eq!(store.len(), 0);
+    }
+
+    #[test]
+    fn a_full_store_refuses_with_a_clear_error_and_takes_again_once_pruned() {
+        let store = MemoryApprovalStore::new().with_limits(3, 1 << 20);
+        for id in 0..3 {
+            block(store.insert(&pending(id))).unwrap();
+        }
+        let error = block(store.insert(&pending(3))).unwrap_err().to_string();
+        assert!(error.contains("full (3 requests"), "{error}");
+        assert!(error.contains("with_limits"), "{error}");
+        assert_eq!(store.len(), 3);
+        // A decided request past its grace makes room.
+        block(store.decide("apr_0", ApprovalState::Expired)).unwrap();
+        store.lock().map.get_mut("apr_0").unwrap().decided_at =
+            Some(SystemTime::now() - MemoryApprovalStore::GRACE);
+        block(store.insert(&pending(3))).unwrap();
+        assert_eq!(store.len(), 3);
+    }
+
+    #[test]
+    fn a_store_bounds_the_bytes_of_arguments() {
+        let store = MemoryApprovalStore::new().with_limits(100, 100);
+        let mut big = pending(1);
+        big.arguments = serde_json::json!({ "text": "x".repeat(60) });
+        block(store.insert(&big)).unwrap();
+        let mut second = pending(2);
+        second.arguments = big.arguments.clone();
+        let error = block(store.insert(&second)).unwrap_err().to_string();
+        assert!(error.contains("bytes of arguments"), "{error}");
+        // A small one still fits.
+        block(store.insert(&pending(3))).unwrap();
+    }
+
+    #[test]
+    fn pending_requests_are_counted_per_owner() {
+        let store = MemoryApprovalStore::new();
+        let owned = |id: usize, principal: Option<&str>, agent: Option<&str>| {
+            let mut request = pending(id);
+            request.principal = principal.map(str::to_owned);
+            request.agent = agent.map(str::to_owned);
+            request
+        };
+        for (id, principal) in [(0, "alice"), (1, "alice"), (2, "bob")] {
+            block(store.insert(&owned(id, Some(principal), Some("cli")))).unwrap();
+        }
+        block(store.insert(&owned(3, None, Some("cli")))).unwrap();
+        block(store.insert(&owned(4, None, None))).unwrap();
+        block(store.insert(&request(5, Duration::from_secs(1)))).unwrap(); // expired
+        let count = |probe: &ApprovalRequest| block(store.pending_count(probe)).unwrap();
+        // A principal counts across agents; one without counts per tenant and agent.
+        assert_eq!(count(&owned(9, Some("alice"), None)), 2);
+        assert_eq!(count(&owned(9, Some("bob"), Some("cli"))), 1);
+        assert_eq!(count(&owned(9, Some("carol"), Some("cli"))), 0);
+        assert_eq!(count(&owned(9, None, Some("cli"))), 1);
+        assert_eq!(count(&owned(9, None, None)), 1);
+        block(store.decide("apr_0", ApprovalState::Expired)).unwrap();
+        assert_eq!(count(&owned(9, Some("alice"), None)), 1);
     }
 }

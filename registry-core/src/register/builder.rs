@@ -277,6 +277,45 @@ impl RegistryBuilder {
         self
     }
 
+    /// At most `n` approval requests may wait for a person at once per principal
+    /// ([`Subject::principal`](crate::Subject::principal)), or, for a subject without one, per
+    /// tenant and agent (default: 64). A call that would ask for one more is refused with
+    /// [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited), saying that too many
+    /// approvals are waiting, and nothing is stored: decide the waiting ones, or let them
+    /// expire ([`approval_ttl`](Self::approval_ttl)), then call again. `0` refuses every call
+    /// that needs approval.
+    ///
+    /// The count is the approval store's ([`ApprovalStore::pending_count`]), so a store
+    /// shared by replicas bounds the principal across all of them; a store that cannot count
+    /// refuses the call ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)). Calls
+    /// asking at the same moment are counted before any of them is stored, so the bound may
+    /// be passed by as many calls as the principal has in flight at once.
+    ///
+    /// ```
+    /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Delete a project.
+    /// #[tool(scopes = "project:admin", destructive, needs_approval)]
+    /// fn delete_project(project: String) -> String {
+    ///     format!("{project} deleted")
+    /// }
+    ///
+    /// let registry = Registry::builder().declared().max_pending_approvals(1).build().unwrap();
+    /// let alice = Subject::new("acme").with_scopes(["project:admin"]).with_principal("alice");
+    /// let run = registry.open_run("run-1", &alice);
+    /// let first = run.call_blocking(ToolCall::new("c1", "delete_project", json!({"project": "a"})));
+    /// assert_eq!(first.error_kind(), Some(ErrorKind::ApprovalRequired));
+    /// let second = run.call_blocking(ToolCall::new("c2", "delete_project", json!({"project": "b"})));
+    /// assert_eq!(second.error_kind(), Some(ErrorKind::RateLimited));
+    /// ```
+    ///
+    /// [`ApprovalStore::pending_count`]: crate::ApprovalStore::pending_count
+    pub fn max_pending_approvals(mut self, n: usize) -> Self {
+        self.gate.max_pending = n;
+        self
+    }
+
     /// Gives the tool `tool_name` a readiness check: a function, sync or `async`, returning
     /// `Ok(())` or `Err(reason)`. It runs at [`build`](Self::build) and on every
     /// [`Registry::check_readiness`], under a deadline ([`readiness_timeout`](Self::readiness_timeout));

@@ -7,9 +7,11 @@ use super::challenge::Refusal;
 use super::{OAuth, ReadOnly};
 use crate::tokens::Principal;
 
-/// The principal a validated token's claims stand for: `sub` its id; `scope` (or `scp`) its
-/// scopes; the tenant from the configured claim; the agent from `azp`, else `client_id`;
-/// read-only as configured.
+/// The principal a validated token's claims stand for: `sub` its id, and with the issuer the
+/// subject's principal (`oauth:{n}:{issuer}#{sub}`, see [`Principal`]): the person, whom
+/// approvals, rate limits and audit events follow; `scope` (or `scp`) its scopes; the tenant
+/// from the configured claim; the agent from `azp`, else `client_id` (the client app, shared
+/// by all its users); read-only as configured.
 pub(crate) fn principal(claims: &Map<String, Value>, oauth: &OAuth) -> Result<Principal, Refusal> {
     let sub = match claims.get("sub") {
         Some(Value::String(sub)) if !sub.is_empty() => sub,
@@ -102,6 +104,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(alice.id(), "u1");
+        assert_eq!(
+            alice.subject().principal(),
+            Some("oauth:23:https://idp.example.com#u1")
+        );
         let subject = alice.subject();
         assert_eq!(subject.tenant(), "acme");
         assert!(subject.has_scope("build:read") && subject.has_scope("deploy:write"));

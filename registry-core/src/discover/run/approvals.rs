@@ -37,7 +37,9 @@ impl Run {
     /// with exactly the arguments that were requested; the observation is the call's answer.
     ///
     /// The request must have been made by a run with the same allowed set and subject (this
-    /// run, or one reopened for the same subject, say after a restart), be pending and not
+    /// run, or one reopened for the same subject, say after a restart): the same tenant,
+    /// agent and [principal](crate::Subject::principal); a run of another principal gets
+    /// [`ApprovalError::OtherRun`], for an approval and a denial alike. It must be pending and not
     /// expired, and its tool must be neither revoked nor replaced since; otherwise an
     /// [`ApprovalError`] says which. It runs at most once, even when approved concurrently.
     ///
@@ -217,18 +219,19 @@ impl Run {
             ))));
         }
         let (request, state) = store.get(id).await?.ok_or_else(unknown)?;
+        // Whose it is comes first: another principal learns nothing of the request, not even
+        // whether it was decided.
+        let other_run = || ApprovalError::OtherRun { id: id.to_owned() };
+        if request.allowed_set != self.allowed().fingerprint()
+            || !request.belongs_to(self.subject())
+        {
+            return Err(other_run());
+        }
         if !state.is_pending() {
             return Err(ApprovalError::AlreadyDecided {
                 id: id.to_owned(),
                 state,
             });
-        }
-        let other_run = || ApprovalError::OtherRun { id: id.to_owned() };
-        if request.allowed_set != self.allowed().fingerprint()
-            || request.tenant != self.subject().tenant()
-            || request.agent.as_deref() != self.subject().agent()
-        {
-            return Err(other_run());
         }
         let entry = self
             .allowed()
@@ -451,6 +454,7 @@ impl Run {
                 id: request.id.clone(),
                 run_id: self.id().to_owned(),
                 tenant: request.tenant.clone(),
+                principal: request.principal.clone(),
                 call_id: crate::audit::truncate(&request.call_id, crate::audit::AUDITED_NAME),
                 tool: request.tool_name.clone(),
                 by: by.map(str::to_owned),

@@ -48,6 +48,7 @@ pub(crate) fn approvals(records: &[ApprovalRecord], json: bool) -> String {
         "tool",
         "tenant",
         "agent",
+        "principal",
         "state",
         "requested",
         "expires",
@@ -65,6 +66,7 @@ pub(crate) fn approvals(records: &[ApprovalRecord], json: bool) -> String {
             clean(&record.tool),
             clean(&record.tenant),
             optional(record.agent.as_deref()),
+            optional(record.principal.as_deref()),
             state,
             format_utc(record.requested_at, false),
             format_utc(record.expires_at, false),
@@ -85,7 +87,15 @@ pub(crate) fn audit(records: &[AuditRecord], json: bool) -> String {
         return "no audit events\n".to_owned();
     }
     let mut table = table([
-        "id", "at", "replica", "kind", "tool", "call id", "outcome", "run",
+        "id",
+        "at",
+        "replica",
+        "kind",
+        "tool",
+        "call id",
+        "outcome",
+        "run",
+        "principal",
     ]);
     for record in records {
         table.add_row([
@@ -97,6 +107,7 @@ pub(crate) fn audit(records: &[AuditRecord], json: bool) -> String {
             optional(record.call_id.as_deref()),
             optional(record.outcome.as_deref()),
             optional(record.run_id.as_deref()),
+            optional(record.principal.as_deref()),
         ]);
     }
     format!("{table}\n")
