@@ -46,7 +46,7 @@ pub(crate) fn run_start(text: &str, at: usize, accept: impl Fn(char) -> bool) ->
 /// Whether `c` is invisible, reorders text, or is a control character other than a tab or a
 /// line break, so that it must be shown escaped.
 pub(crate) fn needs_escape(c: char) -> bool {
-    crate::invisible::rule_of(c).is_some() || (c.is_control() && c != '\t' && c != '\n')
+    crate::invisible::rule_of(c).is_some()
 }
 
 /// `text` with every invisible, reordering or control character written as `\u{...}` (and a
