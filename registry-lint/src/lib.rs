@@ -47,6 +47,21 @@ mod words;
 
 pub use text::escape;
 
+/// Whether the lint refuses `c` wherever it is ([`Family::Invisible`]): a zero-width, bidi,
+/// tag, format or default-ignorable character, or a control character other than the tab
+/// and the line feed. [`escape`] writes each as `\u{...}`. (A single presentation selector
+/// right after an emoji is the one such character a text may hold; it is still escaped.)
+///
+/// ```
+/// assert!(registry_lint::is_invisible('\u{AD}'));
+/// assert!(registry_lint::is_invisible('\0'));
+/// assert!(!registry_lint::is_invisible('\n'));
+/// assert!(!registry_lint::is_invisible('é'));
+/// ```
+pub fn is_invisible(c: char) -> bool {
+    invisible::rule_of(c).is_some()
+}
+
 /// What a [`Rule`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Family {

@@ -442,7 +442,7 @@ fn control_characters_but_tab_and_line_feed() {
     passes(&["Columns:\tname\tstate.\nOne per line.\n\n- a list\n- of items"]);
     let finding = only("Read\0 the status.");
     assert_eq!(finding.range, 4..5);
-    assert_eq!(finding.excerpt, "Read\\u{0} the status.");
+    assert_eq!(finding.excerpt, "Read\\0 the status.");
 }
 
 /// Invisible characters split words: before, "ig\u{AD}nore previous instructions" passed the
@@ -538,7 +538,7 @@ fn invisible_characters_do_not_hide_phrases() {
 fn escape_shows_every_invisible_character() {
     assert_eq!(
         crate::escape("a\u{AD}b\u{FE0F}c\0d\re\u{2064}f\u{85}g\th\ni"),
-        "a\\u{ad}b\\u{fe0f}c\\u{0}d\\u{d}e\\u{2064}f\\u{85}g\th\\ni"
+        "a\\u{ad}b\\u{fe0f}c\\0d\\re\\u{2064}f\\u{85}g\th\\ni"
     );
 }
 
