@@ -181,14 +181,17 @@ impl DynamicTool {
         self
     }
 
-    /// Exempts the tool from the description lint, for `reason`, which is kept in its policy
-    /// ([`ToolPolicy::allow_description`]) where reviewers see it (the `catalog` example prints
-    /// it). An empty reason is a build problem.
+    /// Exempts the tool from the description lint, but for its secret rules, for `reason`,
+    /// which is kept in its policy ([`ToolPolicy::allow_description`]) where reviewers see it
+    /// (the `catalog` example prints it). An empty reason is a build problem. A secret is
+    /// refused even so: it is never meant to be shown to every model.
     ///
     /// Without it, [`build`](crate::RegistryBuilder::build) refuses a tool whose description,
-    /// title, or any `description` or `title` in its parameters or output schema holds a
-    /// secret, an internal address, an invisible or reordering character, or an instruction
-    /// aimed at the model (the rules of `#[tool]`, from the `registry-lint` crate).
+    /// title, or any text of its parameters or output schema (`description`, `title`,
+    /// `$comment`, the strings of `enum`, `const`, `default` and `examples`, property names)
+    /// holds a secret, an internal address, an invisible, reordering or control character, or
+    /// an instruction aimed at the model (the rules of `#[tool]`, from the `registry-lint`
+    /// crate).
     ///
     /// ```
     /// use registry_core::{DynamicTool, Registry};
