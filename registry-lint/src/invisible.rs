@@ -69,6 +69,7 @@ pub(crate) fn rule_of(c: char) -> Option<Rule> {
         '\u{E0000}'..='\u{E007F}' => Some(Rule::TagCharacter),
         '\t' | '\n' => None,
         c if c.is_control() => Some(Rule::ControlCharacter),
+        c if c.is_ascii() => None,
         c if is_default_ignorable(c) || c.general_category() == GeneralCategory::Format => {
             Some(Rule::FormatCharacter)
         }
