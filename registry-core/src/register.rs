@@ -5,6 +5,7 @@
 pub(crate) mod builder;
 pub(crate) mod change;
 pub(crate) mod error;
+pub(crate) mod lint;
 pub(crate) mod lock;
 pub(crate) mod registry;
 pub(crate) mod state;

@@ -11,10 +11,17 @@
 //!   addresses, host names under `.internal`, `.local`, `.corp`, `.lan` and `.localhost`,
 //!   `localhost` URLs;
 //! - **invisible characters** ([`Family::Invisible`]): zero-width characters, bidirectional
-//!   controls, Unicode tag characters;
+//!   controls, Unicode tag characters, every other format (`Cf`) and default-ignorable
+//!   character (soft hyphens, variation selectors, invisible operators), and control
+//!   characters other than the tab and the line feed;
 //! - **instructions aimed at the model** ([`Family::Injection`]): "ignore previous
 //!   instructions", "you are now ...", "system prompt", `<important>`-style tags, text that
 //!   hides things from the user, and instructions about other tools.
+//!
+//! Invisible characters also split words: `ig\u{AD}nore previous instructions` shows as
+//! "ignore previous instructions". So the other rules read the text with them taken out (and,
+//! once more, with each replaced by a space), and a finding's range and excerpt are those of
+//! the text as given.
 //!
 //! The same rules run at compile time in `#[tool]` and at `build()` for tools built at run
 //! time, so a text passes or fails alike in both.
@@ -39,6 +46,21 @@ mod text;
 mod words;
 
 pub use text::escape;
+
+/// Whether the lint refuses `c` wherever it is ([`Family::Invisible`]): a zero-width, bidi,
+/// tag, format or default-ignorable character, or a control character other than the tab
+/// and the line feed. [`escape`] writes each as `\u{...}`. (A single presentation selector
+/// right after an emoji is the one such character a text may hold; it is still escaped.)
+///
+/// ```
+/// assert!(registry_lint::is_invisible('\u{AD}'));
+/// assert!(registry_lint::is_invisible('\0'));
+/// assert!(!registry_lint::is_invisible('\n'));
+/// assert!(!registry_lint::is_invisible('é'));
+/// ```
+pub fn is_invisible(c: char) -> bool {
+    invisible::rule_of(c).is_some()
+}
 
 /// What a [`Rule`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -118,6 +140,16 @@ pub enum Rule {
     BidiControl,
     /// U+E0000–U+E007F, which can spell hidden ASCII text.
     TagCharacter,
+    /// Every other character of general category `Cf` or with the property
+    /// `Default_Ignorable_Code_Point`: the soft hyphen U+00AD, variation selectors
+    /// U+FE00–U+FE0F and U+E0100–U+E01EF, the invisible operators U+2061–U+2064, U+180E,
+    /// U+034F, Hangul fillers, and the like. A single U+FE0E or U+FE0F right after an emoji
+    /// (`⚠️`) is how emoji are written, and passes.
+    FormatCharacter,
+    /// A control character (general category `Cc`: U+0000–U+001F, U+007F–U+009F) other than
+    /// the tab and the line feed. The carriage return is refused too: on a terminal it moves
+    /// back over the line, so that later text hides earlier text.
+    ControlCharacter,
     /// "ignore (all) previous instructions", "disregard the above", ...
     IgnoreInstructions,
     /// "you are now ...", "pretend to be ...".
@@ -135,7 +167,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 17] = [
+    pub const ALL: [Rule; 19] = [
         Rule::PrivateKey,
         Rule::BearerToken,
         Rule::ApiToken,
@@ -147,6 +179,8 @@ impl Rule {
         Rule::ZeroWidth,
         Rule::BidiControl,
         Rule::TagCharacter,
+        Rule::FormatCharacter,
+        Rule::ControlCharacter,
         Rule::IgnoreInstructions,
         Rule::RoleChange,
         Rule::SystemPrompt,
@@ -164,7 +198,11 @@ impl Rule {
             | Rule::Jwt
             | Rule::UrlPassword => Family::Secret,
             Rule::PrivateIp | Rule::InternalHost | Rule::LocalhostUrl => Family::Address,
-            Rule::ZeroWidth | Rule::BidiControl | Rule::TagCharacter => Family::Invisible,
+            Rule::ZeroWidth
+            | Rule::BidiControl
+            | Rule::TagCharacter
+            | Rule::FormatCharacter
+            | Rule::ControlCharacter => Family::Invisible,
             Rule::IgnoreInstructions
             | Rule::RoleChange
             | Rule::SystemPrompt
@@ -188,6 +226,8 @@ impl Rule {
             Rule::ZeroWidth => "invisible/zero-width",
             Rule::BidiControl => "invisible/bidi-control",
             Rule::TagCharacter => "invisible/tag-character",
+            Rule::FormatCharacter => "invisible/format-character",
+            Rule::ControlCharacter => "invisible/control-character",
             Rule::IgnoreInstructions => "injection/ignore-instructions",
             Rule::RoleChange => "injection/role-change",
             Rule::SystemPrompt => "injection/system-prompt",
@@ -235,6 +275,23 @@ impl Finding {
     }
 }
 
+impl Finding {
+    /// This finding, made in a view of `original` without its invisible characters, at
+    /// `range` of the original. A secret keeps its excerpt, cut short; any other finding
+    /// shows the original text, invisible characters escaped.
+    fn in_original(self, original: &str, range: Range<usize>) -> Finding {
+        if self.rule.family() == Family::Secret {
+            return Finding { range, ..self };
+        }
+        let excerpt = text::excerpt(original, range.clone());
+        let what = self
+            .message
+            .strip_suffix(&format!(" \"{}\"", self.excerpt))
+            .unwrap_or(&self.message);
+        Finding::new(self.rule, range, what, excerpt)
+    }
+}
+
 impl fmt::Display for Finding {
     /// The message, the rule and the fix: `an API token "sk-…" (rule `secret/api-token`); a
     /// description is shown ...`.
@@ -255,10 +312,23 @@ impl fmt::Display for Finding {
 /// of `Bearer eyJ...`) is left out.
 pub fn check(text: &str) -> Vec<Finding> {
     let mut findings = Vec::new();
-    secret::check(text, &mut findings);
-    address::check(text, &mut findings);
     invisible::check(text, &mut findings);
-    injection::check(text, &mut findings);
+    if invisible::has_hidden(text) {
+        // Read with the invisible characters taken out, then with each a space: a phrase
+        // split by one is found either way.
+        for joined in [true, false] {
+            let view = invisible::View::new(text, joined);
+            for finding in visible_rules(&view.text) {
+                let range = view.original(finding.range.clone());
+                let finding = finding.in_original(text, range);
+                if !findings.contains(&finding) {
+                    findings.push(finding);
+                }
+            }
+        }
+    } else {
+        findings.extend(visible_rules(text));
+    }
     findings.sort_by(|a, b| {
         (a.range.start, b.range.end, a.rule.id()).cmp(&(b.range.start, a.range.end, b.rule.id()))
     });
@@ -274,6 +344,16 @@ pub fn check(text: &str) -> Vec<Finding> {
         }
     }
     kept
+}
+
+/// The findings of every rule but the invisible ones, in `text`, which has no invisible
+/// character.
+fn visible_rules(text: &str) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    secret::check(text, &mut findings);
+    address::check(text, &mut findings);
+    injection::check(text, &mut findings);
+    findings
 }
 
 #[cfg(test)]

@@ -46,11 +46,12 @@ pub(crate) fn run_start(text: &str, at: usize, accept: impl Fn(char) -> bool) ->
 /// Whether `c` is invisible, reorders text, or is a control character other than a tab or a
 /// line break, so that it must be shown escaped.
 pub(crate) fn needs_escape(c: char) -> bool {
-    crate::invisible::rule_of(c).is_some() || (c.is_control() && c != '\t' && c != '\n')
+    crate::invisible::rule_of(c).is_some()
 }
 
-/// `text` with every invisible, reordering or control character written as `\u{...}` (and a
-/// line break as `\n`), so that what is shown is what is there.
+/// `text` with every invisible, reordering or control character written as `\u{...}` (a line
+/// feed as `\n`, a carriage return as `\r`, NUL as `\0`), so that what is shown is what is
+/// there.
 ///
 /// ```
 /// assert_eq!(registry_lint::escape("a\u{200B}b\nc"), "a\\u{200b}b\\nc");
@@ -66,6 +67,10 @@ pub fn escape(text: &str) -> String {
 fn push_escaped(out: &mut String, c: char) {
     if c == '\n' {
         out.push_str("\\n");
+    } else if c == '\r' {
+        out.push_str("\\r");
+    } else if c == '\0' {
+        out.push_str("\\0");
     } else if needs_escape(c) {
         let _ = write!(out, "\\u{{{:x}}}", c as u32);
     } else {

@@ -132,57 +132,71 @@ fn check_texts(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
 /// Runs the description lint (`registry-lint`, the same rules `build()` applies to tools built
 /// at run time) on every text the model reads: the description (the doc comment, or
 /// `description = "..."`), the title, and each parameter's doc. Each finding is spanned on the
-/// comment line or literal that holds it. `allow_description = "reason"` skips the lint; the
-/// reason must say something.
+/// comment line or literal that holds it. `allow_description = "reason"` lifts every rule but
+/// the secret rules: a secret in a description is never meant to be there. The reason must
+/// say something.
 fn check_description_lint(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
-    if let Some(reason) = &attr.allow_description {
-        if !reason.value().trim().is_empty() {
-            return;
+    let allowed = match &attr.allow_description {
+        Some(reason) if reason.value().trim().is_empty() => {
+            cx.error_spanned_by(
+                reason,
+                "`allow_description` needs a reason, which is kept with the tool for reviewers \
+                 (`ToolPolicy::allow_description`): write why this text is safe to show to every \
+                 model, e.g. `allow_description = \"the address is the public documentation \
+                 range\"`, or remove the key",
+            );
+            false
         }
-        cx.error_spanned_by(
-            reason,
-            "`allow_description` needs a reason, which is kept with the tool for reviewers \
-             (`ToolPolicy::allow_description`): write why this text is safe to show to every \
-             model, e.g. `allow_description = \"the address is the public documentation \
-             range\"`, or remove the key",
-        );
-    }
+        Some(_) => true,
+        None => false,
+    };
+    let lint = |site: &str, text: &str, tokens: &dyn Fn(Range<usize>) -> TokenStream| {
+        lint(cx, site, text, allowed, tokens);
+    };
     match (&attr.description, &tool.doc) {
-        (Some(description), _) => lint(cx, "description", &description.value(), |_| {
+        (Some(description), _) => lint("description", &description.value(), &|_| {
             description.to_token_stream()
         }),
-        (None, Some(doc)) => lint(cx, "description", &doc.text, |range| {
-            doc.attrs_holding(range)
-        }),
+        (None, Some(doc)) => lint("description", &doc.text, &|range| doc.attrs_holding(range)),
         (None, None) => {}
     }
     if let Some(title) = &attr.title {
-        lint(cx, "title", &title.value(), |_| title.to_token_stream());
+        lint("title", &title.value(), &|_| title.to_token_stream());
     }
     for param in &tool.params {
         if let (ParamKind::Required | ParamKind::Optional { .. }, Some(doc), Some(name)) =
             (&param.kind, &param.doc, param.property_name())
         {
-            lint(
-                cx,
-                &format!("description of `{name}`"),
-                &doc.text,
-                |range| doc.attrs_holding(range),
-            );
+            lint(&format!("description of `{name}`"), &doc.text, &|range| {
+                doc.attrs_holding(range)
+            });
         }
     }
 }
 
 /// Records an error for each finding of the lint in `text`, the `site` of the tool it is,
-/// spanned on `tokens(range)`.
-fn lint(cx: &Ctxt, site: &str, text: &str, tokens: impl Fn(Range<usize>) -> TokenStream) {
+/// spanned on `tokens(range)`; with `allowed` (`allow_description` given a reason), for each
+/// secret only.
+fn lint(
+    cx: &Ctxt,
+    site: &str,
+    text: &str,
+    allowed: bool,
+    tokens: &dyn Fn(Range<usize>) -> TokenStream,
+) {
     for finding in registry_lint::check(text) {
+        let secret = finding.rule.family() == registry_lint::Family::Secret;
+        if allowed && !secret {
+            continue;
+        }
+        let fix = if secret {
+            "`allow_description` does not lift the secret rules"
+        } else {
+            "if the text is meant to be there, say why with `allow_description = \"...\"`"
+        };
         cx.error_spanned_by(
             tokens(finding.range.clone()),
-            format!(
-                "the {site} contains {finding}; if the text is meant to be there, say why with \
-                 `allow_description = \"...\"`"
-            ),
+            format!("the {site} contains {finding}; {fix}"),
         );
     }
 }
@@ -464,6 +478,38 @@ fn check_owned(cx: &Ctxt, ty: &Type) {
 #[cfg(test)]
 mod tests {
     use super::rate_limit_parts;
+
+    /// The expansion of `#[tool(args)] item`, as text.
+    fn expanded(args: &str, item: &str) -> String {
+        crate::expand::tool(args.parse().unwrap(), item.parse().unwrap()).to_string()
+    }
+
+    #[test]
+    fn allow_description_needs_a_reason_and_never_lifts_the_secret_rules() {
+        let empty = expanded(
+            r#"scopes = "ops:read", allow_description = " ""#,
+            "/// Ping the gateway at 10.0.0.1.\nfn ping() -> String { String::new() }",
+        );
+        assert!(empty.contains("needs a reason"), "{empty}");
+        assert!(empty.contains("address/private-ip"), "{empty}");
+        let allowed = expanded(
+            r#"scopes = "ops:read", allow_description = "operators know the gateway""#,
+            "/// Ping 10.0.0.1 with sk-proj-4fG7hJ2kL9mN3pQ8rS1tU6vW.\nfn ping(\n/// Token ghp_1A2b3C4d5E6f7G8h9I0j1K2l3M4n5O6p7Q8r, host fd00::1.\nt: String) -> String { t }",
+        );
+        assert!(!allowed.contains("address/private-ip"), "{allowed}");
+        assert_eq!(
+            allowed.matches("does not lift the secret rules").count(),
+            2,
+            "{allowed}"
+        );
+        assert!(allowed.contains("an API token"), "{allowed}");
+        assert!(allowed.contains("a GitHub token"), "{allowed}");
+        let fine = expanded(
+            r#"scopes = "ops:read", allow_description = "operators know the gateway""#,
+            "/// Ping the gateway at 10.0.0.1.\nfn ping() -> String { String::new() }",
+        );
+        assert!(!fine.contains("compile_error"), "{fine}");
+    }
 
     #[test]
     fn rate_limits_in_every_unit() {

@@ -15,6 +15,7 @@ use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
 use crate::gate::RateLimit;
 use crate::register::error::BuildProblem;
+use crate::register::lint::Texts;
 use crate::register::tool::{Handler, ToolParts};
 use crate::resolve::tool_error::ToolError;
 use crate::resolve::validate::ArgumentValidator;
@@ -180,14 +181,17 @@ impl DynamicTool {
         self
     }
 
-    /// Exempts the tool from the description lint, for `reason`, which is kept in its policy
-    /// ([`ToolPolicy::allow_description`]) where reviewers see it (the `catalog` example prints
-    /// it). An empty reason is a build problem.
+    /// Exempts the tool from the description lint, but for its secret rules, for `reason`,
+    /// which is kept in its policy ([`ToolPolicy::allow_description`]) where reviewers see it
+    /// (the `catalog` example prints it). An empty reason is a build problem. A secret is
+    /// refused even so: it is never meant to be shown to every model.
     ///
     /// Without it, [`build`](crate::RegistryBuilder::build) refuses a tool whose description,
-    /// title, or any `description` or `title` in its parameters or output schema holds a
-    /// secret, an internal address, an invisible or reordering character, or an instruction
-    /// aimed at the model (the rules of `#[tool]`, from the `registry-lint` crate).
+    /// title, or any text of its parameters or output schema (`description`, `title`,
+    /// `$comment`, the strings of `enum`, `const`, `default` and `examples`, property names)
+    /// holds a secret, an internal address, an invisible, reordering or control character, or
+    /// an instruction aimed at the model (the rules of `#[tool]`, from the `registry-lint`
+    /// crate).
     ///
     /// ```
     /// use registry_core::{DynamicTool, Registry};
@@ -319,24 +323,23 @@ impl DynamicTool {
                 site: source,
             });
         }
-        match &self.allow_description {
-            Some(reason) if !reason.trim().is_empty() => {}
-            allowed => {
-                if allowed.is_some() {
-                    problems.push(BuildProblem::EmptyAllowReason {
-                        tool: tool.clone(),
-                        site: source,
-                    });
-                }
-                let texts = Texts {
-                    description: &self.description,
-                    title: self.title.as_deref(),
-                    parameters: &self.parameters,
-                    output_schema: self.output_schema.as_ref(),
-                };
-                texts.lint(&tool, source, problems);
+        let allowed = match &self.allow_description {
+            Some(reason) if reason.trim().is_empty() => {
+                problems.push(BuildProblem::EmptyAllowReason {
+                    tool: tool.clone(),
+                    site: source,
+                });
+                false
             }
-        }
+            allowed => allowed.is_some(),
+        };
+        let texts = Texts {
+            description: &self.description,
+            title: self.title.as_deref(),
+            parameters: &self.parameters,
+            output_schema: self.output_schema.as_ref(),
+        };
+        texts.lint(&tool, source, allowed, problems);
         let mut scopes = Vec::new();
         for scope in self.scopes {
             match Scope::new(scope) {
@@ -432,82 +435,6 @@ impl DynamicTool {
             validator: validator?,
             handler: self.handler?,
         })
-    }
-}
-
-/// The texts of a tool that a model reads.
-struct Texts<'a> {
-    description: &'a str,
-    title: Option<&'a str>,
-    parameters: &'a Value,
-    output_schema: Option<&'a Value>,
-}
-
-impl Texts<'_> {
-    /// Runs the description lint on each text: the description, the title, and every
-    /// `description` and `title` string in the schemas; each finding is a problem.
-    fn lint(&self, tool: &str, site: Source, problems: &mut Vec<BuildProblem>) {
-        let mut lint = |field: &dyn Fn() -> String, text: &str| {
-            for finding in registry_lint::check(text) {
-                problems.push(BuildProblem::UnsafeDescription {
-                    tool: tool.to_owned(),
-                    site,
-                    field: field(),
-                    rule: finding.rule.id(),
-                    excerpt: finding.excerpt.clone(),
-                    finding: finding.to_string(),
-                });
-            }
-        };
-        lint(&|| "description".to_owned(), self.description);
-        if let Some(title) = self.title {
-            lint(&|| "title".to_owned(), title);
-        }
-        let schemas = [
-            ("parameters", Some(self.parameters)),
-            ("output", self.output_schema),
-        ];
-        for (which, schema) in schemas {
-            if let Some(schema) = schema {
-                schema_texts(schema, &mut String::new(), &mut |pointer, key, text| {
-                    let at = if pointer.is_empty() {
-                        "the root"
-                    } else {
-                        pointer
-                    };
-                    lint(&|| format!("`{key}` at {at} of the {which} schema"), text);
-                });
-            }
-        }
-    }
-}
-
-/// Calls `found(pointer, key, text)` for every `description` or `title` string in `schema`,
-/// `pointer` being the JSON pointer of the object that holds it.
-fn schema_texts(schema: &Value, pointer: &mut String, found: &mut dyn FnMut(&str, &str, &str)) {
-    match schema {
-        Value::Object(object) => {
-            for (key, value) in object {
-                if let (Some(text), "description" | "title") = (value.as_str(), key.as_str()) {
-                    found(pointer, key, text);
-                }
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                schema_texts(value, pointer, found);
-                pointer.truncate(len);
-            }
-        }
-        Value::Array(items) => {
-            for (index, item) in items.iter().enumerate() {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&index.to_string());
-                schema_texts(item, pointer, found);
-                pointer.truncate(len);
-            }
-        }
-        _ => {}
     }
 }
 

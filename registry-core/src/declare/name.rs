@@ -54,7 +54,8 @@ pub enum NameError {
     Empty,
     /// The name does not start with an ASCII letter or `_`.
     #[error(
-        "the tool name {name:?} starts with `{found}`; it must start with an ASCII letter or `_`"
+        "the tool name {name:?} starts with `{}`; it must start with an ASCII letter or `_`",
+        shown(*found)
     )]
     BadStart {
         /// The name.
@@ -64,7 +65,8 @@ pub enum NameError {
     },
     /// The name holds a character outside `[A-Za-z0-9_-]`.
     #[error(
-        "the tool name {name:?} contains `{found}`; use only ASCII letters, digits, `_` and `-`"
+        "the tool name {name:?} contains `{}`; use only ASCII letters, digits, `_` and `-`",
+        shown(*found)
     )]
     BadCharacter {
         /// The name.
@@ -82,4 +84,11 @@ pub enum NameError {
         /// Its length in bytes.
         length: usize,
     },
+}
+
+/// A character of a refused name as an error shows it: escaped when it is invisible or a
+/// control character (`\0`, `\n`, `\u{202e}`), so that the message reads as one line and
+/// shows what is there.
+fn shown(found: char) -> String {
+    registry_lint::escape(found.encode_utf8(&mut [0; 4]))
 }

@@ -1,4 +1,5 @@
-//! Why a run cannot see a tool: for operators, never for the model.
+//! Why a run cannot see a tool: for operators, never for the model. Its text shows reasons
+//! and names escaped: one line per hidden tool, whatever a reason holds.
 
 use std::fmt;
 
@@ -94,7 +95,7 @@ impl fmt::Display for Explanation {
         }
         for tool in &self.hidden {
             let reasons: Vec<String> = tool.reasons.iter().map(ToString::to_string).collect();
-            writeln!(f, "  - {}: {}", tool.name, reasons.join("; "))?;
+            writeln!(f, "  - {}: {}", shown(&tool.name), reasons.join("; "))?;
         }
         for scope in &self.malformed_scopes {
             writeln!(
@@ -114,16 +115,26 @@ impl fmt::Display for HiddenReason {
                 write!(f, "missing scopes {}", list.join(", "))
             }
             HiddenReason::OtherTenant { tenants } => {
-                write!(f, "only for tenants {}", tenants.join(", "))
+                let list: Vec<String> = tenants.iter().map(|tenant| shown(tenant)).collect();
+                write!(f, "only for tenants {}", list.join(", "))
             }
             HiddenReason::WriteToolInReadOnlyRun => {
                 f.write_str("not read-only, and the run is read-only")
             }
-            HiddenReason::Revoked { reason } => write!(f, "revoked: {reason}"),
-            HiddenReason::NotReady { reason } => write!(f, "not ready: {reason}"),
-            HiddenReason::DeniedByPolicy { reason } => write!(f, "denied by policy: {reason}"),
+            HiddenReason::Revoked { reason } => write!(f, "revoked: {}", shown(reason)),
+            HiddenReason::NotReady { reason } => write!(f, "not ready: {}", shown(reason)),
+            HiddenReason::DeniedByPolicy { reason } => {
+                write!(f, "denied by policy: {}", shown(reason))
+            }
         }
     }
+}
+
+/// A text from outside (a reason a store or a check gave, a name) as an explanation shows
+/// it: a line break as `\n` and every invisible or control character as `\u{...}`, so that it
+/// can neither start a line of its own nor read differently from what it is.
+fn shown(text: &str) -> String {
+    registry_lint::escape(text)
 }
 
 impl Run {

@@ -19,6 +19,7 @@ use crate::gate::{
 };
 use crate::present::profile::Profile;
 use crate::register::error::{BuildProblem, RegistryError};
+use crate::register::lint::Texts;
 use crate::register::registry::{Registry, RegistryParts, Replacement};
 use crate::register::state::AppState;
 use crate::register::tool::Tool;
@@ -497,7 +498,8 @@ fn is_under(module: &str, path: &str) -> bool {
 }
 
 /// The tool of a declaration; its name and scopes were checked at compile time, and are
-/// checked again here in case the record was written by hand.
+/// checked again here in case the record was written by hand. Every text of it a model reads
+/// meets the description lint.
 fn declared_tool(
     declaration: &'static Declaration,
     problems: &mut Vec<BuildProblem>,
@@ -555,5 +557,20 @@ fn declared_tool(
         namespace,
         always_loaded: declaration.always_loaded,
     };
-    valid.then(|| Tool::declared(declaration, policy))
+    let tool = Tool::declared(declaration, policy);
+    // The macro linted the description, the title and the parameters' docs; the docs of the
+    // parameter and result types (fields, variants), their values, defaults and examples
+    // arrive only through `JsonSchema`, here.
+    let before = problems.len();
+    let texts = Texts {
+        description: declaration.description,
+        title: declaration.title,
+        parameters: &tool.definition_ref().parameters,
+        output_schema: tool.output_schema(),
+    };
+    let allowed = declaration
+        .allow_description
+        .is_some_and(|reason| !reason.trim().is_empty());
+    texts.lint(declaration.name, source, allowed, problems);
+    (valid && problems.len() == before).then_some(tool)
 }

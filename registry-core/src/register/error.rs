@@ -144,22 +144,28 @@ pub enum BuildProblem {
         /// Where the tool was declared.
         site: Source,
     },
-    /// A text the model reads (the description, the title, or a `description` or `title` in
-    /// the parameters or output schema) is refused by the description lint: it holds a
-    /// secret, an internal address, an invisible or reordering character, or an instruction
-    /// aimed at the model. The message names the rule, the text and the fix.
+    /// A text the model reads is refused by the description lint: it holds a secret, an
+    /// internal address, an invisible, reordering or control character, or an instruction
+    /// aimed at the model. The texts are the description, the title, and in the parameters
+    /// and output schemas (where the doc comments of parameter and result types, their
+    /// fields and variants, arrive) every `description`, `title` and `$comment`, every string
+    /// of an `enum`, `const`, `default` or `examples`, and every property name. The message
+    /// names the rule, the text and the fix.
     #[error(
-        "tool {tool:?}: the {field} contains {finding}; if the text is meant to be there, say why \
-         with `DynamicTool::allow_description(\"...\")` ({site})"
+        "tool {tool:?}: the {field}{} contains {finding}; {} ({site})",
+        at_pointer(pointer),
+        lint_fix(rule, site)
     )]
     UnsafeDescription {
         /// The tool.
         tool: String,
         /// Where the tool was built.
         site: Source,
-        /// Which text: `description`, `title`, or e.g. ``description` at /properties/path of
-        /// the parameters schema`.
+        /// Which text: `description`, `title`, `parameters schema` or `output schema`.
         field: String,
+        /// In a schema, the JSON pointer of the text in it: of the string, e.g.
+        /// `/properties/mode/enum/2`, or of the property a name is the key of.
+        pointer: Option<String>,
         /// The rule broken, e.g. `secret/api-token` (see `registry_lint::Rule::id`).
         rule: &'static str,
         /// The text found, invisible characters escaped (`\u{200b}`) and secrets cut short.
@@ -240,6 +246,25 @@ pub enum BuildProblem {
         /// The name required.
         name: String,
     },
+}
+
+/// ` at /properties/x` for a text in a schema.
+fn at_pointer(pointer: &Option<String>) -> String {
+    pointer
+        .as_deref()
+        .map_or_else(String::new, |pointer| format!(" at {pointer}"))
+}
+
+/// What to do about a finding of the description lint besides what its rule says: a secret
+/// must go, anything else may be allowed with a reason.
+fn lint_fix(rule: &str, site: &Source) -> &'static str {
+    if rule.starts_with("secret/") {
+        "`allow_description` does not lift the secret rules"
+    } else if site.is_declared() {
+        "if the text is meant to be there, say why with `#[tool(allow_description = \"...\")]`"
+    } else {
+        "if the text is meant to be there, say why with `DynamicTool::allow_description(\"...\")`"
+    }
 }
 
 fn plural(count: usize) -> &'static str {
