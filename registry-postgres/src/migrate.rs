@@ -11,6 +11,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_tokens_in_chunks.sql"),
     include_str!("../migrations/0004_replaced_version.sql"),
     include_str!("../migrations/0005_tool_catalog.sql"),
+    include_str!("../migrations/0008_version_fingerprint.sql"),
 ];
 
 /// The key of the advisory lock held while migrating (any constant the application does not

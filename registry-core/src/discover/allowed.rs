@@ -19,6 +19,7 @@ pub struct AllowedSet {
     run_id: Arc<str>,
     subject: Subject,
     fingerprint: Fingerprint,
+    versions: Fingerprint,
 }
 
 impl AllowedSet {
@@ -28,11 +29,17 @@ impl AllowedSet {
                 .iter()
                 .map(|entry| (entry.tool.name(), entry.tool.fingerprint())),
         );
+        let versions = Fingerprint::of_named(
+            entries
+                .iter()
+                .map(|entry| (entry.tool.name(), entry.tool.version_fingerprint())),
+        );
         AllowedSet {
             entries: entries.into(),
             run_id,
             subject,
             fingerprint,
+            versions,
         }
     }
 
@@ -67,9 +74,18 @@ impl AllowedSet {
         self.entries.is_empty()
     }
 
-    /// The fingerprint of what the run was shown.
+    /// The fingerprint of what the run was shown: each tool's name and
+    /// [`Tool::fingerprint`](crate::Tool::fingerprint).
     pub fn fingerprint(&self) -> Fingerprint {
         self.fingerprint
+    }
+
+    /// The fingerprint of what the run may execute: each tool's name and
+    /// [`Tool::version_fingerprint`](crate::Tool::version_fingerprint), so scopes, tenants
+    /// and gate flags too. Two runs shown the same tools whose gate differs differ here, not
+    /// in [`fingerprint`](Self::fingerprint).
+    pub fn version_fingerprint(&self) -> Fingerprint {
+        self.versions
     }
 
     /// The run it belongs to.

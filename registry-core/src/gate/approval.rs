@@ -13,8 +13,9 @@ use crate::resolve::tool_error::ArgumentProblem;
 /// A call that waits for a person: exactly what would run, for whom, and why it needs
 /// approval.
 ///
-/// It is bound to what the model was shown: the fingerprint of the run's allowed set and the
-/// digest of the tool's definition. [`Run::approve`](crate::Run::approve) runs it with exactly
+/// It is bound to what the model was shown and what would run: the fingerprint of the run's
+/// allowed set and the version fingerprint of the tool (its definition, hints, scopes,
+/// tenants and gate flags). [`Run::approve`](crate::Run::approve) runs it with exactly
 /// these arguments, from a run with the same allowed set, at most once, before it expires, and
 /// only if the tool was neither revoked nor replaced since. It serializes (to keep it in a
 /// database, or show it in a console) and deserializes.
@@ -87,7 +88,11 @@ impl ApprovalRequest {
         self.allowed_set
     }
 
-    /// The digest of the tool's definition as the model was shown it.
+    /// The version of the tool the request is bound to
+    /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)): its definition as the
+    /// model was shown it, and its hints, scopes, tenants and gate flags. A run whose tool is
+    /// another version cannot decide the request (it is revoked). A request stored by an
+    /// earlier release, bound to the definition and hints only, is revoked when decided.
     pub fn definition_digest(&self) -> Fingerprint {
         self.definition
     }
