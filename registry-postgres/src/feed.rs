@@ -493,8 +493,12 @@ fn apply(
 ) {
     let tool = record.tool.as_str();
     let served = registry.get(tool).map(|tool| Served::of(&tool));
+    // A record that does not concern this replica (a tool it does not have, a restoration of
+    // one it does not hold revoked) is not attempted: it is no refused change of its own.
     let outcome = match record.kind {
+        _ if served.is_err() => served.as_ref().map(drop).map_err(Clone::clone),
         RecordedKind::Revoke => registry.revoke(tool, record.reason.clone()).map(drop),
+        RecordedKind::Restore if registry.is_revoked_now(tool) == Some(false) => Ok(()),
         RecordedKind::Restore => match &served {
             // The other replicas restore the version that replaced this one's; this replica
             // does not have it, and must not bring its replaced one back.
