@@ -43,9 +43,10 @@ const PAGE: i64 = 1000;
 /// A handler is code, which has no fingerprint: a replacement that changes only the handler
 /// names the same version as replaced and new. Every other replica serving that version
 /// cannot know whether it has the new code, and stops serving it (fail closed), as does the
-/// replica that made it once restarted (it replays the record as anyone else's). Give such a
-/// change something a version shows, a changed description say, to keep it served where it
-/// is deployed.
+/// replica that made it once restarted (it replays the record as anyone else's), and so does
+/// the replica that made it when the database committed the record but its answer was lost
+/// (the record comes back unrecognised). Give such a change something a version shows, a
+/// changed description say, to keep it served where it is deployed.
 ///
 /// Shutting it down (or dropping it) leaves the registry held: without the feed it cannot
 /// know what changed.

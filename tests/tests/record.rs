@@ -461,11 +461,14 @@ fn failed_replacements_revocations_and_restorations_are_audited() {
     registry.revoke(hostile, "incident").unwrap_err();
     registry.restore("lookup", "not revoked").unwrap_err();
     registry.restore("nothing", "typo").unwrap_err();
+    // Long texts are cut to their bounds.
+    let long_name = "n".repeat(300);
+    registry.revoke(&long_name, "r".repeat(5000)).unwrap_err();
     assert_eq!(registry.generation(), generation);
     assert!(registry.changes().is_empty());
 
     let refused = refusals(&events);
-    let summary: Vec<(ChangeAttempt, Option<&str>, Option<&str>)> = refused
+    let summary: Vec<(ChangeAttempt, Option<&str>, Option<&str>)> = refused[..5]
         .iter()
         .map(|r| (r.attempt, r.tool.as_deref(), r.reason.as_deref()))
         .collect();
@@ -478,6 +481,12 @@ fn failed_replacements_revocations_and_restorations_are_audited() {
             (ChangeAttempt::Restore, Some("lookup"), Some("not revoked")),
             (ChangeAttempt::Restore, Some("nothing"), Some("typo")),
         ]
+    );
+    let cut = &refused[5];
+    assert_eq!(cut.tool.as_deref().unwrap().chars().count(), 256 + 3);
+    assert_eq!(
+        cut.reason.as_deref().unwrap().chars().count(),
+        registry_core::REFUSAL_TEXT + 3
     );
     assert!(refused[0].problems[0].contains("handler"), "{refused:?}");
     assert!(refused[1].problems[0].contains("lookups"), "{refused:?}");
