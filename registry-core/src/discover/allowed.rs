@@ -19,7 +19,8 @@ pub struct AllowedSet {
     run_id: Arc<str>,
     subject: Subject,
     fingerprint: Fingerprint,
-    versions: Fingerprint,
+    /// Computed when first asked for (an audit event, a caller).
+    versions: std::sync::OnceLock<Fingerprint>,
 }
 
 impl AllowedSet {
@@ -29,17 +30,12 @@ impl AllowedSet {
                 .iter()
                 .map(|entry| (entry.tool.name(), entry.tool.fingerprint())),
         );
-        let versions = Fingerprint::of_named(
-            entries
-                .iter()
-                .map(|entry| (entry.tool.name(), entry.tool.version_fingerprint())),
-        );
         AllowedSet {
             entries: entries.into(),
             run_id,
             subject,
             fingerprint,
-            versions,
+            versions: std::sync::OnceLock::new(),
         }
     }
 
@@ -85,7 +81,13 @@ impl AllowedSet {
     /// and gate flags too. Two runs shown the same tools whose gate differs differ here, not
     /// in [`fingerprint`](Self::fingerprint).
     pub fn version_fingerprint(&self) -> Fingerprint {
-        self.versions
+        *self.versions.get_or_init(|| {
+            Fingerprint::of_named(
+                self.entries
+                    .iter()
+                    .map(|entry| (entry.tool.name(), entry.tool.version_fingerprint())),
+            )
+        })
     }
 
     /// The run it belongs to.
