@@ -32,6 +32,78 @@ pub enum AuditEvent {
     Approval(ApprovalEvent),
     /// A tool's readiness changed.
     Readiness(ReadinessEvent),
+    /// A change to the tools was attempted and refused: a failed
+    /// [`build`](crate::RegistryBuilder::build), [`replace`](crate::Registry::replace),
+    /// [`revoke`](crate::Registry::revoke) or [`restore`](crate::Registry::restore). Nothing
+    /// changed.
+    ChangeRefused(ChangeRefusedEvent),
+}
+
+/// What was attempted, in a [`ChangeRefusedEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ChangeAttempt {
+    /// Building a registry ([`RegistryBuilder::build`](crate::RegistryBuilder::build),
+    /// [`Registry::from_inventory`](crate::Registry::from_inventory)).
+    Build,
+    /// Replacing a tool ([`Registry::replace`](crate::Registry::replace)).
+    Replace,
+    /// Revoking a tool ([`Registry::revoke`](crate::Registry::revoke)).
+    Revoke,
+    /// Restoring a revoked tool ([`Registry::restore`](crate::Registry::restore)).
+    Restore,
+}
+
+impl ChangeAttempt {
+    /// The attempt as a snake_case word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeAttempt::Build => "build",
+            ChangeAttempt::Replace => "replace",
+            ChangeAttempt::Revoke => "revoke",
+            ChangeAttempt::Restore => "restore",
+        }
+    }
+}
+
+/// A refused change: what was attempted, and every reason it was refused.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct ChangeRefusedEvent {
+    /// What was attempted.
+    pub attempt: ChangeAttempt,
+    /// The tool it named (at most 256 characters); `None` for a build.
+    pub tool: Option<String>,
+    /// The reason the application gave for the change, if it gave one (at most
+    /// [`REFUSAL_TEXT`] characters).
+    pub reason: Option<String>,
+    /// Why it was refused: one entry per problem ([`BuildProblem`](crate::BuildProblem)s of
+    /// a build or replacement), at most [`REFUSAL_PROBLEMS`] of them, each at most
+    /// [`REFUSAL_TEXT`] characters.
+    pub problems: Vec<String>,
+    /// How many problems there were in all (more than `problems` holds when it was cut).
+    pub problem_count: usize,
+}
+
+/// How many problems a [`ChangeRefusedEvent`] lists at most.
+pub const REFUSAL_PROBLEMS: usize = 64;
+
+/// How many characters of one problem a [`ChangeRefusedEvent`] keeps.
+pub const REFUSAL_TEXT: usize = 1024;
+
+/// How many tools a [`ProjectionEvent`] lists by name and version at most; past that,
+/// [`ProjectionEvent::versions`] still covers them all.
+pub const PROJECTED_TOOLS: usize = 256;
+
+/// One tool by name and version ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ToolVersion {
+    /// The tool's name.
+    pub name: String,
+    /// Its version fingerprint.
+    pub version: Fingerprint,
 }
 
 /// What happened to an approval request.
@@ -93,6 +165,9 @@ pub struct ApprovalEvent {
     pub reason: String,
     /// A hash (XXH3-64, hex) of the requested arguments as JSON; never the values.
     pub argument_hash: String,
+    /// The version of the tool the request is bound to, and that runs if it is approved
+    /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)).
+    pub tool_version: Fingerprint,
 }
 
 /// A tool became ready, or stopped being ready.
@@ -124,6 +199,13 @@ pub struct ProjectionEvent {
     pub visible: usize,
     /// How many registered tools it may not.
     pub hidden: usize,
+    /// The fingerprint of the visible tools' names and versions
+    /// ([`AllowedSet::version_fingerprint`](crate::AllowedSet::version_fingerprint)): what
+    /// the run may execute, gate flags included.
+    pub versions: Fingerprint,
+    /// The visible tools by name and version, in name order; at most [`PROJECTED_TOOLS`]
+    /// of them (`visible` says how many there are).
+    pub tools: Vec<ToolVersion>,
 }
 
 /// One call's decision and outcome.
@@ -158,6 +240,10 @@ pub struct CallEvent {
     /// The approval request the call waits for, or ran under.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval_id: Option<String>,
+    /// The version of the tool the call resolved to
+    /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)): the one that ran,
+    /// or would have; `None` when the name is not one of the run's tools.
+    pub tool_version: Option<Fingerprint>,
 }
 
 /// A revocation or replacement.
@@ -268,6 +354,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             fingerprint = %p.fingerprint,
             visible = p.visible,
             hidden = p.hidden,
+            versions = %p.versions,
         ),
         AuditEvent::Call(c) => tracing::info!(
             target: AUDIT_TARGET,
@@ -284,6 +371,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             argument_hash = %c.argument_hash,
             detail = c.detail.as_deref().map(Logged::field),
             approval_id = c.approval_id.as_deref().map(Logged::field),
+            tool_version = c.tool_version.map(tracing::field::display),
         ),
         AuditEvent::Change(c) => tracing::info!(
             target: AUDIT_TARGET,
@@ -292,6 +380,8 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             kind = ?c.change.kind,
             reason = %Logged(&c.change.reason),
             old_fingerprint = %c.change.old_fingerprint,
+            old_version = %c.change.old_version,
+            new_version = c.change.new_version.map(tracing::field::display),
         ),
         AuditEvent::Approval(a) => tracing::info!(
             target: AUDIT_TARGET,
@@ -306,6 +396,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             by = a.by.as_deref().map(Logged::field),
             reason = %Logged(&a.reason),
             argument_hash = %a.argument_hash,
+            tool_version = %a.tool_version,
         ),
         AuditEvent::Readiness(r) => tracing::info!(
             target: AUDIT_TARGET,
@@ -313,6 +404,15 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             tool = %Logged(&r.tool),
             ready = r.not_ready.is_none(),
             not_ready = r.not_ready.as_deref().map(Logged::field),
+        ),
+        AuditEvent::ChangeRefused(r) => tracing::warn!(
+            target: AUDIT_TARGET,
+            event = "change_refused",
+            attempt = r.attempt.as_str(),
+            tool = r.tool.as_deref().map(Logged::field),
+            reason = r.reason.as_deref().map(Logged::field),
+            problem_count = r.problem_count,
+            problems = %Logged(&r.problems.join("; ")),
         ),
     }
     if let Some(sink) = sink {
@@ -362,6 +462,35 @@ impl std::fmt::Display for Logged<'_> {
 /// Whether anyone listens: a sink, or a `tracing` subscriber for audit events.
 pub(crate) fn wanted(sink: Option<&dyn AuditSink>) -> bool {
     sink.is_some() || tracing::enabled!(target: AUDIT_TARGET, tracing::Level::INFO)
+}
+
+/// Audits a refused change: to `sink` and `tracing`, whether or not an `info` subscriber
+/// listens (a refusal is rare and worth a warning).
+pub(crate) fn refused(
+    sink: Option<&dyn AuditSink>,
+    attempt: ChangeAttempt,
+    tool: Option<&str>,
+    reason: Option<&str>,
+    error: &crate::register::error::RegistryError,
+) {
+    let all: Vec<String> = match error {
+        crate::register::error::RegistryError::Build(problems) => {
+            problems.iter().map(ToString::to_string).collect()
+        }
+        other => vec![other.to_string()],
+    };
+    let event = ChangeRefusedEvent {
+        attempt,
+        tool: tool.map(|tool| truncate(tool, AUDITED_NAME)),
+        reason: reason.map(|reason| truncate(reason, REFUSAL_TEXT)),
+        problem_count: all.len(),
+        problems: all
+            .iter()
+            .take(REFUSAL_PROBLEMS)
+            .map(|problem| truncate(problem, REFUSAL_TEXT))
+            .collect(),
+    };
+    emit(sink, AuditEvent::ChangeRefused(event));
 }
 
 /// Now, for change records.

@@ -106,8 +106,9 @@ pub mod __private;
 pub use present::compat;
 
 pub use audit::{
-    AUDIT_TARGET, ApprovalEvent, ApprovalEventKind, AuditEvent, AuditSink, CallEvent, ChangeEvent,
-    ProjectionEvent, ReadinessEvent,
+    AUDIT_TARGET, ApprovalEvent, ApprovalEventKind, AuditEvent, AuditSink, CallEvent,
+    ChangeAttempt, ChangeEvent, ChangeRefusedEvent, PROJECTED_TOOLS, ProjectionEvent,
+    REFUSAL_PROBLEMS, REFUSAL_TEXT, ReadinessEvent, ToolVersion,
 };
 pub use declare::declaration::{BoxFuture, Outcome};
 pub use declare::definition::ToolDefinition;

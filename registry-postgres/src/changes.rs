@@ -21,6 +21,8 @@ pub(crate) struct NewChange<'a> {
     pub(crate) old_runs: Option<&'a str>,
     pub(crate) fingerprint: Option<String>,
     pub(crate) old_fingerprint: Option<String>,
+    pub(crate) version: Option<String>,
+    pub(crate) old_version: Option<String>,
     pub(crate) reason: &'a str,
     pub(crate) origin: &'a str,
 }
@@ -39,6 +41,8 @@ impl<'a> NewChange<'a> {
             old_runs: None,
             fingerprint: None,
             old_fingerprint: None,
+            version: None,
+            old_version: None,
             reason,
             origin,
         }
@@ -84,8 +88,9 @@ impl ControlPlane {
             let row = transaction
                 .query_one(
                     "INSERT INTO registry_changes
-                         (seq, tool, kind, old_runs, fingerprint, old_fingerprint, reason, origin)
-                     SELECT COALESCE(max(seq), 0) + 1, $1, $2, $3, $4, $5, $6, $7
+                         (seq, tool, kind, old_runs, fingerprint, old_fingerprint, reason, origin,
+                          version, old_version)
+                     SELECT COALESCE(max(seq), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9
                        FROM registry_changes
                      RETURNING seq",
                     &[
@@ -96,6 +101,8 @@ impl ControlPlane {
                         &change.old_fingerprint.as_deref().map(text::text),
                         &text::text(change.reason),
                         &text::text(change.origin),
+                        &change.version,
+                        &change.old_version,
                     ],
                 )
                 .await
@@ -216,7 +223,8 @@ impl ControlPlane {
 /// A change's columns, in the order [`change_of`] reads them.
 macro_rules! select_columns {
     () => {
-        "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin, old_fingerprint
+        "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin, old_fingerprint,
+                version, old_version
            FROM registry_changes"
     };
 }
@@ -241,5 +249,7 @@ pub(crate) fn change_of(row: &Row) -> Result<ChangeRecord, Error> {
         reason: row.get(6),
         origin: row.get(7),
         old_fingerprint: row.get(8),
+        version: row.get(9),
+        old_version: row.get(10),
     })
 }

@@ -32,10 +32,21 @@ const PAGE: i64 = 1000;
 /// change it applied, and lets calls through again.
 ///
 /// A replacement recorded elsewhere names the version it replaced and the new one (their
-/// fingerprints): a replica serving exactly the replaced version does not have the new one,
-/// and revokes its own until it is given it (a restoration recorded later restores the new
-/// version elsewhere, and leaves this replica's replaced one revoked). A replica deployed with
-/// another definition, the new one or newer code still, is not concerned.
+/// [version fingerprints](registry_core::Tool::version_fingerprint), which cover the
+/// definition, hints, scopes, tenants and gate flags): a replica serving exactly the replaced
+/// version does not have the new one, and revokes its own until it is given it (a
+/// restoration recorded later restores the new version elsewhere, and leaves this replica's
+/// replaced one revoked). A replica deployed with another version, the new one or newer code
+/// still, is not concerned. The replica that made a replacement knows the record as its own
+/// (by the sequence number the database gave it) and does not apply it again.
+///
+/// A handler is code, which has no fingerprint: a replacement that changes only the handler
+/// names the same version as replaced and new. Every other replica serving that version
+/// cannot know whether it has the new code, and stops serving it (fail closed), as does the
+/// replica that made it once restarted (it replays the record as anyone else's), and so does
+/// the replica that made it when the database committed the record but its answer was lost
+/// (the record comes back unrecognised). Give such a change something a version shows, a
+/// changed description say, to keep it served where it is deployed.
 ///
 /// Shutting it down (or dropping it) leaves the registry held: without the feed it cannot
 /// know what changed.
@@ -57,7 +68,15 @@ struct Shared {
     gate: Mutex<()>,
     /// The fingerprints of the versions each tool's recorded replacements replaced: a
     /// replica serving one of them keeps it revoked, even when a restoration comes later.
+    /// Version fingerprints are kept as `version:` and the fingerprint; fingerprints of what
+    /// was shown (records before version 8 of the schema) as they are.
     replaced: Mutex<HashMap<String, HashSet<String>>>,
+    /// The replacements this replica made and recorded, by sequence number, until the feed
+    /// reaches them: they are already applied here.
+    own: Mutex<HashSet<i64>>,
+    /// Held while this replica records a replacement, and by the feed while it applies what
+    /// it read: the feed never sees a replacement of this replica's before it is in `own`.
+    recording: tokio::sync::Mutex<()>,
     stop: watch::Sender<bool>,
 }
 
@@ -82,6 +101,8 @@ impl ControlPlane {
             holding: AtomicBool::new(false),
             gate: Mutex::new(()),
             replaced: Mutex::new(HashMap::new()),
+            own: Mutex::new(HashSet::new()),
+            recording: tokio::sync::Mutex::new(()),
             stop,
         });
         let follower = Follower {
@@ -155,20 +176,32 @@ impl ChangeFeed {
             registry_core::OldRuns::Revoke => "revoke",
         };
         let reason = policy.reason.clone();
+        // Until the record is known as this replica's own, the feed applies nothing.
+        let recording = self.shared.recording.lock().await;
         let change = self.registry.replace(tool, policy)?;
-        let fingerprint = self.registry.get(&change.name)?.fingerprint().to_string();
+        let new_fingerprint = self.registry.get(&change.name)?.fingerprint();
         let recorded = self
             .plane
             .record(NewChange {
                 tool: &change.name,
                 kind: RecordedKind::Replace,
                 old_runs: Some(old_runs),
-                fingerprint: Some(fingerprint),
+                fingerprint: Some(new_fingerprint.to_string()),
                 old_fingerprint: Some(change.old_fingerprint.to_string()),
+                version: change.new_version.map(|version| version.to_string()),
+                old_version: Some(change.old_version.to_string()),
                 reason: &reason,
                 origin: self.plane.replica(),
             })
             .await;
+        if let Ok(seq) = recorded {
+            self.shared
+                .own
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(seq);
+        }
+        drop(recording);
         match recorded {
             Ok(seq) => self.applied(seq).await,
             Err(error) => Err(Error::NotRecorded {
@@ -304,14 +337,26 @@ impl Follower {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = Instant::now();
             let count = rows.len();
+            // A replacement this replica is recording now is in `own` once this is taken.
+            let _recording = self.shared.recording.lock().await;
             for row in &rows {
                 let record = change_of(row)?;
+                let own = self
+                    .shared
+                    .own
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&record.seq);
                 let mut replaced = self
                     .shared
                     .replaced
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
-                apply(&self.registry, &mut replaced, &record);
+                if own {
+                    tracing::debug!(seq = record.seq, tool = ?record.tool, "a replacement this replica made; already applied");
+                } else {
+                    apply(&self.registry, &mut replaced, &record);
+                }
                 self.shared.applied.send_replace(record.seq);
             }
             if (count as i64) < PAGE {
@@ -448,15 +493,17 @@ fn apply(
     record: &ChangeRecord,
 ) {
     let tool = record.tool.as_str();
-    let current = registry
-        .get(tool)
-        .map(|tool| tool.fingerprint().to_string());
+    let served = registry.get(tool).map(|tool| Served::of(&tool));
+    // A record that does not concern this replica (a tool it does not have, a restoration of
+    // one it does not hold revoked) is not attempted: it is no refused change of its own.
     let outcome = match record.kind {
+        _ if served.is_err() => served.as_ref().map(drop).map_err(Clone::clone),
         RecordedKind::Revoke => registry.revoke(tool, record.reason.clone()).map(drop),
-        RecordedKind::Restore => match &current {
+        RecordedKind::Restore if registry.is_revoked_now(tool) == Some(false) => Ok(()),
+        RecordedKind::Restore => match &served {
             // The other replicas restore the version that replaced this one's; this replica
             // does not have it, and must not bring its replaced one back.
-            Ok(current) if replaced.get(tool).is_some_and(|set| set.contains(current)) => {
+            Ok(served) if replaced.get(tool).is_some_and(|set| served.is_in(set)) => {
                 tracing::info!(seq = record.seq, tool = ?tool, "a restoration of a version this replica does not have; its own stays revoked");
                 Ok(())
             }
@@ -465,15 +512,9 @@ fn apply(
                 other => other.map(drop),
             },
         },
-        RecordedKind::Replace => match &current {
-            Ok(current) => {
-                // Serving exactly the replaced version (or, for a record that does not name
-                // it, anything but the new one): this replica lacks the replacement.
-                let lacks = match &record.old_fingerprint {
-                    Some(old) => old == current,
-                    None => record.fingerprint.as_ref() != Some(current),
-                };
-                if lacks && registry.is_revoked_now(tool) == Some(false) {
+        RecordedKind::Replace => match &served {
+            Ok(served) => {
+                if served.lacks(record) && registry.is_revoked_now(tool) == Some(false) {
                     registry
                         .revoke(
                             tool,
@@ -491,21 +532,11 @@ fn apply(
         },
     };
     if record.kind == RecordedKind::Replace {
-        let set = replaced.entry(record.tool.clone()).or_default();
-        match (&record.old_fingerprint, &current) {
-            (Some(old), _) => {
-                set.insert(old.clone());
-            }
-            // An older record: what this replica serves, unless it is the new version.
-            (None, Ok(current)) if record.fingerprint.as_ref() != Some(current) => {
-                set.insert(current.clone());
-            }
-            _ => {}
-        }
-        // The new version is never a replaced one (a tool replaced back and forth).
-        if let Some(new) = &record.fingerprint {
-            set.remove(new);
-        }
+        note_replaced(
+            replaced.entry(record.tool.clone()).or_default(),
+            record,
+            &served,
+        );
     }
     match outcome {
         Ok(()) => {
@@ -514,5 +545,71 @@ fn apply(
         Err(error) => {
             tracing::warn!(seq = record.seq, tool = ?tool, %error, "a recorded change does not apply to this registry; skipped")
         }
+    }
+}
+
+/// Notes in `set` the version `record` replaced, as its fingerprint says.
+fn note_replaced(
+    set: &mut HashSet<String>,
+    record: &ChangeRecord,
+    served: &Result<Served, RegistryError>,
+) {
+    if let Some(old) = &record.old_version {
+        set.insert(format!("{VERSION}{old}"));
+        // The new version is never a replaced one (a tool replaced back and forth), unless
+        // nothing tells the two apart (a handler-only change): then it stays replaced.
+        if let Some(new) = record.version.as_ref().filter(|new| *new != old) {
+            set.remove(&format!("{VERSION}{new}"));
+        }
+        return;
+    }
+    match (&record.old_fingerprint, served) {
+        (Some(old), _) => {
+            set.insert(old.clone());
+        }
+        // An older record: what this replica serves, unless it is the new version.
+        (None, Ok(served)) if record.fingerprint.as_ref() != Some(&served.shown) => {
+            set.insert(served.shown.clone());
+        }
+        _ => {}
+    }
+    if let Some(new) = &record.fingerprint {
+        set.remove(new);
+    }
+}
+
+/// How the version fingerprints of `replaced` are written (a version fingerprint and a
+/// fingerprint of what was shown are both 32 hex digits).
+const VERSION: &str = "version:";
+
+/// What this replica serves of a tool: the fingerprint of what is shown, and the version.
+struct Served {
+    shown: String,
+    version: String,
+}
+
+impl Served {
+    fn of(tool: &registry_core::Tool) -> Served {
+        Served {
+            shown: tool.fingerprint().to_string(),
+            version: tool.version_fingerprint().to_string(),
+        }
+    }
+
+    /// Whether this replica lacks the replacement `record` made: it serves exactly the
+    /// replaced version, by version fingerprint where the record has one; for records made
+    /// before those, by what was shown (or, for a record that names neither, anything but the
+    /// new definition).
+    fn lacks(&self, record: &ChangeRecord) -> bool {
+        match (&record.old_version, &record.old_fingerprint) {
+            (Some(old), _) => *old == self.version,
+            (None, Some(old)) => *old == self.shown,
+            (None, None) => record.fingerprint.as_ref() != Some(&self.shown),
+        }
+    }
+
+    /// Whether `set` (of [`note_replaced`]) holds this version.
+    fn is_in(&self, set: &HashSet<String>) -> bool {
+        set.contains(&format!("{VERSION}{}", self.version)) || set.contains(&self.shown)
     }
 }

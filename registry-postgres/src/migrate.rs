@@ -13,6 +13,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0005_tool_catalog.sql"),
     include_str!("../migrations/0006_prune.sql"),
     include_str!("../migrations/0007_principal.sql"),
+    include_str!("../migrations/0008_version_fingerprint.sql"),
 ];
 
 /// The key of the advisory lock held while migrating (any constant the application does not

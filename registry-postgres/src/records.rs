@@ -55,9 +55,17 @@ pub struct ChangeRecord {
     pub old_runs: Option<String>,
     /// For a replacement, the new definition's fingerprint.
     pub fingerprint: Option<String>,
-    /// For a replacement, the fingerprint of the definition it replaced: replicas serving
-    /// exactly that version stop serving it.
+    /// For a replacement, the fingerprint of the definition it replaced.
     pub old_fingerprint: Option<String>,
+    /// For a replacement, the new version's
+    /// [`Tool::version_fingerprint`](registry_core::Tool::version_fingerprint): its
+    /// definition, hints, scopes, tenants and gate flags. `None` in records made before
+    /// version 8 of the schema.
+    pub version: Option<String>,
+    /// For a replacement, the version fingerprint of the version it replaced: replicas
+    /// serving exactly that version stop serving it (those of records without one compare
+    /// [`old_fingerprint`](Self::old_fingerprint)).
+    pub old_version: Option<String>,
     /// Why, as the operator or application said.
     pub reason: String,
     /// Who made it: a replica, or `registry-admin`.

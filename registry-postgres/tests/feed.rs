@@ -7,8 +7,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Counter, bounded, call, cluster, plane, subject, wait_until};
-use registry_core::{ErrorKind, Registry, RegistryError, ReplacePolicy};
+use registry_core::{DynamicTool, ErrorKind, Registry, RegistryError, ReplacePolicy, ToolContext};
 use registry_postgres::{ChangeFeed, ControlPlane, Error, RecordedKind};
+use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(90);
 const PROPAGATION: Duration = Duration::from_secs(2);
@@ -733,6 +734,184 @@ async fn a_replacement_does_not_concern_a_replica_with_another_version() {
         })
         .await;
         assert_eq!(registry_e.is_revoked_now("status"), Some(false));
+    })
+    .await;
+}
+
+/// `status` under `builds:read` (and `extra` scopes), answering `answer`: versions that a
+/// model is shown alike, and that differ in scopes or in their handler only.
+fn scoped_status(counter: &Counter, extra: &[&str], answer: &'static str) -> DynamicTool {
+    let counter = counter.clone();
+    let scopes: Vec<String> = std::iter::once("builds:read")
+        .chain(extra.iter().copied())
+        .map(str::to_owned)
+        .collect();
+    DynamicTool::new("status", "Read the build status of a project.")
+        .parameters(common::project_schema())
+        .scopes(scopes)
+        .read_only()
+        .handler(move |_: &ToolContext, _: Value| {
+            counter.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok::<_, String>(json!(answer))
+        })
+}
+
+/// A following replica with only `status` as `tool`.
+async fn scoped_replica(url: &str, name: &str, tool: DynamicTool) -> (Registry, ChangeFeed) {
+    let registry = Registry::builder().tool(tool).build().unwrap();
+    let feed = plane(url, name).await.follow(&registry).await.unwrap();
+    (registry, feed)
+}
+
+fn builds_subject() -> registry_core::Subject {
+    subject().with_scopes(["builds:read", "builds:audit"])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_that_changes_only_scopes_stays_on_the_replica_that_made_it() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let v1 = || scoped_status(&counter, &[], "v1");
+        let v2 = || scoped_status(&counter, &["builds:audit"], "v2");
+        let (registry_a, feed_a) = scoped_replica(&url, "a", v1()).await;
+        let (registry_b, feed_b) = scoped_replica(&url, "b", v1()).await;
+        // C was deployed with the new version already.
+        let (registry_c, feed_c) = scoped_replica(&url, "c", v2()).await;
+        let shown = registry_a.get("status").unwrap().fingerprint();
+        let old_version = registry_a.get("status").unwrap().version_fingerprint();
+
+        let record = feed_a
+            .replace(v2(), ReplacePolicy::keep_old_runs("audit scope"))
+            .await
+            .unwrap();
+        let new = registry_a.get("status").unwrap();
+        // The model is shown the same; the versions differ, and the record names both.
+        assert_eq!(new.fingerprint(), shown);
+        assert_ne!(new.version_fingerprint(), old_version);
+        assert_eq!(
+            record.version.as_deref(),
+            Some(new.version_fingerprint().to_string().as_str())
+        );
+        assert_eq!(
+            record.old_version.as_deref(),
+            Some(old_version.to_string().as_str())
+        );
+        wait_until(PROPAGATION, "B and C apply the replacement", || {
+            feed_b.applied_seq() == record.seq && feed_c.applied_seq() == record.seq
+        })
+        .await;
+        // A applied its own record coming back through the feed, and still serves v2.
+        assert_eq!(feed_a.applied_seq(), record.seq);
+        assert_eq!(registry_a.is_revoked_now("status"), Some(false));
+        let done = registry_a
+            .open_run("run-a", &builds_subject())
+            .call(call("a1", "status"))
+            .await;
+        assert_eq!(done.content(), &json!("v2"), "{done:?}");
+        // B serves v1, which was replaced: revoked. C has v2: served.
+        assert_eq!(registry_b.is_revoked_now("status"), Some(true));
+        assert_eq!(registry_c.is_revoked_now("status"), Some(false));
+        let done = registry_c
+            .open_run("run-c", &builds_subject())
+            .call(call("c1", "status"))
+            .await;
+        assert_eq!(done.content(), &json!("v2"), "{done:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_that_changes_only_the_handler_stays_on_the_replica_that_made_it() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (registry_a, feed_a) =
+            scoped_replica(&url, "a", scoped_status(&counter, &[], "old")).await;
+        let (registry_b, feed_b) =
+            scoped_replica(&url, "b", scoped_status(&counter, &[], "old")).await;
+        let version = registry_a.get("status").unwrap().version_fingerprint();
+
+        let record = feed_a
+            .replace(
+                scoped_status(&counter, &[], "new"),
+                ReplacePolicy::keep_old_runs("a fixed handler"),
+            )
+            .await
+            .unwrap();
+        // Nothing but the code differs: the versions cannot be told apart.
+        assert_eq!(
+            registry_a.get("status").unwrap().version_fingerprint(),
+            version
+        );
+        assert_eq!(record.version, record.old_version);
+        // Give A's feed time to have applied its own record more than once if it were to.
+        wait_until(PROPAGATION, "B applies the replacement", || {
+            feed_b.applied_seq() == record.seq
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(feed_a.applied_seq(), record.seq);
+        assert_eq!(registry_a.is_revoked_now("status"), Some(false));
+        let done = registry_a
+            .open_run("run-a", &builds_subject())
+            .call(call("a1", "status"))
+            .await;
+        assert_eq!(done.content(), &json!("new"), "{done:?}");
+        // B cannot know whether it has the new code: it fails closed, and stops serving.
+        assert_eq!(registry_b.is_revoked_now("status"), Some(true));
+        // Revoked and restored everywhere: A serves its new code again; B, which may have
+        // only the old, stays revoked.
+        feed_a.revoke("status", "incident").await.unwrap();
+        let seq = feed_a.restore("status", "over").await.unwrap().seq;
+        wait_until(PROPAGATION, "B applies both", || {
+            feed_b.applied_seq() == seq
+        })
+        .await;
+        assert_eq!(registry_a.is_revoked_now("status"), Some(false));
+        assert_eq!(registry_b.is_revoked_now("status"), Some(true));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replacement_recorded_before_version_fingerprints_is_compared_as_before() {
+    let (_cluster, url) = cluster("feed");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let v1 = Registry::builder()
+            .tool(scoped_status(&counter, &[], "v1"))
+            .build()
+            .unwrap();
+        let shown = v1.get("status").unwrap().fingerprint().to_string();
+        // What an earlier release recorded: the fingerprints of what was shown, no versions.
+        ControlPlane::connect(&url).await.unwrap();
+        common::sql(&url)
+            .await
+            .execute(
+                "INSERT INTO registry_changes
+                     (seq, tool, kind, old_runs, fingerprint, old_fingerprint, reason, origin)
+                 VALUES (1, 'status', 'replace', 'keep_shown_version', $1, $2, 'v2', 'old')",
+                &[&"0".repeat(32), &shown],
+            )
+            .await
+            .unwrap();
+        let feed = plane(&url, "a").await.follow(&v1).await.unwrap();
+        assert_eq!(feed.applied_seq(), 1);
+        let records = plane(&url, "b").await.changes(0, 10).await.unwrap();
+        assert_eq!(records[0].version, None);
+        // It serves exactly the definition replaced: it lacks the new one.
+        assert_eq!(v1.is_revoked_now("status"), Some(true));
+        // A replica shown another definition is not concerned.
+        let other = Registry::builder()
+            .tool(
+                common::status_described(&counter, "Read the build status, with its tests.")
+                    .scopes(["builds:read"]),
+            )
+            .build()
+            .unwrap();
+        let _feed = plane(&url, "c").await.follow(&other).await.unwrap();
+        assert_eq!(other.is_revoked_now("status"), Some(false));
     })
     .await;
 }

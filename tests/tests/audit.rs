@@ -113,7 +113,12 @@ fn opening_a_run_emits_its_projection() {
             "agent": "helper",
             "fingerprint": run.allowed().fingerprint().to_string(),
             "visible": 1,
-            "hidden": 6
+            "hidden": 6,
+            "versions": run.allowed().version_fingerprint().to_string(),
+            "tools": [{
+                "name": "note",
+                "version": registry.get("note").unwrap().version_fingerprint().to_string()
+            }]
         })
     );
     let AuditEvent::Projection(ProjectionEvent {
@@ -252,7 +257,8 @@ fn every_call_is_audited_with_its_outcome() {
             "outcome",
             "run_id",
             "tenant",
-            "tool"
+            "tool",
+            "tool_version"
         ]
     );
     assert_eq!(json["event"], "call");

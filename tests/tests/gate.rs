@@ -176,7 +176,7 @@ fn a_call_that_needs_approval_runs_nothing_and_says_so() {
         assert_eq!(request.allowed_set(), run.allowed().fingerprint());
         assert_eq!(
             request.definition_digest(),
-            registry.get("deploy").unwrap().fingerprint()
+            registry.get("deploy").unwrap().version_fingerprint()
         );
         assert!(request.reason().contains("marked as needing approval"));
         assert!(request.expires_at() > request.requested_at());

@@ -311,6 +311,7 @@ fn every_change_is_recorded() {
     let registry = registry();
     assert!(registry.changes().is_empty());
     let v1 = registry.get("lookup").unwrap().fingerprint();
+    let version_1 = registry.get("lookup").unwrap().version_fingerprint();
     let started = SystemTime::now();
 
     let revoked = registry.revoke("lookup", "first reason").unwrap();
@@ -321,6 +322,7 @@ fn every_change_is_recorded() {
         )
         .unwrap();
     let v2 = registry.get("lookup").unwrap().fingerprint();
+    let version_2 = registry.get("lookup").unwrap().version_fingerprint();
     assert_ne!(v1, v2);
     registry
         .replace(
@@ -384,7 +386,9 @@ fn every_change_is_recorded() {
             "name": "lookup",
             "kind": {"replaced": "keep_shown_version"},
             "reason": "second reason",
-            "old_fingerprint": v1.to_string()
+            "old_fingerprint": v1.to_string(),
+            "old_version": version_1.to_string(),
+            "new_version": version_2.to_string()
         })
     );
     assert_eq!(

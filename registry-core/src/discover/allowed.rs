@@ -19,6 +19,8 @@ pub struct AllowedSet {
     run_id: Arc<str>,
     subject: Subject,
     fingerprint: Fingerprint,
+    /// Computed when first asked for (an audit event, a caller).
+    versions: std::sync::OnceLock<Fingerprint>,
 }
 
 impl AllowedSet {
@@ -33,6 +35,7 @@ impl AllowedSet {
             run_id,
             subject,
             fingerprint,
+            versions: std::sync::OnceLock::new(),
         }
     }
 
@@ -67,9 +70,24 @@ impl AllowedSet {
         self.entries.is_empty()
     }
 
-    /// The fingerprint of what the run was shown.
+    /// The fingerprint of what the run was shown: each tool's name and
+    /// [`Tool::fingerprint`](crate::Tool::fingerprint).
     pub fn fingerprint(&self) -> Fingerprint {
         self.fingerprint
+    }
+
+    /// The fingerprint of what the run may execute: each tool's name and
+    /// [`Tool::version_fingerprint`](crate::Tool::version_fingerprint), so scopes, tenants
+    /// and gate flags too. Two runs shown the same tools whose gate differs differ here, not
+    /// in [`fingerprint`](Self::fingerprint).
+    pub fn version_fingerprint(&self) -> Fingerprint {
+        *self.versions.get_or_init(|| {
+            Fingerprint::of_named(
+                self.entries
+                    .iter()
+                    .map(|entry| (entry.tool.name(), entry.tool.version_fingerprint())),
+            )
+        })
     }
 
     /// The run it belongs to.

@@ -148,6 +148,17 @@ impl Registry {
                     fingerprint: run.allowed().fingerprint(),
                     visible: run.allowed().len(),
                     hidden,
+                    versions: run.allowed().version_fingerprint(),
+                    tools: run
+                        .allowed()
+                        .entries()
+                        .iter()
+                        .take(audit::PROJECTED_TOOLS)
+                        .map(|entry| audit::ToolVersion {
+                            name: entry.tool.name().to_owned(),
+                            version: entry.tool.version_fingerprint(),
+                        })
+                        .collect(),
                 }),
             );
         }
@@ -155,7 +166,8 @@ impl Registry {
     }
 }
 
-/// What a model may know of one tool: its definition and behaviour hints, nothing internal.
+/// What a model may know of one tool: its definition and behaviour hints, nothing internal;
+/// and, for the application's records, which version of the tool it is.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
 pub struct Capability<'a> {
@@ -163,6 +175,10 @@ pub struct Capability<'a> {
     pub definition: &'a ToolDefinition,
     /// The behaviour hints.
     pub hints: Hints,
+    /// The version the run would execute
+    /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)): its definition,
+    /// hints, scopes, tenants and gate flags. The same as the call events of this run record.
+    pub version: crate::Fingerprint,
 }
 
 /// How many names an unknown-tool answer lists at most.
@@ -306,11 +322,12 @@ impl Run {
             .map(|entry| &**entry.tool.definition_ref())
     }
 
-    /// The capabilities the run was shown: definitions and hints, in name order.
+    /// The capabilities the run was shown: definitions, hints and versions, in name order.
     pub fn capabilities(&self) -> impl ExactSizeIterator<Item = Capability<'_>> + '_ {
         self.allowed.entries().iter().map(|entry| Capability {
             definition: entry.tool.definition_ref(),
             hints: entry.tool.policy().hints,
+            version: entry.tool.version_fingerprint(),
         })
     }
 
@@ -471,11 +488,12 @@ impl Run {
             Ok(arguments) if audit => Some(argument_fingerprint(arguments)),
             _ => None,
         };
-        let refuse = |kind, text, detail| {
+        let refuse = |kind, text, detail, version| {
             let mut decided = Decided::refused(call_id.clone(), name.clone(), kind, text);
             decided.arguments = fingerprint.clone();
             decided.generated_id = generated_id;
             decided.detail = detail;
+            decided.tool_version = version;
             Err(Box::new(decided))
         };
         let Some(entry) = self.allowed.find(&name) else {
@@ -484,23 +502,26 @@ impl Run {
             } else {
                 ErrorKind::UnknownTool
             };
-            return refuse(kind, self.unknown_tool_text(&name), None);
+            return refuse(kind, self.unknown_tool_text(&name), None, None);
         };
+        let version = Some(entry.tool.version_fingerprint());
         if let Some(reason) = self.registry.suspended() {
             return refuse(
                 ErrorKind::Unavailable,
                 unavailable_text(&name),
                 Some(reason),
+                version,
             );
         }
         if self.registry.is_revoked(entry.slot, entry.version) {
-            return refuse(ErrorKind::Revoked, revoked_text(&name), None);
+            return refuse(ErrorKind::Revoked, revoked_text(&name), None, version);
         }
         if let Some(reason) = self.registry.not_ready(entry.slot) {
             return refuse(
                 ErrorKind::Unavailable,
                 unavailable_text(&name),
                 Some(reason),
+                version,
             );
         }
         let mut arguments = match arguments {
@@ -508,6 +529,7 @@ impl Run {
             Err(problem) => {
                 let mut decided = Decided::invalid(call_id, name, vec![problem]);
                 decided.generated_id = generated_id;
+                decided.tool_version = version;
                 return Err(Box::new(decided));
             }
         };
@@ -515,6 +537,7 @@ impl Run {
             let mut decided = Decided::invalid(call_id, name, problems);
             decided.arguments = fingerprint;
             decided.generated_id = generated_id;
+            decided.tool_version = version;
             return Err(Box::new(decided));
         }
         let context = self.context(&call_id, entry, options);
@@ -529,6 +552,7 @@ impl Run {
                 generated_id,
                 structured: entry.tool.output_schema().is_some(),
                 approval: None,
+                tool_version: version,
             },
         })
     }
@@ -621,7 +645,7 @@ impl Run {
             arguments,
             reason,
             allowed_set: self.allowed.fingerprint(),
-            definition: entry.tool.fingerprint(),
+            definition: entry.tool.version_fingerprint(),
             requested_at: now,
             expires_at: now + gate.approval_ttl,
         });
@@ -799,6 +823,7 @@ impl Run {
                     argument_hash,
                     detail: decided.detail.clone(),
                     approval_id: decided.approval_id.clone(),
+                    tool_version: decided.tool_version,
                 }),
             );
         }
@@ -857,6 +882,8 @@ pub(crate) struct Ticket {
     pub(crate) generated_id: bool,
     pub(crate) structured: bool,
     pub(crate) approval: Option<String>,
+    /// The version of the tool the call resolved to, for the audit log.
+    pub(crate) tool_version: Option<crate::Fingerprint>,
 }
 
 impl Ticket {
@@ -868,6 +895,7 @@ impl Ticket {
             generated_id: self.generated_id,
             structured: self.structured,
             approval: self.approval.clone(),
+            tool_version: self.tool_version,
         }
     }
 
@@ -877,6 +905,7 @@ impl Ticket {
         decided.arguments = self.arguments;
         decided.generated_id = self.generated_id;
         decided.approval_id = self.approval;
+        decided.tool_version = self.tool_version;
         decided
     }
 
@@ -904,6 +933,7 @@ impl Ticket {
             detail,
             generated_id: self.generated_id,
             approval_id: self.approval,
+            tool_version: self.tool_version,
         }
     }
 }
@@ -915,6 +945,7 @@ pub(crate) struct Decided {
     pub(crate) detail: Option<String>,
     pub(crate) generated_id: bool,
     pub(crate) approval_id: Option<String>,
+    pub(crate) tool_version: Option<crate::Fingerprint>,
 }
 
 impl Decided {
@@ -925,6 +956,7 @@ impl Decided {
             detail: None,
             generated_id: false,
             approval_id: None,
+            tool_version: None,
         }
     }
 

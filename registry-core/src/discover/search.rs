@@ -28,11 +28,12 @@ impl SearchHit {
         self.score
     }
 
-    /// The tool's definition and behaviour hints, as the run was shown them.
+    /// The tool's definition and behaviour hints, as the run was shown them, and its version.
     pub fn capability(&self) -> Capability<'_> {
         Capability {
             definition: self.tool.definition_ref(),
             hints: self.tool.policy().hints,
+            version: self.tool.version_fingerprint(),
         }
     }
 

@@ -13,11 +13,13 @@ use crate::resolve::tool_error::ArgumentProblem;
 /// A call that waits for a person: exactly what would run, for whom, and why it needs
 /// approval.
 ///
-/// It is bound to what the model was shown: the fingerprint of the run's allowed set and the
-/// digest of the tool's definition; and to whom it was shown: the subject's tenant, agent and
+/// It is bound to what the model was shown and what would run: the fingerprint of the run's
+/// allowed set and the version fingerprint of the tool (its definition, hints, scopes,
+/// tenants and gate flags); and to whom it was shown: the subject's tenant, agent and
 /// principal. [`Run::approve`](crate::Run::approve) runs it with exactly these arguments, from
 /// a run with the same allowed set and the same tenant, agent and principal, at most once,
-/// before it expires, and only if the tool was neither revoked nor replaced since. It serializes (to keep it in a
+/// before it expires, and only if the tool was neither revoked nor replaced since. It
+/// serializes (to keep it in a
 /// database, or show it in a console) and deserializes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
@@ -119,7 +121,11 @@ impl ApprovalRequest {
         self.allowed_set
     }
 
-    /// The digest of the tool's definition as the model was shown it.
+    /// The version of the tool the request is bound to
+    /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)): its definition as the
+    /// model was shown it, and its hints, scopes, tenants and gate flags. A run whose tool is
+    /// another version cannot decide the request (it is revoked). A request stored by an
+    /// earlier release, bound to the definition and hints only, is revoked when decided.
     pub fn definition_digest(&self) -> Fingerprint {
         self.definition
     }

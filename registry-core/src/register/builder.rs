@@ -349,6 +349,10 @@ impl RegistryBuilder {
     }
 
     /// Checks everything and builds the registry, or lists every problem found.
+    ///
+    /// A build that fails is audited: a [`ChangeRefused`](crate::AuditEvent::ChangeRefused)
+    /// event with every problem goes to `tracing` and to the [`audit_sink`](Self::audit_sink)
+    /// given to this builder.
     pub fn build(self) -> Result<Registry, RegistryError> {
         let mut problems = Vec::new();
         if let Selection::Under(paths) = &self.declared {
@@ -436,7 +440,7 @@ impl RegistryBuilder {
             }
         }
         if !problems.is_empty() {
-            return Err(RegistryError::Build(problems));
+            return Err(refused_build(self.audit.as_deref(), problems));
         }
         let registry = Registry::from_parts(RegistryParts {
             tools,
@@ -467,7 +471,7 @@ impl RegistryBuilder {
         if problems.is_empty() {
             Ok(registry)
         } else {
-            Err(RegistryError::Build(problems))
+            Err(refused_build(registry.audit_sink(), problems))
         }
     }
 
@@ -488,6 +492,13 @@ impl RegistryBuilder {
         });
         chosen
     }
+}
+
+/// The error of a failed build, audited.
+fn refused_build(sink: Option<&dyn AuditSink>, problems: Vec<BuildProblem>) -> RegistryError {
+    let error = RegistryError::Build(problems);
+    crate::audit::refused(sink, crate::audit::ChangeAttempt::Build, None, None, &error);
+    error
 }
 
 /// Whether `module` is `path` or a module below it.

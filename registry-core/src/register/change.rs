@@ -71,6 +71,13 @@ pub struct Change {
     pub kind: ChangeKind,
     /// Why, as the application said.
     pub reason: String,
-    /// The fingerprint of the definition that was revoked or replaced.
+    /// The fingerprint of the definition that was revoked, replaced or restored, as a model
+    /// was shown it ([`Tool::fingerprint`](crate::Tool::fingerprint)).
     pub old_fingerprint: Fingerprint,
+    /// The version of the tool that was revoked, replaced or restored
+    /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)).
+    pub old_version: Fingerprint,
+    /// The version new runs get from now on: for a replacement, the new one; for a
+    /// restoration, the restored one; `None` for a revocation.
+    pub new_version: Option<Fingerprint>,
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use crate::discover::access::AccessPolicy;
 use std::time::Duration;
 
-use crate::audit::{self, AuditEvent, AuditSink, ChangeEvent, ReadinessEvent};
+use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
 use crate::declare::dynamic::DynamicTool;
 use crate::declare::source::Source;
 use crate::discover::discovery::{Entry, SlotState, Snapshot};
@@ -220,10 +220,17 @@ impl Registry {
     /// Revokes the tool named `name` for every run, old and new, at once: calls that start
     /// after this returns are answered `Revoked`; calls already running complete. A later
     /// [`replace`](Self::replace) brings a new version back.
+    ///
+    /// A name the registry does not have is [`RegistryError::UnknownTool`], audited as a
+    /// [`ChangeRefused`](crate::AuditEvent::ChangeRefused) event.
     pub fn revoke(&self, name: &str, reason: impl Into<String>) -> Result<Change, RegistryError> {
-        let slot = self.slot(name).ok_or_else(|| RegistryError::UnknownTool {
-            name: name.to_owned(),
-        })?;
+        let reason = reason.into();
+        let Some(slot) = self.slot(name) else {
+            let error = RegistryError::UnknownTool {
+                name: name.to_owned(),
+            };
+            return Err(self.refused(ChangeAttempt::Revoke, name, &reason, error));
+        };
         let changes = self.lock_changes();
         let snapshot = self.snapshot();
         self.inner.slots[slot]
@@ -233,17 +240,32 @@ impl Registry {
             at: audit::now(),
             name: name.to_owned(),
             kind: ChangeKind::Revoked,
-            reason: reason.into(),
+            reason,
             old_fingerprint: snapshot.tools[slot].fingerprint(),
+            old_version: snapshot.tools[slot].version_fingerprint(),
+            new_version: None,
         };
         Ok(self.commit_change(changes, change))
+    }
+
+    /// Audits a refused change, and gives back its error.
+    fn refused(
+        &self,
+        attempt: ChangeAttempt,
+        name: &str,
+        reason: &str,
+        error: RegistryError,
+    ) -> RegistryError {
+        audit::refused(self.audit_sink(), attempt, Some(name), Some(reason), &error);
+        error
     }
 
     /// Brings back a revoked tool for runs opened from now on: its same definition is
     /// installed as a new version, which no revocation covers. Runs that were open when it
     /// was revoked keep getting `Revoked` (what they were told stays true); new runs see and
     /// call it again. A tool that is not revoked is [`RegistryError::NotRevoked`], and nothing
-    /// changes.
+    /// changes; that, and a name the registry does not have, is audited as a
+    /// [`ChangeRefused`](crate::AuditEvent::ChangeRefused) event.
     ///
     /// ```
     /// use registry_core::{tool, ChangeKind, ErrorKind, Registry, Subject, ToolCall};
@@ -269,19 +291,27 @@ impl Registry {
     /// # Ok::<(), registry_core::RegistryError>(())
     /// ```
     pub fn restore(&self, name: &str, reason: impl Into<String>) -> Result<Change, RegistryError> {
-        let slot = self.slot(name).ok_or_else(|| RegistryError::UnknownTool {
-            name: name.to_owned(),
-        })?;
+        let reason = reason.into();
+        let Some(slot) = self.slot(name) else {
+            let error = RegistryError::UnknownTool {
+                name: name.to_owned(),
+            };
+            return Err(self.refused(ChangeAttempt::Restore, name, &reason, error));
+        };
         let changes = self.lock_changes();
         let mut current = self.write_snapshot();
         let version = current.versions[slot];
         if !self.inner.slots[slot].is_revoked(version) {
-            return Err(RegistryError::NotRevoked {
+            drop(current);
+            drop(changes);
+            let error = RegistryError::NotRevoked {
                 name: name.to_owned(),
-            });
+            };
+            return Err(self.refused(ChangeAttempt::Restore, name, &reason, error));
         }
         let tool = current.tools[slot].clone();
         let old_fingerprint = tool.fingerprint();
+        let old_version = tool.version_fingerprint();
         let next = current.with_replaced(slot, tool, version + 1);
         *current = Arc::new(next);
         drop(current);
@@ -289,8 +319,10 @@ impl Registry {
             at: audit::now(),
             name: name.to_owned(),
             kind: ChangeKind::Restored,
-            reason: reason.into(),
+            reason,
             old_fingerprint,
+            old_version,
+            new_version: Some(old_version),
         };
         Ok(self.commit_change(changes, change))
     }
@@ -387,29 +419,35 @@ impl Registry {
     /// opened before either keep calling exactly the version they were shown, or get
     /// `Revoked`, as `policy` says; a run never calls a version it was not shown.
     ///
-    /// `tool` meets the checks of the builder; a problem is an error and changes nothing.
+    /// `tool` meets the checks of the builder; a problem is an error and changes nothing, and
+    /// is audited as a [`ChangeRefused`](crate::AuditEvent::ChangeRefused) event.
     pub fn replace(
         &self,
         tool: DynamicTool,
         policy: ReplacePolicy,
     ) -> Result<Change, RegistryError> {
         let mut problems = Vec::new();
+        let name = tool.name().to_owned();
         let parts = tool.check(&mut problems);
         let Some(parts) = parts else {
-            return Err(RegistryError::Build(problems));
+            let error = RegistryError::Build(problems);
+            return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
         };
-        let name = parts.name.to_string();
-        let slot = self.slot(&name).ok_or_else(|| {
-            RegistryError::Build(vec![crate::BuildProblem::NothingToReplace {
+        let Some(slot) = self.slot(&name) else {
+            let error = RegistryError::Build(vec![crate::BuildProblem::NothingToReplace {
                 name: name.clone(),
                 site: parts.source,
-            }])
-        })?;
+            }]);
+            return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
+        };
         let changes = self.lock_changes();
         let mut current = self.write_snapshot();
         let old_version = current.versions[slot];
         let old_fingerprint = current.tools[slot].fingerprint();
-        let next = current.with_replaced(slot, Tool::from_parts(parts), old_version + 1);
+        let old_tool_version = current.tools[slot].version_fingerprint();
+        let new_tool = Tool::from_parts(parts);
+        let new_tool_version = new_tool.version_fingerprint();
+        let next = current.with_replaced(slot, new_tool, old_version + 1);
         if policy.old_runs == OldRuns::Revoke {
             self.inner.slots[slot]
                 .revoked_through
@@ -423,6 +461,8 @@ impl Registry {
             kind: ChangeKind::Replaced(policy.old_runs),
             reason: policy.reason,
             old_fingerprint,
+            old_version: old_tool_version,
+            new_version: Some(new_tool_version),
         };
         Ok(self.commit_change(changes, change))
     }

@@ -39,6 +39,7 @@ struct ToolInner {
     /// The digest of the exported tool object, per profile; `None` where it cannot be exported.
     digests: [OnceLock<Option<String>>; Profile::ALL.len()],
     fingerprint: OnceLock<Fingerprint>,
+    version: OnceLock<Fingerprint>,
     validator: OnceLock<Result<ArgumentValidator, String>>,
     /// The top-level properties that are not required, for which `null` means absent.
     optional: OnceLock<Box<[String]>>,
@@ -105,6 +106,7 @@ impl Tool {
             lowered: Default::default(),
             digests: Default::default(),
             fingerprint: OnceLock::new(),
+            version: OnceLock::new(),
             validator: OnceLock::new(),
             optional: OnceLock::new(),
             handler: Handler::Declared(declaration.execute),
@@ -126,6 +128,7 @@ impl Tool {
             lowered: Default::default(),
             digests: Default::default(),
             fingerprint: OnceLock::new(),
+            version: OnceLock::new(),
             validator: OnceLock::from(Ok(parts.validator)),
             optional: OnceLock::new(),
             handler: parts.handler,
@@ -161,12 +164,60 @@ impl Tool {
     }
 
     /// A stable fingerprint of what a model is shown of the tool (its definition and its
-    /// behaviour hints): it changes whenever that does.
+    /// behaviour hints): it changes whenever that does. The fingerprint of a run's allowed
+    /// set is made of these. What would run, scopes and gate flags included, is
+    /// [`version_fingerprint`](Self::version_fingerprint).
     pub fn fingerprint(&self) -> Fingerprint {
         *self.0.fingerprint.get_or_init(|| {
             let shown = (&**self.definition_ref(), &self.0.policy.hints);
             // A definition is strings and JSON values: it always serializes.
             let json = serde_json::to_vec(&shown).unwrap_or_default();
+            Fingerprint::of_bytes(&json)
+        })
+    }
+
+    /// A stable fingerprint of this version of the tool: its definition, its output schema
+    /// and its whole [`ToolPolicy`] (scopes, tenants, behaviour hints, and every gate flag:
+    /// `needs_approval`, `rate_limit`, `timeout`, and also `namespace`, `always_loaded` and
+    /// `allow_description`, which change what is shown where and what was checked). Two
+    /// versions that differ in any of these differ here, even when a model is shown the
+    /// same ([`fingerprint`](Self::fingerprint)).
+    ///
+    /// It is what call, approval and projection events record of the tool that ran or was
+    /// shown, what an [`ApprovalRequest`](crate::ApprovalRequest) is bound to, and what the
+    /// PostgreSQL control plane compares replacements by. It does not cover the handler
+    /// (code has no stable identity), nor the registry's own settings (its default rate
+    /// limit, call and access policies), which are not the tool's.
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Registry};
+    ///
+    /// let tool = |scope: &str| {
+    ///     DynamicTool::new("ping", "Answer pong.")
+    ///         .scopes([scope])
+    ///         .handler(|_, _| Ok::<_, String>("pong".into()))
+    /// };
+    /// let a = Registry::builder().tool(tool("ops:read")).build()?.get("ping")?;
+    /// let b = Registry::builder().tool(tool("ops:admin")).build()?.get("ping")?;
+    /// assert_eq!(a.fingerprint(), b.fingerprint()); // the model is shown the same
+    /// assert_ne!(a.version_fingerprint(), b.version_fingerprint()); // not the same tool
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    pub fn version_fingerprint(&self) -> Fingerprint {
+        *self.0.version.get_or_init(|| {
+            #[derive(serde::Serialize)]
+            struct Version<'a> {
+                definition: &'a ToolDefinition,
+                output_schema: Option<&'a Value>,
+                policy: &'a ToolPolicy,
+            }
+            let version = Version {
+                definition: self.definition_ref(),
+                output_schema: self.output_schema(),
+                policy: &self.0.policy,
+            };
+            // Strings, numbers and JSON values: it always serializes.
+            let json = serde_json::to_vec(&version).unwrap_or_default();
             Fingerprint::of_bytes(&json)
         })
     }

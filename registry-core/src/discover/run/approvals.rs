@@ -252,7 +252,7 @@ impl Run {
         }
         if self.registry().is_revoked(entry.slot, entry.version)
             || self.registry().current_version(entry.slot) != entry.version
-            || entry.tool.fingerprint() != request.definition
+            || entry.tool.version_fingerprint() != request.definition
         {
             let request = self.transition(id, ApprovalState::Revoked).await?;
             self.audit_approval(&request, ApprovalEventKind::Revoked, None);
@@ -415,6 +415,7 @@ impl Run {
             generated_id: request.generated_id,
             structured,
             approval: Some(request.id.clone()),
+            tool_version: Some(request.definition),
         }
     }
 
@@ -460,6 +461,7 @@ impl Run {
                 by: by.map(str::to_owned),
                 reason,
                 argument_hash: crate::audit::argument_fingerprint(&request.arguments).1,
+                tool_version: request.definition,
             }),
         );
     }
