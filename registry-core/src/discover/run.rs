@@ -100,7 +100,8 @@ pub struct Run {
     scope: Arc<RunScope>,
     allowed: AllowedSet,
     timeout: Option<Duration>,
-    policy: Option<Arc<dyn CallPolicy>>,
+    /// The run's own call policies, asked after the registry's.
+    policies: Vec<Arc<dyn CallPolicy>>,
     budget: Option<Budget>,
     host: Option<Arc<dyn CallHost>>,
 }
@@ -112,7 +113,7 @@ impl std::fmt::Debug for Run {
             .field("subject", self.subject())
             .field("allowed", &self.allowed)
             .field("timeout", &self.timeout)
-            .field("call_policy", &self.policy.is_some())
+            .field("call_policies", &self.policies.len())
             .field("budget", &self.budget)
             .field("host", &self.host.is_some())
             .finish_non_exhaustive()
@@ -181,7 +182,7 @@ impl Run {
             scope,
             allowed,
             timeout: None,
-            policy: None,
+            policies: Vec::new(),
             budget: None,
             host: None,
         }
@@ -195,10 +196,34 @@ impl Run {
     }
 
     /// Adds a per-call policy for this run. It can only narrow the registry's (see
-    /// [`RegistryBuilder::call_policy`](crate::RegistryBuilder::call_policy)): both are
-    /// asked, and the stricter decision wins. A second call replaces this run's policy.
+    /// [`RegistryBuilder::call_policy`](crate::RegistryBuilder::call_policy)): every policy,
+    /// the registry's and the run's, is asked, and the stricter decision wins whatever the
+    /// order: deny over approval over allow. A second call adds a policy; it never replaces
+    /// the first.
+    ///
+    /// ```
+    /// use registry_core::{tool, CallRequest, Decision, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Delete a branch.
+    /// #[tool(scopes = "repo:write")]
+    /// fn delete_branch(branch: String) -> String {
+    ///     format!("{branch} deleted")
+    /// }
+    ///
+    /// let registry = Registry::from_inventory().unwrap();
+    /// let run = registry
+    ///     .open_run("r1", &Subject::new("acme").with_scopes(["repo:write"]))
+    ///     .with_call_policy(|call: &CallRequest<'_>| match call.arguments()["branch"].as_str() {
+    ///         Some("main") => Decision::Deny("main is protected".into()),
+    ///         _ => Decision::Allow,
+    ///     })
+    ///     .with_call_policy(|_: &CallRequest<'_>| Decision::Allow);
+    /// let main = run.call_blocking(ToolCall::new("c1", "delete_branch", json!({"branch": "main"})));
+    /// assert_eq!(main.error_kind(), Some(ErrorKind::Denied));
+    /// ```
     pub fn with_call_policy(mut self, policy: impl CallPolicy) -> Run {
-        self.policy = Some(Arc::new(policy));
+        self.policies.push(Arc::new(policy));
         self
     }
 
@@ -560,9 +585,10 @@ impl Run {
             policy: entry.tool.policy(),
             arguments,
         };
-        let policies = [self.registry.call_policy(), self.policy.as_deref()];
+        let policies = (self.registry.call_policies().iter().map(|policy| &**policy))
+            .chain(self.policies.iter().map(|policy| &**policy));
         let mut approval = None;
-        for policy in policies.into_iter().flatten() {
+        for policy in policies {
             match catch_unwind(AssertUnwindSafe(|| policy.decide(&request))) {
                 Ok(Decision::Allow) => {}
                 Ok(Decision::Deny(reason)) => {

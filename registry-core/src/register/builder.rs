@@ -61,7 +61,7 @@ pub struct RegistryBuilder {
     replacements: Vec<(DynamicTool, String)>,
     required: Vec<String>,
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
-    policy: Option<Box<dyn AccessPolicy>>,
+    policies: Vec<Box<dyn AccessPolicy>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
@@ -153,10 +153,39 @@ impl RegistryBuilder {
         self
     }
 
-    /// Sets the application's [`AccessPolicy`], consulted when runs are opened; it can only
-    /// hide tools, never show more.
+    /// Adds an [`AccessPolicy`] of the application's, consulted when runs are opened; it can
+    /// only hide tools, never show more.
+    ///
+    /// Policies compose: every one given applies, and a tool any of them hides is hidden
+    /// (hidden wins over shown, whatever the order). A second call adds a policy; it never
+    /// replaces the first. A policy that panics hides the tool.
+    ///
+    /// ```
+    /// use registry_core::{tool, Registry, Subject, Tool, Verdict};
+    ///
+    /// /// Read the build status.
+    /// #[tool(scopes = "build:read", read_only)]
+    /// fn build_status() -> String {
+    ///     "green".into()
+    /// }
+    ///
+    /// let registry = Registry::builder()
+    ///     .declared()
+    ///     .policy(|_: &Subject, _: &Tool| Verdict::Allow)
+    ///     .policy(|subject: &Subject, _: &Tool| {
+    ///         if subject.tenant() == "trial" {
+    ///             Verdict::Deny("trial tenants see no build tools".into())
+    ///         } else {
+    ///             Verdict::Allow
+    ///         }
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let trial = registry.open_run("r1", &Subject::new("trial").with_scopes(["build:read"]));
+    /// assert!(!trial.allowed().permits("build_status"));
+    /// ```
     pub fn policy(mut self, policy: impl AccessPolicy) -> Self {
-        self.policy = Some(Box::new(policy));
+        self.policies.push(Box::new(policy));
         self
     }
 
@@ -234,11 +263,36 @@ impl RegistryBuilder {
         self
     }
 
-    /// Sets the registry's per-call policy, asked for every validated call before it runs:
-    /// allow, deny with a reason the model reads, or require a person's approval. See
+    /// Adds a per-call policy of the registry's, asked for every validated call before it
+    /// runs: allow, deny with a reason the model reads, or require a person's approval. See
     /// [`CallPolicy`]; a run can narrow it with [`Run::with_call_policy`](crate::Run::with_call_policy).
+    ///
+    /// Policies compose: every one given (the registry's, then the run's) is asked, and the
+    /// stricter decision wins, whatever the order: deny over approval over allow. A second
+    /// call adds a policy; it never replaces the first. A policy that panics denies.
+    ///
+    /// ```
+    /// use registry_core::{tool, CallRequest, Decision, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Restart a service.
+    /// #[tool(scopes = "ops:write")]
+    /// fn restart(service: String) -> String {
+    ///     format!("{service} restarted")
+    /// }
+    ///
+    /// let registry = Registry::builder()
+    ///     .declared()
+    ///     .call_policy(|_: &CallRequest<'_>| Decision::RequireApproval("a restart".into()))
+    ///     .call_policy(|_: &CallRequest<'_>| Decision::Allow)
+    ///     .build()
+    ///     .unwrap();
+    /// let run = registry.open_run("r1", &Subject::new("acme").with_scopes(["ops:write"]));
+    /// let answer = run.call_blocking(ToolCall::new("c1", "restart", json!({"service": "web"})));
+    /// assert_eq!(answer.error_kind(), Some(ErrorKind::ApprovalRequired));
+    /// ```
     pub fn call_policy(mut self, policy: impl CallPolicy) -> Self {
-        self.gate.call_policy = Some(Box::new(policy));
+        self.gate.call_policies.push(Box::new(policy));
         self
     }
 
@@ -402,7 +456,7 @@ impl RegistryBuilder {
             tools,
             replacements,
             state: AppState::from_map(self.state),
-            policy: self.policy,
+            policies: self.policies,
             audit: self.audit,
             host: self.host,
             limits: self.limits,

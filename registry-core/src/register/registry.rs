@@ -64,7 +64,8 @@ struct Inner {
     generation: AtomicU64,
     replacements: Vec<Replacement>,
     state: AppState,
-    policy: Option<Box<dyn AccessPolicy>>,
+    /// The access policies, all applied: one that hides a tool hides it.
+    policies: Vec<Box<dyn AccessPolicy>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
@@ -96,7 +97,7 @@ pub(crate) struct RegistryParts {
     pub(crate) tools: Vec<Tool>,
     pub(crate) replacements: Vec<Replacement>,
     pub(crate) state: AppState,
-    pub(crate) policy: Option<Box<dyn AccessPolicy>>,
+    pub(crate) policies: Vec<Box<dyn AccessPolicy>>,
     pub(crate) audit: Option<Box<dyn AuditSink>>,
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) limits: ArgumentLimits,
@@ -127,7 +128,7 @@ impl Registry {
                 generation: AtomicU64::new(0),
                 replacements: parts.replacements,
                 state: parts.state,
-                policy: parts.policy,
+                policies: parts.policies,
                 audit: parts.audit,
                 host: parts.host,
                 limits: parts.limits,
@@ -208,7 +209,7 @@ impl Registry {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let entries = current.project(subject, &self.inner.slots, self.inner.policy.as_deref());
+        let entries = current.project(subject, &self.inner.slots, &self.inner.policies);
         (current.clone(), entries)
     }
 
@@ -742,8 +743,9 @@ impl Registry {
         &self.inner.gate
     }
 
-    pub(crate) fn call_policy(&self) -> Option<&dyn CallPolicy> {
-        self.inner.gate.call_policy.as_deref()
+    /// The registry's call policies, in the order they were given; all are asked.
+    pub(crate) fn call_policies(&self) -> &[Box<dyn CallPolicy>] {
+        &self.inner.gate.call_policies
     }
 
     pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {
@@ -755,8 +757,9 @@ impl Registry {
         self.inner.host.as_ref()
     }
 
-    pub(crate) fn access_policy(&self) -> Option<&dyn AccessPolicy> {
-        self.inner.policy.as_deref()
+    /// The registry's access policies, in the order they were given; all apply.
+    pub(crate) fn access_policies(&self) -> &[Box<dyn AccessPolicy>] {
+        &self.inner.policies
     }
 
     pub(crate) fn limits(&self) -> &ArgumentLimits {
