@@ -112,9 +112,10 @@ fn a_denial_names_its_reason_whichever_policy_came_first() {
     }
 }
 
-fn registry_with_access(
-    policies: Vec<Box<dyn Fn(&Subject, &Tool) -> Verdict + Send + Sync>>,
-) -> Registry {
+/// An access policy, boxed.
+type Access = Box<dyn Fn(&Subject, &Tool) -> Verdict + Send + Sync>;
+
+fn registry_with_access(policies: Vec<Access>) -> Registry {
     let mut builder = Registry::builder()
         .tool(
             DynamicTool::new("restart", "Restart the service.")
@@ -139,7 +140,7 @@ fn subject() -> Subject {
 
 #[test]
 fn every_access_policy_applies_and_hidden_wins_in_any_order() {
-    let hides_restart = || -> Box<dyn Fn(&Subject, &Tool) -> Verdict + Send + Sync> {
+    let hides_restart = || -> Access {
         Box::new(|_, tool| {
             if tool.name() == "restart" {
                 Verdict::Deny("no restarts today".into())
@@ -148,7 +149,7 @@ fn every_access_policy_applies_and_hidden_wins_in_any_order() {
             }
         })
     };
-    let hides_status = || -> Box<dyn Fn(&Subject, &Tool) -> Verdict + Send + Sync> {
+    let hides_status = || -> Access {
         Box::new(|_, tool| {
             if tool.name() == "status" {
                 Verdict::Deny("status is for operators".into())
@@ -157,9 +158,7 @@ fn every_access_policy_applies_and_hidden_wins_in_any_order() {
             }
         })
     };
-    let allows = || -> Box<dyn Fn(&Subject, &Tool) -> Verdict + Send + Sync> {
-        Box::new(|_, _| Verdict::Allow)
-    };
+    let allows = || -> Access { Box::new(|_, _| Verdict::Allow) };
     // One that hides and one that allows: hidden, whichever came first.
     for policies in [
         vec![hides_restart(), allows()],
@@ -191,20 +190,19 @@ fn every_access_policy_applies_and_hidden_wins_in_any_order() {
 
 #[test]
 fn an_access_policy_that_panics_hides_and_the_others_still_apply() {
-    let panics: Box<dyn Fn(&Subject, &Tool) -> Verdict + Send + Sync> = Box::new(|_, tool| {
+    let panics: Access = Box::new(|_, tool| {
         if tool.name() == "status" {
             panic!("policy bug")
         }
         Verdict::Allow
     });
-    let hides_restart: Box<dyn Fn(&Subject, &Tool) -> Verdict + Send + Sync> =
-        Box::new(|_, tool| {
-            if tool.name() == "restart" {
-                Verdict::Deny("no restarts today".into())
-            } else {
-                Verdict::Allow
-            }
-        });
+    let hides_restart: Access = Box::new(|_, tool| {
+        if tool.name() == "restart" {
+            Verdict::Deny("no restarts today".into())
+        } else {
+            Verdict::Allow
+        }
+    });
     let run = registry_with_access(vec![panics, hides_restart]).open_run("run-1", &subject());
     assert!(run.allowed().is_empty(), "{:?}", run.allowed());
     let explained = run.explain();

@@ -19,7 +19,7 @@ use crate::discover::discovery::{Entry, Snapshot};
 use crate::discover::subject::Subject;
 use crate::execute::cancel::Cancellation;
 use crate::execute::content::Payload;
-use crate::execute::context::{CallOptions, RunScope, ToolContext, default_host};
+use crate::execute::context::{CallOptions, HostWaits, RunScope, ToolContext, default_host};
 use crate::execute::execution::{self, Failure};
 use crate::execute::host::CallHost;
 use crate::execute::observation::{ErrorKind, Observation};
@@ -298,12 +298,18 @@ impl Run {
             None if self.deadline(entry).is_some() => Cancellation::new(),
             None => Cancellation::never(),
         };
+        let registry = self.registry.host_waits();
+        let waits = HostWaits {
+            elicit: options.elicit_timeout.unwrap_or(registry.elicit),
+            sample: options.sample_timeout.unwrap_or(registry.sample),
+        };
         ToolContext::in_run(
             self.scope.clone(),
             Arc::from(call_id),
             entry.tool.name_cow(),
             host,
             cancellation,
+            waits,
         )
     }
 
@@ -454,7 +460,9 @@ impl Run {
             resolved.context,
             resolved.arguments,
             timeout,
+            self.registry.blocking_pool(),
         );
+        let outcome = self.refund_unrun(outcome);
         self.finish(resolved.ticket.outcome(outcome), started)
     }
 
@@ -465,7 +473,31 @@ impl Run {
         context: ToolContext,
         arguments: Value,
     ) -> Result<Payload, Failure> {
-        execution::execute(&entry.tool, context, arguments, self.deadline(entry)).await
+        execution::execute(
+            &entry.tool,
+            context,
+            arguments,
+            self.deadline(entry),
+            self.registry.blocking_pool(),
+        )
+        .await
+        .map_err(|failure| self.refund_failure(failure))
+    }
+
+    /// `outcome`, with the run's budget refunded if the tool never started.
+    fn refund_unrun(&self, outcome: Result<Payload, Failure>) -> Result<Payload, Failure> {
+        outcome.map_err(|failure| self.refund_failure(failure))
+    }
+
+    /// A call that found no thread to run on did not run: it does not count against the
+    /// run's budget.
+    fn refund_failure(&self, failure: Failure) -> Failure {
+        if failure.kind == ErrorKind::Unavailable
+            && let Some(budget) = &self.budget
+        {
+            budget.refund();
+        }
+        failure
     }
 
     fn deadline(&self, entry: &Entry) -> Option<Duration> {
@@ -998,6 +1030,9 @@ fn failure_text(name: &str, failure: &Failure) -> String {
         ),
         (ErrorKind::Cancelled, _) => format!(
             "the call to \"{name}\" was cancelled before it finished; its result, if any, was discarded"
+        ),
+        (ErrorKind::Unavailable, _) => format!(
+            "the tool \"{name}\" could not start because the server is busy; nothing was done. Try again later"
         ),
         (ErrorKind::TimedOut, _) => format!(
             "the tool \"{name}\" did not finish within {} and was abandoned",

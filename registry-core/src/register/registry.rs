@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::discover::access::AccessPolicy;
+use crate::execute::context::HostWaits;
+use crate::execute::pool::BlockingPool;
 use std::time::Duration;
 
 use crate::audit::{self, AuditEvent, AuditSink, ChangeEvent, ReadinessEvent};
@@ -73,6 +75,10 @@ struct Inner {
     /// The readiness check of each slot, if it has one.
     readiness: Vec<Option<Check>>,
     readiness_timeout: Duration,
+    /// The threads synchronous tools run on.
+    pool: BlockingPool,
+    /// How long questions and sampling wait for an answer.
+    waits: HostWaits,
     /// Whether calls are held ([`Registry::suspend`]): read without a lock on every call.
     held: std::sync::atomic::AtomicBool,
     /// Why they are held.
@@ -105,6 +111,8 @@ pub(crate) struct RegistryParts {
     /// Readiness checks by tool name (names checked by the builder).
     pub(crate) readiness: Vec<(String, Check)>,
     pub(crate) readiness_timeout: Duration,
+    pub(crate) pool: BlockingPool,
+    pub(crate) waits: HostWaits,
 }
 
 impl Registry {
@@ -135,6 +143,8 @@ impl Registry {
                 gate: parts.gate,
                 readiness,
                 readiness_timeout: parts.readiness_timeout,
+                pool: parts.pool,
+                waits: parts.waits,
                 held: std::sync::atomic::AtomicBool::new(false),
                 suspended: RwLock::new(None),
             }),
@@ -760,6 +770,16 @@ impl Registry {
     /// The registry's access policies, in the order they were given; all apply.
     pub(crate) fn access_policies(&self) -> &[Box<dyn AccessPolicy>] {
         &self.inner.policies
+    }
+
+    /// The threads this registry's synchronous tools run on.
+    pub(crate) fn blocking_pool(&self) -> &BlockingPool {
+        &self.inner.pool
+    }
+
+    /// How long this registry's calls wait for answers to questions and sampling.
+    pub(crate) fn host_waits(&self) -> HostWaits {
+        self.inner.waits
     }
 
     pub(crate) fn limits(&self) -> &ArgumentLimits {
