@@ -7,7 +7,9 @@
 pub(crate) mod cancel;
 pub(crate) mod content;
 pub(crate) mod context;
+pub(crate) mod deadline;
 pub(crate) mod execution;
 pub(crate) mod form;
 pub(crate) mod host;
 pub(crate) mod observation;
+pub(crate) mod pool;

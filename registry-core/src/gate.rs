@@ -28,7 +28,8 @@ pub(crate) use readiness::{DEFAULT_TIMEOUT, ReadyState};
 
 /// The gate's configuration, part of a registry.
 pub(crate) struct GateConfig {
-    pub(crate) call_policy: Option<Box<dyn CallPolicy>>,
+    /// Every call policy given, in order: all are asked, the stricter decision wins.
+    pub(crate) call_policies: Vec<Box<dyn CallPolicy>>,
     pub(crate) rate_limit: Option<RateLimit>,
     pub(crate) quotas: Quotas,
     pub(crate) approvals: Box<dyn ApprovalStore>,
@@ -40,7 +41,7 @@ pub(crate) struct GateConfig {
 impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
-            call_policy: None,
+            call_policies: Vec::new(),
             rate_limit: None,
             quotas: Quotas::Memory(MemoryQuotaStore::new()),
             approvals: Box::new(MemoryApprovalStore::new()),

@@ -130,9 +130,9 @@ pub use execute::content::{
 pub use execute::context::{CallOptions, ToolContext};
 pub use execute::form::form_schema;
 pub use execute::host::{
-    CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, FormError, LogLevel, Progress,
-    SampleContent, SampleError, SampleMessage, SampleReply, SampleRequest, SampleRole,
-    TOOL_EVENT_TARGET,
+    CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, ElicitError, ElicitRequest,
+    Elicitation, FormError, LogLevel, Progress, SampleContent, SampleError, SampleMessage,
+    SampleReply, SampleRequest, SampleRole, TOOL_EVENT_TARGET,
 };
 pub use execute::observation::{ErrorKind, Observation};
 pub use gate::{

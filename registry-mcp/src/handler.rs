@@ -231,7 +231,9 @@ impl RegistryServer {
         let cancellation = Cancellation::observing(move || token.is_cancelled());
         let call_options = CallOptions::new()
             .with_host(host)
-            .with_cancellation(cancellation.clone());
+            .with_cancellation(cancellation.clone())
+            .with_elicit_timeout(options.approval_timeout)
+            .with_sample_timeout(options.sampling_timeout);
         let response = if let Some(state) = request.request_state.clone() {
             cancel_on(
                 &context.ct,

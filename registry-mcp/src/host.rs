@@ -15,7 +15,8 @@
 //!   2026-07-28); answered within [`ServerOptions::approval_timeout`]. Otherwise the run's
 //!   host is asked; if it cannot either, "not supported", saying why.
 //! - **Sampling** (`ToolContext::sample`): `sampling/createMessage` under the same
-//!   conditions, with the `sampling` capability.
+//!   conditions, with the `sampling` capability; answered within
+//!   [`ServerOptions::sampling_timeout`], else withdrawn (`SampleError::TimedOut`).
 //!
 //! Notifications keep their order and are all sent before the call's result. Requests to the
 //! client are tied to the `tools/call` they serve (over HTTP they ride its response stream),
@@ -120,6 +121,7 @@ pub(crate) struct McpHost {
     /// Why the client's model cannot be asked, if it cannot.
     no_sampling: Option<&'static str>,
     question_timeout: Duration,
+    sampling_timeout: Duration,
     runtime: tokio::runtime::Handle,
     /// The run's own host, for what the client cannot take.
     fallback: Arc<dyn CallHost>,
@@ -215,6 +217,7 @@ impl McpHost {
             no_elicitation,
             no_sampling,
             question_timeout: options.approval_timeout,
+            sampling_timeout: options.sampling_timeout,
             runtime,
             fallback,
             outgoing: outgoing.clone(),
@@ -379,6 +382,7 @@ impl CallHost for McpHost {
                         "the client answered something else".into(),
                     ));
                 }
+                Err(ServiceError::Timeout { .. }) => return Err(ElicitError::TimedOut(timeout)),
                 Err(error) => return Err(ElicitError::Failed(failure(&error, timeout))),
             };
             match result.action {
@@ -416,9 +420,10 @@ impl CallHost for McpHost {
             Ok(params) => params,
             Err(error) => return Box::pin(std::future::ready(Err(SampleError::Failed(error)))),
         };
+        let timeout = self.sampling_timeout;
         let asked = self.ask(
             ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params)),
-            None,
+            Some(timeout),
         );
         Box::pin(async move {
             match asked.await {
@@ -426,7 +431,8 @@ impl CallHost for McpHost {
                 Ok(_) => Err(SampleError::Failed(
                     "the client answered something else".into(),
                 )),
-                Err(error) => Err(SampleError::Failed(failure(&error, Duration::ZERO))),
+                Err(ServiceError::Timeout { .. }) => Err(SampleError::TimedOut(timeout)),
+                Err(error) => Err(SampleError::Failed(failure(&error, timeout))),
             }
         })
     }

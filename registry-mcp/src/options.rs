@@ -32,15 +32,23 @@ pub struct ServerOptions {
     /// Default 30 s.
     pub readiness_interval: Option<Duration>,
     /// A deadline for every call, on top of each tool's own `timeout`; `None` (the default)
-    /// leaves only the tools' own. With a deadline, a synchronous tool runs on a thread of
-    /// its own rather than on the server's async workers.
+    /// leaves only the tools' own. Synchronous tools never run on the server's async workers:
+    /// they run on the registry's bounded pool
+    /// ([`RegistryBuilder::blocking_threads`](registry_core::RegistryBuilder::blocking_threads)).
     pub call_timeout: Option<Duration>,
     /// How long a person has to answer a question: the approval question of a call that
     /// needs approval (`elicitation/create`, sent to clients that support elicitation), at
     /// most until the approval request itself expires, and a tool's own
     /// ([`ToolContext::elicit`](registry_core::ToolContext::elicit)). Unanswered in time, the
-    /// call is denied, and the tool's question fails. Default 10 minutes.
+    /// call is denied, and the tool's question fails with
+    /// [`ElicitError::TimedOut`](registry_core::ElicitError::TimedOut). Default 10 minutes.
     pub approval_timeout: Duration,
+    /// How long a tool's sampling request (`sampling/createMessage`,
+    /// [`ToolContext::sample`](registry_core::ToolContext::sample)) waits for the client's
+    /// reply. Past it the request is withdrawn (`notifications/cancelled`) and the tool gets
+    /// [`SampleError::TimedOut`](registry_core::SampleError::TimedOut): a client that never
+    /// answers does not hold the call. Default 2 minutes.
+    pub sampling_timeout: Duration,
     /// The least level of the tools' log messages
     /// ([`ToolContext::log`](registry_core::ToolContext::log)) sent to a client that did not
     /// choose one (with `logging/setLevel`, or per request on protocol 2026-07-28); those
@@ -79,6 +87,7 @@ impl Default for ServerOptions {
             readiness_interval: Some(Duration::from_secs(30)),
             call_timeout: None,
             approval_timeout: Duration::from_secs(10 * 60),
+            sampling_timeout: registry_core::DEFAULT_SAMPLE_TIMEOUT,
             log_level: LogLevel::Info,
             list_ttl: Duration::ZERO,
             max_message_bytes: 8 * 1024 * 1024,
@@ -119,6 +128,12 @@ impl ServerOptions {
     /// Sets how long a person has to answer an approval question.
     pub fn with_approval_timeout(mut self, timeout: Duration) -> Self {
         self.approval_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a tool's sampling request waits for the client's reply.
+    pub fn with_sampling_timeout(mut self, timeout: Duration) -> Self {
+        self.sampling_timeout = timeout;
         self
     }
 

@@ -821,6 +821,141 @@ async fn sampling_asks_the_clients_model_when_the_client_supports_it() {
     within("shutdown", client.cancel()).await.unwrap();
 }
 
+/// A client that declares sampling and elicitation and never answers either: it counts the
+/// requests, and holds each for ever.
+#[derive(Clone, Default)]
+struct Silent {
+    asked: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for Silent {
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        capabilities.sampling = Some(SamplingCapability::default());
+        let mut config = ClientConfig::default();
+        config.capabilities = capabilities;
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+
+    async fn create_message(
+        &self,
+        _params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_never_answers_sampling_or_a_question_does_not_hang_the_call() {
+    let registry = registry(&Probes::default(), None);
+    let options = ServerOptions::default()
+        .with_poll_interval(Duration::from_secs(3600))
+        .with_sampling_timeout(Duration::from_millis(200))
+        .with_approval_timeout(Duration::from_millis(200));
+    let server = McpServer::new(registry, options).unwrap();
+    let silent = Silent::default();
+    let client = connect(&server, silent.clone()).await;
+    let started = std::time::Instant::now();
+    let result = call(&client, "summarize", json!({})).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        "the tool \"summarize\" failed: the client's model did not answer within 0.2 s; the request was withdrawn"
+    );
+    let result = call(&client, "ask", json!({})).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        "the tool \"ask\" failed: no answer from the user within 0.2 s; the question was withdrawn"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(silent.asked.load(Ordering::SeqCst), 2, "both were asked");
+    within("shutdown", client.cancel()).await.unwrap();
+}
+
+#[test]
+fn an_application_host_that_never_answers_times_out_at_the_registrys_bound() {
+    struct Silent;
+    impl CallHost for Silent {
+        fn sample<'a>(
+            &'a self,
+            _call: &CallInfo<'_>,
+            _request: SampleRequest,
+        ) -> BoxFuture<'a, Result<registry_core::SampleReply, registry_core::SampleError>> {
+            Box::pin(std::future::pending())
+        }
+        fn elicit<'a>(
+            &'a self,
+            _call: &CallInfo<'_>,
+            _request: ElicitRequest,
+        ) -> BoxFuture<'a, Result<Elicitation<Value>, ElicitError>> {
+            Box::pin(std::future::pending())
+        }
+    }
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("summarize", "Summarize with the client's model.")
+                .scopes(["docs:read"])
+                .async_handler(|ctx, _args| async move {
+                    match ctx.sample(SampleRequest::new(8).user("hi")).await {
+                        Err(registry_core::SampleError::TimedOut(wait)) => {
+                            Ok::<_, String>(json!(format!("no reply in {} ms", wait.as_millis())))
+                        }
+                        other => Err(format!("{other:?}")),
+                    }
+                }),
+        )
+        .tool(
+            DynamicTool::new("ask", "Ask where to deploy.")
+                .scopes(["docs:read"])
+                // A synchronous tool, driving the question itself, on the pool.
+                .handler(|ctx, _args| {
+                    match pollster::block_on(ctx.elicit::<Choice>("Where to?")) {
+                        Err(ElicitError::TimedOut(wait)) => {
+                            Ok(json!(format!("no answer in {} ms", wait.as_millis())))
+                        }
+                        other => Err(format!("{other:?}")),
+                    }
+                }),
+        )
+        .host(Silent)
+        .sample_timeout(Duration::from_millis(50))
+        .elicit_timeout(Duration::from_millis(80))
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["docs:read"]));
+    let started = std::time::Instant::now();
+    let sampled = run.call_blocking(registry_core::ToolCall::new("c1", "summarize", json!({})));
+    assert_eq!(sampled.content(), &json!("no reply in 50 ms"));
+    let asked = pollster::block_on(run.call(registry_core::ToolCall::new("c2", "ask", json!({}))));
+    assert_eq!(asked.content(), &json!("no answer in 80 ms"));
+    // A call's own bound comes first.
+    let options = registry_core::CallOptions::new().with_sample_timeout(Duration::from_millis(10));
+    let own = run.call_blocking_with(
+        registry_core::ToolCall::new("c3", "summarize", json!({})),
+        options,
+    );
+    assert_eq!(own.content(), &json!("no reply in 10 ms"));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
 /// An application's own MCP handler: one resource and one prompt.
 #[derive(Clone)]
 struct Docs;

@@ -152,12 +152,14 @@ async fn readiness_changes_apply_to_new_and_old_runs() {
 fn checks_that_panic_or_hang_count_as_not_ready() {
     let runs = Arc::new(AtomicUsize::new(0));
     let started = std::time::Instant::now();
+    // A synchronous check runs under the deadline too, on a thread of its own: the deadline
+    // leaves room for the panic hook (which may print a backtrace) on a loaded machine.
     let registry = with_tools(&runs)
         .readiness("notify", || -> Result<(), String> {
             panic!("bug in check")
         })
         .readiness("status", std::future::pending::<Result<(), String>>)
-        .readiness_timeout(Duration::from_millis(50))
+        .readiness_timeout(Duration::from_millis(500))
         .build()
         .unwrap();
     assert!(started.elapsed() < Duration::from_secs(2));
@@ -173,7 +175,7 @@ fn checks_that_panic_or_hang_count_as_not_ready() {
         reasons,
         [
             "not ready: the readiness check panicked: bug in check",
-            "not ready: the readiness check did not answer within 50 ms"
+            "not ready: the readiness check did not answer within 500 ms"
         ]
     );
 }
@@ -204,4 +206,111 @@ fn a_check_for_an_unknown_or_repeated_tool_is_a_build_problem() {
         text.contains("tests/tests/readiness.rs"),
         "the call site: {text}"
     );
+}
+
+#[test]
+fn a_sync_check_that_hangs_is_not_ready_within_its_timeout_and_nothing_is_stuck() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    // The check blocks while `hang` holds: on a thread of its own, past its deadline.
+    let hang = Arc::new((Mutex::new(true), std::sync::Condvar::new()));
+    let entered = Arc::new(AtomicUsize::new(0));
+    let (held, count) = (hang.clone(), entered.clone());
+    let started = std::time::Instant::now();
+    let registry = with_tools(&runs)
+        .readiness("notify", move || -> Result<(), String> {
+            count.fetch_add(1, Ordering::SeqCst);
+            let (hanging, changed) = &*held;
+            let mut hanging = hanging.lock().unwrap();
+            while *hanging {
+                hanging = changed.wait(hanging).unwrap();
+            }
+            Ok(())
+        })
+        .readiness_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    // `build` waited the timeout, not the check.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let run = registry.open_run("run-1", &Subject::new("acme"));
+    assert_eq!(run.allowed().names().collect::<Vec<_>>(), ["status"]);
+    assert_eq!(
+        run.explain().hidden[0].reasons[0].to_string(),
+        "not ready: the readiness check did not answer within 50 ms"
+    );
+    // The registry is not stuck: the other tool answers.
+    let status = run.call_blocking(ToolCall::new("c1", "status", json!({})));
+    assert_eq!(status.content(), &json!("done"));
+
+    // Checked again on a single-threaded runtime while the check still hangs: not ready at
+    // once, the check not started a second time, and the runtime's timers keep going.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let again = runtime.block_on(async {
+        let started = std::time::Instant::now();
+        let readiness = registry.check_readiness().await;
+        assert!(started.elapsed() < Duration::from_secs(1));
+        readiness
+    });
+    assert_eq!(
+        again[0].not_ready.as_deref(),
+        Some("the readiness check has not returned since it last ran past its deadline")
+    );
+    assert_eq!(entered.load(Ordering::SeqCst), 1);
+
+    // Once it returns, the next check runs it again: ready.
+    let set = |value: bool| {
+        let (hanging, changed) = &*hang;
+        *hanging.lock().unwrap() = value;
+        changed.notify_all();
+    };
+    set(false);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let readiness = runtime.block_on(registry.check_readiness());
+        if readiness.iter().all(|tool| tool.is_ready()) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{readiness:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(entered.load(Ordering::SeqCst), 2);
+
+    // It hangs again, checked on the single-threaded runtime: a timer there keeps ticking
+    // while the check overruns, and the tool is not ready within its timeout.
+    set(true);
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let counter = ticks.clone();
+    let (readiness, waited) = runtime.block_on(async {
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let started = std::time::Instant::now();
+        let readiness = registry.check_readiness().await;
+        let waited = started.elapsed();
+        ticker.abort();
+        (readiness, waited)
+    });
+    assert_eq!(
+        readiness[0].not_ready.as_deref(),
+        Some("the readiness check did not answer within 50 ms")
+    );
+    assert!(waited < Duration::from_secs(1), "{waited:?}");
+    let ticked = ticks.load(Ordering::SeqCst);
+    assert!(ticked >= 1, "the timer ticked {ticked} times in {waited:?}");
+    assert!(
+        !registry
+            .open_run("run-2", &Subject::new("acme"))
+            .allowed()
+            .permits("notify")
+    );
+    set(false);
 }

@@ -523,6 +523,12 @@ fn a_cancelled_sync_call_sees_its_flag_and_its_result_is_discarded() {
         );
         assert_ne!(answer.content(), &json!("finished anyway"));
     }
+    // Called from async code the tool runs on the registry's pool, and the call is answered
+    // as soon as it is cancelled: the tool sees its flag there, a moment later.
+    let deadline = std::time::Instant::now() + WAIT;
+    while stuck.saw_flag.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert_eq!(stuck.saw_flag.load(Ordering::SeqCst), 2);
     assert_eq!(
         *stuck.audited.lock().unwrap(),

@@ -1,5 +1,7 @@
 //! The application's own say on which tools a subject may see.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use crate::discover::subject::Subject;
 use crate::register::tool::Tool;
 
@@ -15,7 +17,9 @@ pub enum Verdict {
 /// An application rule applied when a run is opened, after scopes, tenant and access level.
 ///
 /// It can only narrow what a subject sees, never widen it: it is asked only about tools the
-/// registry's rules already admit. Any `Fn(&Subject, &Tool) -> Verdict` is one.
+/// registry's rules already admit. Any `Fn(&Subject, &Tool) -> Verdict` is one. Several
+/// compose ([`RegistryBuilder::policy`](crate::RegistryBuilder::policy) adds one each time):
+/// a tool any of them hides is hidden, and a policy that panics hides it too.
 ///
 /// ```
 /// use registry_core::{AccessPolicy, Registry, Subject, Tool, Verdict};
@@ -42,4 +46,23 @@ where
     fn check(&self, subject: &Subject, tool: &Tool) -> Verdict {
         self(subject, tool)
     }
+}
+
+/// Why the first of `policies` that hides `tool` from `subject` does so; `None` when all of
+/// them allow it. A policy that panics hides the tool (fail closed).
+pub(crate) fn hidden_by(
+    policies: &[Box<dyn AccessPolicy>],
+    subject: &Subject,
+    tool: &Tool,
+) -> Option<String> {
+    policies.iter().find_map(|policy| {
+        match catch_unwind(AssertUnwindSafe(|| policy.check(subject, tool))) {
+            Ok(Verdict::Allow) => None,
+            Ok(Verdict::Deny(reason)) => Some(reason),
+            Err(payload) => Some(format!(
+                "the access policy could not decide, so the tool is hidden (it panicked: {})",
+                crate::execute::execution::panic_message(&*payload)
+            )),
+        }
+    })
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::discover::access::{AccessPolicy, Verdict};
+use crate::discover::access::{AccessPolicy, hidden_by};
 use crate::discover::index::SearchIndex;
 use crate::discover::subject::{Access, Subject};
 use crate::gate::ReadyState;
@@ -119,7 +119,7 @@ impl Snapshot {
         &self,
         subject: &Subject,
         slots: &[SlotState],
-        policy: Option<&dyn AccessPolicy>,
+        policies: &[Box<dyn AccessPolicy>],
     ) -> Vec<Entry> {
         let grants = self.grants(subject);
         let tenant = self.tenant_ids.get(subject.tenant()).copied();
@@ -146,9 +146,7 @@ impl Snapshot {
                 continue;
             }
             let tool = &self.tools[index];
-            if let Some(policy) = policy
-                && let Verdict::Deny(_) = policy.check(subject, tool)
-            {
+            if hidden_by(policies, subject, tool).is_some() {
                 continue;
             }
             entries.push(Entry {

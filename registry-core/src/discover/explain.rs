@@ -6,7 +6,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::declare::policy::Scope;
-use crate::discover::access::Verdict;
+use crate::discover::access::hidden_by;
 use crate::discover::discovery::Snapshot;
 use crate::discover::run::Run;
 use crate::discover::subject::Access;
@@ -183,8 +183,7 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
             reasons.push(HiddenReason::NotReady { reason });
         }
         if reasons.is_empty()
-            && let Some(policy) = registry.access_policy()
-            && let Verdict::Deny(reason) = policy.check(subject, tool)
+            && let Some(reason) = hidden_by(registry.access_policies(), subject, tool)
         {
             reasons.push(HiddenReason::DeniedByPolicy { reason });
         }
@@ -264,11 +263,11 @@ impl Run {
         if !lacks_scopes || hidden_otherwise {
             return None;
         }
-        if let Some(access) = registry.access_policy() {
+        if !registry.access_policies().is_empty() {
             let widened = subject
                 .clone()
                 .with_scopes(policy.scopes.iter().map(|scope| scope.as_str().to_owned()));
-            if let Verdict::Deny(_) = access.check(&widened, tool) {
+            if hidden_by(registry.access_policies(), &widened, tool).is_some() {
                 return None;
             }
         }

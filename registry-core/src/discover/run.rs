@@ -19,7 +19,7 @@ use crate::discover::discovery::{Entry, Snapshot};
 use crate::discover::subject::Subject;
 use crate::execute::cancel::Cancellation;
 use crate::execute::content::Payload;
-use crate::execute::context::{CallOptions, RunScope, ToolContext, default_host};
+use crate::execute::context::{CallOptions, HostWaits, RunScope, ToolContext, default_host};
 use crate::execute::execution::{self, Failure};
 use crate::execute::host::CallHost;
 use crate::execute::observation::{ErrorKind, Observation};
@@ -100,7 +100,8 @@ pub struct Run {
     scope: Arc<RunScope>,
     allowed: AllowedSet,
     timeout: Option<Duration>,
-    policy: Option<Arc<dyn CallPolicy>>,
+    /// The run's own call policies, asked after the registry's.
+    policies: Vec<Arc<dyn CallPolicy>>,
     budget: Option<Budget>,
     host: Option<Arc<dyn CallHost>>,
 }
@@ -112,7 +113,7 @@ impl std::fmt::Debug for Run {
             .field("subject", self.subject())
             .field("allowed", &self.allowed)
             .field("timeout", &self.timeout)
-            .field("call_policy", &self.policy.is_some())
+            .field("call_policies", &self.policies.len())
             .field("budget", &self.budget)
             .field("host", &self.host.is_some())
             .finish_non_exhaustive()
@@ -198,7 +199,7 @@ impl Run {
             scope,
             allowed,
             timeout: None,
-            policy: None,
+            policies: Vec::new(),
             budget: None,
             host: None,
         }
@@ -212,10 +213,34 @@ impl Run {
     }
 
     /// Adds a per-call policy for this run. It can only narrow the registry's (see
-    /// [`RegistryBuilder::call_policy`](crate::RegistryBuilder::call_policy)): both are
-    /// asked, and the stricter decision wins. A second call replaces this run's policy.
+    /// [`RegistryBuilder::call_policy`](crate::RegistryBuilder::call_policy)): every policy,
+    /// the registry's and the run's, is asked, and the stricter decision wins whatever the
+    /// order: deny over approval over allow. A second call adds a policy; it never replaces
+    /// the first.
+    ///
+    /// ```
+    /// use registry_core::{tool, CallRequest, Decision, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Delete a branch.
+    /// #[tool(scopes = "repo:write")]
+    /// fn delete_branch(branch: String) -> String {
+    ///     format!("{branch} deleted")
+    /// }
+    ///
+    /// let registry = Registry::from_inventory().unwrap();
+    /// let run = registry
+    ///     .open_run("r1", &Subject::new("acme").with_scopes(["repo:write"]))
+    ///     .with_call_policy(|call: &CallRequest<'_>| match call.arguments()["branch"].as_str() {
+    ///         Some("main") => Decision::Deny("main is protected".into()),
+    ///         _ => Decision::Allow,
+    ///     })
+    ///     .with_call_policy(|_: &CallRequest<'_>| Decision::Allow);
+    /// let main = run.call_blocking(ToolCall::new("c1", "delete_branch", json!({"branch": "main"})));
+    /// assert_eq!(main.error_kind(), Some(ErrorKind::Denied));
+    /// ```
     pub fn with_call_policy(mut self, policy: impl CallPolicy) -> Run {
-        self.policy = Some(Arc::new(policy));
+        self.policies.push(Arc::new(policy));
         self
     }
 
@@ -290,12 +315,18 @@ impl Run {
             None if self.deadline(entry).is_some() => Cancellation::new(),
             None => Cancellation::never(),
         };
+        let registry = self.registry.host_waits();
+        let waits = HostWaits {
+            elicit: options.elicit_timeout.unwrap_or(registry.elicit),
+            sample: options.sample_timeout.unwrap_or(registry.sample),
+        };
         ToolContext::in_run(
             self.scope.clone(),
             Arc::from(call_id),
             entry.tool.name_cow(),
             host,
             cancellation,
+            waits,
         )
     }
 
@@ -448,7 +479,9 @@ impl Run {
             resolved.context,
             resolved.arguments,
             timeout,
+            self.registry.blocking_pool(),
         );
+        let outcome = self.refund_unrun(outcome);
         self.finish(resolved.ticket.outcome(outcome), started)
     }
 
@@ -459,7 +492,31 @@ impl Run {
         context: ToolContext,
         arguments: Value,
     ) -> Result<Payload, Failure> {
-        execution::execute(&entry.tool, context, arguments, self.deadline(entry)).await
+        execution::execute(
+            &entry.tool,
+            context,
+            arguments,
+            self.deadline(entry),
+            self.registry.blocking_pool(),
+        )
+        .await
+        .map_err(|failure| self.refund_failure(failure))
+    }
+
+    /// `outcome`, with the run's budget refunded if the tool never started.
+    fn refund_unrun(&self, outcome: Result<Payload, Failure>) -> Result<Payload, Failure> {
+        outcome.map_err(|failure| self.refund_failure(failure))
+    }
+
+    /// A call that found no thread to run on did not run: it does not count against the
+    /// run's budget.
+    fn refund_failure(&self, failure: Failure) -> Failure {
+        if failure.kind == ErrorKind::Unavailable
+            && let Some(budget) = &self.budget
+        {
+            budget.refund();
+        }
+        failure
     }
 
     fn deadline(&self, entry: &Entry) -> Option<Duration> {
@@ -586,9 +643,10 @@ impl Run {
             policy: entry.tool.policy(),
             arguments,
         };
-        let policies = [self.registry.call_policy(), self.policy.as_deref()];
+        let policies = (self.registry.call_policies().iter().map(|policy| &**policy))
+            .chain(self.policies.iter().map(|policy| &**policy));
         let mut approval = None;
-        for policy in policies.into_iter().flatten() {
+        for policy in policies {
             match catch_unwind(AssertUnwindSafe(|| policy.decide(&request))) {
                 Ok(Decision::Allow) => {}
                 Ok(Decision::Deny(reason)) => {
@@ -1033,6 +1091,9 @@ fn failure_text(name: &str, failure: &Failure) -> String {
         ),
         (ErrorKind::Cancelled, _) => format!(
             "the call to \"{name}\" was cancelled before it finished; its result, if any, was discarded"
+        ),
+        (ErrorKind::Unavailable, _) => format!(
+            "the tool \"{name}\" could not start because the server is busy; nothing was done. Try again later"
         ),
         (ErrorKind::TimedOut, _) => format!(
             "the tool \"{name}\" did not finish within {} and was abandoned",

@@ -3,16 +3,18 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::discover::subject::Subject;
 use crate::execute::cancel::{Cancellation, Cancelled};
+use crate::execute::deadline::with_deadline;
 use crate::execute::form::{check_answer, form_schema};
 use crate::execute::host::{
-    CallHost, CallInfo, DefaultHost, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress,
-    SampleError, SampleReply, SampleRequest,
+    CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, DefaultHost, ElicitError,
+    ElicitRequest, Elicitation, LogLevel, Progress, SampleError, SampleReply, SampleRequest,
 };
 use crate::register::state::AppState;
 
@@ -46,6 +48,23 @@ struct CallScope {
     tool_name: Cow<'static, str>,
     host: Arc<dyn CallHost>,
     cancellation: Cancellation,
+    waits: HostWaits,
+}
+
+/// How long a call's questions and sampling requests wait for an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HostWaits {
+    pub(crate) elicit: Duration,
+    pub(crate) sample: Duration,
+}
+
+impl Default for HostWaits {
+    fn default() -> Self {
+        HostWaits {
+            elicit: DEFAULT_ELICIT_TIMEOUT,
+            sample: DEFAULT_SAMPLE_TIMEOUT,
+        }
+    }
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -85,6 +104,8 @@ impl std::fmt::Debug for ToolContext {
 pub struct CallOptions {
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) cancellation: Option<Cancellation>,
+    pub(crate) elicit_timeout: Option<Duration>,
+    pub(crate) sample_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -92,6 +113,8 @@ impl std::fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("host", &self.host.is_some())
             .field("cancellation", &self.cancellation)
+            .field("elicit_timeout", &self.elicit_timeout)
+            .field("sample_timeout", &self.sample_timeout)
             .finish()
     }
 }
@@ -112,6 +135,22 @@ impl CallOptions {
     /// `cancellation` is tripped.
     pub fn with_cancellation(mut self, cancellation: Cancellation) -> CallOptions {
         self.cancellation = Some(cancellation);
+        self
+    }
+
+    /// How long the call's questions ([`ToolContext::elicit`]) wait for an answer, instead
+    /// of the registry's ([`RegistryBuilder::elicit_timeout`](crate::RegistryBuilder::elicit_timeout),
+    /// default 10 minutes); unanswered, a question fails [`ElicitError::TimedOut`].
+    pub fn with_elicit_timeout(mut self, timeout: Duration) -> CallOptions {
+        self.elicit_timeout = Some(timeout);
+        self
+    }
+
+    /// How long the call's sampling requests ([`ToolContext::sample`]) wait for a reply,
+    /// instead of the registry's ([`RegistryBuilder::sample_timeout`](crate::RegistryBuilder::sample_timeout),
+    /// default 2 minutes); without one in time, sampling fails [`SampleError::TimedOut`].
+    pub fn with_sample_timeout(mut self, timeout: Duration) -> CallOptions {
+        self.sample_timeout = Some(timeout);
         self
     }
 }
@@ -153,6 +192,7 @@ impl ToolContext {
                 tool_name: Cow::Owned(tool_name.into()),
                 host: default_host(),
                 cancellation: Cancellation::new(),
+                waits: HostWaits::default(),
             }),
         }
     }
@@ -204,6 +244,7 @@ impl ToolContext {
         tool_name: Cow<'static, str>,
         host: Arc<dyn CallHost>,
         cancellation: Cancellation,
+        waits: HostWaits,
     ) -> Self {
         ToolContext {
             scope,
@@ -212,6 +253,7 @@ impl ToolContext {
                 tool_name,
                 host,
                 cancellation,
+                waits,
             }),
         }
     }
@@ -369,6 +411,11 @@ impl ToolContext {
     /// [`Run::with_host`](crate::Run::with_host)); without one, it is
     /// [`ElicitError::NotSupported`].
     ///
+    /// An answer that does not come in time (by default 10 minutes:
+    /// [`RegistryBuilder::elicit_timeout`](crate::RegistryBuilder::elicit_timeout),
+    /// [`CallOptions::with_elicit_timeout`]) is [`ElicitError::TimedOut`]: a client that
+    /// never answers does not hold the call for ever.
+    ///
     /// [`Declined`]: Elicitation::Declined
     /// [`Cancelled`]: Elicitation::Cancelled
     ///
@@ -398,7 +445,11 @@ impl ToolContext {
     {
         let schema = form_schema::<T>()?;
         let request = ElicitRequest::new(message, schema.clone());
-        let answer = self.call.host.elicit(&self.info(), request).await?;
+        let wait = self.call.waits.elicit;
+        let asked = self.call.host.elicit(&self.info(), request);
+        let answer = with_deadline(asked, wait)
+            .await
+            .ok_or(ElicitError::TimedOut(wait))??;
         match answer {
             Elicitation::Accepted(content) => {
                 check_answer(&schema, &content).map_err(ElicitError::InvalidAnswer)?;
@@ -414,7 +465,10 @@ impl ToolContext {
     /// Asks the client's model for a reply to `request`. Over MCP it is a
     /// `sampling/createMessage` to a client that declared sampling (on protocols before
     /// 2026-07-28; the client may show it to its user, change it, or refuse). Elsewhere the
-    /// application's host answers; without one, it is [`SampleError::NotSupported`].
+    /// application's host answers; without one, it is [`SampleError::NotSupported`]. A reply
+    /// that does not come in time (by default 2 minutes:
+    /// [`RegistryBuilder::sample_timeout`](crate::RegistryBuilder::sample_timeout),
+    /// [`CallOptions::with_sample_timeout`]) is [`SampleError::TimedOut`].
     ///
     /// ```
     /// use registry_core::{tool, SampleRequest, ToolContext, ToolError};
@@ -429,7 +483,11 @@ impl ToolContext {
     /// }
     /// ```
     pub async fn sample(&self, request: SampleRequest) -> Result<SampleReply, SampleError> {
-        self.call.host.sample(&self.info(), request).await
+        let wait = self.call.waits.sample;
+        let asked = self.call.host.sample(&self.info(), request);
+        with_deadline(asked, wait)
+            .await
+            .ok_or(SampleError::TimedOut(wait))?
     }
 }
 

@@ -15,6 +15,7 @@ use crate::execute::cancel::{Cancellation, Cancelled};
 use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
 use crate::execute::observation::ErrorKind;
+use crate::execute::pool::{BlockingPool, Refusal};
 use crate::register::tool::{Invocation, Tool};
 use crate::resolve::tool_error::ToolError;
 
@@ -28,45 +29,26 @@ pub(crate) struct Failure {
     pub(crate) timeout: Option<Duration>,
 }
 
-/// Runs `tool` in an async context. Synchronous tools run inline, or on a thread of their
-/// own when a deadline applies (a thread cannot be interrupted: past the deadline its result
-/// is abandoned). A call whose cancellation is tripped ends `Cancelled`: an async tool's
-/// future is dropped, a synchronous tool's result discarded (it sees
+/// Runs `tool` in an async context. Synchronous tools run on `pool`, never on the caller's
+/// thread (an async worker); a call that finds every thread busy waits for one, boundedly,
+/// else is refused `Unavailable`. A call whose cancellation is tripped ends `Cancelled`: an
+/// async tool's future is dropped, a synchronous tool's result discarded (it sees
 /// [`ToolContext::is_cancelled`] and may stop). Past its deadline, a call's cancellation is
-/// tripped too, so that a tool left running on its thread can stop.
+/// tripped too, so that a tool left running on its thread can stop; until it returns, its
+/// thread stays busy and counts against the pool.
 pub(crate) async fn execute(
     tool: &Tool,
     ctx: ToolContext,
     arguments: Value,
     timeout: Option<Duration>,
+    pool: &BlockingPool,
 ) -> Result<Payload, Failure> {
     let cancellation = ctx.cancellation().clone();
     if cancellation.is_cancelled() {
         return Err(cancelled());
     }
     if !tool.is_async() {
-        if let Some(limit) = timeout {
-            let (sender, receiver) = futures_channel::oneshot::channel();
-            let tool = tool.clone();
-            std::thread::Builder::new()
-                .name(format!("tool-{}", tool.name()))
-                .spawn(move || {
-                    let _ = sender.send(run_sync(&tool, ctx, arguments));
-                })
-                .map_err(|error| failed_to_start(&error))?;
-            return match until(receiver, Some(limit), &cancellation).await {
-                Ending::Done(Ok(result)) => result,
-                Ending::Done(Err(_)) => {
-                    Err(panicked("the tool's thread ended without a result".into()))
-                }
-                Ending::TimedOut => {
-                    cancellation.cancel();
-                    Err(timed_out(limit))
-                }
-                Ending::Cancelled => Err(cancelled()),
-            };
-        }
-        return run_inline(tool, ctx, arguments, &cancellation);
+        return on_pool(tool, ctx, arguments, timeout, pool, &cancellation).await;
     }
     let future = match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
         Ok(Invocation::Pending(future)) => CatchUnwind(future),
@@ -87,12 +69,15 @@ pub(crate) async fn execute(
     }
 }
 
-/// Runs `tool` on this thread; async tools and deadlines are driven by a small local executor.
+/// Runs `tool` for a caller that may block: a synchronous tool without a deadline on this
+/// thread; one with a deadline on `pool` (this thread waits); async tools and deadlines are
+/// driven by a small local executor.
 pub(crate) fn execute_blocking(
     tool: &Tool,
     ctx: ToolContext,
     arguments: Value,
     timeout: Option<Duration>,
+    pool: &BlockingPool,
 ) -> Result<Payload, Failure> {
     if !tool.is_async() && timeout.is_none() {
         let cancellation = ctx.cancellation().clone();
@@ -101,7 +86,44 @@ pub(crate) fn execute_blocking(
         }
         return run_inline(tool, ctx, arguments, &cancellation);
     }
-    pollster::block_on(execute(tool, ctx, arguments, timeout))
+    pollster::block_on(execute(tool, ctx, arguments, timeout, pool))
+}
+
+/// Runs a synchronous tool on a thread of `pool`, under `timeout` (time spent waiting for a
+/// thread included). The job carries the caller's `tracing` dispatcher and span.
+async fn on_pool(
+    tool: &Tool,
+    ctx: ToolContext,
+    arguments: Value,
+    timeout: Option<Duration>,
+    pool: &BlockingPool,
+    cancellation: &Cancellation,
+) -> Result<Payload, Failure> {
+    let (sender, receiver) = futures_channel::oneshot::channel();
+    let tool = tool.clone();
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
+    let span = tracing::Span::current();
+    let job = move || {
+        tracing::dispatcher::with_default(&dispatch, || {
+            let _entered = span.enter();
+            let _ = sender.send(run_sync(&tool, ctx, arguments));
+        });
+    };
+    let waited = match until(Box::pin(pool.spawn(job, timeout)), None, cancellation).await {
+        Ending::Done(Ok(waited)) => waited,
+        Ending::Done(Err(refusal)) => return Err(busy(&refusal)),
+        Ending::Cancelled | Ending::TimedOut => return Err(cancelled()),
+    };
+    let remaining = timeout.map(|limit| limit.saturating_sub(waited));
+    match until(receiver, remaining, cancellation).await {
+        Ending::Done(Ok(result)) => result,
+        Ending::Done(Err(_)) => Err(panicked("the tool's thread ended without a result".into())),
+        Ending::TimedOut => {
+            cancellation.cancel();
+            Err(timed_out(timeout.unwrap_or_default()))
+        }
+        Ending::Cancelled => Err(cancelled()),
+    }
 }
 
 /// Runs a synchronous tool on this thread; its result is discarded if the call was cancelled
@@ -172,11 +194,12 @@ fn cancelled() -> Failure {
     }
 }
 
-fn failed_to_start(error: &std::io::Error) -> Failure {
+/// A synchronous tool that could not get a thread: nothing ran.
+fn busy(refusal: &Refusal) -> Failure {
     Failure {
-        kind: ErrorKind::ExecutionFailed,
-        error: Some(ToolError::Failed("the tool could not be started".into())),
-        detail: Some(format!("spawning the tool's thread failed: {error}")),
+        kind: ErrorKind::Unavailable,
+        error: None,
+        detail: Some(refusal.to_string()),
         timeout: None,
     }
 }
@@ -204,18 +227,6 @@ impl<T> Future for CatchUnwind<T> {
             Err(payload) => Poll::Ready(Err(panic_message(&*payload))),
         }
     }
-}
-
-/// `future`'s output, or `None` once `limit` has passed.
-pub(crate) async fn with_deadline<F: Future + Unpin>(
-    future: F,
-    limit: Duration,
-) -> Option<F::Output> {
-    Deadline {
-        future,
-        delay: Delay::new(limit),
-    }
-    .await
 }
 
 /// How a race between a call, its deadline and its cancellation ended.
@@ -258,25 +269,6 @@ impl<F: Future + Unpin> Future for Until<F> {
         match self.delay.as_mut().map(|delay| Pin::new(delay).poll(cx)) {
             Some(Poll::Ready(())) => Poll::Ready(Ending::TimedOut),
             _ => Poll::Pending,
-        }
-    }
-}
-
-struct Deadline<F> {
-    future: F,
-    delay: Delay,
-}
-
-impl<F: Future + Unpin> Future for Deadline<F> {
-    type Output = Option<F::Output>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let Poll::Ready(output) = Pin::new(&mut self.future).poll(cx) {
-            return Poll::Ready(Some(output));
-        }
-        match Pin::new(&mut self.delay).poll(cx) {
-            Poll::Ready(()) => Poll::Ready(None),
-            Poll::Pending => Poll::Pending,
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -407,10 +408,25 @@ pub enum ElicitError {
     #[error("the user's answer does not fit the question: {0}")]
     InvalidAnswer(String),
     /// The question was asked but no answer came: the connection closed, the client failed
-    /// the request, no one answered in time.
+    /// the request.
     #[error("no answer from the user: {0}")]
     Failed(String),
+    /// No answer came within the call's time for questions
+    /// ([`RegistryBuilder::elicit_timeout`](crate::RegistryBuilder::elicit_timeout),
+    /// [`CallOptions::with_elicit_timeout`](crate::CallOptions::with_elicit_timeout); over
+    /// MCP the server's `approval_timeout`). Nobody will answer this question now: go on
+    /// without the answer, or fail.
+    #[error("no answer from the user within {} s; the question was withdrawn", .0.as_secs_f64())]
+    TimedOut(Duration),
 }
+
+/// How long a question ([`ToolContext::elicit`](crate::ToolContext::elicit)) waits for an
+/// answer by default: 10 minutes.
+pub const DEFAULT_ELICIT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// How long a sampling request ([`ToolContext::sample`](crate::ToolContext::sample)) waits for
+/// the model's reply by default: 2 minutes.
+pub const DEFAULT_SAMPLE_TIMEOUT: Duration = Duration::from_secs(2 * 60);
 
 /// A type that cannot be asked for as an MCP form, and why: [`form_schema`](crate::form_schema).
 ///
@@ -658,6 +674,13 @@ pub enum SampleError {
     /// The model was asked but no reply came: the client refused, the connection closed.
     #[error("the client's model did not answer: {0}")]
     Failed(String),
+    /// No reply came within the call's time for sampling
+    /// ([`RegistryBuilder::sample_timeout`](crate::RegistryBuilder::sample_timeout),
+    /// [`CallOptions::with_sample_timeout`](crate::CallOptions::with_sample_timeout); over MCP
+    /// the server's `sampling_timeout`). The request was withdrawn: go on without the reply,
+    /// or fail.
+    #[error("the client's model did not answer within {} s; the request was withdrawn", .0.as_secs_f64())]
+    TimedOut(Duration),
 }
 
 impl From<ElicitError> for ToolError {

@@ -66,7 +66,10 @@ where
     E: Display,
 {
     fn into_check(self) -> Check {
-        Check::Sync(Arc::new(move || self().map_err(|error| error.to_string())))
+        Check::Sync(
+            Arc::new(move || self().map_err(|error| error.to_string())),
+            Arc::new(AtomicBool::new(false)),
+        )
     }
 }
 
@@ -84,18 +87,21 @@ where
     }
 }
 
-/// A readiness check, erased.
+/// A readiness check, erased. A synchronous one carries whether it is running still.
 #[doc(hidden)]
 #[derive(Clone)]
 pub enum Check {
-    Sync(Arc<dyn Fn() -> Result<(), String> + Send + Sync>),
+    Sync(
+        Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
+        Arc<AtomicBool>,
+    ),
     Async(Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>),
 }
 
 impl std::fmt::Debug for Check {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Check::Sync(_) => "Check::Sync",
+            Check::Sync(..) => "Check::Sync",
             Check::Async(_) => "Check::Async",
         })
     }
@@ -103,18 +109,22 @@ impl std::fmt::Debug for Check {
 
 impl Check {
     /// Runs the check under `timeout`; a panic or a missed deadline is "not ready".
+    ///
+    /// A synchronous check runs on a thread of its own, never on the caller's (an async
+    /// worker, or the thread building the registry), so that its deadline holds: past it the
+    /// tool is not ready and the caller goes on, while the check's thread runs on until the
+    /// check returns. Until then the check is not started again (the tool stays not ready,
+    /// saying so): at most one thread per synchronous check, however often readiness is
+    /// checked.
     pub(crate) async fn run(&self, timeout: Duration) -> Result<(), String> {
         let future = match self {
-            Check::Sync(check) => {
-                return catch_unwind(AssertUnwindSafe(|| check()))
-                    .unwrap_or_else(|payload| Err(panicked(&*payload)));
-            }
+            Check::Sync(check, running) => return run_sync(check, running, timeout).await,
             Check::Async(check) => match catch_unwind(AssertUnwindSafe(|| check())) {
                 Ok(future) => future,
                 Err(payload) => return Err(panicked(&*payload)),
             },
         };
-        match crate::execute::execution::with_deadline(
+        match crate::execute::deadline::with_deadline(
             crate::execute::execution::CatchUnwind(future),
             timeout,
         )
@@ -127,6 +137,46 @@ impl Check {
                 timeout.as_millis()
             )),
         }
+    }
+}
+
+/// Runs a synchronous check on a thread of its own, under `timeout`.
+async fn run_sync(
+    check: &Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
+    running: &Arc<AtomicBool>,
+    timeout: Duration,
+) -> Result<(), String> {
+    if running.swap(true, Ordering::AcqRel) {
+        return Err(
+            "the readiness check has not returned since it last ran past its deadline".into(),
+        );
+    }
+    let (sender, receiver) = futures_channel::oneshot::channel();
+    let job = {
+        let (check, running) = (check.clone(), running.clone());
+        move || {
+            let result = catch_unwind(AssertUnwindSafe(|| check()))
+                .unwrap_or_else(|payload| Err(panicked(&*payload)));
+            running.store(false, Ordering::Release);
+            let _ = sender.send(result);
+        }
+    };
+    if let Err(error) = std::thread::Builder::new()
+        .name("readiness-check".into())
+        .spawn(job)
+    {
+        running.store(false, Ordering::Release);
+        return Err(format!(
+            "the readiness check could not be started (no thread: {error})"
+        ));
+    }
+    match crate::execute::deadline::with_deadline(receiver, timeout).await {
+        Some(Ok(result)) => result,
+        Some(Err(_)) => Err("the readiness check ended without an answer".into()),
+        None => Err(format!(
+            "the readiness check did not answer within {} ms",
+            timeout.as_millis()
+        )),
     }
 }
 

@@ -13,7 +13,9 @@ use crate::declare::dynamic::DynamicTool;
 use crate::declare::policy::{Scope, ToolPolicy, check_namespace, default_namespace};
 use crate::declare::source::Source;
 use crate::discover::access::AccessPolicy;
+use crate::execute::context::HostWaits;
 use crate::execute::host::CallHost;
+use crate::execute::pool::{self, BlockingPool};
 use crate::gate::{
     ApprovalStore, CallPolicy, Check, GateConfig, QuotaStore, Quotas, RateLimit, ReadinessCheck,
 };
@@ -62,7 +64,7 @@ pub struct RegistryBuilder {
     replacements: Vec<(DynamicTool, String)>,
     required: Vec<String>,
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
-    policy: Option<Box<dyn AccessPolicy>>,
+    policies: Vec<Box<dyn AccessPolicy>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
@@ -71,6 +73,9 @@ pub struct RegistryBuilder {
     rate_limit: Option<(Result<RateLimit, String>, Source)>,
     readiness: Vec<(String, Check, Source)>,
     readiness_timeout: Option<Duration>,
+    blocking_threads: Option<usize>,
+    blocking_wait: Option<Duration>,
+    waits: HostWaits,
 }
 
 impl Registry {
@@ -154,10 +159,39 @@ impl RegistryBuilder {
         self
     }
 
-    /// Sets the application's [`AccessPolicy`], consulted when runs are opened; it can only
-    /// hide tools, never show more.
+    /// Adds an [`AccessPolicy`] of the application's, consulted when runs are opened; it can
+    /// only hide tools, never show more.
+    ///
+    /// Policies compose: every one given applies, and a tool any of them hides is hidden
+    /// (hidden wins over shown, whatever the order). A second call adds a policy; it never
+    /// replaces the first. A policy that panics hides the tool.
+    ///
+    /// ```
+    /// use registry_core::{tool, Registry, Subject, Tool, Verdict};
+    ///
+    /// /// Read the build status.
+    /// #[tool(scopes = "build:read", read_only)]
+    /// fn build_status() -> String {
+    ///     "green".into()
+    /// }
+    ///
+    /// let registry = Registry::builder()
+    ///     .declared()
+    ///     .policy(|_: &Subject, _: &Tool| Verdict::Allow)
+    ///     .policy(|subject: &Subject, _: &Tool| {
+    ///         if subject.tenant() == "trial" {
+    ///             Verdict::Deny("trial tenants see no build tools".into())
+    ///         } else {
+    ///             Verdict::Allow
+    ///         }
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let trial = registry.open_run("r1", &Subject::new("trial").with_scopes(["build:read"]));
+    /// assert!(!trial.allowed().permits("build_status"));
+    /// ```
     pub fn policy(mut self, policy: impl AccessPolicy) -> Self {
-        self.policy = Some(Box::new(policy));
+        self.policies.push(Box::new(policy));
         self
     }
 
@@ -235,11 +269,36 @@ impl RegistryBuilder {
         self
     }
 
-    /// Sets the registry's per-call policy, asked for every validated call before it runs:
-    /// allow, deny with a reason the model reads, or require a person's approval. See
+    /// Adds a per-call policy of the registry's, asked for every validated call before it
+    /// runs: allow, deny with a reason the model reads, or require a person's approval. See
     /// [`CallPolicy`]; a run can narrow it with [`Run::with_call_policy`](crate::Run::with_call_policy).
+    ///
+    /// Policies compose: every one given (the registry's, then the run's) is asked, and the
+    /// stricter decision wins, whatever the order: deny over approval over allow. A second
+    /// call adds a policy; it never replaces the first. A policy that panics denies.
+    ///
+    /// ```
+    /// use registry_core::{tool, CallRequest, Decision, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Restart a service.
+    /// #[tool(scopes = "ops:write")]
+    /// fn restart(service: String) -> String {
+    ///     format!("{service} restarted")
+    /// }
+    ///
+    /// let registry = Registry::builder()
+    ///     .declared()
+    ///     .call_policy(|_: &CallRequest<'_>| Decision::RequireApproval("a restart".into()))
+    ///     .call_policy(|_: &CallRequest<'_>| Decision::Allow)
+    ///     .build()
+    ///     .unwrap();
+    /// let run = registry.open_run("r1", &Subject::new("acme").with_scopes(["ops:write"]));
+    /// let answer = run.call_blocking(ToolCall::new("c1", "restart", json!({"service": "web"})));
+    /// assert_eq!(answer.error_kind(), Some(ErrorKind::ApprovalRequired));
+    /// ```
     pub fn call_policy(mut self, policy: impl CallPolicy) -> Self {
-        self.gate.call_policy = Some(Box::new(policy));
+        self.gate.call_policies.push(Box::new(policy));
         self
     }
 
@@ -348,6 +407,105 @@ impl RegistryBuilder {
         self
     }
 
+    /// How many threads the registry's synchronous tools may run on at once (default: 64).
+    ///
+    /// A synchronous tool called from async code ([`Run::call`](crate::Run::call)) never runs
+    /// on the caller's thread, an async worker: it runs on one of these threads, as does one
+    /// with a deadline called with [`Run::call_blocking`](crate::Run::call_blocking) (which
+    /// otherwise runs it on the calling thread). A thread cannot be interrupted: a tool that
+    /// overruns its deadline is answered [`ErrorKind::TimedOut`](crate::ErrorKind::TimedOut)
+    /// and its [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled) turns true,
+    /// but its thread stays busy, and counts against this bound, until it returns.
+    ///
+    /// When every thread is busy, a call waits for one asynchronously, at most
+    /// [`blocking_wait`](Self::blocking_wait) (or its own deadline, if shorter), with at most
+    /// 16 calls per thread waiting; past either bound it is refused
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) (the server is busy, nothing
+    /// ran). No more threads are ever started. Idle threads end after 30 s. `0` counts as 1.
+    ///
+    /// ```
+    /// use registry_core::Registry;
+    ///
+    /// let registry = Registry::builder().declared().blocking_threads(8).build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn blocking_threads(mut self, threads: usize) -> Self {
+        self.blocking_threads = Some(threads);
+        self
+    }
+
+    /// How long a call of a synchronous tool waits for a free thread when all
+    /// [`blocking_threads`](Self::blocking_threads) are busy, before it is refused
+    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) (default: 10 s).
+    pub fn blocking_wait(mut self, wait: Duration) -> Self {
+        self.blocking_wait = Some(wait);
+        self
+    }
+
+    /// How long a tool's question ([`ToolContext::elicit`](crate::ToolContext::elicit)) waits
+    /// for an answer before it fails with
+    /// [`ElicitError::TimedOut`](crate::ElicitError::TimedOut) (default: 10 minutes,
+    /// [`DEFAULT_ELICIT_TIMEOUT`](crate::DEFAULT_ELICIT_TIMEOUT)). A call's own
+    /// ([`CallOptions::with_elicit_timeout`](crate::CallOptions::with_elicit_timeout)) comes
+    /// first; `registry-mcp` sets its `approval_timeout` so.
+    pub fn elicit_timeout(mut self, timeout: Duration) -> Self {
+        self.waits.elicit = timeout;
+        self
+    }
+
+    /// How long a tool's sampling request ([`ToolContext::sample`](crate::ToolContext::sample))
+    /// waits for the model's reply before it fails with
+    /// [`SampleError::TimedOut`](crate::SampleError::TimedOut) (default: 2 minutes,
+    /// [`DEFAULT_SAMPLE_TIMEOUT`](crate::DEFAULT_SAMPLE_TIMEOUT)). A call's own
+    /// ([`CallOptions::with_sample_timeout`](crate::CallOptions::with_sample_timeout)) comes
+    /// first; `registry-mcp` sets its `sampling_timeout` so.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use registry_core::{
+    ///     tool, BoxFuture, CallHost, CallInfo, Registry, SampleError, SampleReply,
+    ///     SampleRequest, Subject, ToolCall, ToolContext, ToolError,
+    /// };
+    /// use serde_json::json;
+    ///
+    /// /// Summarize a text.
+    /// #[tool(scopes = "text:read")]
+    /// async fn summarize(ctx: &ToolContext, text: String) -> Result<String, ToolError> {
+    ///     match ctx.sample(SampleRequest::new(50).user(text)).await {
+    ///         Ok(reply) => Ok(reply.text()),
+    ///         Err(SampleError::TimedOut(_)) => Ok("no summary: the model did not answer".into()),
+    ///         Err(error) => Err(error.into()),
+    ///     }
+    /// }
+    ///
+    /// /// A model that never answers.
+    /// struct Silent;
+    ///
+    /// impl CallHost for Silent {
+    ///     fn sample<'a>(
+    ///         &'a self,
+    ///         _call: &CallInfo<'_>,
+    ///         _request: SampleRequest,
+    ///     ) -> BoxFuture<'a, Result<SampleReply, SampleError>> {
+    ///         Box::pin(std::future::pending())
+    ///     }
+    /// }
+    ///
+    /// let registry = Registry::builder()
+    ///     .declared()
+    ///     .host(Silent)
+    ///     .sample_timeout(Duration::from_millis(50))
+    ///     .build()
+    ///     .unwrap();
+    /// let run = registry.open_run("r1", &Subject::new("acme").with_scopes(["text:read"]));
+    /// let answer = run.call_blocking(ToolCall::new("c1", "summarize", json!({"text": "long"})));
+    /// assert_eq!(answer.content(), &json!("no summary: the model did not answer"));
+    /// ```
+    pub fn sample_timeout(mut self, timeout: Duration) -> Self {
+        self.waits.sample = timeout;
+        self
+    }
+
     /// Checks everything and builds the registry, or lists every problem found.
     ///
     /// A build that fails is audited: a [`ChangeRefused`](crate::AuditEvent::ChangeRefused)
@@ -446,7 +604,7 @@ impl RegistryBuilder {
             tools,
             replacements,
             state: AppState::from_map(self.state),
-            policy: self.policy,
+            policies: self.policies,
             audit: self.audit,
             host: self.host,
             limits: self.limits,
@@ -455,6 +613,11 @@ impl RegistryBuilder {
             readiness_timeout: self
                 .readiness_timeout
                 .unwrap_or(crate::gate::DEFAULT_TIMEOUT),
+            pool: BlockingPool::new(
+                self.blocking_threads.unwrap_or(pool::DEFAULT_THREADS),
+                self.blocking_wait.unwrap_or(pool::DEFAULT_WAIT),
+            ),
+            waits: self.waits,
         });
         // On a thread of their own, so that a check that needs the caller's async runtime fails
         // at once (rather than blocking that runtime's thread until its deadline).

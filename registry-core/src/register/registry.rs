@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use crate::discover::access::AccessPolicy;
+use crate::execute::context::HostWaits;
+use crate::execute::pool::BlockingPool;
 use std::time::Duration;
 
 use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
@@ -64,7 +66,8 @@ struct Inner {
     generation: AtomicU64,
     replacements: Vec<Replacement>,
     state: AppState,
-    policy: Option<Box<dyn AccessPolicy>>,
+    /// The access policies, all applied: one that hides a tool hides it.
+    policies: Vec<Box<dyn AccessPolicy>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
@@ -72,6 +75,10 @@ struct Inner {
     /// The readiness check of each slot, if it has one.
     readiness: Vec<Option<Check>>,
     readiness_timeout: Duration,
+    /// The threads synchronous tools run on.
+    pool: BlockingPool,
+    /// How long questions and sampling wait for an answer.
+    waits: HostWaits,
     /// Whether calls are held ([`Registry::suspend`]): read without a lock on every call.
     held: std::sync::atomic::AtomicBool,
     /// Why they are held.
@@ -96,7 +103,7 @@ pub(crate) struct RegistryParts {
     pub(crate) tools: Vec<Tool>,
     pub(crate) replacements: Vec<Replacement>,
     pub(crate) state: AppState,
-    pub(crate) policy: Option<Box<dyn AccessPolicy>>,
+    pub(crate) policies: Vec<Box<dyn AccessPolicy>>,
     pub(crate) audit: Option<Box<dyn AuditSink>>,
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) limits: ArgumentLimits,
@@ -104,6 +111,8 @@ pub(crate) struct RegistryParts {
     /// Readiness checks by tool name (names checked by the builder).
     pub(crate) readiness: Vec<(String, Check)>,
     pub(crate) readiness_timeout: Duration,
+    pub(crate) pool: BlockingPool,
+    pub(crate) waits: HostWaits,
 }
 
 impl Registry {
@@ -127,13 +136,15 @@ impl Registry {
                 generation: AtomicU64::new(0),
                 replacements: parts.replacements,
                 state: parts.state,
-                policy: parts.policy,
+                policies: parts.policies,
                 audit: parts.audit,
                 host: parts.host,
                 limits: parts.limits,
                 gate: parts.gate,
                 readiness,
                 readiness_timeout: parts.readiness_timeout,
+                pool: parts.pool,
+                waits: parts.waits,
                 held: std::sync::atomic::AtomicBool::new(false),
                 suspended: RwLock::new(None),
             }),
@@ -208,7 +219,7 @@ impl Registry {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let entries = current.project(subject, &self.inner.slots, self.inner.policy.as_deref());
+        let entries = current.project(subject, &self.inner.slots, &self.inner.policies);
         (current.clone(), entries)
     }
 
@@ -782,8 +793,9 @@ impl Registry {
         &self.inner.gate
     }
 
-    pub(crate) fn call_policy(&self) -> Option<&dyn CallPolicy> {
-        self.inner.gate.call_policy.as_deref()
+    /// The registry's call policies, in the order they were given; all are asked.
+    pub(crate) fn call_policies(&self) -> &[Box<dyn CallPolicy>] {
+        &self.inner.gate.call_policies
     }
 
     pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {
@@ -795,8 +807,19 @@ impl Registry {
         self.inner.host.as_ref()
     }
 
-    pub(crate) fn access_policy(&self) -> Option<&dyn AccessPolicy> {
-        self.inner.policy.as_deref()
+    /// The registry's access policies, in the order they were given; all apply.
+    pub(crate) fn access_policies(&self) -> &[Box<dyn AccessPolicy>] {
+        &self.inner.policies
+    }
+
+    /// The threads this registry's synchronous tools run on.
+    pub(crate) fn blocking_pool(&self) -> &BlockingPool {
+        &self.inner.pool
+    }
+
+    /// How long this registry's calls wait for answers to questions and sampling.
+    pub(crate) fn host_waits(&self) -> HostWaits {
+        self.inner.waits
     }
 
     pub(crate) fn limits(&self) -> &ArgumentLimits {

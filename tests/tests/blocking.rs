@@ -1,0 +1,302 @@
+//! No worker ever blocks: synchronous tools run on the registry's bounded pool
+//! (`RegistryBuilder::blocking_threads`), never on an async worker; a tool that overruns its
+//! deadline is answered at once but keeps its thread, and its place in the pool, until it
+//! returns; when every thread is busy a call waits, boundedly, then is refused; no thread
+//! beyond the bound is ever started.
+//!
+//! One test per concern, each with a registry of its own; the pool's threads are counted by
+//! name in `/proc/self/task`, so the tests of this file share a lock.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall};
+use serde_json::{Value, json};
+
+/// The tests of this file count the pool's threads of the whole process: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// How many threads of this process carry the pool's name.
+fn pool_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .filter(|task| {
+                    std::fs::read_to_string(task.path().join("comm"))
+                        .is_ok_and(|name| name.trim_end() == "registry-tool")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The two held tools have a thread each, and no thread beyond the bound of two was
+/// started (`before`: the pool threads of earlier tests, which can only end meanwhile).
+#[track_caller]
+fn bounded(before: usize) {
+    let now = pool_threads();
+    assert!(
+        now >= 2 && now <= before + 2,
+        "{now} pool threads, {before} before"
+    );
+}
+
+/// A gate that held tools wait on until it opens.
+#[derive(Default)]
+struct Gate {
+    open: Mutex<bool>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.opened.wait(open).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.opened.notify_all();
+    }
+}
+
+/// What the tools saw: how many started, how many ran at once at most, and where.
+#[derive(Default)]
+struct Seen {
+    started: AtomicUsize,
+    running: AtomicUsize,
+    most: AtomicUsize,
+    threads: Mutex<Vec<String>>,
+}
+
+impl Seen {
+    fn enter(&self) {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        let name = std::thread::current().name().unwrap_or("-").to_owned();
+        self.threads.lock().unwrap().push(name);
+    }
+
+    fn leave(&self) {
+        self.running.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// `held` (synchronous, 100 ms deadline, waits on the gate), `quick` (synchronous, no
+/// deadline), `nap` (synchronous, sleeps 300 ms), on a pool of two threads.
+fn registry(gate: &Arc<Gate>, seen: &Arc<Seen>, wait: Duration) -> Registry {
+    let (held_gate, held_seen) = (gate.clone(), seen.clone());
+    let quick_seen = seen.clone();
+    let nap_seen = seen.clone();
+    Registry::builder()
+        .tool(
+            DynamicTool::new("held", "Wait for the gate.")
+                .scopes(["ops:run"])
+                .timeout(Duration::from_millis(100))
+                .handler(move |_, _| {
+                    held_seen.enter();
+                    held_gate.wait();
+                    held_seen.leave();
+                    Ok::<_, String>(json!("released"))
+                }),
+        )
+        .tool(
+            DynamicTool::new("quick", "Answer at once.")
+                .scopes(["ops:run"])
+                .handler(move |_, _| {
+                    quick_seen.enter();
+                    quick_seen.leave();
+                    Ok::<_, String>(json!("quick"))
+                }),
+        )
+        .tool(
+            DynamicTool::new("nap", "Sleep a while.")
+                .scopes(["ops:run"])
+                .handler(move |_, _| {
+                    nap_seen.enter();
+                    std::thread::sleep(Duration::from_millis(300));
+                    nap_seen.leave();
+                    Ok::<_, String>(json!("rested"))
+                }),
+        )
+        .blocking_threads(2)
+        .blocking_wait(wait)
+        .build()
+        .unwrap()
+}
+
+fn subject() -> Subject {
+    Subject::new("acme").with_scopes(["ops:run"])
+}
+
+fn call(id: &str, name: &str) -> ToolCall {
+    ToolCall::new(id, name, json!({}))
+}
+
+#[test]
+fn an_overrunning_tool_keeps_its_thread_and_the_pool_stays_bounded() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let gate = Arc::new(Gate::default());
+    let seen = Arc::new(Seen::default());
+    let before = pool_threads();
+    let registry = registry(&gate, &seen, Duration::from_millis(300));
+    let run = Arc::new(registry.open_run("run-1", &subject()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // Two calls overrun their deadline: answered TimedOut, their threads still busy.
+        let (first, second) =
+            tokio::join!(run.call(call("c1", "held")), run.call(call("c2", "held")));
+        assert_eq!(first.error_kind(), Some(ErrorKind::TimedOut), "{first:?}");
+        assert_eq!(second.error_kind(), Some(ErrorKind::TimedOut), "{second:?}");
+        assert_eq!(seen.started.load(Ordering::SeqCst), 2);
+        bounded(before);
+
+        // A third cannot start: refused Unavailable once its deadline passed, never run.
+        let started = Instant::now();
+        let third = run.call(call("c3", "held")).await;
+        assert_eq!(
+            third.error_kind(),
+            Some(ErrorKind::Unavailable),
+            "{third:?}"
+        );
+        assert!(
+            third
+                .error_text()
+                .unwrap()
+                .contains("the server is busy; nothing was done"),
+            "{third:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+        // A tool without a deadline waits the pool's wait (300 ms), then is refused too.
+        let started = Instant::now();
+        let quick = run.call(call("c4", "quick")).await;
+        assert_eq!(
+            quick.error_kind(),
+            Some(ErrorKind::Unavailable),
+            "{quick:?}"
+        );
+        assert!(started.elapsed() >= Duration::from_millis(250));
+        assert_eq!(
+            seen.started.load(Ordering::SeqCst),
+            2,
+            "nothing else started"
+        );
+        bounded(before);
+
+        // A call waiting when a held tool returns gets its thread.
+        let waiting = {
+            let run = run.clone();
+            tokio::spawn(async move { run.call(call("c5", "quick")).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(seen.started.load(Ordering::SeqCst), 2, "still waiting");
+        gate.open();
+        let quick = waiting.await.unwrap();
+        assert_eq!(quick.content(), &json!("quick"));
+        assert_eq!(seen.started.load(Ordering::SeqCst), 3);
+    });
+    assert_eq!(seen.most.load(Ordering::SeqCst), 2);
+    assert!(pool_threads() <= before + 2);
+    let threads = seen.threads.lock().unwrap().clone();
+    assert!(
+        threads.iter().all(|name| name == "registry-tool"),
+        "{threads:?}"
+    );
+}
+
+#[test]
+fn async_workers_keep_ticking_while_synchronous_tools_run() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let gate = Arc::new(Gate::default());
+    let seen = Arc::new(Seen::default());
+    let registry = registry(&gate, &seen, Duration::from_secs(5));
+    let run = registry.open_run("run-1", &subject());
+    // One thread for everything async: a tool run on it would stop the timer.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let answers: Vec<Value> = runtime.block_on(async {
+        let counter = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            let mut interval = tokio::time::interval(Duration::from_millis(10));
+            // Missed ticks are skipped, not made up for after a block.
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                interval.tick().await;
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        // Two tools without a deadline, 300 ms each, at once.
+        let (a, b) = tokio::join!(run.call(call("c1", "nap")), run.call(call("c2", "nap")));
+        ticker.abort();
+        vec![a.content().clone(), b.content().clone()]
+    });
+    assert_eq!(answers, [json!("rested"), json!("rested")]);
+    // 300 ms of naps at 10 ms a tick: the timer kept going meanwhile.
+    let ticked = ticks.load(Ordering::SeqCst);
+    assert!(ticked >= 10, "the timer ticked only {ticked} times");
+    assert_eq!(
+        seen.most.load(Ordering::SeqCst),
+        2,
+        "the naps ran side by side"
+    );
+    let threads = seen.threads.lock().unwrap().clone();
+    assert_eq!(threads, ["registry-tool", "registry-tool"]);
+}
+
+#[test]
+fn call_blocking_runs_a_tool_without_deadline_on_the_callers_thread_and_bounds_the_rest() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let gate = Arc::new(Gate::default());
+    let seen = Arc::new(Seen::default());
+    let registry = registry(&gate, &seen, Duration::from_millis(200));
+    let run = Arc::new(registry.open_run("run-1", &subject()));
+    let caller = std::thread::Builder::new()
+        .name("the-caller".into())
+        .spawn({
+            let run = run.clone();
+            move || run.call_blocking(call("c1", "quick"))
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(caller.content(), &json!("quick"));
+    assert_eq!(seen.threads.lock().unwrap()[0], "the-caller");
+    // With a deadline, the pool: two overrun, the third is refused, without a runtime.
+    for id in ["c2", "c3"] {
+        let answer = run.call_blocking(call(id, "held"));
+        assert_eq!(answer.error_kind(), Some(ErrorKind::TimedOut), "{answer:?}");
+    }
+    let third = run.call_blocking(call("c4", "held"));
+    assert_eq!(
+        third.error_kind(),
+        Some(ErrorKind::Unavailable),
+        "{third:?}"
+    );
+    assert_eq!(seen.started.load(Ordering::SeqCst), 3);
+    gate.open();
+    // Once they returned, their threads serve again.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while seen.running.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let again = run.call_blocking(call("c5", "held"));
+    assert_eq!(again.content(), &json!("released"));
+}
