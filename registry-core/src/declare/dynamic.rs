@@ -54,6 +54,7 @@ pub struct DynamicTool {
     output_schema: Option<Value>,
     scopes: Vec<String>,
     tenants: Vec<String>,
+    public: bool,
     timeout: Option<Duration>,
     needs_approval: bool,
     rate_limit: Option<Result<RateLimit, String>>,
@@ -78,6 +79,7 @@ impl DynamicTool {
             output_schema: None,
             scopes: Vec::new(),
             tenants: Vec::new(),
+            public: false,
             timeout: None,
             needs_approval: false,
             rate_limit: None,
@@ -129,6 +131,30 @@ impl DynamicTool {
         S: Into<String>,
     {
         self.tenants.extend(tenants.into_iter().map(Into::into));
+        self
+    }
+
+    /// Says that the tool restricts nothing on purpose: every subject of every tenant may see
+    /// and call it. A tool with no [`scopes`](Self::scopes) and no [`tenants`](Self::tenants)
+    /// must say so, or [`build`](crate::RegistryBuilder::build) refuses it; one with scopes or
+    /// tenants cannot (it would not be public). Hiding a tool is not authorization: make public
+    /// only what anyone may call.
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Registry};
+    ///
+    /// let time = || {
+    ///     DynamicTool::new("server_time", "Tell the server's time.")
+    ///         .handler(|_ctx, _args| Ok::<_, String>("12:00".into()))
+    /// };
+    /// let error = Registry::builder().tool(time()).build().unwrap_err();
+    /// assert!(error.to_string().contains("restricts nothing"));
+    ///
+    /// let registry = Registry::builder().tool(time().public()).build().unwrap();
+    /// assert!(registry.get("server_time").unwrap().policy().is_public());
+    /// ```
+    pub fn public(mut self) -> Self {
+        self.public = true;
         self
     }
 
@@ -337,6 +363,7 @@ impl DynamicTool {
                 texts.lint(&tool, source, problems);
             }
         }
+        let unrestricted = self.scopes.is_empty() && self.tenants.is_empty();
         let mut scopes = Vec::new();
         for scope in self.scopes {
             match Scope::new(scope) {
@@ -352,6 +379,19 @@ impl DynamicTool {
             problems.push(BuildProblem::InvalidTenant {
                 tool: tool.clone(),
                 site: source,
+            });
+        }
+        if self.public != unrestricted {
+            problems.push(if unrestricted {
+                BuildProblem::Unrestricted {
+                    tool: tool.clone(),
+                    site: source,
+                }
+            } else {
+                BuildProblem::PublicButRestricted {
+                    tool: tool.clone(),
+                    site: source,
+                }
             });
         }
         if let Some(namespace) = &self.namespace
@@ -418,6 +458,7 @@ impl DynamicTool {
             policy: ToolPolicy {
                 scopes,
                 tenants: self.tenants,
+                public: self.public,
                 hints: self.hints,
                 timeout: self.timeout,
                 needs_approval: self.needs_approval,

@@ -457,8 +457,8 @@ fn is_under(module: &str, path: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
 }
 
-/// The tool of a declaration; its name and scopes were checked at compile time, and are
-/// checked again here in case the record was written by hand.
+/// The tool of a declaration; its name, scopes and `public` were checked at compile time, and
+/// are checked again here in case the record was written by hand.
 fn declared_tool(
     declaration: &'static Declaration,
     problems: &mut Vec<BuildProblem>,
@@ -487,6 +487,16 @@ fn declared_tool(
             }
         }
     }
+    let unrestricted = declaration.scopes.is_empty() && declaration.tenants.is_empty();
+    if declaration.public != unrestricted {
+        let tool = declaration.name.to_owned();
+        problems.push(if unrestricted {
+            BuildProblem::Unrestricted { tool, site: source }
+        } else {
+            BuildProblem::PublicButRestricted { tool, site: source }
+        });
+        valid = false;
+    }
     if let Some(namespace) = declaration.namespace
         && let Err(reason) = check_namespace(namespace)
     {
@@ -508,6 +518,7 @@ fn declared_tool(
             .iter()
             .map(|t| (*t).to_owned())
             .collect(),
+        public: declaration.public,
         hints: declaration.hints,
         timeout: declaration.timeout,
         needs_approval: declaration.needs_approval,
