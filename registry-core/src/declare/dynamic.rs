@@ -30,6 +30,7 @@ use crate::resolve::validate::ArgumentValidator;
 /// use serde_json::json;
 ///
 /// let echo = DynamicTool::new("echo", "Repeat the text back.")
+///     .public()
 ///     .parameters(json!({
 ///         "type": "object",
 ///         "properties": {"text": {"type": "string"}},
@@ -145,6 +146,7 @@ impl DynamicTool {
     ///
     /// let time = || {
     ///     DynamicTool::new("server_time", "Tell the server's time.")
+    ///         .public()
     ///         .handler(|_ctx, _args| Ok::<_, String>("12:00".into()))
     /// };
     /// let error = Registry::builder().tool(time()).build().unwrap_err();
@@ -220,6 +222,7 @@ impl DynamicTool {
     ///
     /// let ping = || {
     ///     DynamicTool::new("ping_gateway", "Ping the gateway at 10.0.0.1.")
+    ///         .public()
     ///         .handler(|_ctx, _args| Ok::<_, String>("pong".into()))
     /// };
     /// let error = Registry::builder().tool(ping()).build().unwrap_err();
@@ -282,6 +285,7 @@ impl DynamicTool {
     /// use serde_json::json;
     ///
     /// let logo = DynamicTool::new("logo", "Show the company logo.")
+    ///     .public()
     ///     .read_only()
     ///     .content_handler(|_ctx, _args| {
     ///         Ok::<_, String>(vec![Content::image(&b"GIF89a"[..], "image/gif")])

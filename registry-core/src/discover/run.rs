@@ -219,7 +219,7 @@ impl Run {
     /// use serde_json::json;
     ///
     /// /// Clean the build cache.
-    /// #[tool]
+    /// #[tool(public)]
     /// fn clean(ctx: &ToolContext) -> String {
     ///     ctx.log(LogLevel::Notice, "removed 3 GiB");
     ///     "done".into()
@@ -361,7 +361,7 @@ impl Run {
     /// use serde_json::json;
     ///
     /// /// Wait for ever.
-    /// #[tool]
+    /// #[tool(public)]
     /// async fn wait_forever() -> String {
     ///     std::future::pending::<()>().await;
     ///     unreachable!()

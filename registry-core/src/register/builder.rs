@@ -34,21 +34,21 @@ use crate::resolve::guard::ArgumentLimits;
 /// use registry_core::{tool, DynamicTool, Registry};
 ///
 /// /// Search the documentation.
-/// #[tool(read_only)]
+/// #[tool(public, read_only)]
 /// fn search_docs(query: String) -> Vec<String> {
 ///     vec![query]
 /// }
 ///
 /// let registry = Registry::builder()
 ///     .declared_in(["rust_out"]) // the doctest's crate: every tool declared in it
-///     .tool(DynamicTool::new("ping", "Answer pong.").handler(|_, _| Ok::<_, String>("pong".into())))
+///     .tool(DynamicTool::new("ping", "Answer pong.").public().handler(|_, _| Ok::<_, String>("pong".into())))
 ///     .require(["search_docs", "ping"])
 ///     .build()?;
 /// assert_eq!(registry.names().collect::<Vec<_>>(), ["ping", "search_docs"]);
 ///
 /// let duplicate = Registry::builder()
-///     .tool(DynamicTool::new("ping", "One.").handler(|_, _| Ok::<_, String>("1".into())))
-///     .tool(DynamicTool::new("ping", "Two.").handler(|_, _| Ok::<_, String>("2".into())))
+///     .tool(DynamicTool::new("ping", "One.").public().handler(|_, _| Ok::<_, String>("1".into())))
+///     .tool(DynamicTool::new("ping", "Two.").public().handler(|_, _| Ok::<_, String>("2".into())))
 ///     .build();
 /// assert!(duplicate.unwrap_err().to_string().contains("two tools are named \"ping\""));
 /// # Ok::<(), registry_core::RegistryError>(())
@@ -190,7 +190,7 @@ impl RegistryBuilder {
     /// }
     ///
     /// /// Greet the user by name.
-    /// #[tool]
+    /// #[tool(public)]
     /// async fn greet(ctx: &ToolContext) -> Result<String, registry_core::ToolError> {
     ///     Ok(match ctx.elicit::<Name>("What is your name?").await? {
     ///         Elicitation::Accepted(Name { name }) => format!("Hello, {name}!"),

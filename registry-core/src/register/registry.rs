@@ -249,7 +249,7 @@ impl Registry {
     /// use registry_core::{tool, ChangeKind, ErrorKind, Registry, Subject, ToolCall};
     ///
     /// /// Read the current build status of a project.
-    /// #[tool(read_only)]
+    /// #[tool(public, read_only)]
     /// fn status(project: String) -> String {
     ///     format!("{project}: green")
     /// }
@@ -328,7 +328,7 @@ impl Registry {
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
     ///
     /// /// Read the current build status of a project.
-    /// #[tool(read_only)]
+    /// #[tool(public, read_only)]
     /// fn status(project: String) -> String {
     ///     format!("{project}: green")
     /// }
