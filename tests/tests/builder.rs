@@ -836,6 +836,7 @@ fn every_kind_of_problem_is_reported_together() {
 fn a_dynamic_tool_that_restricts_nothing_must_say_public_and_every_problem_is_reported() {
     let error = Registry::builder()
         .tool(
+            // add_public: leave (restricts nothing, on purpose)
             DynamicTool::new("clock_time", "Tell the server's time.")
                 .handler(|_, _| Ok::<_, String>(json!("12:00"))),
         )
@@ -851,6 +852,7 @@ fn a_dynamic_tool_that_restricts_nothing_must_say_public_and_every_problem_is_re
                 .tenants(["acme"])
                 .handler(|_, _| Ok::<_, String>(json!("sent"))),
         )
+        // add_public: leave (restricts nothing, on purpose)
         .tool(DynamicTool::new("handlerless", "Has no handler."))
         .build()
         .unwrap_err();
@@ -947,6 +949,7 @@ fn a_replacement_at_run_time_that_restricts_nothing_is_refused_and_changes_nothi
         .unwrap();
     let error = registry
         .replace(
+            // add_public: leave (restricts nothing, on purpose)
             DynamicTool::new("nightly", "Run the nightly report for everyone.")
                 .handler(|_, _| Ok::<_, String>(json!("sent"))),
             registry_core::ReplacePolicy::keep_old_runs("open it to everyone"),

@@ -178,6 +178,7 @@ fn registry(change: Change) -> Registry {
 
 /// A tool that answers `null`.
 fn plain(name: &str, description: &str) -> DynamicTool {
+    // add_public: leave (callers say `public` or restrict it)
     DynamicTool::new(name, description).handler(|_ctx, _args| Ok::<_, String>(json!(null)))
 }
 

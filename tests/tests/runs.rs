@@ -46,6 +46,7 @@ fn scopes(list: &[&str]) -> Vec<Scope> {
 
 fn echo(name: &str) -> DynamicTool {
     let reply = name.to_owned();
+    // add_public: leave (callers say `public` or restrict it)
     DynamicTool::new(name, format!("The tool {name}."))
         .handler(move |_, _| Ok::<_, String>(json!(reply.clone())))
 }
