@@ -145,8 +145,8 @@ impl DynamicTool {
     /// use registry_core::{DynamicTool, Registry};
     ///
     /// let time = || {
+    ///     # // add_public: leave (the example shows the error)
     ///     DynamicTool::new("server_time", "Tell the server's time.")
-    ///         .public()
     ///         .handler(|_ctx, _args| Ok::<_, String>("12:00".into()))
     /// };
     /// let error = Registry::builder().tool(time()).build().unwrap_err();

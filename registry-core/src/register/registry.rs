@@ -526,11 +526,12 @@ impl Registry {
     /// }
     ///
     /// let lock = Registry::from_inventory().unwrap().lock();
-    /// let block: Vec<&str> = lock.lines().skip_while(|line| *line != "[deploy]").take(5).collect();
+    /// let block: Vec<&str> = lock.lines().skip_while(|line| *line != "[deploy]").take(6).collect();
     /// assert_eq!(block, [
     ///     "[deploy]",
     ///     "scopes = build:read, deploy:write",
     ///     "tenants = *",
+    ///     "public = false",
     ///     "hints = destructive",
     ///     "gate = needs_approval, rate_limit 10/min",
     /// ]);
