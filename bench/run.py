@@ -121,7 +121,7 @@ def plain_fn(i: int, width: int) -> str:
 
 def macro_fn(i: int, width: int) -> str:
     name, params = tool_name(i, width), shape(i)
-    return (f"{doc(i, params)}#[registry_core::tool]\npub fn {name}(\n{signature(params, True)}"
+    return (f"{doc(i, params)}#[registry_core::tool(public)]\npub fn {name}(\n{signature(params, True)}"
             f") -> Result<String, String> {{\n{body(name, params)}}}\n")
 
 
@@ -136,6 +136,7 @@ def dynamic_fn(i: int, width: int) -> str:
     return f"""\
 fn dyn_{name}() -> DynamicTool {{
     DynamicTool::new("{name}", "{description}")
+        .public()
         .parameters(json!({{
             "type": "object",
             "properties": {{{props}}},

@@ -23,7 +23,7 @@ pub struct Filter {
 }
 
 /// Search the project documentation.
-#[tool(read_only, title = "Search the docs")]
+#[tool(public, read_only, title = "Search the docs")]
 pub fn search_docs(
     /// Words to look for.
     query: String,
@@ -40,7 +40,7 @@ pub fn search_docs(
 }
 
 /// Show the changelog of a release, e.g. `2.4.0`.
-#[tool(read_only, idempotent)]
+#[tool(public, read_only, idempotent)]
 pub fn changelog(
     /// The release, as `major.minor.patch`.
     version: String,

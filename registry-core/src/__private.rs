@@ -5,7 +5,7 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
-pub use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
+pub use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param, RunToken};
 pub use crate::declare::policy::Hints;
 pub use crate::declare::source::Source;
 pub use crate::execute::context::ToolContext;

@@ -20,6 +20,9 @@ pub(crate) struct ToolAttr {
     pub(crate) scopes: Option<LitStr>,
     /// `tenants = "acme, globex"`: only subjects of these tenants see the tool.
     pub(crate) tenants: Option<LitStr>,
+    /// `public`: the tool restricts nothing on purpose (no scopes, no tenants); a tool that
+    /// restricts nothing must say so.
+    pub(crate) public: Option<Span>,
     /// `timeout = "5s"`: a call that takes longer is answered `TimedOut`.
     pub(crate) timeout: Option<LitStr>,
     /// `needs_approval`: every call waits for a person's approval.
@@ -42,6 +45,8 @@ pub(crate) struct ToolAttr {
     pub(crate) always_loaded: Option<Span>,
     /// `crate = path`: where `registry-core` is, for crates that re-export it.
     pub(crate) krate: Option<Path>,
+    /// Parsing stopped early (a syntax error), so keys after the error were not read.
+    pub(crate) incomplete: bool,
 }
 
 /// Parses `args`, recording every mistake in `cx` and carrying on past it.
@@ -58,6 +63,7 @@ pub(crate) fn parse(cx: &Ctxt, args: TokenStream) -> ToolAttr {
     });
     if let Err(error) = syn::parse::Parser::parse2(parser, take_bare_values(cx, args)) {
         cx.syn_error(error);
+        attr.incomplete = true;
     }
     attr
 }
@@ -100,6 +106,7 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         TITLE => set(cx, meta, &mut attr.title, string(meta)?),
         SCOPES => set(cx, meta, &mut attr.scopes, string(meta)?),
         TENANTS => set(cx, meta, &mut attr.tenants, string(meta)?),
+        PUBLIC => set(cx, meta, &mut attr.public, flag(cx, meta)?),
         TIMEOUT => set(cx, meta, &mut attr.timeout, string(meta)?),
         NEEDS_APPROVAL => set(cx, meta, &mut attr.needs_approval, flag(cx, meta)?),
         RATE_LIMIT => set(cx, meta, &mut attr.rate_limit, string(meta)?),
@@ -229,6 +236,8 @@ mod tests {
             ("allow_desc", "allow_description"),
             ("allowdescription", "allow_description"),
             ("always_load", "always_loaded"),
+            ("pubic", "public"),
+            ("publc", "public"),
             ("alwaysloaded", "always_loaded"),
             ("name_space", "namespace"),
         ] {

@@ -18,6 +18,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
     check_description_lint(cx, attr, tool);
     let scopes = check_scopes(cx, attr);
     let tenants = check_tenants(cx, attr);
+    check_public(cx, attr, tool);
     let timeout_ms = check_timeout(cx, attr);
     let rate_limit = check_rate_limit(cx, attr);
     let namespace = check_namespace(cx, attr);
@@ -41,6 +42,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
         allow_description: attr.allow_description.as_ref().map(LitStr::value),
         scopes,
         tenants,
+        public: attr.public.is_some(),
         timeout_ms,
         needs_approval: attr.needs_approval.is_some(),
         rate_limit,
@@ -68,6 +70,8 @@ pub(crate) struct Spec {
     pub(crate) allow_description: Option<String>,
     pub(crate) scopes: Vec<String>,
     pub(crate) tenants: Vec<String>,
+    /// `public`: checked to be given exactly when there are no scopes and no tenants.
+    pub(crate) public: bool,
     pub(crate) timeout_ms: Option<u64>,
     pub(crate) needs_approval: bool,
     /// Calls and seconds of the period.
@@ -211,7 +215,7 @@ fn check_scopes(cx: &Ctxt, attr: &ToolAttr) -> Vec<String> {
         cx.error_spanned_by(
             scopes,
             "`scopes` is empty; name at least one scope, e.g. `scopes = \"build:read\"`, \
-             or leave the key out for a tool that needs none",
+             or write `public` instead of `scopes` for a tool that anyone may call",
         );
     }
     for (index, scope) in list.iter().enumerate() {
@@ -254,6 +258,46 @@ fn check_tenants(cx: &Ctxt, attr: &ToolAttr) -> Vec<String> {
         }
     }
     list.into_iter().map(str::to_owned).collect()
+}
+
+/// Least privilege by default: a tool that restricts nothing (no `scopes`, no `tenants`) is
+/// seen and called by every subject of every tenant, so it must say `public`; and `public`
+/// beside `scopes` or `tenants` would be a lie.
+/// An attribute that did not parse to its end is not judged: its unread keys may restrict.
+fn check_public(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+    if attr.incomplete {
+        return;
+    }
+    match (attr.public, &attr.scopes, &attr.tenants) {
+        (None, None, None) => {
+            let name = tool.item.sig.ident.to_string();
+            let name = name.trim_start_matches("r#");
+            cx.syn_error(syn::Error::new(
+                Span::call_site(),
+                format!(
+                    "the tool `{name}` restricts nothing, so every subject of every tenant would \
+                     see and call it; name the scopes it needs, e.g. `#[tool(scopes = \"build:read\")]`, \
+                     or the tenants that may use it, e.g. `#[tool(tenants = \"acme\")]`, or, if \
+                     anyone may call it, say so: `#[tool(public)]`"
+                ),
+            ));
+        }
+        (Some(public), scopes, tenants) if scopes.is_some() || tenants.is_some() => {
+            let key = if scopes.is_some() {
+                "scopes"
+            } else {
+                "tenants"
+            };
+            cx.syn_error(syn::Error::new(
+                public,
+                format!(
+                    "`public` says every subject of every tenant may use this tool, but `{key}` \
+                     restricts it; remove `public`, or remove `{key}` if anyone may call it"
+                ),
+            ));
+        }
+        _ => {}
+    }
 }
 
 fn check_timeout(cx: &Ctxt, attr: &ToolAttr) -> Option<u64> {

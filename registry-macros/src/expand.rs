@@ -105,6 +105,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
         description,
         scopes,
         tenants,
+        public,
         needs_approval,
         read_only,
         destructive,
@@ -155,6 +156,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                     allow_description: #allow_description,
                     scopes: &[#(#scopes),*],
                     tenants: &[#(#tenants),*],
+                    public: #public,
                     timeout: #timeout,
                     needs_approval: #needs_approval,
                     rate_limit: #rate_limit,
@@ -226,7 +228,8 @@ fn output_schema(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
 }
 
 /// `fn __execute`: takes the JSON arguments apart, calls the function, converts its result
-/// (content kept, anything else serialized).
+/// (content kept, anything else serialized). It takes a `RunToken`, which only registry-core
+/// can make, so nothing but a run can call it.
 fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
     let ident = &tool.item.sig.ident;
     let mut bindings = Vec::new();
@@ -304,6 +307,7 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
             fn __execute(
                 __ctx: #rc::ToolContext,
                 mut __args: #rc::Arguments,
+                _: #rc::RunToken<'_>,
             ) -> #rc::BoxFuture<'static, #rc::Outcome> {
                 #boxed
             }
@@ -313,6 +317,7 @@ fn executor(rc: &TokenStream, tool: &ToolFn) -> TokenStream {
             fn __execute(
                 __ctx: &#rc::ToolContext,
                 mut __args: #rc::Arguments,
+                _: #rc::RunToken<'_>,
             ) -> #rc::Outcome {
                 let _ = __ctx;
                 #body

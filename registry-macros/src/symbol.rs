@@ -6,6 +6,7 @@ pub(crate) const DESCRIPTION: &str = "description";
 pub(crate) const TITLE: &str = "title";
 pub(crate) const SCOPES: &str = "scopes";
 pub(crate) const TENANTS: &str = "tenants";
+pub(crate) const PUBLIC: &str = "public";
 pub(crate) const TIMEOUT: &str = "timeout";
 pub(crate) const NEEDS_APPROVAL: &str = "needs_approval";
 pub(crate) const RATE_LIMIT: &str = "rate_limit";
@@ -25,6 +26,7 @@ pub(crate) const KEYS: &[&str] = &[
     TITLE,
     SCOPES,
     TENANTS,
+    PUBLIC,
     TIMEOUT,
     NEEDS_APPROVAL,
     RATE_LIMIT,

@@ -83,6 +83,7 @@ fn registry_builder() -> RegistryBuilder {
     Registry::builder()
         .tool(
             DynamicTool::new("deploy", "Deploy a project.")
+                .public()
                 .parameters(json!({
                     "type": "object",
                     "properties": {"env": {"type": "string"}},
@@ -96,6 +97,7 @@ fn registry_builder() -> RegistryBuilder {
         )
         .tool(
             DynamicTool::new("status", "Read the status.")
+                .public()
                 .read_only()
                 .handler(|_: &registry_core::ToolContext, _: Value| {
                     Ok::<_, String>(json!("all good"))

@@ -260,11 +260,11 @@ async fn changes_the_registry_refuses_are_not_recorded() {
             matches!(error, Error::Registry(RegistryError::NotRevoked { .. })),
             "{error:?}"
         );
-        let unknown = registry_core::DynamicTool::new("nope", "Nothing.").handler(
-            |_: &registry_core::ToolContext, _: serde_json::Value| {
+        let unknown = registry_core::DynamicTool::new("nope", "Nothing.")
+            .public()
+            .handler(|_: &registry_core::ToolContext, _: serde_json::Value| {
                 Ok::<_, String>(serde_json::json!(1))
-            },
-        );
+            });
         let error = feed_a
             .replace(unknown, ReplacePolicy::keep_old_runs("x"))
             .await

@@ -30,31 +30,40 @@ fn tools() -> RegistryBuilder {
     Registry::builder()
         .tool(
             DynamicTool::new("note", "Take a note.")
+                .public()
                 .parameters(note.clone())
                 .read_only()
                 .handler(|_, _| Ok::<_, String>(json!("noted"))),
         )
-        .tool(DynamicTool::new("nap", "Sleep 20 ms.").handler(|_, _| {
-            std::thread::sleep(Duration::from_millis(20));
-            Ok::<_, String>(json!("rested"))
-        }))
+        .tool(
+            DynamicTool::new("nap", "Sleep 20 ms.")
+                .public()
+                .handler(|_, _| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    Ok::<_, String>(json!("rested"))
+                }),
+        )
         .tool(
             DynamicTool::new("fail", "Fail.")
+                .public()
                 .parameters(note.clone())
                 .handler(|_, _| Err::<Value, _>("the disk is full")),
         )
         .tool(
             DynamicTool::new("boom", "Panic.")
+                .public()
                 .parameters(note)
                 .handler(|_, _| -> Result<Value, String> { panic!("boom went the tool") }),
         )
         .tool(
             DynamicTool::new("hang", "Never finish.")
+                .public()
                 .timeout(Duration::from_millis(100))
                 .async_handler(|_, _| std::future::pending::<Result<Value, String>>()),
         )
         .tool(
             DynamicTool::new("withdrawn", "To be revoked.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!("here"))),
         )
         .tool(
@@ -304,6 +313,7 @@ fn revocations_and_replacements_are_audited() {
     let replaced = registry
         .replace(
             DynamicTool::new("note", "Take a note, better.")
+                .public()
                 .read_only()
                 .handler(|_, _| Ok::<_, String>(json!("noted"))),
             ReplacePolicy::revoke_old_runs("v2"),
@@ -312,7 +322,7 @@ fn revocations_and_replacements_are_audited() {
     // A failed replacement is not a change.
     registry
         .replace(
-            DynamicTool::new("note", "No handler."),
+            DynamicTool::new("note", "No handler.").public(),
             ReplacePolicy::keep_old_runs("broken"),
         )
         .unwrap_err();

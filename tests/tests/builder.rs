@@ -58,7 +58,7 @@ impl Future for YieldOnce {
 // Declared tools of this file.
 
 /// Read the current build status of a project.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn get_status(project: String) -> String {
     format!("{project}: green")
 }
@@ -67,21 +67,21 @@ mod a {
     use registry_core::tool;
 
     /// In `a`.
-    #[tool]
+    #[tool(public)]
     fn in_a() {}
 
     pub mod b {
         use registry_core::tool;
 
         /// In `a::b`.
-        #[tool]
+        #[tool(public)]
         fn in_b() {}
 
         pub mod c {
             use registry_core::tool;
 
             /// In `a::b::c`.
-            #[tool]
+            #[tool(public)]
             fn in_b_c() {}
         }
     }
@@ -90,7 +90,7 @@ mod a {
         use registry_core::tool;
 
         /// In `a::bc`, whose path starts like `a::b`'s.
-        #[tool]
+        #[tool(public)]
         fn in_bc() {}
     }
 }
@@ -174,7 +174,11 @@ fn a_valid_dynamic_tool_registers_and_runs() {
 #[test]
 fn a_dynamic_tool_without_parameters_takes_an_empty_closed_object() {
     let registry = Registry::builder()
-        .tool(DynamicTool::new("now", "Tell the time.").handler(|_, _| Ok::<_, String>(json!(0))))
+        .tool(
+            DynamicTool::new("now", "Tell the time.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!(0))),
+        )
         .build()
         .unwrap();
     let tool = registry.get("now").unwrap();
@@ -195,6 +199,7 @@ fn a_dynamic_schema_is_used_as_given_even_open() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("open", "Take anything beside `a`.")
+                .public()
                 .parameters(json!({"type": "object", "properties": {"a": {"type": "string"}}}))
                 .handler(|_, args| Ok::<_, String>(args)),
         )
@@ -222,6 +227,7 @@ fn an_async_dynamic_tool_runs_both_ways() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("later", "Answer later.")
+                .public()
                 .parameters(echo_schema())
                 .async_handler(|ctx, args| async move {
                     YieldOnce(false).await;
@@ -266,6 +272,7 @@ fn every_problem_of_every_tool_is_reported_in_one_build_with_its_site() {
         )
         .tool(
             DynamicTool::new("broken_schema", "Has a schema that does not compile.")
+                .public()
                 .parameters(json!({"type": "object", "properties": {"x": {"type": "strin"}}}))
                 .handler(|_, _| Ok::<_, String>(Value::Null)),
         )
@@ -274,7 +281,11 @@ fn every_problem_of_every_tool_is_reported_in_one_build_with_its_site() {
                 .scopes(["build:read!"])
                 .handler(|_, _| Ok::<_, String>(Value::Null)),
         )
-        .tool(DynamicTool::new("fine", "Nothing wrong.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .tool(
+            DynamicTool::new("fine", "Nothing wrong.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+        )
         .build()
         .unwrap_err();
 
@@ -344,10 +355,19 @@ fn every_problem_of_every_tool_is_reported_in_one_build_with_its_site() {
 fn a_name_too_long_or_empty_is_refused() {
     let long = "a".repeat(65);
     let error = Registry::builder()
-        .tool(DynamicTool::new(long.clone(), "Long.").handler(|_, _| Ok::<_, String>(json!(1))))
-        .tool(DynamicTool::new("", "Empty.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .tool(
+            DynamicTool::new(long.clone(), "Long.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+        )
+        .tool(
+            DynamicTool::new("", "Empty.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+        )
         .tool(
             DynamicTool::new("a".repeat(64), "Just short enough.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!(1))),
         )
         .build()
@@ -399,7 +419,7 @@ fn site(problem: &BuildProblem) -> Source {
 fn a_tool_without_handler_is_refused() {
     let error = Registry::builder()
         .declared()
-        .tool(DynamicTool::new("no_handler", "Has no handler."))
+        .tool(DynamicTool::new("no_handler", "Has no handler.").public())
         .build()
         .unwrap_err();
     let [BuildProblem::MissingHandler { tool, site }] = error.problems() else {
@@ -418,6 +438,7 @@ fn a_dynamic_tool_named_like_a_declared_one_is_a_duplicate_naming_both() {
         .declared()
         .tool(
             DynamicTool::new("get_status", "Another status.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!("?"))),
         )
         .build()
@@ -456,8 +477,16 @@ fn a_dynamic_tool_named_like_a_declared_one_is_a_duplicate_naming_both() {
 #[test]
 fn two_dynamic_tools_of_one_name_are_a_duplicate() {
     let error = Registry::builder()
-        .tool(DynamicTool::new("twin", "One.").handler(|_, _| Ok::<_, String>(json!(1))))
-        .tool(DynamicTool::new("twin", "Two.").handler(|_, _| Ok::<_, String>(json!(2))))
+        .tool(
+            DynamicTool::new("twin", "One.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+        )
+        .tool(
+            DynamicTool::new("twin", "Two.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!(2))),
+        )
         .build()
         .unwrap_err();
     let [BuildProblem::DuplicateName { first, second, .. }] = error.problems() else {
@@ -478,6 +507,7 @@ fn replace_swaps_a_declared_tool_and_records_it() {
         .declared()
         .replace(
             DynamicTool::new("get_status", "Report a canned status, for tests.")
+                .public()
                 .parameters(json!({
                     "type": "object",
                     "properties": {"project": {"type": "string"}},
@@ -532,15 +562,18 @@ fn replace_swaps_a_dynamic_tool_too_in_order() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("clock", "Tell the time.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!("real"))),
         )
         .replace(
             DynamicTool::new("clock", "A fixed time.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!("fixed"))),
             "deterministic tests",
         )
         .replace(
             DynamicTool::new("clock", "A frozen time.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!("frozen"))),
             "even more deterministic",
         )
@@ -593,6 +626,7 @@ fn replacing_a_name_that_is_not_registered_is_an_error() {
         .declared_in(["builder::a"])
         .replace(
             DynamicTool::new("get_status", "Not there to replace.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!(1))),
             "a stub",
         )
@@ -618,7 +652,7 @@ fn replacing_a_name_that_is_not_registered_is_an_error() {
 fn a_replacement_is_checked_like_any_tool() {
     let error = Registry::builder()
         .declared()
-        .replace(DynamicTool::new("get_status", ""), "broken stub")
+        .replace(DynamicTool::new("get_status", "").public(), "broken stub")
         .build()
         .unwrap_err();
     let site = built_at(r#""get_status", """#);
@@ -716,7 +750,9 @@ fn require_lists_every_missing_name() {
     let error = Registry::builder()
         .declared_in(["builder::a::b"])
         .tool(
-            DynamicTool::new("ping", "Answer pong.").handler(|_, _| Ok::<_, String>(json!("pong"))),
+            DynamicTool::new("ping", "Answer pong.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!("pong"))),
         )
         .require(["in_b", "in_bc", "ping"])
         .require(vec!["nope".to_owned(), "in_a".to_owned()])
@@ -751,10 +787,19 @@ fn require_lists_every_missing_name() {
 fn every_kind_of_problem_is_reported_together() {
     let error = Registry::builder()
         .declared()
-        .tool(DynamicTool::new("in_a", "Clashes.").handler(|_, _| Ok::<_, String>(json!(1))))
-        .tool(DynamicTool::new("bad name", "Invalid.").handler(|_, _| Ok::<_, String>(json!(1))))
+        .tool(
+            DynamicTool::new("in_a", "Clashes.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+        )
+        .tool(
+            DynamicTool::new("bad name", "Invalid.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!(1))),
+        )
         .replace(
             DynamicTool::new("ghost", "Replaces nothing.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!(1))),
             "why not",
         )
@@ -781,5 +826,143 @@ fn every_kind_of_problem_is_reported_together() {
             .to_string()
             .starts_with("the tool registry could not be built (4 problems):\n"),
         "{error}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Least privilege by default: a tool that restricts nothing says `public`.
+
+#[test]
+fn a_dynamic_tool_that_restricts_nothing_must_say_public_and_every_problem_is_reported() {
+    let error = Registry::builder()
+        .tool(
+            // add_public: leave (restricts nothing, on purpose)
+            DynamicTool::new("clock_time", "Tell the server's time.")
+                .handler(|_, _| Ok::<_, String>(json!("12:00"))),
+        )
+        .tool(
+            DynamicTool::new("read_build", "Read a build.")
+                .public()
+                .scopes(["build:read"])
+                .handler(|_, _| Ok::<_, String>(json!("passed"))),
+        )
+        .tool(
+            DynamicTool::new("nightly_job", "Run the nightly report.")
+                .public()
+                .tenants(["acme"])
+                .handler(|_, _| Ok::<_, String>(json!("sent"))),
+        )
+        // add_public: leave (restricts nothing, on purpose)
+        .tool(DynamicTool::new("handlerless", "Has no handler."))
+        .build()
+        .unwrap_err();
+    let (time, build, nightly, handlerless) = (
+        built_at(r#""clock_time""#),
+        built_at(r#""read_build""#),
+        built_at(r#""nightly_job""#),
+        built_at(r#""handlerless""#),
+    );
+    let lines: Vec<String> = error.to_string().lines().map(str::to_owned).collect();
+    assert_eq!(
+        lines,
+        [
+            "the tool registry could not be built (5 problems):".to_owned(),
+            format!(
+                "  - tool \"clock_time\" restricts nothing, so every subject of every tenant \
+                 would see and call it; name the scopes it needs (`.scopes([\"build:read\"])`, \
+                 `scopes = \"build:read\"`) or the tenants that may use it \
+                 (`.tenants([\"acme\"])`, `tenants = \"acme\"`), or, if anyone may call it, say \
+                 so with `.public()` (`#[tool(public)]`) ({time})"
+            ),
+            format!(
+                "  - tool \"read_build\" is marked public but requires scopes or names tenants, \
+                 so it is not visible to everyone; remove `public`, or the scopes and tenants \
+                 ({build})"
+            ),
+            format!(
+                "  - tool \"nightly_job\" is marked public but requires scopes or names tenants, so \
+                 it is not visible to everyone; remove `public`, or the scopes and tenants \
+                 ({nightly})"
+            ),
+            format!(
+                "  - tool \"handlerless\" restricts nothing, so every subject of every tenant \
+                 would see and call it; name the scopes it needs (`.scopes([\"build:read\"])`, \
+                 `scopes = \"build:read\"`) or the tenants that may use it \
+                 (`.tenants([\"acme\"])`, `tenants = \"acme\"`), or, if anyone may call it, say \
+                 so with `.public()` (`#[tool(public)]`) ({handlerless})"
+            ),
+            format!(
+                "  - tool \"handlerless\" has no handler; give it one with `.handler(...)` or \
+                 `.async_handler(...)` ({handlerless})"
+            ),
+        ]
+    );
+    assert!(matches!(
+        error.problems()[3],
+        BuildProblem::Unrestricted { ref tool, .. } if tool == "handlerless"
+    ));
+    assert!(matches!(
+        error.problems()[1],
+        BuildProblem::PublicButRestricted { ref tool, .. } if tool == "read_build"
+    ));
+}
+
+#[test]
+fn a_public_tool_is_public_in_its_policy_and_a_restricted_one_is_not() {
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("server_time", "Tell the server's time.")
+                .public()
+                .handler(|_, _| Ok::<_, String>(json!("12:00"))),
+        )
+        .tool(
+            DynamicTool::new("nightly", "Run the nightly report.")
+                .tenants(["acme"])
+                .handler(|_, _| Ok::<_, String>(json!("sent"))),
+        )
+        .build()
+        .unwrap();
+    assert!(registry.get("server_time").unwrap().policy().is_public());
+    assert!(!registry.get("nightly").unwrap().policy().is_public());
+    // Every subject of every tenant sees the public tool; only acme's the restricted one.
+    let globex = registry.open_run("r1", &registry_core::Subject::new("globex"));
+    assert_eq!(
+        globex.allowed().names().collect::<Vec<_>>(),
+        ["server_time"]
+    );
+    let acme = registry.open_run("r2", &registry_core::Subject::new("acme"));
+    assert_eq!(
+        acme.allowed().names().collect::<Vec<_>>(),
+        ["nightly", "server_time"]
+    );
+}
+
+#[test]
+fn a_replacement_at_run_time_that_restricts_nothing_is_refused_and_changes_nothing() {
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("nightly", "Run the nightly report.")
+                .tenants(["acme"])
+                .handler(|_, _| Ok::<_, String>(json!("sent"))),
+        )
+        .build()
+        .unwrap();
+    let error = registry
+        .replace(
+            // add_public: leave (restricts nothing, on purpose)
+            DynamicTool::new("nightly", "Run the nightly report for everyone.")
+                .handler(|_, _| Ok::<_, String>(json!("sent"))),
+            registry_core::ReplacePolicy::keep_old_runs("open it to everyone"),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(error.problems(), [BuildProblem::Unrestricted { tool, .. }] if tool == "nightly"),
+        "{error}"
+    );
+    let globex = registry.open_run("r1", &registry_core::Subject::new("globex"));
+    assert_eq!(globex.allowed().len(), 0);
+    assert_eq!(
+        registry.get("nightly").unwrap().policy().tenants,
+        ["acme".to_owned()]
     );
 }

@@ -32,7 +32,7 @@ mod search {
     use registry_core::tool;
 
     /// Search the documentation.
-    #[tool(read_only, idempotent, open_world)]
+    #[tool(public, read_only, idempotent, open_world)]
     async fn search_docs(query: String) -> Vec<String> {
         vec![format!("result for {query}")]
     }

@@ -22,6 +22,7 @@ fn registry(executed: Arc<Mutex<HashSet<String>>>) -> Registry {
     Registry::builder()
         .tool(
             DynamicTool::new("echo", "Repeat the call id and the number.")
+                .public()
                 .parameters(json!({
                     "type": "object",
                     "properties": {"n": {"type": "integer"}},
@@ -33,20 +34,20 @@ fn registry(executed: Arc<Mutex<HashSet<String>>>) -> Registry {
                 }),
         )
         .tool(
-            DynamicTool::new("echo_async", "Repeat the call id, later.").async_handler(
-                |ctx: ToolContext, _| async move {
+            DynamicTool::new("echo_async", "Repeat the call id, later.")
+                .public()
+                .async_handler(|ctx: ToolContext, _| async move {
                     tokio::task::yield_now().await;
                     Ok::<_, String>(json!(ctx.call_id()))
-                },
-            ),
+                }),
         )
-        .tool(
-            DynamicTool::new("work", "Do some work.").handler(move |ctx: &ToolContext, _| {
+        .tool(DynamicTool::new("work", "Do some work.").public().handler(
+            move |ctx: &ToolContext, _| {
                 executed.lock().unwrap().insert(ctx.call_id().to_owned());
                 std::thread::sleep(Duration::from_micros(200));
                 Ok::<_, String>(json!("done"))
-            }),
-        )
+            },
+        ))
         .build()
         .unwrap()
 }
@@ -214,15 +215,17 @@ fn a_call_already_running_completes() {
     let (release, release_rx) = mpsc::channel::<()>();
     let release_rx = Mutex::new(release_rx);
     let registry = Registry::builder()
-        .tool(DynamicTool::new("slow", "Wait to be released.").handler(
-            move |ctx: &ToolContext, _| {
-                entered_tx.send(ctx.call_id().to_owned()).unwrap();
-                match release_rx.lock().unwrap().recv_timeout(PATIENCE) {
-                    Ok(()) => Ok(json!("completed")),
-                    Err(_) => Err("never released"),
-                }
-            },
-        ))
+        .tool(
+            DynamicTool::new("slow", "Wait to be released.")
+                .public()
+                .handler(move |ctx: &ToolContext, _| {
+                    entered_tx.send(ctx.call_id().to_owned()).unwrap();
+                    match release_rx.lock().unwrap().recv_timeout(PATIENCE) {
+                        Ok(()) => Ok(json!("completed")),
+                        Err(_) => Err("never released"),
+                    }
+                }),
+        )
         .build()
         .unwrap();
     let run = registry.open_run("run", &Subject::new("tenant-a"));
@@ -252,8 +255,9 @@ async fn an_async_call_already_running_completes() {
         let release = release.clone();
         Registry::builder()
             .tool(
-                DynamicTool::new("slow", "Wait to be released.").async_handler(
-                    move |ctx: ToolContext, _| {
+                DynamicTool::new("slow", "Wait to be released.")
+                    .public()
+                    .async_handler(move |ctx: ToolContext, _| {
                         let (entered_tx, release) = (entered_tx.clone(), release.clone());
                         async move {
                             let notified = release.notified();
@@ -263,8 +267,7 @@ async fn an_async_call_already_running_completes() {
                                 Err(_) => Err("never released"),
                             }
                         }
-                    },
-                ),
+                    }),
             )
             .build()
             .unwrap()
@@ -291,6 +294,7 @@ async fn an_async_call_already_running_completes() {
 fn each_run_calls_the_version_it_was_shown_while_replacements_happen() {
     fn version(n: u64) -> DynamicTool {
         DynamicTool::new("versioned", format!("Version {n}."))
+            .public()
             .handler(move |_, _| Ok::<_, String>(json!(n)))
     }
     let registry = Registry::builder().tool(version(0)).build().unwrap();

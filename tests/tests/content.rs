@@ -64,31 +64,31 @@ struct Unschematic {
 }
 
 /// Give one block of the kind asked for.
-#[tool]
+#[tool(public)]
 fn block(kind: String) -> Content {
     sample(&kind)
 }
 
 /// Give one block of the kind asked for, asynchronously.
-#[tool]
+#[tool(public)]
 async fn block_async(kind: String) -> Content {
     sample(&kind)
 }
 
 /// Give a text and an image.
-#[tool]
+#[tool(public)]
 fn gallery() -> Vec<Content> {
     vec![sample("text"), sample("image")]
 }
 
 /// Give nothing at all.
-#[tool]
+#[tool(public)]
 fn nothing_to_show() -> Vec<Content> {
     Vec::new()
 }
 
 /// Give the blocks asked for, or fail.
-#[tool]
+#[tool(public)]
 fn blocks_or_error(kinds: Vec<String>) -> Result<Vec<Content>, String> {
     match kinds.iter().find(|kind| kind.as_str() == "bad") {
         Some(_) => Err("no such block".to_owned()),
@@ -97,19 +97,19 @@ fn blocks_or_error(kinds: Vec<String>) -> Result<Vec<Content>, String> {
 }
 
 /// Give the blocks asked for, or fail, asynchronously.
-#[tool]
+#[tool(public)]
 async fn blocks_or_error_async(kinds: Vec<String>) -> Result<Vec<Content>, String> {
     blocks_or_error(kinds)
 }
 
 /// Give an image, through an `io::Result` alias.
-#[tool]
+#[tool(public)]
 fn image_or_io_error() -> io::Result<Content> {
     Ok(sample("image"))
 }
 
 /// Draw a chart: an image beside its size.
-#[tool]
+#[tool(public)]
 fn chart() -> ToolOutput<Chart> {
     ToolOutput::new(Chart { width: 640 })
         .with(sample("image"))
@@ -117,7 +117,7 @@ fn chart() -> ToolOutput<Chart> {
 }
 
 /// Draw a chart asynchronously, or fail.
-#[tool]
+#[tool(public)]
 async fn chart_async(fail: bool) -> Result<ToolOutput<Chart>, String> {
     if fail {
         return Err("the plotter is down".to_owned());
@@ -126,31 +126,31 @@ async fn chart_async(fail: bool) -> Result<ToolOutput<Chart>, String> {
 }
 
 /// A chart's size without a drawing.
-#[tool]
+#[tool(public)]
 fn chart_without_blocks() -> ToolOutput<Chart> {
     ToolOutput::new(Chart { width: 640 })
 }
 
 /// A chart's size, plainly.
-#[tool]
+#[tool(public)]
 fn chart_plain() -> Chart {
     Chart { width: 640 }
 }
 
 /// A chart whose size type has no schema.
-#[tool]
+#[tool(public)]
 fn chart_unschematic() -> ToolOutput<Unschematic> {
     ToolOutput::new(Unschematic { width: 640 }).with(sample("text"))
 }
 
 /// A label beside a text: not an object, so no output schema.
-#[tool]
+#[tool(public)]
 fn labelled() -> ToolOutput<String> {
     ToolOutput::new("ok".to_owned()).with(sample("text"))
 }
 
 /// A large image of `megabytes` MB.
-#[tool]
+#[tool(public)]
 fn large_image(megabytes: usize) -> Content {
     Content::image(noise(megabytes << 20), "image/png")
 }
@@ -497,10 +497,12 @@ fn a_run_time_tool_returns_content() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("snapshot", "Take a snapshot of the dashboard.")
+                .public()
                 .content_handler(|_ctx, _args| Ok::<_, String>(sample("image"))),
         )
         .tool(
             DynamicTool::new("plot", "Plot the build times.")
+                .public()
                 .output_schema(
                     json!({"type": "object", "properties": {"width": {"type": "integer"}}}),
                 )

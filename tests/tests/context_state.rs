@@ -21,13 +21,13 @@ struct Store {
 }
 
 /// Say who is calling.
-#[tool]
+#[tool(public)]
 fn whoami(ctx: &ToolContext) -> Value {
     context_json(ctx)
 }
 
 /// Say who is calling, under another name.
-#[tool(name = "who_is_it")]
+#[tool(public, name = "who_is_it")]
 async fn whoami_async(
     /// Anything.
     note: Option<String>,
@@ -52,14 +52,14 @@ fn context_json(ctx: &ToolContext) -> Value {
 }
 
 /// Count this call.
-#[tool]
+#[tool(public)]
 fn count(ctx: &ToolContext) -> Result<usize, String> {
     let counter = ctx.state::<Counter>().ok_or("no counter is configured")?;
     Ok(counter.calls.fetch_add(1, Ordering::SeqCst) + 1)
 }
 
 /// Count this call, asynchronously.
-#[tool]
+#[tool(public)]
 async fn count_later(ctx: &ToolContext) -> Result<usize, String> {
     std::future::ready(()).await;
     let counter = ctx.state::<Counter>().ok_or("no counter is configured")?;

@@ -70,7 +70,7 @@ fn post_chat_message(
 }
 
 /// Search the engineering handbook for a topic.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn search_handbook(
     /// What to look for.
     topic: String,
@@ -501,6 +501,7 @@ fn the_search_tool_name_must_be_free() {
     let taken = Registry::builder()
         .tool(
             DynamicTool::new("search_tools", "Search the team's tools wiki.")
+                .public()
                 .handler(|_ctx, _args| Ok::<_, String>(json!("wiki"))),
         )
         .build()
@@ -552,6 +553,7 @@ fn a_request_never_holds_more_tools_than_the_provider_takes() {
                 format!("report_{index:03}"),
                 format!("Report number {index} of the quarterly report set."),
             )
+            .public()
             .handler(|_ctx, _args| Ok::<_, String>(json!("ok"))),
         );
     }
@@ -672,9 +674,14 @@ fn mcp_searches_say_when_the_list_changed() {
 #[test]
 fn namespaces_default_to_the_first_scopes_first_segment() {
     let tool = |name: &str, scopes: &[&str]| {
-        DynamicTool::new(name, "Do one thing.")
+        let tool = DynamicTool::new(name, "Do one thing.")
             .scopes(scopes.iter().copied())
-            .handler(|_ctx, _args| Ok::<_, String>(json!("ok")))
+            .handler(|_ctx, _args| Ok::<_, String>(json!("ok")));
+        if scopes.is_empty() {
+            tool.public()
+        } else {
+            tool
+        }
     };
     let registry = Registry::builder()
         .tool(tool("a", &["build.v2:read", "deploy:write"]))

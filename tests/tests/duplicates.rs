@@ -198,6 +198,7 @@ fn a_name_used_three_times_gives_a_clash_per_extra_tool() {
         .declared_in(["dup_one", "dup_two"])
         .tool(
             DynamicTool::new("search", "Search a third index.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!([]))),
         )
         .build()

@@ -55,7 +55,7 @@ fn problem(pointer: &str, message: &str) -> (String, String) {
 // The tools.
 
 /// Read the current build status of a project.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn get_status(
     /// Project identifier, e.g. `web`.
     project: String,
@@ -80,7 +80,7 @@ struct Filter {
 }
 
 /// List the pipeline runs of a project.
-#[tool]
+#[tool(public)]
 fn list_runs(project: String, filter: Filter, count: u32) -> Vec<String> {
     (0..count.min(filter.limit.unwrap_or(u32::MAX)))
         .map(|index| format!("{project}#{index} {}", filter.status))
@@ -88,13 +88,13 @@ fn list_runs(project: String, filter: Filter, count: u32) -> Vec<String> {
 }
 
 /// Forget a key; returns nothing.
-#[tool]
+#[tool(public)]
 fn forget(key: String) {
     let _ = key;
 }
 
 /// Return a map whose keys are not strings, which JSON cannot represent.
-#[tool]
+#[tool(public)]
 fn unrepresentable() -> HashMap<Vec<u8>, u8> {
     HashMap::from([(vec![1, 2], 3)])
 }
@@ -117,7 +117,7 @@ impl Future for YieldOnce {
 }
 
 /// Fetch a page.
-#[tool(open_world)]
+#[tool(public, open_world)]
 async fn fetch(url: String) -> Result<String, String> {
     YieldOnce(false).await;
     match url.strip_prefix("https://") {
@@ -127,7 +127,7 @@ async fn fetch(url: String) -> Result<String, String> {
 }
 
 /// Say which call this is.
-#[tool]
+#[tool(public)]
 fn whoami(ctx: &ToolContext, greeting: String) -> String {
     format!(
         "{greeting} from {} in call {}",
@@ -137,7 +137,7 @@ fn whoami(ctx: &ToolContext, greeting: String) -> String {
 }
 
 /// Say which call this is, asynchronously.
-#[tool]
+#[tool(public)]
 async fn whoami_later(ctx: &ToolContext) -> String {
     YieldOnce(false).await;
     format!("{} in call {}", ctx.tool_name(), ctx.call_id())
@@ -549,7 +549,7 @@ fn tools_can_be_called_from_other_threads() {
 }
 
 /// Count lines, with a default.
-#[registry_core::tool]
+#[registry_core::tool(public)]
 fn count_lines(
     text: String,
     /// The separator; a newline by default.

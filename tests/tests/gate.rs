@@ -117,9 +117,11 @@ fn tools(executions: &Executions) -> Vec<DynamicTool> {
             .scopes(["deploy:write"])
             .handler(counted("release")),
         DynamicTool::new("status", "Read the status.")
+            .public()
             .read_only()
             .handler(counted("status")),
         DynamicTool::new("ping", "Answer pong.")
+            .public()
             .read_only()
             .rate_limit("2/s")
             .handler(counted("ping")),
@@ -875,6 +877,7 @@ fn malformed_rate_limits_are_build_problems() {
         .rate_limit("10/week")
         .tool(
             DynamicTool::new("ping", "Answer pong.")
+                .public()
                 .rate_limit("0/s")
                 .handler(|_, _| Ok::<_, String>(json!("pong"))),
         )

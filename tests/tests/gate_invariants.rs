@@ -102,6 +102,9 @@ proptest! {
                     executed.lock().unwrap().push((index, x));
                     Ok::<_, String>(json!(x))
                 });
+            if spec.scopes.is_empty() {
+                tool = tool.public();
+            }
             if let Some(limit) = spec.limit {
                 tool = tool.rate_limit(format!("{limit}/h").as_str());
             }

@@ -47,7 +47,7 @@ async fn explode_later(project: String) -> String {
 }
 
 /// Wait for something that never happens (its deadline is declared).
-#[tool(timeout = "100ms")]
+#[tool(public, timeout = "100ms")]
 async fn hang_async() -> String {
     std::future::pending::<()>().await;
     unreachable!()
@@ -81,6 +81,7 @@ fn registry(events: Arc<Mutex<Vec<AuditEvent>>>) -> Registry {
         )
         .tool(
             DynamicTool::new("hang_sync", "Spin until told to stop.")
+                .public()
                 .timeout(Duration::from_millis(100))
                 .handler(|_, _| {
                     while !STOP_SPINNING.load(Ordering::Relaxed) {
@@ -581,33 +582,40 @@ fn the_shorter_of_the_run_and_tool_deadlines_applies() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("pending", "Never finish.")
+                .public()
                 .async_handler(|_, _| std::future::pending::<Result<Value, String>>()),
         )
         .tool(
             DynamicTool::new("pending_long", "Never finish, with a long deadline.")
+                .public()
                 .timeout(long)
                 .async_handler(|_, _| std::future::pending::<Result<Value, String>>()),
         )
         .tool(
             DynamicTool::new("pending_short", "Never finish, with a short deadline.")
+                .public()
                 .timeout(short)
                 .async_handler(|_, _| std::future::pending::<Result<Value, String>>()),
         )
         .tool(
-            DynamicTool::new("spin", "Spin until told to stop.").handler(|_, _| {
-                while !STOP_SPINNING_TOO.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                Ok::<_, String>(json!("finally"))
-            }),
+            DynamicTool::new("spin", "Spin until told to stop.")
+                .public()
+                .handler(|_, _| {
+                    while !STOP_SPINNING_TOO.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Ok::<_, String>(json!("finally"))
+                }),
         )
         .tool(
             DynamicTool::new("quick", "Answer at once, with a deadline.")
+                .public()
                 .timeout(long)
                 .handler(|_, _| Ok::<_, String>(json!("quick"))),
         )
         .tool(
             DynamicTool::new("quick_async", "Answer at once, with a deadline.")
+                .public()
                 .timeout(long)
                 .async_handler(|_, _| async { Ok::<_, String>(json!("quick")) }),
         )
@@ -687,6 +695,7 @@ fn the_depth_limit_is_exact_and_the_same_for_values_and_text() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("anything", "Take any object.")
+                .public()
                 .parameters(json!({"type": "object"}))
                 .handler(|_, _| Ok::<_, String>(json!("taken"))),
         )

@@ -182,6 +182,9 @@ fn build(specs: &[Spec]) -> World {
         if spec.read_only {
             tool = tool.read_only();
         }
+        if spec.scopes.is_empty() && spec.tenants.is_empty() {
+            tool = tool.public();
+        }
         builder = builder.tool(tool);
     }
     let registry = builder.build().expect("random tools are valid");

@@ -9,6 +9,7 @@ fn registry(limits: ArgumentLimits) -> Registry {
     Registry::builder()
         .tool(
             DynamicTool::new("store", "Store a document.")
+                .public()
                 .parameters(json!({"type": "object"}))
                 .handler(|_, args: Value| Ok::<_, String>(json!(args.to_string().len()))),
         )

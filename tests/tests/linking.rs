@@ -8,7 +8,7 @@
 use registry_core::{BuildProblem, Registry, RegistryError, tool};
 
 /// Answer pong.
-#[tool]
+#[tool(public)]
 fn ping() -> &'static str {
     "pong"
 }

@@ -97,9 +97,10 @@ enum Change {
     Hint,
     NeedsApproval,
     RateLimit,
+    Public,
 }
 
-const CHANGES: [Change; 7] = [
+const CHANGES: [Change; 8] = [
     Change::Description,
     Change::ParameterSchema,
     Change::Scope,
@@ -107,6 +108,7 @@ const CHANGES: [Change; 7] = [
     Change::Hint,
     Change::NeedsApproval,
     Change::RateLimit,
+    Change::Public,
 ];
 
 /// Three tools; `change` alters `deploy` alone.
@@ -128,6 +130,8 @@ fn registry(change: Change) -> Registry {
         }))
         .scopes(match change {
             Change::Scope => vec!["deploy:write", "build:read", "admin"],
+            // Made public: it requires nothing any more.
+            Change::Public => vec![],
             _ => vec!["deploy:write", "build:read"],
         })
         .destructive()
@@ -142,6 +146,9 @@ fn registry(change: Change) -> Registry {
     }
     if change == Change::Hint {
         deploy = deploy.open_world();
+    }
+    if change == Change::Public {
+        deploy = deploy.public();
     }
     Registry::builder()
         .tool(deploy)
@@ -162,6 +169,7 @@ fn registry(change: Change) -> Registry {
         )
         .tool(
             DynamicTool::new("ping", "Answer pong.")
+                .public()
                 .handler(|_ctx, _args| Ok::<_, String>(json!("pong"))),
         )
         .build()
@@ -170,6 +178,7 @@ fn registry(change: Change) -> Registry {
 
 /// A tool that answers `null`.
 fn plain(name: &str, description: &str) -> DynamicTool {
+    // add_public: leave (callers say `public` or restrict it)
     DynamicTool::new(name, description).handler(|_ctx, _args| Ok::<_, String>(json!(null)))
 }
 
@@ -236,34 +245,37 @@ fn the_lock_is_one_block_per_tool_one_line_per_fact() {
         blocks.keys().copied().collect::<Vec<_>>(),
         ["deploy", "get_status", "ping"]
     );
-    let mut expected_keys = vec!["scopes", "tenants", "hints", "gate", "definition"];
+    let mut expected_keys = vec!["scopes", "tenants", "public", "hints", "gate", "definition"];
     expected_keys.extend(Profile::ALL.map(Profile::name));
     for (tool, block) in &blocks {
         assert_eq!(keys(block), expected_keys, "{tool}");
     }
     assert_eq!(
-        blocks["deploy"][..4],
+        blocks["deploy"][..5],
         [
             "scopes = build:read, deploy:write",
             "tenants = *",
+            "public = false",
             "hints = destructive",
             "gate = needs_approval, rate_limit 10/min",
         ]
     );
     assert_eq!(
-        blocks["get_status"][..4],
+        blocks["get_status"][..5],
         [
             "scopes = build:read",
             "tenants = acme, globex",
+            "public = false",
             "hints = read_only, idempotent",
             "gate = (none)",
         ]
     );
     assert_eq!(
-        blocks["ping"][..4],
+        blocks["ping"][..5],
         [
             "scopes = (none)",
             "tenants = *",
+            "public = true",
             "hints = (none)",
             "gate = (none)",
         ]
@@ -296,11 +308,11 @@ fn the_lock_is_stable_across_builds() {
     // Declared in another order, the same tools give the same lock.
     let registry = Registry::builder()
         .tool(plain("b", "B.").scopes(["y", "x"]).tenants(["t2", "t1"]))
-        .tool(plain("a", "A."))
+        .tool(plain("a", "A.").public())
         .build()
         .unwrap();
     let reordered = Registry::builder()
-        .tool(plain("a", "A."))
+        .tool(plain("a", "A.").public())
         .tool(plain("b", "B.").scopes(["x", "y"]).tenants(["t1", "t2"]))
         .build()
         .unwrap();
@@ -338,6 +350,8 @@ fn each_change_alters_exactly_that_tools_lines() {
             // Hints are shown to MCP clients only, as annotations.
             Change::Hint => vec!["hints", "mcp"],
             Change::NeedsApproval | Change::RateLimit => vec!["gate"],
+            // Its scopes go, and the lock says it is public; what models see is the same.
+            Change::Public => vec!["scopes", "public"],
             Change::None => unreachable!(),
         };
         assert_eq!(differing, expected, "{change:?}:\n{changed}");
@@ -349,6 +363,10 @@ fn each_change_alters_exactly_that_tools_lines() {
     assert_eq!(
         value(&registry(Change::Tenant).lock(), "deploy", "tenants"),
         "acme"
+    );
+    assert_eq!(
+        value(&registry(Change::Public).lock(), "deploy", "public"),
+        "true"
     );
     assert_eq!(
         value(&registry(Change::Hint).lock(), "deploy", "hints"),
@@ -367,8 +385,8 @@ fn each_change_alters_exactly_that_tools_lines() {
 #[test]
 fn the_registry_default_rate_limit_is_in_the_lock() {
     let registry = Registry::builder()
-        .tool(plain("a", "A."))
-        .tool(plain("b", "B.").rate_limit("5/s"))
+        .tool(plain("a", "A.").public())
+        .tool(plain("b", "B.").public().rate_limit("5/s"))
         .rate_limit("100/h")
         .build()
         .unwrap();
@@ -384,7 +402,7 @@ fn the_registry_default_rate_limit_is_in_the_lock() {
 fn a_profile_that_cannot_express_a_tool_gets_a_line_saying_so() {
     // A recursive schema: Anthropic and Gemini cannot take it.
     let registry = Registry::builder()
-        .tool(plain("grow", "Grow a tree.").parameters(json!({
+        .tool(plain("grow", "Grow a tree.").public().parameters(json!({
             "type": "object",
             "properties": {"tree": {"$ref": "#/$defs/Tree"}},
             "required": ["tree"],
@@ -472,8 +490,8 @@ fn assert_lockfile_panics_with_a_diff_naming_the_tool() {
 
     // A tool added, a tool removed.
     let fewer = Registry::builder()
-        .tool(plain("ping", "Answer pong."))
-        .tool(plain("zap", "Zap."))
+        .tool(plain("ping", "Answer pong.").public())
+        .tool(plain("zap", "Zap.").public())
         .build()
         .unwrap();
     let message = panic_message(|| fewer.assert_lockfile(&path));

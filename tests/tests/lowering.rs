@@ -57,6 +57,7 @@ fn lower(profile: Profile, name: &str, schema: Value) -> Result<Value, Vec<Incom
     let registry = Registry::builder()
         .tool(
             DynamicTool::new(name, "A tool.")
+                .public()
                 .parameters(schema)
                 .handler(|_, _| Ok::<_, String>(Value::Null)),
         )
@@ -891,6 +892,7 @@ fn assert_compatible_panics_with_the_list_of_incompatibilities() {
         let single = Registry::builder()
             .tool(
                 DynamicTool::new(name.clone(), "A tool.")
+                    .public()
                     .parameters(canonical(&name))
                     .handler(|_, _| Ok::<_, String>(Value::Null)),
             )

@@ -118,6 +118,7 @@ fn tools() -> Tools {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("deploy", "Deploy the service.")
+                .public()
                 .parameters(env_parameters.clone())
                 .destructive()
                 .needs_approval(true)
@@ -125,11 +126,13 @@ fn tools() -> Tools {
         )
         .tool(
             DynamicTool::new("restart", "Restart the service.")
+                .public()
                 .parameters(env_parameters)
                 .handler(counted(&restarts, "restarted")),
         )
         .tool(
             DynamicTool::new("status", "The service's status.")
+                .public()
                 .read_only()
                 .handler(|_ctx, _args| Ok::<_, String>(json!("green"))),
         )

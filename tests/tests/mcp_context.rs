@@ -115,6 +115,7 @@ fn registry(probes: &Probes, host: Option<AppHost>) -> Registry {
     let mut builder = Registry::builder()
         .tool(
             DynamicTool::new("count", "Count to three, reporting progress.")
+                .public()
                 .read_only()
                 .async_handler(|ctx, _args| async move {
                     for step in 1..=3 {
@@ -125,6 +126,7 @@ fn registry(probes: &Probes, host: Option<AppHost>) -> Registry {
         )
         .tool(
             DynamicTool::new("chatty", "Log at every level.")
+                .public()
                 .read_only()
                 .handler(|ctx, _args| {
                     for level in LogLevel::ALL {
@@ -134,8 +136,9 @@ fn registry(probes: &Probes, host: Option<AppHost>) -> Registry {
                 }),
         )
         .tool(
-            DynamicTool::new("ask", "Ask where to deploy.").async_handler(
-                |ctx, _args| async move {
+            DynamicTool::new("ask", "Ask where to deploy.")
+                .public()
+                .async_handler(|ctx, _args| async move {
                     match ctx.elicit::<Choice>("Where to?").await {
                         Ok(Elicitation::Accepted(choice)) => {
                             Ok(json!(format!("{:?} notify={}", choice.env, choice.notify)))
@@ -144,11 +147,11 @@ fn registry(probes: &Probes, host: Option<AppHost>) -> Registry {
                         Ok(Elicitation::Cancelled) => Ok(json!("dismissed")),
                         Err(error) => Err(error.to_string()),
                     }
-                },
-            ),
+                }),
         )
         .tool(
             DynamicTool::new("summarize", "Summarize with the client's model.")
+                .public()
                 .read_only()
                 .async_handler(|ctx, _args| async move {
                     let request = SampleRequest::new(64)
@@ -167,18 +170,21 @@ fn registry(probes: &Probes, host: Option<AppHost>) -> Registry {
         );
     let (dropped, signal) = (probes.dropped.clone(), probes.clone());
     builder = builder.tool(
-        DynamicTool::new("wait_async", "Wait for ever.").async_handler(move |_ctx, _args| {
-            let guard = DropFlag(dropped.clone());
-            signal.signal("async");
-            async move {
-                let _guard = guard;
-                std::future::pending::<()>().await;
-                Ok::<Value, String>(json!("never"))
-            }
-        }),
+        DynamicTool::new("wait_async", "Wait for ever.")
+            .public()
+            .async_handler(move |_ctx, _args| {
+                let guard = DropFlag(dropped.clone());
+                signal.signal("async");
+                async move {
+                    let _guard = guard;
+                    std::future::pending::<()>().await;
+                    Ok::<Value, String>(json!("never"))
+                }
+            }),
     );
     builder = builder.tool(
         DynamicTool::new("ask_sync", "Ask where to deploy, from a thread.")
+            .public()
             .timeout(STEP)
             .handler(|ctx, _args| {
                 match pollster::block_on(ctx.elicit::<Choice>("Where to, synchronously?")) {
@@ -190,13 +196,15 @@ fn registry(probes: &Probes, host: Option<AppHost>) -> Registry {
     );
     let (saw, signal) = (probes.saw_flag.clone(), probes.clone());
     builder = builder.tool(
-        DynamicTool::new("wait_sync", "Wait until cancelled.").handler(move |ctx, _args| {
-            signal.signal("sync");
-            if wait_until_cancelled(ctx, STEP) {
-                saw.fetch_add(1, Ordering::SeqCst);
-            }
-            Ok::<Value, String>(json!("finished anyway"))
-        }),
+        DynamicTool::new("wait_sync", "Wait until cancelled.")
+            .public()
+            .handler(move |ctx, _args| {
+                signal.signal("sync");
+                if wait_until_cancelled(ctx, STEP) {
+                    saw.fetch_add(1, Ordering::SeqCst);
+                }
+                Ok::<Value, String>(json!("finished anyway"))
+            }),
     );
     let audited = probes.audited.clone();
     builder = builder.audit_sink(move |event: &AuditEvent| {

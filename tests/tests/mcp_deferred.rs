@@ -345,6 +345,7 @@ async fn a_long_deferred_list_pages_and_keeps_its_cursor_across_a_search() {
     for i in 0..5 {
         builder = builder.tool(
             DynamicTool::new(format!("base_{i}"), "One of the tools loaded first.")
+                .public()
                 .read_only()
                 .always_loaded()
                 .handler(|_ctx, _args| Ok::<_, String>(json!("ok"))),
@@ -352,6 +353,7 @@ async fn a_long_deferred_list_pages_and_keeps_its_cursor_across_a_search() {
     }
     builder = builder.tool(
         DynamicTool::new("compress_archive", "Compress files into a zip archive.")
+            .public()
             .read_only()
             .handler(|_ctx, _args| Ok::<_, String>(json!("ok"))),
     );

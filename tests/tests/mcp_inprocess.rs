@@ -29,7 +29,7 @@ struct Forecast {
 }
 
 /// Tomorrow's weather in a city.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn forecast(
     /// The city, e.g. `Oslo`.
     city: String,
@@ -38,7 +38,7 @@ fn forecast(
 }
 
 /// Takes far longer than it may.
-#[tool(timeout = "50ms")]
+#[tool(public, timeout = "50ms")]
 async fn slow() -> String {
     tokio::time::sleep(Duration::from_secs(30)).await;
     "late".to_owned()
@@ -84,6 +84,7 @@ fn declared() -> Registry {
 
 fn greet(version: &'static str, description: &str) -> DynamicTool {
     DynamicTool::new("greet", description)
+        .public()
         .read_only()
         .handler(move |_ctx, _args| Ok::<_, String>(json!(version)))
 }
@@ -131,6 +132,7 @@ async fn long_lists_come_in_pages_and_a_cursor_of_an_old_run_is_refused() {
     for i in 0..250 {
         builder = builder.tool(
             DynamicTool::new(format!("tool_{i:03}"), "One of many.")
+                .public()
                 .read_only()
                 .handler(|_ctx, _args| Ok::<_, String>(json!("ok"))),
         );

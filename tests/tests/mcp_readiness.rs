@@ -31,10 +31,12 @@ async fn a_tool_that_stops_being_ready_leaves_the_list_and_comes_back() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("notify", "Post to the chat.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!("posted"))),
         )
         .tool(
             DynamicTool::new("status", "Read the status.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!("green"))),
         )
         .readiness("notify", {

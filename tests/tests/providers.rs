@@ -20,7 +20,7 @@ struct Summary {
 }
 
 /// Read the current build status of a project.
-#[tool(title = "Build status", read_only, idempotent)]
+#[tool(public, title = "Build status", read_only, idempotent)]
 fn get_status(
     /// Project identifier, e.g. `web`.
     project: String,
@@ -35,7 +35,7 @@ fn get_status(
 }
 
 /// Start a deployment of a project.
-#[tool(destructive, open_world)]
+#[tool(public, destructive, open_world)]
 fn deploy(
     /// Project identifier.
     project: String,
@@ -44,7 +44,7 @@ fn deploy(
 }
 
 /// Summarize a project's pipeline.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn summary(
     /// Project identifier.
     project: String,
@@ -57,7 +57,7 @@ fn summary(
 }
 
 /// List every project.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn list_projects() -> Vec<String> {
     vec!["api".into(), "web".into()]
 }

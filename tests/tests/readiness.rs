@@ -13,10 +13,12 @@ use serde_json::json;
 
 fn counted(name: &str, runs: &Arc<AtomicUsize>) -> DynamicTool {
     let runs = runs.clone();
-    DynamicTool::new(name, "Do the thing.").handler(move |_, _| {
-        runs.fetch_add(1, Ordering::SeqCst);
-        Ok::<_, String>(json!("done"))
-    })
+    DynamicTool::new(name, "Do the thing.")
+        .public()
+        .handler(move |_, _| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(json!("done"))
+        })
 }
 
 fn with_tools(runs: &Arc<AtomicUsize>) -> RegistryBuilder {

@@ -45,6 +45,7 @@ fn registry() -> Registry {
         .tool(lookup(1, "key"))
         .tool(
             DynamicTool::new("ping", "Answer pong.")
+                .public()
                 .read_only()
                 .handler(|_, _| Ok::<_, String>(json!("pong"))),
         )
@@ -404,14 +405,16 @@ fn an_invalid_replacement_is_an_error_and_changes_nothing() {
     let fingerprint = registry.get("lookup").unwrap().fingerprint();
 
     let invalid = [
-        DynamicTool::new("lookup", "No handler."),
+        DynamicTool::new("lookup", "No handler.").public(),
         DynamicTool::new("lookup", "A schema that is not an object.")
+            .public()
             .parameters(json!({"type": "array"}))
             .handler(|_, _| Ok::<_, String>(json!("x"))),
         DynamicTool::new("lookup", "")
             .scopes(["bad scope"])
             .handler(|_, _| Ok::<_, String>(json!("x"))),
         DynamicTool::new("lookup", "Read-only and destructive.")
+            .public()
             .read_only()
             .destructive()
             .handler(|_, _| Ok::<_, String>(json!("x"))),
@@ -442,6 +445,7 @@ fn an_invalid_replacement_is_an_error_and_changes_nothing() {
     let error = registry
         .replace(
             DynamicTool::new("lookup_two", "Not registered.")
+                .public()
                 .handler(|_, _| Ok::<_, String>(json!("x"))),
             ReplacePolicy::keep_old_runs("new"),
         )

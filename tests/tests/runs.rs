@@ -46,6 +46,7 @@ fn scopes(list: &[&str]) -> Vec<Scope> {
 
 fn echo(name: &str) -> DynamicTool {
     let reply = name.to_owned();
+    // add_public: leave (callers say `public` or restrict it)
     DynamicTool::new(name, format!("The tool {name}."))
         .handler(move |_, _| Ok::<_, String>(json!(reply.clone())))
 }
@@ -63,8 +64,8 @@ fn echo(name: &str) -> DynamicTool {
 fn builder() -> RegistryBuilder {
     Registry::builder()
         .declared_in(["runs::declared"])
-        .tool(echo("ping").read_only())
-        .tool(echo("restart"))
+        .tool(echo("ping").public().read_only())
+        .tool(echo("restart").public())
         .tool(
             echo("list_logs")
                 .scopes(["build:read", "logs:read"])
@@ -416,6 +417,7 @@ fn the_fingerprint_identifies_what_was_shown() {
     let changed = builder()
         .replace(
             echo("ping")
+                .public()
                 .read_only()
                 .parameters(json!({"type": "object"})),
             "a looser schema",
@@ -426,6 +428,7 @@ fn the_fingerprint_identifies_what_was_shown() {
     let described = builder()
         .replace(
             DynamicTool::new("ping", "The tool ping, reworded.")
+                .public()
                 .read_only()
                 .handler(|_, _| Ok::<_, String>(json!("ping"))),
             "new words",
@@ -482,8 +485,8 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
                 .tenants(["tenant-b", "tenant-c"])
                 .destructive(),
         )
-        .tool(echo("gone").read_only())
-        .tool(echo("secret").read_only())
+        .tool(echo("gone").public().read_only())
+        .tool(echo("secret").public().read_only())
         .policy(|_: &Subject, tool: &Tool| {
             if tool.name() == "secret" {
                 Verdict::Deny("secrets are off today".into())
@@ -705,7 +708,7 @@ fn calls_are_answered_with_the_call_id_and_name_as_sent() {
 fn the_unknown_tool_text_lists_at_most_fifty_names() {
     let mut builder = Registry::builder();
     for index in 0..60 {
-        builder = builder.tool(echo(&format!("tool_{index:02}")));
+        builder = builder.tool(echo(&format!("tool_{index:02}")).public());
     }
     let registry = builder.build().unwrap();
     let run = registry.open_run("run-1", &Subject::new("tenant-a"));

@@ -36,7 +36,7 @@ fn problems(tool: &Tool, arguments: Value) -> Vec<String> {
 // Primitives, options, lists, maps.
 
 /// Take one of each primitive.
-#[tool]
+#[tool(public)]
 fn primitives(
     /// The name to greet.
     name: String,
@@ -68,7 +68,7 @@ fn primitives_map_to_json_types_and_all_are_required() {
 }
 
 /// Take optional values, lists and a map.
-#[tool]
+#[tool(public)]
 fn collections(
     tags: Vec<String>,
     /// At most this many.
@@ -125,7 +125,7 @@ fn a_map_accepts_any_key_but_checks_its_values() {
 }
 
 /// Store any JSON value.
-#[tool]
+#[tool(public)]
 fn store(
     /// The value to store, of any shape.
     payload: Value,
@@ -178,7 +178,7 @@ enum Priority {
 }
 
 /// Set a ticket's priority.
-#[tool]
+#[tool(public)]
 fn set_priority(
     /// The new priority.
     priority: Priority,
@@ -231,7 +231,7 @@ enum Shape {
 }
 
 /// Draw a shape.
-#[tool]
+#[tool(public)]
 fn draw(shape: Shape) {
     let _ = shape;
 }
@@ -292,7 +292,7 @@ enum Target {
 }
 
 /// Deploy a build.
-#[tool]
+#[tool(public)]
 fn deploy(target: Target) {
     let _ = target;
 }
@@ -372,7 +372,7 @@ enum Job {
 }
 
 /// Start a job.
-#[tool]
+#[tool(public)]
 fn start_job(job: Job) -> String {
     match job {
         Job::Build(spec) => format!("building in {} steps", spec.steps),
@@ -460,7 +460,7 @@ struct Window {
 }
 
 /// List pipeline runs.
-#[tool]
+#[tool(public)]
 fn list_runs(
     /// Which runs.
     filter: Filter,
@@ -525,7 +525,7 @@ fn nested_structs_are_closed_under_defs() {
 // No parameters, the context, raw identifiers.
 
 /// Answer pong.
-#[tool]
+#[tool(public)]
 fn ping() -> &'static str {
     "pong"
 }
@@ -546,7 +546,7 @@ fn a_tool_without_parameters_takes_an_empty_closed_object() {
 }
 
 /// Search, knowing which call this is.
-#[tool]
+#[tool(public)]
 fn search_with_context(
     ctx: &ToolContext,
     /// What to look for.
@@ -569,7 +569,7 @@ fn the_context_parameter_is_not_in_the_schema() {
 }
 
 /// Create an item of a kind.
-#[tool]
+#[tool(public)]
 fn create_item(
     /// The kind of item.
     r#type: String,
@@ -605,7 +605,7 @@ fn raw_identifiers_lose_their_prefix() {
 }
 
 /// A tool whose name is a keyword.
-#[tool]
+#[tool(public)]
 fn r#move(to: String) -> String {
     to
 }
@@ -626,11 +626,12 @@ fn a_raw_identifier_tool_name_loses_its_prefix() {
 /// with its step count:
 ///
 ///     green (12 steps)
-#[tool]
+#[tool(public)]
 fn documented() {}
 
 /// This doc comment is for the code's readers only.
 #[tool(
+    public,
     description = "Report the build status, as the model reads it.",
     title = "Build status"
 )]
@@ -764,7 +765,7 @@ enum CommandKind {
 }
 
 /// Run a command.
-#[tool]
+#[tool(public)]
 fn run_command(cmd: Command) -> String {
     match cmd.kind {
         CommandKind::A { speed } => format!("{} at {speed}", cmd.name),

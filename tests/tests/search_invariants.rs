@@ -74,6 +74,9 @@ fn dynamic(index: usize, spec: &ToolSpec) -> DynamicTool {
     let mut tool = DynamicTool::new(name(index), format!("{}.", words(&spec.description)))
         .scopes(spec.scopes.iter().map(|&s| SCOPES[s]))
         .handler(|_ctx, _args| Ok::<_, String>(json!("ok")));
+    if spec.scopes.is_empty() && spec.tenant.is_none() {
+        tool = tool.public();
+    }
     if let Some(title) = spec.title {
         tool = tool.title(WORDS[title]);
     }

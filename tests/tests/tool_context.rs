@@ -38,7 +38,7 @@ struct Release {
 }
 
 /// Release a project after asking which version.
-#[tool]
+#[tool(public)]
 async fn release(ctx: &ToolContext, project: String) -> Result<String, ToolError> {
     ctx.progress(0.0, Some(2.0), "asking");
     ctx.log(LogLevel::Info, format!("releasing {project}"));
@@ -52,7 +52,7 @@ async fn release(ctx: &ToolContext, project: String) -> Result<String, ToolError
 }
 
 /// Summarize a text with the client's model.
-#[tool]
+#[tool(public)]
 async fn summarize(ctx: &ToolContext, text: String) -> Result<String, ToolError> {
     let reply = ctx
         .sample(
@@ -80,7 +80,7 @@ struct Shipping {
 }
 
 /// Ask for something no form can hold.
-#[tool]
+#[tool(public)]
 async fn ship(ctx: &ToolContext) -> Result<String, String> {
     match ctx.elicit::<Shipping>("Where to?").await {
         Ok(_) => Ok("asked".to_owned()),
@@ -90,7 +90,7 @@ async fn ship(ctx: &ToolContext) -> Result<String, String> {
 }
 
 /// Log at every level.
-#[tool]
+#[tool(public)]
 fn chatty(ctx: &ToolContext) -> String {
     for level in LogLevel::ALL {
         ctx.log(level, format!("at {level}"));
@@ -421,8 +421,9 @@ fn stuck() -> Stuck {
     let log = audited.clone();
     let registry = Registry::builder()
         .tool(
-            DynamicTool::new("wait_async", "Wait for ever, asynchronously.").async_handler(
-                move |_ctx, _args| {
+            DynamicTool::new("wait_async", "Wait for ever, asynchronously.")
+                .public()
+                .async_handler(move |_ctx, _args| {
                     let guard = DropFlag(dropped_by_tool.clone());
                     let _ = started_async.lock().unwrap().send("async");
                     async move {
@@ -430,20 +431,22 @@ fn stuck() -> Stuck {
                         std::future::pending::<()>().await;
                         Ok::<Value, String>(json!("never"))
                     }
-                },
-            ),
+                }),
         )
         .tool(
-            DynamicTool::new("wait_sync", "Wait until cancelled.").handler(move |ctx, _args| {
-                let _ = started_sync.lock().unwrap().send("sync");
-                if wait_until_cancelled(ctx, WAIT) {
-                    saw.fetch_add(1, Ordering::SeqCst);
-                }
-                Ok::<Value, String>(json!("finished anyway"))
-            }),
+            DynamicTool::new("wait_sync", "Wait until cancelled.")
+                .public()
+                .handler(move |ctx, _args| {
+                    let _ = started_sync.lock().unwrap().send("sync");
+                    if wait_until_cancelled(ctx, WAIT) {
+                        saw.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok::<Value, String>(json!("finished anyway"))
+                }),
         )
         .tool(
             DynamicTool::new("wait_deadline", "Wait past the deadline.")
+                .public()
                 .timeout(Duration::from_millis(30))
                 .handler(move |ctx, _args| {
                     let _ = started_deadline.lock().unwrap().send("deadline");

@@ -63,7 +63,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
 /// Add two numbers.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn add(a: i64, b: i64) -> i64 {
     a + b
 }

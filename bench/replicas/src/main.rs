@@ -88,6 +88,7 @@ fn tools() -> RegistryBuilder {
     Registry::builder()
         .tool(
             DynamicTool::new("status", "Read the status of a project.")
+                .public()
                 .parameters(json!({
                     "type": "object",
                     "properties": {"project": {"type": "string"}},
@@ -101,6 +102,7 @@ fn tools() -> RegistryBuilder {
         )
         .tool(
             DynamicTool::new("deploy", "Deploy a project.")
+                .public()
                 .parameters(json!({
                     "type": "object",
                     "properties": {"project": {"type": "string"}},

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// Add two numbers.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn add(a: i64, b: i64) -> i64 {
     a + b
 }
@@ -51,6 +51,7 @@ fn content() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("chart", "Draw the chart.")
+                .public()
                 .parameters(json!({"type": "object", "properties": {}}))
                 .content_handler(move |_, _| Ok::<_, String>(image.clone())),
         )

@@ -84,6 +84,7 @@ fn parameters(schema: &Value) -> Value {
 
 fn tool(entry: &Entry, allow: Option<&str>) -> DynamicTool {
     let mut tool = DynamicTool::new(entry.name.clone(), entry.description.clone())
+        .public()
         .parameters(parameters(&entry.input_schema))
         .handler(|_ctx, _args| Ok::<_, String>(Value::Null));
     if let Some(title) = &entry.title {

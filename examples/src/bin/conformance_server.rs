@@ -42,25 +42,25 @@ as text (the default) or with --log-format json one JSON object a line; either w
 field is escaped: one event, one line.";
 
 /// Returns a simple text.
-#[tool]
+#[tool(public)]
 fn test_simple_text() -> &'static str {
     "This is a simple text response for testing."
 }
 
 /// Returns an image (a 1x1 red PNG).
-#[tool]
+#[tool(public)]
 fn test_image_content() -> Content {
     Content::image(RED_PIXEL_PNG, "image/png")
 }
 
 /// Returns audio (a short silent WAV file).
-#[tool]
+#[tool(public)]
 fn test_audio_content() -> Content {
     Content::audio(SILENT_WAV, "audio/wav")
 }
 
 /// Returns an embedded text resource.
-#[tool]
+#[tool(public)]
 fn test_embedded_resource() -> Content {
     Content::embedded_text(
         "test://embedded-resource",
@@ -70,7 +70,7 @@ fn test_embedded_resource() -> Content {
 }
 
 /// Returns text, an image and an embedded resource.
-#[tool]
+#[tool(public)]
 fn test_multiple_content_types() -> Vec<Content> {
     vec![
         Content::text("Multiple content types test:"),
@@ -84,7 +84,7 @@ fn test_multiple_content_types() -> Vec<Content> {
 }
 
 /// Logs three messages at info level while it runs.
-#[tool]
+#[tool(public)]
 async fn test_tool_with_logging(ctx: &ToolContext) -> &'static str {
     ctx.log(LogLevel::Info, "Tool execution started");
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -95,7 +95,7 @@ async fn test_tool_with_logging(ctx: &ToolContext) -> &'static str {
 }
 
 /// Reports progress 0, 50 and 100 of 100.
-#[tool]
+#[tool(public)]
 async fn test_tool_with_progress(ctx: &ToolContext) -> &'static str {
     for (step, done) in [0.0, 50.0, 100.0].into_iter().enumerate() {
         if step > 0 {
@@ -107,13 +107,13 @@ async fn test_tool_with_progress(ctx: &ToolContext) -> &'static str {
 }
 
 /// Always fails.
-#[tool]
+#[tool(public)]
 fn test_error_handling() -> Result<String, String> {
     Err("This tool intentionally returns an error for testing".into())
 }
 
 /// Asks the client's model.
-#[tool]
+#[tool(public)]
 async fn test_sampling(
     ctx: &ToolContext,
     /// The prompt to send to the model.
@@ -133,7 +133,7 @@ struct UserInfo {
 }
 
 /// Asks the user for a name and an email address.
-#[tool]
+#[tool(public)]
 async fn test_elicitation(
     ctx: &ToolContext,
     /// The message to show the user.
@@ -189,7 +189,7 @@ fn default_verified() -> bool {
 }
 
 /// Asks for a form whose fields all have defaults.
-#[tool]
+#[tool(public)]
 async fn test_elicitation_sep1034_defaults(ctx: &ToolContext) -> Result<String, ToolError> {
     let answer = ctx
         .elicit::<WithDefaults>("Please review these values")
@@ -257,14 +257,14 @@ struct Enums {
 }
 
 /// Asks for a form with every kind of enum.
-#[tool]
+#[tool(public)]
 async fn test_elicitation_sep1330_enums(ctx: &ToolContext) -> Result<String, ToolError> {
     let answer = ctx.elicit::<Enums>("Please choose").await?;
     Ok(format!("Elicitation completed: {}", describe(answer)))
 }
 
 /// Takes a little while, so that a client may reconnect meanwhile (SEP-1699).
-#[tool]
+#[tool(public)]
 async fn test_reconnection() -> &'static str {
     tokio::time::sleep(Duration::from_millis(100)).await;
     "Reconnection test completed successfully"
@@ -289,6 +289,7 @@ fn json_schema_tool() -> DynamicTool {
         "json_schema_2020_12_tool",
         "Tool with JSON Schema 2020-12 features",
     )
+    .public()
     .parameters(json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",

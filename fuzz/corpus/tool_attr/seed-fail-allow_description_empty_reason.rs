@@ -1,4 +1,4 @@
-#[tool(allow_description = " ")]
+#[tool(public, allow_description = " ")]
 /// Ping the gateway at 10.0.0.1.
 fn ping_gateway() -> String {
     "pong".into()

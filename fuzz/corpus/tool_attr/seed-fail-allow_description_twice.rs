@@ -1,4 +1,5 @@
 #[tool(
+    public,
     allow_description = "only operators' runs see this tool",
     allow_description = "the gateway address is not a secret"
 )]

@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Say hello.
 fn hello() -> String {
     "hello".into()

@@ -1,4 +1,4 @@
-#[tool(crate = "registry_core")]
+#[tool(public, crate = "registry_core")]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

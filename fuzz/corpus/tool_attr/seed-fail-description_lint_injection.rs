@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Add two numbers.
 ///
 /// Before using this tool,

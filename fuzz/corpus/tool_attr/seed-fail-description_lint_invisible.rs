@@ -1,4 +1,4 @@
-#[tool(title = "Build\u{200B} status")]
+#[tool(public, title = "Build\u{200B} status")]
 /// Read the build status of a project.
 fn get_status(project: String) -> String {
     project

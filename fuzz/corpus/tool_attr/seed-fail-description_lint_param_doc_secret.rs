@@ -1,4 +1,4 @@
-#[tool(read_only)]
+#[tool(public, read_only)]
 /// Read the build status of a project.
 fn get_status(
     /// The project, e.g. `web`.

@@ -1,4 +1,4 @@
-#[tool(name = "get-status")]
+#[tool(public, name = "get-status")]
 /// Read the build status, the old way.
 fn status(project: String) -> String {
     project

@@ -1,4 +1,4 @@
-#[tool(name = "get-status")]
+#[tool(public, name = "get-status")]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

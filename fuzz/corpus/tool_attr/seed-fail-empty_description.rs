@@ -1,4 +1,4 @@
-#[tool(description = "  ")]
+#[tool(public, description = "  ")]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,4 +1,4 @@
-#[tool(title = "")]
+#[tool(public, title = "")]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

@@ -1,4 +1,4 @@
-#[tool(readonly)]
+#[tool(public, readonly)]
 /// Read the build status.
 fn get_status(
     /// The project to read.

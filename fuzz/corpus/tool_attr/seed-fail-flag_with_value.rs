@@ -1,4 +1,4 @@
-#[tool(read_only = true)]
+#[tool(public, read_only = true)]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Read the build status.
 fn état(project: String) -> String {
     project

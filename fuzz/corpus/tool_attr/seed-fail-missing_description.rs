@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,4 +1,4 @@
-#[tool(name = "")]
+#[tool(public, name = "")]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

@@ -1,4 +1,4 @@
-#[tool(needs_approval = true)]
+#[tool(public, needs_approval = true)]
 /// Send a message to a channel.
 fn send_message(channel: String, text: String) -> bool {
     channel.is_empty() || text.is_empty()

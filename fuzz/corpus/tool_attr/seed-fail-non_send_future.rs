@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Read the build status.
 async fn get_status(project: String) -> String {
     let cache = Rc::new(project);

@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Read the build status.
 struct GetStatus {
     project: String,

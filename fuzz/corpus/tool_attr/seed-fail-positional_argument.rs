@@ -1,4 +1,4 @@
-#[tool("get_status")]
+#[tool(public, "get_status")]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

@@ -1,4 +1,4 @@
-#[tool(rate_limit = "0/min")]
+#[tool(public, rate_limit = "0/min")]
 /// Send a message to a channel.
 fn send_message(channel: String, text: String) -> bool {
     channel.is_empty() || text.is_empty()

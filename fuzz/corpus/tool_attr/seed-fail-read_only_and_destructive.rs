@@ -1,4 +1,4 @@
-#[tool(read_only, destructive)]
+#[tool(public, read_only, destructive)]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

@@ -1,4 +1,4 @@
-#[tool(idempotent, idempotent)]
+#[tool(public, idempotent, idempotent)]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

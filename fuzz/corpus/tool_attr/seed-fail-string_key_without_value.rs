@@ -1,4 +1,4 @@
-#[tool(description)]
+#[tool(public, description)]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

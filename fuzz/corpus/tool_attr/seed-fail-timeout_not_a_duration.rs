@@ -1,4 +1,4 @@
-#[tool(timeout = "5 seconds")]
+#[tool(public, timeout = "5 seconds")]
 /// Render a report.
 fn render_report(month: String) -> String {
     month

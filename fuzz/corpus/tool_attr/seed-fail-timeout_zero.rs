@@ -1,4 +1,4 @@
-#[tool(timeout = "0s")]
+#[tool(public, timeout = "0s")]
 /// Render a report.
 fn render_report(month: String) -> String {
     month

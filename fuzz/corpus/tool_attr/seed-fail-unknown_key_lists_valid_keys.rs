@@ -1,4 +1,4 @@
-#[tool(colour = "red")]
+#[tool(public, colour = "red")]
 /// Read the build status.
 fn get_status(project: String) -> String {
     project

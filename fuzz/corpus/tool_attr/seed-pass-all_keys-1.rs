@@ -1,4 +1,4 @@
-#[tool(destructive)]
+#[tool(public, destructive)]
 /// Delete a file.
 fn delete_file(path: String) -> bool {
     path.is_empty()

@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Read the build status of a project.
 fn get_status(project: String) -> String {
     project

@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Check the context, eventually.
 async fn whoami(ctx: &ToolContext) -> String {
     std::future::ready(()).await;

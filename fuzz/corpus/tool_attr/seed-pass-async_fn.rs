@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Greet someone, eventually.
 async fn greet(name: String) -> String {
     std::future::ready(()).await;

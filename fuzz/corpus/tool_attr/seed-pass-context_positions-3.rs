@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Context last.
 fn context_last(a: String, b: String, ctx: &ToolContext) -> String {
     format!("{a}{b}:{}", ctx.call_id())

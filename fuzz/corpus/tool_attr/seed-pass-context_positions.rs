@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Only the context.
 fn context_only(ctx: &ToolContext) -> String {
     ctx.tool_name().to_owned()

@@ -1,4 +1,4 @@
-#[tool(crate = crate::runtime::registry)]
+#[tool(public, crate = crate::runtime::registry)]
 /// Ping through a re-exported runtime.
 fn ping() -> &'static str {
     "pong"

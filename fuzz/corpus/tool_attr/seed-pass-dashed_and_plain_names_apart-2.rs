@@ -1,3 +1,3 @@
-#[tool(name = "a_b")]
+#[tool(public, name = "a_b")]
 /// A name that spells the dashed one with `_` instead.
 fn underscored() {}

@@ -1,3 +1,3 @@
-#[tool(name = "a_-b")]
+#[tool(public, name = "a_-b")]
 /// Dashes elsewhere.
 fn dash_after_underscore() {}

@@ -1,3 +1,3 @@
-#[tool(name = "a-_b")]
+#[tool(public, name = "a-_b")]
 /// Dashes elsewhere again.
 fn dash_before_underscore() {}

@@ -1,3 +1,3 @@
-#[tool(name = "a-b")]
+#[tool(public, name = "a-b")]
 /// A name with a dash.
 fn dashed() {}

@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Read the current build status of a project.
 ///
 /// Returns the state of the last pipeline run.

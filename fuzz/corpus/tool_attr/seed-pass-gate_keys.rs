@@ -1,4 +1,4 @@
-#[tool(needs_approval, destructive)]
+#[tool(public, needs_approval, destructive)]
 /// Delete a customer's account.
 fn delete_account(customer: String) -> bool {
     customer.is_empty()

@@ -1,4 +1,4 @@
-#[tool(name = "get-status")]
+#[tool(public, name = "get-status")]
 /// Read the status.
 fn status() -> bool {
     true

@@ -1,3 +1,3 @@
-#[tool]
+#[tool(public)]
 /// Return nothing.
 fn nothing() {}

@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// Fail with a `String`.
 fn string_error(fail: bool) -> Result<u8, String> {
     if fail {

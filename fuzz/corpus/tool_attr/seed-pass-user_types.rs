@@ -1,4 +1,4 @@
-#[tool(destructive)]
+#[tool(public, destructive)]
 /// Deploy a release.
 fn deploy(release: Release, target: Target) -> Deployment {
     let _ = release.notes;

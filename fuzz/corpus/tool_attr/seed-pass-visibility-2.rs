@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// A private tool.
 fn private_tool() -> u8 {
     3

@@ -1,4 +1,4 @@
-#[tool]
+#[tool(public)]
 /// A public tool.
 pub fn public_tool() -> u8 {
     1

@@ -201,7 +201,7 @@ pub fn drop_preview(
 }
 
 /// Check that the service answers; at most two calls a second.
-#[tool(rate_limit = "2/s", read_only)]
+#[tool(public, rate_limit = "2/s", read_only)]
 pub fn ping(
     /// An arbitrary number echoed back.
     seq: Option<i64>,
@@ -210,7 +210,7 @@ pub fn ping(
 }
 
 /// Weighted mean of some numbers.
-#[tool(read_only, open_world)]
+#[tool(public, read_only, open_world)]
 pub fn weighted_mean(
     /// The values.
     values: Vec<f64>,
@@ -243,6 +243,7 @@ pub fn purge_all(
 /// The dynamic tool: a hand-written schema with the keywords a tool schema may use.
 fn lookup_tool() -> DynamicTool {
     DynamicTool::new("lookup", "Look a record up by key in a namespace.")
+        .public()
         .title("Lookup")
         .parameters(json!({
             "type": "object",

@@ -34,6 +34,9 @@ pub struct Declaration {
     pub allow_description: Option<&'static str>,
     pub scopes: &'static [&'static str],
     pub tenants: &'static [&'static str],
+    /// Visible to every subject of every tenant, on purpose (`public`): a tool with no
+    /// scopes and no tenants must say so.
+    pub public: bool,
     pub timeout: Option<std::time::Duration>,
     /// Every call waits for a person's approval (`needs_approval`).
     pub needs_approval: bool,
@@ -62,11 +65,34 @@ pub struct Param {
 }
 
 /// The generated executor of a `#[tool]` function.
+///
+/// Both forms take a [`RunToken`], which only registry-core can make, and [`Arguments`],
+/// which only registry-core can make too: a program that finds a declaration cannot run
+/// its tool outside a run.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy)]
 pub enum Execute {
-    Sync(fn(&ToolContext, Arguments) -> Outcome),
-    Async(fn(ToolContext, Arguments) -> BoxFuture<'static, Outcome>),
+    Sync(for<'run> fn(&ToolContext, Arguments, RunToken<'run>) -> Outcome),
+    Async(for<'run> fn(ToolContext, Arguments, RunToken<'run>) -> BoxFuture<'static, Outcome>),
+}
+
+/// The proof that a run is calling an executor. Its field is private and it has no public
+/// constructor, so only registry-core makes one, when a run has resolved, gated and admitted
+/// a call; its lifetime is that one call's, so an executor cannot keep it for later.
+#[doc(hidden)]
+pub struct RunToken<'run>(std::marker::PhantomData<&'run mut ()>);
+
+impl RunToken<'_> {
+    /// Made by the run that executes a call, for that call only.
+    pub(crate) fn new() -> Self {
+        RunToken(std::marker::PhantomData)
+    }
+}
+
+impl std::fmt::Debug for RunToken<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunToken")
+    }
 }
 
 inventory::collect!(Declaration);

@@ -12,7 +12,7 @@ use serde_json::Value;
 /// use registry_core::{tool, Registry};
 ///
 /// /// Add two numbers.
-/// #[tool]
+/// #[tool(public)]
 /// fn add(a: i64, b: i64) -> i64 {
 ///     a + b
 /// }

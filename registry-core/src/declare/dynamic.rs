@@ -31,6 +31,7 @@ use crate::resolve::validate::ArgumentValidator;
 /// use serde_json::json;
 ///
 /// let echo = DynamicTool::new("echo", "Repeat the text back.")
+///     .public()
 ///     .parameters(json!({
 ///         "type": "object",
 ///         "properties": {"text": {"type": "string"}},
@@ -55,6 +56,7 @@ pub struct DynamicTool {
     output_schema: Option<Value>,
     scopes: Vec<String>,
     tenants: Vec<String>,
+    public: bool,
     timeout: Option<Duration>,
     needs_approval: bool,
     rate_limit: Option<Result<RateLimit, String>>,
@@ -79,6 +81,7 @@ impl DynamicTool {
             output_schema: None,
             scopes: Vec::new(),
             tenants: Vec::new(),
+            public: false,
             timeout: None,
             needs_approval: false,
             rate_limit: None,
@@ -130,6 +133,31 @@ impl DynamicTool {
         S: Into<String>,
     {
         self.tenants.extend(tenants.into_iter().map(Into::into));
+        self
+    }
+
+    /// Says that the tool restricts nothing on purpose: every subject of every tenant may see
+    /// and call it. A tool with no [`scopes`](Self::scopes) and no [`tenants`](Self::tenants)
+    /// must say so, or [`build`](crate::RegistryBuilder::build) refuses it; one with scopes or
+    /// tenants cannot (it would not be public). Hiding a tool is not authorization: make public
+    /// only what anyone may call.
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Registry};
+    ///
+    /// let time = || {
+    ///     # // add_public: leave (the example shows the error)
+    ///     DynamicTool::new("server_time", "Tell the server's time.")
+    ///         .handler(|_ctx, _args| Ok::<_, String>("12:00".into()))
+    /// };
+    /// let error = Registry::builder().tool(time()).build().unwrap_err();
+    /// assert!(error.to_string().contains("restricts nothing"));
+    ///
+    /// let registry = Registry::builder().tool(time().public()).build().unwrap();
+    /// assert!(registry.get("server_time").unwrap().policy().is_public());
+    /// ```
+    pub fn public(mut self) -> Self {
+        self.public = true;
         self
     }
 
@@ -198,6 +226,7 @@ impl DynamicTool {
     ///
     /// let ping = || {
     ///     DynamicTool::new("ping_gateway", "Ping the gateway at 10.0.0.1.")
+    ///         .public()
     ///         .handler(|_ctx, _args| Ok::<_, String>("pong".into()))
     /// };
     /// let error = Registry::builder().tool(ping()).build().unwrap_err();
@@ -260,6 +289,7 @@ impl DynamicTool {
     /// use serde_json::json;
     ///
     /// let logo = DynamicTool::new("logo", "Show the company logo.")
+    ///     .public()
     ///     .read_only()
     ///     .content_handler(|_ctx, _args| {
     ///         Ok::<_, String>(vec![Content::image(&b"GIF89a"[..], "image/gif")])
@@ -340,6 +370,7 @@ impl DynamicTool {
             output_schema: self.output_schema.as_ref(),
         };
         texts.lint(&tool, source, allowed, problems);
+        let unrestricted = self.scopes.is_empty() && self.tenants.is_empty();
         let mut scopes = Vec::new();
         for scope in self.scopes {
             match Scope::new(scope) {
@@ -355,6 +386,19 @@ impl DynamicTool {
             problems.push(BuildProblem::InvalidTenant {
                 tool: tool.clone(),
                 site: source,
+            });
+        }
+        if self.public != unrestricted {
+            problems.push(if unrestricted {
+                BuildProblem::Unrestricted {
+                    tool: tool.clone(),
+                    site: source,
+                }
+            } else {
+                BuildProblem::PublicButRestricted {
+                    tool: tool.clone(),
+                    site: source,
+                }
             });
         }
         if let Some(namespace) = &self.namespace
@@ -421,6 +465,7 @@ impl DynamicTool {
             policy: ToolPolicy {
                 scopes,
                 tenants: self.tenants,
+                public: self.public,
                 hints: self.hints,
                 timeout: self.timeout,
                 needs_approval: self.needs_approval,

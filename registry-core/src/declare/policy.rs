@@ -97,6 +97,11 @@ pub struct ToolPolicy {
     pub scopes: Vec<Scope>,
     /// The tenants whose subjects may see it; empty: every tenant.
     pub tenants: Vec<String>,
+    /// The tool restricts nothing on purpose: every subject of every tenant may see and call
+    /// it (`#[tool(public)]`, [`DynamicTool::public`](crate::DynamicTool::public)). A tool
+    /// without scopes or tenants must say so; one with them cannot.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub public: bool,
     /// The behaviour hints.
     pub hints: Hints,
     /// How long a call may take before it is answered `TimedOut`; `None`: no limit of its
@@ -145,6 +150,13 @@ impl ToolPolicy {
     /// A policy with no scopes and no hints.
     pub fn new() -> Self {
         ToolPolicy::default()
+    }
+
+    /// Whether the tool was declared `public`: visible to every subject of every tenant,
+    /// since it requires no scope and names no tenant. Hiding a tool is not authorization:
+    /// a public tool must be safe for anyone to call.
+    pub fn is_public(&self) -> bool {
+        self.public
     }
 
     /// Whether the tool is declared `read_only`.

@@ -357,6 +357,7 @@ mod tests {
 
     fn tool(name: &str, description: &str, parameters: Value) -> Tool {
         let parts = DynamicTool::new(name, description)
+            .public()
             .parameters(parameters)
             .handler(|_ctx, _args| Ok::<_, String>(Value::Null))
             .check(&mut Vec::new())

@@ -261,7 +261,7 @@ impl Run {
     /// use serde_json::json;
     ///
     /// /// Clean the build cache.
-    /// #[tool]
+    /// #[tool(public)]
     /// fn clean(ctx: &ToolContext) -> String {
     ///     ctx.log(LogLevel::Notice, "removed 3 GiB");
     ///     "done".into()
@@ -410,7 +410,7 @@ impl Run {
     /// use serde_json::json;
     ///
     /// /// Wait for ever.
-    /// #[tool]
+    /// #[tool(public)]
     /// async fn wait_forever() -> String {
     ///     std::future::pending::<()>().await;
     ///     unreachable!()

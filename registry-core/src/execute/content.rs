@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 /// use serde_json::json;
 ///
 /// /// Draw the build graph of a project as a PNG image.
-/// #[tool]
+/// #[tool(public)]
 /// fn build_graph(project: String) -> Vec<Content> {
 ///     let png = vec![0x89, b'P', b'N', b'G']; // drawn for `project`
 ///     vec![Content::text(format!("the build graph of {project}")), Content::image(png, "image/png")]
@@ -547,7 +547,7 @@ impl EmbeddedResource {
 /// }
 ///
 /// /// Draw the chart of the build times of a project.
-/// #[tool]
+/// #[tool(public)]
 /// fn build_chart(project: String) -> Result<ToolOutput<Chart>, String> {
 ///     let png = vec![0x89, b'P', b'N', b'G']; // drawn for `project`
 ///     Ok(ToolOutput::new(Chart { width: 640 }).with(Content::image(png, "image/png")))

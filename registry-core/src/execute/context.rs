@@ -30,7 +30,7 @@ use crate::register::state::AppState;
 /// use registry_core::{tool, ToolContext};
 ///
 /// /// Say which call this is.
-/// #[tool]
+/// #[tool(public)]
 /// fn whoami(ctx: &ToolContext) -> String {
 ///     format!("{} for {} in call {}", ctx.tool_name(), ctx.tenant(), ctx.call_id())
 /// }
@@ -317,7 +317,7 @@ impl ToolContext {
     /// use registry_core::{tool, ToolContext};
     ///
     /// /// Import the rows of a file.
-    /// #[tool]
+    /// #[tool(public)]
     /// fn import(ctx: &ToolContext, rows: Vec<String>) -> usize {
     ///     let total = rows.len() as f64;
     ///     for (done, _row) in rows.iter().enumerate() {
@@ -340,7 +340,7 @@ impl ToolContext {
     /// use registry_core::{tool, LogLevel, ToolContext};
     ///
     /// /// Clean the build cache.
-    /// #[tool]
+    /// #[tool(public)]
     /// fn clean(ctx: &ToolContext) -> String {
     ///     ctx.log(LogLevel::Notice, "removed 3 GiB");
     ///     "done".into()
@@ -358,7 +358,7 @@ impl ToolContext {
     /// use registry_core::{tool, ToolContext};
     ///
     /// /// Count up to a limit, slowly.
-    /// #[tool]
+    /// #[tool(public)]
     /// fn count(ctx: &ToolContext, limit: u64) -> Result<u64, String> {
     ///     for n in 0..limit {
     ///         if ctx.is_cancelled() {
@@ -383,7 +383,7 @@ impl ToolContext {
     /// use registry_core::{tool, ToolContext};
     ///
     /// /// Wait for a signal that may never come.
-    /// #[tool]
+    /// #[tool(public)]
     /// async fn wait(ctx: &ToolContext) -> String {
     ///     ctx.cancelled().await;
     ///     "cancelled".into()
@@ -431,7 +431,7 @@ impl ToolContext {
     /// }
     ///
     /// /// Deploy a project.
-    /// #[tool]
+    /// #[tool(public)]
     /// async fn deploy(ctx: &ToolContext, project: String) -> Result<String, ToolError> {
     ///     match ctx.elicit::<Confirm>(format!("The tests of {project} are red. Deploy?")).await? {
     ///         Elicitation::Accepted(Confirm { force: true }) => Ok(format!("{project} deployed")),
@@ -474,7 +474,7 @@ impl ToolContext {
     /// use registry_core::{tool, SampleRequest, ToolContext, ToolError};
     ///
     /// /// Summarize a build log.
-    /// #[tool]
+    /// #[tool(public)]
     /// async fn summarize(ctx: &ToolContext, log: String) -> Result<String, ToolError> {
     ///     let request = SampleRequest::new(100)
     ///         .with_system_prompt("Summarize build logs in one sentence.")

@@ -245,7 +245,7 @@ impl Observation {
     /// use serde_json::json;
     ///
     /// /// Take a screenshot of the dashboard.
-    /// #[tool]
+    /// #[tool(public)]
     /// fn screenshot() -> Content {
     ///     Content::image(vec![0; 2048], "image/png")
     /// }

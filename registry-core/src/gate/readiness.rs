@@ -24,7 +24,7 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// use registry_core::{tool, ErrorKind, HiddenReason, Registry, Subject};
 ///
 /// /// Send a message to the team's chat.
-/// #[tool]
+/// #[tool(public)]
 /// fn notify(text: String) -> String {
 ///     text
 /// }

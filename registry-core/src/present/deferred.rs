@@ -294,6 +294,7 @@ fn search_parameters() -> Value {
 fn search_tool(name: &str, description: &str) -> Result<Tool, String> {
     let mut problems = Vec::new();
     DynamicTool::new(name, description)
+        .public()
         .parameters(search_parameters())
         .read_only()
         .handler(|_ctx, _args| Err::<Value, _>("the deferred session answers this tool"))

@@ -76,7 +76,7 @@ impl Tool {
     /// use registry_core::{tool, Profile, Registry};
     ///
     /// /// Read the current build status of a project.
-    /// #[tool(read_only)]
+    /// #[tool(public, read_only)]
     /// fn get_status(project: String) -> String {
     ///     format!("{project}: passed")
     /// }

@@ -50,7 +50,7 @@ impl Profile {
     /// use serde_json::json;
     ///
     /// /// Read the current build status of a project.
-    /// #[tool]
+    /// #[tool(public)]
     /// fn get_status(project: String) -> String {
     ///     format!("{project}: green")
     /// }

@@ -37,21 +37,21 @@ use crate::resolve::guard::ArgumentLimits;
 /// use registry_core::{tool, DynamicTool, Registry};
 ///
 /// /// Search the documentation.
-/// #[tool(read_only)]
+/// #[tool(public, read_only)]
 /// fn search_docs(query: String) -> Vec<String> {
 ///     vec![query]
 /// }
 ///
 /// let registry = Registry::builder()
 ///     .declared_in(["rust_out"]) // the doctest's crate: every tool declared in it
-///     .tool(DynamicTool::new("ping", "Answer pong.").handler(|_, _| Ok::<_, String>("pong".into())))
+///     .tool(DynamicTool::new("ping", "Answer pong.").public().handler(|_, _| Ok::<_, String>("pong".into())))
 ///     .require(["search_docs", "ping"])
 ///     .build()?;
 /// assert_eq!(registry.names().collect::<Vec<_>>(), ["ping", "search_docs"]);
 ///
 /// let duplicate = Registry::builder()
-///     .tool(DynamicTool::new("ping", "One.").handler(|_, _| Ok::<_, String>("1".into())))
-///     .tool(DynamicTool::new("ping", "Two.").handler(|_, _| Ok::<_, String>("2".into())))
+///     .tool(DynamicTool::new("ping", "One.").public().handler(|_, _| Ok::<_, String>("1".into())))
+///     .tool(DynamicTool::new("ping", "Two.").public().handler(|_, _| Ok::<_, String>("2".into())))
 ///     .build();
 /// assert!(duplicate.unwrap_err().to_string().contains("two tools are named \"ping\""));
 /// # Ok::<(), registry_core::RegistryError>(())
@@ -225,7 +225,7 @@ impl RegistryBuilder {
     /// }
     ///
     /// /// Greet the user by name.
-    /// #[tool]
+    /// #[tool(public)]
     /// async fn greet(ctx: &ToolContext) -> Result<String, registry_core::ToolError> {
     ///     Ok(match ctx.elicit::<Name>("What is your name?").await? {
     ///         Elicitation::Accepted(Name { name }) => format!("Hello, {name}!"),
@@ -671,9 +671,9 @@ fn is_under(module: &str, path: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
 }
 
-/// The tool of a declaration; its name and scopes were checked at compile time, and are
-/// checked again here in case the record was written by hand. Every text of it a model reads
-/// meets the description lint.
+/// The tool of a declaration; its name, scopes and `public` were checked at compile time, and
+/// are checked again here in case the record was written by hand. Every text of it a model
+/// reads meets the description lint.
 fn declared_tool(
     declaration: &'static Declaration,
     problems: &mut Vec<BuildProblem>,
@@ -702,6 +702,16 @@ fn declared_tool(
             }
         }
     }
+    let unrestricted = declaration.scopes.is_empty() && declaration.tenants.is_empty();
+    if declaration.public != unrestricted {
+        let tool = declaration.name.to_owned();
+        problems.push(if unrestricted {
+            BuildProblem::Unrestricted { tool, site: source }
+        } else {
+            BuildProblem::PublicButRestricted { tool, site: source }
+        });
+        valid = false;
+    }
     if let Some(namespace) = declaration.namespace
         && let Err(reason) = check_namespace(namespace)
     {
@@ -723,6 +733,7 @@ fn declared_tool(
             .iter()
             .map(|t| (*t).to_owned())
             .collect(),
+        public: declaration.public,
         hints: declaration.hints,
         timeout: declaration.timeout,
         needs_approval: declaration.needs_approval,

@@ -205,6 +205,31 @@ pub enum BuildProblem {
         /// Where the tool was declared.
         site: Source,
     },
+    /// A tool restricts nothing (no scopes, no tenants) and does not say `public`: every
+    /// subject of every tenant would see and call it without anyone having meant that.
+    #[error(
+        "tool {tool:?} restricts nothing, so every subject of every tenant would see and call it; \
+         name the scopes it needs (`.scopes([\"build:read\"])`, `scopes = \"build:read\"`) or the \
+         tenants that may use it (`.tenants([\"acme\"])`, `tenants = \"acme\"`), or, if anyone \
+         may call it, say so with `.public()` (`#[tool(public)]`) ({site})"
+    )]
+    Unrestricted {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+    },
+    /// A tool says `public` but requires scopes or names tenants, so it is not public.
+    #[error(
+        "tool {tool:?} is marked public but requires scopes or names tenants, so it is not \
+         visible to everyone; remove `public`, or the scopes and tenants ({site})"
+    )]
+    PublicButRestricted {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+    },
     /// `read_only` and `destructive` together.
     #[error(
         "tool {tool:?} is marked both read-only and destructive; keep the one that is true ({site})"

@@ -22,7 +22,7 @@ pub(crate) const LOCK_OVERWRITE: &str = "overwrite";
 
 /// The first lines of every lock text.
 const HEADER: &str = "\
-# Tool definitions pinned by registry_core::Registry::lock (format 1); review every change.
+# Tool definitions pinned by registry_core::Registry::lock (format 2); review every change.
 # Digests: SHA-256 of each tool as each profile exports it (keys sorted, compact, no _meta).
 # Rewrite: REGISTRY_LOCK=overwrite cargo test; then review the diff before committing it.
 ";
@@ -62,6 +62,8 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
         list(tenants.into_iter().map(word))
     };
     let _ = writeln!(text, "tenants = {tenants}");
+    // Visible to every subject of every tenant, on purpose (`#[tool(public)]`).
+    let _ = writeln!(text, "public = {}", policy.is_public());
 
     let hints = policy.hints;
     let hints = [

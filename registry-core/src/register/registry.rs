@@ -282,7 +282,7 @@ impl Registry {
     /// use registry_core::{tool, ChangeKind, ErrorKind, Registry, Subject, ToolCall};
     ///
     /// /// Read the current build status of a project.
-    /// #[tool(read_only)]
+    /// #[tool(public, read_only)]
     /// fn status(project: String) -> String {
     ///     format!("{project}: green")
     /// }
@@ -371,7 +371,7 @@ impl Registry {
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
     ///
     /// /// Read the current build status of a project.
-    /// #[tool(read_only)]
+    /// #[tool(public, read_only)]
     /// fn status(project: String) -> String {
     ///     format!("{project}: green")
     /// }
@@ -518,7 +518,7 @@ impl Registry {
     /// the gate asks of its calls, and a digest of what each profile shows a model of it.
     /// Commit it as a file and check it in a test ([`assert_lockfile`](Self::assert_lockfile)):
     /// then a changed description or schema (how a tool "rug pull" or a poisoned description
-    /// reaches a model), a new scope, tenant, hint or gate flag, or a tool added or removed
+    /// reaches a model), a new scope, tenant, hint or gate flag, a tool made public, or a tool added or removed
     /// is a reviewed diff, never a silent change.
     ///
     /// The text is the same in every process and on every machine for the same tools; it
@@ -527,13 +527,14 @@ impl Registry {
     /// order:
     ///
     /// ```text
-    /// # Tool definitions pinned by registry_core::Registry::lock (format 1); review every change.
+    /// # Tool definitions pinned by registry_core::Registry::lock (format 2); review every change.
     /// # Digests: SHA-256 of each tool as each profile exports it (keys sorted, compact, no _meta).
     /// # Rewrite: REGISTRY_LOCK=overwrite cargo test; then review the diff before committing it.
     ///
     /// [deploy]
     /// scopes = build:read, deploy:write
     /// tenants = *
+    /// public = false
     /// hints = destructive, open_world
     /// gate = needs_approval, rate_limit 10/min
     /// definition = sha256:5d0e…
@@ -551,6 +552,7 @@ impl Registry {
     /// | `[name]` | the tool's name |
     /// | `scopes` | the scopes a subject must hold, sorted; `(none)` |
     /// | `tenants` | the tenants whose subjects may see it, sorted; `*`: every tenant. A tenant that could be misread (empty, `*`, with spaces or commas, ...) is a JSON string |
+    /// | `public` | `true` for a tool declared `public` (no scopes, no tenants: every subject of every tenant sees it), else `false` |
     /// | `hints` | `read_only`, `destructive`, `idempotent`, `open_world`, those declared, in this order; `(none)` |
     /// | `gate` | `needs_approval`, and `rate_limit 10/min`: the tool's own limit, or the registry's default (`RegistryBuilder::rate_limit`) followed by `(registry default)`; `(none)` |
     /// | `definition` | the digest of the provider-neutral definition: name, title, description, the canonical parameters schema and the output schema |
@@ -575,11 +577,12 @@ impl Registry {
     /// }
     ///
     /// let lock = Registry::from_inventory().unwrap().lock();
-    /// let block: Vec<&str> = lock.lines().skip_while(|line| *line != "[deploy]").take(5).collect();
+    /// let block: Vec<&str> = lock.lines().skip_while(|line| *line != "[deploy]").take(6).collect();
     /// assert_eq!(block, [
     ///     "[deploy]",
     ///     "scopes = build:read, deploy:write",
     ///     "tenants = *",
+    ///     "public = false",
     ///     "hints = destructive",
     ///     "gate = needs_approval, rate_limit 10/min",
     /// ]);

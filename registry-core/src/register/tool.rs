@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param};
+use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param, RunToken};
 use crate::declare::definition::ToolDefinition;
 use crate::declare::policy::ToolPolicy;
 use crate::declare::schema;
@@ -329,12 +329,16 @@ impl Tool {
     /// Runs a synchronous tool now, or starts an async one, with arguments already validated.
     pub(crate) fn invoke(&self, ctx: ToolContext, arguments: Value) -> Invocation {
         match &self.0.handler {
-            Handler::Declared(Execute::Sync(execute)) => {
-                Invocation::Done(execute(&ctx, Arguments::new(object(arguments))))
-            }
-            Handler::Declared(Execute::Async(execute)) => {
-                Invocation::Pending(execute(ctx, Arguments::new(object(arguments))))
-            }
+            Handler::Declared(Execute::Sync(execute)) => Invocation::Done(execute(
+                &ctx,
+                Arguments::new(object(arguments)),
+                RunToken::new(),
+            )),
+            Handler::Declared(Execute::Async(execute)) => Invocation::Pending(execute(
+                ctx,
+                Arguments::new(object(arguments)),
+                RunToken::new(),
+            )),
             Handler::Sync(handler) => Invocation::Done(handler(&ctx, arguments)),
             Handler::Async(handler) => Invocation::Pending(handler(ctx, arguments)),
         }

@@ -6,13 +6,16 @@ use serde_json::{Map, Value};
 use crate::resolve::tool_error::{ArgumentProblem, ToolError};
 
 /// The arguments object of one call, consumed parameter by parameter by generated code.
+///
+/// Only registry-core makes one (there is no public constructor and no `Default`), after a
+/// run has validated the call: generated code only takes it apart.
 #[doc(hidden)]
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Arguments(Vec<(String, Value)>);
 
 impl Arguments {
-    /// Wraps the arguments object of a call.
-    pub fn new(object: Map<String, Value>) -> Self {
+    /// Wraps the arguments object of a call, validated by the run that executes it.
+    pub(crate) fn new(object: Map<String, Value>) -> Self {
         // A list, not the map: a tool's few parameters are found faster by a scan than by
         // removing them from a tree one by one.
         Arguments(object.into_iter().collect())

@@ -107,6 +107,7 @@ pub(crate) fn project_schema() -> Value {
 pub(crate) fn deploy(counter: &Counter) -> DynamicTool {
     let counter = counter.clone();
     DynamicTool::new("deploy", "Deploy a project.")
+        .public()
         .parameters(project_schema())
         .needs_approval(true)
         .handler(move |_: &ToolContext, args: Value| {
@@ -120,6 +121,7 @@ pub(crate) fn deploy(counter: &Counter) -> DynamicTool {
 pub(crate) fn status_described(counter: &Counter, description: &str) -> DynamicTool {
     let counter = counter.clone();
     DynamicTool::new("status", description)
+        .public()
         .parameters(project_schema())
         .read_only()
         .handler(move |_: &ToolContext, args: Value| {
@@ -136,6 +138,7 @@ pub(crate) fn status(counter: &Counter) -> DynamicTool {
 pub(crate) fn echo(counter: &Counter) -> DynamicTool {
     let counter = counter.clone();
     DynamicTool::new("echo", "Say the text back.")
+        .public()
         .parameters(json!({
             "type": "object",
             "properties": {"text": {"type": "string"}},

@@ -23,7 +23,7 @@ pub const OPEN_SCOPE: &str = "notes:write";
 pub const TREE_SCOPE: &str = "tree:write";
 
 /// Take one of each primitive.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn primitives(
     /// The name to greet.
     name: String,
@@ -38,7 +38,7 @@ fn primitives(
 }
 
 /// Take optional values, lists, a tuple and a set.
-#[tool]
+#[tool(public)]
 fn collections(
     tags: Vec<String>,
     /// At most this many.
@@ -84,7 +84,7 @@ pub enum Channel {
 }
 
 /// Set a ticket's priority and where to notify.
-#[tool(idempotent)]
+#[tool(public, idempotent)]
 fn set_priority(
     /// The new priority.
     priority: Priority,
@@ -116,7 +116,7 @@ pub enum Target {
 }
 
 /// Draw a shape somewhere.
-#[tool]
+#[tool(public)]
 fn draw(shape: Shape, target: Target) {
     let _ = (shape, target);
 }
@@ -136,7 +136,7 @@ pub struct Window {
 }
 
 /// List pipeline runs.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn list_runs(
     /// Which runs.
     filter: Filter,
@@ -163,7 +163,7 @@ pub struct Page {
 }
 
 /// Publish a page.
-#[tool(destructive)]
+#[tool(public, destructive)]
 fn publish(
     page: Page,
     /// How many copies to print.
@@ -191,7 +191,7 @@ fn grow_tree(
 }
 
 /// Answer pong.
-#[tool(read_only, idempotent)]
+#[tool(public, read_only, idempotent)]
 fn ping() -> &'static str {
     "pong"
 }

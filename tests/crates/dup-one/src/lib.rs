@@ -3,7 +3,7 @@
 use registry_core::tool;
 
 /// Search the first index.
-#[tool(read_only)]
+#[tool(public, read_only)]
 pub fn search(
     /// What to look for.
     query: String,
@@ -16,14 +16,14 @@ pub mod lookup {
     use registry_core::tool;
 
     /// Look a key up in the first table.
-    #[tool]
+    #[tool(public)]
     pub fn lookup(key: String) -> String {
         format!("dup-one: {key}")
     }
 }
 
 /// A tool only this crate declares.
-#[tool]
+#[tool(public)]
 pub fn only_in_one() -> &'static str {
     "one"
 }

@@ -7,7 +7,7 @@ pub mod engine {
     use registry_core::tool;
 
     /// Search the second index.
-    #[tool(read_only)]
+    #[tool(public, read_only)]
     pub fn search(
         /// What to look for.
         query: String,
@@ -17,13 +17,13 @@ pub mod engine {
 }
 
 /// Look a key up in the second table.
-#[tool]
+#[tool(public)]
 pub fn lookup(key: String) -> String {
     format!("dup-two: {key}")
 }
 
 /// A tool only this crate declares.
-#[tool]
+#[tool(public)]
 pub fn only_in_two() -> &'static str {
     "two"
 }

@@ -3,7 +3,7 @@
 use registry_core::tool;
 
 /// Count the words of a text.
-#[tool(read_only, idempotent)]
+#[tool(public, read_only, idempotent)]
 pub fn count_words(
     /// The text to count.
     text: String,
@@ -16,7 +16,7 @@ pub mod text {
     use registry_core::tool;
 
     /// Reverse a text, character by character.
-    #[tool(title = "Reverse text")]
+    #[tool(public, title = "Reverse text")]
     pub async fn reverse_text(text: String) -> String {
         text.chars().rev().collect()
     }

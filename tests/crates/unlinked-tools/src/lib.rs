@@ -4,7 +4,7 @@
 use registry_core::tool;
 
 /// Send an invoice to a customer.
-#[tool(destructive)]
+#[tool(public, destructive)]
 pub fn send_invoice(
     /// The customer's identifier.
     customer: String,
@@ -13,7 +13,7 @@ pub fn send_invoice(
 }
 
 /// Cancel an invoice.
-#[tool(destructive, idempotent)]
+#[tool(public, destructive, idempotent)]
 pub fn cancel_invoice(invoice: u64) -> u64 {
     invoice
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Ping the gateway at 10.0.0.1.
-#[tool(allow_description = " ")]
+#[tool(public, allow_description = " ")]
 fn ping_gateway() -> String {
     "pong".into()
 }

@@ -2,6 +2,7 @@ use registry_core::tool;
 
 /// Ping the gateway at 10.0.0.1.
 #[tool(
+    public,
     allow_description = "only operators' runs see this tool",
     allow_description = "the gateway address is not a secret"
 )]

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status of a project.
-#[tool(read_only, always_loaded = true)]
+#[tool(public, read_only, always_loaded = true)]
 fn get_status(project: String) -> String {
     format!("{project}: passed")
 }

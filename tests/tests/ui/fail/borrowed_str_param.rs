@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: &str) -> String {
     project.to_owned()
 }

@@ -4,7 +4,7 @@ use registry_core::{Registry, ToolContext, tool};
 use serde_json::json;
 
 /// Say hello.
-#[tool]
+#[tool(public)]
 fn hello() -> String {
     "hello".into()
 }

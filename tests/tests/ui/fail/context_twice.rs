@@ -3,7 +3,7 @@ use registry_core::tool;
 use registry_core::ToolContext;
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(ctx: &ToolContext, project: String, again: &ToolContext) -> String {
     format!("{project} {} {}", ctx.call_id(), again.call_id())
 }

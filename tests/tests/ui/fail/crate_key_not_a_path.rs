@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(crate = "registry_core")]
+#[tool(public, crate = "registry_core")]
 fn get_status(project: String) -> String {
     project
 }

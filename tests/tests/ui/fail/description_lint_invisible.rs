@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status of a project.
-#[tool(title = "Build\u{200B} status")]
+#[tool(public, title = "Build\u{200B} status")]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status of a project.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn get_status(
     /// The project, e.g. `web`.
     project: String,

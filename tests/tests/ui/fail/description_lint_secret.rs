@@ -3,7 +3,7 @@ use registry_core::tool;
 /// Read the build status of a project.
 ///
 /// Authenticate with sk-proj-4fG7hJ2kL9mN3pQ8rS1tU6vW when the cache is cold.
-#[tool(read_only)]
+#[tool(public, read_only)]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> String {
     project
 }
@@ -10,7 +10,7 @@ mod legacy {
     use registry_core::tool;
 
     /// Read the build status, the old way.
-    #[tool(name = "get_status")]
+    #[tool(public, name = "get_status")]
     fn status(project: String) -> String {
         project
     }

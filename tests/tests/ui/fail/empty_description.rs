@@ -1,6 +1,6 @@
 use registry_core::tool;
 
-#[tool(description = "  ")]
+#[tool(public, description = "  ")]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(readonly)]
+#[tool(public, readonly)]
 fn get_status(
     /// The project to read.
     project: String,

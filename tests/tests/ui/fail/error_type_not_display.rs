@@ -4,7 +4,7 @@ use registry_core::tool;
 struct NotFound;
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> Result<String, NotFound> {
     if project.is_empty() {
         return Err(NotFound);

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 extern "C" fn get_status(project: u32) -> u32 {
     project
 }

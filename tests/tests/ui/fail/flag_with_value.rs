@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(read_only = true)]
+#[tool(public, read_only = true)]
 fn get_status(project: String) -> String {
     project
 }

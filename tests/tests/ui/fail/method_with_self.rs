@@ -4,7 +4,7 @@ struct Builds;
 
 impl Builds {
     /// Read the build status.
-    #[tool]
+    #[tool(public)]
     fn get_status(&self, project: String) -> String {
         project
     }

@@ -1,6 +1,6 @@
 use registry_core::tool;
 
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(name = "")]
+#[tool(public, name = "")]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(name = "get status")]
+#[tool(public, name = "get status")]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(name = "2fa_check")]
+#[tool(public, name = "2fa_check")]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Send a message to a channel.
-#[tool(needs_approval = true)]
+#[tool(public, needs_approval = true)]
 fn send_message(channel: String, text: String) -> bool {
     channel.is_empty() || text.is_empty()
 }

@@ -3,7 +3,7 @@ use registry_core::tool;
 use std::rc::Rc;
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 async fn get_status(project: String) -> String {
     let cache = Rc::new(project);
     std::future::ready(()).await;

@@ -3,7 +3,7 @@ use registry_core::tool;
 struct Builds;
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 impl Builds {
     fn get_status(&self, project: String) -> String {
         project

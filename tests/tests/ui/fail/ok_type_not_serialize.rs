@@ -5,7 +5,7 @@ struct Status {
 }
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> Result<Status, String> {
     Ok(Status {
         green: project.is_empty(),

@@ -6,7 +6,7 @@ struct Branch {
 }
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: String, branch: Option<Branch>) -> String {
     branch.map_or(project, |branch| branch.name)
 }

@@ -6,7 +6,7 @@ struct Project {
 }
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: Project) -> String {
     project.id
 }

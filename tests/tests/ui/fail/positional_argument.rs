@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool("get_status")]
+#[tool(public, "get_status")]
 fn get_status(project: String) -> String {
     project
 }

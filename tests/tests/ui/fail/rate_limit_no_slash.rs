@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Send a message to a channel.
-#[tool(rate_limit = "10 per minute")]
+#[tool(public, rate_limit = "10 per minute")]
 fn send_message(channel: String, text: String) -> bool {
     channel.is_empty() || text.is_empty()
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(read_only, destructive)]
+#[tool(public, read_only, destructive)]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(idempotent, idempotent)]
+#[tool(public, idempotent, idempotent)]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(name = "status", name = "get_status")]
+#[tool(public, name = "status", name = "get_status")]
 fn get_status(project: String) -> String {
     project
 }

@@ -5,7 +5,7 @@ struct Status {
 }
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> Status {
     Status {
         green: project.is_empty(),

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(description)]
+#[tool(public, description)]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Render a report.
-#[tool(timeout = "5 seconds")]
+#[tool(public, timeout = "5 seconds")]
 fn render_report(month: String) -> String {
     month
 }

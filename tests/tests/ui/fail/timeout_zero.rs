@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Render a report.
-#[tool(timeout = "0s")]
+#[tool(public, timeout = "0s")]
 fn render_report(month: String) -> String {
     month
 }

@@ -5,7 +5,7 @@ struct Chart {
 }
 
 /// Draw the chart of the build times.
-#[tool]
+#[tool(public)]
 fn build_chart(project: String) -> Result<ToolOutput<Chart>, String> {
     Ok(ToolOutput::new(Chart { width: 640 }).with(Content::text(project)))
 }

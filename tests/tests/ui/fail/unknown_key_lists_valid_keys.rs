@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool(colour = "red")]
+#[tool(public, colour = "red")]
 fn get_status(project: String) -> String {
     project
 }

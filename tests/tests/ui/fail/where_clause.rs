@@ -1,7 +1,7 @@
 use registry_core::tool;
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> String
 where
     String: Clone,

@@ -21,7 +21,7 @@ fn fetch(url: String) -> String {
 }
 
 /// Delete a file.
-#[tool(destructive)]
+#[tool(public, destructive)]
 fn delete_file(path: String) -> bool {
     path.is_empty()
 }

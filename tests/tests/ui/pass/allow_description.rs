@@ -1,7 +1,7 @@
 use registry_core::{Registry, tool};
 
 /// Ping the gateway at 10.0.0.1.
-#[tool(allow_description = "only operators' runs see this tool, and they know the gateway")]
+#[tool(public, allow_description = "only operators' runs see this tool, and they know the gateway")]
 fn ping_gateway(
     /// How many pings, e.g. 3; the gateway's other address is fd00::1.
     count: Option<u32>,
@@ -10,7 +10,7 @@ fn ping_gateway(
 }
 
 /// Read the build status of a project.
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> String {
     project
 }

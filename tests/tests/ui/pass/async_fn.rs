@@ -3,14 +3,14 @@ use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Greet someone, eventually.
-#[tool]
+#[tool(public)]
 async fn greet(name: String) -> String {
     std::future::ready(()).await;
     format!("hello, {name}")
 }
 
 /// Check the context, eventually.
-#[tool]
+#[tool(public)]
 async fn whoami(ctx: &ToolContext) -> String {
     std::future::ready(()).await;
     ctx.call_id().to_owned()

@@ -5,7 +5,7 @@ use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Sum the values, per key and of the list.
-#[tool]
+#[tool(public)]
 fn total(values: Vec<i64>, weights: HashMap<String, i64>, tags: Option<Vec<String>>) -> i64 {
     values.iter().sum::<i64>() + weights.values().sum::<i64>() + tags.map_or(0, |t| t.len() as i64)
 }

@@ -3,25 +3,25 @@ use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Only the context.
-#[tool]
+#[tool(public)]
 fn context_only(ctx: &ToolContext) -> String {
     ctx.tool_name().to_owned()
 }
 
 /// Context first.
-#[tool]
+#[tool(public)]
 fn context_first(ctx: &ToolContext, a: String, b: String) -> String {
     format!("{}:{a}{b}", ctx.call_id())
 }
 
 /// Context in the middle.
-#[tool]
+#[tool(public)]
 fn context_middle(a: String, ctx: &registry_core::ToolContext, b: String) -> String {
     format!("{a}:{}:{b}", ctx.call_id())
 }
 
 /// Context last.
-#[tool]
+#[tool(public)]
 fn context_last(a: String, b: String, ctx: &ToolContext) -> String {
     format!("{a}{b}:{}", ctx.call_id())
 }

@@ -5,7 +5,7 @@ mod runtime {
 use runtime::registry::{Registry, tool};
 
 /// Ping through a re-exported runtime.
-#[tool(crate = crate::runtime::registry)]
+#[tool(public, crate = crate::runtime::registry)]
 fn ping() -> &'static str {
     "pong"
 }

@@ -1,23 +1,23 @@
 use registry_core::{Registry, tool};
 
 /// A name with a dash.
-#[tool(name = "a-b")]
+#[tool(public, name = "a-b")]
 fn dashed() {}
 
 /// A name that spells the dashed one's guard, were it written in hexadecimal.
-#[tool(name = "x612d62")]
+#[tool(public, name = "x612d62")]
 fn hex_like() {}
 
 /// A name that spells the dashed one with `_` instead.
-#[tool(name = "a_b")]
+#[tool(public, name = "a_b")]
 fn underscored() {}
 
 /// Dashes elsewhere.
-#[tool(name = "a_-b")]
+#[tool(public, name = "a_-b")]
 fn dash_after_underscore() {}
 
 /// Dashes elsewhere again.
-#[tool(name = "a-_b")]
+#[tool(public, name = "a-_b")]
 fn dash_before_underscore() {}
 
 fn main() {

@@ -6,7 +6,7 @@ use serde_json::json;
 macro_rules! echo_tool {
     ($name:ident, $ty:ty) => {
         /// Echo the value back.
-        #[tool]
+        #[tool(public)]
         fn $name(ctx: &ToolContext, value: $ty) -> $ty {
             let _ = ctx;
             value
@@ -21,7 +21,7 @@ echo_tool!(echo_maybe, Option<String>);
 macro_rules! context_tool {
     ($ctx:ty) => {
         /// Name the tool.
-        #[tool]
+        #[tool(public)]
         fn context_from_macro(ctx: $ctx) -> String {
             ctx.tool_name().to_owned()
         }

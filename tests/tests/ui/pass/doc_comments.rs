@@ -4,7 +4,7 @@ use serde_json::json;
 /// Read the current build status of a project.
 ///
 /// Returns the state of the last pipeline run.
-#[tool]
+#[tool(public)]
 fn get_status(
     /// Project identifier, e.g. `web`.
     project: String,

@@ -1,29 +1,29 @@
 use registry_core::{RateLimit, Registry, tool};
 
 /// Delete a customer's account.
-#[tool(needs_approval, destructive)]
+#[tool(public, needs_approval, destructive)]
 fn delete_account(customer: String) -> bool {
     customer.is_empty()
 }
 
 /// Look a word up.
-#[tool(rate_limit = "3/s", read_only)]
+#[tool(public, rate_limit = "3/s", read_only)]
 fn define(word: String) -> String {
     word
 }
 
 /// Send a message to a channel.
-#[tool(rate_limit = "10/min", needs_approval)]
+#[tool(public, rate_limit = "10/min", needs_approval)]
 fn send_message(channel: String, text: String) -> bool {
     channel.is_empty() || text.is_empty()
 }
 
 /// Rebuild the search index.
-#[tool(name = "reindex", rate_limit = "1/h")]
+#[tool(public, name = "reindex", rate_limit = "1/h")]
 fn rebuild_index() {}
 
 /// Read the build status.
-#[tool]
+#[tool(public)]
 fn get_status(project: String) -> String {
     project
 }

@@ -1,13 +1,13 @@
 use registry_core::{Registry, tool};
 
 /// Read the status.
-#[tool(name = "get-status")]
+#[tool(public, name = "get-status")]
 fn status() -> bool {
     true
 }
 
 /// Read the status, with a dash and an underscore apart.
-#[tool(name = "get_status")]
+#[tool(public, name = "get_status")]
 fn status_underscore() -> bool {
     true
 }

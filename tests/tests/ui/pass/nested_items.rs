@@ -7,7 +7,7 @@ mod tools {
         use registry_core::tool;
 
         /// Read the build status, from a nested module.
-        #[tool]
+        #[tool(public)]
         pub fn build_status(project: String) -> String {
             format!("{project}: green")
         }
@@ -16,7 +16,7 @@ mod tools {
 
 fn main() {
     /// A tool declared inside a function body.
-    #[tool]
+    #[tool(public)]
     fn local_tool(x: u8) -> u8 {
         x + 1
     }

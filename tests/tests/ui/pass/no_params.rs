@@ -3,7 +3,7 @@ use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Tell the time, always noon.
-#[tool]
+#[tool(public)]
 fn now() -> String {
     "12:00".to_owned()
 }

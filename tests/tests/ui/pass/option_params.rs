@@ -3,7 +3,7 @@ use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Search the logs.
-#[tool]
+#[tool(public)]
 fn search(query: String, limit: Option<u32>, since: std::option::Option<String>) -> String {
     format!("{query} {limit:?} {since:?}")
 }

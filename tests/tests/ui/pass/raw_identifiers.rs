@@ -3,7 +3,7 @@ use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Match a value against a type.
-#[tool]
+#[tool(public)]
 fn r#match(r#type: String, r#async: Option<bool>) -> String {
     format!("{type} {async:?}", type = r#type, async = r#async)
 }

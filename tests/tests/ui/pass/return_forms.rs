@@ -5,21 +5,21 @@ use registry_tests::{failure, open_run, success};
 use serde_json::json;
 
 /// Return a plain value.
-#[tool]
+#[tool(public)]
 fn plain() -> Vec<u8> {
     vec![1, 2]
 }
 
 /// Return nothing.
-#[tool]
+#[tool(public)]
 fn nothing() {}
 
 /// Return nothing, spelled out.
-#[tool]
+#[tool(public)]
 fn unit() -> () {}
 
 /// Fail with a `String`.
-#[tool]
+#[tool(public)]
 fn string_error(fail: bool) -> Result<u8, String> {
     if fail {
         Err("it failed".to_owned())
@@ -45,19 +45,19 @@ impl fmt::Display for LookupError {
 impl std::error::Error for LookupError {}
 
 /// Fail with a custom error type.
-#[tool]
+#[tool(public)]
 fn custom_error(key: String) -> Result<String, LookupError> {
     Err(LookupError::NotFound(key))
 }
 
 /// Fail with a boxed error.
-#[tool]
+#[tool(public)]
 fn boxed_error(number: String) -> Result<i64, Box<dyn std::error::Error + Send + Sync>> {
     Ok(number.parse::<i64>()?)
 }
 
 /// Fail with an `io::Result` alias.
-#[tool]
+#[tool(public)]
 fn alias_error() -> std::io::Result<()> {
     Err(std::io::Error::other("disk full"))
 }

@@ -3,7 +3,7 @@ use registry_tests::{open_run, success};
 use serde_json::json;
 
 /// Add two numbers.
-#[tool]
+#[tool(public)]
 fn add(a: i64, b: i64) -> i64 {
     a + b
 }

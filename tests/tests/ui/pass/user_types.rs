@@ -28,7 +28,7 @@ struct Deployment {
 }
 
 /// Deploy a release.
-#[tool(destructive)]
+#[tool(public, destructive)]
 fn deploy(release: Release, target: Target) -> Deployment {
     let _ = release.notes;
     Deployment {

@@ -1,19 +1,19 @@
 use registry_core::{Registry, tool};
 
 /// A public tool.
-#[tool]
+#[tool(public)]
 pub fn public_tool() -> u8 {
     1
 }
 
 /// A crate-visible tool.
-#[tool]
+#[tool(public)]
 pub(crate) fn crate_tool() -> u8 {
     2
 }
 
 /// A private tool.
-#[tool]
+#[tool(public)]
 fn private_tool() -> u8 {
     3
 }

@@ -1,0 +1,5 @@
+#[tool(scopes = "build:read")]
+/// Read the build status.
+fn get_status() -> String {
+    "passed".into()
+}

@@ -1,0 +1,5 @@
+#[tool(tenants = "acme")]
+/// Run the nightly report.
+fn nightly_report() -> String {
+    "sent".into()
+}
