@@ -719,6 +719,7 @@ fn allow_description_never_lifts_the_secret_rules() {
             "ping_with_key",
             "Ping the gateway at 10.0.0.1 with Bearer 4fG7hJ2kL9mN3pQ8rS1tU6vWx0Yz.",
         )
+        .public()
         .parameters(json!({
             "type": "object",
             "properties": {

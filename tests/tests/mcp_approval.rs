@@ -654,6 +654,7 @@ async fn a_failing_approval_store_is_not_named_to_the_client() {
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("deploy", "Deploy the service.")
+                .public()
                 .parameters(
                     json!({"type": "object", "properties": {"env": {"type": "string"}},
                                    "required": ["env"], "additionalProperties": false}),
