@@ -276,7 +276,7 @@ impl PgApprovalStore {
                     .query_one(
                         "SELECT count(*) FROM registry_approvals
                       WHERE state = 'pending' AND principal = $1 AND expires_at > now()",
-                        &[&principal],
+                        &[&text::text(principal)],
                     )
                     .await
             }
@@ -286,7 +286,7 @@ impl PgApprovalStore {
                         "SELECT count(*) FROM registry_approvals
                       WHERE state = 'pending' AND principal IS NULL AND tenant = $1
                         AND agent IS NOT DISTINCT FROM $2 AND expires_at > now()",
-                        &[&request.tenant(), &request.agent()],
+                        &[&text::text(request.tenant()), &text::opt(request.agent())],
                     )
                     .await
             }

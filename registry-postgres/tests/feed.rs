@@ -904,10 +904,10 @@ async fn a_replacement_recorded_before_version_fingerprints_is_compared_as_befor
         assert_eq!(v1.is_revoked_now("status"), Some(true));
         // A replica shown another definition is not concerned.
         let other = Registry::builder()
-            .tool(
-                common::status_described(&counter, "Read the build status, with its tests.")
-                    .scopes(["builds:read"]),
-            )
+            .tool(common::status_described(
+                &counter,
+                "Read the build status, with its tests.",
+            ))
             .build()
             .unwrap();
         let _feed = plane(&url, "c").await.follow(&other).await.unwrap();

@@ -645,6 +645,13 @@ impl registry_core::ApprovalStore for FailingDecisions {
             STORE_FAILURE,
         ))))
     }
+
+    fn pending_count<'a>(
+        &'a self,
+        request: &'a registry_core::ApprovalRequest,
+    ) -> registry_core::BoxFuture<'a, Result<usize, registry_core::StoreError>> {
+        self.0.pending_count(request)
+    }
 }
 
 #[tokio::test]
