@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 use proptest::sample::subsequence;
 use registry_core::{
-    DynamicTool, ErrorKind, HiddenReason, Registry, Subject, Tool, ToolCall, Verdict,
+    DynamicTool, ErrorKind, Registry, Subject, Tool, ToolCall,
+    access::{HiddenReason, Visibility},
 };
 use serde_json::json;
 
@@ -158,14 +159,14 @@ fn build(specs: &[Spec]) -> World {
         .filter(|spec| spec.denied)
         .map(|spec| spec.name.clone())
         .collect();
-    let mut builder = Registry::builder().policy({
+    let mut builder = Registry::builder().access_rule({
         let asked = asked.clone();
         move |_: &Subject, tool: &Tool| {
             asked.lock().unwrap().insert(tool.name().to_owned());
             if denied.contains(tool.name()) {
-                Verdict::Deny(format!("denied {}", tool.name()))
+                Visibility::Hidden(format!("denied {}", tool.name()))
             } else {
-                Verdict::Allow
+                Visibility::Visible
             }
         }
     });
@@ -316,7 +317,7 @@ proptest! {
             };
             prop_assert_eq!(observation.error_kind(), expected, "{:?}", name);
             if expected.is_none() {
-                prop_assert_eq!(observation.content(), &json!(name));
+                prop_assert_eq!(observation.json(), &json!(name));
             }
         }
         let executed = world.executed.lock().unwrap();

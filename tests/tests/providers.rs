@@ -3,7 +3,7 @@
 //! providers' documented shapes, malformed ones included) and observations rendered as each
 //! consumer's result message.
 
-use registry_core::{DIGEST_META_KEY, Profile, Registry, Run, Subject, tool};
+use registry_core::{Profile, Registry, Run, Subject, lockfile::DIGEST_META_KEY, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};

@@ -9,7 +9,9 @@
 
 use proptest::prelude::*;
 use registry_core::{
-    DeferredOptions, DynamicTool, Profile, Registry, SearchCall, SearchHit, Subject,
+    DynamicTool, Profile, Registry, Subject,
+    deferred::{DeferredOptions, SearchCall},
+    search::SearchHit,
 };
 use registry_tests::tool_objects;
 use serde_json::json;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::discover::access::{AccessPolicy, hidden_by};
+use crate::discover::access::{AccessRule, hidden_by};
 use crate::discover::index::SearchIndex;
 use crate::discover::subject::{Access, Subject};
 use crate::gate::ReadyState;
@@ -74,7 +74,7 @@ impl Snapshot {
         };
         for tool in &tools {
             let start = snapshot.ids.len();
-            let policy = tool.policy();
+            let policy = tool.settings();
             for scope in &policy.scopes {
                 let next = snapshot.scope_ids.len();
                 let id = *snapshot
@@ -119,7 +119,7 @@ impl Snapshot {
         &self,
         subject: &Subject,
         slots: &[SlotState],
-        policies: &[Box<dyn AccessPolicy>],
+        rules: &[Box<dyn AccessRule>],
     ) -> Vec<Entry> {
         let grants = self.grants(subject);
         let tenant = self.tenant_ids.get(subject.tenant()).copied();
@@ -146,7 +146,7 @@ impl Snapshot {
                 continue;
             }
             let tool = &self.tools[index];
-            if hidden_by(policies, subject, tool).is_some() {
+            if hidden_by(rules, subject, tool).is_some() {
                 continue;
             }
             entries.push(Entry {

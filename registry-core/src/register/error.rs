@@ -176,7 +176,7 @@ pub enum BuildProblem {
     /// `DynamicTool::allow_description` was given an empty reason.
     #[error(
         "tool {tool:?}: `allow_description` needs a reason, which is kept with the tool for \
-         reviewers (`ToolPolicy::allow_description`): say why its texts are safe to show to \
+         reviewers (`ToolSettings::allow_description`): say why its texts are safe to show to \
          every model ({site})"
     )]
     EmptyAllowReason {

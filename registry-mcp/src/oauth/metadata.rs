@@ -59,7 +59,7 @@ impl Metadata {
             None => registry
                 .iter()
                 .flat_map(|tool| {
-                    tool.policy()
+                    tool.settings()
                         .scopes
                         .iter()
                         .map(|scope| scope.as_str().to_owned())
