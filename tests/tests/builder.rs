@@ -737,8 +737,33 @@ fn declared_in_accumulates_and_declared_takes_everything() {
 }
 
 #[test]
-fn an_empty_builder_builds_an_empty_registry() {
-    let registry = Registry::builder().build().unwrap();
+fn an_empty_builder_is_an_error_naming_declared_unless_it_allows_empty() {
+    // The likely cause: `.declared()` forgotten.
+    let error = Registry::builder().build().unwrap_err();
+    let RegistryError::Build(problems) = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        matches!(problems[..], [BuildProblem::NoTools { declared: false }]),
+        "{problems:?}"
+    );
+    let text = error.to_string();
+    assert!(text.contains("`.declared()` was not called"), "{text}");
+    assert!(text.contains("`.allow_empty()`"), "{text}");
+    // A selection that takes nothing says so itself, once.
+    let error = Registry::builder()
+        .declared_in(["no_such_module"])
+        .build()
+        .unwrap_err();
+    let RegistryError::Build(problems) = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        matches!(problems[..], [BuildProblem::EmptySelection { .. }]),
+        "{problems:?}"
+    );
+
+    let registry = Registry::builder().allow_empty().build().unwrap();
     assert!(registry.is_empty());
     assert_eq!(registry.len(), 0);
     assert_eq!(registry.names().count(), 0);

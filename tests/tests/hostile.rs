@@ -960,7 +960,7 @@ fn hostile_characters_in_reasons_come_out_escaped_in_explanations() {
         );
         assert!(
             text.contains(&format!(
-                "  - drop_tables: denied by policy: denied{escaped}  - get_status: fine\n"
+                "  - drop_tables: hidden by an access rule: denied{escaped}  - get_status: fine\n"
             )),
             "{what}: {text}"
         );

@@ -173,7 +173,7 @@ fn every_access_policy_applies_and_hidden_wins_in_any_order() {
         assert_eq!(hidden.len(), 1);
         assert_eq!(
             hidden[0].reasons,
-            [HiddenReason::DeniedByPolicy {
+            [HiddenReason::HiddenByRule {
                 reason: "no restarts today".into()
             }]
         );
@@ -213,7 +213,7 @@ fn an_access_policy_that_panics_hides_and_the_others_still_apply() {
         .find(|hidden| hidden.name == "status")
         .unwrap();
     assert!(
-        matches!(&status.reasons[..], [HiddenReason::DeniedByPolicy { reason }] if reason.contains("policy bug")),
+        matches!(&status.reasons[..], [HiddenReason::HiddenByRule { reason }] if reason.contains("policy bug")),
         "{status:?}"
     );
 }

@@ -440,11 +440,19 @@ fn the_fingerprint_identifies_what_was_shown() {
         .unwrap();
     assert_ne!(shown, fingerprint(&described, &reader, "run-8"));
     // An empty projection has a fingerprint of its own.
-    let nothing = fingerprint(&Registry::builder().build().unwrap(), &reader, "run-9");
+    let nothing = fingerprint(
+        &Registry::builder().allow_empty().build().unwrap(),
+        &reader,
+        "run-9",
+    );
     assert_ne!(shown, nothing);
     assert_eq!(
         nothing,
-        fingerprint(&Registry::builder().build().unwrap(), &writer, "run-10")
+        fingerprint(
+            &Registry::builder().allow_empty().build().unwrap(),
+            &writer,
+            "run-10"
+        )
     );
 }
 
@@ -545,7 +553,7 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
             hidden("restart", vec![HiddenReason::WriteToolInReadOnlyRun]),
             hidden(
                 "secret",
-                vec![HiddenReason::DeniedByPolicy {
+                vec![HiddenReason::HiddenByRule {
                     reason: "secrets are off today".into()
                 }]
             ),
@@ -576,7 +584,7 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
          \x20 - gone: revoked: it leaked data\n\
          \x20 - list_logs: missing scopes logs:read\n\
          \x20 - restart: not read-only, and the run is read-only\n\
-         \x20 - secret: denied by policy: secrets are off today\n\
+         \x20 - secret: hidden by an access rule: secrets are off today\n\
          \x20 - tenant_b_report: only for tenants tenant-b\n\
          \x20 - wipe: missing scopes admin, deploy:write; only for tenants tenant-b, tenant-c; not read-only, and the run is read-only\n"
     );
@@ -596,7 +604,7 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
 
 #[test]
 fn explain_tells_nothing_registered_from_everything_filtered_out() {
-    let empty = Registry::builder().build().unwrap();
+    let empty = Registry::builder().allow_empty().build().unwrap();
     let run = empty.open_run("run-1", &Subject::new("tenant-a"));
     assert!(run.allowed().is_empty());
     let explanation = run.explain();

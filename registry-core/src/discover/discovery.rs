@@ -74,8 +74,8 @@ impl Snapshot {
         };
         for tool in &tools {
             let start = snapshot.ids.len();
-            let policy = tool.settings();
-            for scope in &policy.scopes {
+            let settings = tool.settings();
+            for scope in &settings.scopes {
                 let next = snapshot.scope_ids.len();
                 let id = *snapshot
                     .scope_ids
@@ -83,16 +83,16 @@ impl Snapshot {
                     .or_insert(next);
                 snapshot.ids.push(id);
             }
-            for tenant in &policy.tenants {
+            for tenant in &settings.tenants {
                 let next = snapshot.tenant_ids.len();
                 let id = *snapshot.tenant_ids.entry(tenant.clone()).or_insert(next);
                 snapshot.ids.push(id);
             }
             snapshot.requirements.push(Requirement {
                 start,
-                scopes: policy.scopes.len(),
-                tenants: policy.tenants.len(),
-                read_only: policy.hints.read_only,
+                scopes: settings.scopes.len(),
+                tenants: settings.tenants.len(),
+                read_only: settings.hints.read_only,
             });
         }
         snapshot.tools = tools;

@@ -61,9 +61,9 @@ pub enum HiddenReason {
         /// Why, as the check said.
         reason: String,
     },
-    /// The application policy denied it.
-    DeniedByPolicy {
-        /// The policy's reason.
+    /// An [`AccessRule`](crate::access::AccessRule) of the application hides it.
+    HiddenByRule {
+        /// The rule's reason.
         reason: String,
     },
 }
@@ -123,8 +123,8 @@ impl fmt::Display for HiddenReason {
             }
             HiddenReason::Revoked { reason } => write!(f, "revoked: {}", shown(reason)),
             HiddenReason::NotReady { reason } => write!(f, "not ready: {}", shown(reason)),
-            HiddenReason::DeniedByPolicy { reason } => {
-                write!(f, "denied by policy: {}", shown(reason))
+            HiddenReason::HiddenByRule { reason } => {
+                write!(f, "hidden by an access rule: {}", shown(reason))
             }
         }
     }
@@ -153,9 +153,9 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         if run.allowed().permits(tool.name()) {
             continue;
         }
-        let policy = tool.settings();
+        let settings = tool.settings();
         let mut reasons = Vec::new();
-        let missing: Vec<Scope> = policy
+        let missing: Vec<Scope> = settings
             .scopes
             .iter()
             .filter(|scope| !subject.has_scope(scope.as_str()))
@@ -164,12 +164,12 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         if !missing.is_empty() {
             reasons.push(HiddenReason::MissingScopes { missing });
         }
-        if !policy.admits_tenant(subject.tenant()) {
+        if !settings.admits_tenant(subject.tenant()) {
             reasons.push(HiddenReason::OtherTenant {
-                tenants: policy.tenants.clone(),
+                tenants: settings.tenants.clone(),
             });
         }
-        if subject.access() == Access::ReadOnly && !policy.hints.read_only {
+        if subject.access() == Access::ReadOnly && !settings.hints.read_only {
             reasons.push(HiddenReason::WriteToolInReadOnlyRun);
         }
         if registry.is_revoked(slot, snapshot.versions[slot]) {
@@ -185,12 +185,12 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         if reasons.is_empty()
             && let Some(reason) = hidden_by(registry.access_rules(), subject, tool)
         {
-            reasons.push(HiddenReason::DeniedByPolicy { reason });
+            reasons.push(HiddenReason::HiddenByRule { reason });
         }
         if reasons.is_empty() {
             // Admitted by every rule now, but not when the run was opened (revoked then and
-            // replaced since, or a policy that changed its mind): the run keeps its set.
-            reasons.push(HiddenReason::DeniedByPolicy {
+            // replaced since, or a rule that changed its mind): the run keeps its set.
+            reasons.push(HiddenReason::HiddenByRule {
                 reason: "not visible when the run was opened".into(),
             });
         }
@@ -226,26 +226,29 @@ impl Run {
             .iter()
             .enumerate()
             .find(|(_, tool)| tool.name() == name)?;
-        let policy = tool.settings();
-        let lacks_scopes = policy
+        let settings = tool.settings();
+        let lacks_scopes = settings
             .scopes
             .iter()
             .any(|scope| !subject.has_scope(scope.as_str()));
-        let hidden_otherwise = !policy.admits_tenant(subject.tenant())
-            || (subject.access() == Access::ReadOnly && !policy.hints.read_only)
+        let hidden_otherwise = !settings.admits_tenant(subject.tenant())
+            || (subject.access() == Access::ReadOnly && !settings.hints.read_only)
             || registry.is_revoked(slot, snapshot.versions[slot])
             || registry.not_ready(slot).is_some();
         if !lacks_scopes || hidden_otherwise {
             return None;
         }
         if !registry.access_rules().is_empty() {
-            let widened = subject
-                .clone()
-                .with_scopes(policy.scopes.iter().map(|scope| scope.as_str().to_owned()));
+            let widened = subject.clone().with_scopes(
+                settings
+                    .scopes
+                    .iter()
+                    .map(|scope| scope.as_str().to_owned()),
+            );
             if hidden_by(registry.access_rules(), &widened, tool).is_some() {
                 return None;
             }
         }
-        Some(policy.scopes.clone())
+        Some(settings.scopes.clone())
     }
 }

@@ -76,6 +76,7 @@ pub struct RegistryBuilder {
     blocking_threads: Option<usize>,
     blocking_wait: Option<Duration>,
     waits: HostWaits,
+    allow_empty: bool,
 }
 
 impl Registry {
@@ -107,6 +108,26 @@ impl RegistryBuilder {
     /// Takes every `#[tool]` linked into the program.
     pub fn declared(mut self) -> Self {
         self.declared = Selection::All;
+        self
+    }
+
+    /// Lets [`build`](Self::build) make a registry with no tools at all. Without it, a
+    /// registry with no tools is an error ([`BuildProblem::NoTools`]), since it is most often a
+    /// mistake: [`declared`](Self::declared) forgotten, or the crate of tools not linked.
+    ///
+    /// ```
+    /// use registry_core::{BuildProblem, Registry, RegistryError};
+    ///
+    /// let error = Registry::builder().build().unwrap_err();
+    /// let RegistryError::Build(problems) = &error else { unreachable!() };
+    /// assert!(matches!(problems[..], [BuildProblem::NoTools { declared: false }]));
+    /// assert!(error.to_string().contains("`.declared()`"));
+    ///
+    /// let empty = Registry::builder().allow_empty().build().unwrap();
+    /// assert!(empty.is_empty());
+    /// ```
+    pub fn allow_empty(mut self) -> Self {
+        self.allow_empty = true;
         self
     }
 
@@ -596,6 +617,13 @@ impl RegistryBuilder {
             {
                 problems.push(BuildProblem::MissingTool { name });
             }
+        }
+        // Nothing at all is most often a mistake, unless said. Where another problem was
+        // found (tools refused, a selection that found nothing), it already says why.
+        if tools.is_empty() && !self.allow_empty && problems.is_empty() {
+            problems.push(BuildProblem::NoTools {
+                declared: !matches!(self.declared, Selection::None),
+            });
         }
         if !problems.is_empty() {
             return Err(refused_build(self.audit.as_deref(), problems));
