@@ -44,10 +44,10 @@ use crate::resolve::guard::ArgumentLimits;
 /// }
 ///
 /// let registry = Registry::from_inventory()?;
-/// let tool = registry.get("get_status")?;
+/// let tool = registry.get("get_status").expect("declared above");
 /// assert!(tool.settings().is_read_only());
 /// assert_eq!(tool.settings().scopes[0].as_str(), "build:read");
-/// assert!(registry.get("get_stat").is_err());
+/// assert!(registry.get("get_stat").is_none());
 /// # Ok::<(), registry_core::RegistryError>(())
 /// ```
 #[derive(Clone)]
@@ -489,7 +489,13 @@ impl Registry {
     /// profile of `profiles`: the one line to put in an application's test suite.
     ///
     /// ```
-    /// use registry_core::{Profile, Registry};
+    /// use registry_core::{tool, Profile, Registry};
+    ///
+    /// /// Read the build status.
+    /// #[tool(public, read_only)]
+    /// fn build_status() -> String {
+    ///     "green".into()
+    /// }
     ///
     /// // In a test of the application (`#[test] fn tools_work_with_every_provider()`):
     /// Registry::from_inventory().unwrap().assert_compatible(Profile::ALL);
