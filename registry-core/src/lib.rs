@@ -87,6 +87,8 @@
 //! macOS, Windows, the BSDs, iOS, Android and WebAssembly; not in `no_std` or on targets
 //! without static constructors.
 
+// docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -158,7 +160,8 @@ pub use resolve::tool_error::{ArgumentProblem, ToolError};
 #[doc = include_str!("declare/tool_macro.md")]
 pub use registry_macros::tool;
 
-/// The README's examples, compiled and run as doc tests.
+/// The crate README's example, compiled and run as a doc test. (The workspace README's are
+/// run by the `registry-tests` package: a published crate holds only its own directory.)
 #[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -52,6 +52,9 @@
 //! [`Registry::revoke`]: registry_core::Registry::revoke
 //! [`Registry::suspend`]: registry_core::Registry::suspend
 
+// docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod approvals;
 mod audit;
 mod changes;
