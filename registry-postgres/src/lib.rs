@@ -49,6 +49,17 @@
 //! # }
 //! ```
 //!
+//! # Features
+//!
+//! - `admin` (off by default): the operators' command `registry-admin` (revoke, restore,
+//!   approve, deny, list the changes, the approvals and the audit trail, prune), and with it
+//!   clap and comfy-table; a library user compiles neither. Install it with
+//!   `cargo install registry-postgres --features admin`; in the repository, build it with
+//!   `cargo build -p registry-postgres --features admin --bin registry-admin` (or run it with
+//!   `cargo run -p registry-postgres --features admin --bin registry-admin -- ...`).
+//! - `throwaway` (off by default): [`throwaway::Cluster`], a PostgreSQL cluster of its own for
+//!   tests, started with the machine's `initdb` and `pg_ctl`.
+//!
 //! [`Registry::revoke`]: registry_core::Registry::revoke
 //! [`Registry::suspend`]: registry_core::Registry::suspend
 
