@@ -57,7 +57,7 @@
 //!   `cargo install registry-postgres --features admin`; in the repository, build it with
 //!   `cargo build -p registry-postgres --features admin --bin registry-admin` (or run it with
 //!   `cargo run -p registry-postgres --features admin --bin registry-admin -- ...`).
-//! - `throwaway` (off by default): [`throwaway::Cluster`], a PostgreSQL cluster of its own for
+//! - `throwaway` (off by default): `throwaway::Cluster`, a PostgreSQL cluster of its own for
 //!   tests, started with the machine's `initdb` and `pg_ctl`.
 //!
 //! [`Registry::revoke`]: registry_core::Registry::revoke
