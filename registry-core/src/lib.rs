@@ -87,6 +87,8 @@
 //! macOS, Windows, the BSDs, iOS, Android and WebAssembly; not in `no_std` or on targets
 //! without static constructors.
 
+// docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -217,3 +219,9 @@ pub mod lockfile {
 
     pub use crate::present::export::DIGEST_META_KEY;
 }
+
+/// The crate README's example, compiled and run as a doc test. (The workspace README's are
+/// run by the `registry-tests` package: a published crate holds only its own directory.)
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

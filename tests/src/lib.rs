@@ -173,3 +173,10 @@ pub fn tool_objects(profile: registry_core::Profile, export: &Value) -> Vec<Stri
         .map(Value::to_string)
         .collect()
 }
+
+/// The workspace README's examples, compiled and run as doc tests. They live here, in a
+/// package that is never published, because a published crate's archive holds only its own
+/// directory (registry-core's README is tested by registry-core).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
