@@ -188,3 +188,74 @@ fn discover_only_projects_and_the_call_path_is_its_own_step() {
         );
     }
 }
+
+/// The items `registry-core` exports at its root (modules not counted), read from `lib.rs`:
+/// its `pub use` lines outside the inline modules, and its exported macros.
+fn root_items() -> Vec<String> {
+    let lib = std::fs::read_to_string(core_src().join("lib.rs")).unwrap();
+    let mut items = Vec::new();
+    let mut depth = 0usize;
+    let mut statement = String::new();
+    for line in lib.lines() {
+        let code = line.split("//").next().unwrap_or_default();
+        if depth == 0 && (code.starts_with("pub use ") || !statement.is_empty()) {
+            statement.push_str(code);
+            if statement.contains(';') {
+                let path = statement
+                    .trim_start_matches("pub use ")
+                    .trim_end_matches(';');
+                let names = match path.find('{') {
+                    Some(open) => path[open + 1..path.rfind('}').unwrap()].to_owned(),
+                    None => path.rsplit("::").next().unwrap().to_owned(),
+                };
+                items.extend(
+                    names
+                        .split(',')
+                        .map(|name| name.trim().to_owned())
+                        .filter(|name| !name.is_empty())
+                        // A lowercase name is a module (`compat`), except the attribute macro.
+                        .filter(|name| name == "tool" || name.starts_with(char::is_uppercase)),
+                );
+                statement.clear();
+            }
+        }
+        depth += code.matches('{').count();
+        depth -= code.matches('}').count();
+    }
+    let mut sources = Vec::new();
+    modules(&core_src(), "", &mut sources);
+    for (_, text) in sources {
+        let mut lines = text.lines();
+        while let Some(line) = lines.next() {
+            if line.trim() == "#[macro_export]" {
+                let name = lines
+                    .next()
+                    .and_then(|line| line.trim().strip_prefix("macro_rules! "))
+                    .map(|rest| rest.trim_end_matches(" {").to_owned());
+                items.extend(name.map(|name| format!("{name}!")));
+            }
+        }
+    }
+    items.sort();
+    items
+}
+
+#[test]
+fn the_root_of_registry_core_is_small_enough_to_learn() {
+    let items = root_items();
+    // What a first program uses, and no more: everything else is in a module of its concept.
+    for needed in [
+        "tool", "link!", "Registry", "RegistryBuilder", "Subject", "Run", "ToolCall",
+        "Observation", "ErrorKind", "Profile", "DynamicTool", "ToolContext", "RegistryError",
+    ] {
+        assert!(
+            items.iter().any(|item| item == needed),
+            "{needed} is not at the root: {items:?}"
+        );
+    }
+    assert!(
+        items.len() <= 24,
+        "{} items at the root of registry-core (at most 24): {items:?}",
+        items.len()
+    );
+}

@@ -702,7 +702,14 @@ fn declared_in_takes_a_module_and_those_below_it_by_whole_segments() {
             }]
         );
     }
-    assert!(select(&[]).is_empty());
+    // No path at all takes nothing: an empty registry, which must be asked for.
+    let none = Registry::builder().declared_in(Vec::<String>::new());
+    assert_eq!(
+        none.build().unwrap_err().problems(),
+        [BuildProblem::NoTools { declared: false }]
+    );
+    let none = Registry::builder().declared_in(Vec::<String>::new());
+    assert!(none.allow_empty().build().unwrap().is_empty());
     // Overlapping paths take each declaration once.
     assert_eq!(
         select(&["builder::a::b", "builder::a", "builder::a::b::c"]),

@@ -627,7 +627,7 @@ impl RegistryBuilder {
         // found (tools refused, a selection that found nothing), it already says why.
         if tools.is_empty() && !self.allow_empty && problems.is_empty() {
             problems.push(BuildProblem::NoTools {
-                declared: !matches!(self.declared, Selection::None),
+                declared: matches!(self.declared, Selection::All),
             });
         }
         if !problems.is_empty() {
