@@ -157,8 +157,3 @@ pub use resolve::tool_error::{ArgumentProblem, ToolError};
 
 #[doc = include_str!("declare/tool_macro.md")]
 pub use registry_macros::tool;
-
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;

@@ -173,3 +173,56 @@ pub fn tool_objects(profile: registry_core::Profile, export: &Value) -> Vec<Stri
         .map(Value::to_string)
         .collect()
 }
+
+/// The README's examples, compiled and run as doc tests (`cargo test -p registry-tests --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct Readme;
+
+/// The guide's examples, one page each, compiled and run as doc tests.
+#[cfg(doctest)]
+pub mod guide {
+    /// `docs/guide/README.md`.
+    #[doc = include_str!("../../docs/guide/README.md")]
+    pub struct Index;
+
+    /// `docs/guide/declare.md`.
+    #[doc = include_str!("../../docs/guide/declare.md")]
+    pub struct Declare;
+
+    /// `docs/guide/register.md`.
+    #[doc = include_str!("../../docs/guide/register.md")]
+    pub struct Register;
+
+    /// `docs/guide/discover.md`.
+    #[doc = include_str!("../../docs/guide/discover.md")]
+    pub struct Discover;
+
+    /// `docs/guide/present.md`.
+    #[doc = include_str!("../../docs/guide/present.md")]
+    pub struct Present;
+
+    /// `docs/guide/call.md`.
+    #[doc = include_str!("../../docs/guide/call.md")]
+    pub struct Call;
+
+    /// `docs/guide/gate.md`.
+    #[doc = include_str!("../../docs/guide/gate.md")]
+    pub struct Gate;
+
+    /// `docs/guide/serving.md`.
+    #[doc = include_str!("../../docs/guide/serving.md")]
+    pub struct Serving;
+
+    /// `docs/guide/scaling.md`.
+    #[doc = include_str!("../../docs/guide/scaling.md")]
+    pub struct Scaling;
+
+    /// `docs/guide/security.md`.
+    #[doc = include_str!("../../docs/guide/security.md")]
+    pub struct Security;
+
+    /// `docs/guide/performance.md`.
+    #[doc = include_str!("../../docs/guide/performance.md")]
+    pub struct Performance;
+}
