@@ -31,7 +31,7 @@ pub const SILENT_WAV: &[u8] = include_bytes!("../fixtures/silence.wav");
 
 /// The PNG in base64, as MCP carries binary data.
 fn png_base64() -> String {
-    registry_core::Media::new(RED_PIXEL_PNG, "image/png").base64()
+    registry_core::content::Media::new(RED_PIXEL_PNG, "image/png").base64()
 }
 
 /// The conformance suite's resources, template, prompts and completion.

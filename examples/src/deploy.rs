@@ -1,6 +1,9 @@
 //! Deployment tools: they change things, so they need write scopes.
 
-use registry_core::{CallRequest, Decision, tool};
+use registry_core::{
+    gate::{CallRequest, Decision},
+    tool,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

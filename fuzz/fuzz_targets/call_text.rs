@@ -21,12 +21,13 @@ mod tools;
 use std::sync::atomic::Ordering;
 
 use libfuzzer_sys::fuzz_target;
+use registry_core::approval::Verdict;
 use registry_core::{Observation, Profile, ToolCall};
 use tools::fixture;
 
 fn look_at(observation: &Observation) {
     std::hint::black_box((
-        observation.content(),
+        observation.json(),
         observation.error_kind(),
         observation.error_text(),
         observation.problems(),
@@ -63,10 +64,10 @@ fuzz_target!(|data: &[u8]| {
         let id = request.id().to_owned();
         std::hint::black_box(request.question());
         let decided = match edited {
-            None => run.approve_blocking(&id),
+            None => run.decide_blocking(&id, Verdict::approve()),
             Some(edited) => match serde_json::from_str(edited) {
-                Ok(arguments) => run.approve_with_blocking(&id, arguments),
-                Err(_) => run.deny_blocking(&id, "denied by the fuzzer"),
+                Ok(arguments) => run.decide_blocking(&id, Verdict::approve().with_arguments(arguments)),
+                Err(_) => run.decide_blocking(&id, Verdict::deny("denied by the fuzzer")),
             },
         };
         let first_decided = match decided {
@@ -81,7 +82,7 @@ fuzz_target!(|data: &[u8]| {
         };
         // A decided request cannot be decided again (after edited arguments that were
         // invalid, the request is still pending, and this approves it as it is).
-        match run.approve_blocking(&id) {
+        match run.decide_blocking(&id, Verdict::approve()) {
             Ok(observation) => {
                 assert!(!first_decided, "request {id} was decided twice");
                 look_at(&observation);

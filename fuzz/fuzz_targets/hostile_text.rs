@@ -28,9 +28,7 @@ use std::fmt::Write;
 use std::sync::Once;
 
 use libfuzzer_sys::fuzz_target;
-use registry_core::{
-    AUDIT_TARGET, BuildProblem, DynamicTool, Profile, Registry, RegistryError, ToolCall,
-};
+use registry_core::{BuildProblem, DynamicTool, Profile, Registry, RegistryError, ToolCall, audit::AUDIT_TARGET};
 use serde_json::json;
 use tools::fixture;
 
@@ -137,7 +135,7 @@ fn build(name: &str, description: &str) {
         .handler(|_, _| Ok::<_, String>(json!("ok")));
     match Registry::builder().tool(tool).build() {
         Ok(_registry) => {
-            assert!(registry_core::check_tool_name(name).is_ok(), "{name:?}");
+            assert!(registry_core::definition::check_tool_name(name).is_ok(), "{name:?}");
             assert!(!description.chars().any(never_raw), "{description:?}");
             assert!(!name.chars().any(never_raw), "{name:?}");
             assert!(registry_lint::check(description).is_empty());

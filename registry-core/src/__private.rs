@@ -6,10 +6,11 @@ pub use serde;
 pub use serde_json;
 
 pub use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param, RunToken};
-pub use crate::declare::policy::Hints;
+pub use crate::declare::settings::Hints;
 pub use crate::declare::source::Source;
 pub use crate::execute::context::ToolContext;
-pub use crate::gate::{AsyncCheck, Check, RateLimit, SyncCheck};
+pub use crate::gate::RateLimit;
+pub use crate::gate::readiness::{AsyncCheck, Check, SyncCheck};
 pub use crate::register::tool::CallThroughARun;
 pub use crate::resolve::arguments::Arguments;
 pub use schemars::{Schema, SchemaGenerator};

@@ -296,7 +296,7 @@ mod micros {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use registry_core::{AuditEvent, Registry, Subject};
+/// use registry_core::{audit::AuditEvent, Registry, Subject};
 ///
 /// let events = Arc::new(Mutex::new(Vec::new()));
 /// let sink = {
@@ -319,7 +319,7 @@ pub trait AuditSink: Send + Sync + 'static {
     /// store is slow slows those calls down without parking a thread. The synchronous paths
     /// (`call_blocking`, `open_run`, the registry's own changes) do not wait; `record` must
     /// cope on its own there. The default is ready at once. (The future is a
-    /// [`BoxFuture`](crate::BoxFuture), spelled out.)
+    /// [`BoxFuture`](crate::definition::BoxFuture), spelled out.)
     fn ready(&self) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
         Box::pin(std::future::ready(()))
     }

@@ -8,6 +8,6 @@ pub(crate) mod definition;
 pub(crate) mod dynamic;
 pub(crate) mod link;
 pub(crate) mod name;
-pub(crate) mod policy;
 pub(crate) mod schema;
+pub(crate) mod settings;
 pub(crate) mod source;

@@ -8,19 +8,25 @@
 //!   call budget;
 //! - readiness ([`ReadinessCheck`]): a tool that cannot work is not shown, nor run.
 
-mod approval;
+//!
+//! Approvals have a module of their own, [`approval`](crate::approval).
+
+pub(crate) mod approval;
 mod policy;
 mod quota;
 mod rate_limit;
-mod readiness;
-mod store;
+pub(crate) mod readiness;
+pub(crate) mod store;
 
-pub use approval::{ApprovalError, ApprovalRequest, ApprovalState, StoreError};
+pub use approval::StoreError;
 pub use policy::{CallPolicy, CallRequest, Decision};
 pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
 pub use rate_limit::{RateLimit, RateLimitError};
-pub use readiness::{AsyncCheck, Check, ReadinessCheck, SyncCheck, ToolReadiness};
-pub use store::{ApprovalStore, MemoryApprovalStore, Transition};
+pub use readiness::{ReadinessCheck, ToolReadiness};
+
+pub(crate) use approval::{ApprovalError, ApprovalRequest, ApprovalState};
+pub(crate) use readiness::Check;
+pub(crate) use store::{ApprovalStore, MemoryApprovalStore, Transition};
 
 pub(crate) use approval::{DEFAULT_MAX_PENDING, DEFAULT_TTL, new_id, unix_ms};
 pub(crate) use quota::Budget;

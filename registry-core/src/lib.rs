@@ -1,30 +1,28 @@
 //! Declare the tools an LLM may call, and keep a hard boundary between what the system has
 //! and what one run may use.
 //!
-//! One data path, each step a part of the API:
+//! One data path, each step a part of the API and a page of the guide (`docs/guide/` in the
+//! repository, where every snippet is a doc test):
 //!
-//! 1. **declare**: a tool is a plain function under [`#[tool]`](macro@tool), which derives
-//!    its definition (name, description from the doc comment, JSON Schema of the parameters
-//!    from their types), an executor (JSON arguments in, JSON result out) and its policy
-//!    (scopes, tenants, behaviour hints), and submits a static record to a registration list;
-//!    [`DynamicTool`] builds one at run time;
-//! 2. **register**: [`Registry::from_inventory`] (or [`Registry::builder`]) builds the
-//!    registry from that list; a duplicate name is an error naming both declaration sites,
-//!    never an overwrite;
-//! 3. **discover**: [`Registry::open_run`] projects the registry for one [`Subject`] and
-//!    freezes what it may see as the run's [`AllowedSet`];
-//! 4. **present**: [`Run::export`] gives the visible definitions in the exact format of a
-//!    [`Profile`] (OpenAI, Anthropic, Gemini, MCP); for thousands of tools, [`Run::search`]
-//!    finds tools of the allowed set by what they do, and a [`DeferredSession`]
-//!    ([`Run::deferred`]) shows the model a few of them and a search tool, loading what it
-//!    finds;
-//! 5. **resolve and execute**: [`Run::call`] checks every call (a [`ToolCall`], read from a
-//!    provider's response with [`Profile::parse_calls`]) against the allowed set, resolves
-//!    it, validates its arguments against the schema the model was shown, passes it through
-//!    the gate (a per-call [`CallPolicy`], human approval, quotas, readiness), runs it, and
-//!    answers with an [`Observation`], which [`Profile::render`] turns into the provider's
-//!    result message. Unknown, hidden, revoked and invalid calls, failures, panics and
-//!    timeouts are all observations the model can act on.
+//! 1. **declare** (`declare.md`): a plain function under [`#[tool]`](macro@tool), or a
+//!    [`DynamicTool`] built at run time: its [`ToolDefinition`], its
+//!    [settings](definition::ToolSettings) (who may use it, hints, gate keys) and its result,
+//!    a JSON value or blocks of [`content`];
+//! 2. **register** (`register.md`): [`Registry::from_inventory`] or [`Registry::builder`]; a
+//!    duplicate name is an error naming both sites, never an overwrite; revocations,
+//!    restorations and replacements are explicit and recorded ([`change`]), and the
+//!    [`lockfile`] pins every definition;
+//! 3. **discover** (`discover.md`): [`Registry::open_run`] projects the registry for one
+//!    [`Subject`] and freezes what it may see as the run's [`AllowedSet`] ([`access`]);
+//! 4. **present** (`present.md`): [`Run::export`] in the exact format of a [`Profile`]
+//!    (OpenAI, Anthropic, Gemini, MCP), [`Profile::parse_calls`] and [`Profile::render`];
+//!    [`Run::search`] and [`Run::deferred`] ([`deferred`]) for thousands of tools;
+//! 5. **call** (`call.md`, `gate.md`): [`Run::call`] (or [`Run::call_blocking`] outside an
+//!    async runtime) checks a [`ToolCall`] against the allowed set, validates its arguments
+//!    against the schema the model was shown, passes it through the [`gate`] (call policies,
+//!    [approvals](approval) decided with [`Run::decide`], quotas, readiness), runs it (a
+//!    running tool reaches its [`host`]), and answers with an [`Observation`] the model can
+//!    act on. Every step is [audited](audit).
 //!
 //! ```
 //! use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
@@ -47,12 +45,12 @@
 //! }
 //!
 //! let registry = Registry::from_inventory()?;
-//! assert_eq!(registry.get("get_status")?.definition().parameters["required"], json!(["project"]));
+//! assert_eq!(registry.get("get_status").unwrap().definition().parameters["required"], json!(["project"]));
 //!
 //! // A tool runs only inside a run: the tools one subject may use, frozen.
 //! let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["build:read"]));
 //! let ok = run.call_blocking(ToolCall::new("call_1", "get_status", json!({"project": "web"})));
-//! assert_eq!(ok.content(), &json!("green"));
+//! assert_eq!(ok.json(), &json!("green"));
 //! let bad = run.call_blocking(ToolCall::new("call_2", "get_status", json!({"project": "web", "verbose": "yes"})));
 //! assert_eq!(bad.error_kind(), Some(ErrorKind::InvalidArguments));
 //! assert_eq!(bad.problems()[0].to_string(), r#"/verbose: expected boolean or null, got string "yes""#);
@@ -61,99 +59,144 @@
 //!
 //! # Which tools are collected: linking
 //!
-//! [`Registry::from_inventory`] sees every `#[tool]` function *linked into the program*, from
-//! any module of any crate. The compiler links a dependency only if the program names it
-//! somewhere: a crate that only declares tools, and is never called, is left out, and its
-//! tools are silently missing. Name such crates once, e.g. in `main.rs`:
+//! [`Registry::from_inventory`] sees every `#[tool]` *linked into the program*. A crate that
+//! only declares tools, and that the program never names, is not linked, and its tools are
+//! silently missing: name it once with [`link!`](macro@link), and let
+//! [`RegistryBuilder::require`] fail at startup if tools are still missing (the guide's
+//! `declare.md` has the details).
 //!
 //! ```
 //! # mod billing_tools {} mod search_tools {}
 //! registry_core::link!(billing_tools, search_tools);
 //! ```
-//!
-//! and let the application fail at startup if tools are still missing, with their names:
-//!
-//! ```
-//! # use registry_core::Registry;
-//! let error = Registry::builder()
-//!     .declared()
-//!     .require(["create_invoice", "search"])
-//!     .build()
-//!     .unwrap_err();
-//! assert!(error.to_string().contains("the required tool \"create_invoice\" is not registered"));
-//! ```
-//!
-//! Collection relies on [`inventory`](https://docs.rs/inventory), which works on Linux,
-//! macOS, Windows, the BSDs, iOS, Android and WebAssembly; not in `no_std` or on targets
-//! without static constructors.
 
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-mod audit;
 mod declare;
 mod discover;
 mod execute;
-mod gate;
 mod pointer;
 mod present;
 mod register;
 mod resolve;
 
-#[doc(hidden)]
-pub mod __private;
+pub mod audit;
+pub mod call;
+pub mod gate;
+pub mod server;
 
 pub use present::compat;
 
-pub use audit::{
-    AUDIT_TARGET, ApprovalEvent, ApprovalEventKind, AuditEvent, AuditSink, CallEvent,
-    ChangeAttempt, ChangeEvent, ChangeRefusedEvent, PROJECTED_TOOLS, ProjectionEvent,
-    REFUSAL_PROBLEMS, REFUSAL_TEXT, ReadinessEvent, ToolVersion,
-};
-pub use declare::declaration::{BoxFuture, Outcome};
+#[doc(hidden)]
+pub mod __private;
+
 pub use declare::definition::ToolDefinition;
 pub use declare::dynamic::DynamicTool;
-pub use declare::name::{MAX_NAME_LEN, NameError, check_tool_name};
-pub use declare::policy::{Hints, Scope, ScopeError, ToolPolicy};
-pub use declare::source::Source;
-pub use discover::access::{AccessPolicy, Verdict};
 pub use discover::allowed::AllowedSet;
-pub use discover::explain::{Explanation, HiddenReason, HiddenTool};
 pub use discover::fingerprint::Fingerprint;
-pub use discover::run::{Capability, Run};
-pub use discover::search::SearchHit;
-pub use discover::subject::{Access, Subject};
-pub use execute::cancel::{Cancellation, Cancelled};
-pub use execute::content::{
-    Content, Embedded, EmbeddedResource, Media, Payload, ResourceLink, ToolOutput,
-};
-pub use execute::context::{CallOptions, ToolContext};
-pub use execute::form::form_schema;
-pub use execute::host::{
-    CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, ElicitError, ElicitRequest,
-    Elicitation, FormError, LogLevel, Progress, SampleContent, SampleError, SampleMessage,
-    SampleReply, SampleRequest, SampleRole, TOOL_EVENT_TARGET,
-};
+pub use discover::run::Run;
+pub use discover::subject::Subject;
+pub use execute::context::ToolContext;
 pub use execute::observation::{ErrorKind, Observation};
-pub use gate::{
-    ApprovalError, ApprovalRequest, ApprovalState, ApprovalStore, CallPolicy, CallRequest,
-    Decision, MemoryApprovalStore, MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore,
-    RateLimit, RateLimitError, ReadinessCheck, StoreError, ToolReadiness, Transition,
-};
-pub use present::deferred::{
-    DeferredOptions, DeferredSession, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall,
-};
-pub use present::export::DIGEST_META_KEY;
-pub use present::profile::{CompatibilityError, Incompatibility, Profile};
+pub use present::profile::Profile;
 pub use present::reader::ParseError;
 pub use register::builder::RegistryBuilder;
-pub use register::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
 pub use register::error::{BuildProblem, RegistryError};
-pub use register::registry::{Registry, Replacement};
+pub use register::registry::Registry;
 pub use register::tool::Tool;
 pub use resolve::call::ToolCall;
-pub use resolve::guard::{ArgumentLimits, MAX_ARGUMENT_DEPTH};
-pub use resolve::tool_error::{ArgumentProblem, ToolError};
 
 #[doc = include_str!("declare/tool_macro.md")]
 pub use registry_macros::tool;
+
+pub mod approval {
+    //! Approvals: a call that waits for a person, and what the person decides.
+    //!
+    //! A tool declared `needs_approval`, or a call a [`CallPolicy`](crate::gate::CallPolicy)
+    //! answers [`RequireApproval`](crate::gate::Decision::RequireApproval), is not run: its
+    //! observation is [`ErrorKind::ApprovalRequired`](crate::ErrorKind::ApprovalRequired) and
+    //! carries an [`ApprovalRequest`] ([`Observation::approval`](crate::Observation::approval)).
+    //! A person decides it with a [`Verdict`], given to [`Run::decide`](crate::Run::decide) or
+    //! [`Run::decide_blocking`](crate::Run::decide_blocking), whose observation is the model's
+    //! answer to its call. Requests wait in an [`ApprovalStore`] (in memory by default,
+    //! [`MemoryApprovalStore`]; `registry-postgres` shares one between replicas).
+
+    pub use crate::gate::approval::{ApprovalError, ApprovalRequest, ApprovalState, Verdict};
+    pub use crate::gate::store::{ApprovalStore, MemoryApprovalStore, Transition};
+}
+
+pub mod definition {
+    //! What a tool is declared with, besides its [`ToolDefinition`](crate::ToolDefinition): its
+    //! settings (scopes, tenants, hints, gate flags), where it was declared, and the rule its
+    //! name follows.
+
+    pub use crate::declare::declaration::{BoxFuture, Outcome};
+    pub use crate::declare::name::{MAX_NAME_LEN, NameError, check_tool_name};
+    pub use crate::declare::settings::{Hints, Scope, ScopeError, ToolSettings};
+    pub use crate::declare::source::Source;
+}
+
+pub mod access {
+    //! Who sees which tools: a run's [`Access`] level, the application's [`AccessRule`]s, and
+    //! why a tool is hidden from a subject ([`Explanation`], from
+    //! [`Run::explain`](crate::Run::explain)).
+
+    pub use crate::discover::access::{AccessRule, Visibility};
+    pub use crate::discover::explain::{Explanation, HiddenReason, HiddenTool};
+    pub use crate::discover::run::Capability;
+    pub use crate::discover::subject::Access;
+}
+
+pub mod content {
+    //! The blocks of content a tool's result may hold: text, images, audio, links and embedded
+    //! resources ([`Content`]), with a structured value beside them ([`ToolOutput`]).
+
+    pub use crate::execute::content::{
+        Content, Embedded, EmbeddedResource, Media, Payload, ResourceLink, ToolOutput,
+    };
+}
+
+pub mod host {
+    //! What a running tool reaches through its [`ToolContext`](crate::ToolContext): progress,
+    //! logs, questions to the user (elicitation) and sampling, answered by a [`CallHost`].
+
+    pub use crate::execute::form::form_schema;
+    pub use crate::execute::host::{
+        CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, ElicitError,
+        ElicitRequest, Elicitation, FormError, LogLevel, Progress, SampleContent, SampleError,
+        SampleMessage, SampleReply, SampleRequest, SampleRole, TOOL_EVENT_TARGET,
+    };
+}
+
+pub mod deferred {
+    //! Deferred loading: a model shown a few tools and a search tool, loading what it finds
+    //! ([`Run::deferred`](crate::Run::deferred)).
+
+    pub use crate::present::deferred::{
+        DeferredOptions, DeferredSession, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall,
+    };
+}
+
+pub mod search {
+    //! Finding tools of a run's allowed set by what they do ([`Run::search`](crate::Run::search)).
+
+    pub use crate::discover::search::SearchHit;
+}
+
+pub mod change {
+    //! Changes to a built registry: revocations, restorations and replacements, each recorded
+    //! ([`Registry::changes`](crate::Registry::changes)).
+
+    pub use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
+    pub use crate::register::registry::Replacement;
+}
+
+pub mod lockfile {
+    //! Pinned definitions: the lockfile of what each provider is shown
+    //! ([`Registry::lock`](crate::Registry::lock),
+    //! [`Registry::assert_lockfile`](crate::Registry::assert_lockfile)), whose digests MCP
+    //! clients also find in each tool's `_meta`.
+
+    pub use crate::present::export::DIGEST_META_KEY;
+}

@@ -145,7 +145,7 @@ fn check_description_lint(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
             cx.error_spanned_by(
                 reason,
                 "`allow_description` needs a reason, which is kept with the tool for reviewers \
-                 (`ToolPolicy::allow_description`): write why this text is safe to show to every \
+                 (`ToolSettings::allow_description`): write why this text is safe to show to every \
                  model, e.g. `allow_description = \"the address is the public documentation \
                  range\"`, or remove the key",
             );

@@ -39,7 +39,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use registry_core::{ApprovalError, ApprovalRequest, CallOptions, Observation};
+use registry_core::Observation;
+use registry_core::approval::{ApprovalError, ApprovalRequest, Verdict};
+use registry_core::call::CallOptions;
+use registry_core::server::{RegistryExt, RunExt};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema, InputRequest,
@@ -283,15 +286,21 @@ async fn decide(
     match answer {
         Answer::Approved => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, "the client's user approved");
-            settled(run.approve_by_with(id, client.id.as_ref(), call).await)
+            settled(
+                run.decide_with(id, Verdict::approve().by(client.id.as_ref()), call)
+                    .await,
+            )
         }
         Answer::Declined(reason) => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, reason = ?reason, "the client's user declined");
-            settled(run.deny_by(id, reason, client.id.as_ref()).await)
+            settled(
+                run.decide(id, Verdict::deny(reason).by(client.id.as_ref()))
+                    .await,
+            )
         }
         Answer::ApprovedBy(by) => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, by = ?by, "approved outside the question");
-            settled(run.approve_by_with(id, by, call).await)
+            settled(run.decide_with(id, Verdict::approve().by(by), call).await)
         }
         Answer::DecidedElsewhere(state) => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, state = ?state, "decided elsewhere");
@@ -302,7 +311,7 @@ async fn decide(
         Answer::NotObtained(why) => {
             tracing::warn!(client = ?client.id, tool = ?tool, approval = ?id, why = ?why, "no approval; denied");
             let reason = format!("the approval could not be obtained: {why}");
-            match run.deny(id, reason).await {
+            match run.decide(id, Verdict::deny(reason)).await {
                 Ok(_) => Ok(tool_error(format!(
                     "the call to \"{tool}\" needs a person's approval, which could not be obtained ({why}); nothing was done"
                 ))),
@@ -327,7 +336,7 @@ async fn cannot_ask(
     );
     let reason =
         "the MCP client cannot ask a person for approval (it does not support elicitation)";
-    match slot.run.deny(request.id(), reason).await {
+    match slot.run.decide(request.id(), Verdict::deny(reason)).await {
         Ok(_) => Ok(tool_error(format!(
             "the call to \"{tool}\" needs a person's approval, which this MCP client cannot give (it does not support elicitation); nothing was done. Calling it again from this client will not help"
         ))),
@@ -335,7 +344,8 @@ async fn cannot_ask(
     }
 }
 
-/// The answer to a decided request: its observation, or the error's (or its text).
+/// The answer to a decided request: its observation (whatever settled the call), or the
+/// error's text (nothing was settled).
 fn settled(decided: Result<Observation, ApprovalError>) -> Result<CallToolResult, ErrorData> {
     match decided {
         Ok(observation) => call_result(&observation),
@@ -352,10 +362,7 @@ fn settled(decided: Result<Observation, ApprovalError>) -> Result<CallToolResult
                     .to_owned(),
             ))
         }
-        Err(error) => match error.observation() {
-            Some(observation) => call_result(observation),
-            None => Ok(tool_error(error.to_string())),
-        },
+        Err(error) => Ok(tool_error(error.to_string())),
     }
 }
 

@@ -6,9 +6,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::SystemTime;
 
+use registry_core::server::RegistryExt;
 use registry_core::{
-    ApprovalRequest, DeferredOptions, DeferredSession, Fingerprint, Profile, Registry, Run,
-    SearchAnswer, SearchCall, Subject,
+    Fingerprint, Profile, Registry, Run, Subject,
+    approval::ApprovalRequest,
+    deferred::{DeferredOptions, DeferredSession, SearchAnswer, SearchCall},
 };
 use rmcp::model::{CallToolRequestParams, Tool};
 use rmcp::{Peer, RoleServer};

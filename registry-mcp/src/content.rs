@@ -3,7 +3,10 @@
 //! from the blocks directly, so that each piece of binary data is encoded to base64 once,
 //! straight into the string rmcp sends.
 
-use registry_core::{Content, Embedded, Observation};
+use registry_core::{
+    Observation,
+    content::{Content, Embedded},
+};
 use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
 use serde_json::Value;
 
@@ -25,7 +28,7 @@ pub(crate) fn call_tool_result(observation: &Observation) -> CallToolResult {
     }
     let mut result = CallToolResult::success(content);
     if observation.is_structured() {
-        result.structured_content = Some(observation.content().clone());
+        result.structured_content = Some(observation.json().clone());
     }
     result
 }

@@ -3,7 +3,11 @@
 
 use std::sync::{Arc, OnceLock};
 
-use registry_core::{CallOptions, Cancellation, ErrorKind, Observation, ToolCall};
+use registry_core::server::RunExt;
+use registry_core::{
+    ErrorKind, Observation, ToolCall,
+    call::{CallOptions, Cancellation},
+};
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Extensions,
     Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
@@ -38,7 +42,7 @@ use crate::tokens::Principal;
 ///   `elicitation/create` (on protocol 2026-07-28, the input request `approval` of an
 ///   `input_required` result) whose message is [`ApprovalRequest::question`] and whose form
 ///   is one required checkbox, `approve`. Accepted with `approve: true`, the call runs
-///   ([`Run::approve_by`], the client's id as approver) with exactly the arguments shown, and
+///   ([`Run::decide`], the client's id as approver) with exactly the arguments shown, and
 ///   its result is the answer. Declined, cancelled, or accepted without `approve: true`, the
 ///   request is denied ("the user declined") and the answer is `isError: true` with the
 ///   denial's text. If no answer can be had (the client fails the request, the connection
@@ -65,8 +69,8 @@ use crate::tokens::Principal;
 /// - To serve resources, prompts or completions beside the tools, wrap it with an application's
 ///   own handler: [`RegistryServer::with_handler`].
 ///
-/// [`ApprovalRequest::question`]: registry_core::ApprovalRequest::question
-/// [`Run::approve_by`]: registry_core::Run::approve_by
+/// [`ApprovalRequest::question`]: registry_core::approval::ApprovalRequest::question
+/// [`Run::decide`]: registry_core::Run::decide
 /// [`ServerOptions::approval_timeout`]: crate::ServerOptions::approval_timeout
 /// [`ServerOptions::log_level`]: crate::ServerOptions::log_level
 /// [`ServerOptions::deferred_loading`]: crate::ServerOptions::deferred_loading

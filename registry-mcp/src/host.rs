@@ -32,8 +32,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use registry_core::{
-    BoxFuture, CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress,
-    SampleContent, SampleError, SampleReply, SampleRequest, SampleRole,
+    definition::BoxFuture,
+    host::{
+        CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress,
+        SampleContent, SampleError, SampleReply, SampleRequest, SampleRole,
+    },
 };
 use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,

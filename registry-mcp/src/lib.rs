@@ -31,7 +31,7 @@
 //! - **`tools/list`**: the run's visible tools exported with
 //!   [`Profile::Mcp`] (hints as `annotations`, output schemas as
 //!   `outputSchema`, and each tool's digest in `_meta` under
-//!   [`DIGEST_META_KEY`](registry_core::DIGEST_META_KEY): the `mcp` line of
+//!   [`DIGEST_META_KEY`](registry_core::lockfile::DIGEST_META_KEY): the `mcp` line of
 //!   [`Registry::lock`](registry_core::Registry::lock), which a client can pin), in name order, in pages of [`ServerOptions::page_size`] with an opaque
 //!   cursor. A cursor names the run it was made in: after the run changed it is refused
 //!   (-32602), and the client lists again from the start.
@@ -42,7 +42,7 @@
 //!   for invalid arguments, failures, panics, timeouts, revoked tools and the gate's refusals
 //!   (a call policy's denial, a rate limit, a tool not ready), and `structuredContent` when
 //!   the tool has an output schema. A tool that returns content (images, audio, resource
-//!   links, embedded resources: [`Content`](registry_core::Content)) has its blocks sent as
+//!   links, embedded resources: [`Content`](registry_core::content::Content)) has its blocks sent as
 //!   MCP's, each binary one base64-encoded once.
 //! - **Approvals.** A call that needs a person's approval is put to the client's user with
 //!   elicitation (`elicitation/create`; on protocol 2026-07-28 an `input_required` result)
@@ -131,7 +131,7 @@ mod tokens;
 
 use std::sync::Arc;
 
-use registry_core::{CompatibilityError, Profile, Registry, Subject};
+use registry_core::{Profile, Registry, Subject, compat::CompatibilityError};
 
 pub use compose::Composed;
 pub use edge::EdgeLimits;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use registry_core::{DeferredOptions, LogLevel};
+use registry_core::{deferred::DeferredOptions, host::LogLevel};
 
 /// Settings shared by every transport.
 ///
@@ -41,12 +41,12 @@ pub struct ServerOptions {
     /// most until the approval request itself expires, and a tool's own
     /// ([`ToolContext::elicit`](registry_core::ToolContext::elicit)). Unanswered in time, the
     /// call is denied, and the tool's question fails with
-    /// [`ElicitError::TimedOut`](registry_core::ElicitError::TimedOut). Default 10 minutes.
+    /// [`ElicitError::TimedOut`](registry_core::host::ElicitError::TimedOut). Default 10 minutes.
     pub approval_timeout: Duration,
     /// How long a tool's sampling request (`sampling/createMessage`,
     /// [`ToolContext::sample`](registry_core::ToolContext::sample)) waits for the client's
     /// reply. Past it the request is withdrawn (`notifications/cancelled`) and the tool gets
-    /// [`SampleError::TimedOut`](registry_core::SampleError::TimedOut): a client that never
+    /// [`SampleError::TimedOut`](registry_core::host::SampleError::TimedOut): a client that never
     /// answers does not hold the call. Default 2 minutes.
     pub sampling_timeout: Duration,
     /// The least level of the tools' log messages
@@ -87,7 +87,7 @@ impl Default for ServerOptions {
             readiness_interval: Some(Duration::from_secs(30)),
             call_timeout: None,
             approval_timeout: Duration::from_secs(10 * 60),
-            sampling_timeout: registry_core::DEFAULT_SAMPLE_TIMEOUT,
+            sampling_timeout: registry_core::host::DEFAULT_SAMPLE_TIMEOUT,
             log_level: LogLevel::Info,
             list_ttl: Duration::ZERO,
             max_message_bytes: 8 * 1024 * 1024,
@@ -173,7 +173,7 @@ impl ServerOptions {
     /// it needs by searching, from what it may see only.
     ///
     /// - **`tools/list`** serves the client's
-    ///   [`DeferredSession`](registry_core::DeferredSession) (one per client, next to its
+    ///   [`DeferredSession`](registry_core::deferred::DeferredSession) (one per client, next to its
     ///   run): the loaded tools (those declared `always_loaded` and those `options` names, in
     ///   name order), then the search tool (`search_tools` unless
     ///   [`DeferredOptions::search_tool_name`] says otherwise), then the tools searches
@@ -195,7 +195,7 @@ impl ServerOptions {
     /// client that may see one (name the search tool otherwise).
     ///
     /// ```
-    /// use registry_core::DeferredOptions;
+    /// use registry_core::deferred::DeferredOptions;
     /// use registry_mcp::ServerOptions;
     ///
     /// let options = ServerOptions::default().with_deferred_loading(
@@ -211,7 +211,7 @@ impl ServerOptions {
     /// Turns step-up authorization on (HTTP only), as the MCP authorization spec describes
     /// it: a `tools/call` of a tool that the caller cannot see only because its token lacks
     /// scopes (same tenant, not revoked, ready, not hidden by read-only access, admitted by the
-    /// access policy with those scopes: [`Run::needs_only_scopes`](registry_core::Run::needs_only_scopes)) is answered
+    /// access policy with those scopes: [`RunExt::needs_only_scopes`](registry_core::server::RunExt::needs_only_scopes)) is answered
     /// HTTP 403 with `WWW-Authenticate: Bearer error="insufficient_scope", scope="..."`
     /// listing every scope the tool needs, so that the client can ask the person for consent
     /// and retry with a new token. A new token of the same principal carries the session on,

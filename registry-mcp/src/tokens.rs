@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
-use registry_core::{Access, Subject};
+use registry_core::{Subject, access::Access};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 

@@ -2,14 +2,18 @@
 
 use std::time::SystemTime;
 
-use registry_core::{ApprovalRequest, ApprovalState, ApprovalStore, StoreError, Transition};
+use registry_core::{
+    approval::{ApprovalRequest, ApprovalState, ApprovalStore, Transition},
+    gate::StoreError,
+};
 use serde_json::Value;
 use tokio_postgres::Row;
 
 use crate::error::Error;
 use crate::plane::ControlPlane;
-use crate::records::{ApprovalFilter, ApprovalRecord, Verdict, VerdictOutcome};
+use crate::records::{ApprovalFilter, ApprovalRecord, VerdictOutcome};
 use crate::text;
+use registry_core::approval::Verdict;
 
 /// The channel an operator's verdict is announced on; the payload is the request's id.
 pub(crate) const VERDICTS: &str = "registry_verdicts";
@@ -75,15 +79,24 @@ impl ControlPlane {
         // Every text stored as PostgreSQL can store it (the id too, as it was stored).
         let id = text::text(id);
         let id = &*id;
-        let verdict = &match verdict {
-            Verdict::Approve { by } => Verdict::Approve {
-                by: text::owned(by.clone()),
-            },
-            Verdict::Deny { by, reason } => Verdict::Deny {
-                by: text::owned(by.clone()),
-                reason: text::owned(reason.clone()),
-            },
+        let Some(by) = verdict.decided_by() else {
+            return Err(Error::InvalidVerdict(
+                "an operator's verdict names who gives it: `Verdict::approve().by(\"name\")`"
+                    .to_owned(),
+            ));
         };
+        if verdict.arguments().is_some() {
+            return Err(Error::InvalidVerdict(
+                "an operator approves a request as it was asked; edited arguments are given through its run (`Run::decide`)"
+                    .to_owned(),
+            ));
+        }
+        let by = text::owned(by.to_owned());
+        let by = &by;
+        // `None` approves; a denial has its reason.
+        let denial = verdict
+            .reason()
+            .map(|reason| text::owned(reason.to_owned()));
         self.timed("giving a verdict", async {
             let mut client = self.client().await?;
             let transaction = client
@@ -130,8 +143,8 @@ impl ControlPlane {
                     .map_err(Error::db("expiring a request"))?;
                 return Ok(VerdictOutcome::Expired);
             }
-            match verdict {
-                Verdict::Approve { by } => {
+            match &denial {
+                None => {
                     transaction
                         .execute(
                             "UPDATE registry_approvals SET verdict = 'approve', verdict_by = $2,
@@ -141,7 +154,7 @@ impl ControlPlane {
                         .await
                         .map_err(Error::db("recording an approval"))?;
                 }
-                Verdict::Deny { by, reason } => {
+                Some(reason) => {
                     let state = ApprovalState::Denied {
                         by: Some(by.clone()),
                         reason: reason.clone(),
@@ -159,9 +172,9 @@ impl ControlPlane {
                 }
             }
             // On the audit trail too, as the replica's own approval events are.
-            let (outcome, by, reason) = match verdict {
-                Verdict::Approve { by } => ("approve_given", by, None),
-                Verdict::Deny { by, reason } => ("denied", by, Some(reason)),
+            let (outcome, reason) = match &denial {
+                None => ("approve_given", None),
+                Some(reason) => ("denied", Some(reason)),
             };
             let event = serde_json::json!({
                 "event": "approval", "kind": outcome, "id": id, "by": by, "reason": reason,
@@ -338,7 +351,7 @@ impl ApprovalStore for PgApprovalStore {
     fn insert<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> registry_core::BoxFuture<'a, Result<(), StoreError>> {
+    ) -> registry_core::definition::BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
             self.plane
                 .timed("keeping an approval request", self.insert_request(request))
@@ -350,8 +363,10 @@ impl ApprovalStore for PgApprovalStore {
     fn get<'a>(
         &'a self,
         id: &'a str,
-    ) -> registry_core::BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>>
-    {
+    ) -> registry_core::definition::BoxFuture<
+        'a,
+        Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>,
+    > {
         Box::pin(async move {
             self.plane
                 .timed("reading an approval request", self.get_request(id))
@@ -364,7 +379,7 @@ impl ApprovalStore for PgApprovalStore {
         &'a self,
         id: &'a str,
         state: ApprovalState,
-    ) -> registry_core::BoxFuture<'a, Result<Transition, StoreError>> {
+    ) -> registry_core::definition::BoxFuture<'a, Result<Transition, StoreError>> {
         Box::pin(async move {
             self.plane
                 .timed(
@@ -379,7 +394,7 @@ impl ApprovalStore for PgApprovalStore {
     fn approved_outside<'a>(
         &'a self,
         id: &'a str,
-    ) -> registry_core::BoxFuture<'a, Result<Option<String>, StoreError>> {
+    ) -> registry_core::definition::BoxFuture<'a, Result<Option<String>, StoreError>> {
         Box::pin(async move {
             self.plane
                 .pending_approval_by(id)
@@ -391,7 +406,7 @@ impl ApprovalStore for PgApprovalStore {
     fn pending_count<'a>(
         &'a self,
         request: &'a ApprovalRequest,
-    ) -> registry_core::BoxFuture<'a, Result<usize, StoreError>> {
+    ) -> registry_core::definition::BoxFuture<'a, Result<usize, StoreError>> {
         Box::pin(async move {
             self.plane
                 .timed(

@@ -5,7 +5,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use registry_core::{AuditEvent, AuditSink, BoxFuture};
+use registry_core::{
+    audit::{AuditEvent, AuditSink},
+    definition::BoxFuture,
+};
 use serde_json::Value;
 
 use crate::error::Error;

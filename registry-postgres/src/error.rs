@@ -4,6 +4,9 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A verdict an operator cannot give (no one named, or edited arguments).
+    #[error("{0}")]
+    InvalidVerdict(String),
     /// The database URL could not be parsed.
     #[error(
         "the database URL is not valid ({0}); write it as postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
@@ -100,8 +103,8 @@ fn with_causes(error: &tokio_postgres::Error) -> String {
     text
 }
 
-impl From<Error> for registry_core::StoreError {
+impl From<Error> for registry_core::gate::StoreError {
     fn from(error: Error) -> Self {
-        registry_core::StoreError::new(error.to_string())
+        registry_core::gate::StoreError::new(error.to_string())
     }
 }

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use registry_core::{DynamicTool, Registry, RegistryError, ReplacePolicy};
+use registry_core::server::RegistryExt;
+use registry_core::{DynamicTool, Registry, RegistryError, Tool, change::ReplaceOptions};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Client};
@@ -27,7 +28,7 @@ const PAGE: i64 = 1000;
 /// notification brings each within moments, and a heartbeat asks anyway, so a lost
 /// notification costs one heartbeat at most. When its connection drops, or the database has
 /// not answered for the plane's lease, it holds every call of the registry
-/// ([`Registry::suspend`]): whether a tool was revoked elsewhere cannot be known, and a call
+/// ([`RegistryExt::suspend`](registry_core::server::RegistryExt::suspend)): whether a tool was revoked elsewhere cannot be known, and a call
 /// that might be revoked must not run. It reconnects by itself, catches up from the last
 /// change it applied, and lets calls through again.
 ///
@@ -128,7 +129,7 @@ impl ChangeFeed {
     /// it (the others do within moments). An unknown name is an error, and nothing is
     /// recorded.
     pub async fn revoke(&self, tool: &str, reason: &str) -> Result<ChangeRecord, Error> {
-        self.registry.get(tool)?;
+        known(&self.registry, tool)?;
         self.record_and_apply(tool, RecordedKind::Revoke, reason)
             .await
     }
@@ -143,7 +144,7 @@ impl ChangeFeed {
             }
             .into());
         }
-        self.registry.get(tool)?;
+        known(&self.registry, tool)?;
         self.record_and_apply(tool, RecordedKind::Restore, reason)
             .await
     }
@@ -169,17 +170,17 @@ impl ChangeFeed {
     pub async fn replace(
         &self,
         tool: DynamicTool,
-        policy: ReplacePolicy,
+        policy: ReplaceOptions,
     ) -> Result<ChangeRecord, Error> {
         let old_runs = match policy.old_runs {
-            registry_core::OldRuns::KeepShownVersion => "keep_shown_version",
-            registry_core::OldRuns::Revoke => "revoke",
+            registry_core::change::OldRuns::KeepShownVersion => "keep_shown_version",
+            registry_core::change::OldRuns::Revoke => "revoke",
         };
         let reason = policy.reason.clone();
         // Until the record is known as this replica's own, the feed applies nothing.
         let recording = self.shared.recording.lock().await;
         let change = self.registry.replace(tool, policy)?;
-        let new_fingerprint = self.registry.get(&change.name)?.fingerprint();
+        let new_fingerprint = known(&self.registry, &change.name)?.fingerprint();
         let recorded = self
             .plane
             .record(NewChange {
@@ -493,7 +494,7 @@ fn apply(
     record: &ChangeRecord,
 ) {
     let tool = record.tool.as_str();
-    let served = registry.get(tool).map(|tool| Served::of(&tool));
+    let served = known(registry, tool).map(|tool| Served::of(&tool));
     // A record that does not concern this replica (a tool it does not have, a restoration of
     // one it does not hold revoked) is not attempted: it is no refused change of its own.
     let outcome = match record.kind {
@@ -578,6 +579,15 @@ fn note_replaced(
     }
 }
 
+/// The tool named `name`, or the registry's error for a name it does not have.
+fn known(registry: &Registry, name: &str) -> Result<Tool, RegistryError> {
+    registry
+        .get(name)
+        .ok_or_else(|| RegistryError::UnknownTool {
+            name: name.to_owned(),
+        })
+}
+
 /// How the version fingerprints of `replaced` are written (a version fingerprint and a
 /// fingerprint of what was shown are both 32 hex digits).
 const VERSION: &str = "version:";
@@ -589,7 +599,7 @@ struct Served {
 }
 
 impl Served {
-    fn of(tool: &registry_core::Tool) -> Served {
+    fn of(tool: &Tool) -> Served {
         Served {
             shown: tool.fingerprint().to_string(),
             version: tool.version_fingerprint().to_string(),

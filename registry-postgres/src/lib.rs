@@ -9,7 +9,7 @@
 //!   recorded in `registry_changes` in commit order and announced with `NOTIFY`; every replica
 //!   applies them through the same core path as a local [`Registry::revoke`]. A replica that
 //!   was disconnected catches up by sequence number when it reconnects, and while it cannot
-//!   reach the database it **holds every call** ([`Registry::suspend`]): it cannot know whether
+//!   reach the database it **holds every call** ([`RegistryExt::suspend`]): it cannot know whether
 //!   a tool was revoked elsewhere, so it fails closed;
 //! - **approvals** ([`PgApprovalStore`]): a request made on one replica can be decided on
 //!   another, and it leaves `pending` exactly once (one conditional `UPDATE`);
@@ -50,7 +50,7 @@
 //! ```
 //!
 //! [`Registry::revoke`]: registry_core::Registry::revoke
-//! [`Registry::suspend`]: registry_core::Registry::suspend
+//! [`RegistryExt::suspend`]: registry_core::server::RegistryExt::suspend
 
 mod approvals;
 mod audit;
@@ -75,7 +75,7 @@ pub use plane::{ControlPlane, ControlPlaneBuilder};
 pub use prune::PruneReport;
 pub use quotas::PgQuotaStore;
 pub use records::{
-    ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind, Verdict,
+    ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind,
     VerdictOutcome,
 };
 

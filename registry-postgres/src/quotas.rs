@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use registry_core::{QuotaDecision, QuotaKey, QuotaStore, RateLimit, StoreError};
+use registry_core::gate::{QuotaDecision, QuotaKey, QuotaStore, RateLimit, StoreError};
 
 use crate::error::Error;
 use crate::plane::ControlPlane;
@@ -83,7 +83,7 @@ impl PgQuotaStore {
     async fn take(&self, key: QuotaKey<'_>, limit: RateLimit) -> Result<QuotaDecision, Error> {
         let step = micros(limit.refill_interval()).max(1);
         let capacity = step.saturating_mul(i64::from(limit.calls()));
-        let digest = key.digest();
+        let digest = key.fingerprint();
         let chunk = match &self.leases {
             Some(_) if limit.calls() >= GENEROUS => (limit.calls() / GENEROUS).min(MAX_CHUNK),
             _ => 1,
@@ -171,7 +171,7 @@ impl QuotaStore for PgQuotaStore {
         &'a self,
         key: QuotaKey<'a>,
         limit: RateLimit,
-    ) -> registry_core::BoxFuture<'a, Result<QuotaDecision, StoreError>> {
+    ) -> registry_core::definition::BoxFuture<'a, Result<QuotaDecision, StoreError>> {
         Box::pin(async move {
             self.plane
                 .timed("taking a quota token", self.take(key, limit))

@@ -116,24 +116,6 @@ pub struct ApprovalRecord {
     pub origin: String,
 }
 
-/// An operator's decision on a pending request, given without a run
-/// ([`ControlPlane::give_verdict`](crate::ControlPlane::give_verdict)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Approve it: the replica whose client waits on it runs the call, once.
-    Approve {
-        /// Who approves.
-        by: String,
-    },
-    /// Deny it: nothing runs.
-    Deny {
-        /// Who denies.
-        by: String,
-        /// Why.
-        reason: String,
-    },
-}
-
 /// What [`ControlPlane::give_verdict`](crate::ControlPlane::give_verdict) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

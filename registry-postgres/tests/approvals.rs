@@ -7,8 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Counter, bounded, builder, call, cluster, plane, sql, subject};
-use registry_core::{ApprovalError, ApprovalState, ErrorKind, Registry};
-use registry_postgres::{ApprovalFilter, ControlPlane, Verdict, VerdictOutcome};
+use registry_core::approval::Verdict;
+use registry_core::{
+    ErrorKind, Registry,
+    approval::{ApprovalError, ApprovalState},
+};
+use registry_postgres::{ApprovalFilter, ControlPlane, VerdictOutcome};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -82,7 +86,10 @@ async fn a_request_made_on_one_replica_is_approved_on_another_and_runs_once() {
 
         // Another replica, a run opened for the same subject: it approves, the call runs.
         let run_b = registry_b.open_run("run-b", &subject());
-        let done = run_b.approve_by(&id, "alice").await.unwrap();
+        let done = run_b
+            .decide(&id, Verdict::approve().by("alice"))
+            .await
+            .unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(done.call_id(), "c1");
         assert_eq!(counter.get(), 1);
@@ -91,7 +98,7 @@ async fn a_request_made_on_one_replica_is_approved_on_another_and_runs_once() {
         // A third decision, from any replica: decided already, nothing runs.
         for registry in [&registry_a, &registry_b, &registry_c] {
             let run = registry.open_run("run-late", &subject());
-            let error = run.approve(&id).await.unwrap_err();
+            let error = run.decide(&id, Verdict::approve()).await.unwrap_err();
             assert!(
                 matches!(
                     &error,
@@ -102,7 +109,10 @@ async fn a_request_made_on_one_replica_is_approved_on_another_and_runs_once() {
                 ),
                 "{error:?}"
             );
-            let error = run.deny(&id, "too late").await.unwrap_err();
+            let error = run
+                .decide(&id, Verdict::deny("too late"))
+                .await
+                .unwrap_err();
             assert!(
                 matches!(error, ApprovalError::AlreadyDecided { .. }),
                 "{error:?}"
@@ -113,7 +123,7 @@ async fn a_request_made_on_one_replica_is_approved_on_another_and_runs_once() {
         // An id no replica made.
         let run = registry_c.open_run("run-c", &subject());
         let error = run
-            .approve("apr_00000000000000000000000000000000")
+            .decide("apr_00000000000000000000000000000000", Verdict::approve())
             .await
             .unwrap_err();
         assert!(
@@ -145,7 +155,7 @@ async fn concurrent_approvals_from_eight_replicas_run_the_call_once() {
                     let barrier = barrier.clone();
                     tokio::spawn(async move {
                         barrier.wait().await;
-                        run.approve(&id).await
+                        run.decide(&id, Verdict::approve()).await
                     })
                 })
                 .collect();
@@ -198,14 +208,16 @@ async fn an_expired_request_is_settled_on_any_replica() {
         assert_eq!(all[0].state, "expired");
 
         let run_b = registry_b.open_run("run-b", &subject());
-        let error = run_b.approve(&id).await.unwrap_err();
-        let ApprovalError::Expired { observation, .. } = &error else {
-            panic!("{error:?}");
-        };
+        // Expired: the call is settled, and the model is told no one approved in time.
+        let observation = run_b.decide(&id, Verdict::approve()).await.unwrap();
         assert_eq!(observation.error_kind(), Some(ErrorKind::Denied));
+        assert!(
+            observation.error_text().unwrap().contains("in time"),
+            "{observation:?}"
+        );
         assert_eq!(state_of(&url, &id).await, "expired");
         let run_a = registry_a.open_run("run-a", &subject());
-        let error = run_a.approve(&id).await.unwrap_err();
+        let error = run_a.decide(&id, Verdict::approve()).await.unwrap_err();
         assert!(
             matches!(
                 error,
@@ -218,7 +230,7 @@ async fn an_expired_request_is_settled_on_any_replica() {
         );
         // An operator's verdict on it changes nothing.
         let outcome = plane_a
-            .give_verdict(&id, &Verdict::Approve { by: "op".into() })
+            .give_verdict(&id, &Verdict::approve().by("op"))
             .await
             .unwrap();
         assert!(
@@ -231,12 +243,12 @@ async fn an_expired_request_is_settled_on_any_replica() {
         let id = ask(&registry_a, "c2").await;
         tokio::time::sleep(ttl + Duration::from_millis(100)).await;
         let outcome = plane_b
-            .give_verdict(&id, &Verdict::Approve { by: "op".into() })
+            .give_verdict(&id, &Verdict::approve().by("op"))
             .await
             .unwrap();
         assert_eq!(outcome, VerdictOutcome::Expired);
         assert_eq!(state_of(&url, &id).await, "expired");
-        let error = run_a.approve(&id).await.unwrap_err();
+        let error = run_a.decide(&id, Verdict::approve()).await.unwrap_err();
         assert!(
             matches!(error, ApprovalError::AlreadyDecided { .. }),
             "{error:?}"
@@ -257,20 +269,14 @@ async fn operators_verdicts_are_given_once() {
         // A denial decides at once.
         let denied = ask(&registry_a, "c1").await;
         let outcome = admin
-            .give_verdict(
-                &denied,
-                &Verdict::Deny {
-                    by: "bob".into(),
-                    reason: "not today".into(),
-                },
-            )
+            .give_verdict(&denied, &Verdict::deny("not today").by("bob"))
             .await
             .unwrap();
         assert_eq!(outcome, VerdictOutcome::Given);
         assert_eq!(state_of(&url, &denied).await, "denied");
         assert_eq!(admin.pending_approval_by(&denied).await.unwrap(), None);
         let run = registry_a.open_run("run-a", &subject());
-        let error = run.approve(&denied).await.unwrap_err();
+        let error = run.decide(&denied, Verdict::approve()).await.unwrap_err();
         assert!(
             matches!(
                 &error,
@@ -282,7 +288,7 @@ async fn operators_verdicts_are_given_once() {
             "{error:?}"
         );
         let again = admin
-            .give_verdict(&denied, &Verdict::Approve { by: "carol".into() })
+            .give_verdict(&denied, &Verdict::approve().by("carol"))
             .await
             .unwrap();
         assert!(
@@ -303,7 +309,7 @@ async fn operators_verdicts_are_given_once() {
         // An approval waits for the replica whose client waits on it.
         let approved = ask(&registry_a, "c2").await;
         let outcome = admin
-            .give_verdict(&approved, &Verdict::Approve { by: "alice".into() })
+            .give_verdict(&approved, &Verdict::approve().by("alice"))
             .await
             .unwrap();
         assert_eq!(outcome, VerdictOutcome::Given);
@@ -317,13 +323,7 @@ async fn operators_verdicts_are_given_once() {
         );
         assert_eq!(state_of(&url, &approved).await, "pending");
         let second = admin
-            .give_verdict(
-                &approved,
-                &Verdict::Deny {
-                    by: "mallory".into(),
-                    reason: "second".into(),
-                },
-            )
+            .give_verdict(&approved, &Verdict::deny("second").by("mallory"))
             .await
             .unwrap();
         assert!(
@@ -332,7 +332,10 @@ async fn operators_verdicts_are_given_once() {
         );
         assert_eq!(state_of(&url, &approved).await, "pending");
         assert_eq!(counter.get(), 0);
-        let done = run.approve_by(&approved, "alice").await.unwrap();
+        let done = run
+            .decide(&approved, Verdict::approve().by("alice"))
+            .await
+            .unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(counter.get(), 1);
         assert_eq!(plane_a.pending_approval_by(&approved).await.unwrap(), None);
@@ -352,14 +355,9 @@ async fn operators_verdicts_are_given_once() {
                 let barrier = barrier.clone();
                 tokio::spawn(async move {
                     let verdict = if index % 2 == 0 {
-                        Verdict::Approve {
-                            by: format!("op{index}"),
-                        }
+                        Verdict::approve().by(format!("op{index}"))
                     } else {
-                        Verdict::Deny {
-                            by: format!("op{index}"),
-                            reason: "no".into(),
-                        }
+                        Verdict::deny("no").by(format!("op{index}"))
                     };
                     barrier.wait().await;
                     plane.give_verdict(&id, &verdict).await.unwrap()
@@ -385,7 +383,7 @@ async fn operators_verdicts_are_given_once() {
 
         // No such request.
         let unknown = admin
-            .give_verdict("apr_nothing", &Verdict::Approve { by: "x".into() })
+            .give_verdict("apr_nothing", &Verdict::approve().by("x"))
             .await
             .unwrap();
         assert_eq!(unknown, VerdictOutcome::Unknown);
@@ -405,8 +403,8 @@ async fn the_pending_list_holds_pending_requests_only() {
             ids.push(ask(&registry_a, &format!("c{index}")).await);
         }
         let run = registry_a.open_run("run-a", &subject());
-        run.approve(&ids[0]).await.unwrap();
-        run.deny(&ids[1], "no").await.unwrap();
+        run.decide(&ids[0], Verdict::approve()).await.unwrap();
+        run.decide(&ids[1], Verdict::deny("no")).await.unwrap();
         let pending = plane_a.approvals(&pending_only()).await.unwrap();
         let mut listed: Vec<&str> = pending.iter().map(|record| record.id.as_str()).collect();
         listed.sort_unstable();
@@ -453,7 +451,7 @@ async fn a_database_that_is_down_refuses_approvals_and_runs_nothing() {
             "{observation:?}"
         );
         assert!(observation.approval().is_none());
-        let error = run.approve(&waiting).await.unwrap_err();
+        let error = run.decide(&waiting, Verdict::approve()).await.unwrap_err();
         assert!(matches!(error, ApprovalError::Store(_)), "{error:?}");
         assert_eq!(counter.get(), 0);
 
@@ -463,7 +461,7 @@ async fn a_database_that_is_down_refuses_approvals_and_runs_nothing() {
             let run = registry_a.open_run("run-again", &subject());
             let id = waiting.clone();
             async move {
-                match run.approve(&id).await {
+                match run.decide(&id, Verdict::approve()).await {
                     Ok(done) => !done.is_error(),
                     Err(ApprovalError::Store(_)) => false,
                     Err(other) => panic!("{other:?}"),

@@ -8,7 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Counter, bounded, call, cluster, plane, sql, subject};
-use registry_core::{AuditEvent, AuditSink, Registry, ToolCall};
+use registry_core::approval::Verdict;
+use registry_core::{
+    Registry, ToolCall,
+    audit::{AuditEvent, AuditSink},
+};
 use registry_postgres::{AuditConfig, AuditFilter, PgAuditSink, WhenFull};
 use serde_json::json;
 
@@ -86,7 +90,7 @@ async fn events_of_real_calls_are_written_without_argument_values() {
             .call(ToolCall::new("c3", "deploy", json!({"project": SECRET})))
             .await;
         let id = asked.approval().unwrap().id().to_owned();
-        run.deny(&id, "no").await.unwrap();
+        run.decide(&id, Verdict::deny("no")).await.unwrap();
         assert!(writer.flush(Duration::from_secs(10)).await);
 
         let client = sql(&url).await;
@@ -405,7 +409,7 @@ async fn nul_everywhere_is_written_escaped_and_what_follows_too() {
             .to_owned();
         // Kept with its texts escaped, the request no longer names this run exactly: it
         // cannot be decided by it, and expires (fail closed).
-        assert!(run.deny(&id, "no\0way").await.is_err());
+        assert!(run.decide(&id, Verdict::deny("no\0way")).await.is_err());
         for index in 0..5 {
             let done = run
                 .call(common::echo_call(&format!("after-{index}"), "hi"))

@@ -7,7 +7,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Counter, bounded, call, cluster, plane, subject, wait_until};
-use registry_core::{DynamicTool, ErrorKind, Registry, RegistryError, ReplacePolicy, ToolContext};
+use registry_core::server::RegistryExt;
+use registry_core::{
+    DynamicTool, ErrorKind, Registry, RegistryError, ToolContext, change::ReplaceOptions,
+};
 use registry_postgres::{ChangeFeed, ControlPlane, Error, RecordedKind};
 use serde_json::{Value, json};
 
@@ -182,7 +185,7 @@ async fn a_replacement_revokes_the_replicas_without_the_new_version() {
         let record = feed_a
             .replace(
                 common::status_described(&counter, new_description),
-                ReplacePolicy::keep_old_runs("v2"),
+                ReplaceOptions::keep_old_runs("v2"),
             )
             .await
             .unwrap();
@@ -266,7 +269,7 @@ async fn changes_the_registry_refuses_are_not_recorded() {
                 Ok::<_, String>(serde_json::json!(1))
             });
         let error = feed_a
-            .replace(unknown, ReplacePolicy::keep_old_runs("x"))
+            .replace(unknown, ReplaceOptions::keep_old_runs("x"))
             .await
             .unwrap_err();
         assert!(matches!(error, Error::Registry(_)), "{error:?}");
@@ -468,7 +471,7 @@ async fn a_restoration_does_not_bring_back_a_version_replaced_elsewhere() {
         feed_a
             .replace(
                 common::status_described(&counter, new_description),
-                ReplacePolicy::keep_old_runs("v2"),
+                ReplaceOptions::keep_old_runs("v2"),
             )
             .await
             .unwrap();
@@ -495,7 +498,7 @@ async fn a_restoration_does_not_bring_back_a_version_replaced_elsewhere() {
         feed_b
             .replace(
                 common::status_described(&counter, new_description),
-                ReplacePolicy::keep_old_runs("v2 here too"),
+                ReplaceOptions::keep_old_runs("v2 here too"),
             )
             .await
             .unwrap();
@@ -707,7 +710,7 @@ async fn a_replacement_does_not_concern_a_replica_with_another_version() {
                     &counter,
                     "Read the build status of a project, with its tests.",
                 ),
-                ReplacePolicy::keep_old_runs("v2"),
+                ReplaceOptions::keep_old_runs("v2"),
             )
             .await
             .unwrap();
@@ -782,7 +785,7 @@ async fn a_replacement_that_changes_only_scopes_stays_on_the_replica_that_made_i
         let old_version = registry_a.get("status").unwrap().version_fingerprint();
 
         let record = feed_a
-            .replace(v2(), ReplacePolicy::keep_old_runs("audit scope"))
+            .replace(v2(), ReplaceOptions::keep_old_runs("audit scope"))
             .await
             .unwrap();
         let new = registry_a.get("status").unwrap();
@@ -808,7 +811,7 @@ async fn a_replacement_that_changes_only_scopes_stays_on_the_replica_that_made_i
             .open_run("run-a", &builds_subject())
             .call(call("a1", "status"))
             .await;
-        assert_eq!(done.content(), &json!("v2"), "{done:?}");
+        assert_eq!(done.json(), &json!("v2"), "{done:?}");
         // B serves v1, which was replaced: revoked. C has v2: served.
         assert_eq!(registry_b.is_revoked_now("status"), Some(true));
         assert_eq!(registry_c.is_revoked_now("status"), Some(false));
@@ -816,7 +819,7 @@ async fn a_replacement_that_changes_only_scopes_stays_on_the_replica_that_made_i
             .open_run("run-c", &builds_subject())
             .call(call("c1", "status"))
             .await;
-        assert_eq!(done.content(), &json!("v2"), "{done:?}");
+        assert_eq!(done.json(), &json!("v2"), "{done:?}");
     })
     .await;
 }
@@ -835,7 +838,7 @@ async fn a_replacement_that_changes_only_the_handler_stays_on_the_replica_that_m
         let record = feed_a
             .replace(
                 scoped_status(&counter, &[], "new"),
-                ReplacePolicy::keep_old_runs("a fixed handler"),
+                ReplaceOptions::keep_old_runs("a fixed handler"),
             )
             .await
             .unwrap();
@@ -857,7 +860,7 @@ async fn a_replacement_that_changes_only_the_handler_stays_on_the_replica_that_m
             .open_run("run-a", &builds_subject())
             .call(call("a1", "status"))
             .await;
-        assert_eq!(done.content(), &json!("new"), "{done:?}");
+        assert_eq!(done.json(), &json!("new"), "{done:?}");
         // B cannot know whether it has the new code: it fails closed, and stops serving.
         assert_eq!(registry_b.is_revoked_now("status"), Some(true));
         // Revoked and restored everywhere: A serves its new code again; B, which may have

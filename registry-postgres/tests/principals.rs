@@ -9,10 +9,12 @@ mod common;
 use std::time::Duration;
 
 use common::{Counter, bounded, builder, call, cluster, plane, sql};
+use registry_core::approval::Verdict;
+use registry_core::server::RegistryExt;
 use registry_core::{
-    ApprovalError, DynamicTool, ErrorKind, Registry, Subject, ToolCall, ToolContext,
+    DynamicTool, ErrorKind, Registry, Subject, ToolCall, ToolContext, approval::ApprovalError,
 };
-use registry_postgres::{AuditConfig, ControlPlane, Verdict, VerdictOutcome};
+use registry_postgres::{AuditConfig, ControlPlane, VerdictOutcome};
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -96,35 +98,38 @@ async fn another_principal_cannot_decide_a_request_on_another_replica() {
 
         // Bob, same tenant, agent and tools, on the other replica: neither approves nor denies.
         let bobs = replica_b.open_run("run-bob", &bob);
-        let error = bobs.approve(&id).await.unwrap_err();
+        let error = bobs.decide(&id, Verdict::approve()).await.unwrap_err();
         assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
-        let error = bobs.deny(&id, "mine now").await.unwrap_err();
+        let error = bobs
+            .decide(&id, Verdict::deny("mine now"))
+            .await
+            .unwrap_err();
         assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
-        let error = bobs.approve_by(&id, "bob").await.unwrap_err();
+        let error = bobs
+            .decide(&id, Verdict::approve().by("bob"))
+            .await
+            .unwrap_err();
         assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
         assert_eq!(row_of(&url, &id).await.0, "pending");
         assert_eq!(counter.get(), 0);
 
         // Alice on the other replica does.
         let alices = replica_b.open_run("run-alice-b", &alice);
-        let done = alices.approve(&id).await.unwrap();
+        let done = alices.decide(&id, Verdict::approve()).await.unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(counter.get(), 1);
         assert_eq!(row_of(&url, &id).await.0, "approved");
 
         // An operator's verdict through the control plane still decides any request.
         let second = ask(&replica_a, &alice, "c2").await;
-        let verdict = Verdict::Deny {
-            by: "ops@example.com".into(),
-            reason: "freeze".into(),
-        };
+        let verdict = Verdict::deny("freeze").by("ops@example.com");
         assert_eq!(
             plane_b.give_verdict(&second, &verdict).await.unwrap(),
             VerdictOutcome::Given
         );
         assert_eq!(row_of(&url, &second).await.0, "denied");
         // And Bob still learns nothing of it.
-        let error = bobs.approve(&second).await.unwrap_err();
+        let error = bobs.decide(&second, Verdict::approve()).await.unwrap_err();
         assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
     })
     .await;
@@ -153,9 +158,9 @@ async fn a_request_stored_before_principals_is_decided_only_without_one() {
         assert_eq!(request.principal(), None);
 
         let named = registry.open_run("run-alice", &alice);
-        let error = named.approve(&id).await.unwrap_err();
+        let error = named.decide(&id, Verdict::approve()).await.unwrap_err();
         assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
-        let error = named.deny(&id, "no").await.unwrap_err();
+        let error = named.decide(&id, Verdict::deny("no")).await.unwrap_err();
         assert!(matches!(error, ApprovalError::OtherRun { .. }), "{error:?}");
         assert_eq!(counter.get(), 0);
 
@@ -164,7 +169,7 @@ async fn a_request_stored_before_principals_is_decided_only_without_one() {
             .with_scopes(["ops:read"]);
         let done = registry
             .open_run("run-old", &unnamed)
-            .approve(&id)
+            .decide(&id, Verdict::approve())
             .await
             .unwrap();
         assert!(!done.is_error(), "{done:?}");
@@ -212,7 +217,7 @@ async fn the_bound_on_pending_requests_holds_across_replicas() {
         // Deciding one makes room; so does one expiring (not counted once expired).
         replica_b
             .open_run("run-alice", &alice)
-            .deny(&first, "no")
+            .decide(&first, Verdict::deny("no"))
             .await
             .unwrap();
         ask(&replica_a, &alice, "c6").await;

@@ -3,6 +3,7 @@
 
 mod common;
 
+use registry_core::server::RegistryExt;
 use std::time::Duration;
 
 use common::{Counter, bounded, cluster, plane, sql};

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Counter, bounded, call, cluster, plane, subject};
-use registry_core::{ErrorKind, QuotaDecision, QuotaKey, QuotaStore, RateLimit, Registry};
+use registry_core::{
+    ErrorKind, Registry,
+    gate::{QuotaDecision, QuotaKey, QuotaStore, RateLimit},
+};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -260,7 +263,7 @@ async fn a_late_writer_does_not_refill_twice() {
         let started = Instant::now();
         // Another replica holds the bucket's row...
         let mut other = common::sql(&url).await;
-        let digest = key.digest().to_be_bytes();
+        let digest = key.fingerprint().to_be_bytes();
         let transaction = other.transaction().await.unwrap();
         transaction
             .execute(

@@ -7,7 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{bounded, cluster, plane, sql, subject};
-use registry_core::{AuditEvent, AuditSink, DynamicTool, Registry, ReplacePolicy, ToolCall};
+use registry_core::{
+    DynamicTool, Registry, ToolCall,
+    audit::{AuditEvent, AuditSink},
+    change::ReplaceOptions,
+};
 use registry_postgres::AuditConfig;
 use serde_json::json;
 
@@ -58,7 +62,7 @@ async fn versions_and_refused_changes_reach_audit_events() {
         registry
             .replace(
                 DynamicTool::new("lookup", "No handler.").scopes(["records:read"]),
-                ReplacePolicy::keep_old_runs("broken"),
+                ReplaceOptions::keep_old_runs("broken"),
             )
             .unwrap_err();
         assert!(writer.flush(Duration::from_secs(10)).await);

@@ -3,7 +3,7 @@
 //! This library holds what the tests (and the `ui/pass` cases) share to call tools the only
 //! way they can be called: through a run.
 
-use registry_core::{ArgumentProblem, ErrorKind, Observation, Registry, Run, Subject};
+use registry_core::{ErrorKind, Observation, Registry, Run, Subject, call::ArgumentProblem};
 use serde_json::Value;
 
 /// The run id of the runs [`open_run`] opens.
@@ -26,7 +26,7 @@ pub fn success(observation: Observation) -> Value {
         !observation.is_error(),
         "expected a result, got {observation:?}"
     );
-    observation.into_content()
+    observation.into_json()
 }
 
 /// Every problem of a call refused for invalid arguments; panics, showing the observation,

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const STEPS: [&str; 7] = [
-    "declare", "register", "discover", "present", "resolve", "gate", "execute",
+const STEPS: [&str; 8] = [
+    "declare", "register", "discover", "present", "call", "resolve", "gate", "execute",
 ];
 
 fn core_src() -> PathBuf {
@@ -83,7 +83,8 @@ fn registry_core_has_a_folder_per_step() {
         .filter(|name| name.ends_with(".rs"))
         .filter(|name| {
             let stem = name.trim_end_matches(".rs");
-            !STEPS.contains(&stem) && !["lib", "__private", "audit", "pointer"].contains(&stem)
+            !STEPS.contains(&stem)
+                && !["lib", "__private", "audit", "pointer", "server"].contains(&stem)
         })
         .collect();
     assert!(
@@ -143,5 +144,47 @@ fn no_module_of_registry_core_imports_in_a_circle() {
         if let Some(circle) = visit(start, &graph, &mut Vec::new(), &mut done) {
             panic!("import circle: {}", circle.join(" -> "));
         }
+    }
+}
+
+#[test]
+fn discover_only_projects_and_the_call_path_is_its_own_step() {
+    let mut all = Vec::new();
+    modules(&core_src(), "", &mut all);
+    let known: BTreeSet<String> = all.iter().map(|(name, _)| name.clone()).collect();
+    // What runs a call: resolution, the gate's approvals and quotas, execution.
+    let call_path = [
+        "call",
+        "resolve",
+        "gate::approval",
+        "gate::store",
+        "gate::quota",
+    ];
+    let mut reached = BTreeSet::new();
+    for (module, text) in &all {
+        let imports = imports(text, &known);
+        if module == "discover" || module.starts_with("discover::") {
+            let wrong: Vec<&String> = imports
+                .iter()
+                .filter(|import| {
+                    call_path
+                        .iter()
+                        .any(|path| *import == path || import.starts_with(&format!("{path}::")))
+                })
+                .collect();
+            assert!(
+                wrong.is_empty(),
+                "{module} reaches the call path ({wrong:?}); discover/ only projects, the call path lives in call/"
+            );
+        }
+        if module.starts_with("call::") {
+            reached.extend(imports.into_iter().map(|import| node(&import)));
+        }
+    }
+    for step in ["resolve::call", "execute::execution", "gate::approval"] {
+        assert!(
+            reached.contains(step),
+            "call/ does not reach {step}: {reached:?}"
+        );
     }
 }

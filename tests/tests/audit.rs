@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use registry_core::{
-    AUDIT_TARGET, AuditEvent, CallEvent, ChangeEvent, DynamicTool, ErrorKind, ProjectionEvent,
-    Registry, RegistryBuilder, ReplacePolicy, Subject, ToolCall,
+    DynamicTool, ErrorKind, Registry, RegistryBuilder, Subject, ToolCall,
+    audit::{AUDIT_TARGET, AuditEvent, CallEvent, ChangeEvent, ProjectionEvent},
+    change::ReplaceOptions,
 };
 use serde_json::{Value, json};
 use tracing_support::{Captured, traced};
@@ -316,14 +317,14 @@ fn revocations_and_replacements_are_audited() {
                 .public()
                 .read_only()
                 .handler(|_, _| Ok::<_, String>(json!("noted"))),
-            ReplacePolicy::revoke_old_runs("v2"),
+            ReplaceOptions::revoke_old_runs("v2"),
         )
         .unwrap();
     // A failed replacement is not a change.
     registry
         .replace(
             DynamicTool::new("note", "No handler.").public(),
-            ReplacePolicy::keep_old_runs("broken"),
+            ReplaceOptions::keep_old_runs("broken"),
         )
         .unwrap_err();
     let changes: Vec<ChangeEvent> = events

@@ -203,7 +203,7 @@ fn an_overrunning_tool_keeps_its_thread_and_the_pool_stays_bounded() {
         assert_eq!(seen.started.load(Ordering::SeqCst), 2, "still waiting");
         gate.open();
         let quick = waiting.await.unwrap();
-        assert_eq!(quick.content(), &json!("quick"));
+        assert_eq!(quick.json(), &json!("quick"));
         assert_eq!(seen.started.load(Ordering::SeqCst), 3);
     });
     assert_eq!(seen.most.load(Ordering::SeqCst), 2);
@@ -244,7 +244,7 @@ fn async_workers_keep_ticking_while_synchronous_tools_run() {
         // Two tools without a deadline, 300 ms each, at once.
         let (a, b) = tokio::join!(run.call(call("c1", "nap")), run.call(call("c2", "nap")));
         ticker.abort();
-        vec![a.content().clone(), b.content().clone()]
+        vec![a.json().clone(), b.json().clone()]
     });
     assert_eq!(answers, [json!("rested"), json!("rested")]);
     // 300 ms of naps at 10 ms a tick: the timer kept going meanwhile.
@@ -277,7 +277,7 @@ fn call_blocking_runs_a_tool_without_deadline_on_the_callers_thread_and_bounds_t
         .unwrap()
         .join()
         .unwrap();
-    assert_eq!(caller.content(), &json!("quick"));
+    assert_eq!(caller.json(), &json!("quick"));
     assert_eq!(seen.threads.lock().unwrap()[0], "the-caller");
     // With a deadline, the pool: two overrun, the third is refused, without a runtime.
     for id in ["c2", "c3"] {
@@ -298,5 +298,5 @@ fn call_blocking_runs_a_tool_without_deadline_on_the_callers_thread_and_bounds_t
         std::thread::sleep(Duration::from_millis(5));
     }
     let again = run.call_blocking(call("c5", "held"));
-    assert_eq!(again.content(), &json!("released"));
+    assert_eq!(again.json(), &json!("released"));
 }

@@ -7,8 +7,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use registry_core::{
-    ArgumentProblem, BuildProblem, DynamicTool, NameError, Registry, RegistryError, Replacement,
-    Source, ToolCall, tool,
+    BuildProblem, DynamicTool, Registry, RegistryError, ToolCall,
+    call::ArgumentProblem,
+    change::Replacement,
+    definition::{NameError, Source},
+    tool,
 };
 use registry_tests::{failure, open_run, problems, site_of_fn, site_of_new, success};
 use serde_json::{Value, json};
@@ -136,7 +139,7 @@ fn a_valid_dynamic_tool_registers_and_runs() {
             "parameters": echo_schema()
         })
     );
-    let policy = tool.policy();
+    let policy = tool.settings();
     let scopes: Vec<&str> = policy.scopes.iter().map(|scope| scope.as_str()).collect();
     assert_eq!(scopes, ["chat:read", "chat.echo"]);
     assert!(policy.hints.read_only && policy.hints.idempotent);
@@ -536,7 +539,7 @@ fn replace_swaps_a_declared_tool_and_records_it() {
     );
     assert_built_at(tool.source(), r#""get_status", "Report"#);
     // The replacement's own policy, not the declaration's `read_only`.
-    assert!(!tool.policy().hints.read_only);
+    assert!(!tool.settings().hints.read_only);
 
     let [replacement] = registry.replacements() else {
         panic!("expected one replacement: {:?}", registry.replacements());
@@ -734,8 +737,33 @@ fn declared_in_accumulates_and_declared_takes_everything() {
 }
 
 #[test]
-fn an_empty_builder_builds_an_empty_registry() {
-    let registry = Registry::builder().build().unwrap();
+fn an_empty_builder_is_an_error_naming_declared_unless_it_allows_empty() {
+    // The likely cause: `.declared()` forgotten.
+    let error = Registry::builder().build().unwrap_err();
+    let RegistryError::Build(problems) = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        matches!(problems[..], [BuildProblem::NoTools { declared: false }]),
+        "{problems:?}"
+    );
+    let text = error.to_string();
+    assert!(text.contains("`.declared()` was not called"), "{text}");
+    assert!(text.contains("`.allow_empty()`"), "{text}");
+    // A selection that takes nothing says so itself, once.
+    let error = Registry::builder()
+        .declared_in(["no_such_module"])
+        .build()
+        .unwrap_err();
+    let RegistryError::Build(problems) = &error else {
+        panic!("{error:?}");
+    };
+    assert!(
+        matches!(problems[..], [BuildProblem::EmptySelection { .. }]),
+        "{problems:?}"
+    );
+
+    let registry = Registry::builder().allow_empty().build().unwrap();
     assert!(registry.is_empty());
     assert_eq!(registry.len(), 0);
     assert_eq!(registry.names().count(), 0);
@@ -922,8 +950,8 @@ fn a_public_tool_is_public_in_its_policy_and_a_restricted_one_is_not() {
         )
         .build()
         .unwrap();
-    assert!(registry.get("server_time").unwrap().policy().is_public());
-    assert!(!registry.get("nightly").unwrap().policy().is_public());
+    assert!(registry.get("server_time").unwrap().settings().is_public());
+    assert!(!registry.get("nightly").unwrap().settings().is_public());
     // Every subject of every tenant sees the public tool; only acme's the restricted one.
     let globex = registry.open_run("r1", &registry_core::Subject::new("globex"));
     assert_eq!(
@@ -952,7 +980,7 @@ fn a_replacement_at_run_time_that_restricts_nothing_is_refused_and_changes_nothi
             // add_public: leave (restricts nothing, on purpose)
             DynamicTool::new("nightly", "Run the nightly report for everyone.")
                 .handler(|_, _| Ok::<_, String>(json!("sent"))),
-            registry_core::ReplacePolicy::keep_old_runs("open it to everyone"),
+            registry_core::change::ReplaceOptions::keep_old_runs("open it to everyone"),
         )
         .unwrap_err();
     assert!(
@@ -962,7 +990,7 @@ fn a_replacement_at_run_time_that_restricts_nothing_is_refused_and_changes_nothi
     let globex = registry.open_run("r1", &registry_core::Subject::new("globex"));
     assert_eq!(globex.allowed().len(), 0);
     assert_eq!(
-        registry.get("nightly").unwrap().policy().tenants,
+        registry.get("nightly").unwrap().settings().tenants,
         ["acme".to_owned()]
     );
 }

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use registry_core::{
-    AllowedSet, DynamicTool, ErrorKind, Observation, Registry, ReplacePolicy, Run, Subject, Tool,
-    ToolCall, ToolContext,
+    AllowedSet, DynamicTool, ErrorKind, Observation, Registry, Run, Subject, Tool, ToolCall,
+    ToolContext, change::ReplaceOptions,
 };
 use serde_json::{Value, json};
 
@@ -70,7 +70,7 @@ fn runs_registries_and_their_parts_are_send_and_sync() {
     let future = run.call(ToolCall::new("1", "echo", json!({"n": 1})));
     send(&future);
     assert_eq!(
-        pollster::block_on(future).content(),
+        pollster::block_on(future).json(),
         &json!({"call": "1", "n": 1})
     );
 }
@@ -88,7 +88,7 @@ fn many_threads_call_one_run() {
                     let observation =
                         run.call_blocking(ToolCall::new(&*id, "echo", json!({"n": n})));
                     assert_eq!(observation.call_id(), id);
-                    assert_eq!(observation.content(), &json!({"call": id, "n": n}));
+                    assert_eq!(observation.json(), &json!({"call": id, "n": n}));
                     let refused =
                         run.call_blocking(ToolCall::new(&*id, "echo", json!({"n": "many"})));
                     assert_eq!(refused.error_kind(), Some(ErrorKind::InvalidArguments));
@@ -110,9 +110,9 @@ async fn many_tasks_call_one_run() {
             for n in 0..20 {
                 let id = format!("{task}-{n}");
                 let sync = run.call(ToolCall::new(&*id, "echo", json!({"n": n}))).await;
-                assert_eq!(sync.content(), &json!({"call": id, "n": n}));
+                assert_eq!(sync.json(), &json!({"call": id, "n": n}));
                 let asynchronous = run.call(ToolCall::new(&*id, "echo_async", json!({}))).await;
-                assert_eq!(asynchronous.content(), &json!(id));
+                assert_eq!(asynchronous.json(), &json!(id));
                 let unknown = run.call(ToolCall::new(&*id, "ech0", json!({}))).await;
                 assert_eq!(unknown.error_kind(), Some(ErrorKind::UnknownTool));
             }
@@ -205,7 +205,7 @@ fn after_revoke_returns_no_new_call_reaches_the_executor() {
 
     // The process and the run are fine; other tools still work.
     let echo = run.call_blocking(ToolCall::new("late", "echo", json!({"n": 1})));
-    assert_eq!(echo.content(), &json!({"call": "late", "n": 1}));
+    assert_eq!(echo.json(), &json!({"call": "late", "n": 1}));
 }
 
 /// A call running when the tool is revoked completes; calls made afterwards do not start.
@@ -241,7 +241,7 @@ fn a_call_already_running_completes() {
         release.send(()).unwrap();
         let completed = running.join().unwrap();
         assert_eq!(completed.error_kind(), None, "{completed:?}");
-        assert_eq!(completed.content(), &json!("completed"));
+        assert_eq!(completed.json(), &json!("completed"));
     });
     // Only the first call ever entered the tool.
     assert!(entered.try_recv().is_err());
@@ -284,7 +284,7 @@ async fn an_async_call_already_running_completes() {
     assert_eq!(refused.error_kind(), Some(ErrorKind::Revoked));
     release.notify_waiters();
     let completed = running.await.unwrap();
-    assert_eq!(completed.content(), &json!("completed"));
+    assert_eq!(completed.json(), &json!("completed"));
     assert!(entered.try_recv().is_err());
 }
 
@@ -303,7 +303,7 @@ fn each_run_calls_the_version_it_was_shown_while_replacements_happen() {
         let replacer = scope.spawn(|| {
             for n in 1..=200 {
                 registry
-                    .replace(version(n), ReplacePolicy::keep_old_runs(format!("v{n}")))
+                    .replace(version(n), ReplaceOptions::keep_old_runs(format!("v{n}")))
                     .unwrap();
             }
             done.store(true, Ordering::Release);
@@ -319,7 +319,7 @@ fn each_run_calls_the_version_it_was_shown_while_replacements_happen() {
                     for _ in 0..3 {
                         let observation =
                             run.call_blocking(ToolCall::new("c", "versioned", json!({})));
-                        let got = observation.content().as_u64().unwrap();
+                        let got = observation.json().as_u64().unwrap();
                         assert_eq!(shown, format!("Version {got}."));
                     }
                 }

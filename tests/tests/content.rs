@@ -11,8 +11,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use mcp_support::{call, in_process, within};
 use registry_core::{
-    Content, DynamicTool, Observation, Profile, Registry, ResourceLink, Run, Subject, ToolCall,
-    ToolOutput, tool,
+    DynamicTool, Observation, Profile, Registry, Run, Subject, ToolCall,
+    content::{Content, ResourceLink, ToolOutput},
+    tool,
 };
 use registry_mcp::{McpServer, ServerOptions};
 use registry_tests::{failure, open_run};
@@ -321,7 +322,7 @@ fn content_alone_reads_as_a_view_without_bytes() {
     let call = |tool: &str, arguments: Value| observe(&run, tool, arguments);
     // A lone text block reads as its text, like a tool returning a `String`.
     let text = call("block", json!({"kind": "text"}));
-    assert_eq!(text.content(), &json!("3 builds failed"));
+    assert_eq!(text.json(), &json!("3 builds failed"));
     assert_eq!(text.value(), None);
     assert!(!text.is_structured());
     let views = [
@@ -344,13 +345,13 @@ fn content_alone_reads_as_a_view_without_bytes() {
     ];
     for (kind, view) in views {
         let observation = call("block", json!({"kind": kind}));
-        assert_eq!(observation.content(), &json!([view]), "{kind}");
+        assert_eq!(observation.json(), &json!([view]), "{kind}");
         assert_eq!(observation.blocks(), [sample(kind)]);
     }
     let gallery = call("gallery", json!({}));
     assert_eq!(gallery.blocks(), [sample("text"), sample("image")]);
     assert_eq!(
-        gallery.content(),
+        gallery.json(),
         &json!([
             {"type": "text", "text": "3 builds failed"},
             {"type": "image", "mimeType": "image/png", "size": 8},
@@ -359,7 +360,7 @@ fn content_alone_reads_as_a_view_without_bytes() {
     // Serialized, an observation carries the view, not the bytes.
     assert_eq!(
         serde_json::to_value(&gallery).unwrap()["content"],
-        *gallery.content()
+        *gallery.json()
     );
 }
 
@@ -380,7 +381,7 @@ fn every_form_of_return_gives_its_blocks() {
     let chart = call("chart_async", json!({"fail": false}));
     assert_eq!(chart.blocks(), [sample("image")]);
     assert_eq!(chart.value(), Some(&json!({"width": 640})));
-    assert_eq!(chart.content(), &json!({"width": 640}));
+    assert_eq!(chart.json(), &json!({"width": 640}));
     assert!(chart.is_structured());
     assert_eq!(
         failure(&call("chart_async", json!({"fail": true}))),

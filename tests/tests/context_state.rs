@@ -243,7 +243,7 @@ async fn state_is_reached_from_concurrent_tasks() {
             let observation = run
                 .call(ToolCall::new(task.to_string(), name, json!({})))
                 .await;
-            observation.content().as_u64().unwrap()
+            observation.json().as_u64().unwrap()
         }));
     }
     let mut seen = Vec::new();

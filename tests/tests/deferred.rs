@@ -9,8 +9,10 @@ use std::path::PathBuf;
 
 use registry_core::compat::check_tools;
 use registry_core::{
-    DeferredOptions, DeferredSession, DynamicTool, ErrorKind, Profile, Registry, ReplacePolicy,
-    SearchCall, SessionCall, Subject, ToolCall, tool,
+    DynamicTool, ErrorKind, Profile, Registry, Subject, ToolCall,
+    change::ReplaceOptions,
+    deferred::{DeferredOptions, DeferredSession, SearchCall, SessionCall},
+    tool,
 };
 use registry_tests::{assert_golden_files, tool_objects};
 use serde_json::{Value, json};
@@ -388,7 +390,7 @@ fn a_call_to_an_allowed_tool_not_loaded_yet_is_resolved_as_usual() {
         panic!("two tool calls: {calls:?}");
     };
     assert_eq!(
-        run.call_blocking(rollback.clone()).content(),
+        run.call_blocking(rollback.clone()).json(),
         &json!("web: rolled back")
     );
     assert_eq!(
@@ -426,7 +428,7 @@ fn revoked_and_replaced_tools_disappear_from_searches_as_from_calls() {
         .read_only()
         .handler(|_ctx, _args| Ok::<_, String>(json!("history")));
     registry
-        .replace(newer, ReplacePolicy::keep_old_runs("reworded"))
+        .replace(newer, ReplaceOptions::keep_old_runs("reworded"))
         .unwrap();
     let new = registry.open_run("new", &subject());
     assert_eq!(
@@ -446,7 +448,7 @@ fn revoked_and_replaced_tools_disappear_from_searches_as_from_calls() {
         .read_only()
         .handler(|_ctx, _args| Ok::<_, String>(json!("builds")));
     registry
-        .replace(again, ReplacePolicy::revoke_old_runs("reworded again"))
+        .replace(again, ReplaceOptions::revoke_old_runs("reworded again"))
         .unwrap();
     assert!(
         new.search("pipeline history", 5)
@@ -694,12 +696,12 @@ fn namespaces_default_to_the_first_scopes_first_segment() {
         )
         .build()
         .unwrap();
-    let namespace = |name: &str| registry.get(name).unwrap().policy().namespace.clone();
+    let namespace = |name: &str| registry.get(name).unwrap().settings().namespace.clone();
     assert_eq!(namespace("a").as_deref(), Some("build_v2"));
     assert_eq!(namespace("b"), None, "not a valid name: no namespace");
     assert_eq!(namespace("c"), None);
     assert_eq!(namespace("d").as_deref(), Some("releases"));
-    assert!(registry.get("d").unwrap().policy().always_loaded);
+    assert!(registry.get("d").unwrap().settings().always_loaded);
 
     let error = Registry::builder()
         .tool(tool("e", &[]).namespace("release tools"))
@@ -717,8 +719,8 @@ fn namespaces_default_to_the_first_scopes_first_segment() {
 fn sessions_and_answers_move_between_threads() {
     fn shared<T: Send + Sync + 'static>() {}
     shared::<DeferredSession>();
-    shared::<registry_core::SearchAnswer>();
-    shared::<registry_core::SearchHit>();
+    shared::<registry_core::deferred::SearchAnswer>();
+    shared::<registry_core::search::SearchHit>();
     // Searches from several threads at once: each answered whole, none loaded twice.
     let registry = registry();
     let run = registry.open_run("threads", &subject());

@@ -6,7 +6,8 @@
 //! the last test checks every tool declared in the workspace's examples and test crates.
 
 use registry_core::{
-    BuildProblem, DynamicTool, Registry, RegistryError, ReplacePolicy, Source, ToolDefinition,
+    BuildProblem, DynamicTool, Registry, RegistryError, ToolDefinition, change::ReplaceOptions,
+    definition::Source,
 };
 use registry_lint::{Family, Rule};
 use serde_json::{Value, json};
@@ -279,16 +280,16 @@ fn allow_description_lets_the_tool_through_and_keeps_the_reason() {
         tool.definition().description,
         "Ping the gateway at 10.0.0.1."
     );
-    assert_eq!(tool.policy().allow_description.as_deref(), Some(REASON));
+    assert_eq!(tool.settings().allow_description.as_deref(), Some(REASON));
     // Serialized with the policy, for whoever audits the registry.
     assert_eq!(
-        serde_json::to_value(tool.policy()).unwrap()["allow_description"],
+        serde_json::to_value(tool.settings()).unwrap()["allow_description"],
         REASON
     );
     let plain = registry.get("get_status").unwrap();
-    assert_eq!(plain.policy().allow_description, None);
+    assert_eq!(plain.settings().allow_description, None);
     assert!(
-        serde_json::to_value(plain.policy())
+        serde_json::to_value(plain.settings())
             .unwrap()
             .get("allow_description")
             .is_none()
@@ -308,7 +309,7 @@ fn an_empty_reason_is_a_problem_and_does_not_allow_anything() {
         problems[0].to_string(),
         format!(
             "tool \"ping_empty_reason\": `allow_description` needs a reason, which is kept with \
-             the tool for reviewers (`ToolPolicy::allow_description`): say why its texts are \
+             the tool for reviewers (`ToolSettings::allow_description`): say why its texts are \
              safe to show to every model ({})",
             built_at("\"ping_empty_reason\"")
         )
@@ -341,7 +342,7 @@ fn a_replacement_at_run_time_meets_the_lint_too() {
         .public(),
     );
     let error = registry
-        .replace(poisoned, ReplacePolicy::keep_old_runs("new index"))
+        .replace(poisoned, ReplaceOptions::keep_old_runs("new index"))
         .unwrap_err();
     assert_eq!(
         lint_problems(error.problems()),
@@ -359,7 +360,7 @@ fn a_replacement_at_run_time_meets_the_lint_too() {
     let replaced =
         handled(DynamicTool::new("search", "Search the documentation and the changelog.").public());
     registry
-        .replace(replaced, ReplacePolicy::keep_old_runs("new index"))
+        .replace(replaced, ReplaceOptions::keep_old_runs("new index"))
         .unwrap();
 }
 
@@ -465,7 +466,7 @@ fn every_tool_declared_in_the_examples_and_test_crates_passes_the_lint() {
             .unwrap_or_else(|error| panic!("{krate}: {error}"));
         assert!(registry.len() >= at_least, "{krate}: {}", registry.len());
         for tool in &registry {
-            assert_eq!(tool.policy().allow_description, None, "{}", tool.name());
+            assert_eq!(tool.settings().allow_description, None, "{}", tool.name());
             assert_passes(&tool.definition(), tool.output_schema());
             checked += 1;
         }

@@ -1,7 +1,9 @@
 //! Two linked crates (`dup-one`, `dup-two`) declare tools of the same names: collecting them
 //! all fails, listing every clash with both declaration sites; selecting one crate works.
 
-use registry_core::{BuildProblem, DynamicTool, Registry, RegistryError, Source, ToolCall};
+use registry_core::{
+    BuildProblem, DynamicTool, Registry, RegistryError, ToolCall, definition::Source,
+};
 use registry_tests::{open_run, site_of_fn, site_of_new, success};
 use serde_json::json;
 

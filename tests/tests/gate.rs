@@ -6,11 +6,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use registry_core::approval::Verdict;
+use registry_core::server::RegistryExt;
 use registry_core::{
-    ApprovalError, ApprovalEvent, ApprovalEventKind, ApprovalRequest, ApprovalState, ApprovalStore,
-    AuditEvent, BoxFuture, CallRequest, Decision, DynamicTool, ErrorKind, MemoryApprovalStore,
-    Observation, QuotaDecision, QuotaKey, QuotaStore, RateLimit, Registry, RegistryBuilder,
-    ReplacePolicy, Run, StoreError, Subject, ToolCall, Transition,
+    DynamicTool, ErrorKind, Observation, Registry, RegistryBuilder, Run, Subject, ToolCall,
+    approval::{
+        ApprovalError, ApprovalRequest, ApprovalState, ApprovalStore, MemoryApprovalStore,
+        Transition,
+    },
+    audit::{ApprovalEvent, ApprovalEventKind, AuditEvent},
+    change::ReplaceOptions,
+    definition::BoxFuture,
+    gate::{CallRequest, Decision, QuotaDecision, QuotaKey, QuotaStore, RateLimit, StoreError},
 };
 use serde_json::{Value, json};
 
@@ -38,8 +45,8 @@ fn call(mode: Mode, run: &Run, call: ToolCall) -> Observation {
 
 fn approve(mode: Mode, run: &Run, id: &str) -> Result<Observation, ApprovalError> {
     match mode {
-        Mode::Sync => run.approve_blocking(id),
-        Mode::Async => runtime().block_on(run.approve(id)),
+        Mode::Sync => run.decide_blocking(id, Verdict::approve()),
+        Mode::Async => runtime().block_on(run.decide(id, Verdict::approve())),
     }
 }
 
@@ -50,15 +57,17 @@ fn approve_with(
     arguments: Value,
 ) -> Result<Observation, ApprovalError> {
     match mode {
-        Mode::Sync => run.approve_with_blocking(id, arguments),
-        Mode::Async => runtime().block_on(run.approve_with(id, arguments)),
+        Mode::Sync => run.decide_blocking(id, Verdict::approve().with_arguments(arguments)),
+        Mode::Async => {
+            runtime().block_on(run.decide(id, Verdict::approve().with_arguments(arguments)))
+        }
     }
 }
 
 fn deny(mode: Mode, run: &Run, id: &str, reason: &str) -> Result<Observation, ApprovalError> {
     match mode {
-        Mode::Sync => run.deny_blocking(id, reason),
-        Mode::Async => runtime().block_on(run.deny(id, reason)),
+        Mode::Sync => run.decide_blocking(id, Verdict::deny(reason)),
+        Mode::Async => runtime().block_on(run.decide(id, Verdict::deny(reason))),
     }
 }
 
@@ -177,7 +186,7 @@ fn a_call_that_needs_approval_runs_nothing_and_says_so() {
         );
         assert_eq!(request.allowed_set(), run.allowed().fingerprint());
         assert_eq!(
-            request.definition_digest(),
+            request.definition_fingerprint(),
             registry.get("deploy").unwrap().version_fingerprint()
         );
         assert!(request.reason().contains("marked as needing approval"));
@@ -295,13 +304,17 @@ fn an_expired_request_is_settled_and_never_runs() {
         let run = registry.open_run("run-1", &subject());
         let request = pending(mode, &run, "c1");
         std::thread::sleep(Duration::from_millis(60));
-        let error = approve(mode, &run, request.id()).unwrap_err();
-        let ApprovalError::Expired { observation, .. } = &error else {
-            panic!("{error:?}");
-        };
+        // Expired: `Ok`, since the call is settled; the observation is the model's answer.
+        let observation = approve(mode, &run, request.id()).unwrap();
         assert_eq!(observation.call_id(), "c1");
         assert_eq!(observation.error_kind(), Some(ErrorKind::Denied));
-        assert!(error.observation().is_some());
+        assert!(
+            observation
+                .error_text()
+                .unwrap()
+                .contains("no one approved"),
+            "{observation:?}"
+        );
         // Settled: it stays expired.
         let again = approve(mode, &run, request.id()).unwrap_err();
         assert!(matches!(
@@ -332,19 +345,14 @@ fn a_request_whose_tool_was_revoked_or_replaced_never_runs() {
                     .needs_approval(true)
                     .handler(|_, _| Ok::<_, String>(json!("v2 ran")));
                 registry
-                    .replace(new, ReplacePolicy::keep_old_runs("v2"))
+                    .replace(new, ReplaceOptions::keep_old_runs("v2"))
                     .unwrap();
             } else {
                 registry.revoke("deploy", "incident 42").unwrap();
             }
-            let error = approve(mode, &run, request.id()).unwrap_err();
-            let ApprovalError::Revoked {
-                observation, tool, ..
-            } = &error
-            else {
-                panic!("{error:?}");
-            };
-            assert_eq!(tool, "deploy");
+            // Settled as revoked: `Ok`, with the model's answer.
+            let observation = approve(mode, &run, request.id()).unwrap();
+            assert_eq!(observation.tool_name(), "deploy");
             assert_eq!(observation.error_kind(), Some(ErrorKind::Revoked));
             assert_eq!(observation.call_id(), "c1");
             assert_eq!(executions.count(), 0, "{mode:?} replaced={replaced}");
@@ -520,7 +528,7 @@ fn a_policy_sees_validated_calls_and_decides() {
                     call.tool_name().to_owned(),
                     call.subject().agent().map(str::to_owned),
                     call.arguments().clone(),
-                    call.policy().hints.destructive,
+                    call.settings().hints.destructive,
                 ));
                 match (call.tool_name(), call.arguments()["env"].as_str()) {
                     ("release", Some("production")) => {
@@ -631,9 +639,9 @@ fn an_edited_approval_still_meets_the_policy() {
     let run = registry.open_run("run-1", &subject());
     let request = pending(Mode::Sync, &run, "c1");
     let denied = run
-        .approve_with_blocking(
+        .decide_blocking(
             request.id(),
-            json!({"project": "billing", "env": "staging"}),
+            Verdict::approve().with_arguments(json!({"project": "billing", "env": "staging"})),
         )
         .unwrap();
     assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
@@ -666,7 +674,9 @@ fn a_request_survives_a_restart_with_a_shared_store() {
         .build()
         .unwrap();
     let reopened = second.open_run("run-1", &subject());
-    let done = reopened.approve_by_blocking(request.id(), "alice").unwrap();
+    let done = reopened
+        .decide_blocking(request.id(), Verdict::approve().by("alice"))
+        .unwrap();
     assert!(!done.is_error(), "{done:?}");
     assert_eq!(executions.of("deploy").len(), 1);
     let (_, state) = store
@@ -696,12 +706,17 @@ fn every_step_of_an_approval_is_audited_without_argument_values() {
         .unwrap();
     let run = registry.open_run("run-1", &subject());
     let first = pending(Mode::Sync, &run, "c1");
-    run.approve_by_blocking(first.id(), "alice").unwrap();
-    let second = pending(Mode::Sync, &run, "c2");
-    run.approve_with_blocking(second.id(), json!({"project": "web", "env": "staging"}))
+    run.decide_blocking(first.id(), Verdict::approve().by("alice"))
         .unwrap();
+    let second = pending(Mode::Sync, &run, "c2");
+    run.decide_blocking(
+        second.id(),
+        Verdict::approve().with_arguments(json!({"project": "web", "env": "staging"})),
+    )
+    .unwrap();
     let third = pending(Mode::Sync, &run, "c3");
-    run.deny_blocking(third.id(), "no").unwrap();
+    run.decide_blocking(third.id(), Verdict::deny("no"))
+        .unwrap();
 
     let events = events.lock().unwrap().clone();
     let approvals: Vec<&ApprovalEvent> = events
@@ -1052,10 +1067,10 @@ fn a_quota_key_with_a_principal_digests_apart() {
         tool: "ping",
     };
     let digests = [
-        key(None).digest(),
-        key(Some("alice")).digest(),
-        key(Some("bob")).digest(),
-        key(Some("")).digest(),
+        key(None).fingerprint(),
+        key(Some("alice")).fingerprint(),
+        key(Some("bob")).fingerprint(),
+        key(Some("")).fingerprint(),
     ];
     for (i, a) in digests.iter().enumerate() {
         for b in &digests[i + 1..] {
@@ -1069,7 +1084,7 @@ fn a_quota_key_with_a_principal_digests_apart() {
         principal: None,
         tool: "ping",
     };
-    assert_ne!(shifted.digest(), key(Some("alice")).digest());
+    assert_ne!(shifted.fingerprint(), key(Some("alice")).fingerprint());
 }
 
 #[test]
@@ -1158,7 +1173,7 @@ fn a_store_that_cannot_count_refuses_calls_that_need_approval() {
 /// refused, the request left pending.
 #[test]
 fn stored_arguments_are_bounded_by_the_argument_limits() {
-    let limits = registry_core::ArgumentLimits {
+    let limits = registry_core::call::ArgumentLimits {
         max_depth: 4,
         max_bytes: 256,
     };
@@ -1230,7 +1245,7 @@ fn stored_arguments_are_bounded_by_the_argument_limits() {
         assert!(state.is_pending());
         assert_eq!(executions.count(), 0, "nothing ran");
         let done = approve_with(mode, &run, request.id(), json!({"note": "edited"})).unwrap();
-        assert_eq!(done.content(), &json!({"note": "edited"}));
+        assert_eq!(done.json(), &json!({"note": "edited"}));
         assert_eq!(executions.of("annotate"), [json!({"note": "edited"})]);
     }
 }
@@ -1246,7 +1261,9 @@ fn audit_events_carry_the_principal() {
     let registry = builder(&executions).audit_sink(sink).build().unwrap();
     let alice = registry.open_run("run-alice", &person("token:alice"));
     let request = pending(Mode::Sync, &alice, "c1");
-    alice.approve_blocking(request.id()).unwrap();
+    alice
+        .decide_blocking(request.id(), Verdict::approve())
+        .unwrap();
     let unnamed = registry.open_run("run-agent", &subject());
     call(
         Mode::Sync,

@@ -10,8 +10,11 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
+use registry_core::approval::Verdict;
 use registry_core::{
-    ApprovalError, CallRequest, Decision, DynamicTool, ErrorKind, Registry, Subject, ToolCall,
+    DynamicTool, ErrorKind, Registry, Subject, ToolCall,
+    approval::ApprovalError,
+    gate::{CallRequest, Decision},
 };
 use serde_json::{Value, json};
 
@@ -171,8 +174,8 @@ proptest! {
                 Action::Approve { nth, edit } => {
                     let Some(request) = requests.get_mut(nth) else { continue };
                     let outcome = match edit {
-                        None => run.approve_blocking(&request.id),
-                        Some(x) => run.approve_with_blocking(&request.id, json!({"x": x})),
+                        None => run.decide_blocking(&request.id, Verdict::approve()),
+                        Some(x) => run.decide_blocking(&request.id, Verdict::approve().with_arguments(json!({"x": x}))),
                     };
                     if request.decided {
                         let is_decided = matches!(outcome, Err(ApprovalError::AlreadyDecided { .. }));
@@ -199,7 +202,7 @@ proptest! {
                 }
                 Action::Deny { nth } => {
                     let Some(request) = requests.get_mut(nth) else { continue };
-                    let outcome = run.deny_blocking(&request.id, "no");
+                    let outcome = run.decide_blocking(&request.id, Verdict::deny("no"));
                     if request.decided {
                         let is_decided = matches!(outcome, Err(ApprovalError::AlreadyDecided { .. }));
                         prop_assert!(is_decided, "{:?}", outcome);

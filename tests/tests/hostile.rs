@@ -8,8 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use registry_core::{
-    AUDIT_TARGET, AuditEvent, BuildProblem, CallEvent, DynamicTool, ErrorKind, MAX_ARGUMENT_DEPTH,
-    Observation, Profile, Registry, RegistryError, Run, Subject, ToolCall, Verdict, tool,
+    BuildProblem, DynamicTool, ErrorKind, Observation, Profile, Registry, RegistryError, Run,
+    Subject, ToolCall,
+    access::Visibility,
+    audit::{AUDIT_TARGET, AuditEvent, CallEvent},
+    call::MAX_ARGUMENT_DEPTH,
+    tool,
 };
 use serde_json::{Value, json};
 
@@ -331,7 +335,7 @@ fn hostile_calls_get_the_exact_kind_and_the_process_survives() {
     let registry = registry(events.clone());
     // `hang_async` declares its deadline with `#[tool(timeout = "100ms")]`.
     assert_eq!(
-        registry.get("hang_async").unwrap().policy().timeout,
+        registry.get("hang_async").unwrap().settings().timeout,
         Some(Duration::from_millis(100))
     );
     let run = open(&registry);
@@ -373,14 +377,14 @@ fn hostile_calls_get_the_exact_kind_and_the_process_survives() {
     assert_eq!(ok.error_kind(), None, "{ok:?}");
     assert_eq!(ok.call_id(), "after");
     assert_eq!(ok.tool_name(), "get_status");
-    assert_eq!(ok.content(), &json!("web: green (level None, count None)"));
+    assert_eq!(ok.json(), &json!("web: green (level None, count None)"));
     let ok = pollster::block_on(run.call(call(
         "after_2",
         "get_status",
         json!({"project": "api", "level": 255, "count": 4_000_000_000u32}),
     )));
     assert_eq!(
-        ok.content(),
+        ok.json(),
         &json!("api: green (level Some(255), count Some(4000000000))")
     );
     STOP_SPINNING.store(true, Ordering::Relaxed);
@@ -635,9 +639,9 @@ fn the_shorter_of_the_run_and_tool_deadlines_applies() {
     );
     for name in ["quick", "quick_async"] {
         let observation = run.call_blocking(call("2", name, json!({})));
-        assert_eq!(observation.content(), &json!("quick"), "{observation:?}");
+        assert_eq!(observation.json(), &json!("quick"), "{observation:?}");
         let observation = pollster::block_on(run.call(call("3", name, json!({}))));
-        assert_eq!(observation.content(), &json!("quick"), "{observation:?}");
+        assert_eq!(observation.json(), &json!("quick"), "{observation:?}");
     }
 
     // The run's deadline, shorter than the tool's or alone.
@@ -667,7 +671,7 @@ fn the_shorter_of_the_run_and_tool_deadlines_applies() {
         timed_out("pending_short")
     );
     assert_eq!(
-        run.call_blocking(call("7", "quick", json!({}))).content(),
+        run.call_blocking(call("7", "quick", json!({}))).json(),
         &json!("quick")
     );
     STOP_SPINNING_TOO.store(true, Ordering::Relaxed);
@@ -728,7 +732,7 @@ fn the_depth_limit_is_exact_and_the_same_for_values_and_text() {
             let observation = run.call_blocking(call);
             if accepted {
                 assert_eq!(
-                    observation.content(),
+                    observation.json(),
                     &json!("taken"),
                     "{how}, {levels} levels, {inner:?}: {observation:?}"
                 );
@@ -923,11 +927,11 @@ fn hostile_characters_in_reasons_come_out_escaped_in_explanations() {
     for (what, c, escaped) in HOSTILE_CHARS {
         let registry = Registry::builder()
             .declared_in(["hostile"])
-            .policy(move |_subject: &Subject, tool: &registry_core::Tool| {
+            .access_rule(move |_subject: &Subject, tool: &registry_core::Tool| {
                 if tool.name() == "drop_tables" {
-                    Verdict::Deny(format!("denied{c}  - get_status: fine"))
+                    Visibility::Hidden(format!("denied{c}  - get_status: fine"))
                 } else {
-                    Verdict::Allow
+                    Visibility::Visible
                 }
             })
             .build()
@@ -956,7 +960,7 @@ fn hostile_characters_in_reasons_come_out_escaped_in_explanations() {
         );
         assert!(
             text.contains(&format!(
-                "  - drop_tables: denied by policy: denied{escaped}  - get_status: fine\n"
+                "  - drop_tables: hidden by an access rule: denied{escaped}  - get_status: fine\n"
             )),
             "{what}: {text}"
         );

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 use proptest::sample::subsequence;
 use registry_core::{
-    DynamicTool, ErrorKind, HiddenReason, Registry, Subject, Tool, ToolCall, Verdict,
+    DynamicTool, ErrorKind, Registry, Subject, Tool, ToolCall,
+    access::{HiddenReason, Visibility},
 };
 use serde_json::json;
 
@@ -137,7 +138,7 @@ fn reasons(spec: &Spec, subject: &SubjectSpec) -> Vec<HiddenReason> {
         });
     }
     if reasons.is_empty() && spec.denied {
-        reasons.push(HiddenReason::DeniedByPolicy {
+        reasons.push(HiddenReason::HiddenByRule {
             reason: format!("denied {}", spec.name),
         });
     }
@@ -158,14 +159,14 @@ fn build(specs: &[Spec]) -> World {
         .filter(|spec| spec.denied)
         .map(|spec| spec.name.clone())
         .collect();
-    let mut builder = Registry::builder().policy({
+    let mut builder = Registry::builder().access_rule({
         let asked = asked.clone();
         move |_: &Subject, tool: &Tool| {
             asked.lock().unwrap().insert(tool.name().to_owned());
             if denied.contains(tool.name()) {
-                Verdict::Deny(format!("denied {}", tool.name()))
+                Visibility::Hidden(format!("denied {}", tool.name()))
             } else {
-                Verdict::Allow
+                Visibility::Visible
             }
         }
     });
@@ -187,7 +188,10 @@ fn build(specs: &[Spec]) -> World {
         }
         builder = builder.tool(tool);
     }
-    let registry = builder.build().expect("random tools are valid");
+    let registry = builder
+        .allow_empty()
+        .build()
+        .expect("random tools are valid");
     for spec in specs.iter().filter(|spec| spec.revoked) {
         registry
             .revoke(&spec.name, format!("revoked {}", spec.name))
@@ -316,7 +320,7 @@ proptest! {
             };
             prop_assert_eq!(observation.error_kind(), expected, "{:?}", name);
             if expected.is_none() {
-                prop_assert_eq!(observation.content(), &json!(name));
+                prop_assert_eq!(observation.json(), &json!(name));
             }
         }
         let executed = world.executed.lock().unwrap();

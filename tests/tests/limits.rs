@@ -1,7 +1,7 @@
 //! A registry's `ArgumentLimits` hold for arguments that arrive as text exactly as for parsed
 //! ones: the text is kept by the call and parsed at resolution, under the registry's limits.
 
-use registry_core::{ArgumentLimits, DynamicTool, ErrorKind, Registry, Subject, ToolCall};
+use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall, call::ArgumentLimits};
 use serde_json::{Value, json};
 
 /// A tool that takes any object.

@@ -11,8 +11,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use registry_core::compat::{check_tool, check_tools};
 use registry_core::{
-    BuildProblem, CompatibilityError, DynamicTool, Incompatibility, Profile, Registry,
-    RegistryError, Subject, ToolError,
+    BuildProblem, DynamicTool, Profile, Registry, RegistryError, Subject,
+    call::ToolError,
+    compat::{CompatibilityError, Incompatibility},
 };
 use serde_json::{Value, json};
 

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use mcp_support::*;
 use registry_core::{
-    ApprovalState, CallRequest, Decision, DynamicTool, MemoryApprovalStore, Registry, Subject,
+    DynamicTool, Registry, Subject,
+    approval::{ApprovalState, MemoryApprovalStore},
+    gate::{CallRequest, Decision},
 };
 use registry_mcp::{HttpConfig, HttpServer, McpServer, Principal, ServerOptions, Tokens};
 use rmcp::model::{
@@ -617,20 +619,23 @@ struct FailingDecisions(MemoryApprovalStore);
 
 const STORE_FAILURE: &str = "could not reach postgres://registry_admin@db.internal.example:5432/registry: connection refused";
 
-impl registry_core::ApprovalStore for FailingDecisions {
+impl registry_core::approval::ApprovalStore for FailingDecisions {
     fn insert<'a>(
         &'a self,
-        request: &'a registry_core::ApprovalRequest,
-    ) -> registry_core::BoxFuture<'a, Result<(), registry_core::StoreError>> {
+        request: &'a registry_core::approval::ApprovalRequest,
+    ) -> registry_core::definition::BoxFuture<'a, Result<(), registry_core::gate::StoreError>> {
         self.0.insert(request)
     }
 
     fn get<'a>(
         &'a self,
         id: &'a str,
-    ) -> registry_core::BoxFuture<
+    ) -> registry_core::definition::BoxFuture<
         'a,
-        Result<Option<(registry_core::ApprovalRequest, ApprovalState)>, registry_core::StoreError>,
+        Result<
+            Option<(registry_core::approval::ApprovalRequest, ApprovalState)>,
+            registry_core::gate::StoreError,
+        >,
     > {
         self.0.get(id)
     }
@@ -639,17 +644,20 @@ impl registry_core::ApprovalStore for FailingDecisions {
         &'a self,
         _id: &'a str,
         _state: ApprovalState,
-    ) -> registry_core::BoxFuture<'a, Result<registry_core::Transition, registry_core::StoreError>>
-    {
-        Box::pin(std::future::ready(Err(registry_core::StoreError::new(
-            STORE_FAILURE,
-        ))))
+    ) -> registry_core::definition::BoxFuture<
+        'a,
+        Result<registry_core::approval::Transition, registry_core::gate::StoreError>,
+    > {
+        Box::pin(std::future::ready(Err(
+            registry_core::gate::StoreError::new(STORE_FAILURE),
+        )))
     }
 
     fn pending_count<'a>(
         &'a self,
-        request: &'a registry_core::ApprovalRequest,
-    ) -> registry_core::BoxFuture<'a, Result<usize, registry_core::StoreError>> {
+        request: &'a registry_core::approval::ApprovalRequest,
+    ) -> registry_core::definition::BoxFuture<'a, Result<usize, registry_core::gate::StoreError>>
+    {
         self.0.pending_count(request)
     }
 }

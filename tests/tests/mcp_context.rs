@@ -17,9 +17,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_support::*;
+use registry_core::server::RunExt;
 use registry_core::{
-    AuditEvent, BoxFuture, CallHost, CallInfo, DynamicTool, ElicitError, ElicitRequest,
-    Elicitation, ErrorKind, LogLevel, Progress, Registry, SampleRequest, Subject, form_schema,
+    DynamicTool, ErrorKind, Registry, Subject,
+    audit::AuditEvent,
+    definition::BoxFuture,
+    host::{
+        CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress,
+        SampleRequest, form_schema,
+    },
 };
 use registry_mcp::{HttpConfig, HttpServer, McpServer, Principal, ServerOptions, Tokens};
 use registry_tests::{DropFlag, wait_until_cancelled};
@@ -906,7 +912,8 @@ fn an_application_host_that_never_answers_times_out_at_the_registrys_bound() {
             &'a self,
             _call: &CallInfo<'_>,
             _request: SampleRequest,
-        ) -> BoxFuture<'a, Result<registry_core::SampleReply, registry_core::SampleError>> {
+        ) -> BoxFuture<'a, Result<registry_core::host::SampleReply, registry_core::host::SampleError>>
+        {
             Box::pin(std::future::pending())
         }
         fn elicit<'a>(
@@ -923,7 +930,7 @@ fn an_application_host_that_never_answers_times_out_at_the_registrys_bound() {
                 .scopes(["docs:read"])
                 .async_handler(|ctx, _args| async move {
                     match ctx.sample(SampleRequest::new(8).user("hi")).await {
-                        Err(registry_core::SampleError::TimedOut(wait)) => {
+                        Err(registry_core::host::SampleError::TimedOut(wait)) => {
                             Ok::<_, String>(json!(format!("no reply in {} ms", wait.as_millis())))
                         }
                         other => Err(format!("{other:?}")),
@@ -951,16 +958,17 @@ fn an_application_host_that_never_answers_times_out_at_the_registrys_bound() {
     let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["docs:read"]));
     let started = std::time::Instant::now();
     let sampled = run.call_blocking(registry_core::ToolCall::new("c1", "summarize", json!({})));
-    assert_eq!(sampled.content(), &json!("no reply in 50 ms"));
+    assert_eq!(sampled.json(), &json!("no reply in 50 ms"));
     let asked = pollster::block_on(run.call(registry_core::ToolCall::new("c2", "ask", json!({}))));
-    assert_eq!(asked.content(), &json!("no answer in 80 ms"));
+    assert_eq!(asked.json(), &json!("no answer in 80 ms"));
     // A call's own bound comes first.
-    let options = registry_core::CallOptions::new().with_sample_timeout(Duration::from_millis(10));
+    let options =
+        registry_core::call::CallOptions::new().with_sample_timeout(Duration::from_millis(10));
     let own = run.call_blocking_with(
         registry_core::ToolCall::new("c3", "summarize", json!({})),
         options,
     );
-    assert_eq!(own.content(), &json!("no reply in 10 ms"));
+    assert_eq!(own.json(), &json!("no reply in 10 ms"));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 

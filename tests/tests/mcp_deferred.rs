@@ -10,7 +10,7 @@ mod mcp_support;
 use std::time::Duration;
 
 use mcp_support::*;
-use registry_core::{DeferredOptions, DynamicTool, Registry, Subject};
+use registry_core::{DynamicTool, Registry, Subject, deferred::DeferredOptions};
 use registry_mcp::{McpServer, ServerOptions};
 use rmcp::model::{CallToolResult, Tool};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};

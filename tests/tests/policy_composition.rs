@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use registry_core::{
-    CallRequest, Decision, DynamicTool, ErrorKind, HiddenReason, Registry, RegistryBuilder,
-    Subject, Tool, ToolCall, Verdict,
+    DynamicTool, ErrorKind, Registry, RegistryBuilder, Subject, Tool, ToolCall,
+    access::{HiddenReason, Visibility},
+    gate::{CallRequest, Decision},
 };
 use serde_json::json;
 
@@ -113,7 +114,7 @@ fn a_denial_names_its_reason_whichever_policy_came_first() {
 }
 
 /// An access policy, boxed.
-type Access = Box<dyn Fn(&Subject, &Tool) -> Verdict + Send + Sync>;
+type Access = Box<dyn Fn(&Subject, &Tool) -> Visibility + Send + Sync>;
 
 fn registry_with_access(policies: Vec<Access>) -> Registry {
     let mut builder = Registry::builder()
@@ -129,7 +130,7 @@ fn registry_with_access(policies: Vec<Access>) -> Registry {
                 .handler(|_, _| Ok::<_, String>(json!("up"))),
         );
     for policy in policies {
-        builder = builder.policy(move |subject: &Subject, tool: &Tool| policy(subject, tool));
+        builder = builder.access_rule(move |subject: &Subject, tool: &Tool| policy(subject, tool));
     }
     builder.build().unwrap()
 }
@@ -143,22 +144,22 @@ fn every_access_policy_applies_and_hidden_wins_in_any_order() {
     let hides_restart = || -> Access {
         Box::new(|_, tool| {
             if tool.name() == "restart" {
-                Verdict::Deny("no restarts today".into())
+                Visibility::Hidden("no restarts today".into())
             } else {
-                Verdict::Allow
+                Visibility::Visible
             }
         })
     };
     let hides_status = || -> Access {
         Box::new(|_, tool| {
             if tool.name() == "status" {
-                Verdict::Deny("status is for operators".into())
+                Visibility::Hidden("status is for operators".into())
             } else {
-                Verdict::Allow
+                Visibility::Visible
             }
         })
     };
-    let allows = || -> Access { Box::new(|_, _| Verdict::Allow) };
+    let allows = || -> Access { Box::new(|_, _| Visibility::Visible) };
     // One that hides and one that allows: hidden, whichever came first.
     for policies in [
         vec![hides_restart(), allows()],
@@ -172,7 +173,7 @@ fn every_access_policy_applies_and_hidden_wins_in_any_order() {
         assert_eq!(hidden.len(), 1);
         assert_eq!(
             hidden[0].reasons,
-            [HiddenReason::DeniedByPolicy {
+            [HiddenReason::HiddenByRule {
                 reason: "no restarts today".into()
             }]
         );
@@ -194,13 +195,13 @@ fn an_access_policy_that_panics_hides_and_the_others_still_apply() {
         if tool.name() == "status" {
             panic!("policy bug")
         }
-        Verdict::Allow
+        Visibility::Visible
     });
     let hides_restart: Access = Box::new(|_, tool| {
         if tool.name() == "restart" {
-            Verdict::Deny("no restarts today".into())
+            Visibility::Hidden("no restarts today".into())
         } else {
-            Verdict::Allow
+            Visibility::Visible
         }
     });
     let run = registry_with_access(vec![panics, hides_restart]).open_run("run-1", &subject());
@@ -212,7 +213,7 @@ fn an_access_policy_that_panics_hides_and_the_others_still_apply() {
         .find(|hidden| hidden.name == "status")
         .unwrap();
     assert!(
-        matches!(&status.reasons[..], [HiddenReason::DeniedByPolicy { reason }] if reason.contains("policy bug")),
+        matches!(&status.reasons[..], [HiddenReason::HiddenByRule { reason }] if reason.contains("policy bug")),
         "{status:?}"
     );
 }

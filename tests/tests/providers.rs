@@ -3,7 +3,7 @@
 //! providers' documented shapes, malformed ones included) and observations rendered as each
 //! consumer's result message.
 
-use registry_core::{DIGEST_META_KEY, Profile, Registry, Run, Subject, tool};
+use registry_core::{Profile, Registry, Run, Subject, lockfile::DIGEST_META_KEY, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -391,7 +391,7 @@ fn exports_list_only_the_runs_visible_tools_in_name_order() {
 
 #[test]
 fn an_empty_run_exports_empty_lists_and_no_allowlist() {
-    let registry = Registry::builder().build().unwrap();
+    let registry = Registry::builder().allow_empty().build().unwrap();
     let run = registry.open_run("run-empty", &Subject::new("tenant-a"));
     for profile in Profile::ALL {
         assert_eq!(run.export(profile).unwrap(), json!([]), "{profile}");

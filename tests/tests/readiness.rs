@@ -5,9 +5,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use registry_core::server::RegistryExt;
 use registry_core::{
-    AuditEvent, BuildProblem, DynamicTool, ErrorKind, HiddenReason, Registry, RegistryBuilder,
-    Subject, ToolCall,
+    BuildProblem, DynamicTool, ErrorKind, Registry, RegistryBuilder, Subject, ToolCall,
+    access::HiddenReason, audit::AuditEvent,
 };
 use serde_json::json;
 
@@ -245,7 +246,7 @@ fn a_sync_check_that_hangs_is_not_ready_within_its_timeout_and_nothing_is_stuck(
     );
     // The registry is not stuck: the other tool answers.
     let status = run.call_blocking(ToolCall::new("c1", "status", json!({})));
-    assert_eq!(status.content(), &json!("done"));
+    assert_eq!(status.json(), &json!("done"));
 
     // Checked again on a single-threaded runtime while the check still hangs: not ready at
     // once, the check not started a second time, and the runtime's timers keep going.

@@ -8,10 +8,16 @@ mod tracing_support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use registry_core::approval::Verdict;
+use registry_core::server::RegistryExt;
 use registry_core::{
-    AUDIT_TARGET, ApprovalError, AuditEvent, ChangeAttempt, ChangeRefusedEvent, DynamicTool,
-    ErrorKind, Fingerprint, MemoryApprovalStore, PROJECTED_TOOLS, REFUSAL_PROBLEMS, Registry,
-    RegistryBuilder, ReplacePolicy, Subject, Tool, ToolCall,
+    DynamicTool, ErrorKind, Fingerprint, Registry, RegistryBuilder, Subject, Tool, ToolCall,
+    approval::MemoryApprovalStore,
+    audit::{
+        AUDIT_TARGET, AuditEvent, ChangeAttempt, ChangeRefusedEvent, PROJECTED_TOOLS,
+        REFUSAL_PROBLEMS,
+    },
+    change::ReplaceOptions,
 };
 use serde_json::{Value, json};
 use tracing_support::{traced, traced_here};
@@ -140,7 +146,7 @@ fn call_events_carry_the_version_that_ran() {
     registry
         .replace(
             lookup("v2").scopes(["records:read", "records:audit"]),
-            ReplacePolicy::keep_old_runs("audited reads"),
+            ReplaceOptions::keep_old_runs("audited reads"),
         )
         .unwrap();
     let v2 = registry.get("lookup").unwrap().version_fingerprint();
@@ -152,8 +158,8 @@ fn call_events_carry_the_version_that_ran() {
         new.allowed().version_fingerprint()
     );
 
-    assert_eq!(old.call_blocking(call("c1")).content(), &json!("v1"));
-    assert_eq!(new.call_blocking(call("c2")).content(), &json!("v2"));
+    assert_eq!(old.call_blocking(call("c1")).json(), &json!("v1"));
+    assert_eq!(new.call_blocking(call("c2")).json(), &json!("v2"));
     let refused = new.call_blocking(ToolCall::new("c3", "lookup", json!({"id": 7})));
     assert_eq!(refused.error_kind(), Some(ErrorKind::InvalidArguments));
     let unknown = new.call_blocking(ToolCall::new("c4", "nothing", json!({})));
@@ -205,7 +211,7 @@ fn the_change_events_name_both_versions() {
     let replaced = registry
         .replace(
             lookup("v2").rate_limit("5/min"),
-            ReplacePolicy::revoke_old_runs("slower"),
+            ReplaceOptions::revoke_old_runs("slower"),
         )
         .unwrap();
     let v2 = registry.get("lookup").unwrap().version_fingerprint();
@@ -315,20 +321,23 @@ fn approvals_are_bound_to_the_version_and_their_events_carry_it() {
     let asked = run_a.call_blocking(call("c1"));
     assert_eq!(asked.error_kind(), Some(ErrorKind::ApprovalRequired));
     let request = asked.approval().unwrap().clone();
-    assert_eq!(request.definition_digest(), version);
+    assert_eq!(request.definition_fingerprint(), version);
     let run_b = b.open_run("run-1", &reader());
     assert_eq!(run_b.allowed().fingerprint(), run_a.allowed().fingerprint());
     // The version that would run there is not the one asked for: nothing runs.
-    let refused = run_b.approve_blocking(request.id());
-    assert!(
-        matches!(refused, Err(ApprovalError::Revoked { .. })),
+    let refused = run_b
+        .decide_blocking(request.id(), Verdict::approve())
+        .unwrap();
+    assert_eq!(
+        refused.error_kind(),
+        Some(ErrorKind::Revoked),
         "{refused:?}"
     );
 
     let second = run_a.call_blocking(call("c2"));
     let id = second.approval().unwrap().id().to_owned();
-    let done = run_a.approve_blocking(&id).unwrap();
-    assert_eq!(done.content(), &json!("ran"));
+    let done = run_a.decide_blocking(&id, Verdict::approve()).unwrap();
+    assert_eq!(done.json(), &json!("ran"));
     let approvals: Vec<(String, Fingerprint)> = events
         .lock()
         .unwrap()
@@ -445,7 +454,7 @@ fn failed_replacements_revocations_and_restorations_are_audited() {
     registry
         .replace(
             DynamicTool::new("lookup", "Look a record up.").scopes(["records:read"]),
-            ReplacePolicy::keep_old_runs("broken"),
+            ReplaceOptions::keep_old_runs("broken"),
         )
         .unwrap_err();
     // Nothing of that name.
@@ -454,7 +463,7 @@ fn failed_replacements_revocations_and_restorations_are_audited() {
             DynamicTool::new("lookups", "Look a record up by its id.")
                 .scopes(["records:read"])
                 .handler(|_, _| Ok::<_, String>(json!("v2"))),
-            ReplacePolicy::keep_old_runs("typo"),
+            ReplaceOptions::keep_old_runs("typo"),
         )
         .unwrap_err();
     let hostile = "look\nup event=call outcome=ok";
@@ -486,7 +495,7 @@ fn failed_replacements_revocations_and_restorations_are_audited() {
     assert_eq!(cut.tool.as_deref().unwrap().chars().count(), 256 + 3);
     assert_eq!(
         cut.reason.as_deref().unwrap().chars().count(),
-        registry_core::REFUSAL_TEXT + 3
+        registry_core::audit::REFUSAL_TEXT + 3
     );
     assert!(refused[0].problems[0].contains("handler"), "{refused:?}");
     assert!(refused[1].problems[0].contains("lookups"), "{refused:?}");

@@ -3,9 +3,12 @@
 
 use std::time::SystemTime;
 
+use registry_core::server::RegistryExt;
 use registry_core::{
-    BuildProblem, ChangeKind, DynamicTool, ErrorKind, HiddenReason, OldRuns, Registry,
-    RegistryError, ReplacePolicy, Run, Subject, ToolCall, tool,
+    BuildProblem, DynamicTool, ErrorKind, Registry, RegistryError, Run, Subject, ToolCall,
+    access::HiddenReason,
+    change::{ChangeKind, OldRuns, ReplaceOptions},
+    tool,
 };
 use serde_json::{Value, json};
 
@@ -64,7 +67,7 @@ fn open(registry: &Registry, id: &str) -> Run {
 fn call(run: &Run, name: &str, arguments: Value) -> Result<Value, (ErrorKind, String)> {
     let observation = run.call_blocking(ToolCall::new("call", name, arguments));
     match observation.error_kind() {
-        None => Ok(observation.into_content()),
+        None => Ok(observation.into_json()),
         Some(kind) => Err((kind, observation.error_text().unwrap().to_owned())),
     }
 }
@@ -157,7 +160,7 @@ fn a_replacement_keeping_old_runs_serves_each_run_the_version_it_was_shown() {
     let change = registry
         .replace(
             lookup(2, "id"),
-            ReplacePolicy::keep_old_runs("ids, not keys"),
+            ReplaceOptions::keep_old_runs("ids, not keys"),
         )
         .unwrap();
     assert_eq!(change.kind, ChangeKind::Replaced(OldRuns::KeepShownVersion));
@@ -197,7 +200,10 @@ fn a_replacement_keeping_old_runs_serves_each_run_the_version_it_was_shown() {
 
     // A third version: each of the three runs keeps its own.
     registry
-        .replace(lookup(3, "key"), ReplacePolicy::keep_old_runs("keys again"))
+        .replace(
+            lookup(3, "key"),
+            ReplaceOptions::keep_old_runs("keys again"),
+        )
         .unwrap();
     let newest = open(&registry, "newest");
     assert_eq!(
@@ -229,7 +235,7 @@ fn a_replacement_revoking_old_runs_stops_them_and_serves_new_runs() {
     let change = registry
         .replace(
             lookup(2, "key"),
-            ReplacePolicy::revoke_old_runs("v1 is broken"),
+            ReplaceOptions::revoke_old_runs("v1 is broken"),
         )
         .unwrap();
     assert_eq!(change.kind, ChangeKind::Replaced(OldRuns::Revoke));
@@ -248,7 +254,7 @@ fn a_replacement_revoking_old_runs_stops_them_and_serves_new_runs() {
     // Keeping old runs on a later replacement does not bring version 1 back.
     let middle = open(&registry, "middle");
     registry
-        .replace(lookup(3, "key"), ReplacePolicy::keep_old_runs("v3"))
+        .replace(lookup(3, "key"), ReplaceOptions::keep_old_runs("v3"))
         .unwrap();
     assert_eq!(
         kind(call(&old, "lookup", json!({"key": "k"}))),
@@ -261,7 +267,7 @@ fn a_replacement_revoking_old_runs_stops_them_and_serves_new_runs() {
     // And revoking old runs on the next one stops versions 2 and 3's older runs.
     let third = open(&registry, "third");
     registry
-        .replace(lookup(4, "key"), ReplacePolicy::revoke_old_runs("v4"))
+        .replace(lookup(4, "key"), ReplaceOptions::revoke_old_runs("v4"))
         .unwrap();
     for run in [&middle, &third] {
         assert_eq!(
@@ -286,7 +292,7 @@ fn a_replacement_brings_a_revoked_tool_back_for_new_runs() {
     assert!(!during.allowed().permits("lookup"));
 
     registry
-        .replace(lookup(2, "key"), ReplacePolicy::keep_old_runs("fixed"))
+        .replace(lookup(2, "key"), ReplaceOptions::keep_old_runs("fixed"))
         .unwrap();
     let after = open(&registry, "after");
     assert!(after.allowed().permits("lookup"));
@@ -319,7 +325,7 @@ fn every_change_is_recorded() {
     registry
         .replace(
             lookup(2, "key"),
-            ReplacePolicy::keep_old_runs("second reason"),
+            ReplaceOptions::keep_old_runs("second reason"),
         )
         .unwrap();
     let v2 = registry.get("lookup").unwrap().fingerprint();
@@ -328,7 +334,7 @@ fn every_change_is_recorded() {
     registry
         .replace(
             lookup(3, "key"),
-            ReplacePolicy::revoke_old_runs("third reason"),
+            ReplaceOptions::revoke_old_runs("third reason"),
         )
         .unwrap();
     let status = registry.get("get_status").unwrap().fingerprint();
@@ -421,9 +427,9 @@ fn an_invalid_replacement_is_an_error_and_changes_nothing() {
     ];
     for (index, tool) in invalid.into_iter().enumerate() {
         let policy = if index % 2 == 0 {
-            ReplacePolicy::revoke_old_runs("bad")
+            ReplaceOptions::revoke_old_runs("bad")
         } else {
-            ReplacePolicy::keep_old_runs("bad")
+            ReplaceOptions::keep_old_runs("bad")
         };
         let error = registry.replace(tool, policy).unwrap_err();
         assert!(
@@ -436,7 +442,7 @@ fn an_invalid_replacement_is_an_error_and_changes_nothing() {
             DynamicTool::new("lookup", "")
                 .scopes(["bad scope"])
                 .handler(|_, _| Ok::<_, String>(json!("x"))),
-            ReplacePolicy::keep_old_runs("bad"),
+            ReplaceOptions::keep_old_runs("bad"),
         )
         .unwrap_err();
     assert_eq!(error.problems().len(), 2, "{error}");
@@ -447,7 +453,7 @@ fn an_invalid_replacement_is_an_error_and_changes_nothing() {
             DynamicTool::new("lookup_two", "Not registered.")
                 .public()
                 .handler(|_, _| Ok::<_, String>(json!("x"))),
-            ReplacePolicy::keep_old_runs("new"),
+            ReplaceOptions::keep_old_runs("new"),
         )
         .unwrap_err();
     assert!(
@@ -523,14 +529,14 @@ fn explain_gives_the_reason_of_the_revocation_of_the_version_shown() {
     registry.revoke("lookup", "first revocation").unwrap();
     let during_v1 = registry.open_run("during-v1", &subject());
     registry
-        .replace(lookup(2, "key"), ReplacePolicy::keep_old_runs("v2"))
+        .replace(lookup(2, "key"), ReplaceOptions::keep_old_runs("v2"))
         .unwrap();
     let at_v2 = registry.open_run("at-v2", &outsider);
     assert_eq!(revoked_reason(&at_v2), None);
     registry
         .replace(
             lookup(3, "key"),
-            ReplacePolicy::revoke_old_runs("v2 is broken"),
+            ReplaceOptions::revoke_old_runs("v2 is broken"),
         )
         .unwrap();
     let at_v3 = registry.open_run("at-v3", &outsider);

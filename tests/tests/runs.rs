@@ -5,9 +5,12 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
+use registry_core::server::RunExt;
 use registry_core::{
-    Access, DynamicTool, ErrorKind, HiddenReason, HiddenTool, Registry, RegistryBuilder, Scope,
-    Subject, Tool, ToolCall, Verdict, tool,
+    DynamicTool, ErrorKind, Registry, RegistryBuilder, Subject, Tool, ToolCall,
+    access::{Access, HiddenReason, HiddenTool, Visibility},
+    definition::Scope,
+    tool,
 };
 use serde_json::json;
 
@@ -204,12 +207,12 @@ fn a_policy_can_only_narrow() {
     let narrowed = {
         let asked = asked.clone();
         builder()
-            .policy(move |subject: &Subject, tool: &Tool| {
+            .access_rule(move |subject: &Subject, tool: &Tool| {
                 asked.lock().unwrap().insert(tool.name().to_owned());
                 if tool.name() == "restart" && subject.agent() != Some("operator") {
-                    Verdict::Deny("only the operator restarts".into())
+                    Visibility::Hidden("only the operator restarts".into())
                 } else {
-                    Verdict::Allow
+                    Visibility::Visible
                 }
             })
             .build()
@@ -233,7 +236,7 @@ fn a_policy_can_only_narrow() {
 
     // A policy that allows everything shows exactly what no policy shows.
     let open = builder()
-        .policy(|_: &Subject, _: &Tool| Verdict::Allow)
+        .access_rule(|_: &Subject, _: &Tool| Visibility::Visible)
         .build()
         .unwrap();
     for subject in [
@@ -285,7 +288,7 @@ fn capabilities_are_definitions_and_hints_only() {
     for (capability, definition) in capabilities.iter().zip(run.definitions()) {
         assert_eq!(capability.definition, definition);
         let tool = registry.get(&definition.name).unwrap();
-        assert_eq!(capability.hints, tool.policy().hints);
+        assert_eq!(capability.hints, tool.settings().hints);
         // What is shown is the name, the description and the schema: no executor, no source
         // location, no scopes or tenants.
         let shown = serde_json::to_value(capability.definition).unwrap();
@@ -437,11 +440,19 @@ fn the_fingerprint_identifies_what_was_shown() {
         .unwrap();
     assert_ne!(shown, fingerprint(&described, &reader, "run-8"));
     // An empty projection has a fingerprint of its own.
-    let nothing = fingerprint(&Registry::builder().build().unwrap(), &reader, "run-9");
+    let nothing = fingerprint(
+        &Registry::builder().allow_empty().build().unwrap(),
+        &reader,
+        "run-9",
+    );
     assert_ne!(shown, nothing);
     assert_eq!(
         nothing,
-        fingerprint(&Registry::builder().build().unwrap(), &writer, "run-10")
+        fingerprint(
+            &Registry::builder().allow_empty().build().unwrap(),
+            &writer,
+            "run-10"
+        )
     );
 }
 
@@ -461,7 +472,7 @@ fn the_allowed_set_is_frozen_for_the_run() {
                 .scopes(["build:read"])
                 .read_only()
                 .handler(|_, _| Ok::<_, String>(json!("new"))),
-            registry_core::ReplacePolicy::keep_old_runs("v2"),
+            registry_core::change::ReplaceOptions::keep_old_runs("v2"),
         )
         .unwrap();
     let after: Vec<String> = run.allowed().names().map(str::to_owned).collect();
@@ -487,11 +498,11 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
         )
         .tool(echo("gone").public().read_only())
         .tool(echo("secret").public().read_only())
-        .policy(|_: &Subject, tool: &Tool| {
+        .access_rule(|_: &Subject, tool: &Tool| {
             if tool.name() == "secret" {
-                Verdict::Deny("secrets are off today".into())
+                Visibility::Hidden("secrets are off today".into())
             } else {
-                Verdict::Allow
+                Visibility::Visible
             }
         })
         .build()
@@ -542,7 +553,7 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
             hidden("restart", vec![HiddenReason::WriteToolInReadOnlyRun]),
             hidden(
                 "secret",
-                vec![HiddenReason::DeniedByPolicy {
+                vec![HiddenReason::HiddenByRule {
                     reason: "secrets are off today".into()
                 }]
             ),
@@ -573,7 +584,7 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
          \x20 - gone: revoked: it leaked data\n\
          \x20 - list_logs: missing scopes logs:read\n\
          \x20 - restart: not read-only, and the run is read-only\n\
-         \x20 - secret: denied by policy: secrets are off today\n\
+         \x20 - secret: hidden by an access rule: secrets are off today\n\
          \x20 - tenant_b_report: only for tenants tenant-b\n\
          \x20 - wipe: missing scopes admin, deploy:write; only for tenants tenant-b, tenant-c; not read-only, and the run is read-only\n"
     );
@@ -593,7 +604,7 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
 
 #[test]
 fn explain_tells_nothing_registered_from_everything_filtered_out() {
-    let empty = Registry::builder().build().unwrap();
+    let empty = Registry::builder().allow_empty().build().unwrap();
     let run = empty.open_run("run-1", &Subject::new("tenant-a"));
     assert!(run.allowed().is_empty());
     let explanation = run.explain();
@@ -673,7 +684,7 @@ fn calls_are_answered_with_the_call_id_and_name_as_sent() {
     assert!(!ok.is_error());
     assert_eq!(ok.error_kind(), None);
     assert_eq!(ok.error_text(), None);
-    assert_eq!(ok.content(), &json!("web: green"));
+    assert_eq!(ok.json(), &json!("web: green"));
     assert_eq!(
         serde_json::to_value(&ok).unwrap(),
         json!({"call_id": "call_1", "tool_name": "get_status", "is_error": false, "content": "web: green"})
@@ -764,7 +775,7 @@ fn projection_handles_many_distinct_scopes_and_tenants() {
 fn a_declared_tenant_restriction_admits_only_its_tenants() {
     let registry = Registry::from_inventory().unwrap();
     let tool = registry.get("invoices").unwrap();
-    assert_eq!(tool.policy().tenants, ["tenant-b", "tenant-c"]);
+    assert_eq!(tool.settings().tenants, ["tenant-b", "tenant-c"]);
     for (tenant, sees) in [
         ("tenant-a", false),
         ("tenant-b", true),
@@ -775,7 +786,7 @@ fn a_declared_tenant_restriction_admits_only_its_tenants() {
         assert_eq!(run.allowed().permits("invoices"), sees, "{tenant}");
         let observation = run.call_blocking(ToolCall::new("1", "invoices", json!({})));
         if sees {
-            assert_eq!(observation.content(), &json!(["invoice-1"]));
+            assert_eq!(observation.json(), &json!(["invoice-1"]));
         } else {
             assert_eq!(observation.error_kind(), Some(ErrorKind::NotAllowed));
             let explanation = run.explain();
@@ -808,12 +819,12 @@ fn needs_only_scopes_is_some_only_when_scopes_alone_hide_the_tool() {
         )
         .tool(echo("pulled").scopes(["deploy:write"]))
         .tool(echo("vetoed").scopes(["deploy:write"]))
-        .policy(|subject: &Subject, tool: &Tool| {
+        .access_rule(|subject: &Subject, tool: &Tool| {
             // Denies `vetoed` to anyone holding deploy:write: scopes would not open it.
             if tool.name() == "vetoed" && subject.has_scope("deploy:write") {
-                Verdict::Deny("not for deployers".into())
+                Visibility::Hidden("not for deployers".into())
             } else {
-                Verdict::Allow
+                Visibility::Visible
             }
         })
         .build()

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use registry_core::{Registry, Tool, ToolCall, ToolContext, ToolError, tool};
+use registry_core::{Registry, Tool, ToolCall, ToolContext, call::ToolError, tool};
 use registry_tests::{open_run, success};
 use schemars::JsonSchema;
 use serde::Deserialize;

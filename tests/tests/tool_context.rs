@@ -11,11 +11,18 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use registry_core::server::RunExt;
 use registry_core::{
-    AuditEvent, BoxFuture, CallHost, CallInfo, CallOptions, Cancellation, DynamicTool, ElicitError,
-    ElicitRequest, Elicitation, ErrorKind, LogLevel, Progress, Registry, SampleContent,
-    SampleError, SampleReply, SampleRequest, SampleRole, Subject, TOOL_EVENT_TARGET, ToolCall,
-    ToolContext, ToolError, form_schema, tool,
+    DynamicTool, ErrorKind, Registry, Subject, ToolCall, ToolContext,
+    audit::AuditEvent,
+    call::{CallOptions, Cancellation, ToolError},
+    definition::BoxFuture,
+    host::{
+        CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress,
+        SampleContent, SampleError, SampleReply, SampleRequest, SampleRole, TOOL_EVENT_TARGET,
+        form_schema,
+    },
+    tool,
 };
 use registry_tests::{DropFlag, success, wait_until_cancelled};
 use schemars::JsonSchema;
@@ -524,7 +531,7 @@ fn a_cancelled_sync_call_sees_its_flag_and_its_result_is_discarded() {
             Some(ErrorKind::Cancelled),
             "{answer:?}"
         );
-        assert_ne!(answer.content(), &json!("finished anyway"));
+        assert_ne!(answer.json(), &json!("finished anyway"));
     }
     // Called from async code the tool runs on the registry's pool, and the call is answered
     // as soon as it is cancelled: the tool sees its flag there, a moment later.

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use registry_core::approval::Verdict;
 use registry_core::{DynamicTool, Registry, RegistryBuilder, Subject, ToolCall};
 use registry_mcp::{EdgeLimits, HttpConfig, HttpServer, Principal, Tokens};
 use registry_postgres::throwaway::Cluster;
@@ -435,7 +436,7 @@ async fn approvals(url: &str, options: &Options) {
             .id()
             .to_owned();
         let stored = Instant::now();
-        let done = run_b.approve(&id).await.unwrap();
+        let done = run_b.decide(&id, Verdict::approve()).await.unwrap();
         assert_eq!(done.error_kind(), None);
         approved.push(stored.elapsed());
         asked.push(stored - started);

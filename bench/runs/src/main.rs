@@ -18,7 +18,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use registry_core::{CallRequest, Decision, DynamicTool, Registry, Subject, ToolCall, tool};
+use registry_core::{DynamicTool, Registry, Subject, ToolCall, tool, gate::{CallRequest, Decision}};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -47,7 +47,7 @@ fn main() {
 fn content() {
     const SIZE: usize = 1 << 20;
     let bytes: Vec<u8> = (0..SIZE).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
-    let image = registry_core::Content::image(bytes.clone(), "image/png");
+    let image = registry_core::content::Content::image(bytes.clone(), "image/png");
     let registry = Registry::builder()
         .tool(
             DynamicTool::new("chart", "Draw the chart.")
@@ -60,7 +60,7 @@ fn content() {
     let run = registry.open_run("bench", &Subject::new("acme"));
     let observation = run.call_blocking(ToolCall::new("c1", "chart", json!({})));
     assert!(!observation.is_error(), "{observation:?}");
-    let media = registry_core::Media::new(bytes, "image/png");
+    let media = registry_core::content::Media::new(bytes, "image/png");
     let encode = median_per_iteration(200, || {
         black_box(black_box(&media).base64());
     });
@@ -128,7 +128,7 @@ fn call() {
     // The arguments as a model sends them: JSON text.
     let text = r#"{"a": 40, "b": 2}"#;
     let observation = run.call_blocking(ToolCall::from_json_text("call_1", "add", text));
-    assert_eq!(observation.content(), &json!(42));
+    assert_eq!(observation.json(), &json!(42));
     let parsed: AddArgs = serde_json::from_str(text).expect("valid");
     assert_eq!(add(parsed.a, parsed.b), 42);
 

@@ -15,7 +15,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use registry_core::{DeferredOptions, DynamicTool, Profile, Registry, SearchCall, Subject};
+use registry_core::{DynamicTool, Profile, Registry, Subject, deferred::{DeferredOptions, SearchCall}};
 use serde_json::{Value, json};
 
 const SERVICES: [&str; 40] = [

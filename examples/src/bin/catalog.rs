@@ -22,7 +22,7 @@ fn main() -> Result<(), RegistryError> {
 }
 
 fn print_tool(tool: &Tool) {
-    let policy = tool.policy();
+    let policy = tool.settings();
     let scopes = if policy.scopes.is_empty() {
         "none".to_owned()
     } else {

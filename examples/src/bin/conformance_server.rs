@@ -22,8 +22,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use registry_core::{
-    Content, DynamicTool, Elicitation, LogLevel, Registry, SampleRequest, Subject, ToolContext,
-    ToolError, tool,
+    DynamicTool, Registry, Subject, ToolContext,
+    call::ToolError,
+    content::Content,
+    host::{Elicitation, LogLevel, SampleRequest},
+    tool,
 };
 use registry_examples::conformance::{ConformanceApp, RED_PIXEL_PNG, SILENT_WAV};
 use registry_mcp::logging::{self, LogFormat};

@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use registry_core::{AuditEvent, Profile, Run, Subject};
+use registry_core::approval::Verdict;
+use registry_core::{Profile, Run, Subject, audit::AuditEvent};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -119,7 +120,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .into());
                 };
                 println!("[{by}] approves {approve}");
-                let observation = runs[&call.run].approve_by_blocking(&call.id, by.as_str())?;
+                let observation = runs[&call.run]
+                    .decide_blocking(&call.id, Verdict::approve().by(by.as_str()))?;
                 show_answer(
                     &observation,
                     provider(&transcript.subjects[&call.run].provider),
@@ -133,7 +135,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     );
                 };
                 println!("[{by}] denies {deny}: {reason}");
-                let observation = runs[&call.run].deny_blocking(&call.id, reason.as_str())?;
+                let observation =
+                    runs[&call.run].decide_blocking(&call.id, Verdict::deny(reason.as_str()))?;
                 show_answer(
                     &observation,
                     provider(&transcript.subjects[&call.run].provider),
@@ -185,7 +188,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// The observation, and the result message the model gets.
 fn show_answer(observation: &registry_core::Observation, profile: Profile) {
     match (observation.error_kind(), observation.retry_after()) {
-        (None, _) => println!("  -> ok: {}", observation.content()),
+        (None, _) => println!("  -> ok: {}", observation.json()),
         (Some(kind), Some(retry)) => println!(
             "  -> {kind} (retry after {} ms): {}",
             retry.as_millis(),

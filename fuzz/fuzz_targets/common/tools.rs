@@ -13,10 +13,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use registry_core::{
-    ApprovalRequest, ApprovalState, ApprovalStore, BoxFuture, CallRequest, Decision, DynamicTool,
-    MemoryApprovalStore, Registry, StoreError, Subject, ToolContext, Transition, tool,
-};
+use registry_core::{DynamicTool, Registry, Subject, ToolContext, tool, approval::{ApprovalRequest, ApprovalState, ApprovalStore, MemoryApprovalStore, Transition}, definition::BoxFuture, gate::{CallRequest, Decision, StoreError}};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

@@ -9,7 +9,7 @@ use std::pin::Pin;
 
 use schemars::{Schema, SchemaGenerator};
 
-use crate::declare::policy::Hints;
+use crate::declare::settings::Hints;
 use crate::declare::source::Source;
 use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;

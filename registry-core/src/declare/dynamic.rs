@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::declare::policy::{Hints, Scope, ToolPolicy, check_namespace, default_namespace};
 use crate::declare::schema::empty_parameters_schema;
+use crate::declare::settings::{Hints, Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
 use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
@@ -44,7 +44,7 @@ use crate::resolve::validate::ArgumentValidator;
 ///
 /// let run = registry.open_run("run-1", &Subject::new("acme"));
 /// let ok = run.call_blocking(ToolCall::new("c1", "echo", json!({"text": "hi"})));
-/// assert_eq!(ok.content(), &json!("hi"));
+/// assert_eq!(ok.json(), &json!("hi"));
 /// let typo = run.call_blocking(ToolCall::new("c2", "echo", json!({"txt": "hi"})));
 /// assert_eq!(typo.error_kind(), Some(ErrorKind::InvalidArguments));
 /// ```
@@ -110,7 +110,7 @@ impl DynamicTool {
 
     /// The JSON Schema of the result, for MCP's `outputSchema`: its root must be
     /// `"type": "object"`. With a [`content_handler`](Self::content_handler), it describes
-    /// the `structured` value of the [`ToolOutput`](crate::ToolOutput)s it returns.
+    /// the `structured` value of the [`ToolOutput`](crate::content::ToolOutput)s it returns.
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.output_schema = Some(schema);
         self
@@ -154,7 +154,7 @@ impl DynamicTool {
     /// assert!(error.to_string().contains("restricts nothing"));
     ///
     /// let registry = Registry::builder().tool(time().public()).build().unwrap();
-    /// assert!(registry.get("server_time").unwrap().policy().is_public());
+    /// assert!(registry.get("server_time").unwrap().settings().is_public());
     /// ```
     pub fn public(mut self) -> Self {
         self.public = true;
@@ -168,7 +168,7 @@ impl DynamicTool {
     }
 
     /// Makes every call wait for a person's approval before it runs (see
-    /// [`Run::approve`](crate::Run::approve)).
+    /// [`Run::decide`](crate::Run::decide)).
     pub fn needs_approval(mut self, needs: bool) -> Self {
         self.needs_approval = needs;
         self
@@ -210,7 +210,7 @@ impl DynamicTool {
     }
 
     /// Exempts the tool from the description lint, but for its secret rules, for `reason`,
-    /// which is kept in its policy ([`ToolPolicy::allow_description`]) where reviewers see it
+    /// which is kept in its policy ([`ToolSettings::allow_description`]) where reviewers see it
     /// (the `catalog` example prints it). An empty reason is a build problem. A secret is
     /// refused even so: it is never meant to be shown to every model.
     ///
@@ -236,7 +236,7 @@ impl DynamicTool {
     ///     .tool(ping().allow_description("only operators' runs see this tool"))
     ///     .build()
     ///     .unwrap();
-    /// let policy = registry.get("ping_gateway").unwrap().policy().clone();
+    /// let policy = registry.get("ping_gateway").unwrap().settings().clone();
     /// assert_eq!(policy.allow_description.as_deref(), Some("only operators' runs see this tool"));
     /// ```
     pub fn allow_description(mut self, reason: impl Into<String>) -> Self {
@@ -280,12 +280,12 @@ impl DynamicTool {
     }
 
     /// Runs the tool with a synchronous function that may return content: a
-    /// [`Content`](crate::Content), a `Vec<Content>`, a
-    /// [`ToolOutput<Value>`](crate::ToolOutput) (content and a structured value), or a
+    /// [`Content`](crate::content::Content), a `Vec<Content>`, a
+    /// [`ToolOutput<Value>`](crate::content::ToolOutput) (content and a structured value), or a
     /// plain [`Value`], each rendered as for a `#[tool]` returning it.
     ///
     /// ```
-    /// use registry_core::{Content, DynamicTool, Registry, Subject, ToolCall};
+    /// use registry_core::{content::Content, DynamicTool, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///
     /// let logo = DynamicTool::new("logo", "Show the company logo.")
@@ -462,7 +462,7 @@ impl DynamicTool {
             name: Cow::Owned(self.name),
             description: Cow::Owned(self.description),
             title: self.title.map(Cow::Owned),
-            policy: ToolPolicy {
+            policy: ToolSettings {
                 scopes,
                 tenants: self.tenants,
                 public: self.public,

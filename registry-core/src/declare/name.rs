@@ -9,7 +9,7 @@ pub const MAX_NAME_LEN: usize = 64;
 /// at run time. The error says what is wrong and how to fix it.
 ///
 /// ```
-/// use registry_core::{NameError, check_tool_name};
+/// use registry_core::{definition::NameError, definition::check_tool_name};
 ///
 /// assert!(check_tool_name("get_status").is_ok());
 /// assert_eq!(check_tool_name("1st"), Err(NameError::BadStart { name: "1st".into(), found: '1' }));

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::discover::access::{AccessPolicy, hidden_by};
+use crate::discover::access::{AccessRule, hidden_by};
 use crate::discover::index::SearchIndex;
 use crate::discover::subject::{Access, Subject};
 use crate::gate::ReadyState;
@@ -74,8 +74,8 @@ impl Snapshot {
         };
         for tool in &tools {
             let start = snapshot.ids.len();
-            let policy = tool.policy();
-            for scope in &policy.scopes {
+            let settings = tool.settings();
+            for scope in &settings.scopes {
                 let next = snapshot.scope_ids.len();
                 let id = *snapshot
                     .scope_ids
@@ -83,16 +83,16 @@ impl Snapshot {
                     .or_insert(next);
                 snapshot.ids.push(id);
             }
-            for tenant in &policy.tenants {
+            for tenant in &settings.tenants {
                 let next = snapshot.tenant_ids.len();
                 let id = *snapshot.tenant_ids.entry(tenant.clone()).or_insert(next);
                 snapshot.ids.push(id);
             }
             snapshot.requirements.push(Requirement {
                 start,
-                scopes: policy.scopes.len(),
-                tenants: policy.tenants.len(),
-                read_only: policy.hints.read_only,
+                scopes: settings.scopes.len(),
+                tenants: settings.tenants.len(),
+                read_only: settings.hints.read_only,
             });
         }
         snapshot.tools = tools;
@@ -119,7 +119,7 @@ impl Snapshot {
         &self,
         subject: &Subject,
         slots: &[SlotState],
-        policies: &[Box<dyn AccessPolicy>],
+        rules: &[Box<dyn AccessRule>],
     ) -> Vec<Entry> {
         let grants = self.grants(subject);
         let tenant = self.tenant_ids.get(subject.tenant()).copied();
@@ -146,7 +146,7 @@ impl Snapshot {
                 continue;
             }
             let tool = &self.tools[index];
-            if hidden_by(policies, subject, tool).is_some() {
+            if hidden_by(rules, subject, tool).is_some() {
                 continue;
             }
             entries.push(Entry {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::declare::policy::Scope;
+use crate::declare::settings::Scope;
 use crate::discover::access::hidden_by;
 use crate::discover::discovery::Snapshot;
 use crate::discover::run::Run;
@@ -61,9 +61,9 @@ pub enum HiddenReason {
         /// Why, as the check said.
         reason: String,
     },
-    /// The application policy denied it.
-    DeniedByPolicy {
-        /// The policy's reason.
+    /// An [`AccessRule`](crate::access::AccessRule) of the application hides it.
+    HiddenByRule {
+        /// The rule's reason.
         reason: String,
     },
 }
@@ -123,8 +123,8 @@ impl fmt::Display for HiddenReason {
             }
             HiddenReason::Revoked { reason } => write!(f, "revoked: {}", shown(reason)),
             HiddenReason::NotReady { reason } => write!(f, "not ready: {}", shown(reason)),
-            HiddenReason::DeniedByPolicy { reason } => {
-                write!(f, "denied by policy: {}", shown(reason))
+            HiddenReason::HiddenByRule { reason } => {
+                write!(f, "hidden by an access rule: {}", shown(reason))
             }
         }
     }
@@ -147,15 +147,15 @@ impl Run {
 /// Applies each rule to each tool of `snapshot`, collecting every reason.
 pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
     let subject = run.subject();
-    let registry = run.registry();
+    let registry = run.origin();
     let mut hidden = Vec::new();
     for (slot, tool) in snapshot.tools.iter().enumerate() {
         if run.allowed().permits(tool.name()) {
             continue;
         }
-        let policy = tool.policy();
+        let settings = tool.settings();
         let mut reasons = Vec::new();
-        let missing: Vec<Scope> = policy
+        let missing: Vec<Scope> = settings
             .scopes
             .iter()
             .filter(|scope| !subject.has_scope(scope.as_str()))
@@ -164,12 +164,12 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         if !missing.is_empty() {
             reasons.push(HiddenReason::MissingScopes { missing });
         }
-        if !policy.admits_tenant(subject.tenant()) {
+        if !settings.admits_tenant(subject.tenant()) {
             reasons.push(HiddenReason::OtherTenant {
-                tenants: policy.tenants.clone(),
+                tenants: settings.tenants.clone(),
             });
         }
-        if subject.access() == Access::ReadOnly && !policy.hints.read_only {
+        if subject.access() == Access::ReadOnly && !settings.hints.read_only {
             reasons.push(HiddenReason::WriteToolInReadOnlyRun);
         }
         if registry.is_revoked(slot, snapshot.versions[slot]) {
@@ -183,14 +183,14 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
             reasons.push(HiddenReason::NotReady { reason });
         }
         if reasons.is_empty()
-            && let Some(reason) = hidden_by(registry.access_policies(), subject, tool)
+            && let Some(reason) = hidden_by(registry.access_rules(), subject, tool)
         {
-            reasons.push(HiddenReason::DeniedByPolicy { reason });
+            reasons.push(HiddenReason::HiddenByRule { reason });
         }
         if reasons.is_empty() {
             // Admitted by every rule now, but not when the run was opened (revoked then and
-            // replaced since, or a policy that changed its mind): the run keeps its set.
-            reasons.push(HiddenReason::DeniedByPolicy {
+            // replaced since, or a rule that changed its mind): the run keeps its set.
+            reasons.push(HiddenReason::HiddenByRule {
                 reason: "not visible when the run was opened".into(),
             });
         }
@@ -213,64 +213,42 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
 }
 
 impl Run {
-    /// If this run cannot see the tool `name` **only** because its subject lacks scopes:
-    /// every scope the tool needs (those the subject has too), in declaration order. `None`
-    /// if the run sees it, if it is unknown, or if anything else would still hide it from
-    /// the subject with those scopes: another tenant, read-only access, a revocation, a
-    /// readiness check, or the application's access policy asked about the subject with the
-    /// scopes added.
-    ///
-    /// What step-up authorization needs (`registry-mcp` answers such a call HTTP 403
-    /// `insufficient_scope`, naming the scopes): for servers, never for the model.
-    ///
-    /// ```
-    /// use registry_core::{Registry, Subject, tool};
-    ///
-    /// /// Deploy the last build.
-    /// #[tool(scopes = "deploy:write, build:read")]
-    /// fn deploy_for_scopes_doc() -> String { "ok".into() }
-    ///
-    /// let registry = Registry::builder().declared_in([module_path!()]).build().unwrap();
-    /// let run = registry.open_run("r1", &Subject::new("acme").with_scopes(["build:read"]));
-    /// let scopes = run.needs_only_scopes("deploy_for_scopes_doc").unwrap();
-    /// let names: Vec<&str> = scopes.iter().map(|scope| scope.as_str()).collect();
-    /// assert_eq!(names, ["deploy:write", "build:read"]);
-    /// // Read-only access hides it anyway: more scopes would not help.
-    /// let read_only = Subject::new("acme").read_only();
-    /// assert!(registry.open_run("r2", &read_only).needs_only_scopes("deploy_for_scopes_doc").is_none());
-    /// ```
-    pub fn needs_only_scopes(&self, name: &str) -> Option<Vec<Scope>> {
+    /// See [`RunExt::needs_only_scopes`](crate::server::RunExt::needs_only_scopes).
+    pub(crate) fn missing_scopes(&self, name: &str) -> Option<Vec<Scope>> {
         if self.allowed().permits(name) {
             return None;
         }
         let snapshot = self.snapshot();
-        let registry = self.registry();
+        let registry = self.origin();
         let subject = self.subject();
         let (slot, tool) = snapshot
             .tools
             .iter()
             .enumerate()
             .find(|(_, tool)| tool.name() == name)?;
-        let policy = tool.policy();
-        let lacks_scopes = policy
+        let settings = tool.settings();
+        let lacks_scopes = settings
             .scopes
             .iter()
             .any(|scope| !subject.has_scope(scope.as_str()));
-        let hidden_otherwise = !policy.admits_tenant(subject.tenant())
-            || (subject.access() == Access::ReadOnly && !policy.hints.read_only)
+        let hidden_otherwise = !settings.admits_tenant(subject.tenant())
+            || (subject.access() == Access::ReadOnly && !settings.hints.read_only)
             || registry.is_revoked(slot, snapshot.versions[slot])
             || registry.not_ready(slot).is_some();
         if !lacks_scopes || hidden_otherwise {
             return None;
         }
-        if !registry.access_policies().is_empty() {
-            let widened = subject
-                .clone()
-                .with_scopes(policy.scopes.iter().map(|scope| scope.as_str().to_owned()));
-            if hidden_by(registry.access_policies(), &widened, tool).is_some() {
+        if !registry.access_rules().is_empty() {
+            let widened = subject.clone().with_scopes(
+                settings
+                    .scopes
+                    .iter()
+                    .map(|scope| scope.as_str().to_owned()),
+            );
+            if hidden_by(registry.access_rules(), &widened, tool).is_some() {
                 return None;
             }
         }
-        Some(policy.scopes.clone())
+        Some(settings.scopes.clone())
     }
 }

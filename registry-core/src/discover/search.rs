@@ -32,7 +32,7 @@ impl SearchHit {
     pub fn capability(&self) -> Capability<'_> {
         Capability {
             definition: self.tool.definition_ref(),
-            hints: self.tool.policy().hints,
+            hints: self.tool.settings().hints,
             version: self.tool.version_fingerprint(),
         }
     }
@@ -84,7 +84,7 @@ impl Run {
     /// assert!(run.search("deploy a project", 5).iter().all(|hit| hit.name() != "deploy_project"));
     /// ```
     pub fn search(&self, query: &str, k: usize) -> Vec<SearchHit> {
-        search(self.registry(), self.snapshot(), self.allowed(), query, k)
+        search(self.origin(), self.snapshot(), self.allowed(), query, k)
     }
 }
 

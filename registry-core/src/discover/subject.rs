@@ -24,11 +24,11 @@ pub enum Access {
 /// The agent is the program calling (under OAuth, the client app, shared by every user of
 /// that app); the principal is who it calls for. An approval request belongs to the principal
 /// whose run made it: a run of another principal, even of the same tenant and agent, cannot
-/// decide it ([`ApprovalError::OtherRun`](crate::ApprovalError::OtherRun)). Rate limits and
+/// decide it ([`ApprovalError::OtherRun`](crate::approval::ApprovalError::OtherRun)). Rate limits and
 /// the bound on pending approvals are kept per principal, and audit events name it.
 ///
 /// ```
-/// use registry_core::{Access, Subject};
+/// use registry_core::{access::Access, Subject};
 ///
 /// let subject = Subject::new("tenant-a")
 ///     .with_scopes(["build:read", "deploy:write"])

@@ -9,8 +9,8 @@ use std::task::{Context, Poll, Waker};
 
 /// A cancellation: tripped once, by whoever holds a clone, and seen by every clone.
 ///
-/// Give one to a call with [`CallOptions::with_cancellation`](crate::CallOptions::with_cancellation)
-/// and [`Run::call_with`](crate::Run::call_with); [`cancel`](Self::cancel) it and the call
+/// Give one to a call with [`CallOptions::with_cancellation`](crate::call::CallOptions::with_cancellation)
+/// and [`RunExt::call_with`](crate::server::RunExt::call_with); [`cancel`](Self::cancel) it and the call
 /// ends as [`ErrorKind::Cancelled`](crate::ErrorKind::Cancelled): an async tool's future is
 /// dropped, a synchronous tool sees [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled)
 /// turn true (and what it returns is discarded). `registry-mcp` trips one when the client sends
@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Waker};
 /// Cheap to clone; it needs no async runtime.
 ///
 /// ```
-/// use registry_core::Cancellation;
+/// use registry_core::call::Cancellation;
 ///
 /// let cancellation = Cancellation::new();
 /// let seen_by_the_tool = cancellation.clone();
@@ -110,7 +110,7 @@ impl Cancellation {
     /// ```
     /// use std::sync::Arc;
     /// use std::sync::atomic::{AtomicBool, Ordering};
-    /// use registry_core::Cancellation;
+    /// use registry_core::call::Cancellation;
     ///
     /// let shutdown = Arc::new(AtomicBool::new(false));
     /// let flag = shutdown.clone();
@@ -173,7 +173,7 @@ impl Cancellation {
     /// without tripping this one.
     ///
     /// ```
-    /// use registry_core::Cancellation;
+    /// use registry_core::call::Cancellation;
     ///
     /// let call = Cancellation::new();
     /// let step = call.child();
@@ -206,7 +206,7 @@ impl std::fmt::Debug for Cancellation {
 /// is tripped.
 ///
 /// ```
-/// use registry_core::Cancellation;
+/// use registry_core::call::Cancellation;
 ///
 /// let cancellation = Cancellation::new();
 /// let waiting = cancellation.cancelled();

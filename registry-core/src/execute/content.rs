@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 /// [`Profile::render`](crate::Profile::render) and `docs/providers.md`.
 ///
 /// ```
-/// use registry_core::{tool, Content, Profile, Registry, Subject, ToolCall};
+/// use registry_core::{tool, content::Content, Profile, Registry, Subject, ToolCall};
 /// use serde_json::json;
 ///
 /// /// Draw the build graph of a project as a PNG image.
@@ -56,7 +56,7 @@ impl Content {
     /// A text block.
     ///
     /// ```
-    /// use registry_core::Content;
+    /// use registry_core::content::Content;
     ///
     /// assert_eq!(Content::text("3 builds failed").as_text(), Some("3 builds failed"));
     /// ```
@@ -68,7 +68,7 @@ impl Content {
     /// its MIME type.
     ///
     /// ```
-    /// use registry_core::Content;
+    /// use registry_core::content::Content;
     ///
     /// let image = Content::image(vec![0x89, b'P', b'N', b'G'], "image/png");
     /// let Content::Image(media) = &image else { unreachable!() };
@@ -81,7 +81,7 @@ impl Content {
     /// Audio from its bytes and its MIME type.
     ///
     /// ```
-    /// use registry_core::Content;
+    /// use registry_core::content::Content;
     ///
     /// let audio = Content::audio(&b"RIFF"[..], "audio/wav");
     /// assert!(matches!(audio, Content::Audio(media) if media.mime_type() == "audio/wav"));
@@ -94,7 +94,7 @@ impl Content {
     /// MIME type or a size is a [`ResourceLink`], converted with `.into()`.
     ///
     /// ```
-    /// use registry_core::{Content, ResourceLink};
+    /// use registry_core::{content::Content, content::ResourceLink};
     ///
     /// let plain = Content::resource_link("file:///reports/q3.pdf", "q3.pdf");
     /// let described: Content = ResourceLink::new("file:///reports/q3.pdf", "q3.pdf")
@@ -111,7 +111,7 @@ impl Content {
     /// The text of the resource at `uri`, embedded.
     ///
     /// ```
-    /// use registry_core::Content;
+    /// use registry_core::content::Content;
     ///
     /// let log = Content::embedded_text("build://web/42/log", "text/plain", "step 3 failed");
     /// let Content::Resource(resource) = &log else { unreachable!() };
@@ -134,7 +134,7 @@ impl Content {
     /// The bytes of the resource at `uri` (a file), embedded.
     ///
     /// ```
-    /// use registry_core::Content;
+    /// use registry_core::content::Content;
     ///
     /// let pdf = Content::embedded_blob("file:///reports/q3.pdf", "application/pdf", &b"%PDF-1.7"[..]);
     /// let Content::Resource(resource) = &pdf else { unreachable!() };
@@ -253,7 +253,7 @@ impl Media {
     /// The bytes in base64 (standard alphabet, padded), as MCP's `data` and `blob` carry them.
     ///
     /// ```
-    /// use registry_core::Media;
+    /// use registry_core::content::Media;
     ///
     /// assert_eq!(Media::new(&b"hi"[..], "text/plain").base64(), "aGk=");
     /// ```
@@ -264,7 +264,7 @@ impl Media {
     /// A `data:` URL of the bytes: `data:<MIME type>;base64,<data>`.
     ///
     /// ```
-    /// use registry_core::Media;
+    /// use registry_core::content::Media;
     ///
     /// assert_eq!(Media::new(&b"hi"[..], "text/plain").data_url(), "data:text/plain;base64,aGk=");
     /// ```
@@ -314,7 +314,7 @@ impl fmt::Debug for Media {
 /// a description, a MIME type and a size.
 ///
 /// ```
-/// use registry_core::ResourceLink;
+/// use registry_core::content::ResourceLink;
 ///
 /// let link = ResourceLink::new("file:///reports/q3.pdf", "q3.pdf").with_size(52_000);
 /// assert_eq!((link.name(), link.size()), ("q3.pdf", Some(52_000)));
@@ -445,7 +445,7 @@ impl ResourceLink {
 /// [`Content::embedded_blob`].
 ///
 /// ```
-/// use registry_core::Content;
+/// use registry_core::content::Content;
 ///
 /// let log = Content::embedded_text("build://web/42/log", "text/plain", "step 3 failed");
 /// let Content::Resource(log) = log else { unreachable!() };
@@ -534,7 +534,7 @@ impl EmbeddedResource {
 /// that of a tool returning `T`.
 ///
 /// ```
-/// use registry_core::{tool, Content, Profile, Registry, Subject, ToolCall, ToolOutput};
+/// use registry_core::{tool, content::Content, Profile, Registry, Subject, ToolCall, content::ToolOutput};
 /// use schemars::JsonSchema;
 /// use serde::Serialize;
 /// use serde_json::json;
@@ -559,7 +559,7 @@ impl EmbeddedResource {
 ///
 /// let run = registry.open_run("run-1", &Subject::new("acme"));
 /// let observation = run.call_blocking(ToolCall::new("c1", "build_chart", json!({"project": "web"})));
-/// assert_eq!(observation.content(), &json!({"width": 640}));
+/// assert_eq!(observation.json(), &json!({"width": 640}));
 /// let mcp = Profile::Mcp.render(&observation);
 /// assert_eq!(mcp["content"][0], json!({"type": "image", "data": "iVBORw==", "mimeType": "image/png"}));
 /// assert_eq!(mcp["content"][1], json!({"type": "text", "text": r#"{"width":640}"#}));

@@ -81,12 +81,12 @@ impl std::fmt::Debug for ToolContext {
 
 /// What the caller of one call gives it besides the call: the [`CallHost`] its tool's
 /// progress, logs and questions go to, and a [`Cancellation`] that ends it. For
-/// [`Run::call_with`](crate::Run::call_with) and
-/// [`Run::call_blocking_with`](crate::Run::call_blocking_with); `registry-mcp` makes one per
+/// [`RunExt::call_with`](crate::server::RunExt::call_with) and
+/// [`RunExt::call_blocking_with`](crate::server::RunExt::call_blocking_with); `registry-mcp` makes one per
 /// `tools/call`.
 ///
 /// ```
-/// use registry_core::{CallHost, CallInfo, CallOptions, Cancellation, LogLevel};
+/// use registry_core::{host::CallHost, host::CallInfo, call::CallOptions, call::Cancellation, host::LogLevel};
 ///
 /// struct Console;
 ///
@@ -202,7 +202,7 @@ impl ToolContext {
     ///
     /// ```
     /// use std::sync::{Arc, Mutex};
-    /// use registry_core::{CallHost, CallInfo, Progress, ToolContext};
+    /// use registry_core::{host::CallHost, host::CallInfo, host::Progress, ToolContext};
     ///
     /// #[derive(Default)]
     /// struct Recorder(Mutex<Vec<f64>>);
@@ -226,7 +226,7 @@ impl ToolContext {
     /// This context with `cancellation` as what cancels it: to test how a tool reacts.
     ///
     /// ```
-    /// use registry_core::{Cancellation, ToolContext};
+    /// use registry_core::{call::Cancellation, ToolContext};
     ///
     /// let cancellation = Cancellation::new();
     /// let ctx = ToolContext::new("call-1", "import").with_cancellation(cancellation.clone());
@@ -334,10 +334,10 @@ impl ToolContext {
     /// Logs `message` at `level`. Over MCP it is a `notifications/message` if the client's
     /// level (`logging/setLevel`) lets it through, otherwise it goes where the run's host
     /// sends it (by default, a `tracing` event, target
-    /// [`TOOL_EVENT_TARGET`](crate::TOOL_EVENT_TARGET)).
+    /// [`TOOL_EVENT_TARGET`](crate::host::TOOL_EVENT_TARGET)).
     ///
     /// ```
-    /// use registry_core::{tool, LogLevel, ToolContext};
+    /// use registry_core::{tool, host::LogLevel, ToolContext};
     ///
     /// /// Clean the build cache.
     /// #[tool(public)]
@@ -397,7 +397,7 @@ impl ToolContext {
     /// gives what they did: [`Elicitation::Accepted`] with the answer, [`Declined`], or
     /// [`Cancelled`] (dismissed).
     ///
-    /// The form is `T`'s JSON Schema as an MCP form ([`form_schema`](crate::form_schema)):
+    /// The form is `T`'s JSON Schema as an MCP form ([`form_schema`](crate::host::form_schema)):
     /// a struct whose fields are strings (formats email, uri, date, date-time; lengths),
     /// numbers and integers (bounds), booleans, or enums of strings (one, or a list of
     /// several); `Option` fields may be left empty, and `#[serde(default)]` fields show their
@@ -408,7 +408,7 @@ impl ToolContext {
     /// Over MCP it is an `elicitation/create` to a client that declared elicitation (on
     /// protocols before 2026-07-28). Elsewhere, the application's host answers
     /// ([`RegistryBuilder::host`](crate::RegistryBuilder::host),
-    /// [`Run::with_host`](crate::Run::with_host)); without one, it is
+    /// [`RunExt::with_host`](crate::server::RunExt::with_host)); without one, it is
     /// [`ElicitError::NotSupported`].
     ///
     /// An answer that does not come in time (by default 10 minutes:
@@ -420,7 +420,7 @@ impl ToolContext {
     /// [`Cancelled`]: Elicitation::Cancelled
     ///
     /// ```
-    /// use registry_core::{tool, Elicitation, ToolContext, ToolError};
+    /// use registry_core::{tool, host::Elicitation, ToolContext, call::ToolError};
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     ///
@@ -471,7 +471,7 @@ impl ToolContext {
     /// [`CallOptions::with_sample_timeout`]) is [`SampleError::TimedOut`].
     ///
     /// ```
-    /// use registry_core::{tool, SampleRequest, ToolContext, ToolError};
+    /// use registry_core::{tool, host::SampleRequest, ToolContext, call::ToolError};
     ///
     /// /// Summarize a build log.
     /// #[tool(public)]

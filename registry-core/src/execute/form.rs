@@ -20,7 +20,7 @@ use crate::resolve::validate::ArgumentValidator;
 /// in a test or at startup to learn at once that a type cannot be asked for.
 ///
 /// ```
-/// use registry_core::form_schema;
+/// use registry_core::host::form_schema;
 /// use schemars::JsonSchema;
 /// use serde_json::json;
 ///

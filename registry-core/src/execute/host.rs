@@ -15,7 +15,7 @@ use crate::resolve::tool_error::ToolError;
 /// The `tracing` target of the progress and log events of tools, when no host takes them.
 pub const TOOL_EVENT_TARGET: &str = "registry_core::tool";
 
-/// What `elicit` and `sample` give: the same as [`BoxFuture`](crate::BoxFuture), spelled out
+/// What `elicit` and `sample` give: the same as [`BoxFuture`](crate::definition::BoxFuture), spelled out
 /// here because `declare` (where that lives) depends on this step.
 type HostFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -31,8 +31,8 @@ type HostFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///   [`SampleError::NotSupported`].
 ///
 /// A call's host is, first found: the one given with the call
-/// ([`CallOptions::with_host`](crate::CallOptions::with_host)), the run's
-/// ([`Run::with_host`](crate::Run::with_host)), the registry's
+/// ([`CallOptions::with_host`](crate::call::CallOptions::with_host)), the run's
+/// ([`RunExt::with_host`](crate::server::RunExt::with_host)), the registry's
 /// ([`RegistryBuilder::host`](crate::RegistryBuilder::host)), the defaults. `registry-mcp`
 /// gives each `tools/call` a host that speaks to the MCP client (progress notifications, log
 /// messages, `elicitation/create`, `sampling/createMessage`) and passes what the client cannot
@@ -40,12 +40,12 @@ type HostFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// own UI.
 ///
 /// Progress and logs are fire-and-forget: these methods must not block. The futures of
-/// `elicit` and `sample` ([`BoxFuture`](crate::BoxFuture)s) may be polled outside any async runtime (a synchronous tool waits on
+/// `elicit` and `sample` ([`BoxFuture`](crate::definition::BoxFuture)s) may be polled outside any async runtime (a synchronous tool waits on
 /// them with a small local executor): a host built on a runtime should spawn its work there.
 ///
 /// ```
 /// use registry_core::{
-///     BoxFuture, CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, Registry,
+///     definition::BoxFuture, host::CallHost, host::CallInfo, host::ElicitError, host::ElicitRequest, host::Elicitation, Registry,
 /// };
 /// use serde_json::{json, Value};
 ///
@@ -108,7 +108,7 @@ pub trait CallHost: Send + Sync + 'static {
     }
 
     /// Asks the user to fill in the form `request.schema` (an MCP form: a flat object of
-    /// primitive properties, see [`form_schema`](crate::form_schema)), with
+    /// primitive properties, see [`form_schema`](crate::host::form_schema)), with
     /// `request.message` as the question; answers what the user did, the form's content as
     /// JSON when accepted. Default: [`ElicitError::NotSupported`].
     fn elicit<'a>(
@@ -171,7 +171,7 @@ impl CallHost for DefaultHost {}
 /// Which call a host serves.
 ///
 /// ```
-/// use registry_core::{CallHost, CallInfo, LogLevel};
+/// use registry_core::{host::CallHost, host::CallInfo, host::LogLevel};
 ///
 /// struct Console;
 ///
@@ -197,7 +197,7 @@ pub struct CallInfo<'a> {
 /// How far a tool got: [`ToolContext::progress`](crate::ToolContext::progress).
 ///
 /// ```
-/// use registry_core::{CallHost, CallInfo, Progress};
+/// use registry_core::{host::CallHost, host::CallInfo, host::Progress};
 ///
 /// struct Bar;
 ///
@@ -234,7 +234,7 @@ impl Progress {
 /// ordered from `Debug` up.
 ///
 /// ```
-/// use registry_core::LogLevel;
+/// use registry_core::host::LogLevel;
 ///
 /// assert!(LogLevel::Warning > LogLevel::Info);
 /// assert_eq!(LogLevel::Critical.as_str(), "critical");
@@ -311,7 +311,7 @@ impl std::str::FromStr for LogLevel {
 /// the type of the answer.
 ///
 /// ```
-/// use registry_core::{ElicitRequest, form_schema};
+/// use registry_core::{host::ElicitRequest, host::form_schema};
 /// # use schemars::JsonSchema;
 /// # #[derive(JsonSchema)]
 /// # struct Confirm { confirm: bool }
@@ -341,7 +341,7 @@ impl ElicitRequest {
 /// What the user did with a question: filled in the form, declined it, or dismissed it.
 ///
 /// ```
-/// use registry_core::Elicitation;
+/// use registry_core::host::Elicitation;
 ///
 /// let answer: Elicitation<u32> = Elicitation::Accepted(3);
 /// assert_eq!(answer.map(|n| n * 2).accepted(), Some(6));
@@ -379,10 +379,10 @@ impl<T> Elicitation<T> {
 /// Why a question could not be asked or answered.
 ///
 /// A tool returning `Result<_, ToolError>` can use `?` on it (it becomes
-/// [`ToolError::Failed`](crate::ToolError::Failed) with this text).
+/// [`ToolError::Failed`](crate::call::ToolError::Failed) with this text).
 ///
 /// ```
-/// use registry_core::{ElicitError, ToolContext};
+/// use registry_core::{host::ElicitError, ToolContext};
 /// # use schemars::JsonSchema;
 /// # use serde::Deserialize;
 /// # #[derive(Debug, Deserialize, JsonSchema)]
@@ -413,7 +413,7 @@ pub enum ElicitError {
     Failed(String),
     /// No answer came within the call's time for questions
     /// ([`RegistryBuilder::elicit_timeout`](crate::RegistryBuilder::elicit_timeout),
-    /// [`CallOptions::with_elicit_timeout`](crate::CallOptions::with_elicit_timeout); over
+    /// [`CallOptions::with_elicit_timeout`](crate::call::CallOptions::with_elicit_timeout); over
     /// MCP the server's `approval_timeout`). Nobody will answer this question now: go on
     /// without the answer, or fail.
     #[error("no answer from the user within {} s; the question was withdrawn", .0.as_secs_f64())]
@@ -428,10 +428,10 @@ pub const DEFAULT_ELICIT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 /// the model's reply by default: 2 minutes.
 pub const DEFAULT_SAMPLE_TIMEOUT: Duration = Duration::from_secs(2 * 60);
 
-/// A type that cannot be asked for as an MCP form, and why: [`form_schema`](crate::form_schema).
+/// A type that cannot be asked for as an MCP form, and why: [`form_schema`](crate::host::form_schema).
 ///
 /// ```
-/// use registry_core::form_schema;
+/// use registry_core::host::form_schema;
 /// # use schemars::JsonSchema;
 ///
 /// #[derive(JsonSchema)]
@@ -468,7 +468,7 @@ impl FormError {
 /// A request for the client's model: [`ToolContext::sample`](crate::ToolContext::sample).
 ///
 /// ```
-/// use registry_core::SampleRequest;
+/// use registry_core::host::SampleRequest;
 ///
 /// let request = SampleRequest::new(200)
 ///     .with_system_prompt("You summarize build logs in one sentence.")
@@ -529,7 +529,7 @@ impl SampleRequest {
 /// One message of a [`SampleRequest`].
 ///
 /// ```
-/// use registry_core::{SampleContent, SampleMessage, SampleRole};
+/// use registry_core::{host::SampleContent, host::SampleMessage, host::SampleRole};
 ///
 /// let message = SampleMessage::new(
 ///     SampleRole::User,
@@ -556,7 +556,7 @@ impl SampleMessage {
 /// Who says a message of a sampling conversation.
 ///
 /// ```
-/// use registry_core::SampleRole;
+/// use registry_core::host::SampleRole;
 ///
 /// assert_ne!(SampleRole::User, SampleRole::Assistant);
 /// ```
@@ -571,7 +571,7 @@ pub enum SampleRole {
 /// A block of a sampling message or reply.
 ///
 /// ```
-/// use registry_core::SampleContent;
+/// use registry_core::host::SampleContent;
 ///
 /// let block = SampleContent::Text("hello".into());
 /// assert_eq!(block.as_text(), Some("hello"));
@@ -612,7 +612,7 @@ impl SampleContent {
 /// The client model's reply to a [`SampleRequest`].
 ///
 /// ```
-/// use registry_core::{SampleContent, SampleReply};
+/// use registry_core::{host::SampleContent, host::SampleReply};
 ///
 /// let reply = SampleReply::new("claude-sonnet", vec![SampleContent::Text("Disk full.".into())])
 ///     .with_stop_reason("endTurn");
@@ -658,7 +658,7 @@ impl SampleReply {
 /// Why the client's model could not be asked, or did not answer.
 ///
 /// ```
-/// use registry_core::{SampleError, SampleRequest, ToolContext};
+/// use registry_core::{host::SampleError, host::SampleRequest, ToolContext};
 ///
 /// let ctx = ToolContext::new("call-1", "summarize");
 /// let error = pollster::block_on(ctx.sample(SampleRequest::new(100).user("hi"))).unwrap_err();
@@ -676,7 +676,7 @@ pub enum SampleError {
     Failed(String),
     /// No reply came within the call's time for sampling
     /// ([`RegistryBuilder::sample_timeout`](crate::RegistryBuilder::sample_timeout),
-    /// [`CallOptions::with_sample_timeout`](crate::CallOptions::with_sample_timeout); over MCP
+    /// [`CallOptions::with_sample_timeout`](crate::call::CallOptions::with_sample_timeout); over MCP
     /// the server's `sampling_timeout`). The request was withdrawn: go on without the reply,
     /// or fail.
     #[error("the client's model did not answer within {} s; the request was withdrawn", .0.as_secs_f64())]

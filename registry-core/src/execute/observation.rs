@@ -35,7 +35,7 @@ pub enum ErrorKind {
     Denied,
     /// The call waits for a person's approval: nothing ran yet.
     /// [`Observation::approval`] gives the request to decide with
-    /// [`Run::approve`](crate::Run::approve) or [`Run::deny`](crate::Run::deny).
+    /// [`Run::decide`](crate::Run::decide) or [`Run::decide`](crate::Run::decide).
     ApprovalRequired,
     /// A rate limit or the run's call budget is exhausted; [`Observation::retry_after`] says
     /// when a call may succeed again (`None`: not in this run). Nothing ran.
@@ -49,7 +49,7 @@ pub enum ErrorKind {
     /// [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled) and whatever it
     /// returned was discarded. Audited as `cancelled`; over MCP no result is sent.
     ///
-    /// [`Cancellation`]: crate::Cancellation
+    /// [`Cancellation`]: crate::call::Cancellation
     Cancelled,
 }
 
@@ -92,10 +92,10 @@ impl fmt::Display for ErrorKind {
 /// It serializes as `{"call_id", "tool_name", "is_error", "error_kind"?, "content"}`.
 ///
 /// A tool that returns [`Content`] (a `Content`, a `Vec<Content>` or a
-/// [`ToolOutput`](crate::ToolOutput)) gives an observation whose [`blocks`](Self::blocks) are
+/// [`ToolOutput`](crate::content::ToolOutput)) gives an observation whose [`blocks`](Self::blocks) are
 /// those blocks, which every profile renders ([`Profile::render`](crate::Profile::render));
-/// its [`content`](Self::content) is then the structured value of a `ToolOutput`, or else a
-/// JSON view of the blocks without their bytes (see [`content`](Self::content)).
+/// its [`content`](Self::json) is then the structured value of a `ToolOutput`, or else a
+/// JSON view of the blocks without their bytes (see [`content`](Self::json)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {
     call_id: String,
@@ -233,7 +233,7 @@ impl Observation {
     /// The tool's result, or the error text for the model (a JSON string).
     ///
     /// For a result of [`Content`], it is the structured value of a
-    /// [`ToolOutput`](crate::ToolOutput); for content alone, the text of a lone text block, or
+    /// [`ToolOutput`](crate::content::ToolOutput); for content alone, the text of a lone text block, or
     /// else an array with an object per block in MCP's names, its bytes left out (their
     /// number instead): `{"type": "text", "text"}`, `{"type": "image" | "audio", "mimeType",
     /// "size"}`, `{"type": "resource_link", "uri", "name", ...}`, `{"type": "resource",
@@ -241,7 +241,7 @@ impl Observation {
     /// included, are [`blocks`](Self::blocks).
     ///
     /// ```
-    /// use registry_core::{tool, Content, Registry, Subject, ToolCall};
+    /// use registry_core::{tool, content::Content, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///
     /// /// Take a screenshot of the dashboard.
@@ -253,11 +253,11 @@ impl Observation {
     /// let registry = Registry::from_inventory().unwrap();
     /// let run = registry.open_run("run-1", &Subject::new("acme"));
     /// let observation = run.call_blocking(ToolCall::new("c1", "screenshot", json!({})));
-    /// assert_eq!(observation.content(), &json!([{"type": "image", "mimeType": "image/png", "size": 2048}]));
+    /// assert_eq!(observation.json(), &json!([{"type": "image", "mimeType": "image/png", "size": 2048}]));
     /// assert_eq!(observation.value(), None);
     /// assert_eq!(observation.blocks(), [Content::image(vec![0; 2048], "image/png")]);
     /// ```
-    pub fn content(&self) -> &Value {
+    pub fn json(&self) -> &Value {
         &self.content
     }
 
@@ -268,7 +268,7 @@ impl Observation {
     }
 
     /// The tool's JSON value: the whole result of a tool returning a `Serialize` type, or the
-    /// structured value of a [`ToolOutput`](crate::ToolOutput); `None` for content alone and
+    /// structured value of a [`ToolOutput`](crate::content::ToolOutput); `None` for content alone and
     /// for an error.
     ///
     /// A renderer shows, after the [`blocks`](Self::blocks), this value's JSON text; with no
@@ -316,7 +316,7 @@ impl Observation {
     }
 
     /// The content, taken out.
-    pub fn into_content(self) -> Value {
+    pub fn into_json(self) -> Value {
         self.content
     }
 }

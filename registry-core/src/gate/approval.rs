@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::discover::fingerprint::Fingerprint;
-use crate::execute::observation::Observation;
 use crate::resolve::tool_error::ArgumentProblem;
 
 /// A call that waits for a person: exactly what would run, for whom, and why it needs
@@ -16,7 +15,7 @@ use crate::resolve::tool_error::ArgumentProblem;
 /// It is bound to what the model was shown and what would run: the fingerprint of the run's
 /// allowed set and the version fingerprint of the tool (its definition, hints, scopes,
 /// tenants and gate flags); and to whom it was shown: the subject's tenant, agent and
-/// principal. [`Run::approve`](crate::Run::approve) runs it with exactly these arguments, from
+/// principal. [`Run::decide`](crate::Run::decide) with [`Verdict::approve`] runs it with exactly these arguments, from
 /// a run with the same allowed set and the same tenant, agent and principal, at most once,
 /// before it expires, and only if the tool was neither revoked nor replaced since. It
 /// serializes (to keep it in a
@@ -47,7 +46,7 @@ pub struct ApprovalRequest {
 }
 
 impl ApprovalRequest {
-    /// The request's id: unguessable, unique, what [`Run::approve`](crate::Run::approve)
+    /// The request's id: unguessable, unique, what [`Run::decide`](crate::Run::decide)
     /// takes.
     pub fn id(&self) -> &str {
         &self.id
@@ -126,7 +125,7 @@ impl ApprovalRequest {
     /// model was shown it, and its hints, scopes, tenants and gate flags. A run whose tool is
     /// another version cannot decide the request (it is revoked). A request stored by an
     /// earlier release, bound to the definition and hints only, is revoked when decided.
-    pub fn definition_digest(&self) -> Fingerprint {
+    pub fn definition_fingerprint(&self) -> Fingerprint {
         self.definition
     }
 
@@ -200,10 +199,108 @@ impl fmt::Display for ApprovalState {
     }
 }
 
-/// Why an approval or a denial could not be applied. Each says what happened and what to do.
+/// What a person decides about a pending [`ApprovalRequest`]: approve it (as requested, or
+/// with edited arguments) or deny it, and who decided. Given to
+/// [`Run::decide`](crate::Run::decide) or
+/// [`Run::decide_blocking`](crate::Run::decide_blocking).
 ///
-/// Where the error settles the call (it expired, or its tool was revoked or replaced),
-/// [`ApprovalError::observation`] is the answer to give the model.
+/// ```
+/// use registry_core::approval::Verdict;
+/// use serde_json::json;
+///
+/// let yes = Verdict::approve().by("ana@example.com");
+/// assert!(yes.is_approval());
+/// assert_eq!(yes.decided_by(), Some("ana@example.com"));
+///
+/// let edited = Verdict::approve().with_arguments(json!({"project": "web", "force": false}));
+/// assert_eq!(edited.arguments(), Some(&json!({"project": "web", "force": false})));
+///
+/// let no = Verdict::deny("not during the freeze").by("bo");
+/// assert_eq!(no.reason(), Some("not during the freeze"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[must_use = "a verdict does nothing until it is given to `Run::decide`"]
+pub struct Verdict {
+    pub(crate) kind: VerdictKind,
+    pub(crate) by: Option<String>,
+    pub(crate) arguments: Option<Value>,
+}
+
+/// Approve or deny.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum VerdictKind {
+    Approve,
+    Deny { reason: String },
+}
+
+impl Verdict {
+    /// Approve: the call runs, with exactly the arguments requested unless
+    /// [`with_arguments`](Self::with_arguments) edits them.
+    pub fn approve() -> Verdict {
+        Verdict {
+            kind: VerdictKind::Approve,
+            by: None,
+            arguments: None,
+        }
+    }
+
+    /// Deny, for `reason`: the model is told a person denied the call, and why. Nothing runs.
+    pub fn deny(reason: impl Into<String>) -> Verdict {
+        Verdict {
+            kind: VerdictKind::Deny {
+                reason: reason.into(),
+            },
+            by: None,
+            arguments: None,
+        }
+    }
+
+    /// Records who decided (for the audit log and the request's state).
+    pub fn by(mut self, person: impl Into<String>) -> Verdict {
+        self.by = Some(person.into());
+        self
+    }
+
+    /// Approves with these arguments instead of the requested ones. They are validated
+    /// again against the tool's schema (the request stays pending if they are invalid) and
+    /// pass the call policies again (a denial still denies); the audit log records the
+    /// approval as edited. For an approval only: a denial with arguments is refused with
+    /// [`ApprovalError::ArgumentsOnDenial`].
+    pub fn with_arguments(mut self, arguments: Value) -> Verdict {
+        self.arguments = Some(arguments);
+        self
+    }
+
+    /// Whether this approves.
+    pub fn is_approval(&self) -> bool {
+        matches!(self.kind, VerdictKind::Approve)
+    }
+
+    /// Who decided, if given.
+    pub fn decided_by(&self) -> Option<&str> {
+        self.by.as_deref()
+    }
+
+    /// Why it denies; `None` for an approval.
+    pub fn reason(&self) -> Option<&str> {
+        match &self.kind {
+            VerdictKind::Approve => None,
+            VerdictKind::Deny { reason } => Some(reason),
+        }
+    }
+
+    /// The edited arguments, if any.
+    pub fn arguments(&self) -> Option<&Value> {
+        self.arguments.as_ref()
+    }
+}
+
+/// Why a [`Verdict`] could not be applied: nothing was settled, and the request (if there is
+/// one) is as it was. Each says what happened and what to do.
+///
+/// A decision that settles the call, whatever it settles it as (it ran, it was denied, it
+/// had expired, its tool was revoked or replaced), is never an error:
+/// [`Run::decide`](crate::Run::decide) answers `Ok` with the observation for the model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApprovalError {
@@ -221,16 +318,6 @@ pub enum ApprovalError {
         /// How it was decided.
         state: ApprovalState,
     },
-    /// The request expired before it was decided; nothing ran.
-    #[error(
-        "the approval request {id:?} expired undecided; nothing ran, and the model must call again to ask anew"
-    )]
-    Expired {
-        /// The id.
-        id: String,
-        /// What to tell the model.
-        observation: Box<Observation>,
-    },
     /// The run deciding is not the run that asked: its allowed set (what the model was
     /// shown) or its subject (tenant, agent or principal) differs. Said before anything else
     /// is looked at, so that another principal learns nothing of the request, not even
@@ -242,19 +329,6 @@ pub enum ApprovalError {
         /// The id.
         id: String,
     },
-    /// The tool was revoked or replaced since the request: the version the person was asked
-    /// about is gone, and no other version runs in its place.
-    #[error(
-        "the tool {tool:?} was revoked or replaced since the approval request {id:?}; nothing ran"
-    )]
-    Revoked {
-        /// The id.
-        id: String,
-        /// The tool.
-        tool: String,
-        /// What to tell the model ([`ErrorKind::Revoked`](crate::ErrorKind::Revoked)).
-        observation: Box<Observation>,
-    },
     /// The edited arguments do not validate against the tool's schema; the request is still
     /// pending, to approve with arguments that do.
     #[error("the edited arguments for approval request {id:?} are invalid: {}", list(.problems))]
@@ -264,21 +338,18 @@ pub enum ApprovalError {
         /// Every problem found.
         problems: Vec<ArgumentProblem>,
     },
+    /// A denial came with edited arguments ([`Verdict::with_arguments`] is for approvals
+    /// only); nothing was decided.
+    #[error(
+        "the verdict on approval request {id:?} denies it but carries edited arguments; arguments go with an approval only, so nothing was decided"
+    )]
+    ArgumentsOnDenial {
+        /// The id.
+        id: String,
+    },
     /// The approval store failed; nothing was decided and nothing ran.
     #[error("the approval store failed: {0}; nothing was decided")]
     Store(#[from] StoreError),
-}
-
-impl ApprovalError {
-    /// What to tell the model when this error settles the call (expired, revoked); `None`
-    /// otherwise.
-    pub fn observation(&self) -> Option<&Observation> {
-        match self {
-            ApprovalError::Expired { observation, .. }
-            | ApprovalError::Revoked { observation, .. } => Some(observation),
-            _ => None,
-        }
-    }
 }
 
 fn list(problems: &[ArgumentProblem]) -> String {

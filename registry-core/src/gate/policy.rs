@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::declare::policy::ToolPolicy;
+use crate::declare::settings::ToolSettings;
 use crate::discover::subject::Subject;
 
 /// One validated call, as a [`CallPolicy`] sees it.
@@ -15,7 +15,7 @@ pub struct CallRequest<'a> {
     pub(crate) run_id: &'a str,
     pub(crate) call_id: &'a str,
     pub(crate) tool_name: &'a str,
-    pub(crate) policy: &'a ToolPolicy,
+    pub(crate) policy: &'a ToolSettings,
     pub(crate) arguments: &'a Value,
 }
 
@@ -41,7 +41,7 @@ impl<'a> CallRequest<'a> {
     }
 
     /// The tool's scopes, tenants, hints, approval flag and rate limit.
-    pub fn policy(&self) -> &'a ToolPolicy {
+    pub fn settings(&self) -> &'a ToolSettings {
         self.policy
     }
 
@@ -62,7 +62,7 @@ pub enum Decision {
     Deny(String),
     /// The call waits for a person: the model gets
     /// [`ErrorKind::ApprovalRequired`](crate::ErrorKind::ApprovalRequired), and nothing runs
-    /// until [`Run::approve`](crate::Run::approve).
+    /// until [`Run::decide`](crate::Run::decide).
     RequireApproval(String),
 }
 
@@ -76,7 +76,7 @@ pub enum Decision {
 /// the call.
 ///
 /// ```
-/// use registry_core::{tool, CallRequest, Decision, ErrorKind, Registry, Subject, ToolCall};
+/// use registry_core::{tool, gate::CallRequest, gate::Decision, ErrorKind, Registry, Subject, ToolCall};
 /// use serde_json::json;
 ///
 /// /// Deploy a project to an environment.
@@ -99,7 +99,7 @@ pub enum Decision {
 /// let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["deploy:write"]));
 ///
 /// let staging = run.call_blocking(ToolCall::new("c1", "deploy", json!({"project": "web", "env": "staging"})));
-/// assert_eq!(staging.content(), &json!("web deployed to staging"));
+/// assert_eq!(staging.json(), &json!("web deployed to staging"));
 ///
 /// let production = run.call_blocking(ToolCall::new("c2", "deploy", json!({"project": "web", "env": "production"})));
 /// assert_eq!(production.error_kind(), Some(ErrorKind::Denied));

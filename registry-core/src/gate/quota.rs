@@ -29,9 +29,9 @@ impl QuotaKey<'_> {
     /// A stable 128-bit digest of the key, for stores that index buckets by it.
     ///
     /// Each part is written with its length, so no two keys share their input; a key without
-    /// a principal digests as it did before principals existed (its buckets carry on), and
+    /// a principal has the fingerprint it had before principals existed (its buckets carry on), and
     /// one with a principal appends it, tagged apart.
-    pub fn digest(&self) -> u128 {
+    pub fn fingerprint(&self) -> u128 {
         let mut hasher = xxhash_rust::xxh3::Xxh3::new();
         for part in [Some(self.tenant), self.agent, Some(self.tool)] {
             match part {
@@ -132,7 +132,7 @@ impl MemoryQuotaStore {
             });
             buckets.sweep_at = buckets.map.len() * 2;
         }
-        let bucket = buckets.map.entry(key.digest()).or_insert(Bucket {
+        let bucket = buckets.map.entry(key.fingerprint()).or_insert(Bucket {
             tokens: capacity,
             at: now,
             capacity,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 ///
 /// ```
 /// use std::time::Duration;
-/// use registry_core::RateLimit;
+/// use registry_core::gate::RateLimit;
 ///
 /// let limit: RateLimit = "10/min".parse().unwrap();
 /// assert_eq!(limit, RateLimit::new(10, Duration::from_secs(60)).unwrap());

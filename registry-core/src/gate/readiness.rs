@@ -21,7 +21,7 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// type only tells sync and async checks apart; it is inferred.
 ///
 /// ```
-/// use registry_core::{tool, ErrorKind, HiddenReason, Registry, Subject};
+/// use registry_core::{tool, ErrorKind, access::HiddenReason, Registry, Subject};
 ///
 /// /// Send a message to the team's chat.
 /// #[tool(public)]

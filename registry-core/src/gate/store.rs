@@ -46,7 +46,7 @@ pub trait ApprovalStore: Send + Sync + 'static {
     /// Who approved pending request `id` outside any run (an operator's console writing to a
     /// shared store), if someone did. The request is still pending: the application whose
     /// caller waits on it applies the approval through its run
-    /// ([`Run::approve_by`](crate::Run::approve_by)), which runs the call at most once.
+    /// ([`Run::decide`](crate::Run::decide)), which runs the call at most once.
     ///
     /// The default says no one ever does: a store only the application writes to.
     fn approved_outside<'a>(
@@ -91,7 +91,7 @@ pub trait ApprovalStore: Send + Sync + 'static {
 /// is refused ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)).
 ///
 /// ```
-/// use registry_core::MemoryApprovalStore;
+/// use registry_core::approval::MemoryApprovalStore;
 ///
 /// let store = MemoryApprovalStore::new().with_limits(1000, 16 << 20);
 /// assert_eq!(store.len(), 0);

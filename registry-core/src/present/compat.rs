@@ -31,7 +31,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use crate::present::profile::{Incompatibility, Profile};
+use crate::present::profile::Profile;
+
+pub use crate::present::profile::{CompatibilityError, Incompatibility};
 use crate::present::provider::{
     Formats, Holder, Keywords, Null, References, Rules, StrictFlag, ToolList,
 };

@@ -49,7 +49,7 @@ const NAMED_NAMESPACES: usize = 20;
 /// What a deferred session loads first, and how it searches.
 ///
 /// ```
-/// use registry_core::DeferredOptions;
+/// use registry_core::deferred::DeferredOptions;
 ///
 /// let options = DeferredOptions::new()
 ///     .load(["get_status"])
@@ -141,7 +141,7 @@ impl DeferredOptions {
 /// A session is `Send + Sync`: searches may come from several tasks; each is answered whole.
 ///
 /// ```
-/// use registry_core::{tool, DeferredOptions, Profile, Registry, SessionCall, Subject};
+/// use registry_core::{tool, deferred::DeferredOptions, Profile, Registry, deferred::SessionCall, Subject};
 /// use serde_json::json;
 ///
 /// /// Read the build status of a project.
@@ -216,14 +216,16 @@ impl Run {
         let first: Vec<Tool> = allowed
             .entries()
             .iter()
-            .filter(|entry| entry.tool.policy().always_loaded || wanted.contains(entry.tool.name()))
+            .filter(|entry| {
+                entry.tool.settings().always_loaded || wanted.contains(entry.tool.name())
+            })
             .map(|entry| entry.tool.clone())
             .collect();
         let description = search_description(&allowed, &first);
         let search_tool = search_tool(&options.search_tool_name, &description);
         DeferredSession {
             profile,
-            registry: self.registry().clone(),
+            registry: self.origin().clone(),
             snapshot: self.shared_snapshot(),
             allowed,
             search_tool,
@@ -247,7 +249,7 @@ fn search_description(allowed: &AllowedSet, first: &[Tool]) -> String {
         .collect();
     let namespaces: BTreeSet<&str> = deferred
         .iter()
-        .filter_map(|tool| tool.policy().namespace.as_deref())
+        .filter_map(|tool| tool.settings().namespace.as_deref())
         .collect();
     let count = deferred.len();
     let mut text = String::from(
@@ -460,7 +462,7 @@ impl DeferredSession {
             if deferred {
                 function = openai::responses_deferred(function);
             }
-            match tool.policy().namespace.as_deref() {
+            match tool.settings().namespace.as_deref() {
                 Some(namespace) => groups
                     .entry(namespace)
                     .or_default()

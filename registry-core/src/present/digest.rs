@@ -69,7 +69,7 @@ impl Tool {
     ///
     /// It is the digest a [lock file](crate::Registry::lock) pins, and, for
     /// [`Profile::Mcp`], the value of the exported tool's `_meta` key
-    /// [`DIGEST_META_KEY`](crate::DIGEST_META_KEY). An error when `profile` cannot express
+    /// [`DIGEST_META_KEY`](crate::lockfile::DIGEST_META_KEY). An error when `profile` cannot express
     /// the tool (as `Run::export` would report).
     ///
     /// ```

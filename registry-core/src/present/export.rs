@@ -12,7 +12,7 @@
 //! export is byte-identical from call to call and process to process.
 //!
 //! An MCP tool carries its digest in `_meta` (`{"io.github.tool-registry/digest":
-//! "sha256:..."}`, [`DIGEST_META_KEY`](crate::DIGEST_META_KEY)): the SHA-256 of the tool
+//! "sha256:..."}`, [`DIGEST_META_KEY`](crate::lockfile::DIGEST_META_KEY)): the SHA-256 of the tool
 //! object without `_meta` ([`Tool::digest`]), which a client can pin and check against a
 //! lock file ([`Registry::lock`](crate::Registry::lock)).
 
@@ -52,7 +52,7 @@ pub(crate) fn unpinned_object(profile: Profile, tool: &Tool) -> Result<Value, &[
         &Exported {
             definition: tool.definition_ref(),
             parameters,
-            hints: tool.policy().hints,
+            hints: tool.settings().hints,
             output_schema: tool.output_schema(),
         },
     ))

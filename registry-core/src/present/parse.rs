@@ -24,7 +24,7 @@ impl Profile {
     ///
     /// Everything else in the response (text, reasoning, other kinds of calls) is skipped; a
     /// response without tool calls gives an empty list. (A deferred session's
-    /// [`parse_calls`](crate::DeferredSession::parse_calls) reads searches too, such as OpenAI
+    /// [`parse_calls`](crate::deferred::DeferredSession::parse_calls) reads searches too, such as OpenAI
     /// Responses' `tool_search_call` items.) Arguments that arrive as JSON text are
     /// parsed when the call is resolved: malformed or truncated text makes an
     /// `InvalidArguments` observation saying where the JSON breaks, for that call alone (an

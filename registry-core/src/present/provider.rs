@@ -16,7 +16,7 @@ pub(crate) mod openai;
 use serde_json::Value;
 
 use crate::declare::definition::ToolDefinition;
-use crate::declare::policy::Hints;
+use crate::declare::settings::Hints;
 use crate::execute::observation::Observation;
 use crate::present::profile::Profile;
 
@@ -30,7 +30,7 @@ pub(crate) struct Exported<'a> {
 
 /// The observation as text: a string as it is, any other result as its JSON text.
 pub(crate) fn text(observation: &Observation) -> String {
-    match observation.content() {
+    match observation.json() {
         Value::String(text) => text.clone(),
         other => other.to_string(),
     }

@@ -25,9 +25,9 @@ impl Profile {
     /// [`parse_calls`](Profile::parse_calls)). MCP's `structuredContent` is sent when the tool has
     /// an output schema and the result is an object ([`Observation::is_structured`]).
     ///
-    /// A result of [`Content`](crate::Content) ([`Observation::blocks`]) is sent block by block
+    /// A result of [`Content`](crate::content::Content) ([`Observation::blocks`]) is sent block by block
     /// where the consumer takes blocks, followed by the JSON text of the structured value of a
-    /// [`ToolOutput`](crate::ToolOutput); what a consumer cannot take becomes a short text
+    /// [`ToolOutput`](crate::content::ToolOutput); what a consumer cannot take becomes a short text
     /// saying what it was (kind, MIME type, size), never its bytes:
     ///
     /// | profile | text | image | audio | resource link | embedded text | embedded file |

@@ -10,9 +10,9 @@ use std::time::Duration;
 use crate::audit::AuditSink;
 use crate::declare::declaration::{Declaration, declarations};
 use crate::declare::dynamic::DynamicTool;
-use crate::declare::policy::{Scope, ToolPolicy, check_namespace, default_namespace};
+use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
-use crate::discover::access::AccessPolicy;
+use crate::discover::access::AccessRule;
 use crate::execute::context::HostWaits;
 use crate::execute::host::CallHost;
 use crate::execute::pool::{self, BlockingPool};
@@ -64,7 +64,7 @@ pub struct RegistryBuilder {
     replacements: Vec<(DynamicTool, String)>,
     required: Vec<String>,
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
-    policies: Vec<Box<dyn AccessPolicy>>,
+    access_rules: Vec<Box<dyn AccessRule>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
@@ -76,6 +76,7 @@ pub struct RegistryBuilder {
     blocking_threads: Option<usize>,
     blocking_wait: Option<Duration>,
     waits: HostWaits,
+    allow_empty: bool,
 }
 
 impl Registry {
@@ -107,6 +108,26 @@ impl RegistryBuilder {
     /// Takes every `#[tool]` linked into the program.
     pub fn declared(mut self) -> Self {
         self.declared = Selection::All;
+        self
+    }
+
+    /// Lets [`build`](Self::build) make a registry with no tools at all. Without it, a
+    /// registry with no tools is an error ([`BuildProblem::NoTools`]), since it is most often a
+    /// mistake: [`declared`](Self::declared) forgotten, or the crate of tools not linked.
+    ///
+    /// ```
+    /// use registry_core::{BuildProblem, Registry, RegistryError};
+    ///
+    /// let error = Registry::builder().build().unwrap_err();
+    /// let RegistryError::Build(problems) = &error else { unreachable!() };
+    /// assert!(matches!(problems[..], [BuildProblem::NoTools { declared: false }]));
+    /// assert!(error.to_string().contains("`.declared()`"));
+    ///
+    /// let empty = Registry::builder().allow_empty().build().unwrap();
+    /// assert!(empty.is_empty());
+    /// ```
+    pub fn allow_empty(mut self) -> Self {
+        self.allow_empty = true;
         self
     }
 
@@ -159,15 +180,15 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds an [`AccessPolicy`] of the application's, consulted when runs are opened; it can
+    /// Adds an [`AccessRule`] of the application's, consulted when runs are opened; it can
     /// only hide tools, never show more.
     ///
-    /// Policies compose: every one given applies, and a tool any of them hides is hidden
-    /// (hidden wins over shown, whatever the order). A second call adds a policy; it never
-    /// replaces the first. A policy that panics hides the tool.
+    /// Rules compose: every one given applies, and a tool any of them hides is hidden
+    /// (hidden wins over shown, whatever the order). A second call adds a rule; it never
+    /// replaces the first. A rule that panics hides the tool.
     ///
     /// ```
-    /// use registry_core::{tool, Registry, Subject, Tool, Verdict};
+    /// use registry_core::{tool, Registry, Subject, Tool, access::Visibility};
     ///
     /// /// Read the build status.
     /// #[tool(scopes = "build:read", read_only)]
@@ -177,12 +198,12 @@ impl RegistryBuilder {
     ///
     /// let registry = Registry::builder()
     ///     .declared()
-    ///     .policy(|_: &Subject, _: &Tool| Verdict::Allow)
-    ///     .policy(|subject: &Subject, _: &Tool| {
+    ///     .access_rule(|_: &Subject, _: &Tool| Visibility::Visible)
+    ///     .access_rule(|subject: &Subject, _: &Tool| {
     ///         if subject.tenant() == "trial" {
-    ///             Verdict::Deny("trial tenants see no build tools".into())
+    ///             Visibility::Hidden("trial tenants see no build tools".into())
     ///         } else {
-    ///             Verdict::Allow
+    ///             Visibility::Visible
     ///         }
     ///     })
     ///     .build()
@@ -190,8 +211,8 @@ impl RegistryBuilder {
     /// let trial = registry.open_run("r1", &Subject::new("trial").with_scopes(["build:read"]));
     /// assert!(!trial.allowed().permits("build_status"));
     /// ```
-    pub fn policy(mut self, policy: impl AccessPolicy) -> Self {
-        self.policies.push(Box::new(policy));
+    pub fn access_rule(mut self, rule: impl AccessRule) -> Self {
+        self.access_rules.push(Box::new(rule));
         self
     }
 
@@ -205,14 +226,14 @@ impl RegistryBuilder {
     /// Sends the progress, logs, questions ([`ToolContext::elicit`](crate::ToolContext::elicit))
     /// and sampling requests of every run's calls to `host` (see [`CallHost`]): how an
     /// application answers them from its own UI. A run's host
-    /// ([`Run::with_host`](crate::Run::with_host)) and a call's own
-    /// ([`CallOptions`](crate::CallOptions)) come before it; over MCP, each call's host is the
+    /// ([`RunExt::with_host`](crate::server::RunExt::with_host)) and a call's own
+    /// ([`CallOptions`](crate::call::CallOptions)) come before it; over MCP, each call's host is the
     /// client, which passes on to this one what the client cannot do. Without one, progress
     /// and logs are `tracing` events and questions and sampling are "not supported".
     ///
     /// ```
     /// use registry_core::{
-    ///     tool, BoxFuture, CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation,
+    ///     tool, definition::BoxFuture, host::CallHost, host::CallInfo, host::ElicitError, host::ElicitRequest, host::Elicitation,
     ///     Registry, Subject, ToolCall, ToolContext,
     /// };
     /// use schemars::JsonSchema;
@@ -226,7 +247,7 @@ impl RegistryBuilder {
     ///
     /// /// Greet the user by name.
     /// #[tool(public)]
-    /// async fn greet(ctx: &ToolContext) -> Result<String, registry_core::ToolError> {
+    /// async fn greet(ctx: &ToolContext) -> Result<String, registry_core::call::ToolError> {
     ///     Ok(match ctx.elicit::<Name>("What is your name?").await? {
     ///         Elicitation::Accepted(Name { name }) => format!("Hello, {name}!"),
     ///         _ => "Hello!".to_owned(),
@@ -249,7 +270,7 @@ impl RegistryBuilder {
     /// let registry = Registry::builder().declared().host(Ui).build().unwrap();
     /// let run = registry.open_run("run-1", &Subject::new("acme"));
     /// let answer = run.call_blocking(ToolCall::new("c1", "greet", json!({})));
-    /// assert_eq!(answer.content(), &json!("Hello, Ada!"));
+    /// assert_eq!(answer.json(), &json!("Hello, Ada!"));
     /// ```
     pub fn host(mut self, host: impl CallHost) -> Self {
         self.host = Some(Arc::new(host));
@@ -278,7 +299,7 @@ impl RegistryBuilder {
     /// call adds a policy; it never replaces the first. A policy that panics denies.
     ///
     /// ```
-    /// use registry_core::{tool, CallRequest, Decision, ErrorKind, Registry, Subject, ToolCall};
+    /// use registry_core::{tool, gate::CallRequest, gate::Decision, ErrorKind, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///
     /// /// Restart a service.
@@ -370,7 +391,7 @@ impl RegistryBuilder {
     /// assert_eq!(second.error_kind(), Some(ErrorKind::RateLimited));
     /// ```
     ///
-    /// [`ApprovalStore::pending_count`]: crate::ApprovalStore::pending_count
+    /// [`ApprovalStore::pending_count`]: crate::approval::ApprovalStore::pending_count
     pub fn max_pending_approvals(mut self, n: usize) -> Self {
         self.gate.max_pending = n;
         self
@@ -380,7 +401,7 @@ impl RegistryBuilder {
     /// `Ok(())` or `Err(reason)`. It runs at [`build`](Self::build) and on every
     /// [`Registry::check_readiness`], under a deadline ([`readiness_timeout`](Self::readiness_timeout));
     /// a tool that is not ready is hidden from new runs with the reason
-    /// [`HiddenReason::NotReady`](crate::HiddenReason::NotReady), and calls in older runs are
+    /// [`HiddenReason::NotReady`](crate::access::HiddenReason::NotReady), and calls in older runs are
     /// answered [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable). A check that
     /// panics or times out counts as not ready. Naming a tool that is not registered is a
     /// build problem.
@@ -444,9 +465,9 @@ impl RegistryBuilder {
 
     /// How long a tool's question ([`ToolContext::elicit`](crate::ToolContext::elicit)) waits
     /// for an answer before it fails with
-    /// [`ElicitError::TimedOut`](crate::ElicitError::TimedOut) (default: 10 minutes,
-    /// [`DEFAULT_ELICIT_TIMEOUT`](crate::DEFAULT_ELICIT_TIMEOUT)). A call's own
-    /// ([`CallOptions::with_elicit_timeout`](crate::CallOptions::with_elicit_timeout)) comes
+    /// [`ElicitError::TimedOut`](crate::host::ElicitError::TimedOut) (default: 10 minutes,
+    /// [`DEFAULT_ELICIT_TIMEOUT`](crate::host::DEFAULT_ELICIT_TIMEOUT)). A call's own
+    /// ([`CallOptions::with_elicit_timeout`](crate::call::CallOptions::with_elicit_timeout)) comes
     /// first; `registry-mcp` sets its `approval_timeout` so.
     pub fn elicit_timeout(mut self, timeout: Duration) -> Self {
         self.waits.elicit = timeout;
@@ -455,16 +476,16 @@ impl RegistryBuilder {
 
     /// How long a tool's sampling request ([`ToolContext::sample`](crate::ToolContext::sample))
     /// waits for the model's reply before it fails with
-    /// [`SampleError::TimedOut`](crate::SampleError::TimedOut) (default: 2 minutes,
-    /// [`DEFAULT_SAMPLE_TIMEOUT`](crate::DEFAULT_SAMPLE_TIMEOUT)). A call's own
-    /// ([`CallOptions::with_sample_timeout`](crate::CallOptions::with_sample_timeout)) comes
+    /// [`SampleError::TimedOut`](crate::host::SampleError::TimedOut) (default: 2 minutes,
+    /// [`DEFAULT_SAMPLE_TIMEOUT`](crate::host::DEFAULT_SAMPLE_TIMEOUT)). A call's own
+    /// ([`CallOptions::with_sample_timeout`](crate::call::CallOptions::with_sample_timeout)) comes
     /// first; `registry-mcp` sets its `sampling_timeout` so.
     ///
     /// ```
     /// use std::time::Duration;
     /// use registry_core::{
-    ///     tool, BoxFuture, CallHost, CallInfo, Registry, SampleError, SampleReply,
-    ///     SampleRequest, Subject, ToolCall, ToolContext, ToolError,
+    ///     tool, definition::BoxFuture, host::CallHost, host::CallInfo, Registry, host::SampleError, host::SampleReply,
+    ///     host::SampleRequest, Subject, ToolCall, ToolContext, call::ToolError,
     /// };
     /// use serde_json::json;
     ///
@@ -499,7 +520,7 @@ impl RegistryBuilder {
     ///     .unwrap();
     /// let run = registry.open_run("r1", &Subject::new("acme").with_scopes(["text:read"]));
     /// let answer = run.call_blocking(ToolCall::new("c1", "summarize", json!({"text": "long"})));
-    /// assert_eq!(answer.content(), &json!("no summary: the model did not answer"));
+    /// assert_eq!(answer.json(), &json!("no summary: the model did not answer"));
     /// ```
     pub fn sample_timeout(mut self, timeout: Duration) -> Self {
         self.waits.sample = timeout;
@@ -508,7 +529,7 @@ impl RegistryBuilder {
 
     /// Checks everything and builds the registry, or lists every problem found.
     ///
-    /// A build that fails is audited: a [`ChangeRefused`](crate::AuditEvent::ChangeRefused)
+    /// A build that fails is audited: a [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused)
     /// event with every problem goes to `tracing` and to the [`audit_sink`](Self::audit_sink)
     /// given to this builder.
     pub fn build(self) -> Result<Registry, RegistryError> {
@@ -597,6 +618,13 @@ impl RegistryBuilder {
                 problems.push(BuildProblem::MissingTool { name });
             }
         }
+        // Nothing at all is most often a mistake, unless said. Where another problem was
+        // found (tools refused, a selection that found nothing), it already says why.
+        if tools.is_empty() && !self.allow_empty && problems.is_empty() {
+            problems.push(BuildProblem::NoTools {
+                declared: !matches!(self.declared, Selection::None),
+            });
+        }
         if !problems.is_empty() {
             return Err(refused_build(self.audit.as_deref(), problems));
         }
@@ -604,7 +632,7 @@ impl RegistryBuilder {
             tools,
             replacements,
             state: AppState::from_map(self.state),
-            policies: self.policies,
+            access_rules: self.access_rules,
             audit: self.audit,
             host: self.host,
             limits: self.limits,
@@ -726,7 +754,7 @@ fn declared_tool(
         Some(namespace) => Some(Cow::Borrowed(namespace)),
         None => default_namespace(&scopes),
     };
-    let policy = ToolPolicy {
+    let policy = ToolSettings {
         scopes,
         tenants: declaration
             .tenants

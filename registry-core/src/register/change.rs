@@ -18,17 +18,17 @@ pub enum OldRuns {
 
 /// How [`Registry::replace`](crate::Registry::replace) treats runs already open, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplacePolicy {
+pub struct ReplaceOptions {
     /// What old runs do.
     pub old_runs: OldRuns,
     /// Why the tool is replaced, for the record.
     pub reason: String,
 }
 
-impl ReplacePolicy {
+impl ReplaceOptions {
     /// Old runs keep the version they were shown.
     pub fn keep_old_runs(reason: impl Into<String>) -> Self {
-        ReplacePolicy {
+        ReplaceOptions {
             old_runs: OldRuns::KeepShownVersion,
             reason: reason.into(),
         }
@@ -36,7 +36,7 @@ impl ReplacePolicy {
 
     /// Old runs get `Revoked` when they call the tool.
     pub fn revoke_old_runs(reason: impl Into<String>) -> Self {
-        ReplacePolicy {
+        ReplaceOptions {
             old_runs: OldRuns::Revoke,
             reason: reason.into(),
         }

@@ -176,7 +176,7 @@ pub enum BuildProblem {
     /// `DynamicTool::allow_description` was given an empty reason.
     #[error(
         "tool {tool:?}: `allow_description` needs a reason, which is kept with the tool for \
-         reviewers (`ToolPolicy::allow_description`): say why its texts are safe to show to \
+         reviewers (`ToolSettings::allow_description`): say why its texts are safe to show to \
          every model ({site})"
     )]
     EmptyAllowReason {
@@ -262,6 +262,15 @@ pub enum BuildProblem {
     /// A tool cannot be exported to a profile the builder was told to require.
     #[error("{0}")]
     Incompatible(crate::present::profile::Incompatibility),
+    /// The registry would have no tools, and the builder did not say
+    /// [`allow_empty`](crate::RegistryBuilder::allow_empty).
+    #[error("{}", no_tools(*.declared))]
+    NoTools {
+        /// Whether the builder took the `#[tool]` declarations
+        /// ([`declared`](crate::RegistryBuilder::declared)): then none is linked into the
+        /// program.
+        declared: bool,
+    },
     /// A tool the application requires is not registered.
     #[error(
         "the required tool {name:?} is not registered; if it is declared in another crate, \
@@ -271,6 +280,18 @@ pub enum BuildProblem {
         /// The name required.
         name: String,
     },
+}
+
+fn no_tools(declared: bool) -> &'static str {
+    if declared {
+        "the registry has no tools: no `#[tool]` function is linked into this program; if they \
+         are declared in another crate, name it once so it is linked (`registry_core::link!(that_crate);`), \
+         or say `.allow_empty()` if a registry with no tools is intended"
+    } else {
+        "the registry has no tools: the builder took no `#[tool]` functions, since `.declared()` \
+         was not called; call `.declared()` (or `.declared_in([\"my_crate::tools\"])`), add tools with \
+         `.tool(..)`, or say `.allow_empty()` if a registry with no tools is intended"
+    }
 }
 
 /// ` at /properties/x` for a text in a schema.

@@ -45,7 +45,7 @@ pub(crate) fn lock_text(tools: &[Tool], default_rate_limit: Option<RateLimit>) -
 
 /// One tool's block: its name, then one line per fact.
 fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLimit>) {
-    let policy = tool.policy();
+    let policy = tool.settings();
     let _ = writeln!(text, "[{}]", tool.name());
 
     let scopes: BTreeSet<&str> = policy.scopes.iter().map(|scope| scope.as_str()).collect();
@@ -89,7 +89,7 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
     }
     let _ = writeln!(text, "gate = {}", list(gate.into_iter()));
 
-    let _ = writeln!(text, "definition = {}", definition_digest(tool));
+    let _ = writeln!(text, "definition = {}", definition_fingerprint(tool));
     for profile in Profile::ALL {
         match tool.digest(profile) {
             Ok(digest) => {
@@ -104,7 +104,7 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
 
 /// The digest of the provider-neutral definition: name, title, description, the canonical
 /// parameters schema and the output schema.
-fn definition_digest(tool: &Tool) -> String {
+fn definition_fingerprint(tool: &Tool) -> String {
     // A definition is strings and JSON values: it always serializes.
     let mut value = serde_json::to_value(&**tool.definition_ref()).unwrap_or_default();
     if let (Value::Object(object), Some(output)) = (&mut value, tool.output_schema()) {

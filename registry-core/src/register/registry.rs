@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::discover::access::AccessPolicy;
+use crate::discover::access::AccessRule;
 use crate::execute::context::HostWaits;
 use crate::execute::pool::BlockingPool;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use crate::discover::subject::Subject;
 use crate::execute::host::CallHost;
 use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
 use crate::present::profile::{CompatibilityError, Profile};
-use crate::register::change::{Change, ChangeKind, OldRuns, ReplacePolicy};
+use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
 use crate::register::error::RegistryError;
 use crate::register::state::AppState;
 use crate::register::tool::Tool;
@@ -27,9 +27,22 @@ use crate::resolve::guard::ArgumentLimits;
 ///
 /// Build it once at startup with [`Registry::from_inventory`] (every `#[tool]` linked into
 /// the program) or [`Registry::builder`] (a chosen set, plus tools built at run time). Its
-/// set of names is fixed once built; the only changes are explicit and recorded:
-/// [`revoke`](Self::revoke) and [`replace`](Self::replace). It is cheap to clone (clones share
-/// everything) and `Send + Sync`.
+/// set of names is fixed once built. What a name stands for changes only explicitly, at once
+/// for every run, each change recorded in [`changes`](Self::changes) and audited (a refused
+/// one too):
+///
+/// - [`revoke`](Self::revoke): hidden from new runs; calls in open runs are answered
+///   `Revoked`;
+/// - [`restore`](Self::restore): a revoked tool comes back for runs opened from then on;
+/// - [`replace`](Self::replace): a new version for new runs, while open runs keep calling the
+///   version they were shown or get `Revoked`, as its
+///   [`ReplaceOptions`](crate::change::ReplaceOptions) say.
+///
+/// Besides these, a server can hold every call, of every run, until it resumes
+/// ([`RegistryExt::suspend`](crate::server::RegistryExt::suspend)), and a tool that stops
+/// being ready ([`RegistryBuilder::readiness`](crate::RegistryBuilder::readiness)) leaves the
+/// lists of new runs until it is ready again. It is cheap to clone (clones share everything)
+/// and `Send + Sync`.
 ///
 /// ```
 /// use registry_core::{tool, Registry};
@@ -44,10 +57,10 @@ use crate::resolve::guard::ArgumentLimits;
 /// }
 ///
 /// let registry = Registry::from_inventory()?;
-/// let tool = registry.get("get_status")?;
-/// assert!(tool.policy().is_read_only());
-/// assert_eq!(tool.policy().scopes[0].as_str(), "build:read");
-/// assert!(registry.get("get_stat").is_err());
+/// let tool = registry.get("get_status").expect("declared above");
+/// assert!(tool.settings().is_read_only());
+/// assert_eq!(tool.settings().scopes[0].as_str(), "build:read");
+/// assert!(registry.get("get_stat").is_none());
 /// # Ok::<(), registry_core::RegistryError>(())
 /// ```
 #[derive(Clone)]
@@ -67,7 +80,7 @@ struct Inner {
     replacements: Vec<Replacement>,
     state: AppState,
     /// The access policies, all applied: one that hides a tool hides it.
-    policies: Vec<Box<dyn AccessPolicy>>,
+    access_rules: Vec<Box<dyn AccessRule>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
@@ -79,7 +92,7 @@ struct Inner {
     pool: BlockingPool,
     /// How long questions and sampling wait for an answer.
     waits: HostWaits,
-    /// Whether calls are held ([`Registry::suspend`]): read without a lock on every call.
+    /// Whether calls are held ([`RegistryExt::suspend`](crate::server::RegistryExt::suspend)): read without a lock on every call.
     held: std::sync::atomic::AtomicBool,
     /// Why they are held.
     suspended: RwLock<Option<Arc<str>>>,
@@ -103,7 +116,7 @@ pub(crate) struct RegistryParts {
     pub(crate) tools: Vec<Tool>,
     pub(crate) replacements: Vec<Replacement>,
     pub(crate) state: AppState,
-    pub(crate) policies: Vec<Box<dyn AccessPolicy>>,
+    pub(crate) access_rules: Vec<Box<dyn AccessRule>>,
     pub(crate) audit: Option<Box<dyn AuditSink>>,
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) limits: ArgumentLimits,
@@ -136,7 +149,7 @@ impl Registry {
                 generation: AtomicU64::new(0),
                 replacements: parts.replacements,
                 state: parts.state,
-                policies: parts.policies,
+                access_rules: parts.access_rules,
                 audit: parts.audit,
                 host: parts.host,
                 limits: parts.limits,
@@ -171,15 +184,23 @@ impl Registry {
         self.inner.names.iter().map(|name| &**name)
     }
 
-    /// The current version of the tool named `name`, matched exactly.
-    pub fn get(&self, name: &str) -> Result<Tool, RegistryError> {
-        self.find(name).ok_or_else(|| RegistryError::UnknownTool {
-            name: name.to_owned(),
-        })
-    }
-
-    /// The current version of the tool named `name`, matched exactly, if there is one.
-    pub fn find(&self, name: &str) -> Option<Tool> {
+    /// The current version of the tool named `name`, matched exactly; `None` when the
+    /// registry has no tool of that name.
+    ///
+    /// ```
+    /// use registry_core::{tool, Registry};
+    ///
+    /// /// Read the build status.
+    /// #[tool(scopes = "build:read", read_only)]
+    /// fn build_status() -> String {
+    ///     "green".into()
+    /// }
+    ///
+    /// let registry = Registry::builder().declared_in([module_path!()]).build().unwrap();
+    /// assert_eq!(registry.get("build_status").unwrap().name(), "build_status");
+    /// assert!(registry.get("build_statu").is_none());
+    /// ```
+    pub fn get(&self, name: &str) -> Option<Tool> {
         let slot = self.slot(name)?;
         Some(self.snapshot().tools[slot].clone())
     }
@@ -219,7 +240,7 @@ impl Registry {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let entries = current.project(subject, &self.inner.slots, &self.inner.policies);
+        let entries = current.project(subject, &self.inner.slots, &self.inner.access_rules);
         (current.clone(), entries)
     }
 
@@ -233,7 +254,7 @@ impl Registry {
     /// [`replace`](Self::replace) brings a new version back.
     ///
     /// A name the registry does not have is [`RegistryError::UnknownTool`], audited as a
-    /// [`ChangeRefused`](crate::AuditEvent::ChangeRefused) event.
+    /// [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
     pub fn revoke(&self, name: &str, reason: impl Into<String>) -> Result<Change, RegistryError> {
         let reason = reason.into();
         let Some(slot) = self.slot(name) else {
@@ -276,10 +297,10 @@ impl Registry {
     /// was revoked keep getting `Revoked` (what they were told stays true); new runs see and
     /// call it again. A tool that is not revoked is [`RegistryError::NotRevoked`], and nothing
     /// changes; that, and a name the registry does not have, is audited as a
-    /// [`ChangeRefused`](crate::AuditEvent::ChangeRefused) event.
+    /// [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
     ///
     /// ```
-    /// use registry_core::{tool, ChangeKind, ErrorKind, Registry, Subject, ToolCall};
+    /// use registry_core::{tool, change::ChangeKind, ErrorKind, Registry, Subject, ToolCall};
     ///
     /// /// Read the current build status of a project.
     /// #[tool(public, read_only)]
@@ -340,53 +361,37 @@ impl Registry {
 
     /// Approval request `id` and its state, from the registry's approval store (which may
     /// be shared with other replicas); `None` if the store has no such request.
-    pub async fn approval_request(
+    pub(crate) async fn pending_approval(
         &self,
         id: &str,
-    ) -> Result<Option<(crate::ApprovalRequest, crate::ApprovalState)>, crate::StoreError> {
+    ) -> Result<
+        Option<(
+            crate::approval::ApprovalRequest,
+            crate::approval::ApprovalState,
+        )>,
+        crate::gate::StoreError,
+    > {
         self.inner.gate.approvals.get(id).await
     }
 
     /// Who approved pending request `id` outside any run, if the approval store keeps such
-    /// approvals ([`ApprovalStore::approved_outside`](crate::ApprovalStore::approved_outside)).
-    pub async fn approved_outside(&self, id: &str) -> Result<Option<String>, crate::StoreError> {
+    /// approvals ([`ApprovalStore::approved_outside`](crate::approval::ApprovalStore::approved_outside)).
+    pub(crate) async fn approver_outside(
+        &self,
+        id: &str,
+    ) -> Result<Option<String>, crate::gate::StoreError> {
         self.inner.gate.approvals.approved_outside(id).await
     }
 
     /// Whether the tool named `name` is revoked for runs opened now; `None` for a name the
     /// registry does not have.
-    pub fn is_revoked_now(&self, name: &str) -> Option<bool> {
+    pub(crate) fn revoked_now(&self, name: &str) -> Option<bool> {
         let slot = self.slot(name)?;
         Some(self.is_revoked(slot, self.current_version(slot)))
     }
 
-    /// Holds every call, of every run, until [`resume`](Self::resume): each is refused with
-    /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable), and nothing runs. For a
-    /// control plane that shares revocations between replicas: while it cannot reach the
-    /// shared record, it cannot know whether a tool was revoked elsewhere, and a call it
-    /// cannot know is allowed must not run (fail closed). Lists are not changed: the tools
-    /// come back as they were once it resumes. Approvals are held too.
-    ///
-    /// ```
-    /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
-    ///
-    /// /// Read the current build status of a project.
-    /// #[tool(public, read_only)]
-    /// fn status(project: String) -> String {
-    ///     format!("{project}: green")
-    /// }
-    ///
-    /// let registry = Registry::builder().declared_in([module_path!()]).build().unwrap();
-    /// let run = registry.open_run("run-1", &Subject::new("acme"));
-    /// let call = || ToolCall::new("c1", "status", serde_json::json!({"project": "web"}));
-    /// registry.suspend("the control plane is unreachable");
-    /// let refused = run.call_blocking(call());
-    /// assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
-    /// assert_eq!(registry.suspended().as_deref(), Some("the control plane is unreachable"));
-    /// registry.resume();
-    /// assert_eq!(run.call_blocking(call()).error_kind(), None);
-    /// ```
-    pub fn suspend(&self, reason: impl Into<String>) {
+    /// Holds every call (see [`RegistryExt::suspend`](crate::server::RegistryExt::suspend)).
+    pub(crate) fn suspend_calls(&self, reason: impl Into<String>) {
         let reason: Arc<str> = reason.into().into();
         let mut held = self
             .inner
@@ -401,7 +406,7 @@ impl Registry {
     }
 
     /// Ends a [`suspend`](Self::suspend): calls run again.
-    pub fn resume(&self) {
+    pub(crate) fn resume_calls(&self) {
         let mut held = self
             .inner
             .suspended
@@ -414,7 +419,7 @@ impl Registry {
     }
 
     /// Why every call is held, if it is ([`suspend`](Self::suspend)).
-    pub fn suspended(&self) -> Option<String> {
+    pub(crate) fn suspension(&self) -> Option<String> {
         if !self.inner.held.load(Ordering::Acquire) {
             return None;
         }
@@ -431,11 +436,11 @@ impl Registry {
     /// `Revoked`, as `policy` says; a run never calls a version it was not shown.
     ///
     /// `tool` meets the checks of the builder; a problem is an error and changes nothing, and
-    /// is audited as a [`ChangeRefused`](crate::AuditEvent::ChangeRefused) event.
+    /// is audited as a [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
     pub fn replace(
         &self,
         tool: DynamicTool,
-        policy: ReplacePolicy,
+        policy: ReplaceOptions,
     ) -> Result<Change, RegistryError> {
         let mut problems = Vec::new();
         let name = tool.name().to_owned();
@@ -559,7 +564,7 @@ impl Registry {
     /// | one line per profile of [`Profile::ALL`], by [`Profile::name`] | [`Tool::digest`]: the SHA-256 of the tool object that profile's export holds (without `_meta`), or `unsupported: ` and what that profile cannot express (`pointer: rule`, separated by `; `) |
     ///
     /// A digest is `sha256:` and 64 lowercase hexadecimal digits. The `mcp` digest is also the
-    /// value of each MCP tool's `_meta` key [`DIGEST_META_KEY`](crate::DIGEST_META_KEY), so an
+    /// value of each MCP tool's `_meta` key [`DIGEST_META_KEY`](crate::lockfile::DIGEST_META_KEY), so an
     /// MCP client can pin it. A description or schema change alters `definition` and every
     /// profile's digest; an upgrade that only changes how one profile lowers a schema alters
     /// that profile's line alone.
@@ -651,7 +656,7 @@ impl Registry {
 
     /// How many revocations and replacements have been made: cheap to poll (an atomic read)
     /// for a server that must tell its clients when their tool lists may have changed.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn change_generation(&self) -> u64 {
         self.inner.generation.load(Ordering::Acquire)
     }
 
@@ -734,7 +739,7 @@ impl Registry {
     /// each under its deadline, and records the results: a tool that is not ready is hidden
     /// from runs opened from now on, and calls to it in older runs are answered
     /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable); one that is ready again is
-    /// shown again. A change counts in [`generation`](Self::generation) and is audited.
+    /// shown again. A change counts in [`generation`](crate::server::RegistryExt::generation) and is audited.
     ///
     /// Returns each checked tool's result, in name order. Call it from the application's own
     /// schedule (a health endpoint, a timer): checks that need an async runtime run in it.
@@ -811,8 +816,8 @@ impl Registry {
     }
 
     /// The registry's access policies, in the order they were given; all apply.
-    pub(crate) fn access_policies(&self) -> &[Box<dyn AccessPolicy>] {
-        &self.inner.policies
+    pub(crate) fn access_rules(&self) -> &[Box<dyn AccessRule>] {
+        &self.inner.access_rules
     }
 
     /// The threads this registry's synchronous tools run on.

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param, RunToken};
 use crate::declare::definition::ToolDefinition;
-use crate::declare::policy::ToolPolicy;
 use crate::declare::schema;
+use crate::declare::settings::ToolSettings;
 use crate::declare::source::Source;
 use crate::discover::fingerprint::Fingerprint;
 use crate::execute::context::ToolContext;
@@ -29,7 +29,7 @@ struct ToolInner {
     name: Cow<'static, str>,
     description: Cow<'static, str>,
     title: Option<Cow<'static, str>>,
-    policy: ToolPolicy,
+    policy: ToolSettings,
     source: Source,
     parameters: Parameters,
     output: Output,
@@ -82,7 +82,7 @@ pub(crate) struct ToolParts {
     pub(crate) name: Cow<'static, str>,
     pub(crate) description: Cow<'static, str>,
     pub(crate) title: Option<Cow<'static, str>>,
-    pub(crate) policy: ToolPolicy,
+    pub(crate) policy: ToolSettings,
     pub(crate) source: Source,
     pub(crate) parameters: Value,
     pub(crate) output_schema: Option<Value>,
@@ -92,7 +92,7 @@ pub(crate) struct ToolParts {
 
 impl Tool {
     /// The tool of a `#[tool]` declaration, whose scopes were checked at compile time.
-    pub(crate) fn declared(declaration: &'static Declaration, policy: ToolPolicy) -> Self {
+    pub(crate) fn declared(declaration: &'static Declaration, policy: ToolSettings) -> Self {
         Tool(Arc::new(ToolInner {
             name: Cow::Borrowed(declaration.name),
             description: Cow::Borrowed(declaration.description),
@@ -177,14 +177,14 @@ impl Tool {
     }
 
     /// A stable fingerprint of this version of the tool: its definition, its output schema
-    /// and its whole [`ToolPolicy`] (scopes, tenants, behaviour hints, and every gate flag:
+    /// and its whole [`ToolSettings`] (scopes, tenants, behaviour hints, and every gate flag:
     /// `needs_approval`, `rate_limit`, `timeout`, and also `namespace`, `always_loaded` and
     /// `allow_description`, which change what is shown where and what was checked). Two
     /// versions that differ in any of these differ here, even when a model is shown the
     /// same ([`fingerprint`](Self::fingerprint)).
     ///
     /// It is what call, approval and projection events record of the tool that ran or was
-    /// shown, what an [`ApprovalRequest`](crate::ApprovalRequest) is bound to, and what the
+    /// shown, what an [`ApprovalRequest`](crate::approval::ApprovalRequest) is bound to, and what the
     /// PostgreSQL control plane compares replacements by. It does not cover the handler
     /// (code has no stable identity), nor the registry's own settings (its default rate
     /// limit, call and access policies), which are not the tool's.
@@ -209,7 +209,7 @@ impl Tool {
             struct Version<'a> {
                 definition: &'a ToolDefinition,
                 output_schema: Option<&'a Value>,
-                policy: &'a ToolPolicy,
+                policy: &'a ToolSettings,
             }
             let version = Version {
                 definition: self.definition_ref(),
@@ -254,7 +254,7 @@ impl Tool {
     }
 
     /// The scopes it requires and the behaviour hints it declares.
-    pub fn policy(&self) -> &ToolPolicy {
+    pub fn settings(&self) -> &ToolSettings {
         &self.0.policy
     }
 

@@ -74,7 +74,7 @@ impl ToolCall {
 
     /// A call whose arguments are JSON text. The text is kept as it is and parsed when the
     /// call is resolved by a run: strictly (a repeated key is an error, as is anything after
-    /// the value) and under the registry's [`ArgumentLimits`](crate::ArgumentLimits) (depth
+    /// the value) and under the registry's [`ArgumentLimits`](crate::call::ArgumentLimits) (depth
     /// and size). A text that does not parse resolves to an invalid-arguments observation
     /// saying where.
     pub fn from_json_text(
@@ -116,7 +116,7 @@ impl ToolCall {
     }
 
     /// The arguments, unless their text does not parse (strictly, under the default
-    /// [`ArgumentLimits`](crate::ArgumentLimits); a run parses it again under its registry's).
+    /// [`ArgumentLimits`](crate::call::ArgumentLimits); a run parses it again under its registry's).
     pub fn arguments(&self) -> Option<&Value> {
         match &self.arguments {
             Arguments::Value(value) => Some(value),

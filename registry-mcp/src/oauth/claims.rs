@@ -1,6 +1,6 @@
 //! A token's claims as the subject it acts for.
 
-use registry_core::{Access, Subject};
+use registry_core::{Subject, access::Access};
 use serde_json::{Map, Value};
 
 use super::challenge::Refusal;

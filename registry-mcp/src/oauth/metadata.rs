@@ -59,7 +59,7 @@ impl Metadata {
             None => registry
                 .iter()
                 .flat_map(|tool| {
-                    tool.policy()
+                    tool.settings()
                         .scopes
                         .iter()
                         .map(|scope| scope.as_str().to_owned())
@@ -124,7 +124,7 @@ mod tests {
 
     #[test]
     fn the_metadata_url_is_the_path_suffixed_well_known_one() {
-        let registry = Registry::builder().build().unwrap();
+        let registry = Registry::builder().allow_empty().build().unwrap();
         let oauth = OAuth::new("https://mcp.example.com:8443/tools/mcp", "https://idp");
         let metadata = Metadata::new(&oauth, &registry, "/mcp").unwrap();
         assert_eq!(

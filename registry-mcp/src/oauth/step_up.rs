@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
+use registry_core::server::RunExt;
 
 use super::challenge::Refusal;
 use crate::McpServer;
@@ -21,10 +22,10 @@ pub(crate) struct StepUp {
 }
 
 /// Answers 403 `insufficient_scope` to a `tools/call` whose tool the caller's run does not
-/// allow only because the caller lacks scopes ([`Run::needs_only_scopes`]): with `scope`
+/// allow only because the caller lacks scopes ([`RunExt::needs_only_scopes`]): with `scope`
 /// listing every scope the tool needs. Any other request goes on unchanged.
 ///
-/// [`Run::needs_only_scopes`]: registry_core::Run::needs_only_scopes
+/// [`RunExt::needs_only_scopes`]: registry_core::server::RunExt::needs_only_scopes
 pub(crate) async fn step_up(
     State(step_up): State<Arc<StepUp>>,
     request: Request,

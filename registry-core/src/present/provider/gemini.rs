@@ -166,7 +166,7 @@ pub(crate) fn result(observation: &Observation) -> Value {
     let mut parts = Vec::new();
     let response = match (observation.error_text(), observation.rich()) {
         (Some(error), _) => json!({ "error": error }),
-        (None, None) => json!({ "output": observation.content() }),
+        (None, None) => json!({ "output": observation.json() }),
         (None, Some((blocks, value))) => {
             let mut lines = Vec::new();
             for block in blocks {

@@ -96,7 +96,7 @@ pub(crate) fn result(observation: &Observation) -> Value {
         "isError": observation.is_error(),
     });
     if observation.is_structured() {
-        result["structuredContent"] = observation.content().clone();
+        result["structuredContent"] = observation.json().clone();
     }
     result
 }

@@ -43,8 +43,9 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::{Parser, Subcommand};
+use registry_core::approval::Verdict;
 use registry_postgres::{
-    ApprovalFilter, AuditFilter, ControlPlane, Error, RecordedKind, Verdict, VerdictOutcome,
+    ApprovalFilter, AuditFilter, ControlPlane, Error, RecordedKind, VerdictOutcome,
 };
 use serde_json::json;
 
@@ -234,7 +235,7 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             filter.limit = Some(limit);
             Ok(show::approvals(&plane.approvals(&filter).await?, json))
         }
-        Command::Approve { id, by } => verdict(&plane, &id, Verdict::Approve { by }, json).await,
+        Command::Approve { id, by } => verdict(&plane, &id, Verdict::approve().by(by), json).await,
         Command::Deny { id, reason, by } => {
             let by = match by.or_else(os_user) {
                 Some(by) => by,
@@ -244,7 +245,7 @@ async fn run(cli: Cli) -> Result<String, Failure> {
                     ));
                 }
             };
-            verdict(&plane, &id, Verdict::Deny { by, reason }, json).await
+            verdict(&plane, &id, Verdict::deny(reason).by(by), json).await
         }
         Command::Audit {
             since,
@@ -394,11 +395,12 @@ async fn verdict(
     json: bool,
 ) -> Result<String, Failure> {
     let outcome = plane.give_verdict(id, &verdict).await?;
-    let done = match (&outcome, &verdict) {
-        (VerdictOutcome::Given, Verdict::Approve { by }) => format!(
+    let by = verdict.decided_by().unwrap_or_default();
+    let done = match (&outcome, verdict.reason()) {
+        (VerdictOutcome::Given, None) => format!(
             "{id}: approved by {by}; the replica whose client waits on it runs the call once"
         ),
-        (VerdictOutcome::Given, Verdict::Deny { by, reason }) => {
+        (VerdictOutcome::Given, Some(reason)) => {
             format!("{id}: denied by {by} ({reason}); nothing runs")
         }
         (VerdictOutcome::AlreadyDecided { state }, _) => {
@@ -420,9 +422,10 @@ async fn verdict(
         (other, _) => return Err(Failure::Refused(format!("{id}: {other:?}"))),
     };
     if json {
-        let (word, by) = match &verdict {
-            Verdict::Approve { by } => ("approve", by),
-            Verdict::Deny { by, .. } => ("deny", by),
+        let word = if verdict.is_approval() {
+            "approve"
+        } else {
+            "deny"
         };
         return Ok(show::json_line(
             &json!({"id": id, "verdict": word, "by": by, "outcome": "given"}),

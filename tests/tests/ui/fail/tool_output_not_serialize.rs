@@ -1,4 +1,4 @@
-use registry_core::{Content, ToolOutput, tool};
+use registry_core::{tool, content::{Content, ToolOutput}};
 
 struct Chart {
     width: u32,

@@ -36,7 +36,7 @@ fn main() {
         "Fetch a web page and return its text."
     );
     assert_eq!(definition.title.as_deref(), Some("Fetch page"));
-    let policy = fetch.policy();
+    let policy = fetch.settings();
     let scopes: Vec<&str> = policy.scopes.iter().map(|s| s.as_str()).collect();
     assert_eq!(scopes, ["web:read", "net.outbound:http"]);
     assert_eq!(policy.tenants, ["acme", "globex"]);
@@ -51,10 +51,10 @@ fn main() {
     assert_eq!(policy.namespace.as_deref(), Some("web_tools"));
     assert!(policy.always_loaded);
 
-    let hints = registry.get("delete_file").unwrap().policy().hints;
+    let hints = registry.get("delete_file").unwrap().settings().hints;
     assert!(hints.destructive && !hints.read_only && !hints.idempotent && !hints.open_world);
     // No namespace and no scope: none; not always loaded unless said.
-    let policy = registry.get("delete_file").unwrap().policy().clone();
+    let policy = registry.get("delete_file").unwrap().settings().clone();
     assert_eq!(policy.namespace, None);
     assert!(!policy.always_loaded);
 }

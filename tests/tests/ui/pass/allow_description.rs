@@ -22,9 +22,9 @@ fn main() {
     // The reason is kept in the tool's policy, where reviewers (and the `catalog` example)
     // see it.
     assert_eq!(
-        ping.policy().allow_description.as_deref(),
+        ping.settings().allow_description.as_deref(),
         Some("only operators' runs see this tool, and they know the gateway")
     );
     let status = registry.get("get_status").unwrap();
-    assert_eq!(status.policy().allow_description, None);
+    assert_eq!(status.settings().allow_description, None);
 }

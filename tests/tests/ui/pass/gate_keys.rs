@@ -1,4 +1,4 @@
-use registry_core::{RateLimit, Registry, tool};
+use registry_core::{Registry, tool, gate::RateLimit};
 
 /// Delete a customer's account.
 #[tool(public, needs_approval, destructive)]
@@ -30,7 +30,7 @@ fn get_status(project: String) -> String {
 
 fn main() {
     let registry = Registry::from_inventory().unwrap();
-    let policy = |name: &str| registry.get(name).unwrap().policy().clone();
+    let policy = |name: &str| registry.get(name).unwrap().settings().clone();
 
     let delete = policy("delete_account");
     assert!(delete.needs_approval);

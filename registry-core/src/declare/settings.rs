@@ -15,7 +15,7 @@ use crate::gate::RateLimit;
 /// joined by `:`. Scopes are compared exactly; there are no wildcards.
 ///
 /// ```
-/// use registry_core::Scope;
+/// use registry_core::definition::Scope;
 ///
 /// let scope: Scope = "deploy:write".parse().unwrap();
 /// assert_eq!(scope.as_str(), "deploy:write");
@@ -92,7 +92,7 @@ pub struct Hints {
 /// What a tool requires of a subject, and what it promises about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
-pub struct ToolPolicy {
+pub struct ToolSettings {
     /// The scopes a subject must hold, all of them, to see and call the tool.
     pub scopes: Vec<Scope>,
     /// The tenants whose subjects may see it; empty: every tenant.
@@ -146,10 +146,10 @@ mod millis {
     }
 }
 
-impl ToolPolicy {
+impl ToolSettings {
     /// A policy with no scopes and no hints.
     pub fn new() -> Self {
-        ToolPolicy::default()
+        ToolSettings::default()
     }
 
     /// Whether the tool was declared `public`: visible to every subject of every tenant,

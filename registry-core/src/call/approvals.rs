@@ -1,15 +1,17 @@
-//! Deciding approval requests: approve (as requested, or edited) and deny.
+//! Deciding approval requests: a person's [`Verdict`] applied to a pending request.
 
 use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::{Decided, Resolved, Ticket, Verdict, denied_text, revoked_text, validate};
+use super::admit::{Ruling, validate};
+use super::answer::{Decided, Resolved, Ticket, denied_text, revoked_text, unavailable_text};
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::gate::approval::{Verdict, VerdictKind};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
 
 /// How an approved call runs: who approved, the edited arguments, the call's host and
@@ -20,31 +22,34 @@ struct Approved {
     options: CallOptions,
 }
 
-/// What a person decided.
-enum PersonVerdict {
-    Approve {
-        by: Option<String>,
-        arguments: Option<Value>,
-    },
-    Deny {
-        by: Option<String>,
-        reason: String,
-    },
-}
-
 impl Run {
-    /// Approves the pending request `id` (from [`Observation::approval`]) and runs its call
-    /// with exactly the arguments that were requested; the observation is the call's answer.
+    /// Applies a person's [`Verdict`] to the pending approval request `id` (from
+    /// [`Observation::approval`]).
     ///
-    /// The request must have been made by a run with the same allowed set and subject (this
-    /// run, or one reopened for the same subject, say after a restart): the same tenant,
-    /// agent and [principal](crate::Subject::principal); a run of another principal gets
-    /// [`ApprovalError::OtherRun`], for an approval and a denial alike. It must be pending and not
-    /// expired, and its tool must be neither revoked nor replaced since; otherwise an
-    /// [`ApprovalError`] says which. It runs at most once, even when approved concurrently.
+    /// **`Ok` whenever the call is settled**, with the observation that is the model's
+    /// answer to its call:
+    ///
+    /// - approved: the call ran (once, even when approved concurrently), with exactly the
+    ///   arguments requested or the edited ones; the observation is its result, or the gate's
+    ///   refusal if the edited arguments are denied by a policy or the tool stopped being
+    ///   available while the person decided;
+    /// - denied: [`ErrorKind::Denied`], with the person's reason; nothing ran;
+    /// - expired before the decision: [`ErrorKind::Denied`], saying no one approved in time;
+    ///   nothing ran;
+    /// - its tool was revoked or replaced since the request: [`ErrorKind::Revoked`]; nothing
+    ///   ran.
+    ///
+    /// **`Err` when nothing was settled** and the request is as it was: an unknown id, a run
+    /// of another subject ([`ApprovalError::OtherRun`]: the request belongs to the run with
+    /// the same allowed set and the same tenant, agent and
+    /// [principal](crate::Subject::principal), this run or one reopened for the same subject,
+    /// say after a restart; checked first, so another person learns nothing of it), already
+    /// decided, edited arguments that are invalid (the request stays pending), arguments on a
+    /// denial, or a store that failed.
     ///
     /// ```
-    /// use registry_core::{tool, ApprovalError, ErrorKind, Registry, Subject, ToolCall};
+    /// use registry_core::approval::{ApprovalError, Verdict};
+    /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///
     /// /// Delete a project.
@@ -62,159 +67,57 @@ impl Run {
     /// assert_eq!(request.arguments(), &json!({"project": "web"}));
     ///
     /// // A person says yes: the call runs, once.
-    /// let done = run.approve_blocking(request.id()).unwrap();
+    /// let done = run.decide_blocking(request.id(), Verdict::approve().by("ana")).unwrap();
     /// assert_eq!(done.call_id(), "c1");
-    /// assert_eq!(done.content(), &json!("web deleted"));
+    /// assert_eq!(done.json(), &json!("web deleted"));
     /// assert!(matches!(
-    ///     run.approve_blocking(request.id()),
+    ///     run.decide_blocking(request.id(), Verdict::approve()),
     ///     Err(ApprovalError::AlreadyDecided { .. })
     /// ));
     /// ```
-    pub async fn approve(&self, id: &str) -> Result<Observation, ApprovalError> {
-        let verdict = PersonVerdict::Approve {
-            by: None,
-            arguments: None,
-        };
-        self.decide_request(id, verdict, CallOptions::default())
+    pub async fn decide(&self, id: &str, verdict: Verdict) -> Result<Observation, ApprovalError> {
+        self.decide_with_options(id, verdict, CallOptions::default())
             .await
     }
 
-    /// [`approve`](Self::approve), recording who approved.
-    pub async fn approve_by(
+    /// [`decide`](Self::decide) on this thread, without an async runtime (an approved async
+    /// tool is driven by a small local executor). Inside an async task, `.await`
+    /// [`decide`](Self::decide) instead: this blocks the thread until the call ends.
+    pub fn decide_blocking(
         &self,
         id: &str,
-        approver: impl Into<String>,
+        verdict: Verdict,
     ) -> Result<Observation, ApprovalError> {
-        let verdict = PersonVerdict::Approve {
-            by: Some(approver.into()),
-            arguments: None,
-        };
-        self.decide_request(id, verdict, CallOptions::default())
-            .await
+        pollster::block_on(self.decide(id, verdict))
     }
 
-    /// Approves the request `id` with edited arguments, which are validated again (the
-    /// request stays pending if they are invalid) and pass the call policies again (a denial
-    /// still denies); the audit log records the approval as edited.
-    pub async fn approve_with(
+    /// [`decide`](Self::decide), with the call's own host and cancellation for the call that
+    /// runs (`registry-mcp` gives the approved call those of the `tools/call` it answers).
+    pub(crate) async fn decide_with_options(
         &self,
         id: &str,
-        arguments: Value,
-    ) -> Result<Observation, ApprovalError> {
-        let verdict = PersonVerdict::Approve {
-            by: None,
-            arguments: Some(arguments),
-        };
-        self.decide_request(id, verdict, CallOptions::default())
-            .await
-    }
-
-    /// [`approve_with`](Self::approve_with), recording who approved.
-    pub async fn approve_with_by(
-        &self,
-        id: &str,
-        arguments: Value,
-        approver: impl Into<String>,
-    ) -> Result<Observation, ApprovalError> {
-        let verdict = PersonVerdict::Approve {
-            by: Some(approver.into()),
-            arguments: Some(arguments),
-        };
-        self.decide_request(id, verdict, CallOptions::default())
-            .await
-    }
-
-    /// Denies the request `id`; the observation ([`ErrorKind::Denied`], with `reason`) is the
-    /// call's answer for the model. Nothing runs.
-    pub async fn deny(
-        &self,
-        id: &str,
-        reason: impl Into<String>,
-    ) -> Result<Observation, ApprovalError> {
-        let verdict = PersonVerdict::Deny {
-            by: None,
-            reason: reason.into(),
-        };
-        self.decide_request(id, verdict, CallOptions::default())
-            .await
-    }
-
-    /// [`deny`](Self::deny), recording who denied.
-    pub async fn deny_by(
-        &self,
-        id: &str,
-        reason: impl Into<String>,
-        by: impl Into<String>,
-    ) -> Result<Observation, ApprovalError> {
-        let verdict = PersonVerdict::Deny {
-            by: Some(by.into()),
-            reason: reason.into(),
-        };
-        self.decide_request(id, verdict, CallOptions::default())
-            .await
-    }
-
-    /// [`approve_by`](Self::approve_by), with the call's own host and cancellation for the
-    /// call that runs (see [`Run::call_with`]): `registry-mcp` gives the approved call the
-    /// host and cancellation of the `tools/call` it answers.
-    pub async fn approve_by_with(
-        &self,
-        id: &str,
-        approver: impl Into<String>,
+        verdict: Verdict,
         options: CallOptions,
     ) -> Result<Observation, ApprovalError> {
-        let verdict = PersonVerdict::Approve {
-            by: Some(approver.into()),
-            arguments: None,
-        };
+        if !verdict.is_approval() && verdict.arguments.is_some() {
+            return Err(ApprovalError::ArgumentsOnDenial { id: id.to_owned() });
+        }
         self.decide_request(id, verdict, options).await
-    }
-
-    /// [`approve`](Self::approve) on this thread, without an async runtime.
-    pub fn approve_blocking(&self, id: &str) -> Result<Observation, ApprovalError> {
-        pollster::block_on(self.approve(id))
-    }
-
-    /// [`approve_by`](Self::approve_by) on this thread, without an async runtime.
-    pub fn approve_by_blocking(
-        &self,
-        id: &str,
-        approver: impl Into<String>,
-    ) -> Result<Observation, ApprovalError> {
-        pollster::block_on(self.approve_by(id, approver))
-    }
-
-    /// [`approve_with`](Self::approve_with) on this thread, without an async runtime.
-    pub fn approve_with_blocking(
-        &self,
-        id: &str,
-        arguments: Value,
-    ) -> Result<Observation, ApprovalError> {
-        pollster::block_on(self.approve_with(id, arguments))
-    }
-
-    /// [`deny`](Self::deny) on this thread, without an async runtime.
-    pub fn deny_blocking(
-        &self,
-        id: &str,
-        reason: impl Into<String>,
-    ) -> Result<Observation, ApprovalError> {
-        pollster::block_on(self.deny(id, reason))
     }
 
     async fn decide_request(
         &self,
         id: &str,
-        verdict: PersonVerdict,
+        verdict: Verdict,
         options: CallOptions,
     ) -> Result<Observation, ApprovalError> {
-        crate::audit::ready(self.registry().audit_sink()).await;
+        crate::audit::ready(self.origin().audit_sink()).await;
         let started = self.clock();
-        let store = &self.registry().gate().approvals;
+        let store = &self.origin().gate().approvals;
         let unknown = || ApprovalError::UnknownId { id: id.to_owned() };
-        if let Some(reason) = self.registry().suspended() {
+        if let Some(reason) = self.origin().suspension() {
             // Whether the tool was revoked elsewhere cannot be known: decide nothing.
-            return Err(ApprovalError::Store(crate::StoreError::new(format!(
+            return Err(ApprovalError::Store(crate::gate::StoreError::new(format!(
                 "calls are held: {reason}"
             ))));
         }
@@ -244,28 +147,24 @@ impl Run {
                 "no one approved the call to \"{}\" in time; nothing was done",
                 request.tool_name
             );
-            let observation = self.settle(&request, ErrorKind::Denied, text, started);
-            return Err(ApprovalError::Expired {
-                id: id.to_owned(),
-                observation: Box::new(observation),
-            });
+            return Ok(self.settle(&request, ErrorKind::Denied, text, started));
         }
-        if self.registry().is_revoked(entry.slot, entry.version)
-            || self.registry().current_version(entry.slot) != entry.version
+        if self.origin().is_revoked(entry.slot, entry.version)
+            || self.origin().current_version(entry.slot) != entry.version
             || entry.tool.version_fingerprint() != request.definition
         {
             let request = self.transition(id, ApprovalState::Revoked).await?;
             self.audit_approval(&request, ApprovalEventKind::Revoked, None);
             let text = revoked_text(&request.tool_name);
-            let observation = self.settle(&request, ErrorKind::Revoked, text, started);
-            return Err(ApprovalError::Revoked {
-                id: id.to_owned(),
-                tool: request.tool_name,
-                observation: Box::new(observation),
-            });
+            return Ok(self.settle(&request, ErrorKind::Revoked, text, started));
         }
-        match verdict {
-            PersonVerdict::Deny { by, reason } => {
+        let Verdict {
+            kind,
+            by,
+            arguments,
+        } = verdict;
+        match kind {
+            VerdictKind::Deny { reason } => {
                 let state = ApprovalState::Denied {
                     by: by.clone(),
                     reason: reason.clone(),
@@ -278,7 +177,7 @@ impl Run {
                 );
                 Ok(self.settle(&request, ErrorKind::Denied, text, started))
             }
-            PersonVerdict::Approve { by, arguments } => {
+            VerdictKind::Approve => {
                 let approved = Approved {
                     by,
                     edited: arguments,
@@ -308,7 +207,7 @@ impl Run {
             None => request.arguments.clone(),
             Some(mut arguments) => {
                 let checked = self
-                    .registry()
+                    .origin()
                     .limits()
                     .check(&arguments)
                     .map_err(|problem| vec![problem])
@@ -319,8 +218,8 @@ impl Run {
                         problems,
                     });
                 }
-                if let Verdict::Deny { reason, detail } =
-                    self.decide(entry, &request.call_id, &arguments)
+                if let Ruling::Deny { reason, detail } =
+                    self.ask_policies(entry, &request.call_id, &arguments)
                 {
                     let state = ApprovalState::Denied {
                         by: None,
@@ -348,7 +247,7 @@ impl Run {
         };
         self.audit_approval(&request, kind, by.as_deref());
         let mut ticket = self.ticket(&request);
-        if was_edited && crate::audit::wanted(self.registry().audit_sink()) {
+        if was_edited && crate::audit::wanted(self.origin().audit_sink()) {
             ticket.arguments = Some(crate::audit::argument_fingerprint(&arguments));
         }
         let resolved = Resolved {
@@ -357,20 +256,20 @@ impl Run {
             arguments,
             ticket,
         };
-        if let Some(reason) = self.registry().suspended() {
-            let text = super::unavailable_text(entry.tool.name());
+        if let Some(reason) = self.origin().suspension() {
+            let text = unavailable_text(entry.tool.name());
             let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
             decided.detail = Some(reason);
             return Ok(self.finish(decided, started));
         }
         // Revoked while the person decided: the approval is spent, and nothing runs.
-        if self.registry().is_revoked(entry.slot, entry.version) {
+        if self.origin().is_revoked(entry.slot, entry.version) {
             let text = revoked_text(entry.tool.name());
             let decided = resolved.ticket.refused(ErrorKind::Revoked, text);
             return Ok(self.finish(decided, started));
         }
-        if let Some(reason) = self.registry().not_ready(entry.slot) {
-            let text = super::unavailable_text(entry.tool.name());
+        if let Some(reason) = self.origin().not_ready(entry.slot) {
+            let text = unavailable_text(entry.tool.name());
             let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
             decided.detail = Some(reason);
             return Ok(self.finish(decided, started));
@@ -390,7 +289,7 @@ impl Run {
         id: &str,
         state: ApprovalState,
     ) -> Result<ApprovalRequest, ApprovalError> {
-        match self.registry().gate().approvals.decide(id, state).await? {
+        match self.origin().gate().approvals.decide(id, state).await? {
             Transition::Decided(request) => Ok(*request),
             Transition::AlreadyDecided(state) => Err(ApprovalError::AlreadyDecided {
                 id: id.to_owned(),
@@ -402,7 +301,7 @@ impl Run {
 
     /// The ticket of a request's call, to answer it.
     fn ticket(&self, request: &ApprovalRequest) -> Ticket {
-        let arguments = crate::audit::wanted(self.registry().audit_sink())
+        let arguments = crate::audit::wanted(self.origin().audit_sink())
             .then(|| crate::audit::argument_fingerprint(&request.arguments));
         let structured = self
             .allowed()
@@ -434,13 +333,13 @@ impl Run {
 
 impl Run {
     /// Audits one step of an approval request.
-    pub(super) fn audit_approval(
+    pub(crate) fn audit_approval(
         &self,
         request: &ApprovalRequest,
         kind: ApprovalEventKind,
         by: Option<&str>,
     ) {
-        let sink = self.registry().audit_sink();
+        let sink = self.origin().audit_sink();
         if !audit::wanted(sink) {
             return;
         }

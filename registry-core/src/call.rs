@@ -1,0 +1,28 @@
+//! Step 5, **the call path**: a call the model made, from its name to its answer.
+//!
+//! [`Run::call`](crate::Run::call) (and [`Run::call_blocking`](crate::Run::call_blocking))
+//! takes every call through the same steps, each refusal an
+//! [`Observation`](crate::Observation) the model can act on:
+//!
+//! 1. **resolve** (the `resolve/` step): the name against the run's frozen allowed set,
+//!    revocation and readiness, the arguments within their [`ArgumentLimits`] and valid
+//!    against the schema the model was shown ([`ArgumentProblem`]s otherwise);
+//! 2. **gate** (the [`gate`](crate::gate) step): the call policies, a person's approval
+//!    ([`approval`](crate::approval): the call waits until
+//!    [`Run::decide`](crate::Run::decide) settles it), the run's budget and the tool's rate
+//!    limit;
+//! 3. **execute** (the `execute/` step): the tool runs, within its deadline, cancelled by a
+//!    [`Cancellation`], its panics caught, its `Err` a [`ToolError`].
+//!
+//! The orchestration lives here (`call/run.rs`, `call/admit.rs`, `call/approvals.rs`,
+//! `call/answer.rs`); the steps it reaches stay in their folders.
+
+mod admit;
+mod answer;
+mod approvals;
+mod run;
+
+pub use crate::execute::cancel::{Cancellation, Cancelled};
+pub use crate::execute::context::CallOptions;
+pub use crate::resolve::guard::{ArgumentLimits, MAX_ARGUMENT_DEPTH};
+pub use crate::resolve::tool_error::{ArgumentProblem, ToolError};

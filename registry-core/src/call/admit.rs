@@ -1,0 +1,395 @@
+//! Steps 1 to 4 of a call: the allowed set, revocation and readiness, the arguments, then the
+//! gate (the policies, a person's approval, the budget and the rate limit).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use super::answer::{
+    Decided, Resolved, Ticket, approval_required_text, approval_unavailable, denied_text,
+    humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
+};
+use crate::audit::{self, ApprovalEventKind, argument_fingerprint, truncate};
+use crate::discover::discovery::Entry;
+use crate::discover::run::Run;
+use crate::execute::context::CallOptions;
+use crate::execute::execution;
+use crate::execute::observation::ErrorKind;
+use crate::gate::{ApprovalRequest, CallRequest, Decision, QuotaDecision, QuotaKey, RateLimit};
+use crate::resolve::call::{CallHeader, ToolCall};
+use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+
+/// At most this many tool names are listed to a model that called an unknown tool.
+const LISTED_NAMES: usize = 50;
+
+impl Run {
+    /// Steps 1 to 3: the allowed set, revocation and readiness, the arguments.
+    pub(super) fn resolve(
+        &self,
+        call: ToolCall,
+        options: &CallOptions,
+    ) -> Result<Resolved, Box<Decided>> {
+        let (header, arguments) = call.into_parts(self.registry.limits());
+        let CallHeader {
+            id: call_id,
+            name,
+            generated_id,
+        } = header;
+        // The arguments' shape is checked first (cheaply, without recursion) so that the
+        // audit log can record their size and hash for every call, refused ones included.
+        let audit = audit::wanted(self.registry.audit_sink());
+        let arguments = arguments.and_then(|arguments| {
+            self.registry.limits().check(&arguments)?;
+            Ok(arguments)
+        });
+        let fingerprint = match &arguments {
+            Ok(arguments) if audit => Some(argument_fingerprint(arguments)),
+            _ => None,
+        };
+        let refuse = |kind, text, detail, version| {
+            let mut decided = Decided::refused(call_id.clone(), name.clone(), kind, text);
+            decided.arguments = fingerprint.clone();
+            decided.generated_id = generated_id;
+            decided.detail = detail;
+            decided.tool_version = version;
+            Err(Box::new(decided))
+        };
+        let Some(entry) = self.allowed.find(&name) else {
+            let kind = if self.registry.contains(&name) {
+                ErrorKind::NotAllowed
+            } else {
+                ErrorKind::UnknownTool
+            };
+            return refuse(kind, self.unknown_tool_text(&name), None, None);
+        };
+        let version = Some(entry.tool.version_fingerprint());
+        if let Some(reason) = self.registry.suspension() {
+            return refuse(
+                ErrorKind::Unavailable,
+                unavailable_text(&name),
+                Some(reason),
+                version,
+            );
+        }
+        if self.registry.is_revoked(entry.slot, entry.version) {
+            return refuse(ErrorKind::Revoked, revoked_text(&name), None, version);
+        }
+        if let Some(reason) = self.registry.not_ready(entry.slot) {
+            return refuse(
+                ErrorKind::Unavailable,
+                unavailable_text(&name),
+                Some(reason),
+                version,
+            );
+        }
+        let mut arguments = match arguments {
+            Ok(arguments) => arguments,
+            Err(problem) => {
+                let mut decided = Decided::invalid(call_id, name, vec![problem]);
+                decided.generated_id = generated_id;
+                decided.tool_version = version;
+                return Err(Box::new(decided));
+            }
+        };
+        if let Err(problems) = validate(&entry.tool, &mut arguments) {
+            let mut decided = Decided::invalid(call_id, name, problems);
+            decided.arguments = fingerprint;
+            decided.generated_id = generated_id;
+            decided.tool_version = version;
+            return Err(Box::new(decided));
+        }
+        let context = self.context(&call_id, entry, options);
+        Ok(Resolved {
+            entry: entry.clone(),
+            context,
+            arguments,
+            ticket: Ticket {
+                call_id,
+                name,
+                arguments: fingerprint,
+                generated_id,
+                structured: entry.tool.output_schema().is_some(),
+                approval: None,
+                tool_version: version,
+            },
+        })
+    }
+
+    /// Step 4, the policies: allow, deny, or ask a person.
+    pub(super) fn gate(&self, resolved: Resolved) -> Result<Gated, Box<Decided>> {
+        match self.ask_policies(
+            &resolved.entry,
+            resolved.context.call_id(),
+            &resolved.arguments,
+        ) {
+            Ruling::Allow => Ok(Gated::Run(resolved)),
+            Ruling::Approval(reason) => Ok(Gated::Approval(Box::new(resolved), reason)),
+            Ruling::Deny { reason, detail } => {
+                let text = denied_text(resolved.entry.tool.name(), &reason);
+                let mut decided = resolved.ticket.refused(ErrorKind::Denied, text);
+                decided.detail = detail.or(Some(reason));
+                Err(Box::new(decided))
+            }
+        }
+    }
+
+    /// What the registry's and this run's policies, and the tool's `needs_approval`, decide
+    /// for a validated call: the stricter wins; a policy that panics denies.
+    pub(super) fn ask_policies(&self, entry: &Entry, call_id: &str, arguments: &Value) -> Ruling {
+        let request = CallRequest {
+            subject: &self.scope.subject,
+            run_id: &self.scope.run_id,
+            call_id,
+            tool_name: entry.tool.name(),
+            policy: entry.tool.settings(),
+            arguments,
+        };
+        let policies = (self.registry.call_policies().iter().map(|policy| &**policy))
+            .chain(self.policies.iter().map(|policy| &**policy));
+        let mut approval = None;
+        for policy in policies {
+            match catch_unwind(AssertUnwindSafe(|| policy.decide(&request))) {
+                Ok(Decision::Allow) => {}
+                Ok(Decision::Deny(reason)) => {
+                    return Ruling::Deny {
+                        reason,
+                        detail: None,
+                    };
+                }
+                Ok(Decision::RequireApproval(reason)) => {
+                    approval.get_or_insert(reason);
+                }
+                Err(payload) => {
+                    return Ruling::Deny {
+                        reason: "the call policy could not decide, so the call was refused".into(),
+                        detail: Some(format!(
+                            "call policy panicked: {}",
+                            execution::panic_message(&*payload)
+                        )),
+                    };
+                }
+            }
+        }
+        if approval.is_none() && entry.tool.settings().needs_approval {
+            approval = Some(format!(
+                "the tool \"{}\" is marked as needing approval",
+                entry.tool.name()
+            ));
+        }
+        match approval {
+            Some(reason) => Ruling::Approval(reason),
+            None => Ruling::Allow,
+        }
+    }
+
+    /// Makes, stores and audits an approval request for a call that waits for a person.
+    pub(super) async fn request_approval(&self, resolved: Resolved, reason: String) -> Decided {
+        let Resolved {
+            entry,
+            arguments,
+            ticket,
+            ..
+        } = resolved;
+        let gate = self.registry.gate();
+        let now = SystemTime::now();
+        let request = crate::gate::new_id().map(|id| ApprovalRequest {
+            id,
+            run_id: self.id().to_owned(),
+            tenant: self.subject().tenant().to_owned(),
+            agent: self.subject().agent().map(str::to_owned),
+            principal: self.subject().principal().map(str::to_owned),
+            call_id: ticket.call_id.clone(),
+            generated_id: ticket.generated_id,
+            tool_name: entry.tool.name().to_owned(),
+            arguments,
+            reason,
+            allowed_set: self.allowed.fingerprint(),
+            definition: entry.tool.version_fingerprint(),
+            requested_at: now,
+            expires_at: now + gate.approval_ttl,
+        });
+        let name = entry.tool.name().to_owned();
+        let request = match request {
+            Ok(request) => request,
+            Err(error) => return approval_unavailable(ticket, &name, &error),
+        };
+        // At most `max_pending` waiting per principal; a store that cannot count refuses.
+        match gate.approvals.pending_count(&request).await {
+            Ok(waiting) if waiting >= gate.max_pending => {
+                let text = too_many_approvals_text(&name, gate.max_pending);
+                let mut decided = ticket.refused(ErrorKind::RateLimited, text);
+                decided.detail = Some(format!(
+                    "{waiting} approval requests of this subject are pending (at most {})",
+                    gate.max_pending
+                ));
+                return decided;
+            }
+            Ok(_) => {}
+            Err(error) => return approval_unavailable(ticket, &name, &error),
+        }
+        let stored = gate.approvals.insert(&request).await.map(|()| request);
+        match stored {
+            Ok(request) => {
+                self.audit_approval(&request, ApprovalEventKind::Requested, None);
+                let text = approval_required_text(&name, &request.reason);
+                let mut decided = ticket.refused(ErrorKind::ApprovalRequired, text);
+                decided.approval_id = Some(request.id.clone());
+                decided.observation = decided.observation.with_approval(request);
+                decided
+            }
+            Err(error) => approval_unavailable(ticket, &name, &error),
+        }
+    }
+
+    /// The run's budget and the tool's rate limit, where a store must be asked.
+    pub(crate) async fn admit(&self, resolved: &Resolved) -> Result<(), Box<Decided>> {
+        match self.admission(resolved) {
+            Admission::Granted => Ok(()),
+            Admission::Refused(decided) => Err(decided),
+            Admission::Ask(limit) => {
+                let store = self.registry.gate().quotas.store();
+                let answer = store.acquire(self.quota_key(&resolved.entry), limit).await;
+                self.quota_answer(resolved, answer)
+            }
+        }
+    }
+
+    pub(super) fn admit_blocking(&self, resolved: &Resolved) -> Result<(), Box<Decided>> {
+        match self.admission(resolved) {
+            Admission::Granted => Ok(()),
+            Admission::Refused(decided) => Err(decided),
+            Admission::Ask(limit) => {
+                let store = self.registry.gate().quotas.store();
+                let answer =
+                    pollster::block_on(store.acquire(self.quota_key(&resolved.entry), limit));
+                self.quota_answer(resolved, answer)
+            }
+        }
+    }
+
+    /// Takes from the budget, and from an in-memory rate limit; says when a store must be
+    /// asked.
+    pub(super) fn admission(&self, resolved: &Resolved) -> Admission {
+        let limit = resolved
+            .entry
+            .tool
+            .settings()
+            .rate_limit
+            .or(self.registry.gate().rate_limit);
+        if let Some(budget) = &self.budget
+            && !budget.take()
+        {
+            let text = format!(
+                "this run has made all {} tool calls it may make; no more tools can be called in it",
+                budget.limit
+            );
+            let decided = resolved.ticket.copy().refused(ErrorKind::RateLimited, text);
+            return Admission::Refused(Box::new(decided));
+        }
+        let Some(limit) = limit else {
+            return Admission::Granted;
+        };
+        match self.registry.gate().quotas.memory() {
+            Some(memory) => {
+                let answer = memory.acquire_now(self.quota_key(&resolved.entry), limit);
+                match self.quota_answer(resolved, Ok(answer)) {
+                    Ok(()) => Admission::Granted,
+                    Err(decided) => Admission::Refused(decided),
+                }
+            }
+            None => Admission::Ask(limit),
+        }
+    }
+
+    pub(super) fn quota_key<'a>(&'a self, entry: &'a Entry) -> QuotaKey<'a> {
+        QuotaKey {
+            tenant: self.subject().tenant(),
+            agent: self.subject().agent(),
+            principal: self.subject().principal(),
+            tool: entry.tool.name(),
+        }
+    }
+
+    pub(super) fn quota_answer(
+        &self,
+        resolved: &Resolved,
+        answer: Result<QuotaDecision, crate::gate::StoreError>,
+    ) -> Result<(), Box<Decided>> {
+        let name = resolved.entry.tool.name();
+        let refused = match answer {
+            Ok(QuotaDecision::Granted) => return Ok(()),
+            Ok(QuotaDecision::Exhausted { retry_after }) => {
+                let text = format!(
+                    "the tool \"{name}\" was called too often; try again in {}",
+                    humane_wait(retry_after)
+                );
+                let mut decided = resolved.ticket.copy().refused(ErrorKind::RateLimited, text);
+                decided.observation = decided.observation.with_retry_after(Some(retry_after));
+                decided
+            }
+            Err(error) => {
+                let mut decided = resolved
+                    .ticket
+                    .copy()
+                    .refused(ErrorKind::Unavailable, unavailable_text(name));
+                decided.detail = Some(format!("quota store: {error}"));
+                decided
+            }
+        };
+        if let Some(budget) = &self.budget {
+            budget.refund();
+        }
+        Err(Box::new(refused))
+    }
+
+    pub(super) fn unknown_tool_text(&self, name: &str) -> String {
+        let shown = truncate(name, 80);
+        if self.allowed.is_empty() {
+            return format!("unknown tool {shown:?}; this run has no tools to call");
+        }
+        let mut names: Vec<&str> = self.allowed.names().take(LISTED_NAMES).collect();
+        if self.allowed.len() > LISTED_NAMES {
+            names.push("...");
+        }
+        format!(
+            "unknown tool {shown:?}; the tools you can call are: {}",
+            names.join(", ")
+        )
+    }
+}
+
+/// Validates `arguments` against `tool`'s schema, after dropping `null` optionals.
+pub(crate) fn validate(
+    tool: &crate::Tool,
+    arguments: &mut Value,
+) -> Result<(), Vec<ArgumentProblem>> {
+    tool.normalize(arguments);
+    tool.validate(arguments).map_err(|error| match error {
+        ToolError::InvalidArguments(problems) => problems,
+        other => vec![ArgumentProblem::new("", other.to_string())],
+    })
+}
+
+/// What the policies decided.
+pub(crate) enum Ruling {
+    Allow,
+    Deny {
+        reason: String,
+        detail: Option<String>,
+    },
+    Approval(String),
+}
+
+/// A resolved call after the policies.
+pub(super) enum Gated {
+    Run(Resolved),
+    Approval(Box<Resolved>, String),
+}
+
+/// Whether the budget and rate limit admit a call.
+pub(super) enum Admission {
+    Granted,
+    Refused(Box<Decided>),
+    Ask(RateLimit),
+}

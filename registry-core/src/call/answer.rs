@@ -1,0 +1,219 @@
+//! How a call is answered: what is kept of it while it runs, the observation it ends as, and
+//! the texts the model reads.
+
+use std::time::Duration;
+
+use crate::discover::discovery::Entry;
+use crate::execute::content::Payload;
+use crate::execute::context::ToolContext;
+use crate::execute::execution::Failure;
+use crate::execute::observation::{ErrorKind, Observation};
+use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+use serde_json::Value;
+
+/// A call that passed the gate, ready to run.
+pub(crate) struct Resolved {
+    pub(crate) entry: Entry,
+    pub(crate) context: ToolContext,
+    pub(crate) arguments: Value,
+    pub(crate) ticket: Ticket,
+}
+
+/// What is kept of a call while it runs, to answer it afterwards.
+pub(crate) struct Ticket {
+    pub(crate) call_id: String,
+    pub(crate) name: String,
+    pub(crate) arguments: Option<(usize, String)>,
+    pub(crate) generated_id: bool,
+    pub(crate) structured: bool,
+    pub(crate) approval: Option<String>,
+    /// The version of the tool the call resolved to, for the audit log.
+    pub(crate) tool_version: Option<crate::Fingerprint>,
+}
+
+impl Ticket {
+    pub(super) fn copy(&self) -> Ticket {
+        Ticket {
+            call_id: self.call_id.clone(),
+            name: self.name.clone(),
+            arguments: self.arguments.clone(),
+            generated_id: self.generated_id,
+            structured: self.structured,
+            approval: self.approval.clone(),
+            tool_version: self.tool_version,
+        }
+    }
+
+    /// The call refused with `kind` before it ran.
+    pub(crate) fn refused(self, kind: ErrorKind, text: String) -> Decided {
+        let mut decided = Decided::refused(self.call_id, self.name, kind, text);
+        decided.arguments = self.arguments;
+        decided.generated_id = self.generated_id;
+        decided.approval_id = self.approval;
+        decided.tool_version = self.tool_version;
+        decided
+    }
+
+    pub(crate) fn outcome(self, outcome: Result<Payload, Failure>) -> Decided {
+        let (observation, detail) = match outcome {
+            Ok(payload) => (
+                Observation::success(self.call_id, self.name, payload)
+                    .with_structured(self.structured),
+                None,
+            ),
+            Err(failure) => {
+                let text = failure_text(&self.name, &failure);
+                let problems = match &failure.error {
+                    Some(ToolError::InvalidArguments(problems)) => problems.clone(),
+                    _ => Vec::new(),
+                };
+                let observation = Observation::error(self.call_id, self.name, failure.kind, text)
+                    .with_problems(problems);
+                (observation, failure.detail)
+            }
+        };
+        Decided {
+            observation,
+            arguments: self.arguments,
+            detail,
+            generated_id: self.generated_id,
+            approval_id: self.approval,
+            tool_version: self.tool_version,
+        }
+    }
+}
+
+/// A decided call: its observation and what the audit log records of it.
+pub(crate) struct Decided {
+    pub(crate) observation: Observation,
+    pub(crate) arguments: Option<(usize, String)>,
+    pub(crate) detail: Option<String>,
+    pub(crate) generated_id: bool,
+    pub(crate) approval_id: Option<String>,
+    pub(crate) tool_version: Option<crate::Fingerprint>,
+}
+
+impl Decided {
+    pub(crate) fn refused(call_id: String, name: String, kind: ErrorKind, text: String) -> Decided {
+        Decided {
+            observation: Observation::error(call_id, name, kind, text),
+            arguments: None,
+            detail: None,
+            generated_id: false,
+            approval_id: None,
+            tool_version: None,
+        }
+    }
+
+    pub(super) fn invalid(
+        call_id: String,
+        name: String,
+        problems: Vec<ArgumentProblem>,
+    ) -> Decided {
+        let text = invalid_arguments_text(&name, &problems);
+        let mut decided = Decided::refused(call_id, name, ErrorKind::InvalidArguments, text);
+        decided.observation = decided.observation.with_problems(problems);
+        decided
+    }
+
+    pub(super) fn observation_kind(&self) -> Option<ErrorKind> {
+        self.observation.error_kind()
+    }
+}
+
+pub(crate) fn revoked_text(name: &str) -> String {
+    format!(
+        "the tool \"{name}\" has been withdrawn and can no longer be called; continue without it"
+    )
+}
+
+pub(crate) fn unavailable_text(name: &str) -> String {
+    format!(
+        "the tool \"{name}\" is not available right now; nothing was done. Try again later, or continue without it"
+    )
+}
+
+pub(crate) fn denied_text(name: &str, reason: &str) -> String {
+    format!(
+        "the call to \"{name}\" was denied: {reason}. Nothing was done; do not repeat the same call"
+    )
+}
+
+pub(super) fn too_many_approvals_text(name: &str, max: usize) -> String {
+    format!(
+        "the call to \"{name}\" needs a person's approval, but too many approvals are waiting already (at most {max} at once); nothing was done. Ask the person to decide the waiting ones, or wait until they expire, then call again"
+    )
+}
+
+/// The answer to a call whose approval cannot be asked for: the store failed.
+pub(super) fn approval_unavailable(
+    ticket: Ticket,
+    name: &str,
+    error: &crate::gate::StoreError,
+) -> Decided {
+    let text = format!(
+        "the call to \"{name}\" needs a person's approval, which cannot be asked for right now; nothing was done"
+    );
+    let mut decided = ticket.refused(ErrorKind::Unavailable, text);
+    decided.detail = Some(format!("approval store: {error}"));
+    decided
+}
+
+pub(super) fn approval_required_text(name: &str, reason: &str) -> String {
+    format!(
+        "the call to \"{name}\" needs a person's approval ({reason}); nothing was done yet. The result comes once someone approves or denies it"
+    )
+}
+
+pub(super) fn invalid_arguments_text(name: &str, problems: &[ArgumentProblem]) -> String {
+    let listed = problems
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!(
+        "invalid arguments for \"{name}\": {listed}; call it again with arguments that match its schema"
+    )
+}
+
+pub(super) fn failure_text(name: &str, failure: &Failure) -> String {
+    match (failure.kind, &failure.error) {
+        (ErrorKind::InvalidArguments, Some(ToolError::InvalidArguments(problems))) => {
+            invalid_arguments_text(name, problems)
+        }
+        (ErrorKind::Panicked, _) => format!(
+            "the tool \"{name}\" failed with an internal error; the details were logged for the operators"
+        ),
+        (ErrorKind::Cancelled, _) => format!(
+            "the call to \"{name}\" was cancelled before it finished; its result, if any, was discarded"
+        ),
+        (ErrorKind::Unavailable, _) => format!(
+            "the tool \"{name}\" could not start because the server is busy; nothing was done. Try again later"
+        ),
+        (ErrorKind::TimedOut, _) => format!(
+            "the tool \"{name}\" did not finish within {} and was abandoned",
+            humane(failure.timeout.unwrap_or_default())
+        ),
+        (_, Some(ToolError::Failed(text))) => format!("the tool \"{name}\" failed: {text}"),
+        (_, Some(error)) => format!("the tool \"{name}\" failed: {error}"),
+        (_, None) => format!("the tool \"{name}\" failed"),
+    }
+}
+
+pub(super) fn humane(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 && duration.as_secs() > 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}
+
+/// A wait, rounded up to what a model can act on: whole seconds past one second.
+pub(super) fn humane_wait(wait: Duration) -> String {
+    if wait >= Duration::from_secs(1) {
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        format!("{seconds} s")
+    } else {
+        format!("{} ms", wait.as_millis().max(1))
+    }
+}

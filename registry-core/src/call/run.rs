@@ -1,0 +1,227 @@
+//! `Run::call` and `Run::call_blocking`: a call from the model to its answer, through
+//! resolution ([`admit`](super::admit)), the gate and execution, audited once it is decided.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::admit::Gated;
+use super::answer::Decided;
+use crate::audit::{self, AUDITED_NAME, AuditEvent, CallEvent, truncate};
+use crate::discover::discovery::Entry;
+use crate::discover::run::Run;
+use crate::execute::cancel::Cancellation;
+use crate::execute::content::Payload;
+use crate::execute::context::{CallOptions, HostWaits, ToolContext};
+use crate::execute::execution::{self, Failure};
+use crate::execute::observation::{ErrorKind, Observation};
+use crate::resolve::call::ToolCall;
+
+impl Run {
+    /// Resolves `call`, passes it through the gate and executes it.
+    pub async fn call(&self, call: ToolCall) -> Observation {
+        self.call_with_options(call, CallOptions::default()).await
+    }
+
+    /// [`call`](Self::call), with a host of the call's own (for its tool's progress, logs,
+    /// questions and sampling) and a cancellation: once tripped, the call ends as
+    /// [`ErrorKind::Cancelled`] (an async tool's future is dropped, a synchronous tool sees
+    /// [`ToolContext::is_cancelled`] and its result is discarded), audited as `cancelled`.
+    ///
+    /// ```
+    /// use registry_core::{tool, call::CallOptions, call::Cancellation, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Wait for ever.
+    /// #[tool(public)]
+    /// async fn wait_forever() -> String {
+    ///     std::future::pending::<()>().await;
+    ///     unreachable!()
+    /// }
+    ///
+    /// let run = Registry::from_inventory().unwrap().open_run("run-1", &Subject::new("acme"));
+    /// let cancellation = Cancellation::new();
+    /// let options = CallOptions::new().with_cancellation(cancellation.clone());
+    /// std::thread::spawn(move || {
+    ///     std::thread::sleep(std::time::Duration::from_millis(20));
+    ///     cancellation.cancel();
+    /// });
+    /// let answer = pollster::block_on(run.call_with_options(ToolCall::new("c1", "wait_forever", json!({})), options));
+    /// assert_eq!(answer.error_kind(), Some(ErrorKind::Cancelled));
+    /// ```
+    pub(crate) async fn call_with_options(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> Observation {
+        audit::ready(self.registry.audit_sink()).await;
+        let started = self.clock();
+        let resolved = match self
+            .resolve(call, &options)
+            .and_then(|resolved| self.gate(resolved))
+        {
+            Ok(Gated::Run(resolved)) => resolved,
+            Ok(Gated::Approval(resolved, reason)) => {
+                let decided = self.request_approval(*resolved, reason).await;
+                return self.finish(decided, started);
+            }
+            Err(refused) => return self.finish(*refused, started),
+        };
+        if let Err(refused) = self.admit(&resolved).await {
+            return self.finish(*refused, started);
+        }
+        let outcome = self
+            .execute(&resolved.entry, resolved.context, resolved.arguments)
+            .await;
+        self.finish(resolved.ticket.outcome(outcome), started)
+    }
+
+    /// Resolves, gates and executes `call` on this thread, without an async runtime (async
+    /// tools, deadlines and asynchronous stores are driven by a small local executor).
+    pub fn call_blocking(&self, call: ToolCall) -> Observation {
+        self.call_blocking_with_options(call, CallOptions::default())
+    }
+
+    /// [`call_blocking`](Self::call_blocking), with the call's own host and cancellation (see
+    /// [`call_with`](Self::call_with)).
+    pub(crate) fn call_blocking_with_options(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> Observation {
+        let started = self.clock();
+        let resolved = match self
+            .resolve(call, &options)
+            .and_then(|resolved| self.gate(resolved))
+        {
+            Ok(Gated::Run(resolved)) => resolved,
+            Ok(Gated::Approval(resolved, reason)) => {
+                let decided = pollster::block_on(self.request_approval(*resolved, reason));
+                return self.finish(decided, started);
+            }
+            Err(refused) => return self.finish(*refused, started),
+        };
+        if let Err(refused) = self.admit_blocking(&resolved) {
+            return self.finish(*refused, started);
+        }
+        let timeout = self.deadline(&resolved.entry);
+        let outcome = execution::execute_blocking(
+            &resolved.entry.tool,
+            resolved.context,
+            resolved.arguments,
+            timeout,
+            self.registry.blocking_pool(),
+        );
+        let outcome = self.refund_unrun(outcome);
+        self.finish(resolved.ticket.outcome(outcome), started)
+    }
+
+    /// Runs a call that passed the gate.
+    pub(crate) async fn execute(
+        &self,
+        entry: &Entry,
+        context: ToolContext,
+        arguments: Value,
+    ) -> Result<Payload, Failure> {
+        execution::execute(
+            &entry.tool,
+            context,
+            arguments,
+            self.deadline(entry),
+            self.registry.blocking_pool(),
+        )
+        .await
+        .map_err(|failure| self.refund_failure(failure))
+    }
+
+    /// `outcome`, with the run's budget refunded if the tool never started.
+    pub(super) fn refund_unrun(
+        &self,
+        outcome: Result<Payload, Failure>,
+    ) -> Result<Payload, Failure> {
+        outcome.map_err(|failure| self.refund_failure(failure))
+    }
+
+    /// A call that found no thread to run on did not run: it does not count against the
+    /// run's budget.
+    pub(super) fn refund_failure(&self, failure: Failure) -> Failure {
+        if failure.kind == ErrorKind::Unavailable
+            && let Some(budget) = &self.budget
+        {
+            budget.refund();
+        }
+        failure
+    }
+
+    pub(super) fn deadline(&self, entry: &Entry) -> Option<Duration> {
+        match (entry.tool.settings().timeout, self.timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The context of call `call_id` to `entry`'s tool, with `options`' host and cancellation.
+    pub(crate) fn context(
+        &self,
+        call_id: &str,
+        entry: &Entry,
+        options: &CallOptions,
+    ) -> ToolContext {
+        let host = options
+            .host
+            .clone()
+            .unwrap_or_else(|| self.effective_host());
+        let cancellation = match &options.cancellation {
+            Some(caller) => caller.child(),
+            // A deadline trips the call's own cancellation, for a tool to see.
+            None if self.deadline(entry).is_some() => Cancellation::new(),
+            None => Cancellation::never(),
+        };
+        let registry = self.registry.host_waits();
+        let waits = HostWaits {
+            elicit: options.elicit_timeout.unwrap_or(registry.elicit),
+            sample: options.sample_timeout.unwrap_or(registry.sample),
+        };
+        ToolContext::in_run(
+            self.scope.clone(),
+            Arc::from(call_id),
+            entry.tool.name_cow(),
+            host,
+            cancellation,
+            waits,
+        )
+    }
+
+    /// When a call started, if the audit log will want its duration.
+    pub(crate) fn clock(&self) -> Option<Instant> {
+        audit::wanted(self.registry.audit_sink()).then(Instant::now)
+    }
+
+    /// Audits the decision and makes the observation.
+    pub(crate) fn finish(&self, decided: Decided, started: Option<Instant>) -> Observation {
+        let sink = self.registry.audit_sink();
+        if audit::wanted(sink) {
+            let (argument_bytes, argument_hash) = decided.arguments.clone().unwrap_or_default();
+            audit::emit(
+                sink,
+                AuditEvent::Call(CallEvent {
+                    run_id: self.id().to_owned(),
+                    tenant: self.subject().tenant().to_owned(),
+                    principal: self.subject().principal().map(str::to_owned),
+                    fingerprint: self.allowed.fingerprint(),
+                    call_id: truncate(decided.observation.call_id(), AUDITED_NAME),
+                    tool: truncate(decided.observation.tool_name(), AUDITED_NAME),
+                    outcome: decided.observation_kind(),
+                    duration: started.map_or(Duration::ZERO, |started| started.elapsed()),
+                    argument_bytes,
+                    argument_hash,
+                    detail: decided.detail.clone(),
+                    approval_id: decided.approval_id.clone(),
+                    tool_version: decided.tool_version,
+                }),
+            );
+        }
+        decided.observation.with_generated_id(decided.generated_id)
+    }
+}
