@@ -303,7 +303,7 @@ mod micros {
 ///     let events = events.clone();
 ///     move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
 /// };
-/// let registry = Registry::builder().audit_sink(sink).build().unwrap();
+/// let registry = Registry::builder().audit_sink(sink).allow_empty().build().unwrap();
 /// let _run = registry.open_run("run-1", &Subject::new("tenant-a"));
 /// assert!(matches!(events.lock().unwrap()[0], AuditEvent::Projection(_)));
 /// ```

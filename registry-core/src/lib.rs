@@ -1,8 +1,9 @@
 //! Declare the tools an LLM may call, and keep a hard boundary between what the system has
 //! and what one run may use.
 //!
-//! One data path, each step a part of the API and a page of the guide (`docs/guide/` in the
-//! repository, where every snippet is a doc test):
+//! One data path, each step a part of the API and a page of the
+//! [guide](https://github.com/tool-registry/tool-registry/tree/main/docs/guide)
+//! (`docs/guide/` in the repository, where every snippet is a doc test):
 //!
 //! 1. **declare** (`declare.md`): a plain function under [`#[tool]`](macro@tool), or a
 //!    [`DynamicTool`] built at run time: its [`ToolDefinition`], its
@@ -70,6 +71,8 @@
 //! registry_core::link!(billing_tools, search_tools);
 //! ```
 
+// docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
@@ -200,3 +203,9 @@ pub mod lockfile {
 
     pub use crate::present::export::DIGEST_META_KEY;
 }
+
+/// The crate README's example, compiled and run as a doc test. (The workspace README's are
+/// run by the `registry-tests` package: a published crate holds only its own directory.)
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

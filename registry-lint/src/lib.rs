@@ -35,6 +35,9 @@
 //! assert!(registry_lint::check("Read the current build status of a project.").is_empty());
 //! ```
 
+// docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 use std::fmt;
 use std::ops::Range;
 
@@ -358,3 +361,8 @@ fn visible_rules(text: &str) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests;
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

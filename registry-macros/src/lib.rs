@@ -9,6 +9,8 @@
 //! found on the way is collected in a `ctxt::Ctxt` and reported at once, spanned on the
 //! offending token.
 
+// docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 

@@ -85,7 +85,8 @@ use crate::handler::{RegistryServer, announce_tool_changes};
 ///     .await?;
 /// # Ok(())
 /// # }
-/// let info = McpServer::new(Registry::builder().build().unwrap(), ServerOptions::default())
+/// let registry = Registry::builder().allow_empty().build().unwrap();
+/// let info = McpServer::new(registry, ServerOptions::default())
 ///     .unwrap()
 ///     .handler("local", Subject::new("acme"))
 ///     .with_handler(Docs)

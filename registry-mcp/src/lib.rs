@@ -112,6 +112,8 @@
 //! breaks, NUL, control and bidirectional characters in every field of every event, whoever
 //! logs it, as text or JSON lines: one event, one line. The example servers use it.
 
+// docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 

@@ -49,8 +49,22 @@
 //! # }
 //! ```
 //!
+//! # Features
+//!
+//! - `admin` (off by default): the operators' command `registry-admin` (revoke, restore,
+//!   approve, deny, list the changes, the approvals and the audit trail, prune), and with it
+//!   clap and comfy-table; a library user compiles neither. Install it with
+//!   `cargo install registry-postgres --features admin`; in the repository, build it with
+//!   `cargo build -p registry-postgres --features admin --bin registry-admin` (or run it with
+//!   `cargo run -p registry-postgres --features admin --bin registry-admin -- ...`).
+//! - `throwaway` (off by default): `throwaway::Cluster`, a PostgreSQL cluster of its own for
+//!   tests, started with the machine's `initdb` and `pg_ctl`.
+//!
 //! [`Registry::revoke`]: registry_core::Registry::revoke
 //! [`RegistryExt::suspend`]: registry_core::server::RegistryExt::suspend
+
+// docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod approvals;
 mod audit;

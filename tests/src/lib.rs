@@ -174,7 +174,10 @@ pub fn tool_objects(profile: registry_core::Profile, export: &Value) -> Vec<Stri
         .collect()
 }
 
-/// The README's examples, compiled and run as doc tests (`cargo test -p registry-tests --doc`).
+/// The workspace README's examples, compiled and run as doc tests
+/// (`cargo test -p registry-tests --doc`). They live here, in a package that is never
+/// published, because a published crate's archive holds only its own directory
+/// (registry-core's own README is tested by registry-core).
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct Readme;

@@ -675,6 +675,12 @@ async fn a_cancelled_sync_call_sees_its_flag_and_is_never_answered() {
     )
     .await;
     assert_eq!(probes.outcome_of("3").await, Some(ErrorKind::Cancelled));
+    // The call is answered as cancelled at once; the tool, on its own thread, sees its flag
+    // when it next looks (within moments, however loaded the machine).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while probes.saw_flag.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(
         probes.saw_flag.load(Ordering::SeqCst),
         1,

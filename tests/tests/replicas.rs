@@ -102,7 +102,7 @@ async fn admin(url: &str, args: &[&str]) -> Output {
 
 fn admin_binary() -> &'static std::path::Path {
     static BINARY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BINARY.get_or_init(|| package_binary("registry-postgres", "registry-admin"))
+    BINARY.get_or_init(|| package_binary("registry-postgres", "registry-admin", &["admin"]))
 }
 
 fn stdout(output: &Output) -> String {

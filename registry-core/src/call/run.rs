@@ -24,32 +24,8 @@ impl Run {
         self.call_with_options(call, CallOptions::default()).await
     }
 
-    /// [`call`](Self::call), with a host of the call's own (for its tool's progress, logs,
-    /// questions and sampling) and a cancellation: once tripped, the call ends as
-    /// [`ErrorKind::Cancelled`] (an async tool's future is dropped, a synchronous tool sees
-    /// [`ToolContext::is_cancelled`] and its result is discarded), audited as `cancelled`.
-    ///
-    /// ```
-    /// use registry_core::{tool, call::CallOptions, call::Cancellation, ErrorKind, Registry, Subject, ToolCall};
-    /// use serde_json::json;
-    ///
-    /// /// Wait for ever.
-    /// #[tool(public)]
-    /// async fn wait_forever() -> String {
-    ///     std::future::pending::<()>().await;
-    ///     unreachable!()
-    /// }
-    ///
-    /// let run = Registry::from_inventory().unwrap().open_run("run-1", &Subject::new("acme"));
-    /// let cancellation = Cancellation::new();
-    /// let options = CallOptions::new().with_cancellation(cancellation.clone());
-    /// std::thread::spawn(move || {
-    ///     std::thread::sleep(std::time::Duration::from_millis(20));
-    ///     cancellation.cancel();
-    /// });
-    /// let answer = pollster::block_on(run.call_with_options(ToolCall::new("c1", "wait_forever", json!({})), options));
-    /// assert_eq!(answer.error_kind(), Some(ErrorKind::Cancelled));
-    /// ```
+    /// [`call`](Self::call) with the call's own host and cancellation: see
+    /// [`RunExt::call_with`](crate::server::RunExt::call_with).
     pub(crate) async fn call_with_options(
         &self,
         call: ToolCall,

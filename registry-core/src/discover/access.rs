@@ -32,7 +32,12 @@ pub enum Visibility {
 ///         Visibility::Visible
 ///     }
 /// };
-/// let registry = Registry::builder().declared().access_rule(rule).build().unwrap();
+/// let registry = Registry::builder()
+///     .declared()
+///     .allow_empty()
+///     .access_rule(rule)
+///     .build()
+///     .unwrap();
 /// ```
 pub trait AccessRule: Send + Sync + 'static {
     /// Decides whether `subject` may see `tool`.

@@ -236,49 +236,13 @@ impl Run {
         self
     }
 
-    /// Sends the progress, logs, questions and sampling requests of this run's calls to
-    /// `host`, instead of the registry's (see [`CallHost`]); a call's own host, given with
-    /// [`call_with`](Self::call_with), still comes first. A second call replaces it.
-    ///
-    /// ```
-    /// use std::sync::{Arc, Mutex};
-    /// use registry_core::{tool, host::CallHost, host::CallInfo, host::LogLevel, Registry, Subject, ToolCall, ToolContext};
-    /// use serde_json::json;
-    ///
-    /// /// Clean the build cache.
-    /// #[tool(public)]
-    /// fn clean(ctx: &ToolContext) -> String {
-    ///     ctx.log(LogLevel::Notice, "removed 3 GiB");
-    ///     "done".into()
-    /// }
-    ///
-    /// #[derive(Clone, Default)]
-    /// struct Transcript(Arc<Mutex<Vec<String>>>);
-    ///
-    /// impl CallHost for Transcript {
-    ///     fn log(&self, call: &CallInfo<'_>, level: LogLevel, message: &str) {
-    ///         self.0.lock().unwrap().push(format!("{} {level}: {message}", call.tool_name));
-    ///     }
-    /// }
-    ///
-    /// let transcript = Transcript::default();
-    /// let run = Registry::from_inventory()
-    ///     .unwrap()
-    ///     .open_run("run-1", &Subject::new("acme"))
-    ///     .with_host(transcript.clone());
-    /// run.call_blocking(ToolCall::new("c1", "clean", json!({})));
-    /// assert_eq!(*transcript.0.lock().unwrap(), ["clean notice: removed 3 GiB"]);
-    /// ```
+    /// See [`RunExt::with_host`](crate::server::RunExt::with_host).
     pub(crate) fn hosted_by(mut self, host: impl CallHost) -> Run {
         self.host = Some(Arc::new(host));
         self
     }
 
-    /// The host this run's calls use unless given their own: the run's
-    /// ([`with_host`](Self::with_host)), else the registry's
-    /// ([`RegistryBuilder::host`](crate::RegistryBuilder::host)), else the defaults
-    /// (`tracing` for progress and logs, "not supported" for questions and sampling). A host
-    /// given per call can pass on to it what it cannot do itself, as `registry-mcp` does.
+    /// See [`RunExt::host`](crate::server::RunExt::host).
     pub(crate) fn effective_host(&self) -> Arc<dyn CallHost> {
         self.host
             .clone()

@@ -63,7 +63,7 @@ type HostFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///     }
 /// }
 ///
-/// let registry = Registry::builder().host(Kiosk).build().unwrap();
+/// let registry = Registry::builder().host(Kiosk).allow_empty().build().unwrap();
 /// # let _ = registry;
 /// ```
 pub trait CallHost: Send + Sync + 'static {

@@ -447,7 +447,12 @@ impl RegistryBuilder {
     /// ```
     /// use registry_core::Registry;
     ///
-    /// let registry = Registry::builder().declared().blocking_threads(8).build().unwrap();
+    /// let registry = Registry::builder()
+    ///     .declared()
+    ///     .allow_empty()
+    ///     .blocking_threads(8)
+    ///     .build()
+    ///     .unwrap();
     /// # let _ = registry;
     /// ```
     pub fn blocking_threads(mut self, threads: usize) -> Self {

@@ -502,7 +502,13 @@ impl Registry {
     /// profile of `profiles`: the one line to put in an application's test suite.
     ///
     /// ```
-    /// use registry_core::{Profile, Registry};
+    /// use registry_core::{tool, Profile, Registry};
+    ///
+    /// /// Read the build status.
+    /// #[tool(public, read_only)]
+    /// fn build_status() -> String {
+    ///     "green".into()
+    /// }
     ///
     /// // In a test of the application (`#[test] fn tools_work_with_every_provider()`):
     /// Registry::from_inventory().unwrap().assert_compatible(Profile::ALL);

@@ -197,8 +197,8 @@ impl Tool {
     ///         .scopes([scope])
     ///         .handler(|_, _| Ok::<_, String>("pong".into()))
     /// };
-    /// let a = Registry::builder().tool(tool("ops:read")).build()?.get("ping")?;
-    /// let b = Registry::builder().tool(tool("ops:admin")).build()?.get("ping")?;
+    /// let a = Registry::builder().tool(tool("ops:read")).build()?.get("ping").unwrap();
+    /// let b = Registry::builder().tool(tool("ops:admin")).build()?.get("ping").unwrap();
     /// assert_eq!(a.fingerprint(), b.fingerprint()); // the model is shown the same
     /// assert_ne!(a.version_fingerprint(), b.version_fingerprint()); // not the same tool
     /// # Ok::<(), registry_core::RegistryError>(())

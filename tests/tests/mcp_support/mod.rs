@@ -65,11 +65,12 @@ pub fn server_binary() -> &'static Path {
 
 /// Builds the example program `name` (a binary of `registry-examples`) and gives its path.
 pub fn example_binary(name: &str) -> PathBuf {
-    package_binary("registry-examples", name)
+    package_binary("registry-examples", name, &[])
 }
 
-/// Builds binary `name` of the workspace's package `package` and gives its path.
-pub fn package_binary(package: &str, name: &str) -> PathBuf {
+/// Builds binary `name` of the workspace's package `package`, with the package's `features`
+/// (those its `required-features` names), and gives its path.
+pub fn package_binary(package: &str, name: &str, features: &[&str]) -> PathBuf {
     // This test runs from <target>/<profile>/deps/<name>-<hash>: build into the same target
     // directory and profile, so that a second build finds everything compiled.
     let exe = std::env::current_exe().expect("the test executable's path");
@@ -85,6 +86,7 @@ pub fn package_binary(package: &str, name: &str) -> PathBuf {
     command
         .current_dir(workspace())
         .args(["build", "-p", package, "--bin", name])
+        .args(features.iter().flat_map(|feature| ["--features", feature]))
         .arg("--target-dir")
         .arg(target_dir)
         .stdout(Stdio::null())
