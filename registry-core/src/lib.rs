@@ -1,30 +1,29 @@
 //! Declare the tools an LLM may call, and keep a hard boundary between what the system has
 //! and what one run may use.
 //!
-//! One data path, each step a part of the API:
+//! One data path, each step a part of the API and a page of the
+//! [guide](https://github.com/tool-registry/tool-registry/tree/main/docs/guide)
+//! (`docs/guide/` in the repository, where every snippet is a doc test):
 //!
-//! 1. **declare**: a tool is a plain function under [`#[tool]`](macro@tool), which derives
-//!    its definition (name, description from the doc comment, JSON Schema of the parameters
-//!    from their types), an executor (JSON arguments in, JSON result out) and its policy
-//!    (scopes, tenants, behaviour hints), and submits a static record to a registration list;
-//!    [`DynamicTool`] builds one at run time;
-//! 2. **register**: [`Registry::from_inventory`] (or [`Registry::builder`]) builds the
-//!    registry from that list; a duplicate name is an error naming both declaration sites,
-//!    never an overwrite;
-//! 3. **discover**: [`Registry::open_run`] projects the registry for one [`Subject`] and
-//!    freezes what it may see as the run's [`AllowedSet`];
-//! 4. **present**: [`Run::export`] gives the visible definitions in the exact format of a
-//!    [`Profile`] (OpenAI, Anthropic, Gemini, MCP); for thousands of tools, [`Run::search`]
-//!    finds tools of the allowed set by what they do, and a [`DeferredSession`](deferred::DeferredSession)
-//!    ([`Run::deferred`]) shows the model a few of them and a search tool, loading what it
-//!    finds;
-//! 5. **resolve and execute**: [`Run::call`] checks every call (a [`ToolCall`], read from a
-//!    provider's response with [`Profile::parse_calls`]) against the allowed set, resolves
-//!    it, validates its arguments against the schema the model was shown, passes it through
-//!    the gate (a per-call [`CallPolicy`](gate::CallPolicy), human approval, quotas, readiness), runs it, and
-//!    answers with an [`Observation`], which [`Profile::render`] turns into the provider's
-//!    result message. Unknown, hidden, revoked and invalid calls, failures, panics and
-//!    timeouts are all observations the model can act on.
+//! 1. **declare** (`declare.md`): a plain function under [`#[tool]`](macro@tool), or a
+//!    [`DynamicTool`] built at run time: its [`ToolDefinition`], its
+//!    [settings](definition::ToolSettings) (who may use it, hints, gate keys) and its result,
+//!    a JSON value or blocks of [`content`];
+//! 2. **register** (`register.md`): [`Registry::from_inventory`] or [`Registry::builder`]; a
+//!    duplicate name is an error naming both sites, never an overwrite; revocations,
+//!    restorations and replacements are explicit and recorded ([`change`]), and the
+//!    [`lockfile`] pins every definition;
+//! 3. **discover** (`discover.md`): [`Registry::open_run`] projects the registry for one
+//!    [`Subject`] and freezes what it may see as the run's [`AllowedSet`] ([`access`]);
+//! 4. **present** (`present.md`): [`Run::export`] in the exact format of a [`Profile`]
+//!    (OpenAI, Anthropic, Gemini, MCP), [`Profile::parse_calls`] and [`Profile::render`];
+//!    [`Run::search`] and [`Run::deferred`] ([`deferred`]) for thousands of tools;
+//! 5. **call** (`call.md`, `gate.md`): [`Run::call`] (or [`Run::call_blocking`] outside an
+//!    async runtime) checks a [`ToolCall`] against the allowed set, validates its arguments
+//!    against the schema the model was shown, passes it through the [`gate`] (call policies,
+//!    [approvals](approval) decided with [`Run::decide`], quotas, readiness), runs it (a
+//!    running tool reaches its [`host`]), and answers with an [`Observation`] the model can
+//!    act on. Every step is [audited](audit).
 //!
 //! ```
 //! use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
@@ -61,31 +60,16 @@
 //!
 //! # Which tools are collected: linking
 //!
-//! [`Registry::from_inventory`] sees every `#[tool]` function *linked into the program*, from
-//! any module of any crate. The compiler links a dependency only if the program names it
-//! somewhere: a crate that only declares tools, and is never called, is left out, and its
-//! tools are silently missing. Name such crates once, e.g. in `main.rs`:
+//! [`Registry::from_inventory`] sees every `#[tool]` *linked into the program*. A crate that
+//! only declares tools, and that the program never names, is not linked, and its tools are
+//! silently missing: name it once with [`link!`](macro@link), and let
+//! [`RegistryBuilder::require`] fail at startup if tools are still missing (the guide's
+//! `declare.md` has the details).
 //!
 //! ```
 //! # mod billing_tools {} mod search_tools {}
 //! registry_core::link!(billing_tools, search_tools);
 //! ```
-//!
-//! and let the application fail at startup if tools are still missing, with their names:
-//!
-//! ```
-//! # use registry_core::Registry;
-//! let error = Registry::builder()
-//!     .declared()
-//!     .require(["create_invoice", "search"])
-//!     .build()
-//!     .unwrap_err();
-//! assert!(error.to_string().contains("the required tool \"create_invoice\" is not registered"));
-//! ```
-//!
-//! Collection relies on [`inventory`](https://docs.rs/inventory), which works on Linux,
-//! macOS, Windows, the BSDs, iOS, Android and WebAssembly; not in `no_std` or on targets
-//! without static constructors.
 
 // docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -174,9 +174,58 @@ pub fn tool_objects(profile: registry_core::Profile, export: &Value) -> Vec<Stri
         .collect()
 }
 
-/// The workspace README's examples, compiled and run as doc tests. They live here, in a
-/// package that is never published, because a published crate's archive holds only its own
-/// directory (registry-core's README is tested by registry-core).
+/// The workspace README's examples, compiled and run as doc tests
+/// (`cargo test -p registry-tests --doc`). They live here, in a package that is never
+/// published, because a published crate's archive holds only its own directory
+/// (registry-core's own README is tested by registry-core).
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
+pub struct Readme;
+
+/// The guide's examples, one page each, compiled and run as doc tests.
+#[cfg(doctest)]
+pub mod guide {
+    /// `docs/guide/README.md`.
+    #[doc = include_str!("../../docs/guide/README.md")]
+    pub struct Index;
+
+    /// `docs/guide/declare.md`.
+    #[doc = include_str!("../../docs/guide/declare.md")]
+    pub struct Declare;
+
+    /// `docs/guide/register.md`.
+    #[doc = include_str!("../../docs/guide/register.md")]
+    pub struct Register;
+
+    /// `docs/guide/discover.md`.
+    #[doc = include_str!("../../docs/guide/discover.md")]
+    pub struct Discover;
+
+    /// `docs/guide/present.md`.
+    #[doc = include_str!("../../docs/guide/present.md")]
+    pub struct Present;
+
+    /// `docs/guide/call.md`.
+    #[doc = include_str!("../../docs/guide/call.md")]
+    pub struct Call;
+
+    /// `docs/guide/gate.md`.
+    #[doc = include_str!("../../docs/guide/gate.md")]
+    pub struct Gate;
+
+    /// `docs/guide/serving.md`.
+    #[doc = include_str!("../../docs/guide/serving.md")]
+    pub struct Serving;
+
+    /// `docs/guide/scaling.md`.
+    #[doc = include_str!("../../docs/guide/scaling.md")]
+    pub struct Scaling;
+
+    /// `docs/guide/security.md`.
+    #[doc = include_str!("../../docs/guide/security.md")]
+    pub struct Security;
+
+    /// `docs/guide/performance.md`.
+    #[doc = include_str!("../../docs/guide/performance.md")]
+    pub struct Performance;
+}

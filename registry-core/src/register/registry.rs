@@ -27,9 +27,22 @@ use crate::resolve::guard::ArgumentLimits;
 ///
 /// Build it once at startup with [`Registry::from_inventory`] (every `#[tool]` linked into
 /// the program) or [`Registry::builder`] (a chosen set, plus tools built at run time). Its
-/// set of names is fixed once built; the only changes are explicit and recorded:
-/// [`revoke`](Self::revoke) and [`replace`](Self::replace). It is cheap to clone (clones share
-/// everything) and `Send + Sync`.
+/// set of names is fixed once built. What a name stands for changes only explicitly, at once
+/// for every run, each change recorded in [`changes`](Self::changes) and audited (a refused
+/// one too):
+///
+/// - [`revoke`](Self::revoke): hidden from new runs; calls in open runs are answered
+///   `Revoked`;
+/// - [`restore`](Self::restore): a revoked tool comes back for runs opened from then on;
+/// - [`replace`](Self::replace): a new version for new runs, while open runs keep calling the
+///   version they were shown or get `Revoked`, as its
+///   [`ReplaceOptions`](crate::change::ReplaceOptions) say.
+///
+/// Besides these, a server can hold every call, of every run, until it resumes
+/// ([`RegistryExt::suspend`](crate::server::RegistryExt::suspend)), and a tool that stops
+/// being ready ([`RegistryBuilder::readiness`](crate::RegistryBuilder::readiness)) leaves the
+/// lists of new runs until it is ready again. It is cheap to clone (clones share everything)
+/// and `Send + Sync`.
 ///
 /// ```
 /// use registry_core::{tool, Registry};
