@@ -35,6 +35,9 @@
 //! assert!(registry_lint::check("Read the current build status of a project.").is_empty());
 //! ```
 
+// Every public type can be printed (and prints no secret).
+#![warn(missing_debug_implementations)]
+
 use std::fmt;
 use std::ops::Range;
 

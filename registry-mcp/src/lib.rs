@@ -114,6 +114,8 @@
 
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+// Every public type can be printed (and prints no secret).
+#![warn(missing_debug_implementations)]
 
 mod approval;
 mod clients;

@@ -52,6 +52,9 @@
 //! [`Registry::revoke`]: registry_core::Registry::revoke
 //! [`RegistryExt::suspend`]: registry_core::server::RegistryExt::suspend
 
+// Every public type can be printed (and prints no secret).
+#![warn(missing_debug_implementations)]
+
 mod approvals;
 mod audit;
 mod changes;

@@ -59,11 +59,31 @@ impl std::fmt::Debug for ControlPlane {
 }
 
 /// Configures a [`ControlPlane`]: `ControlPlane::builder(url)`, then `.connect()`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ControlPlaneBuilder {
     url: String,
     settings: Settings,
     pool_size: usize,
+}
+
+impl std::fmt::Debug for ControlPlaneBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the URL itself: it may hold a password. What it names, without one.
+        let mut debug = f.debug_struct("ControlPlaneBuilder");
+        match self.url.parse::<tokio_postgres::Config>() {
+            Ok(config) => debug
+                .field("hosts", &config.get_hosts())
+                .field("ports", &config.get_ports())
+                .field("user", &config.get_user())
+                .field("dbname", &config.get_dbname())
+                .field("password", &config.get_password().map(|_| "<redacted>")),
+            Err(_) => debug.field("url", &"<not a valid URL>"),
+        };
+        debug
+            .field("settings", &self.settings)
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
 }
 
 impl ControlPlane {

@@ -44,7 +44,10 @@ pub struct Cluster {
 }
 
 /// A certificate for a cluster that speaks TLS ([`Cluster::start_tls`]).
-#[derive(Debug, Clone)]
+///
+/// A plain record, built with its fields (`ServerTls { cert_pem, key_pem, tls_only }`); its
+/// `Debug` never shows the private key.
+#[derive(Clone)]
 pub struct ServerTls {
     /// The server's certificate chain, PEM.
     pub cert_pem: String,
@@ -53,6 +56,16 @@ pub struct ServerTls {
     /// Accept TLS connections only (`hostssl` in `pg_hba.conf`): a plaintext connection is
     /// refused.
     pub tls_only: bool,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("cert_pem", &self.cert_pem)
+            .field("key_pem", &"<redacted>")
+            .field("tls_only", &self.tls_only)
+            .finish()
+    }
 }
 
 const PREFIX: &str = "registry-pg-";

@@ -495,10 +495,13 @@ impl Registry {
     /// Registry::from_inventory().unwrap().assert_compatible(Profile::ALL);
     /// ```
     #[track_caller]
-    pub fn assert_compatible(&self, profiles: impl IntoIterator<Item = Profile>) {
+    pub fn assert_compatible(
+        &self,
+        profiles: impl IntoIterator<Item = impl std::borrow::Borrow<Profile>>,
+    ) {
         let problems: Vec<_> = profiles
             .into_iter()
-            .filter_map(|profile| self.check(profile).err())
+            .filter_map(|profile| self.check(*profile.borrow()).err())
             .flat_map(|error| error.0)
             .collect();
         if !problems.is_empty() {
