@@ -67,6 +67,7 @@ pub fn is_invisible(c: char) -> bool {
 
 /// What a [`Rule`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Family {
     /// Credentials: keys, tokens, passwords.
     Secret,
@@ -254,6 +255,7 @@ impl fmt::Display for Rule {
 
 /// One thing the lint refuses in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Finding {
     /// The rule it breaks.
     pub rule: Rule,

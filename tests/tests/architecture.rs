@@ -83,7 +83,8 @@ fn registry_core_has_a_folder_per_step() {
         .filter(|name| name.ends_with(".rs"))
         .filter(|name| {
             let stem = name.trim_end_matches(".rs");
-            !STEPS.contains(&stem) && !["lib", "__private", "audit", "pointer", "server"].contains(&stem)
+            !STEPS.contains(&stem)
+                && !["lib", "__private", "audit", "pointer", "server"].contains(&stem)
         })
         .collect();
     assert!(

@@ -1060,11 +1060,9 @@ fn quotas_are_kept_per_principal() {
 
 #[test]
 fn a_quota_key_with_a_principal_digests_apart() {
-    let key = |principal: Option<&'static str>| QuotaKey {
-        tenant: "acme",
-        agent: Some("cli"),
-        principal,
-        tool: "ping",
+    let key = |principal: Option<&'static str>| {
+        let key = QuotaKey::new("acme", "ping").with_agent("cli");
+        principal.map_or(key, |principal| key.with_principal(principal))
     };
     let digests = [
         key(None).fingerprint(),
@@ -1078,12 +1076,7 @@ fn a_quota_key_with_a_principal_digests_apart() {
         }
     }
     // Moving bytes between parts makes another key.
-    let shifted = QuotaKey {
-        tenant: "acme",
-        agent: Some("clialice"),
-        principal: None,
-        tool: "ping",
-    };
+    let shifted = QuotaKey::new("acme", "ping").with_agent("clialice");
     assert_ne!(shifted.fingerprint(), key(Some("alice")).fingerprint());
 }
 
@@ -1173,10 +1166,9 @@ fn a_store_that_cannot_count_refuses_calls_that_need_approval() {
 /// refused, the request left pending.
 #[test]
 fn stored_arguments_are_bounded_by_the_argument_limits() {
-    let limits = registry_core::call::ArgumentLimits {
-        max_depth: 4,
-        max_bytes: 256,
-    };
+    let limits = registry_core::call::ArgumentLimits::default()
+        .with_max_depth(4)
+        .with_max_bytes(256);
     let free_text = json!({
         "type": "object",
         "properties": {"note": {}},

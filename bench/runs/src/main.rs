@@ -69,7 +69,7 @@ fn content() {
     });
     println!("content: base64 of 1 MiB alone:                          {}", show(encode));
     println!("content: a run's call returning a 1 MiB image:            {}", show(call));
-    for profile in registry_core::Profile::ALL {
+    for &profile in registry_core::Profile::ALL {
         let rendered = median_per_iteration(200, || {
             black_box(profile.render(black_box(&observation)));
         });

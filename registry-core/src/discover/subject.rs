@@ -9,6 +9,7 @@ use serde::Serialize;
 /// How much a run may change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Access {
     /// Every tool the scopes admit.
     #[default]

@@ -172,6 +172,7 @@ impl std::error::Error for ParseProfileError {}
 
 /// One thing in a tool's definition that a profile cannot take, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Incompatibility {
     /// The profile.
     pub profile: Profile,
@@ -184,6 +185,27 @@ pub struct Incompatibility {
     pub rule: String,
     /// How to fix it.
     pub fix: String,
+}
+
+impl Incompatibility {
+    /// An incompatibility of `tool` with `profile` at `pointer`: the `rule` broken and the
+    /// `fix`. The checker and the lowering make them; an application that checks rules of its
+    /// own reports them alike.
+    pub fn new(
+        profile: Profile,
+        tool: impl Into<String>,
+        pointer: impl Into<String>,
+        rule: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Incompatibility {
+            profile,
+            tool: tool.into(),
+            pointer: pointer.into(),
+            rule: rule.into(),
+            fix: fix.into(),
+        }
+    }
 }
 
 impl fmt::Display for Incompatibility {
@@ -199,7 +221,24 @@ impl fmt::Display for Incompatibility {
 /// Tools that cannot be expressed in a profile: every incompatibility found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{} incompatibilit{} with provider profiles:{}", .0.len(), if .0.len() == 1 { "y" } else { "ies" }, Lines(.0))]
-pub struct CompatibilityError(pub Vec<Incompatibility>);
+pub struct CompatibilityError(pub(crate) Vec<Incompatibility>);
+
+impl CompatibilityError {
+    /// An error listing `incompatibilities`.
+    pub fn new(incompatibilities: Vec<Incompatibility>) -> Self {
+        CompatibilityError(incompatibilities)
+    }
+
+    /// Every incompatibility found, in order.
+    pub fn incompatibilities(&self) -> &[Incompatibility] {
+        &self.0
+    }
+
+    /// Every incompatibility found, owned.
+    pub fn into_incompatibilities(self) -> Vec<Incompatibility> {
+        self.0
+    }
+}
 
 struct Lines<'a>(&'a [Incompatibility]);
 
@@ -238,7 +277,9 @@ mod tests {
         );
         let from_json = serde_json::from_str::<Profile>("\"claude\"").unwrap_err();
         assert!(
-            from_json.to_string().contains("no profile is named \"claude\""),
+            from_json
+                .to_string()
+                .contains("no profile is named \"claude\""),
             "{from_json}"
         );
         assert!(serde_json::from_str::<Profile>("7").is_err());

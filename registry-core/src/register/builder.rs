@@ -101,7 +101,10 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("host", &self.host.is_some())
             .field("limits", &self.limits)
             .field("compatible", &self.compatible)
-            .field("rate_limit", &self.rate_limit.as_ref().map(|(limit, _)| limit))
+            .field(
+                "rate_limit",
+                &self.rate_limit.as_ref().map(|(limit, _)| limit),
+            )
             .field(
                 "readiness",
                 &self

@@ -87,6 +87,7 @@ struct Inner {
 
 /// A record of one tool replaced while the registry was built.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Replacement {
     /// The tool's name.
     pub name: String,
