@@ -706,17 +706,21 @@ fn every_step_of_an_approval_is_audited_without_argument_values() {
         .unwrap();
     let run = registry.open_run("run-1", &subject());
     let first = pending(Mode::Sync, &run, "c1");
-    run.decide_blocking(first.id(), Verdict::approve().by("alice"))
+    let _ = run
+        .decide_blocking(first.id(), Verdict::approve().by("alice"))
         .unwrap();
     let second = pending(Mode::Sync, &run, "c2");
-    run.decide_blocking(
-        second.id(),
-        Verdict::approve().with_arguments(json!({"project": "web", "env": "staging"})),
-    )
-    .unwrap();
-    let third = pending(Mode::Sync, &run, "c3");
-    run.decide_blocking(third.id(), Verdict::deny("no"))
+    let _ = run
+        .decide_blocking(
+            second.id(),
+            Verdict::approve().with_arguments(json!({"project": "web", "env": "staging"})),
+        )
         .unwrap();
+    let third = pending(Mode::Sync, &run, "c3");
+    let denied = run
+        .decide_blocking(third.id(), Verdict::deny("no"))
+        .unwrap();
+    assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
 
     let events = events.lock().unwrap().clone();
     let approvals: Vec<&ApprovalEvent> = events
@@ -1115,7 +1119,8 @@ fn pending_approvals_are_bounded_per_principal() {
         assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
 
         // Deciding one makes room.
-        deny(mode, &alice, first.id(), "no").unwrap();
+        let denied = deny(mode, &alice, first.id(), "no").unwrap();
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
         pending(mode, &alice, "c8");
         assert_eq!(executions.count(), 0);
     }
@@ -1253,11 +1258,11 @@ fn audit_events_carry_the_principal() {
     let registry = builder(&executions).audit_sink(sink).build().unwrap();
     let alice = registry.open_run("run-alice", &person("token:alice"));
     let request = pending(Mode::Sync, &alice, "c1");
-    alice
+    let _ = alice
         .decide_blocking(request.id(), Verdict::approve())
         .unwrap();
     let unnamed = registry.open_run("run-agent", &subject());
-    call(
+    let _ = call(
         Mode::Sync,
         &unnamed,
         ToolCall::new("c2", "status", json!({})),

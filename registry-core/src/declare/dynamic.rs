@@ -48,6 +48,7 @@ use crate::resolve::validate::ArgumentValidator;
 /// let typo = run.call_blocking(ToolCall::new("c2", "echo", json!({"txt": "hi"})));
 /// assert_eq!(typo.error_kind(), Some(ErrorKind::InvalidArguments));
 /// ```
+#[must_use = "a tool does nothing until it is given to `RegistryBuilder::tool`"]
 pub struct DynamicTool {
     name: String,
     description: String,

@@ -141,6 +141,7 @@ fn shown(text: &str) -> String {
 
 impl Run {
     /// Why each registered tool this run cannot see is hidden; for operators, not the model.
+    #[must_use]
     pub fn explain(&self) -> Explanation {
         explain(self, self.snapshot())
     }

@@ -585,6 +585,7 @@ impl Registry {
     /// assert!(lock.contains("\nmcp = sha256:"));
     /// assert!(lock.contains("\ngemini = sha256:"));
     /// ```
+    #[must_use = "the lock text is to be written or compared (`Registry::assert_lockfile`)"]
     pub fn lock(&self) -> String {
         crate::register::lock::lock_text(&self.snapshot().tools, self.inner.gate.rate_limit)
     }
