@@ -313,3 +313,25 @@ fn default_replica_name() -> String {
         .unwrap_or_else(|| "replica".to_owned());
     format!("{host}-{}", std::process::id())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ControlPlane;
+
+    #[test]
+    fn a_builder_never_prints_the_password() {
+        for url in [
+            "postgres://registry:hunter2-secret@db.internal:5433/registry?sslmode=require",
+            "host=db.internal user=registry password=hunter2-secret dbname=registry",
+            "postgres://db.internal/registry?password=hunter2-secret",
+        ] {
+            let printed = format!("{:?}", ControlPlane::builder(url).replica("api-1"));
+            assert!(!printed.contains("hunter2"), "{printed}");
+            assert!(printed.contains("db.internal"), "{printed}");
+            assert!(printed.contains("<redacted>"), "{printed}");
+            assert!(printed.contains("api-1"), "{printed}");
+        }
+        let invalid = format!("{:?}", ControlPlane::builder("postgres://a:hunter2@[::1"));
+        assert!(!invalid.contains("hunter2"), "{invalid}");
+    }
+}

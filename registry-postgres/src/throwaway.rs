@@ -486,3 +486,20 @@ fn path_str(path: &Path) -> Result<&str, ClusterError> {
     path.to_str()
         .ok_or_else(|| ClusterError(format!("{} is not UTF-8", path.display())))
 }
+
+#[cfg(test)]
+mod debug_tests {
+    use super::ServerTls;
+
+    #[test]
+    fn the_private_key_is_never_printed() {
+        let tls = ServerTls {
+            cert_pem: "-----BEGIN CERTIFICATE-----".into(),
+            key_pem: "-----BEGIN PRIVATE KEY-----\nsecret".into(),
+            tls_only: true,
+        };
+        let printed = format!("{tls:?}");
+        assert!(!printed.contains("PRIVATE KEY"), "{printed}");
+        assert!(printed.contains("CERTIFICATE"), "{printed}");
+    }
+}

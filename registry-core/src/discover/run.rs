@@ -269,7 +269,7 @@ impl Run {
     ///     .unwrap()
     ///     .open_run("run-1", &Subject::new("acme"))
     ///     .with_host(transcript.clone());
-    /// run.call_blocking(ToolCall::new("c1", "clean", json!({})));
+    /// let _ = run.call_blocking(ToolCall::new("c1", "clean", json!({})));
     /// assert_eq!(*transcript.0.lock().unwrap(), ["clean notice: removed 3 GiB"]);
     /// ```
     pub(crate) fn hosted_by(mut self, host: impl CallHost) -> Run {
