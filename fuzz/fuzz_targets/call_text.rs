@@ -33,7 +33,7 @@ fn look_at(observation: &Observation) {
         observation.problems(),
         observation.retry_after(),
     ));
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         std::hint::black_box(profile.render(observation));
     }
 }

@@ -165,7 +165,7 @@ fn call(n: u64, name: &str, id: &str) {
     if let Some(text) = observation.error_text() {
         assert!(!text.chars().any(never_raw), "{text:?}");
     }
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let rendered = serde_json::to_string(&profile.render(&observation)).unwrap_or_default();
         assert!(
             !rendered.contains(['\0', '\n', '\r']),

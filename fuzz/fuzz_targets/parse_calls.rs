@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(response) = serde_json::from_slice::<Value>(data) else {
         return;
     };
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         match profile.parse_calls(&response) {
             Ok(calls) => {
                 for call in &calls {

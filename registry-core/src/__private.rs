@@ -47,6 +47,12 @@ impl<T: ?Sized> OutputProbe<T> {
     }
 }
 
+impl<T: ?Sized> std::fmt::Debug for OutputProbe<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "OutputProbe<{}>", std::any::type_name::<T>())
+    }
+}
+
 impl<T: ?Sized> Default for OutputProbe<T> {
     fn default() -> Self {
         Self::new()

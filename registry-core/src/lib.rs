@@ -75,6 +75,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+// Every public type can be printed (and prints no secret).
+#![warn(missing_debug_implementations)]
 
 mod declare;
 mod discover;
@@ -102,7 +104,7 @@ pub use discover::run::Run;
 pub use discover::subject::Subject;
 pub use execute::context::ToolContext;
 pub use execute::observation::{ErrorKind, Observation};
-pub use present::profile::Profile;
+pub use present::profile::{ParseProfileError, Profile};
 pub use present::reader::ParseError;
 pub use register::builder::RegistryBuilder;
 pub use register::error::{BuildProblem, RegistryError};

@@ -106,7 +106,7 @@ pub trait RunExt: sealed::Sealed {
     ///     .unwrap()
     ///     .open_run("run-1", &Subject::new("acme"))
     ///     .with_host(transcript.clone());
-    /// run.call_blocking(ToolCall::new("c1", "clean", json!({})));
+    /// let _ = run.call_blocking(ToolCall::new("c1", "clean", json!({})));
     /// assert_eq!(*transcript.0.lock().unwrap(), ["clean notice: removed 3 GiB"]);
     /// ```
     fn with_host(self, host: impl CallHost) -> Run;

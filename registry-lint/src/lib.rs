@@ -37,6 +37,8 @@
 
 // docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Every public type can be printed (and prints no secret).
+#![warn(missing_debug_implementations)]
 
 use std::fmt;
 use std::ops::Range;
@@ -67,6 +69,7 @@ pub fn is_invisible(c: char) -> bool {
 
 /// What a [`Rule`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Family {
     /// Credentials: keys, tokens, passwords.
     Secret,
@@ -254,6 +257,7 @@ impl fmt::Display for Rule {
 
 /// One thing the lint refuses in a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Finding {
     /// The rule it breaks.
     pub rule: Rule,

@@ -160,12 +160,11 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                     timeout: #timeout,
                     needs_approval: #needs_approval,
                     rate_limit: #rate_limit,
-                    hints: #rc::Hints {
-                        read_only: #read_only,
-                        destructive: #destructive,
-                        idempotent: #idempotent,
-                        open_world: #open_world,
-                    },
+                    hints: #rc::Hints::new()
+                        .with_read_only(#read_only)
+                        .with_destructive(#destructive)
+                        .with_idempotent(#idempotent)
+                        .with_open_world(#open_world),
                     namespace: #namespace,
                     always_loaded: #always_loaded,
                     params: &[#(#params),*],

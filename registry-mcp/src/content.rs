@@ -4,7 +4,7 @@
 //! straight into the string rmcp sends.
 
 use registry_core::{
-    Observation,
+    Observation, Profile,
     content::{Content, Embedded},
 };
 use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
@@ -18,7 +18,12 @@ pub(crate) fn call_tool_result(observation: &Observation) -> CallToolResult {
     if let Some(error) = observation.error_text() {
         return CallToolResult::error(vec![ContentBlock::text(error)]);
     }
-    let mut content: Vec<ContentBlock> = observation.blocks().iter().map(block).collect();
+    let mut content: Vec<ContentBlock> = observation
+        .blocks()
+        .iter()
+        .enumerate()
+        .map(|(i, content)| block(content).unwrap_or_else(|| rendered_block(observation, i)))
+        .collect();
     if let Some(value) = observation.value() {
         let text = match value {
             Value::String(text) => text.clone(),
@@ -33,9 +38,10 @@ pub(crate) fn call_tool_result(observation: &Observation) -> CallToolResult {
     result
 }
 
-/// One block as rmcp has it.
-fn block(content: &Content) -> ContentBlock {
-    match content {
+/// One block as rmcp has it; `None` for a kind of block this crate does not know (`Content`
+/// may grow).
+fn block(content: &Content) -> Option<ContentBlock> {
+    Some(match content {
         Content::Text(text) => ContentBlock::text(text.as_str()),
         Content::Image(media) => ContentBlock::image(media.base64(), media.mime_type()),
         Content::Audio(media) => ContentBlock::audio(media.base64(), media.mime_type()),
@@ -53,8 +59,18 @@ fn block(content: &Content) -> ContentBlock {
                     ResourceContents::text(text.as_str(), resource.uri())
                 }
                 Embedded::Blob(blob) => ResourceContents::blob(blob.base64(), resource.uri()),
+                _ => return None,
             };
             ContentBlock::resource(contents.with_mime_type(resource.mime_type()))
         }
-    }
+        _ => return None,
+    })
+}
+
+/// Block `i` of `observation` as the MCP profile renders it, for a kind of block [`block`]
+/// does not know; a text saying so if even that cannot be read.
+fn rendered_block(observation: &Observation, i: usize) -> ContentBlock {
+    let rendered = Profile::Mcp.render(observation);
+    serde_json::from_value(rendered["content"][i].clone())
+        .unwrap_or_else(|_| ContentBlock::text("(a block of content this server cannot send)"))
 }

@@ -116,6 +116,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code reports failures; it does not unwrap them (tests may).
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+// Every public type can be printed (and prints no secret).
+#![warn(missing_debug_implementations)]
 
 mod approval;
 mod clients;

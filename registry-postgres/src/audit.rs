@@ -17,6 +17,7 @@ use crate::records::{AuditFilter, AuditRecord};
 
 /// What a [`PgAuditSink`] does when its queue is full because the database is slow or down.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum WhenFull {
     /// Calls wait until there is room: no event is lost, and calls slow down with the
     /// database (the default: audit must not be lost silently).

@@ -172,10 +172,11 @@ impl ChangeFeed {
         tool: DynamicTool,
         policy: ReplaceOptions,
     ) -> Result<ChangeRecord, Error> {
-        let old_runs = match policy.old_runs {
-            registry_core::change::OldRuns::KeepShownVersion => "keep_shown_version",
-            registry_core::change::OldRuns::Revoke => "revoke",
-        };
+        // Its snake_case name as registry-core serializes it (`keep_shown_version`, `revoke`),
+        // whatever kinds `OldRuns` comes to have.
+        let old_runs = serde_json::to_value(policy.old_runs)
+            .ok()
+            .and_then(|name| name.as_str().map(str::to_owned));
         let reason = policy.reason.clone();
         // Until the record is known as this replica's own, the feed applies nothing.
         let recording = self.shared.recording.lock().await;
@@ -186,7 +187,7 @@ impl ChangeFeed {
             .record(NewChange {
                 tool: &change.name,
                 kind: RecordedKind::Replace,
-                old_runs: Some(old_runs),
+                old_runs: old_runs.as_deref(),
                 fingerprint: Some(new_fingerprint.to_string()),
                 old_fingerprint: Some(change.old_fingerprint.to_string()),
                 version: change.new_version.map(|version| version.to_string()),

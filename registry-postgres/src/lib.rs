@@ -65,6 +65,8 @@
 
 // docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Every public type can be printed (and prints no secret).
+#![warn(missing_debug_implementations)]
 
 mod approvals;
 mod audit;

@@ -59,11 +59,31 @@ impl std::fmt::Debug for ControlPlane {
 }
 
 /// Configures a [`ControlPlane`]: `ControlPlane::builder(url)`, then `.connect()`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ControlPlaneBuilder {
     url: String,
     settings: Settings,
     pool_size: usize,
+}
+
+impl std::fmt::Debug for ControlPlaneBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the URL itself: it may hold a password. What it names, without one.
+        let mut debug = f.debug_struct("ControlPlaneBuilder");
+        match self.url.parse::<tokio_postgres::Config>() {
+            Ok(config) => debug
+                .field("hosts", &config.get_hosts())
+                .field("ports", &config.get_ports())
+                .field("user", &config.get_user())
+                .field("dbname", &config.get_dbname())
+                .field("password", &config.get_password().map(|_| "<redacted>")),
+            Err(_) => debug.field("url", &"<not a valid URL>"),
+        };
+        debug
+            .field("settings", &self.settings)
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
 }
 
 impl ControlPlane {
@@ -292,4 +312,26 @@ fn default_replica_name() -> String {
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "replica".to_owned());
     format!("{host}-{}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ControlPlane;
+
+    #[test]
+    fn a_builder_never_prints_the_password() {
+        for url in [
+            "postgres://registry:hunter2-secret@db.internal:5433/registry?sslmode=require",
+            "host=db.internal user=registry password=hunter2-secret dbname=registry",
+            "postgres://db.internal/registry?password=hunter2-secret",
+        ] {
+            let printed = format!("{:?}", ControlPlane::builder(url).replica("api-1"));
+            assert!(!printed.contains("hunter2"), "{printed}");
+            assert!(printed.contains("db.internal"), "{printed}");
+            assert!(printed.contains("<redacted>"), "{printed}");
+            assert!(printed.contains("api-1"), "{printed}");
+        }
+        let invalid = format!("{:?}", ControlPlane::builder("postgres://a:hunter2@[::1"));
+        assert!(!invalid.contains("hunter2"), "{invalid}");
+    }
 }

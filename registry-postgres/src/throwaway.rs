@@ -44,7 +44,10 @@ pub struct Cluster {
 }
 
 /// A certificate for a cluster that speaks TLS ([`Cluster::start_tls`]).
-#[derive(Debug, Clone)]
+///
+/// A plain record, built with its fields (`ServerTls { cert_pem, key_pem, tls_only }`); its
+/// `Debug` never shows the private key.
+#[derive(Clone)]
 pub struct ServerTls {
     /// The server's certificate chain, PEM.
     pub cert_pem: String,
@@ -53,6 +56,16 @@ pub struct ServerTls {
     /// Accept TLS connections only (`hostssl` in `pg_hba.conf`): a plaintext connection is
     /// refused.
     pub tls_only: bool,
+}
+
+impl std::fmt::Debug for ServerTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerTls")
+            .field("cert_pem", &self.cert_pem)
+            .field("key_pem", &"<redacted>")
+            .field("tls_only", &self.tls_only)
+            .finish()
+    }
 }
 
 const PREFIX: &str = "registry-pg-";
@@ -472,4 +485,21 @@ fn user_ids(user: &str) -> Result<(u32, u32), ClusterError> {
 fn path_str(path: &Path) -> Result<&str, ClusterError> {
     path.to_str()
         .ok_or_else(|| ClusterError(format!("{} is not UTF-8", path.display())))
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::ServerTls;
+
+    #[test]
+    fn the_private_key_is_never_printed() {
+        let tls = ServerTls {
+            cert_pem: "-----BEGIN CERTIFICATE-----".into(),
+            key_pem: "-----BEGIN PRIVATE KEY-----\nsecret".into(),
+            tls_only: true,
+        };
+        let printed = format!("{tls:?}");
+        assert!(!printed.contains("PRIVATE KEY"), "{printed}");
+        assert!(printed.contains("CERTIFICATE"), "{printed}");
+    }
 }

@@ -403,8 +403,9 @@ async fn the_pending_list_holds_pending_requests_only() {
             ids.push(ask(&registry_a, &format!("c{index}")).await);
         }
         let run = registry_a.open_run("run-a", &subject());
-        run.decide(&ids[0], Verdict::approve()).await.unwrap();
-        run.decide(&ids[1], Verdict::deny("no")).await.unwrap();
+        let _ = run.decide(&ids[0], Verdict::approve()).await.unwrap();
+        let denied = run.decide(&ids[1], Verdict::deny("no")).await.unwrap();
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
         let pending = plane_a.approvals(&pending_only()).await.unwrap();
         let mut listed: Vec<&str> = pending.iter().map(|record| record.id.as_str()).collect();
         listed.sort_unstable();

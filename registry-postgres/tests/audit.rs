@@ -57,9 +57,9 @@ fn sample_events() -> Vec<AuditEvent> {
     let counter = Counter::default();
     let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
     let run = registry.open_run("run-sample", &subject());
-    run.call_blocking(call("c1", "status"));
-    run.call_blocking(call("c2", "deploy"));
-    run.call_blocking(ToolCall::new("c3", "echo", json!({"text": 1})));
+    let _ = run.call_blocking(call("c1", "status"));
+    let _ = run.call_blocking(call("c2", "deploy"));
+    let _ = run.call_blocking(ToolCall::new("c3", "echo", json!({"text": 1})));
     let events = events.lock().unwrap().clone();
     assert!(events.len() >= 4, "{events:?}");
     events
@@ -90,7 +90,8 @@ async fn events_of_real_calls_are_written_without_argument_values() {
             .call(ToolCall::new("c3", "deploy", json!({"project": SECRET})))
             .await;
         let id = asked.approval().unwrap().id().to_owned();
-        run.decide(&id, Verdict::deny("no")).await.unwrap();
+        let denied = run.decide(&id, Verdict::deny("no")).await.unwrap();
+        assert_eq!(denied.error_kind(), Some(registry_core::ErrorKind::Denied));
         assert!(writer.flush(Duration::from_secs(10)).await);
 
         let client = sql(&url).await;
@@ -492,12 +493,14 @@ async fn a_refused_batch_is_split_and_the_refused_event_is_on_record() {
         let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
         let run = registry.open_run("run-1", &subject());
         for index in 0..7 {
-            run.call(common::echo_call(&format!("before-{index}"), "hi"))
+            let _ = run
+                .call(common::echo_call(&format!("before-{index}"), "hi"))
                 .await;
         }
-        run.call(common::echo_call("poison", "hi")).await;
+        let _ = run.call(common::echo_call("poison", "hi")).await;
         for index in 0..7 {
-            run.call(common::echo_call(&format!("after-{index}"), "hi"))
+            let _ = run
+                .call(common::echo_call(&format!("after-{index}"), "hi"))
                 .await;
         }
         assert!(writer.flush(Duration::from_secs(10)).await);
@@ -536,7 +539,7 @@ async fn a_refused_batch_is_split_and_the_refused_event_is_on_record() {
         assert_eq!(unwritable.get::<_, Option<String>>(2), None);
 
         // Later events are written as before.
-        run.call(common::echo_call("later", "hi")).await;
+        let _ = run.call(common::echo_call("later", "hi")).await;
         assert!(writer.flush(Duration::from_secs(10)).await);
         assert_eq!(writer.written(), 16);
         writer.shutdown(Duration::from_secs(10)).await.unwrap();

@@ -215,11 +215,12 @@ async fn the_bound_on_pending_requests_holds_across_replicas() {
         ask(&replica_b, &unnamed, "c5").await;
 
         // Deciding one makes room; so does one expiring (not counted once expired).
-        replica_b
+        let denied = replica_b
             .open_run("run-alice", &alice)
             .decide(&first, Verdict::deny("no"))
             .await
             .unwrap();
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
         ask(&replica_a, &alice, "c6").await;
         assert_eq!(counter.get(), 0);
     })

@@ -214,12 +214,7 @@ async fn the_latency_a_shared_bucket_adds() {
         let plane = plane(&url, "a").await;
         let store = plane.quota_store();
         let limit = RateLimit::per_second(1_000_000);
-        let key = QuotaKey {
-            tenant: "acme",
-            agent: Some("bot"),
-            principal: None,
-            tool: "status",
-        };
+        let key = QuotaKey::new("acme", "status").with_agent("bot");
         for _ in 0..20 {
             store.acquire(key, limit).await.unwrap();
         }
@@ -248,12 +243,7 @@ async fn a_late_writer_does_not_refill_twice() {
         let plane = plane(&url, "a").await;
         let store = plane.quota_store();
         let limit = RateLimit::per_second(10); // a token is 100 ms; the bucket holds 1 s
-        let key = QuotaKey {
-            tenant: "acme",
-            agent: None,
-            principal: None,
-            tool: "status",
-        };
+        let key = QuotaKey::new("acme", "status");
         // Empty the bucket.
         let mut drained = 0;
         while store.acquire(key, limit).await.unwrap() == QuotaDecision::Granted {
@@ -276,12 +266,7 @@ async fn a_late_writer_does_not_refill_twice() {
         let waiting = {
             let store = store.clone();
             tokio::spawn(async move {
-                let key = QuotaKey {
-                    tenant: "acme",
-                    agent: None,
-                    principal: None,
-                    tool: "status",
-                };
+                let key = QuotaKey::new("acme", "status");
                 store.acquire(key, limit).await.unwrap()
             })
         };

@@ -293,7 +293,7 @@ fn equal_arguments_hash_equal_across_runs() {
     ];
     for (index, arguments) in arguments.iter().enumerate() {
         let run = if index % 2 == 0 { &first } else { &second };
-        run.call_blocking(ToolCall::new(index.to_string(), "note", arguments.clone()));
+        let _ = run.call_blocking(ToolCall::new(index.to_string(), "note", arguments.clone()));
     }
     let hashes: Vec<String> = calls(&events)
         .into_iter()
@@ -351,8 +351,8 @@ fn revocations_and_replacements_are_audited() {
 fn events_go_through_tracing_even_without_a_sink() {
     let registry = tools().build().unwrap();
     let run = registry.open_run("run-t", &Subject::new("tenant-t"));
-    run.call_blocking(ToolCall::new("c1", "note", json!({"note": SECRET})));
-    run.call_blocking(ToolCall::new("c2", "fail", json!({"note": SECRET})));
+    let _ = run.call_blocking(ToolCall::new("c1", "note", json!({"note": SECRET})));
+    let _ = run.call_blocking(ToolCall::new("c2", "fail", json!({"note": SECRET})));
     registry.revoke("withdrawn", "retired").unwrap();
     let fingerprint = run.allowed().fingerprint();
 

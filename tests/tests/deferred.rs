@@ -185,7 +185,7 @@ fn round_trip(profile: Profile) -> Value {
 
 #[test]
 fn round_trips_match_the_golden_files() {
-    assert_golden_files(Profile::ALL.map(|profile| {
+    assert_golden_files(Profile::ALL.iter().map(|&profile| {
         let mut text = serde_json::to_string_pretty(&round_trip(profile)).expect("JSON");
         text.push('\n');
         (golden_path(profile), text)
@@ -196,7 +196,7 @@ fn round_trips_match_the_golden_files() {
 fn every_tool_object_passes_the_checker() {
     // The checker knows tool objects, not Responses' namespaces and tool search: it reads
     // the functions inside them.
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let trip = round_trip(profile);
         for key in ["export", "export_after"] {
             let list = match profile {
@@ -290,7 +290,7 @@ fn the_first_request_holds_the_loaded_tools_and_the_search_tool() {
 #[test]
 fn loading_only_appends() {
     let registry = registry();
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let run = registry.open_run("append", &subject());
         let session = run.deferred(profile, DeferredOptions::new().results(1));
         let mut before = tool_objects(profile, &session.export().unwrap());
@@ -325,7 +325,7 @@ fn loading_only_appends() {
 #[test]
 fn nothing_outside_the_allowed_set_is_found_loaded_or_named() {
     let registry = registry();
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let run = registry.open_run("hidden", &subject());
         let session = run.deferred(
             profile,
@@ -461,7 +461,7 @@ fn revoked_and_replaced_tools_disappear_from_searches_as_from_calls() {
 fn invalid_searches_are_answered_not_panicked_on() {
     let registry = registry();
     let run = registry.open_run("invalid", &subject());
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let session = run.deferred(profile, DeferredOptions::new());
         for arguments in [
             json!({}),

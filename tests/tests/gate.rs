@@ -706,17 +706,21 @@ fn every_step_of_an_approval_is_audited_without_argument_values() {
         .unwrap();
     let run = registry.open_run("run-1", &subject());
     let first = pending(Mode::Sync, &run, "c1");
-    run.decide_blocking(first.id(), Verdict::approve().by("alice"))
+    let _ = run
+        .decide_blocking(first.id(), Verdict::approve().by("alice"))
         .unwrap();
     let second = pending(Mode::Sync, &run, "c2");
-    run.decide_blocking(
-        second.id(),
-        Verdict::approve().with_arguments(json!({"project": "web", "env": "staging"})),
-    )
-    .unwrap();
-    let third = pending(Mode::Sync, &run, "c3");
-    run.decide_blocking(third.id(), Verdict::deny("no"))
+    let _ = run
+        .decide_blocking(
+            second.id(),
+            Verdict::approve().with_arguments(json!({"project": "web", "env": "staging"})),
+        )
         .unwrap();
+    let third = pending(Mode::Sync, &run, "c3");
+    let denied = run
+        .decide_blocking(third.id(), Verdict::deny("no"))
+        .unwrap();
+    assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
 
     let events = events.lock().unwrap().clone();
     let approvals: Vec<&ApprovalEvent> = events
@@ -1061,11 +1065,9 @@ fn quotas_are_kept_per_principal() {
 
 #[test]
 fn a_quota_key_with_a_principal_digests_apart() {
-    let key = |principal: Option<&'static str>| QuotaKey {
-        tenant: "acme",
-        agent: Some("cli"),
-        principal,
-        tool: "ping",
+    let key = |principal: Option<&'static str>| {
+        let key = QuotaKey::new("acme", "ping").with_agent("cli");
+        principal.map_or(key, |principal| key.with_principal(principal))
     };
     let digests = [
         key(None).fingerprint(),
@@ -1079,12 +1081,7 @@ fn a_quota_key_with_a_principal_digests_apart() {
         }
     }
     // Moving bytes between parts makes another key.
-    let shifted = QuotaKey {
-        tenant: "acme",
-        agent: Some("clialice"),
-        principal: None,
-        tool: "ping",
-    };
+    let shifted = QuotaKey::new("acme", "ping").with_agent("clialice");
     assert_ne!(shifted.fingerprint(), key(Some("alice")).fingerprint());
 }
 
@@ -1123,7 +1120,8 @@ fn pending_approvals_are_bounded_per_principal() {
         assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
 
         // Deciding one makes room.
-        deny(mode, &alice, first.id(), "no").unwrap();
+        let denied = deny(mode, &alice, first.id(), "no").unwrap();
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
         pending(mode, &alice, "c8");
         assert_eq!(executions.count(), 0);
     }
@@ -1174,10 +1172,9 @@ fn a_store_that_cannot_count_refuses_calls_that_need_approval() {
 /// refused, the request left pending.
 #[test]
 fn stored_arguments_are_bounded_by_the_argument_limits() {
-    let limits = registry_core::call::ArgumentLimits {
-        max_depth: 4,
-        max_bytes: 256,
-    };
+    let limits = registry_core::call::ArgumentLimits::default()
+        .with_max_depth(4)
+        .with_max_bytes(256);
     let free_text = json!({
         "type": "object",
         "properties": {"note": {}},
@@ -1262,11 +1259,11 @@ fn audit_events_carry_the_principal() {
     let registry = builder(&executions).audit_sink(sink).build().unwrap();
     let alice = registry.open_run("run-alice", &person("token:alice"));
     let request = pending(Mode::Sync, &alice, "c1");
-    alice
+    let _ = alice
         .decide_blocking(request.id(), Verdict::approve())
         .unwrap();
     let unnamed = registry.open_run("run-agent", &subject());
-    call(
+    let _ = call(
         Mode::Sync,
         &unnamed,
         ToolCall::new("c2", "status", json!({})),

@@ -63,12 +63,16 @@ fn golden_path(profile: Profile) -> PathBuf {
 
 #[test]
 fn exports_match_the_golden_files() {
-    assert_golden_files(Profile::ALL.map(|profile| (golden_path(profile), export_text(profile))));
+    assert_golden_files(
+        Profile::ALL
+            .iter()
+            .map(|&profile| (golden_path(profile), export_text(profile))),
+    );
 }
 
 #[test]
 fn every_golden_file_passes_the_checker() {
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let path = golden_path(profile);
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
@@ -94,12 +98,18 @@ fn every_golden_file_passes_the_checker() {
 #[test]
 fn the_golden_files_leave_out_only_what_a_profile_cannot_take() {
     let registry = representative();
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let everything = Subject::new("tenant-a")
             .with_scopes([representative::OPEN_SCOPE, representative::TREE_SCOPE]);
         let error = registry.open_run("all", &everything).export(profile).err();
         let mut tools: Vec<String> = error
-            .map(|error| error.0.into_iter().map(|problem| problem.tool).collect())
+            .map(|error| {
+                error
+                    .into_incompatibilities()
+                    .into_iter()
+                    .map(|problem| problem.tool)
+                    .collect()
+            })
             .unwrap_or_default();
         tools.dedup();
         let expected: &[&str] = match profile {
@@ -129,7 +139,7 @@ fn every_example_tool_is_compatible_with_every_profile() {
     registry.assert_compatible(Profile::ALL);
     let everyone =
         Subject::new("tenant-a").with_scopes(["build:read", "build:write", "deploy:write"]);
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let run = registry.open_run("examples", &everyone);
         let export = run
             .export(profile)
@@ -146,7 +156,7 @@ fn print_export() {
     if std::env::var_os(PRINT).is_none() {
         return;
     }
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let registry = representative();
         let run = registry.open_run("golden", &subject(profile));
         let export = run.export(profile).expect("exports");
@@ -194,7 +204,7 @@ fn exports_are_byte_identical_across_processes() {
         "every profile printed: {first}"
     );
     assert_eq!(first, second, "two processes exported different bytes");
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let registry = representative();
         let run = registry.open_run("golden", &subject(profile));
         let here = serde_json::to_string(&run.export(profile).unwrap()).unwrap();

@@ -796,7 +796,7 @@ fn hostile_characters_in_ids_and_names_come_out_escaped() {
             "{what}: {text:?}"
         );
         // Each profile's rendering of it is JSON, with no raw control character.
-        for profile in Profile::ALL {
+        for &profile in Profile::ALL {
             let rendered = serde_json::to_string(&profile.render(&unknown)).unwrap();
             assert!(
                 !rendered.contains(['\0', '\n', '\r']),

@@ -43,10 +43,11 @@ fn both_ways(registry: &Registry, text: &str) -> [Option<ErrorKind>; 2] {
 
 #[test]
 fn a_lowered_limit_holds_for_text() {
-    let registry = registry(ArgumentLimits {
-        max_depth: 3,
-        max_bytes: 64,
-    });
+    let registry = registry(
+        ArgumentLimits::default()
+            .with_max_depth(3)
+            .with_max_bytes(64),
+    );
     assert_eq!(both_ways(&registry, &nested(3)), [None, None]);
     let invalid = Some(ErrorKind::InvalidArguments);
     assert_eq!(both_ways(&registry, &nested(4)), [invalid, invalid]);
@@ -75,10 +76,7 @@ fn a_raised_limit_holds_for_text() {
     let default = registry(ArgumentLimits::default());
     let invalid = Some(ErrorKind::InvalidArguments);
     assert_eq!(both_ways(&default, &text), [invalid, invalid]);
-    let raised = registry(ArgumentLimits {
-        max_depth: 100,
-        ..ArgumentLimits::default()
-    });
+    let raised = registry(ArgumentLimits::default().with_max_depth(100));
     assert_eq!(both_ways(&raised, &text), [None, None]);
 }
 

@@ -246,7 +246,7 @@ fn the_lock_is_one_block_per_tool_one_line_per_fact() {
         ["deploy", "get_status", "ping"]
     );
     let mut expected_keys = vec!["scopes", "tenants", "public", "hints", "gate", "definition"];
-    expected_keys.extend(Profile::ALL.map(Profile::name));
+    expected_keys.extend(Profile::ALL.iter().map(|profile| profile.name()));
     for (tool, block) in &blocks {
         assert_eq!(keys(block), expected_keys, "{tool}");
     }
@@ -282,7 +282,7 @@ fn the_lock_is_one_block_per_tool_one_line_per_fact() {
     );
     // Each digest is the tool's, for that profile.
     let deploy = registry(Change::None).get("deploy").unwrap();
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let digest = deploy.digest(profile).unwrap();
         assert_eq!(value(&lock, "deploy", profile.name()), digest, "{profile}");
         assert!(
@@ -324,7 +324,7 @@ fn each_change_alters_exactly_that_tools_lines() {
     let base = registry(Change::None).lock();
     let (base_header, base_blocks) = blocks(&base);
     let every_digest: Vec<&str> = std::iter::once("definition")
-        .chain(Profile::ALL.map(Profile::name))
+        .chain(Profile::ALL.iter().map(|profile| profile.name()))
         .collect();
     for change in CHANGES {
         let changed = registry(change).lock();

@@ -67,7 +67,7 @@ fn lower(profile: Profile, name: &str, schema: Value) -> Result<Value, Vec<Incom
     let run = registry.open_run("lowering", &Subject::new("tenant-a"));
     match run.export(profile) {
         Ok(list) => Ok(schema_in(profile, &list)),
-        Err(error) => Err(error.0),
+        Err(error) => Err(error.into_incompatibilities()),
     }
 }
 
@@ -83,13 +83,7 @@ fn incompatibility(
     rule: &str,
     fix: &str,
 ) -> Incompatibility {
-    Incompatibility {
-        profile,
-        tool: tool.to_owned(),
-        pointer: pointer.to_owned(),
-        rule: rule.to_owned(),
-        fix: fix.to_owned(),
-    }
+    Incompatibility::new(profile, tool, pointer, rule, fix)
 }
 
 /// What `grow_tree`'s recursive type is, for `profile` (Anthropic or Gemini).
@@ -827,12 +821,12 @@ fn registry_check_lists_every_incompatibility() {
     for profile in [Profile::Anthropic, Profile::Gemini] {
         assert_eq!(
             registry.check(profile),
-            Err(CompatibilityError(vec![recursive_tree(profile)]))
+            Err(CompatibilityError::new(vec![recursive_tree(profile)]))
         );
     }
     assert_eq!(
         registry.check(STRICT),
-        Err(CompatibilityError(open_annotate(STRICT)))
+        Err(CompatibilityError::new(open_annotate(STRICT)))
     );
 }
 
@@ -880,7 +874,7 @@ fn assert_compatible_panics_with_the_list_of_incompatibilities() {
     expected.extend(open_annotate(Profile::OpenAiResponses { strict: true }));
     expected.push(recursive_tree(Profile::Anthropic));
     expected.push(recursive_tree(Profile::Gemini));
-    assert_eq!(message, CompatibilityError(expected).to_string());
+    assert_eq!(message, CompatibilityError::new(expected).to_string());
     assert!(message.starts_with("8 incompatibilities with provider profiles:\n  - openai-chat-strict: tool \"annotate\" at \"/properties/counts\""));
     // Without those two, nothing to report.
     let compatible = Registry::builder().declared_in([MODULE]).build().unwrap();

@@ -393,7 +393,7 @@ fn exports_list_only_the_runs_visible_tools_in_name_order() {
 fn an_empty_run_exports_empty_lists_and_no_allowlist() {
     let registry = Registry::builder().allow_empty().build().unwrap();
     let run = registry.open_run("run-empty", &Subject::new("tenant-a"));
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         assert_eq!(run.export(profile).unwrap(), json!([]), "{profile}");
         assert_eq!(run.allowlist(profile), None, "{profile}");
     }
@@ -401,7 +401,7 @@ fn an_empty_run_exports_empty_lists_and_no_allowlist() {
 
 #[test]
 fn exports_are_byte_identical_across_registries_and_calls() {
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let first = serde_json::to_string(&run().export(profile).unwrap()).unwrap();
         let run = run();
         let second = serde_json::to_string(&run.export(profile).unwrap()).unwrap();
@@ -762,7 +762,7 @@ fn mcp_reads_bare_params() {
 #[test]
 fn a_hidden_tool_is_rendered_exactly_like_an_unknown_one() {
     let run = run();
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let render = |name: &str| {
             let call = registry_core::ToolCall::new("call_x", name, json!({}));
             let text = serde_json::to_string(&profile.render(&run.call_blocking(call))).unwrap();
@@ -1008,7 +1008,7 @@ fn wrong_shapes_are_errors_naming_what_and_where() {
 
 #[test]
 fn a_response_that_is_no_response_is_an_error() {
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         for response in [
             json!(null),
             json!("get_status"),
@@ -1028,7 +1028,7 @@ fn a_response_that_is_no_response_is_an_error() {
 fn every_fixture_is_read_or_refused_by_every_profile() {
     let root = format!("{}/fixtures", env!("CARGO_MANIFEST_DIR"));
     let mut seen = 0;
-    for own in Profile::ALL {
+    for &own in Profile::ALL {
         let mut names: Vec<String> = std::fs::read_dir(format!("{root}/{}", dir(own)))
             .unwrap()
             .map(|entry| entry.unwrap().file_name().into_string().unwrap())
@@ -1042,7 +1042,7 @@ fn every_fixture_is_read_or_refused_by_every_profile() {
                 name.starts_with("invalid_"),
                 "{own} {name}: {result:?}"
             );
-            for other in Profile::ALL {
+            for &other in Profile::ALL {
                 let _ = other.parse_calls(&response);
             }
             seen += 1;
@@ -1105,7 +1105,7 @@ mod fuzz {
     proptest! {
         #[test]
         fn reading_any_json_never_panics(response in json()) {
-            for profile in Profile::ALL {
+            for &profile in Profile::ALL {
                 let _ = profile.parse_calls(&response);
             }
         }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use registry_core::server::RunExt;
 use registry_core::{
     DynamicTool, ErrorKind, Registry, RegistryBuilder, Subject, Tool, ToolCall,
-    access::{Access, HiddenReason, HiddenTool, Visibility},
+    access::{Access, HiddenReason, Visibility},
     definition::Scope,
     tool,
 };
@@ -522,12 +522,13 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
     assert_eq!(explanation.visible, 2);
     assert!(!explanation.nothing_registered());
     assert!(explanation.malformed_scopes.is_empty());
-    let hidden = |name: &str, reasons: Vec<HiddenReason>| HiddenTool {
-        name: name.to_owned(),
-        reasons,
-    };
+    let hidden = |name: &str, reasons: Vec<HiddenReason>| (name.to_owned(), reasons);
     assert_eq!(
-        explanation.hidden,
+        explanation
+            .hidden
+            .iter()
+            .map(|tool| (tool.name.clone(), tool.reasons.clone()))
+            .collect::<Vec<_>>(),
         [
             hidden(
                 "deploy",

@@ -65,11 +65,11 @@ fn content() {
         black_box(black_box(&media).base64());
     });
     let call = median_per_iteration(20_000, || {
-        black_box(run.call_blocking(ToolCall::new("c1", "chart", json!({}))));
+        let _ = black_box(run.call_blocking(ToolCall::new("c1", "chart", json!({}))));
     });
     println!("content: base64 of 1 MiB alone:                          {}", show(encode));
     println!("content: a run's call returning a 1 MiB image:            {}", show(call));
-    for profile in registry_core::Profile::ALL {
+    for &profile in registry_core::Profile::ALL {
         let rendered = median_per_iteration(200, || {
             black_box(profile.render(black_box(&observation)));
         });
@@ -140,7 +140,7 @@ fn call() {
     });
     let through_run = median_per_iteration(200_000, || {
         let call = ToolCall::from_json_text("call_1", "add", black_box(text));
-        black_box(run.call_blocking(call));
+        let _ = black_box(run.call_blocking(call));
     });
     let tool = registry.get("add").expect("registered");
     let arguments: Value = serde_json::from_str(text).expect("valid");
@@ -161,7 +161,7 @@ fn call() {
     let gated_run = gated.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
     let through_gate = median_per_iteration(200_000, || {
         let call = ToolCall::from_json_text("call_1", "add", black_box(text));
-        black_box(gated_run.call_blocking(call));
+        let _ = black_box(gated_run.call_blocking(call));
     });
     // What no run can avoid: the arguments as a JSON value, to validate them against the
     // schema the model was shown.

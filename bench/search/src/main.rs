@@ -360,7 +360,7 @@ fn first_request(run: &registry_core::Run) {
         "| profile | every tool: bytes | tokens | deferred: bytes | tokens | tokens in context | deferred / every tool (context tokens) | after one search (5 loaded): tokens |"
     );
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         let full = run.export(profile).expect("every tool exports");
         let session = run.deferred(profile, DeferredOptions::new());
         let deferred = session.export().expect("the deferred session exports");

@@ -207,7 +207,7 @@ fn show_exports(run: &Run) {
     println!(
         "== What each provider is shown for the reader (its first tool; all exports are byte-stable)\n"
     );
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         match run.export(profile) {
             Ok(export) => {
                 let text = serde_json::to_string(&export).expect("an export is JSON");
@@ -233,10 +233,8 @@ fn show_exports(run: &Run) {
 
 /// The provider named in the transcript.
 fn provider(name: &str) -> Profile {
-    Profile::ALL
-        .into_iter()
-        .find(|profile| profile.name() == name)
-        .unwrap_or_else(|| panic!("the transcript names an unknown provider {name:?}"))
+    name.parse()
+        .unwrap_or_else(|error| panic!("the transcript names an unknown provider: {error}"))
 }
 
 /// The model's response carrying `call`, in the provider's own format.

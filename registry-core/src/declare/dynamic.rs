@@ -48,6 +48,7 @@ use crate::resolve::validate::ArgumentValidator;
 /// let typo = run.call_blocking(ToolCall::new("c2", "echo", json!({"txt": "hi"})));
 /// assert_eq!(typo.error_kind(), Some(ErrorKind::InvalidArguments));
 /// ```
+#[must_use = "a tool does nothing until it is given to `RegistryBuilder::tool`"]
 pub struct DynamicTool {
     name: String,
     description: String,
@@ -66,6 +67,31 @@ pub struct DynamicTool {
     always_loaded: bool,
     handler: Option<Handler>,
     source: Source,
+}
+
+impl std::fmt::Debug for DynamicTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The handler is code: only whether there is one.
+        f.debug_struct("DynamicTool")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("title", &self.title)
+            .field("parameters", &self.parameters)
+            .field("output_schema", &self.output_schema)
+            .field("scopes", &self.scopes)
+            .field("tenants", &self.tenants)
+            .field("public", &self.public)
+            .field("timeout", &self.timeout)
+            .field("needs_approval", &self.needs_approval)
+            .field("rate_limit", &self.rate_limit)
+            .field("hints", &self.hints)
+            .field("allow_description", &self.allow_description)
+            .field("namespace", &self.namespace)
+            .field("always_loaded", &self.always_loaded)
+            .field("has_handler", &self.handler.is_some())
+            .field("source", &self.source)
+            .finish()
+    }
 }
 
 impl DynamicTool {

@@ -7,6 +7,7 @@ use crate::register::tool::Tool;
 
 /// What an [`AccessRule`] decides for one tool and one subject.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Visibility {
     /// The rule has no objection (the registry's own rules still apply).
     Visible,

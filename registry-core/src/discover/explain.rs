@@ -13,6 +13,7 @@ use crate::discover::subject::Access;
 
 /// Why each registered tool is not visible to a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Explanation {
     /// How many tools the registry had when the run was opened.
     pub registered: usize,
@@ -26,6 +27,7 @@ pub struct Explanation {
 
 /// One hidden tool and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct HiddenTool {
     /// The tool.
     pub name: String,
@@ -139,6 +141,7 @@ fn shown(text: &str) -> String {
 
 impl Run {
     /// Why each registered tool this run cannot see is hidden; for operators, not the model.
+    #[must_use]
     pub fn explain(&self) -> Explanation {
         explain(self, self.snapshot())
     }

@@ -192,6 +192,7 @@ impl Run {
 
     /// Bounds every call of this run: a call that takes longer is answered `TimedOut`. A
     /// tool's own `timeout`, if shorter, still applies.
+    #[must_use = "returns the run with the timeout; the run it was called on is gone"]
     pub fn with_call_timeout(mut self, timeout: Duration) -> Run {
         self.timeout = Some(timeout);
         self
@@ -224,6 +225,7 @@ impl Run {
     /// let main = run.call_blocking(ToolCall::new("c1", "delete_branch", json!({"branch": "main"})));
     /// assert_eq!(main.error_kind(), Some(ErrorKind::Denied));
     /// ```
+    #[must_use = "returns the run with the policy; the run it was called on is gone"]
     pub fn with_call_policy(mut self, policy: impl CallPolicy) -> Run {
         self.policies.push(Arc::new(policy));
         self
@@ -231,6 +233,7 @@ impl Run {
 
     /// Allows this run at most `calls` executions in all; past that, every call is answered
     /// [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited) with no time to retry. Refused calls do not count.
+    #[must_use = "returns the run with the budget; the run it was called on is gone"]
     pub fn with_call_budget(mut self, calls: u64) -> Run {
         self.budget = Some(Budget::new(calls));
         self
@@ -298,6 +301,7 @@ impl Run {
     ///
     /// Fails, listing every problem, if a visible tool cannot be expressed in the profile
     /// (check at startup with [`Registry::check`] to never meet this here).
+    #[must_use = "the export is what the model is shown: send it with the request"]
     pub fn export(&self, profile: Profile) -> Result<Value, CompatibilityError> {
         crate::present::export::export_run(profile, self.allowed.entries().iter().map(|e| &e.tool))
     }
@@ -305,6 +309,7 @@ impl Run {
     /// The per-request allowlist of `profile`, naming this run's allowed tools, where the
     /// profile has one: OpenAI `tool_choice` with `allowed_tools`, Gemini `toolConfig` with
     /// `allowedFunctionNames`. `None` for the others.
+    #[must_use = "the allowlist is what the provider should enforce: send it with the request"]
     pub fn allowlist(&self, profile: Profile) -> Option<Value> {
         let names: Vec<&str> = self.allowed.names().collect();
         crate::present::export::allowlist(profile, &names)

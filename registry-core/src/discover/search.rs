@@ -83,6 +83,7 @@ impl Run {
     /// // `deploy_project` is not in this run's allowed set: no search finds it.
     /// assert!(run.search("deploy a project", 5).iter().all(|hit| hit.name() != "deploy_project"));
     /// ```
+    #[must_use]
     pub fn search(&self, query: &str, k: usize) -> Vec<SearchHit> {
         search(self.origin(), self.snapshot(), self.allowed(), query, k)
     }

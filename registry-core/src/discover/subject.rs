@@ -9,6 +9,7 @@ use serde::Serialize;
 /// How much a run may change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Access {
     /// Every tool the scopes admit.
     #[default]
@@ -53,6 +54,7 @@ pub struct Subject {
 
 impl Subject {
     /// A subject of `tenant` with no scopes and read-write access.
+    #[must_use]
     pub fn new(tenant: impl Into<Arc<str>>) -> Self {
         Subject {
             tenant: tenant.into(),
@@ -65,6 +67,7 @@ impl Subject {
 
     /// Grants these scopes too. Scopes are matched exactly; a string that is not a valid
     /// scope matches no tool, and [`Run::explain`](crate::Run::explain) points it out.
+    #[must_use = "returns the subject; it changes nothing in place"]
     pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -75,18 +78,21 @@ impl Subject {
     }
 
     /// Restricts the run to tools declared `read_only`.
+    #[must_use = "returns the subject; it changes nothing in place"]
     pub fn read_only(mut self) -> Self {
         self.access = Access::ReadOnly;
         self
     }
 
     /// Sets the access level.
+    #[must_use = "returns the subject; it changes nothing in place"]
     pub fn with_access(mut self, access: Access) -> Self {
         self.access = access;
         self
     }
 
     /// Names the agent acting (for the audit log and policies).
+    #[must_use = "returns the subject; it changes nothing in place"]
     pub fn with_agent(mut self, agent: impl Into<Arc<str>>) -> Self {
         self.agent = Some(agent.into());
         self
@@ -111,6 +117,7 @@ impl Subject {
     /// assert_eq!(bob.principal(), Some("token:bob"));
     /// assert_eq!(Subject::new("acme").principal(), None);
     /// ```
+    #[must_use = "returns the subject; it changes nothing in place"]
     pub fn with_principal(mut self, principal: impl Into<Arc<str>>) -> Self {
         self.principal = Some(principal.into());
         self

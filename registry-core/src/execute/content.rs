@@ -39,6 +39,7 @@ use serde_json::{Map, Value, json};
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Content {
     /// Text for the model to read.
     Text(String),
@@ -459,6 +460,7 @@ pub struct EmbeddedResource {
 
 /// What an [`EmbeddedResource`] holds: text or bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Embedded {
     /// Text (MCP's `TextResourceContents`).
     Text {
@@ -566,6 +568,7 @@ impl EmbeddedResource {
 /// assert_eq!(mcp["structuredContent"], json!({"width": 640}));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolOutput<T> {
     /// The blocks, in order.
     pub content: Vec<Content>,

@@ -101,6 +101,7 @@ impl std::fmt::Debug for ToolContext {
 /// # let _ = options;
 /// ```
 #[derive(Clone, Default)]
+#[must_use = "options do nothing until they are given to a call (`RunExt::call_with`)"]
 pub struct CallOptions {
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) cancellation: Option<Cancellation>,

@@ -97,6 +97,7 @@ impl fmt::Display for ErrorKind {
 /// its [`content`](Self::json) is then the structured value of a `ToolOutput`, or else a
 /// JSON view of the blocks without their bytes (see [`content`](Self::json)).
 #[derive(Debug, Clone, PartialEq)]
+#[must_use = "an observation is the model's answer to its call: render it for the model (`Profile::render`) or check it"]
 pub struct Observation {
     call_id: String,
     tool_name: String,

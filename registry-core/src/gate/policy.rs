@@ -54,6 +54,7 @@ impl<'a> CallRequest<'a> {
 
 /// What a [`CallPolicy`] decides for one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Decision {
     /// The call may run (subject to quotas).
     Allow,

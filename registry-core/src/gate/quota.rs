@@ -13,6 +13,7 @@ use crate::gate::rate_limit::RateLimit;
 /// principal) and one tool. Two principals of the same tenant and agent have buckets of their
 /// own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct QuotaKey<'a> {
     /// The subject's tenant.
     pub tenant: &'a str,
@@ -25,7 +26,39 @@ pub struct QuotaKey<'a> {
     pub tool: &'a str,
 }
 
-impl QuotaKey<'_> {
+impl<'a> QuotaKey<'a> {
+    /// The key of `tool` for a subject of `tenant` that names no agent and no principal.
+    ///
+    /// ```
+    /// use registry_core::gate::QuotaKey;
+    ///
+    /// let key = QuotaKey::new("acme", "deploy").with_agent("cli").with_principal("token:ana");
+    /// assert_eq!((key.tenant, key.agent, key.principal), ("acme", Some("cli"), Some("token:ana")));
+    /// assert_ne!(key.fingerprint(), QuotaKey::new("acme", "deploy").fingerprint());
+    /// ```
+    pub const fn new(tenant: &'a str, tool: &'a str) -> Self {
+        QuotaKey {
+            tenant,
+            agent: None,
+            principal: None,
+            tool,
+        }
+    }
+
+    /// With the subject's agent.
+    #[must_use]
+    pub const fn with_agent(mut self, agent: &'a str) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// With the subject's principal.
+    #[must_use]
+    pub const fn with_principal(mut self, principal: &'a str) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
     /// A stable 128-bit digest of the key, for stores that index buckets by it.
     ///
     /// Each part is written with its length, so no two keys share their input; a key without
@@ -54,6 +87,7 @@ impl QuotaKey<'_> {
 
 /// What a [`QuotaStore`] answers for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum QuotaDecision {
     /// A token was taken: the call may run.
     Granted,

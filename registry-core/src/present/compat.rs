@@ -60,6 +60,7 @@ const LIST: &str = "(tool list)";
 
 /// Every rule of `profile` that one exported tool object breaks (an element of the list
 /// [`Run::export`](crate::Run::export) returns; for Gemini, one function declaration).
+#[must_use = "the incompatibilities found are the result"]
 pub fn check_tool(profile: Profile, tool: &Value) -> Vec<Incompatibility> {
     let rules = profile.rules();
     let mut report = Report {
@@ -74,6 +75,7 @@ pub fn check_tool(profile: Profile, tool: &Value) -> Vec<Incompatibility> {
 
 /// Every rule of `profile` that a whole exported tool list breaks: each tool's, and the
 /// rules about the list (how many tools, unique names).
+#[must_use = "the incompatibilities found are the result"]
 pub fn check_tools(profile: Profile, tools: &Value) -> Vec<Incompatibility> {
     let rules = profile.rules();
     let mut report = Report {

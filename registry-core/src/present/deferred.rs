@@ -57,6 +57,7 @@ const NAMED_NAMESPACES: usize = 20;
 ///     .namespace_description("builds", "Build pipelines: status, logs and artifacts.");
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "options do nothing until they are given to `Run::deferred`"]
 pub struct DeferredOptions {
     load: Vec<String>,
     results: usize,
@@ -210,6 +211,7 @@ impl Run {
     /// loaded first (the `always_loaded` ones and those `options` names, of this run's allowed
     /// set) and a search tool; each search loads the tools it finds, from the allowed set
     /// only. See [`DeferredSession`].
+    #[must_use = "a session does nothing until its export is sent to the model"]
     pub fn deferred(&self, profile: Profile, options: DeferredOptions) -> DeferredSession {
         let allowed = self.allowed().clone();
         let wanted: BTreeSet<&str> = options.load.iter().map(String::as_str).collect();
@@ -355,6 +357,7 @@ impl DeferredSession {
     /// Fails, listing every problem, if a loaded tool or the search tool cannot be expressed
     /// in the profile, if the search tool's name is not a valid tool name, or if a tool of the
     /// run has the search tool's name.
+    #[must_use = "the export is what the model is shown: send it with the request"]
     pub fn export(&self) -> Result<Value, CompatibilityError> {
         let mut problems = Vec::new();
         let search_tool = self.checked_search_tool(&mut problems);
@@ -497,6 +500,7 @@ impl DeferredSession {
     /// The searches and tool calls in `response`, a provider response as JSON, in order: as
     /// [`Profile::parse_calls`] reads them, with the search tool's calls (OpenAI Responses'
     /// `tool_search_call` items) as [`SessionCall::Search`].
+    #[must_use = "the calls read do nothing until they are searched or run"]
     pub fn parse_calls(&self, response: &Value) -> Result<Vec<SessionCall>, ParseError> {
         let responses = matches!(self.profile, Profile::OpenAiResponses { .. });
         let mut reader = Reader {

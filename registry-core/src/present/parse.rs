@@ -49,6 +49,7 @@ impl Profile {
     /// assert_eq!(calls[0].id(), "toolu_01");
     /// assert_eq!(calls[0].arguments(), Some(&json!({"project": "web"})));
     /// ```
+    #[must_use = "the calls read do nothing until a run resolves them"]
     pub fn parse_calls(&self, response: &Value) -> Result<Vec<ToolCall>, ParseError> {
         let mut reader = Reader {
             profile: *self,

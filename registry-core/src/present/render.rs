@@ -64,6 +64,7 @@ impl Profile {
     ///     json!({"type": "tool_result", "tool_use_id": "toolu_01", "content": "web: green"}),
     /// );
     /// ```
+    #[must_use = "the rendered message is the model's answer: send it back to the provider"]
     pub fn render(&self, observation: &Observation) -> Value {
         match self {
             Profile::OpenAiChat { .. } => openai::chat_result(observation),

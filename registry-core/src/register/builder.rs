@@ -79,6 +79,49 @@ pub struct RegistryBuilder {
     allow_empty: bool,
 }
 
+impl std::fmt::Debug for RegistryBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Handlers, rules, sinks, hosts and state are code or the application's own: named by
+        // what they are for, never printed.
+        f.debug_struct("RegistryBuilder")
+            .field("declared", &self.declared)
+            .field("tools", &self.tools)
+            .field(
+                "replacements",
+                &self
+                    .replacements
+                    .iter()
+                    .map(|(tool, reason)| (tool.name(), reason.as_str()))
+                    .collect::<Vec<_>>(),
+            )
+            .field("required", &self.required)
+            .field("state_types", &self.state.len())
+            .field("access_rules", &self.access_rules.len())
+            .field("call_policies", &self.gate.call_policies.len())
+            .field("audit_sink", &self.audit.is_some())
+            .field("host", &self.host.is_some())
+            .field("limits", &self.limits)
+            .field("compatible", &self.compatible)
+            .field(
+                "rate_limit",
+                &self.rate_limit.as_ref().map(|(limit, _)| limit),
+            )
+            .field(
+                "readiness",
+                &self
+                    .readiness
+                    .iter()
+                    .map(|(name, _, _)| name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("readiness_timeout", &self.readiness_timeout)
+            .field("blocking_threads", &self.blocking_threads)
+            .field("blocking_wait", &self.blocking_wait)
+            .field("waits", &self.waits)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Registry {
     /// Every `#[tool]` linked into this program.
     ///
@@ -96,7 +139,7 @@ impl Registry {
 }
 
 /// Which `#[tool]` declarations to take.
-#[derive(Default)]
+#[derive(Debug, Default)]
 enum Selection {
     #[default]
     None,
@@ -284,9 +327,14 @@ impl RegistryBuilder {
     }
 
     /// Refuses to build unless every tool can be exported to each of `profiles`
-    /// (see [`Registry::check`]); each incompatibility is a build problem.
-    pub fn require_compatible(mut self, profiles: impl IntoIterator<Item = Profile>) -> Self {
-        self.compatible.extend(profiles);
+    /// (see [`Registry::check`]); each incompatibility is a build problem. `profiles` may be
+    /// [`Profile::ALL`] or any list of profiles.
+    pub fn require_compatible(
+        mut self,
+        profiles: impl IntoIterator<Item = impl std::borrow::Borrow<Profile>>,
+    ) -> Self {
+        self.compatible
+            .extend(profiles.into_iter().map(|profile| *profile.borrow()));
         self
     }
 

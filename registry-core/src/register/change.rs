@@ -9,6 +9,7 @@ use crate::discover::fingerprint::Fingerprint;
 /// What happens to runs opened before a tool is replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OldRuns {
     /// They keep calling exactly the version they were shown, until they end.
     KeepShownVersion,
@@ -18,6 +19,7 @@ pub enum OldRuns {
 
 /// How [`Registry::replace`](crate::Registry::replace) treats runs already open, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReplaceOptions {
     /// What old runs do.
     pub old_runs: OldRuns,
@@ -46,6 +48,7 @@ impl ReplaceOptions {
 /// What kind of change a [`Change`] records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ChangeKind {
     /// The tool was revoked for every run.
     Revoked,
@@ -58,6 +61,7 @@ pub enum ChangeKind {
 
 /// The record of one revocation or replacement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Change {
     /// When it took effect (serialized as milliseconds since the Unix epoch).
     #[serde(

@@ -90,7 +90,7 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
     let _ = writeln!(text, "gate = {}", list(gate.into_iter()));
 
     let _ = writeln!(text, "definition = {}", definition_fingerprint(tool));
-    for profile in Profile::ALL {
+    for &profile in Profile::ALL {
         match tool.digest(profile) {
             Ok(digest) => {
                 let _ = writeln!(text, "{profile} = {digest}");

@@ -100,6 +100,7 @@ struct Inner {
 
 /// A record of one tool replaced while the registry was built.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Replacement {
     /// The tool's name.
     pub name: String,
@@ -514,10 +515,13 @@ impl Registry {
     /// Registry::from_inventory().unwrap().assert_compatible(Profile::ALL);
     /// ```
     #[track_caller]
-    pub fn assert_compatible(&self, profiles: impl IntoIterator<Item = Profile>) {
+    pub fn assert_compatible(
+        &self,
+        profiles: impl IntoIterator<Item = impl std::borrow::Borrow<Profile>>,
+    ) {
         let problems: Vec<_> = profiles
             .into_iter()
-            .filter_map(|profile| self.check(profile).err())
+            .filter_map(|profile| self.check(*profile.borrow()).err())
             .flat_map(|error| error.0)
             .collect();
         if !problems.is_empty() {
@@ -600,6 +604,7 @@ impl Registry {
     /// assert!(lock.contains("\nmcp = sha256:"));
     /// assert!(lock.contains("\ngemini = sha256:"));
     /// ```
+    #[must_use = "the lock text is to be written or compared (`Registry::assert_lockfile`)"]
     pub fn lock(&self) -> String {
         crate::register::lock::lock_text(&self.snapshot().tools, self.inner.gate.rate_limit)
     }

@@ -35,9 +35,9 @@ struct ToolInner {
     output: Output,
     definition: OnceLock<Arc<ToolDefinition>>,
     output_schema: OnceLock<Option<Value>>,
-    lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::ALL.len()],
+    lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::COUNT],
     /// The digest of the exported tool object, per profile; `None` where it cannot be exported.
-    digests: [OnceLock<Option<String>>; Profile::ALL.len()],
+    digests: [OnceLock<Option<String>>; Profile::COUNT],
     fingerprint: OnceLock<Fingerprint>,
     version: OnceLock<Fingerprint>,
     validator: OnceLock<Result<ArgumentValidator, String>>,

@@ -63,6 +63,7 @@ impl PartialEq for ToolCall {
 
 impl ToolCall {
     /// A call with arguments already parsed.
+    #[must_use = "a call does nothing until a run resolves it (`Run::call`)"]
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
         ToolCall {
             id: id.into(),
@@ -77,6 +78,7 @@ impl ToolCall {
     /// the value) and under the registry's [`ArgumentLimits`](crate::call::ArgumentLimits) (depth
     /// and size). A text that does not parse resolves to an invalid-arguments observation
     /// saying where.
+    #[must_use = "a call does nothing until a run resolves it (`Run::call`)"]
     pub fn from_json_text(
         id: impl Into<String>,
         name: impl Into<String>,
@@ -95,6 +97,7 @@ impl ToolCall {
 
     /// Marks the id as made up by this library (Gemini calls may come without one): the
     /// rendered result then does not echo it to the provider.
+    #[must_use = "returns the call; it changes nothing in place"]
     pub fn with_generated_id(mut self) -> Self {
         self.generated_id = true;
         self

@@ -10,6 +10,7 @@ pub const MAX_ARGUMENT_DEPTH: usize = 64;
 
 /// Bounds on a call's arguments, checked before validation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ArgumentLimits {
     /// The deepest nesting of arrays and objects (the arguments object is level 1).
     pub max_depth: usize,
@@ -28,6 +29,27 @@ impl Default for ArgumentLimits {
 }
 
 impl ArgumentLimits {
+    /// Sets [`max_depth`](Self::max_depth).
+    ///
+    /// ```
+    /// use registry_core::call::ArgumentLimits;
+    ///
+    /// let limits = ArgumentLimits::default().with_max_depth(8).with_max_bytes(64 << 10);
+    /// assert_eq!((limits.max_depth, limits.max_bytes), (8, 65_536));
+    /// ```
+    #[must_use]
+    pub fn with_max_depth(mut self, max_depth: usize) -> Self {
+        self.max_depth = max_depth;
+        self
+    }
+
+    /// Sets [`max_bytes`](Self::max_bytes).
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
     /// Checks `arguments` against the limits; the size estimate (an upper bound of the
     /// compact JSON text, counting strings by their raw bytes) on success.
     pub(crate) fn check<'a>(&self, arguments: &'a Value) -> Result<usize, ArgumentProblem> {

@@ -48,6 +48,7 @@ fn join(problems: &[ArgumentProblem]) -> String {
 /// Displays as `/verbose: expected boolean, got string "yes"`, or without the pointer when it
 /// is the root: `missing required property "project"`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ArgumentProblem {
     /// A JSON pointer (RFC 6901) to the offending value; `""` for the arguments object.
     pub pointer: String,

@@ -24,6 +24,7 @@ use super::{OAuthError, read_jwks_file};
 /// # let _ = (from_issuer, from_file, inline);
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub enum Jwks {
     /// A JWKS file, read at startup and again when a token names a `kid` it lacks.
     File(PathBuf),
