@@ -245,8 +245,19 @@ fn the_root_of_registry_core_is_small_enough_to_learn() {
     let items = root_items();
     // What a first program uses, and no more: everything else is in a module of its concept.
     for needed in [
-        "tool", "link!", "Registry", "RegistryBuilder", "Subject", "Run", "ToolCall",
-        "Observation", "ErrorKind", "Profile", "DynamicTool", "ToolContext", "RegistryError",
+        "tool",
+        "link!",
+        "Registry",
+        "RegistryBuilder",
+        "Subject",
+        "Run",
+        "ToolCall",
+        "Observation",
+        "ErrorKind",
+        "Profile",
+        "DynamicTool",
+        "ToolContext",
+        "RegistryError",
     ] {
         assert!(
             items.iter().any(|item| item == needed),

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use registry_core::server::RegistryExt;
 use registry_core::approval::Verdict;
 use registry_core::{DynamicTool, Registry, RegistryBuilder, Subject, ToolCall};
 use registry_mcp::{EdgeLimits, HttpConfig, HttpServer, Principal, Tokens};

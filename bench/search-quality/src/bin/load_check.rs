@@ -29,7 +29,7 @@ fn main() {
     let mut unknown = 0;
     for q in &queries {
         for name in &q.relevant {
-            if loaded.registry.get(name).is_err() {
+            if loaded.registry.get(name).is_none() {
                 unknown += 1;
                 println!(
                     "query {:?}: relevant tool {name} is not in the registry",
