@@ -16,13 +16,26 @@
 //! concurrent test processes); otherwise the error says what to install. PostgreSQL refuses
 //! to run as root: as root, the cluster runs as the `postgres` user the package creates.
 //!
+//! Starting a cluster (`initdb`) takes a second or more, so tests that need nothing of a
+//! cluster but a database of their own share one per test process: [`Cluster::shared`],
+//! with [`Cluster::fresh_database`] for each test. Tests that stop the server, change
+//! cluster-wide settings (roles, TLS) or need a port of their own start their own.
+//!
+//! ```no_run
+//! use registry_postgres::throwaway::Cluster;
+//!
+//! let url = Cluster::shared().unwrap().fresh_database("audit").unwrap(); // audit_1, audit_2...
+//! ```
+//!
 //! Clusters left behind by a test process that was killed are stopped and removed by the
-//! next one started.
+//! next one started; the shared one is stopped and removed as soon as its process ends, however
+//! it ends.
 
 use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{ChildStdin, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Why a cluster could not be started or stopped; the message says what to do.
@@ -74,16 +87,21 @@ impl Cluster {
     /// Creates a cluster (superuser `postgres`, trust authentication on loopback only) and
     /// starts it.
     pub fn start() -> Result<Cluster, ClusterError> {
-        Cluster::start_with(None)
+        Cluster::start_with(None, None)
     }
 
     /// Like [`start`](Self::start), with TLS on (`ssl=on`) and `tls`'s certificate; with
     /// [`ServerTls::tls_only`], only TLS connections are accepted.
     pub fn start_tls(tls: &ServerTls) -> Result<Cluster, ClusterError> {
-        Cluster::start_with(Some(tls))
+        Cluster::start_with(Some(tls), None)
     }
 
-    fn start_with(tls: Option<&ServerTls>) -> Result<Cluster, ClusterError> {
+    /// With `watchdog`, the cluster's watchdog is started before `initdb`, and its pipe put
+    /// there: a process that ends at any point after that leaves nothing behind.
+    fn start_with(
+        tls: Option<&ServerTls>,
+        watchdog: Option<&mut Option<ChildStdin>>,
+    ) -> Result<Cluster, ClusterError> {
         let bin = server_binaries()?;
         sweep_abandoned(&bin);
         let run_as = is_root().then(|| "postgres".to_owned());
@@ -112,6 +130,9 @@ impl Cluster {
             running: false,
             extra: String::new(),
         };
+        if let Some(watchdog) = watchdog {
+            *watchdog = Some(cluster.watchdog()?);
+        }
         let data = cluster.data();
         let initdb = cluster.run(
             "initdb",
@@ -147,6 +168,79 @@ impl Cluster {
             }
         }
         Err(last.unwrap_or_else(|| ClusterError("the server did not start".to_owned())))
+    }
+
+    /// The cluster shared by every caller in this process: started on the first call, never
+    /// stopped by a caller (there is no `&mut` to one), and stopped and removed when the
+    /// process ends, however it ends (a watchdog process waits for the end of a pipe that only
+    /// this process holds open). Give each test a database of its own with
+    /// [`fresh_database`](Self::fresh_database).
+    pub fn shared() -> Result<&'static Cluster, ClusterError> {
+        struct Shared {
+            cluster: Cluster,
+            /// Closed by the kernel when this process ends, which wakes the watchdog.
+            _watchdog: ChildStdin,
+        }
+        static SHARED: OnceLock<Result<Shared, ClusterError>> = OnceLock::new();
+        let shared = SHARED.get_or_init(|| {
+            let mut watchdog = None;
+            let cluster = Cluster::start_with(None, Some(&mut watchdog))?;
+            Ok(Shared {
+                cluster,
+                _watchdog: watchdog
+                    .ok_or_else(|| ClusterError("the shared cluster has no watchdog".to_owned()))?,
+            })
+        });
+        match shared {
+            Ok(shared) => Ok(&shared.cluster),
+            Err(error) => Err(error.clone()),
+        }
+    }
+
+    /// Creates a database named `prefix` and a number unique in this process (`audit_3`), and
+    /// returns its URL.
+    pub fn fresh_database(&self, prefix: &str) -> Result<String, ClusterError> {
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        let number = NEXT.fetch_add(1, Ordering::Relaxed);
+        self.create_database(&format!("{prefix}_{number}"))
+    }
+
+    /// Starts a process that stops the server and removes the cluster's directory once the
+    /// returned pipe is closed, that is when this process ends (or drops it). It runs in a
+    /// process group of its own, so that a Ctrl-C meant for the tests does not end it first.
+    /// (Should this process be killed while its `initdb` or `pg_ctl start` still runs, what
+    /// they leave is stopped and removed by the next cluster started, as any abandoned one.)
+    fn watchdog(&self) -> Result<ChildStdin, ClusterError> {
+        use std::os::unix::process::CommandExt;
+        let data = self.data();
+        let pg_ctl = self.bin.join("pg_ctl");
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(r#"cat >/dev/null; "$@" -D "$DATA" -m immediate -w -t 60 stop; rm -rf "$ROOT""#)
+            .arg("watchdog");
+        if let Some(user) = &self.run_as {
+            command.args(["runuser", "-u", user, "--"]);
+        }
+        let mut child = command
+            .arg(&pg_ctl)
+            .env("DATA", &data)
+            .env("ROOT", &self.root)
+            .current_dir(std::env::temp_dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|error| {
+                ClusterError(format!(
+                    "the cluster's watchdog (sh) could not run: {error}"
+                ))
+            })?;
+        child
+            .stdin
+            .take()
+            .ok_or_else(|| ClusterError("the cluster's watchdog has no stdin".to_owned()))
     }
 
     /// The cluster's URL for database `postgres`.

@@ -139,8 +139,8 @@ async fn pending_request_for(plane: &ControlPlane, call_id: &str, ttl: Duration)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revocation_is_recorded_and_listed_in_the_changes() {
-    let cluster = Cluster::start().unwrap();
-    let url = cluster.create_database("admin_revoke").unwrap();
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_revoke").unwrap();
 
     // Before any replica recorded its tools, a name cannot be checked: refused without
     // --force, and nothing recorded.
@@ -213,8 +213,8 @@ async fn a_revocation_is_recorded_and_listed_in_the_changes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restoring_a_tool_that_is_not_revoked_is_refused_and_records_nothing() {
-    let cluster = Cluster::start().unwrap();
-    let url = cluster.create_database("admin_restore").unwrap();
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_restore").unwrap();
     let plane = ControlPlane::connect(&url).await.unwrap();
 
     let done = run(&url, &["restore", "deploy"]);
@@ -244,8 +244,8 @@ async fn restoring_a_tool_that_is_not_revoked_is_refused_and_records_nothing() {
 
 #[test]
 fn the_database_comes_from_database_url_or_the_command_says_it_needs_one() {
-    let cluster = Cluster::start().unwrap();
-    let url = cluster.create_database("admin_env").unwrap();
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_env").unwrap();
 
     let done = finish(
         admin(&["changes"])
@@ -276,7 +276,7 @@ fn the_database_comes_from_database_url_or_the_command_says_it_needs_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_library_database_errors_say_what_went_wrong() {
-    let cluster = Cluster::start().unwrap();
+    let cluster = Cluster::shared().unwrap();
     let error = ControlPlane::connect(&cluster.url_of("no_such_database"))
         .await
         .unwrap_err()
@@ -295,8 +295,8 @@ async fn the_library_database_errors_say_what_went_wrong() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approval_requests_are_listed_and_decided_once() {
-    let cluster = Cluster::start().unwrap();
-    let url = cluster.create_database("admin_approvals").unwrap();
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_approvals").unwrap();
     let plane = ControlPlane::connect(&url).await.unwrap();
     let id = pending_request(&plane, "c1").await;
 
@@ -365,8 +365,8 @@ async fn approval_requests_are_listed_and_decided_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn of_two_approvals_given_at_once_exactly_one_is_recorded() {
-    let cluster = Cluster::start().unwrap();
-    let url = cluster.create_database("admin_race").unwrap();
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_race").unwrap();
     let plane = ControlPlane::connect(&url).await.unwrap();
     for round in 0..3 {
         let id = pending_request(&plane, &format!("c{round}")).await;
@@ -395,8 +395,8 @@ async fn of_two_approvals_given_at_once_exactly_one_is_recorded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audit_trail_shows_the_calls_of_a_registry() {
-    let cluster = Cluster::start().unwrap();
-    let url = cluster.create_database("admin_audit").unwrap();
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_audit").unwrap();
     let plane = ControlPlane::builder(&url)
         .replica("api-1")
         .connect()
@@ -467,8 +467,8 @@ fn bad_input_is_refused_with_a_clear_error_and_no_panic() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prune_deletes_old_records_and_prints_the_counts() {
-    let cluster = Cluster::start().unwrap();
-    let url = cluster.create_database("admin_prune").unwrap();
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_prune").unwrap();
     let plane = ControlPlane::connect(&url).await.unwrap();
     plane.revoke("deploy", "one", "test").await.unwrap();
     plane.restore("deploy", "two", "test").await.unwrap();

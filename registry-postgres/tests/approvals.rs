@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Counter, bounded, builder, call, cluster, plane, sql, subject};
+use common::{Counter, bounded, builder, call, cluster, own_cluster, plane, sql, subject};
 use registry_core::approval::Verdict;
 use registry_core::{
     ErrorKind, Registry,
@@ -437,7 +437,7 @@ async fn the_pending_list_holds_pending_requests_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_is_down_refuses_approvals_and_runs_nothing() {
-    let (mut cluster, url) = cluster("approvals");
+    let (mut cluster, url) = own_cluster("approvals");
     bounded(LIMIT, async {
         let counter = Counter::default();
         let (_a, registry_a) = replica(&url, "a", &counter).await;

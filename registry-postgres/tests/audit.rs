@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Counter, bounded, call, cluster, plane, sql, subject};
+use common::{Counter, bounded, call, cluster, own_cluster, plane, sql, subject};
 use registry_core::approval::Verdict;
 use registry_core::{
     Registry, ToolCall,
@@ -217,7 +217,7 @@ async fn shutdown_writes_everything_left() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_drops_and_counts_and_the_gap_is_on_record() {
-    let (mut cluster, url) = cluster("audit");
+    let (mut cluster, url) = own_cluster("audit");
     bounded(LIMIT, async {
         let events = sample_events();
         let plane = plane(&url, "a").await;
@@ -258,7 +258,7 @@ async fn a_full_queue_drops_and_counts_and_the_gap_is_on_record() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_queue_blocks_and_loses_nothing() {
-    let (mut cluster, url) = cluster("audit");
+    let (mut cluster, url) = own_cluster("audit");
     bounded(LIMIT, async {
         let events = sample_events();
         let plane = plane(&url, "a").await;
@@ -588,7 +588,7 @@ async fn a_writer_dropped_without_shutdown_does_not_hang() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_with_the_database_down_says_so_in_time() {
-    let (mut cluster, url) = cluster("audit");
+    let (mut cluster, url) = own_cluster("audit");
     bounded(LIMIT, async {
         let events = sample_events();
         let plane = plane(&url, "a").await;

@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Counter, bounded, call, cluster, plane, subject, wait_until};
+use common::{Counter, bounded, call, cluster, own_cluster, plane, subject, wait_until};
 use registry_core::server::RegistryExt;
 use registry_core::{
     DynamicTool, ErrorKind, Registry, RegistryError, ToolContext, change::ReplaceOptions,
@@ -282,7 +282,7 @@ async fn changes_the_registry_refuses_are_not_recorded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_that_loses_the_database_holds_its_calls_until_it_caught_up() {
-    let (mut cluster, url) = cluster("feed");
+    let (mut cluster, url) = own_cluster("feed");
     bounded(LIMIT, async {
         let counter = Counter::default();
         let (_a, registry_a, feed_a) = replica(&url, "a", &counter).await;
@@ -344,7 +344,8 @@ async fn a_replica_that_loses_the_database_holds_its_calls_until_it_caught_up() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_kept_away_catches_up_before_it_lets_calls_through() {
-    let (_cluster, url) = cluster("feed");
+    // A cluster of its own: the role it makes is cluster-wide.
+    let (_cluster, url) = own_cluster("feed");
     bounded(LIMIT, async {
         let counter = Counter::default();
         let admin = common::sql(&url).await;

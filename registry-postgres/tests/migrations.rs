@@ -4,7 +4,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{bounded, cluster, sql};
+use common::{bounded, cluster, own_cluster, sql};
 use registry_postgres::ControlPlane;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -12,7 +12,7 @@ async fn eight_planes_connecting_at_once_migrate_once() {
     let (cluster, _) = cluster("unused");
     bounded(Duration::from_secs(60), async {
         for round in 0..3 {
-            let url = cluster.create_database(&format!("fresh{round}")).unwrap();
+            let url = cluster.fresh_database("fresh").unwrap();
             let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(8));
             let tasks: Vec<_> = (0..8)
                 .map(|index| {
@@ -87,7 +87,7 @@ async fn a_schema_newer_than_the_program_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_is_down_is_an_error_in_time() {
-    let (mut cluster, url) = cluster("down");
+    let (mut cluster, url) = own_cluster("down");
     bounded(Duration::from_secs(60), async {
         cluster.stop().unwrap();
         let started = std::time::Instant::now();

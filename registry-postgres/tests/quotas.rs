@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Counter, bounded, call, cluster, plane, subject};
+use common::{Counter, bounded, call, cluster, own_cluster, plane, subject};
 use registry_core::{
     ErrorKind, Registry,
     gate::{QuotaDecision, QuotaKey, QuotaStore, RateLimit},
@@ -175,7 +175,7 @@ async fn a_limit_that_changes_starts_a_full_bucket() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_that_is_down_refuses_limited_calls() {
-    let (mut cluster, url) = cluster("quotas");
+    let (mut cluster, url) = own_cluster("quotas");
     bounded(LIMIT, async {
         let counter = Counter::default();
         // Under 50 a minute: one token per call, none held locally (a replica may spend the
@@ -302,7 +302,7 @@ async fn a_late_writer_does_not_refill_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_call_after_a_restart_is_served() {
-    let (mut cluster, url) = cluster("quotas");
+    let (mut cluster, url) = own_cluster("quotas");
     bounded(LIMIT, async {
         let counter = Counter::default();
         let a = replica(&url, "a", &counter, "1000/min").await;
@@ -392,7 +392,7 @@ async fn a_generous_limit_taken_in_chunks_is_never_exceeded() {
         // Unspent tokens of at most one chunk per replica are dropped, never more.
         assert!(granted >= 500 - 2 * 10, "{granted} granted");
         // Exact: every token taken from the database as it is spent.
-        let url = cluster.create_database("exact").unwrap();
+        let url = cluster.fresh_database("exact").unwrap();
         let (granted, ran) = burst(&url, "500/h", true).await;
         assert_eq!(granted, ran);
         assert!((500..=501).contains(&granted), "{granted} granted");

@@ -1,4 +1,5 @@
-//! A first check that a throwaway cluster starts and the plane connects.
+//! A first check that a throwaway cluster starts (one of its own, and the shared one) and the
+//! plane connects.
 use registry_postgres::ControlPlane;
 use registry_postgres::throwaway::Cluster;
 
@@ -16,8 +17,7 @@ async fn a_plane_connects_to_a_throwaway_cluster_and_migrates_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_newest_changes_and_a_tools_latest_are_read_in_one_query_each() {
-    let cluster = Cluster::start().unwrap();
-    let url = cluster.create_database("newest").unwrap();
+    let url = Cluster::shared().unwrap().fresh_database("newest").unwrap();
     let plane = ControlPlane::connect(&url).await.unwrap();
     for (tool, restore) in [
         ("a", false),

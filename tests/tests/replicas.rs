@@ -39,22 +39,39 @@ use tokio::sync::mpsc;
 /// The token of `release-bot` (tenant acme, deploy:write) in the bundled tokens file.
 const TOKEN: &str = RELEASE_TOKEN;
 
-/// A database of its own in a fresh cluster, and replicas of the example server on it.
+/// A database of its own, and replicas of the example server on it.
 struct Fleet {
-    cluster: Cluster,
+    /// A cluster of the fleet's own, for the test that stops the server; the others share
+    /// this test binary's cluster ([`Cluster::shared`]).
+    cluster: Option<Cluster>,
     url: String,
     plane: ControlPlane,
     replicas: Vec<ExampleServer>,
 }
 
+/// A fleet on a database of its own in this test binary's shared cluster.
 async fn fleet(names: &[&str], extra: &[&str]) -> Fleet {
+    fleet_on(false, names, extra).await
+}
+
+/// A fleet on a cluster of its own (`own`) or a database in the shared one.
+async fn fleet_on(own: bool, names: &[&str], extra: &[&str]) -> Fleet {
     // Built first (once per test binary), so that no timing below includes a build.
     tokio::task::spawn_blocking(admin_binary).await.unwrap();
-    let cluster = tokio::task::spawn_blocking(Cluster::start)
-        .await
-        .unwrap()
-        .expect("a throwaway PostgreSQL cluster (initdb, pg_ctl)");
-    let url = cluster.create_database("fleet").unwrap();
+    let (cluster, url) = tokio::task::spawn_blocking(move || {
+        if own {
+            let cluster = Cluster::start()?;
+            let url = cluster.create_database("fleet")?;
+            Ok((Some(cluster), url))
+        } else {
+            Cluster::shared()?
+                .fresh_database("fleet")
+                .map(|url| (None, url))
+        }
+    })
+    .await
+    .unwrap()
+    .expect("a throwaway PostgreSQL cluster (initdb, pg_ctl)");
     // The schema first, so that the replicas start together without racing for it (they
     // would not mind: the migration takes an advisory lock).
     let plane = within("connect", ControlPlane::connect(&url))
@@ -102,7 +119,7 @@ async fn admin(url: &str, args: &[&str]) -> Output {
 
 fn admin_binary() -> &'static std::path::Path {
     static BINARY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BINARY.get_or_init(|| package_binary("registry-postgres", "registry-admin", &["admin"]))
+    BINARY.get_or_init(|| package_binary("registry-postgres", "registry-admin"))
 }
 
 fn stdout(output: &Output) -> String {
@@ -601,7 +618,8 @@ async fn killing_a_replica_mid_calls_loses_no_committed_approval_and_no_flushed_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_restart_holds_calls_then_the_replicas_catch_up() {
     // No request rate limit at the edge: the test calls in tight loops.
-    let mut fleet = fleet(&["a", "b"], &["--rate", "0"]).await;
+    // A cluster of its own: the test stops it.
+    let mut fleet = fleet_on(true, &["a", "b"], &["--rate", "0"]).await;
     let on_a = watched(&fleet.replicas[0]).await;
     let on_b = watched(&fleet.replicas[1]).await;
     for client in [&on_a.client, &on_b.client] {
@@ -611,7 +629,7 @@ async fn a_database_restart_holds_calls_then_the_replicas_catch_up() {
         assert!(!is_error(&result));
     }
 
-    tokio::task::block_in_place(|| fleet.cluster.stop().unwrap());
+    tokio::task::block_in_place(|| fleet.cluster.as_mut().unwrap().stop().unwrap());
 
     // While it is down: every call is refused, as unavailable, on both replicas.
     for client in [&on_a.client, &on_b.client] {
@@ -635,7 +653,7 @@ async fn a_database_restart_holds_calls_then_the_replicas_catch_up() {
 
     // Back: a revocation recorded at once, before the replicas are listening again, is
     // caught up by sequence number; calls run again.
-    tokio::task::block_in_place(|| fleet.cluster.start_again().unwrap());
+    tokio::task::block_in_place(|| fleet.cluster.as_mut().unwrap().start_again().unwrap());
     let revoked = admin(
         &fleet.url,
         &["revoke", "rollback", "--reason", "during the outage"],

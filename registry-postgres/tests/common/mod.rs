@@ -12,8 +12,18 @@ use registry_postgres::ControlPlane;
 use registry_postgres::throwaway::Cluster;
 use serde_json::{Value, json};
 
-/// A cluster of its own and a fresh database in it: (cluster, url).
-pub(crate) fn cluster(db: &str) -> (Cluster, String) {
+/// This test binary's shared cluster and a fresh database of this test's own in it, named
+/// `db` and a number: (cluster, url). For a test that needs nothing cluster-wide: starting a
+/// cluster of its own (`initdb`) took longer than most tests.
+pub(crate) fn cluster(db: &str) -> (&'static Cluster, String) {
+    let cluster = Cluster::shared().expect("the shared throwaway cluster starts");
+    let url = cluster.fresh_database(db).expect("a database is created");
+    (cluster, url)
+}
+
+/// A cluster of its own and a database in it: (cluster, url). For a test that stops the
+/// server or changes what is cluster-wide (roles).
+pub(crate) fn own_cluster(db: &str) -> (Cluster, String) {
     let cluster = Cluster::start().expect("a throwaway cluster starts");
     let url = cluster.create_database(db).expect("a database is created");
     (cluster, url)

@@ -2,9 +2,8 @@
 //! (`examples/src/bin/mcp_server.rs`) as a child process, and small helpers.
 //!
 //! The server binary belongs to another package, so `CARGO_BIN_EXE_*` does not name it: the
-//! tests build it with `cargo build -p registry-examples --bin mcp_server` (once per test
-//! binary, into the same target directory and profile as the tests themselves) and run it
-//! from there.
+//! tests build it (once per test binary, into the same target directory and profile as the
+//! tests themselves) and run it from there; see [`package_binary`].
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -65,12 +64,20 @@ pub fn server_binary() -> &'static Path {
 
 /// Builds the example program `name` (a binary of `registry-examples`) and gives its path.
 pub fn example_binary(name: &str) -> PathBuf {
-    package_binary("registry-examples", name, &[])
+    package_binary("registry-examples", name)
 }
 
-/// Builds binary `name` of the workspace's package `package`, with the package's `features`
-/// (those its `required-features` names), and gives its path.
-pub fn package_binary(package: &str, name: &str, features: &[&str]) -> PathBuf {
+/// Builds binary `name` of the workspace's package `package` and gives its path.
+///
+/// It builds every binary of the workspace with the features that `cargo test --workspace`
+/// resolves (`--workspace --bins --examples`: the workspace has no examples, but asking for
+/// them resolves features with the dev-dependencies, as a test build does). So after
+/// `cargo test --workspace` built the tests, the libraries are already compiled with those
+/// features: only the binaries are built, all at once by the first test binary that needs
+/// one, and every later call is a no-op. `cargo build -p registry-examples --bin NAME` would
+/// resolve other features (no dev-dependencies, only that package's), and so compile tokio
+/// and everything above it a second time.
+pub fn package_binary(package: &str, name: &str) -> PathBuf {
     // This test runs from <target>/<profile>/deps/<name>-<hash>: build into the same target
     // directory and profile, so that a second build finds everything compiled.
     let exe = std::env::current_exe().expect("the test executable's path");
@@ -85,8 +92,7 @@ pub fn package_binary(package: &str, name: &str, features: &[&str]) -> PathBuf {
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace())
-        .args(["build", "-p", package, "--bin", name])
-        .args(features.iter().flat_map(|feature| ["--features", feature]))
+        .args(["build", "--workspace", "--bins", "--examples"])
         .arg("--target-dir")
         .arg(target_dir)
         .stdout(Stdio::null())
@@ -103,10 +109,14 @@ pub fn package_binary(package: &str, name: &str, features: &[&str]) -> PathBuf {
     let status = command.status().expect("cargo runs");
     assert!(
         status.success(),
-        "building the example program {name} failed"
+        "building the workspace's programs (for {package}'s {name}) failed"
     );
     let binary = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-    assert!(binary.exists(), "{} was not built", binary.display());
+    assert!(
+        binary.exists(),
+        "{} ({package}'s) was not built",
+        binary.display()
+    );
     binary
 }
 

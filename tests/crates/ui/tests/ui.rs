@@ -2,13 +2,15 @@
 //! `.stderr` is the exact error a user sees; each file in `ui/pass` is a supported form,
 //! compiled and run.
 //!
-//! Regenerate the `.stderr` files with
-//! `TRYBUILD=overwrite cargo test -p registry-tests --test ui`, then review every change like
-//! code.
+//! The cases are in `tests/tests/ui` (`tests/ui` here links to it); this package holds only
+//! what they use, since trybuild builds all of it (see its manifest). Regenerate the `.stderr`
+//! files with `TRYBUILD=overwrite cargo test -p registry-ui-tests --test ui`, then review
+//! every change like code.
 
 use std::path::Path;
 
-/// Relative to this crate's root (`tests/`), as trybuild resolves globs.
+/// Relative to this crate's root (`tests/crates/ui/`, whose `tests/ui` links to
+/// `tests/tests/ui`), as trybuild resolves globs.
 const FAIL: &str = "tests/ui/fail";
 const PASS: &str = "tests/ui/pass";
 
