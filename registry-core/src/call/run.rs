@@ -60,7 +60,7 @@ impl Run {
     }
 
     /// [`call_blocking`](Self::call_blocking), with the call's own host and cancellation (see
-    /// [`call_with`](Self::call_with)).
+    /// [`RunExt::call_blocking_with`](crate::server::RunExt::call_blocking_with)).
     pub(crate) fn call_blocking_with_options(
         &self,
         call: ToolCall,
