@@ -253,3 +253,125 @@ impl crate::register::tool::Tool {
             .get_or_init(|| lower(profile, self.name(), &self.definition_ref().parameters))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::lower;
+    use crate::present::profile::Profile;
+
+    /// JSON Schema 2020-12 as SEP-2106 lets MCP take it: the schema of the conformance
+    /// scenario `json-schema-2020-12`, with a `$ref` to an `$anchor` and the dependent
+    /// keywords besides.
+    fn full() -> Value {
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "home": {"$ref": "#addressDef"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"}
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "dependentRequired": {"phone": ["name"]},
+            "dependentSchemas": {"email": {"properties": {"name": {"minLength": 1}}}},
+            "additionalProperties": false
+        })
+    }
+
+    /// The keywords of the problems of lowering `schema` for `profile` (the last token of
+    /// each problem's pointer).
+    fn refused(profile: Profile, schema: &Value) -> Vec<String> {
+        let problems = lower(profile, "contact", schema).expect_err("incompatible");
+        problems
+            .iter()
+            .inspect(|problem| assert_eq!(problem.tool, "contact"))
+            .map(|problem| problem.pointer.rsplit('/').next().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn mcp_keeps_the_whole_vocabulary_as_declared() {
+        assert_eq!(lower(Profile::Mcp, "contact", &full()), Ok(full()));
+    }
+
+    #[test]
+    fn the_profiles_without_conditionals_name_each_keyword_they_cannot_take() {
+        for profile in [
+            Profile::OpenAiChat { strict: false },
+            Profile::OpenAiChat { strict: true },
+            Profile::OpenAiResponses { strict: false },
+            Profile::OpenAiResponses { strict: true },
+            Profile::Gemini,
+        ] {
+            let keywords = refused(profile, &full());
+            for keyword in [
+                "if",
+                "then",
+                "else",
+                "dependentRequired",
+                "dependentSchemas",
+            ] {
+                assert!(
+                    keywords.iter().any(|k| k == keyword),
+                    "{profile}: {keywords:?}"
+                );
+            }
+        }
+        // Anthropic takes a limited `allOf`, and no conditional.
+        let keywords = refused(Profile::Anthropic, &full());
+        assert!(!keywords.iter().any(|k| k == "allOf"), "{keywords:?}");
+        for keyword in [
+            "if",
+            "then",
+            "else",
+            "dependentRequired",
+            "dependentSchemas",
+        ] {
+            assert!(keywords.iter().any(|k| k == keyword), "{keywords:?}");
+        }
+    }
+
+    #[test]
+    fn a_ref_to_an_anchor_is_lowered_to_its_definition_where_anchors_are_dropped() {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"city": {"type": "string"}}, "additionalProperties": false}},
+            "properties": {"home": {"$ref": "#addressDef"}},
+            "additionalProperties": false
+        });
+        assert_eq!(lower(Profile::Mcp, "t", &schema), Ok(schema.clone()));
+        // OpenAI keeps `$ref`s: to the definition by its place, without `$anchor`.
+        let openai = lower(Profile::OpenAiChat { strict: false }, "t", &schema).expect("lowers");
+        assert_eq!(
+            openai["properties"]["home"],
+            json!({"$ref": "#/$defs/address"})
+        );
+        assert_eq!(openai["$defs"]["address"].get("$anchor"), None);
+        assert_eq!(openai.get("$schema"), None);
+        // Anthropic and Gemini inline it.
+        for profile in [Profile::Anthropic, Profile::Gemini] {
+            let lowered = lower(profile, "t", &schema).expect("lowers");
+            let home = &lowered["properties"]["home"];
+            assert_eq!(
+                home["properties"]["city"]["type"], "string",
+                "{profile}: {lowered}"
+            );
+            assert!(
+                !lowered.to_string().contains("anchor"),
+                "{profile}: {lowered}"
+            );
+        }
+    }
+}
