@@ -5,14 +5,19 @@
 //! what a profile's consumer takes (the rules of `docs/providers.md`, as the facts
 //! of each provider's [`Rules`] in its file of `provider/`):
 //!
-//! - **MCP** takes the canonical schema unchanged.
-//! - **OpenAI** (Chat Completions and Responses): no `$schema`; `oneOf` becomes `anyOf`; an
+//! - **MCP** takes the canonical schema unchanged: the full JSON Schema 2020-12 vocabulary
+//!   (SEP-2106: composition, conditionals, `$anchor`, `$ref`/`$defs`, `$schema`), within the
+//!   resource bounds every tool's schemas are checked against when a registry is built
+//!   ([`bounds`](crate::declare::bounds)).
+//! - **OpenAI** (Chat Completions and Responses): no `$schema` nor `$anchor` (a `$ref` to an
+//!   anchor points at its definition in `$defs`); `oneOf` becomes `anyOf`; an
 //!   `allOf` is merged into its schema; a `$ref` keeps no sibling keywords (its definition is
 //!   inlined there, or, for a recursive one, it is wrapped in a one-branch `anyOf`); only the
 //!   formats and bounds OpenAI takes are kept. In **strict** mode, moreover, every object is
 //!   closed, `required` lists every property, a property that was optional becomes nullable,
 //!   `default` is described, and OpenAI's size limits are checked.
-//! - **Anthropic**: no `$schema`; every `$ref` is inlined (a recursive type cannot be); `oneOf`
+//! - **Anthropic**: no `$schema`; every `$ref` is inlined, one to an `$anchor` too (a recursive
+//!   type cannot be); `oneOf`
 //!   becomes `anyOf`; only Anthropic's formats are kept.
 //! - **Gemini**: no `$schema`, `$defs` or `$ref` (everything inlined; a recursive type cannot
 //!   be), no `additionalProperties`, no `const` or `allOf`, nullable as `nullable: true`, string
