@@ -14,14 +14,14 @@ use std::path::PathBuf;
 
 use mcp_support::*;
 use registry_core::{BuildProblem, DynamicTool, Profile, Registry, Subject, ToolCall, tool};
-use registry_tests::assert_golden_files;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use registry_mcp::{CancellationToken, HttpConfig, HttpServer, Principal, Tokens};
+use registry_tests::assert_golden_files;
 use rmcp::ServiceExt;
 use rmcp::model::{ClientConfig, Tool};
 use rmcp::service::{Peer, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 /// The arguments schema: the conformance scenario `json-schema-2020-12`'s, with a `$ref` to
@@ -207,7 +207,10 @@ async fn calls_are_validated_against_the_schema_shown_with_its_kept_keywords() {
             "missing required property \"email\" (the schema's `if` condition does not hold, so this applies)",
         ),
         // `allOf` of `anyOf`: neither phone nor email.
-        (json!({"name": "Ada"}), "does not match any of the accepted forms"),
+        (
+            json!({"name": "Ada"}),
+            "does not match any of the accepted forms",
+        ),
         // A `$ref` to the `$anchor`.
         (
             json!({"email": "a@b", "name": "Ada", "home": {"city": 7}}),
@@ -246,8 +249,8 @@ fn the_mcp_export_matches_its_golden_file() {
     let run = registry().open_run("golden", &Subject::new("acme"));
     let mut text = serde_json::to_string_pretty(&run.export(Profile::Mcp).unwrap()).unwrap();
     text.push('\n');
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("golden/mcp/json-schema-2020-12.json");
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden/mcp/json-schema-2020-12.json");
     assert_golden_files([(path, text)]);
 }
 
@@ -261,7 +264,10 @@ fn a_tool_types_conditional_is_kept_open_and_enforced() {
     let export = run.export(Profile::Mcp).unwrap();
     let schema = &export[1]["inputSchema"];
     let reach = &schema["$defs"]["Reach"];
-    assert_eq!(reach["if"]["properties"]["method"]["const"], "phone", "{schema}");
+    assert_eq!(
+        reach["if"]["properties"]["method"]["const"], "phone",
+        "{schema}"
+    );
     assert_eq!(reach["if"].get("additionalProperties"), None, "{schema}");
     assert_eq!(reach["then"], json!({"required": ["phone"]}), "{schema}");
     assert_eq!(reach["unevaluatedProperties"], false, "{schema}");
@@ -275,14 +281,18 @@ fn a_tool_types_conditional_is_kept_open_and_enforced() {
     assert_eq!(
         refused.error_text(),
         Some(
-            "invalid arguments: /way: missing required property \"phone\" (the schema's `if` \
-             condition holds, so this applies)"
+            "invalid arguments for \"reach\": /way: missing required property \"phone\" (the \
+             schema's `if` condition holds, so this applies); call it again with arguments that \
+             match its schema"
         ),
         "{refused:?}"
     );
     let unknown = call(json!({"way": {"method": "email", "email": "a@b", "fax": "1"}}));
     assert!(
-        unknown.error_text().unwrap_or_default().contains("unknown property \"fax\""),
+        unknown
+            .error_text()
+            .unwrap_or_default()
+            .contains("unknown property \"fax\""),
         "{unknown:?}"
     );
 }
@@ -361,7 +371,13 @@ fn a_schema_beyond_the_bounds_is_a_build_error_naming_the_tool_and_the_keyword()
     let mut missing_anchor = result_schema();
     missing_anchor["properties"]["received"]["$ref"] = json!("#nowhere");
     for (schema, result, which, keyword, says) in [
-        (network, false, "arguments", "$ref", "MCP forbids dereferencing a network URI"),
+        (
+            network,
+            false,
+            "arguments",
+            "$ref",
+            "MCP forbids dereferencing a network URI",
+        ),
         (
             json!({"type": "object", "properties": {"p": deep}}),
             false,
@@ -376,7 +392,13 @@ fn a_schema_beyond_the_bounds_is_a_build_error_naming_the_tool_and_the_keyword()
             "anyOf",
             "more than 16 levels deep",
         ),
-        (draft7, false, "arguments", "$schema", "only JSON Schema 2020-12"),
+        (
+            draft7,
+            false,
+            "arguments",
+            "$schema",
+            "only JSON Schema 2020-12",
+        ),
         (missing_anchor, true, "result", "$ref", "names no schema"),
     ] {
         let problem = refused(schema, result);

@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 
 use crate::declare::source::Source;
 use crate::pointer::{child, local_target};
+use crate::present::rules::{COMPOSITION, SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_SINGLES};
 use crate::register::error::BuildProblem;
 
 /// How many levels of subschemas a schema may nest, the root being the first.
@@ -44,46 +45,6 @@ pub(crate) const MAX_EXPANDED: usize = 100_000;
 
 /// The one dialect taken, as `$schema` names it (with or without the empty fragment).
 pub(crate) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
-
-/// The keywords that compose or condition schemas applied to the same value.
-const COMPOSITION: &[&str] = &[
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "not",
-    "if",
-    "then",
-    "else",
-    "dependentSchemas",
-];
-
-/// Keywords whose value is an object of schemas.
-const SCHEMA_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
-
-/// Keywords whose value is an array of schemas.
-const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
-
-/// Keywords whose value is one schema.
-const SCHEMA_SINGLES: &[&str] = &[
-    "items",
-    "additionalProperties",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "additionalItems",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "contentSchema",
-];
 
 /// A schema past one of the bounds: where, which keyword, what the bound is and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,7 +152,9 @@ impl Walk<'_> {
         };
         self.references(object, pointer)?;
         for (keyword, inner, at) in subschemas(object, pointer) {
-            let composed = composed + usize::from(COMPOSITION.contains(&keyword));
+            // `anyOf`, which every consumer takes, is not in `COMPOSITION`.
+            let composition = keyword == "anyOf" || COMPOSITION.contains(&keyword);
+            let composed = composed + usize::from(composition);
             if composed > MAX_COMPOSITION_DEPTH {
                 return Err(Beyond {
                     pointer: at,
@@ -353,13 +316,14 @@ impl Expansion<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::{Value, json};
 
     use super::*;
 
-    /// The schema of the conformance scenario `json-schema-2020-12` (SEP-2106).
-    fn scenario() -> Value {
+    /// The schema of the conformance scenario `json-schema-2020-12` (SEP-2106), with a `$ref`
+    /// to its `$anchor` and the dependent keywords besides.
+    pub(crate) fn scenario() -> Value {
         json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",

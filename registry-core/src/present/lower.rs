@@ -266,31 +266,9 @@ mod tests {
     use super::lower;
     use crate::present::profile::Profile;
 
-    /// JSON Schema 2020-12 as SEP-2106 lets MCP take it: the schema of the conformance
-    /// scenario `json-schema-2020-12`, with a `$ref` to an `$anchor` and the dependent
-    /// keywords besides.
+    /// JSON Schema 2020-12 as SEP-2106 lets MCP take it.
     fn full() -> Value {
-        json!({
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "type": "object",
-            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
-                "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-            "properties": {
-                "name": {"type": "string"},
-                "address": {"$ref": "#/$defs/address"},
-                "home": {"$ref": "#addressDef"},
-                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
-                "phone": {"type": "string"},
-                "email": {"type": "string"}
-            },
-            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
-            "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
-            "then": {"required": ["phone"]},
-            "else": {"required": ["email"]},
-            "dependentRequired": {"phone": ["name"]},
-            "dependentSchemas": {"email": {"properties": {"name": {"minLength": 1}}}},
-            "additionalProperties": false
-        })
+        crate::declare::bounds::tests::scenario()
     }
 
     /// The keywords of the problems of lowering `schema` for `profile` (the last token of
