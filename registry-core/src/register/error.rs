@@ -149,7 +149,7 @@ pub enum BuildProblem {
     ///         "type": "object",
     ///         "properties": {"profile": {"$ref": "https://example.com/profile.json"}}
     ///     }))
-    ///     .handler(|_ctx, _args| Ok::<_, String>("done".to_owned()));
+    ///     .handler(|_ctx, _args| Ok::<_, String>(json!("done")));
     /// let error = Registry::builder().tool(tool).build().unwrap_err();
     /// let [BuildProblem::SchemaBeyondBounds { tool, keyword, pointer, .. }] = error.problems()
     /// else {
