@@ -211,7 +211,7 @@ impl Walk<'_> {
                         .into(),
                 });
             }
-            if local_target(self.root, text).is_none() {
+            let Some((target, _)) = local_target(self.root, text) else {
                 return Err(Beyond {
                     pointer: at,
                     keyword: keyword.into(),
@@ -220,9 +220,49 @@ impl Walk<'_> {
                           declared `$anchor`"
                         .into(),
                 });
+            };
+            if self.loops(pointer, target) {
+                return Err(Beyond {
+                    pointer: at,
+                    keyword: keyword.into(),
+                    reason: format!(
+                        "refers to {text:?}, and the `$ref`s from there lead back without \
+                         describing a value (a schema that would accept anything)"
+                    ),
+                    fix: "give the definition a type or keywords of its own".into(),
+                });
             }
         }
         Ok(())
+    }
+}
+
+impl Walk<'_> {
+    /// Whether following bare `$ref`s (a `$ref` beside nothing but annotations) from the
+    /// schema at `target` comes back to `from` or into a circle of them.
+    fn loops(&self, from: &str, target: String) -> bool {
+        let mut seen = vec![from.to_owned()];
+        let mut at = target;
+        while !seen.contains(&at) {
+            let Some(Value::Object(object)) = self.root.pointer(&at) else {
+                return false;
+            };
+            let bare = object.keys().all(|key| {
+                matches!(
+                    key.as_str(),
+                    "$ref" | "$anchor" | "$comment" | "title" | "description"
+                )
+            });
+            let next = object.get("$ref").and_then(Value::as_str);
+            match (bare, next.and_then(|r| local_target(self.root, r))) {
+                (true, Some((next, _))) => {
+                    seen.push(at);
+                    at = next;
+                }
+                _ => return false,
+            }
+        }
+        true
     }
 }
 
@@ -384,6 +424,14 @@ pub(crate) mod tests {
             assert_eq!(found.pointer, "/properties/address/$ref", "{reference}");
             assert!(found.reason.contains(says), "{reference}: {found:?}");
         }
+        let circle = json!({"type": "object",
+            "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a", "title": "B"}},
+            "properties": {"p": {"$ref": "#/$defs/a"}}});
+        let found = beyond(&circle);
+        assert_eq!(found.keyword, "$ref");
+        assert!(found.reason.contains("lead back"), "{found:?}");
+        let to_itself = json!({"type": "object", "$defs": {"a": {"$ref": "#/$defs/a"}}});
+        assert_eq!(beyond(&to_itself).pointer, "/$defs/a/$ref");
         let dynamic = json!({"type": "object", "properties": {"p": {"$dynamicRef": "http://x/y"}}});
         assert_eq!(beyond(&dynamic).keyword, "$dynamicRef");
         let number = json!({"type": "object", "properties": {"p": {"$ref": 5}}});
