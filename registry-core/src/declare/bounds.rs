@@ -12,8 +12,9 @@
 //!   `allOf`, `if`/`then`/`else` and `$defs` by a maximum depth, a cap on subschemas or a time
 //!   budget, so that a schema cannot be a denial of service. Here: [`MAX_DEPTH`] levels of
 //!   subschemas, [`MAX_COMPOSITION_DEPTH`] levels of composition inside composition,
-//!   [`MAX_SUBSCHEMAS`] subschemas in all, and [`MAX_EXPANDED`] once every `$ref` is followed
-//!   (what validating one value can visit; a recursive `$ref` counts once).
+//!   [`MAX_SUBSCHEMAS`] subschemas in all, and [`MAX_EXPANDED`] (or [`MAX_EXPANDED_DEPTH`]
+//!   levels) once every `$ref` is followed (what validating one value can visit; a recursive
+//!   `$ref` counts once).
 //!
 //! The dialect is 2020-12 (the default of MCP since 2025-11-25, SEP-1613), which is the one
 //! arguments are validated against: a `$schema` naming another is refused, not misread.
@@ -42,6 +43,10 @@ pub(crate) const MAX_SUBSCHEMAS: usize = 10_000;
 /// How many subschemas validating a value may reach once every `$ref` is followed (a type
 /// used twice in each of many nested types doubles at each level).
 pub(crate) const MAX_EXPANDED: usize = 100_000;
+
+/// How deep validating a value may nest schemas once every `$ref` is followed (a recursive
+/// one once): the stack the validator needs.
+pub(crate) const MAX_EXPANDED_DEPTH: usize = 4 * MAX_DEPTH;
 
 /// The one dialect taken, as `$schema` names it (with or without the empty fragment).
 pub(crate) const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -84,8 +89,22 @@ pub(crate) fn check(schema: &Value) -> Result<(), Beyond> {
         stack: Vec::new(),
         done: Vec::new(),
         total: 0,
+        depth: 0,
+        too_deep: false,
     };
-    if expansion.count(schema) > MAX_EXPANDED {
+    let expanded = expansion.count(schema);
+    if expansion.too_deep {
+        return Err(Beyond {
+            pointer: String::new(),
+            keyword: "$ref".into(),
+            reason: format!(
+                "nests schemas more than {MAX_EXPANDED_DEPTH} levels deep once its `$ref`s are \
+                 followed"
+            ),
+            fix: "flatten the chain of definitions that refer to one another".into(),
+        });
+    }
+    if expanded > MAX_EXPANDED {
         return Err(Beyond {
             pointer: String::new(),
             keyword: "$ref".into(),
@@ -243,7 +262,9 @@ impl Walk<'_> {
     fn loops(&self, from: &str, target: String) -> bool {
         let mut seen = vec![from.to_owned()];
         let mut at = target;
-        while !seen.contains(&at) {
+        // A longer chain is no circle of its own; how deep it nests is bounded when `$ref`s
+        // are followed.
+        while !seen.contains(&at) && seen.len() <= MAX_DEPTH {
             let Some(Value::Object(object)) = self.root.pointer(&at) else {
                 return false;
             };
@@ -262,7 +283,7 @@ impl Walk<'_> {
                 _ => return false,
             }
         }
-        true
+        seen.contains(&at)
     }
 }
 
@@ -307,15 +328,30 @@ struct Expansion<'v> {
     done: Vec<(String, usize)>,
     /// How many counted so far, to stop early.
     total: usize,
+    /// How deep the schema being counted is, `$ref`s followed.
+    depth: usize,
+    /// Whether it went deeper than [`MAX_EXPANDED_DEPTH`].
+    too_deep: bool,
 }
 
 impl Expansion<'_> {
     /// The subschemas reachable from `schema`, at most a little more than [`MAX_EXPANDED`].
     fn count(&mut self, schema: &Value) -> usize {
         self.total += 1;
-        if self.total > MAX_EXPANDED {
+        if self.total > MAX_EXPANDED || self.too_deep {
             return 1;
         }
+        if self.depth >= MAX_EXPANDED_DEPTH {
+            self.too_deep = true;
+            return 1;
+        }
+        self.depth += 1;
+        let count = self.count_within_depth(schema);
+        self.depth -= 1;
+        count
+    }
+
+    fn count_within_depth(&mut self, schema: &Value) -> usize {
         let Value::Object(object) = schema else {
             return 1;
         };
@@ -510,6 +546,26 @@ pub(crate) mod tests {
         assert_eq!(
             (found.keyword.as_str(), found.pointer.as_str()),
             ("$ref", "")
+        );
+        assert!(
+            found.reason.contains("more than 100000 subschemas"),
+            "{found:?}"
+        );
+        // A chain of definitions, each holding the next: deep once followed.
+        let mut chain = Map::new();
+        for level in 0..MAX_EXPANDED_DEPTH {
+            chain.insert(
+                format!("d{level}"),
+                json!({"type": "array", "items": {"$ref": format!("#/$defs/d{}", level + 1)}}),
+            );
+        }
+        chain.insert(format!("d{MAX_EXPANDED_DEPTH}"), json!({"type": "string"}));
+        let schema = json!({"type": "object", "$defs": chain,
+            "properties": {"p": {"$ref": "#/$defs/d0"}}});
+        let found = beyond(&schema);
+        assert!(
+            found.reason.contains("levels deep once its `$ref`s"),
+            "{found:?}"
         );
         let tree = json!({"type": "object", "$defs": {"node": {"type": "object",
             "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
