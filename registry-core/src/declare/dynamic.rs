@@ -129,7 +129,10 @@ impl DynamicTool {
 
     /// The JSON Schema (2020-12) of the arguments; its root must be `"type": "object"`.
     /// It is used as given: close objects with `"additionalProperties": false` to reject
-    /// undeclared arguments.
+    /// undeclared arguments. The whole vocabulary is taken (composition, conditionals,
+    /// `$anchor`, `$ref`/`$defs`, `$schema`): MCP shows it as it is and every call is validated
+    /// against it, within the resource bounds MCP 2026-07-28 asks for, checked at build
+    /// ([`BuildProblem::SchemaBeyondBounds`](crate::BuildProblem::SchemaBeyondBounds)).
     pub fn parameters(mut self, schema: Value) -> Self {
         self.parameters = schema;
         self
