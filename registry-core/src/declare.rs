@@ -3,6 +3,7 @@
 //! run time. Each has a definition (name, description, parameters schema), a policy (scopes,
 //! tenants, hints, gate flags) and the place it was declared.
 
+pub(crate) mod bounds;
 pub(crate) mod declaration;
 pub(crate) mod definition;
 pub(crate) mod dynamic;

@@ -7,8 +7,9 @@
 //!
 //! - The tools are `#[tool]` functions below, with rich content, progress, logs, questions
 //!   (elicitation) and sampling through their [`ToolContext`]; one, `json_schema_2020_12_tool`,
-//!   is a `DynamicTool` because the scenario fixes its input schema to the byte (with `$schema`
-//!   and `$defs`), which shows that the registry serves an application's schema unchanged.
+//!   is a `DynamicTool` because the scenario fixes its input schema to the byte (with `$schema`,
+//!   `$defs`, `$anchor`, `allOf` and `if`/`then`/`else`), which shows that the registry serves
+//!   an application's schema unchanged.
 //! - The resources, template, prompts and completion are plain rmcp code
 //!   ([`registry_examples::conformance::ConformanceApp`]), composed with the registry's server
 //!   with `RegistryServer::with_handler`.
@@ -285,8 +286,9 @@ fn describe<T: Serialize>(answer: Elicitation<T>) -> String {
     }
 }
 
-/// The one tool whose schema the scenario fixes: JSON Schema 2020-12 with `$schema`, `$defs`
-/// and a `$ref`, served as it is.
+/// The one tool whose schema the scenario fixes: JSON Schema 2020-12 with `$schema`, `$defs`,
+/// an `$anchor`, a `$ref`, composition (`allOf` of an `anyOf`) and a conditional
+/// (`if`/`then`/`else`), served as it is (SEP-1613, SEP-2106) and enforced on every call.
 fn json_schema_tool() -> DynamicTool {
     DynamicTool::new(
         "json_schema_2020_12_tool",
@@ -298,6 +300,7 @@ fn json_schema_tool() -> DynamicTool {
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {
                     "street": { "type": "string" },
@@ -307,8 +310,20 @@ fn json_schema_tool() -> DynamicTool {
         },
         "properties": {
             "name": { "type": "string" },
-            "address": { "$ref": "#/$defs/address" }
+            "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" }
         },
+        "allOf": [
+            { "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }
+        ],
+        "if": {
+            "properties": { "contactMethod": { "const": "phone" } },
+            "required": ["contactMethod"]
+        },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
         "additionalProperties": false
     }))
     .handler(|_ctx, arguments| Ok::<_, String>(json!({ "received": arguments })))

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::declare::bounds;
 use crate::declare::schema::empty_parameters_schema;
 use crate::declare::settings::{Hints, Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
@@ -128,7 +129,10 @@ impl DynamicTool {
 
     /// The JSON Schema (2020-12) of the arguments; its root must be `"type": "object"`.
     /// It is used as given: close objects with `"additionalProperties": false` to reject
-    /// undeclared arguments.
+    /// undeclared arguments. The whole vocabulary is taken (composition, conditionals,
+    /// `$anchor`, `$ref`/`$defs`, `$schema`): MCP shows it as it is and every call is validated
+    /// against it, within the resource bounds MCP 2026-07-28 asks for, checked at build
+    /// ([`BuildProblem::SchemaBeyondBounds`](crate::BuildProblem::SchemaBeyondBounds)).
     pub fn parameters(mut self, schema: Value) -> Self {
         self.parameters = schema;
         self
@@ -442,18 +446,29 @@ impl DynamicTool {
                 site: source,
             });
         }
-        let validator = match check_schema(&self.parameters, "arguments") {
-            Ok(validator) => Some(validator),
-            Err(reason) => {
-                problems.push(BuildProblem::InvalidSchema {
-                    tool: tool.clone(),
-                    site: source,
-                    reason,
-                });
-                None
+        let bounded = |schema: &'static str, value: &Value, problems: &mut Vec<BuildProblem>| {
+            let beyond = bounds::problem(&tool, source, schema, value);
+            let within = beyond.is_none();
+            problems.extend(beyond);
+            within
+        };
+        let validator = if bounded("arguments", &self.parameters, problems) {
+            match check_schema(&self.parameters, "arguments") {
+                Ok(validator) => Some(validator),
+                Err(reason) => {
+                    problems.push(BuildProblem::InvalidSchema {
+                        tool: tool.clone(),
+                        site: source,
+                        reason,
+                    });
+                    None
+                }
             }
+        } else {
+            None
         };
         if let Some(output) = &self.output_schema
+            && bounded("result", output, problems)
             && let Err(reason) = check_schema(output, "structured results")
         {
             problems.push(BuildProblem::InvalidSchema {

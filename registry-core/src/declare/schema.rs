@@ -154,9 +154,24 @@ pub(crate) fn empty_parameters_schema() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
+/// The keywords whose subschemas apply to the same value as the schema holding them and
+/// may declare properties of it: beside any of them, an object is closed with
+/// `unevaluatedProperties`, which sees the properties they evaluate.
+const IN_PLACE: &[&str] = &[
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "$ref",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+];
+
 /// Closes every object schema that lists `properties` and says nothing about others:
 /// `additionalProperties: false`, or `unevaluatedProperties: false` where subschemas
-/// (`allOf`, `anyOf`, `oneOf`, `$ref`) may declare more properties beside it.
+/// (`allOf`, `anyOf`, `oneOf`, `$ref`, `if`/`then`/`else`, `dependentSchemas`) may declare
+/// more properties beside it.
 pub(crate) fn close_objects(schema: &mut Value) {
     close(schema, true);
 }
@@ -165,6 +180,10 @@ pub(crate) fn close_objects(schema: &mut Value) {
 /// object's `allOf`/`anyOf`/`oneOf` are not closed on their own when the object lists
 /// properties beside them (a flattened enum): the object's `unevaluatedProperties: false`
 /// closes them together, where a closed branch would reject the object's own properties.
+/// Conditions (`if`, `then`, `else`, `dependentSchemas`, `not`) are never closed on their own:
+/// they test or add to the value their schema describes, and a closed `if` would be false for
+/// any value with one more property, a closed `not` true (only their nested objects are
+/// closed).
 fn close(schema: &mut Value, close_self: bool) {
     let Value::Object(object) = schema else {
         return;
@@ -175,9 +194,7 @@ fn close(schema: &mut Value, close_self: bool) {
         && !object.contains_key("additionalProperties")
         && !object.contains_key("unevaluatedProperties");
     if open {
-        let composed = ["allOf", "anyOf", "oneOf", "$ref"]
-            .iter()
-            .any(|key| object.contains_key(*key));
+        let composed = IN_PLACE.iter().any(|key| object.contains_key(*key));
         let key = if composed {
             "unevaluatedProperties"
         } else {
@@ -187,11 +204,18 @@ fn close(schema: &mut Value, close_self: bool) {
     }
     for (keyword, value) in object.iter_mut() {
         match keyword.as_str() {
-            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+            "properties" | "patternProperties" | "$defs" | "definitions" => {
                 if let Value::Object(map) = value {
                     map.values_mut().for_each(close_objects);
                 }
             }
+            "dependentSchemas" => {
+                if let Value::Object(map) = value {
+                    map.values_mut()
+                        .for_each(|condition| close(condition, false));
+                }
+            }
+            "if" | "then" | "else" | "not" => close(value, false),
             "allOf" | "anyOf" | "oneOf" => {
                 if let Value::Array(list) = value {
                     list.iter_mut()
@@ -209,15 +233,45 @@ fn close(schema: &mut Value, close_self: bool) {
             | "unevaluatedItems"
             | "additionalItems"
             | "contains"
-            | "not"
-            | "if"
-            | "then"
-            | "else"
             | "propertyNames" => match value {
                 Value::Array(list) => list.iter_mut().for_each(close_objects),
                 other => close_objects(other),
             },
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::close_objects;
+
+    #[test]
+    fn conditions_are_not_closed_on_their_own() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {"method": {"type": "string"}, "phone": {"type": "string"}},
+            "if": {"properties": {"method": {"const": "phone"}}, "required": ["method"]},
+            "then": {"required": ["phone"], "properties": {"extra": {"type": "object",
+                "properties": {"note": {"type": "string"}}}}},
+            "not": {"properties": {"phone": {"const": ""}}, "required": ["phone"]},
+            "dependentSchemas": {"phone": {"properties": {"method": {"minLength": 1}}}}
+        });
+        close_objects(&mut schema);
+        // The object is closed beside its conditions, which can then declare properties.
+        assert_eq!(schema["unevaluatedProperties"], false);
+        assert_eq!(schema.get("additionalProperties"), None);
+        for condition in ["/if", "/then", "/not", "/dependentSchemas/phone"] {
+            let condition = schema.pointer(condition).unwrap();
+            assert_eq!(condition.get("additionalProperties"), None, "{condition}");
+            assert_eq!(condition.get("unevaluatedProperties"), None, "{condition}");
+        }
+        // Objects nested in a condition are closed as any other.
+        assert_eq!(
+            schema["then"]["properties"]["extra"]["additionalProperties"],
+            false
+        );
     }
 }

@@ -13,7 +13,7 @@
 //! | tool names | the consumer's pattern (the stricter where sources disagree: 64 characters for Anthropic and Gemini), and the rule every consumer accepts at once, `^[A-Za-z_][A-Za-z0-9_-]{0,63}$`; unique in a list |
 //! | root | `type: "object"`; OpenAI strict: not `anyOf`, not nullable |
 //! | `$schema` | MCP only |
-//! | `$defs` / `$ref` | local and resolvable; OpenAI: no sibling keywords beside a `$ref`; Anthropic: not recursive; Gemini: none at all |
+//! | `$defs` / `$ref` | local (a JSON pointer or an `$anchor`) and resolvable; OpenAI: no sibling keywords beside a `$ref`; Anthropic: not recursive; Gemini: none at all |
 //! | closed objects | OpenAI strict (and Anthropic `strict: true`): every object `additionalProperties: false`; Gemini: no `additionalProperties` anywhere |
 //! | `required` | OpenAI strict: every property |
 //! | nullable | Gemini: `nullable: true`, no type arrays, no `{type: "null"}` branch, no `null` in an `enum`; the others: no `nullable` keyword |

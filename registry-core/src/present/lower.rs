@@ -5,14 +5,19 @@
 //! what a profile's consumer takes (the rules of `docs/providers.md`, as the facts
 //! of each provider's [`Rules`] in its file of `provider/`):
 //!
-//! - **MCP** takes the canonical schema unchanged.
-//! - **OpenAI** (Chat Completions and Responses): no `$schema`; `oneOf` becomes `anyOf`; an
+//! - **MCP** takes the canonical schema unchanged: the full JSON Schema 2020-12 vocabulary
+//!   (SEP-2106: composition, conditionals, `$anchor`, `$ref`/`$defs`, `$schema`), within the
+//!   resource bounds every tool's schemas are checked against when a registry is built
+//!   ([`bounds`](crate::declare::bounds)).
+//! - **OpenAI** (Chat Completions and Responses): no `$schema` nor `$anchor` (a `$ref` to an
+//!   anchor points at its definition in `$defs`); `oneOf` becomes `anyOf`; an
 //!   `allOf` is merged into its schema; a `$ref` keeps no sibling keywords (its definition is
 //!   inlined there, or, for a recursive one, it is wrapped in a one-branch `anyOf`); only the
 //!   formats and bounds OpenAI takes are kept. In **strict** mode, moreover, every object is
 //!   closed, `required` lists every property, a property that was optional becomes nullable,
 //!   `default` is described, and OpenAI's size limits are checked.
-//! - **Anthropic**: no `$schema`; every `$ref` is inlined (a recursive type cannot be); `oneOf`
+//! - **Anthropic**: no `$schema`; every `$ref` is inlined, one to an `$anchor` too (a recursive
+//!   type cannot be); `oneOf`
 //!   becomes `anyOf`; only Anthropic's formats are kept.
 //! - **Gemini**: no `$schema`, `$defs` or `$ref` (everything inlined; a recursive type cannot
 //!   be), no `additionalProperties`, no `const` or `allOf`, nullable as `nullable: true`, string
@@ -251,5 +256,99 @@ impl crate::register::tool::Tool {
     pub(crate) fn lowered(&self, profile: Profile) -> &Result<Value, Vec<Incompatibility>> {
         self.lowered_cell(profile)
             .get_or_init(|| lower(profile, self.name(), &self.definition_ref().parameters))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::lower;
+    use crate::present::profile::Profile;
+
+    /// JSON Schema 2020-12 as SEP-2106 lets MCP take it.
+    fn full() -> Value {
+        crate::declare::bounds::tests::scenario()
+    }
+
+    /// The keywords of the problems of lowering `schema` for `profile` (the last token of
+    /// each problem's pointer).
+    fn refused(profile: Profile, schema: &Value) -> Vec<String> {
+        let problems = lower(profile, "contact", schema).expect_err("incompatible");
+        problems
+            .iter()
+            .inspect(|problem| assert_eq!(problem.tool, "contact"))
+            .map(|problem| problem.pointer.rsplit('/').next().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn mcp_keeps_the_whole_vocabulary_as_declared() {
+        assert_eq!(lower(Profile::Mcp, "contact", &full()), Ok(full()));
+    }
+
+    /// The conditional keywords no lowered profile takes.
+    const CONDITIONALS: [&str; 5] = [
+        "if",
+        "then",
+        "else",
+        "dependentRequired",
+        "dependentSchemas",
+    ];
+
+    #[test]
+    fn the_profiles_without_conditionals_name_each_keyword_they_cannot_take() {
+        for &profile in Profile::ALL {
+            if profile == Profile::Mcp {
+                continue;
+            }
+            let keywords = refused(profile, &full());
+            for keyword in CONDITIONALS {
+                assert!(
+                    keywords.iter().any(|k| k == keyword),
+                    "{profile}: {keywords:?}"
+                );
+            }
+            // Anthropic takes a limited `allOf`; the others merge this one (its one branch adds
+            // an `anyOf` to the root).
+            assert!(
+                !keywords.iter().any(|k| k == "allOf"),
+                "{profile}: {keywords:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_ref_to_an_anchor_is_lowered_to_its_definition_where_anchors_are_dropped() {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"city": {"type": "string"}}, "additionalProperties": false}},
+            "properties": {"home": {"$ref": "#addressDef"}},
+            "additionalProperties": false
+        });
+        assert_eq!(lower(Profile::Mcp, "t", &schema), Ok(schema.clone()));
+        // OpenAI keeps `$ref`s: to the definition by its place, without `$anchor`.
+        let openai = lower(Profile::OpenAiChat { strict: false }, "t", &schema).expect("lowers");
+        assert_eq!(
+            openai["properties"]["home"],
+            json!({"$ref": "#/$defs/address"})
+        );
+        assert_eq!(openai["$defs"]["address"].get("$anchor"), None);
+        assert_eq!(openai.get("$schema"), None);
+        // Anthropic and Gemini inline it.
+        for profile in [Profile::Anthropic, Profile::Gemini] {
+            let lowered = lower(profile, "t", &schema).expect("lowers");
+            let home = &lowered["properties"]["home"];
+            assert_eq!(
+                home["properties"]["city"]["type"], "string",
+                "{profile}: {lowered}"
+            );
+            assert!(
+                !lowered.to_string().contains("anchor"),
+                "{profile}: {lowered}"
+            );
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! What both lowering and the checker use that is JSON Schema's rather than a provider's (a
 //! provider's rules are the [`Rules`](crate::present::provider::Rules) in its file): the
-//! bound and composition keywords, and the sizes that strict mode's limits count, measured by
-//! one walk so that the two cannot count differently.
+//! bound and composition keywords, the keywords that hold subschemas (which the bounds of a
+//! declared schema walk too), and the sizes that strict mode's limits count, measured by one
+//! walk so that the two cannot count differently.
 
 use serde_json::{Map, Value};
 
@@ -36,6 +37,33 @@ pub(crate) const COMPOSITION: &[&str] = &[
     "dependentRequired",
     "dependentSchemas",
     "dependencies",
+];
+
+/// The keywords of JSON Schema 2020-12 whose value is an object of subschemas (the checker's
+/// walk, and the bounds of [`bounds`](crate::declare::bounds)).
+pub(crate) const SCHEMA_MAPS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+/// The keywords whose value is an array of subschemas.
+pub(crate) const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+/// The keywords whose value is one subschema.
+pub(crate) const SCHEMA_SINGLES: &[&str] = &[
+    "items",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "contentSchema",
 ];
 
 /// How a walk reads schemas. The lowering reads the schemas it wrote, the checker any JSON,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::AuditSink;
+use crate::declare::bounds;
 use crate::declare::declaration::{Declaration, declarations};
 use crate::declare::dynamic::DynamicTool;
 use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
@@ -838,5 +839,14 @@ fn declared_tool(
         .allow_description
         .is_some_and(|reason| !reason.trim().is_empty());
     texts.lint(declaration.name, source, allowed, problems);
+    problems.extend(bounds::problem(
+        declaration.name,
+        source,
+        "arguments",
+        &tool.definition_ref().parameters,
+    ));
+    if let Some(output) = tool.output_schema() {
+        problems.extend(bounds::problem(declaration.name, source, "result", output));
+    }
     (valid && problems.len() == before).then_some(tool)
 }

@@ -134,6 +134,49 @@ pub enum BuildProblem {
         /// What is wrong with the schema.
         reason: String,
     },
+    /// A schema goes beyond the resource bounds MCP 2026-07-28 asks of tool schemas
+    /// (SEP-2106): a `$ref` that is not same-document or names nothing, another dialect than
+    /// JSON Schema 2020-12, or subschemas nested too deep or too many. Nothing is served or
+    /// validated against it.
+    ///
+    /// ```
+    /// use registry_core::{BuildProblem, DynamicTool, Registry};
+    /// use serde_json::json;
+    ///
+    /// let tool = DynamicTool::new("fetch_profile", "Fetch a profile.")
+    ///     .public()
+    ///     .parameters(json!({
+    ///         "type": "object",
+    ///         "properties": {"profile": {"$ref": "https://example.com/profile.json"}}
+    ///     }))
+    ///     .handler(|_ctx, _args| Ok::<_, String>(json!("done")));
+    /// let error = Registry::builder().tool(tool).build().unwrap_err();
+    /// let [BuildProblem::SchemaBeyondBounds { tool, keyword, pointer, .. }] = error.problems()
+    /// else {
+    ///     panic!("{error}");
+    /// };
+    /// assert_eq!((tool.as_str(), keyword.as_str()), ("fetch_profile", "$ref"));
+    /// assert_eq!(pointer, "/properties/profile/$ref");
+    /// ```
+    #[error(
+        "tool {tool:?}: the {schema} schema {reason}, at {pointer:?} (`{keyword}`); {fix} ({site})"
+    )]
+    SchemaBeyondBounds {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+        /// Which schema: `arguments` (`inputSchema`) or `result` (`outputSchema`).
+        schema: &'static str,
+        /// A JSON pointer to the place in that schema.
+        pointer: String,
+        /// The keyword at fault (`$ref`, `$schema`, `allOf`, `items`, ...).
+        keyword: String,
+        /// The bound it goes beyond.
+        reason: String,
+        /// What to do about it.
+        fix: String,
+    },
     /// The description is empty.
     #[error(
         "tool {tool:?} has no description, and a model cannot use an undescribed tool ({site})"

@@ -149,7 +149,50 @@ fn describe(error: &ValidationError<'_>, out: &mut Vec<ArgumentProblem>) {
         ValidationErrorKind::FalseSchema => "no value is allowed here".to_owned(),
         _ => error.to_string(),
     };
+    let message = match condition(error.schema_path().as_str()) {
+        Some(condition) => format!("{message} ({condition})"),
+        None => message,
+    };
     out.push(ArgumentProblem::new(pointer, message));
+}
+
+/// Why a schema applied, when a conditional keyword applied it: the innermost `then`, `else`,
+/// `dependentSchemas` or `dependentRequired` on the keyword location `path` of an error, as
+/// words for the model ("required because `if` holds: ...").
+fn condition(path: &str) -> Option<String> {
+    let tokens: Vec<String> = path
+        .split('/')
+        .skip(1)
+        .map(crate::pointer::unescape)
+        .collect();
+    let mut found = None;
+    let mut index = 0;
+    while index < tokens.len() {
+        let token = tokens[index].as_str();
+        let name = tokens.get(index + 1);
+        match token {
+            "then" => found = Some("the schema's `if` condition holds, so this applies".to_owned()),
+            "else" => {
+                found =
+                    Some("the schema's `if` condition does not hold, so this applies".to_owned())
+            }
+            "dependentSchemas" | "dependentRequired" => {
+                found = Some(match name {
+                    Some(name) => format!("this applies when the property {name:?} is present"),
+                    // jsonschema locates `dependentRequired` without the property's name.
+                    None => {
+                        "another property present requires it, by `dependentRequired`".to_owned()
+                    }
+                });
+                index += 1;
+            }
+            // A name, not a keyword: `{"properties": {"then": ...}}`.
+            "properties" | "patternProperties" | "$defs" | "definitions" => index += 1,
+            _ => {}
+        }
+        index += 1;
+    }
+    found
 }
 
 /// Of the alternatives of an `anyOf`/`oneOf`, the one the value was evidently meant to be,
@@ -263,5 +306,85 @@ pub(crate) fn describe_value(value: &Value) -> String {
         }
         Value::Array(_) => "array".to_owned(),
         Value::Object(_) => "object".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::ArgumentValidator;
+
+    fn problems(schema: &serde_json::Value, arguments: serde_json::Value) -> Vec<String> {
+        ArgumentValidator::new(schema)
+            .expect("compiles")
+            .problems(&arguments)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_conditional_says_why_it_applied() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"method": {"enum": ["phone", "email"]}, "phone": {"type": "string"},
+                "email": {"type": "string"}, "then": {"type": "string"}},
+            "if": {"properties": {"method": {"const": "phone"}}, "required": ["method"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "dependentRequired": {"phone": ["method"]},
+            "dependentSchemas": {"email": {"properties": {"phone": {"minLength": 3}}}}
+        });
+        assert_eq!(
+            problems(&schema, json!({"method": "phone"})),
+            [
+                "missing required property \"phone\" (the schema's `if` condition holds, so this applies)"
+            ]
+        );
+        assert_eq!(
+            problems(&schema, json!({"method": "email"})),
+            [
+                "missing required property \"email\" (the schema's `if` condition does not hold, so this applies)"
+            ]
+        );
+        assert_eq!(
+            problems(&schema, json!({"phone": "123", "email": "a@b"})),
+            [
+                "missing required property \"method\" (another property present requires it, by `dependentRequired`)"
+            ]
+        );
+        assert_eq!(
+            problems(
+                &schema,
+                json!({"method": "email", "email": "a@b", "phone": "1"})
+            ),
+            [
+                "/phone: must be at least 3 characters long (this applies when the property \"email\" is present)"
+            ]
+        );
+        // A property named `then` is a name, not the keyword.
+        assert_eq!(
+            problems(&schema, json!({"email": "a@b", "then": 1})),
+            ["/then: expected string, got integer 1"]
+        );
+    }
+
+    #[test]
+    fn a_ref_to_an_anchor_is_validated() {
+        let schema = json!({
+            "type": "object",
+            "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+            "properties": {"home": {"$ref": "#addressDef"}}
+        });
+        assert_eq!(
+            problems(&schema, json!({"home": {"city": "Oslo"}})),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            problems(&schema, json!({"home": {"city": 7}})),
+            ["/home/city: expected string, got integer 7"]
+        );
     }
 }

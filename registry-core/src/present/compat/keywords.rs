@@ -2,29 +2,7 @@
 
 use super::*;
 
-/// The keywords of JSON Schema that hold subschemas, by shape.
-pub(super) const SCHEMA_MAPS: &[&str] = &[
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-];
-pub(super) const SCHEMA_LISTS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
-pub(super) const SCHEMA_SINGLES: &[&str] = &[
-    "items",
-    "additionalProperties",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "additionalItems",
-    "contains",
-    "not",
-    "if",
-    "then",
-    "else",
-    "propertyNames",
-    "contentSchema",
-];
+pub(super) use crate::present::rules::{SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_SINGLES};
 
 /// The place of `keyword` in the schema at `pointer`.
 fn at(pointer: &str, keyword: &str) -> String {

@@ -32,7 +32,9 @@ impl Checker<'_, '_> {
                 return;
             }
             if let Some(target) = resolve(self.root, &Value::from(reference)) {
-                let target_pointer = reference.trim_start_matches('#').to_owned();
+                let target_pointer = crate::pointer::local_target(self.root, reference)
+                    .map(|(at, _)| at)
+                    .unwrap_or_default();
                 stack.push(reference.to_owned());
                 self.follow(target, &target_pointer, stack);
                 stack.pop();
@@ -47,32 +49,7 @@ impl Checker<'_, '_> {
     }
 }
 
-/// The target of a local `$ref` in the schema `root`.
+/// The target of a same-document `$ref` (a JSON pointer or an `$anchor`) in the schema `root`.
 pub(super) fn resolve<'v>(root: &'v Value, reference: &Value) -> Option<&'v Value> {
-    let fragment = reference.as_str()?.strip_prefix('#')?;
-    if fragment.is_empty() {
-        return Some(root);
-    }
-    let decoded = percent_decode(fragment)?;
-    root.pointer(&decoded)
-}
-
-/// `%XX` escapes of a URI fragment, decoded.
-pub(super) fn percent_decode(fragment: &str) -> Option<String> {
-    if !fragment.contains('%') {
-        return Some(fragment.to_owned());
-    }
-    let bytes = fragment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            out.push(u8::from_str_radix(fragment.get(index + 1..index + 3)?, 16).ok()?);
-            index += 3;
-        } else {
-            out.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    crate::pointer::local_target(root, reference.as_str()?).map(|(_, target)| target)
 }

@@ -57,12 +57,33 @@ impl<'a> Lowering<'a> {
         merged
     }
 
-    /// The definition a `$ref`-bearing schema points at, with its name.
+    /// The definition a `$ref`-bearing schema points at, with its name: `#/$defs/Name`, or
+    /// `#anchor` where the definition says `"$anchor": "anchor"` (the profiles that drop
+    /// `$anchor` then reach it by its name in `$defs`).
     pub(super) fn definition_of(&self, object: &Map<String, Value>) -> Option<(String, &'a Value)> {
         let reference = object.get("$ref")?.as_str()?;
-        let name = definition_name(reference)?;
+        let name = match definition_name(reference) {
+            Some(name) => name,
+            None => self.anchored_definition(reference)?,
+        };
         let definition = self.definitions?.get(&name)?;
         Some((name, definition))
+    }
+
+    /// The name of the definition of `$defs` (or `definitions`) whose `$anchor` the plain-name
+    /// fragment `reference` (`#anchor`) names.
+    fn anchored_definition(&self, reference: &str) -> Option<String> {
+        let anchor = reference.strip_prefix('#')?;
+        if anchor.is_empty() || anchor.starts_with('/') {
+            return None;
+        }
+        let anchor = crate::pointer::percent_decode(anchor)?;
+        self.definitions?
+            .iter()
+            .find(|(_, definition)| {
+                definition.get("$anchor").and_then(Value::as_str) == Some(anchor.as_str())
+            })
+            .map(|(name, _)| name.clone())
     }
 
     /// Lowers a schema with a `$ref`: kept as it is (where the profile keeps `$ref`s, when it
@@ -186,29 +207,8 @@ fn definition_name(reference: &str) -> Option<String> {
     if token.contains('/') {
         return None;
     }
-    let decoded = percent_decode(token)?;
+    let decoded = crate::pointer::percent_decode(token)?;
     Some(crate::pointer::unescape(&decoded))
-}
-
-/// `%XX` escapes of a URI fragment, decoded.
-fn percent_decode(token: &str) -> Option<String> {
-    if !token.contains('%') {
-        return Some(token.to_owned());
-    }
-    let bytes = token.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = token.get(index + 1..index + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            out.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// Whether `object` is `{"$ref": ...}` alone.

@@ -190,7 +190,7 @@ impl Reading for Lowered {
     }
 
     fn resolve<'v>(root: &'v Value, reference: &str) -> Option<&'v Value> {
-        reference.strip_prefix('#').and_then(|p| root.pointer(p))
+        crate::pointer::local_target(root, reference).map(|(_, target)| target)
     }
 
     fn object_type(object: &Map<String, Value>) -> bool {
