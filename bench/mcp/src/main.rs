@@ -55,7 +55,8 @@ use std::time::{Duration, Instant};
 use axum::serve::ListenerExt;
 use registry_core::{Registry, Subject, ToolCall, tool};
 use registry_mcp::{EdgeLimits, HttpConfig, HttpServer, Jwks, OAuth, ServerOptions, Tokens};
-use rmcp::ServiceExt;
+use rmcp::model::ProtocolVersion;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -311,6 +312,7 @@ struct Options {
     kinds: Vec<Kind>,
     modes: Vec<AuthMode>,
     only_compare: bool,
+    protocols_only: bool,
 }
 
 impl Options {
@@ -325,11 +327,16 @@ impl Options {
             kinds: vec![Kind::Raw, Kind::Rmcp],
             modes: AuthMode::ALL.to_vec(),
             only_compare: false,
+            protocols_only: false,
         };
         let mut rest = args.iter();
         while let Some(arg) = rest.next() {
             if arg == "--only-compare" {
                 options.only_compare = true;
+                continue;
+            }
+            if arg == "--protocols-only" {
+                options.protocols_only = true;
                 continue;
             }
             let value = rest.next().unwrap_or_else(|| panic!("a value after {arg}"));
@@ -439,12 +446,17 @@ async fn bench(options: Options) {
     for server in &servers {
         check_answers(server).await;
     }
+    if options.protocols_only {
+        compare_protocols(&servers[0], &options).await;
+        return;
+    }
     if !options.only_compare {
         sequential(&servers[0], options.calls).await;
     }
     for &kind in &options.kinds {
         compare(&servers, kind, &options).await;
     }
+    compare_protocols(&servers[0], &options).await;
     drop(servers);
 
     if options.sessions > 0 {
@@ -665,6 +677,73 @@ async fn compare(servers: &[Server], kind: Kind, options: &Options) {
     }
 }
 
+/// `tools/call` on one registry server with rmcp's clients over both protocol revisions,
+/// interleaved round by round: 2025-11-25 (a session, `initialize` first) against 2026-07-28
+/// (stateless: `server/discover`, then every request self-contained, with its `_meta`).
+async fn compare_protocols(server: &Server, options: &Options) {
+    let duration = Duration::from_secs(options.seconds);
+    let warmup = Duration::from_secs(options.warmup);
+    let kinds = [Kind::Rmcp, Kind::RmcpStateless];
+    println!();
+    println!(
+        "protocols: {} rmcp clients on {}, {} rounds of {} s warm-up + {} s, revisions interleaved",
+        options.clients, server.target, options.rounds, options.warmup, options.seconds
+    );
+    let mut rounds: Vec<Vec<Round>> = kinds.iter().map(|_| Vec::new()).collect();
+    for round in 1..=options.rounds {
+        let mut order = [0, 1];
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for index in order {
+            let result = concurrent(server, options.clients, warmup, duration, kinds[index]).await;
+            println!(
+                "round {round} {:<28} {:>6.0} calls/s; {}",
+                kinds[index].to_string(),
+                result.rps,
+                result.stats
+            );
+            rounds[index].push(result);
+        }
+    }
+    let summaries: Vec<Summary> = rounds.iter().map(|r| Summary::of(r)).collect();
+    let sessions = &summaries[0];
+    println!();
+    println!(
+        "| {} | calls/s | p50 ms | p99 ms | server CPU per call | ratio to sessions: calls/s | p50 | p99 | CPU per call |",
+        server.target
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    for (kind, summary) in kinds.iter().zip(&summaries) {
+        println!(
+            "| {kind} | {:.0} ({:.0}–{:.0}) | {:.2} | {:.2} | {:.1} µs | {:.2} | {:.2} | {:.2} | {:.2} |",
+            summary.rps[1],
+            summary.rps[0],
+            summary.rps[2],
+            ms(summary.p50[1]),
+            ms(summary.p99[1]),
+            us(summary.cpu[1]),
+            summary.rps[1] / sessions.rps[1],
+            ms(summary.p50[1]) / ms(sessions.p50[1]),
+            ms(summary.p99[1]) / ms(sessions.p99[1]),
+            us(summary.cpu[1]) / us(sessions.cpu[1]),
+        );
+    }
+    let paired = spread(
+        rounds[1]
+            .iter()
+            .zip(&rounds[0])
+            .map(|(stateless, session)| stateless.rps / session.rps)
+            .collect(),
+    );
+    println!(
+        "(medians over rounds, with their range; ratios of the medians) stateless / sessions, round by round: calls/s {:.2} ({:.2}–{:.2})",
+        paired[1], paired[0], paired[2]
+    );
+}
+
 /// The minimum, median and maximum of `values`.
 fn spread<T: Copy + PartialOrd>(mut values: Vec<T>) -> [T; 3] {
     values.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -736,6 +815,22 @@ async fn connect(url: &str, bearer: Option<String>) -> Client {
         .unwrap()
 }
 
+/// A 2026-07-28 client: `server/discover`, then stateless requests.
+async fn connect_stateless(url: &str, bearer: Option<String>) -> Client {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = bearer {
+        config = config.auth_header(token);
+    }
+    ().serve_with_lifecycle(
+        StreamableHttpClientTransport::from_config(config),
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+    .unwrap()
+}
+
 async fn call(client: &Client) {
     let arguments = json!({"a": 1, "b": 2}).as_object().unwrap().clone();
     let result = client
@@ -748,8 +843,10 @@ async fn call(client: &Client) {
 /// The client of the concurrent load.
 #[derive(Clone, Copy)]
 enum Kind {
-    /// rmcp's client (`call_tool`).
+    /// rmcp's client (`call_tool`), in a 2025-11-25 session.
     Rmcp,
+    /// rmcp's client over 2026-07-28, stateless.
+    RmcpStateless,
     /// The minimal client, [`Raw`].
     Raw,
 }
@@ -758,6 +855,7 @@ impl std::fmt::Display for Kind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Kind::Rmcp => "rmcp",
+            Kind::RmcpStateless => "rmcp (2026-07-28, stateless)",
             Kind::Raw => "raw",
         })
     }
@@ -781,8 +879,11 @@ async fn concurrent(
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             match kind {
-                Kind::Rmcp => {
-                    let client = connect(&url, bearer).await;
+                Kind::Rmcp | Kind::RmcpStateless => {
+                    let client = match kind {
+                        Kind::RmcpStateless => connect_stateless(&url, bearer).await,
+                        _ => connect(&url, bearer).await,
+                    };
                     while !stop.load(Ordering::Relaxed) {
                         let started = Instant::now();
                         call(&client).await;
