@@ -179,7 +179,9 @@ fn the_gate_decides_before_a_task_starts() {
             }
         })
     });
-    let run = registry.open_run("run-1", &subject("ana")).with_call_budget(3);
+    let run = registry
+        .open_run("run-1", &subject("ana"))
+        .with_call_budget(3);
 
     // Each refusal: the answer a call would have had, nothing executed, nothing kept.
     let cases: [(&str, Value, ErrorKind); 4] = [
@@ -265,7 +267,10 @@ fn cancelling_a_task_reaches_its_tool() {
     let run = registry.open_run("run-1", &subject("ana"));
     let task = start(&run, "c1", "wait_for_cancel", json!({})).unwrap();
     eventually("the tool started", || executions.get() == 1);
-    assert_eq!(status(&run, task.id()).unwrap().status(), TaskStatus::Working);
+    assert_eq!(
+        status(&run, task.id()).unwrap().status(),
+        TaskStatus::Working
+    );
     assert!(matches!(
         pollster::block_on(run.task_result(task.id())),
         Err(TaskError::NotFinished {
@@ -282,12 +287,17 @@ fn cancelling_a_task_reaches_its_tool() {
     assert_eq!(answer.call_id(), "c1");
     // What the tool returned after the cancel was discarded: the task stays cancelled.
     eventually("the task thread ended", || {
-        events.lock().unwrap().iter().any(
-            |event| matches!(event, AuditEvent::Task(t) if t.kind == TaskEventKind::Cancelled),
-        )
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|event| matches!(event, AuditEvent::Task(t) if t.kind == TaskEventKind::Cancelled))
     });
     std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(status(&run, task.id()).unwrap().status(), TaskStatus::Cancelled);
+    assert_eq!(
+        status(&run, task.id()).unwrap().status(),
+        TaskStatus::Cancelled
+    );
     let kinds: Vec<TaskEventKind> = events
         .lock()
         .unwrap()
@@ -310,17 +320,19 @@ fn a_cancellation_given_with_the_options_cancels_the_task_too() {
     let run = registry.open_run("run-1", &subject("ana"));
     let cancellation = registry_core::call::Cancellation::new();
     let options = registry_core::call::CallOptions::new().with_cancellation(cancellation.clone());
-    let task = pollster::block_on(run.start_task_with(
-        ToolCall::new("c1", "wait_for_cancel", json!({})),
-        options,
-    ))
+    let task = pollster::block_on(
+        run.start_task_with(ToolCall::new("c1", "wait_for_cancel", json!({})), options),
+    )
     .unwrap();
     eventually("the tool started", || executions.get() == 1);
     cancellation.cancel();
     let answer = wait(&run, task.id());
     assert_eq!(answer.error_kind(), Some(ErrorKind::Cancelled));
     assert_eq!(saw_cancel.get(), 1);
-    assert_eq!(status(&run, task.id()).unwrap().status(), TaskStatus::Cancelled);
+    assert_eq!(
+        status(&run, task.id()).unwrap().status(),
+        TaskStatus::Cancelled
+    );
 }
 
 #[test]
@@ -454,7 +466,10 @@ fn another_principal_can_neither_read_nor_cancel_a_task() {
     assert_eq!(never.replace("task_0", "X"), theirs.replace(task.id(), "X"));
 
     assert_eq!(saw_cancel.get(), 0, "a stranger's cancel reached the tool");
-    assert_eq!(status(&ana, task.id()).unwrap().status(), TaskStatus::Working);
+    assert_eq!(
+        status(&ana, task.id()).unwrap().status(),
+        TaskStatus::Working
+    );
     // Another run of the same principal (a reconnect) reads and cancels it.
     let again = registry.open_run("run-ana-2", &subject("ana"));
     assert_eq!(status(&again, task.id()).unwrap().run_id(), "run-ana");
@@ -563,9 +578,11 @@ fn a_failing_tool_ends_its_task_failed_and_audited() {
         "{ended:?}"
     );
     eventually("the end is audited", || {
-        events.lock().unwrap().iter().any(
-            |event| matches!(event, AuditEvent::Task(t) if t.kind == TaskEventKind::Finished),
-        )
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|event| matches!(event, AuditEvent::Task(t) if t.kind == TaskEventKind::Finished))
     });
     let events = events.lock().unwrap();
     let finished = events
@@ -633,7 +650,9 @@ fn a_store_that_fails_starts_nothing() {
         .task_store(BrokenStore)
         .build()
         .unwrap();
-    let run = registry.open_run("run-1", &subject("ana")).with_call_budget(1);
+    let run = registry
+        .open_run("run-1", &subject("ana"))
+        .with_call_budget(1);
     let refused = start(&run, "c1", "count", json!({"n": 1})).unwrap_err();
     assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
     assert_eq!(executions.get(), 0);

@@ -232,7 +232,12 @@ impl Run {
                 "no one approved the call to \"{}\" in time; nothing was done",
                 request.tool_name
             );
-            return Ok(Settled::Answered(self.settle(&request, ErrorKind::Denied, text, started)));
+            return Ok(Settled::Answered(self.settle(
+                &request,
+                ErrorKind::Denied,
+                text,
+                started,
+            )));
         }
         if self.origin().is_revoked(entry.slot, entry.version)
             || self.origin().current_version(entry.slot) != entry.version
@@ -241,7 +246,12 @@ impl Run {
             let request = self.transition(id, ApprovalState::Revoked).await?;
             self.audit_approval(&request, ApprovalEventKind::Revoked, None);
             let text = revoked_text(&request.tool_name);
-            return Ok(Settled::Answered(self.settle(&request, ErrorKind::Revoked, text, started)));
+            return Ok(Settled::Answered(self.settle(
+                &request,
+                ErrorKind::Revoked,
+                text,
+                started,
+            )));
         }
         let Verdict {
             kind,
@@ -260,7 +270,12 @@ impl Run {
                     &request.tool_name,
                     &format!("a person denied it ({reason})"),
                 );
-                Ok(Settled::Answered(self.settle(&request, ErrorKind::Denied, text, started)))
+                Ok(Settled::Answered(self.settle(
+                    &request,
+                    ErrorKind::Denied,
+                    text,
+                    started,
+                )))
             }
             VerdictKind::Approve => {
                 let approved = Approved {

@@ -84,6 +84,8 @@ impl Run {
 
     /// [`start_task`](Self::start_task) on this thread, without an async runtime (the
     /// task itself runs on its own thread either way).
+    // The refusal is the model's answer to its call, as `call_blocking` returns it unboxed.
+    #[allow(clippy::result_large_err)]
     pub fn start_task_blocking(&self, call: ToolCall) -> Result<Task, Observation> {
         pollster::block_on(self.start_task(call))
     }
@@ -207,7 +209,10 @@ impl Run {
         let host = TaskHost {
             id: task.id.clone(),
             store: tasks.store.clone(),
-            inner: options.host.clone().unwrap_or_else(|| self.effective_host()),
+            inner: options
+                .host
+                .clone()
+                .unwrap_or_else(|| self.effective_host()),
         };
         let options = CallOptions {
             host: Some(Arc::new(host)),
@@ -239,12 +244,8 @@ impl Run {
             let text = format!(
                 "the task of \"{name}\" could not start because the server is busy; nothing was done. Try again later"
             );
-            let mut decided = Decided::refused(
-                task.call_id.clone(),
-                name,
-                ErrorKind::Unavailable,
-                text,
-            );
+            let mut decided =
+                Decided::refused(task.call_id.clone(), name, ErrorKind::Unavailable, text);
             decided.detail = Some(format!("no thread for the task: {error}"));
             decided.tool_version = Some(task.tool_version);
             if let Some(budget) = &self.budget {
@@ -267,7 +268,12 @@ impl Run {
     }
 
     /// The answer to a call whose task could not be kept: the store failed.
-    fn not_started(&self, resolved: Resolved, detail: String, started: Option<Instant>) -> Observation {
+    fn not_started(
+        &self,
+        resolved: Resolved,
+        detail: String,
+        started: Option<Instant>,
+    ) -> Observation {
         if let Some(budget) = &self.budget {
             budget.refund();
         }

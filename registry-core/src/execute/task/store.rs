@@ -117,11 +117,11 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Ends running task `id` as `end` says, atomically, and keeps its result.
-    fn finish<'a>(&'a self, id: &'a str, end: TaskEnd) -> BoxFuture<'a, Result<Finish, StoreError>>;
+    fn finish<'a>(&'a self, id: &'a str, end: TaskEnd)
+    -> BoxFuture<'a, Result<Finish, StoreError>>;
 
     /// The result of ended task `id`: `None` while it runs, or once it expired.
-    fn result<'a>(&'a self, id: &'a str)
-    -> BoxFuture<'a, Result<Option<Observation>, StoreError>>;
+    fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>>;
 }
 
 /// The default [`TaskStore`]: in this process's memory, lost when it exits.
@@ -275,7 +275,11 @@ impl TaskStore for MemoryTaskStore {
         ready(Ok(true))
     }
 
-    fn finish<'a>(&'a self, id: &'a str, end: TaskEnd) -> BoxFuture<'a, Result<Finish, StoreError>> {
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        end: TaskEnd,
+    ) -> BoxFuture<'a, Result<Finish, StoreError>> {
         if !end.status.is_terminal() {
             return ready(Err(StoreError::new(format!(
                 "a task cannot end as {}",
@@ -297,12 +301,11 @@ impl TaskStore for MemoryTaskStore {
         ready(Ok(Finish::Finished(Box::new(kept.task.clone()))))
     }
 
-    fn result<'a>(
-        &'a self,
-        id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
+    fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
         let mut tasks = self.lock();
-        ready(Ok(Self::live(&mut tasks, id).and_then(|kept| kept.result.clone())))
+        ready(Ok(
+            Self::live(&mut tasks, id).and_then(|kept| kept.result.clone())
+        ))
     }
 }
 
@@ -329,14 +332,15 @@ impl<S: TaskStore + ?Sized> TaskStore for std::sync::Arc<S> {
         (**self).update(id, update, at)
     }
 
-    fn finish<'a>(&'a self, id: &'a str, end: TaskEnd) -> BoxFuture<'a, Result<Finish, StoreError>> {
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        end: TaskEnd,
+    ) -> BoxFuture<'a, Result<Finish, StoreError>> {
         (**self).finish(id, end)
     }
 
-    fn result<'a>(
-        &'a self,
-        id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
+    fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
         (**self).result(id)
     }
 }
