@@ -91,11 +91,7 @@ async fn serve(registry: &Registry) -> String {
 }
 
 /// A session for `token`, declaring the tasks extension or not.
-async fn connect(
-    url: &str,
-    token: &str,
-    tasks: bool,
-) -> RunningService<RoleClient, ClientConfig> {
+async fn connect(url: &str, token: &str, tasks: bool) -> RunningService<RoleClient, ClientConfig> {
     let mut config = ClientConfig::default();
     if tasks {
         config.capabilities = ClientCapabilities::builder().enable_tasks().build();
@@ -199,21 +195,30 @@ async fn tasks_cancel_reaches_the_running_tool() {
         assert!(Instant::now() < deadline, "the tool never started");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(get(&ana, &id).await.unwrap().task.status(), TaskStatus::Working);
+    assert_eq!(
+        get(&ana, &id).await.unwrap().task.status(),
+        TaskStatus::Working
+    );
 
     within("tasks/cancel", ana.cancel_task(CancelTaskParams::new(&id)))
         .await
         .unwrap();
     assert_eq!(ended(&ana, &id).await.task.status(), TaskStatus::Cancelled);
     while fixture.saw_cancel.load(Ordering::SeqCst) == 0 {
-        assert!(Instant::now() < deadline, "the cancel never reached the tool");
+        assert!(
+            Instant::now() < deadline,
+            "the cancel never reached the tool"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // Cancelling an ended task is acknowledged again, and changes nothing.
     within("tasks/cancel", ana.cancel_task(CancelTaskParams::new(&id)))
         .await
         .unwrap();
-    assert_eq!(get(&ana, &id).await.unwrap().task.status(), TaskStatus::Cancelled);
+    assert_eq!(
+        get(&ana, &id).await.unwrap().task.status(),
+        TaskStatus::Cancelled
+    );
     within("shutdown", ana.cancel()).await.unwrap();
 }
 
@@ -252,7 +257,10 @@ async fn another_principal_cannot_read_or_cancel_a_task() {
         .await
         .unwrap_err();
     assert_eq!(error_of(cancel).code.0, -32602);
-    assert_eq!(get(&ana, &id).await.unwrap().task.status(), TaskStatus::Working);
+    assert_eq!(
+        get(&ana, &id).await.unwrap().task.status(),
+        TaskStatus::Working
+    );
     assert_eq!(fixture.saw_cancel.load(Ordering::SeqCst), 0);
 
     within("tasks/cancel", ana.cancel_task(CancelTaskParams::new(&id)))
