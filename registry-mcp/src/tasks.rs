@@ -6,7 +6,9 @@
 //!   `_meta.clientCapabilities`) is started with `Run::start_task`, through the same gate as
 //!   any call, and answered with a `CreateTaskResult` (`resultType: "task"`) once the task is
 //!   kept: a `tasks/get` right after it finds it. Without the extension, the same tool answers
-//!   an ordinary call. A call the gate refuses is answered as an ordinary call would be.
+//!   an ordinary call, and so does a tool declared `needs_approval` (its approval is asked as
+//!   for any call). A call the gate refuses is answered as an ordinary call would be (a call
+//!   policy's approval too: `isError`, with the approval's text).
 //! - `tasks/get`: the task's `DetailedTask`. A tool that returned an error is
 //!   `completed` with `result.isError: true`; `failed` (with a JSON-RPC `error`) is kept for
 //!   a tool that panicked, as the SEP reserves it for protocol-level errors.
@@ -38,7 +40,8 @@ use crate::clients::{Client, RunSlot};
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Whether `request` may be answered with a task: it declared the extension, and its tool,
-/// visible to the run, is declared long-running.
+/// visible to the run, is declared long-running. A tool that always needs approval is called
+/// as an ordinary call, whose approval is asked of the person at the client.
 pub(crate) fn wanted(
     slot: &RunSlot,
     request: &CallToolRequestParams,
@@ -53,7 +56,7 @@ pub(crate) fn wanted(
             .run
             .registry()
             .get(&request.name)
-            .is_some_and(|tool| tool.settings().task)
+            .is_some_and(|tool| tool.settings().task && !tool.settings().needs_approval)
 }
 
 /// Starts `request` as a task: `Ok(Ok(created))` once it is kept, `Ok(Err(observation))`
