@@ -68,12 +68,24 @@ fn until_cancelled(executions: &Counter, saw_cancel: &Counter) -> DynamicTool {
         })
 }
 
+/// A registry of [`until_cancelled`], with its two counters.
+fn cancellable() -> (Registry, Counter, Counter) {
+    let (executions, saw_cancel) = (Counter::default(), Counter::default());
+    let registry = Registry::builder()
+        .tool(until_cancelled(&executions, &saw_cancel))
+        .build()
+        .unwrap();
+    (registry, executions, saw_cancel)
+}
+
 fn subject(principal: &str) -> Subject {
     Subject::new("acme")
         .with_scopes(["jobs:run"])
         .with_principal(principal)
 }
 
+// `Run::start_task`'s own shape: the refusal is the observation a call would have had.
+#[allow(clippy::result_large_err)]
 fn start(run: &Run, id: &str, name: &str, arguments: Value) -> Result<Task, Observation> {
     run.start_task_blocking(ToolCall::new(id, name, arguments))
 }
@@ -312,11 +324,7 @@ fn cancelling_a_task_reaches_its_tool() {
 
 #[test]
 fn a_cancellation_given_with_the_options_cancels_the_task_too() {
-    let (executions, saw_cancel) = (Counter::default(), Counter::default());
-    let registry = Registry::builder()
-        .tool(until_cancelled(&executions, &saw_cancel))
-        .build()
-        .unwrap();
+    let (registry, executions, saw_cancel) = cancellable();
     let run = registry.open_run("run-1", &subject("ana"));
     let cancellation = registry_core::call::Cancellation::new();
     let options = registry_core::call::CallOptions::new().with_cancellation(cancellation.clone());
@@ -423,11 +431,7 @@ fn an_ended_task_is_forgotten_after_its_ttl() {
 
 #[test]
 fn another_principal_can_neither_read_nor_cancel_a_task() {
-    let (executions, saw_cancel) = (Counter::default(), Counter::default());
-    let registry = Registry::builder()
-        .tool(until_cancelled(&executions, &saw_cancel))
-        .build()
-        .unwrap();
+    let (registry, executions, saw_cancel) = cancellable();
     let ana = registry.open_run("run-ana", &subject("ana"));
     let task = start(&ana, "c1", "wait_for_cancel", json!({})).unwrap();
     eventually("the tool started", || executions.get() == 1);
@@ -604,17 +608,22 @@ fn a_failing_tool_ends_its_task_failed_and_audited() {
 /// A task store that cannot keep anything: the registry must refuse, not run unbounded.
 struct BrokenStore;
 
+/// What every method of [`BrokenStore`] answers.
+fn down<'a, T: Send + 'a>() -> BoxFuture<'a, Result<T, StoreError>> {
+    Box::pin(async { Err(StoreError::new("the database is down")) })
+}
+
 impl TaskStore for BrokenStore {
     fn insert<'a>(
         &'a self,
         _task: &'a Task,
         _limits: &'a TaskLimits,
     ) -> BoxFuture<'a, Result<Insertion, StoreError>> {
-        Box::pin(async { Err(StoreError::new("the database is down")) })
+        down()
     }
 
     fn get<'a>(&'a self, _id: &'a str) -> BoxFuture<'a, Result<Option<Task>, StoreError>> {
-        Box::pin(async { Err(StoreError::new("the database is down")) })
+        down()
     }
 
     fn update<'a>(
@@ -623,7 +632,7 @@ impl TaskStore for BrokenStore {
         _update: TaskUpdate,
         _at: SystemTime,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
-        Box::pin(async { Err(StoreError::new("the database is down")) })
+        down()
     }
 
     fn finish<'a>(
@@ -631,14 +640,14 @@ impl TaskStore for BrokenStore {
         _id: &'a str,
         _end: TaskEnd,
     ) -> BoxFuture<'a, Result<Finish, StoreError>> {
-        Box::pin(async { Err(StoreError::new("the database is down")) })
+        down()
     }
 
     fn result<'a>(
         &'a self,
         _id: &'a str,
     ) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
-        Box::pin(async { Err(StoreError::new("the database is down")) })
+        down()
     }
 }
 

@@ -170,27 +170,32 @@ impl Run {
             decided.detail = Some(detail);
             decided
         };
-        match tasks.store.insert(&task, &tasks.limits).await {
-            Ok(Insertion::Stored) => {}
+        let refusal = match tasks.store.insert(&task, &tasks.limits).await {
+            Ok(Insertion::Stored) => None,
             Ok(Insertion::PrincipalFull { running }) => {
                 let per = tasks.limits.per_principal();
-                let text = format!(
-                    "the task of \"{name}\" was not started: you run {running} tasks already, the most one may run at once ({per}); nothing was done. Wait until one ends, or cancel one, then start it again"
-                );
-                let detail = format!("{running} tasks of this principal run (at most {per})");
-                return Err(self.finish(full(text, detail), started));
+                Some((
+                    format!(
+                        "the task of \"{name}\" was not started: you run {running} tasks already, the most one may run at once ({per}); nothing was done. Wait until one ends, or cancel one, then start it again"
+                    ),
+                    format!("{running} tasks of this principal run (at most {per})"),
+                ))
             }
             Ok(Insertion::Full { kept }) => {
                 let total = tasks.limits.total();
-                let text = format!(
-                    "the task of \"{name}\" was not started: the server keeps as many tasks as it may ({total}); nothing was done. Try again once older tasks have expired"
-                );
-                let detail = format!("the task store keeps {kept} tasks (at most {total})");
-                return Err(self.finish(full(text, detail), started));
+                Some((
+                    format!(
+                        "the task of \"{name}\" was not started: the server keeps as many tasks as it may ({total}); nothing was done. Try again once older tasks have expired"
+                    ),
+                    format!("the task store keeps {kept} tasks (at most {total})"),
+                ))
             }
             Err(error) => {
                 return Err(self.not_started(resolved, format!("task store: {error}"), started));
             }
+        };
+        if let Some((text, detail)) = refusal {
+            return Err(self.finish(full(text, detail), started));
         }
         let live = Live {
             cancellation: options.cancellation.clone().unwrap_or_default(),
