@@ -230,10 +230,7 @@ impl RegistryServer {
             return Ok(CallToolResponse::from(result));
         }
         if request.request_state.is_none() && crate::tasks::wanted(&slot, &request, context) {
-            let task_options = CallOptions::new()
-                .with_elicit_timeout(options.approval_timeout)
-                .with_sample_timeout(options.sampling_timeout);
-            return crate::tasks::start(&slot, request, context, task_options)
+            return crate::tasks::start(&slot, request, context, crate::tasks::options(options))
                 .await
                 .or_else(|refused| call_result(&refused).map(CallToolResponse::from));
         }

@@ -18,7 +18,8 @@
 //!   all three. rmcp answers -32021 to a request that did not declare the extension.
 //!
 //! A task's tool reaches the run's host, not the client: the request that started it has
-//! ended. Its progress is in `tasks/get`'s `statusMessage`.
+//! ended. Its progress is in `tasks/get`'s `statusMessage`. It runs on a thread of its own
+//! inside the server's Tokio runtime, so an async tool's timers and I/O work as in a call.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -35,6 +36,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
 use crate::clients::{Client, RunSlot};
+use crate::options::ServerOptions;
 
 /// How often a client is asked to poll `tasks/get`.
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
@@ -57,6 +59,19 @@ pub(crate) fn wanted(
             .registry()
             .get(&request.name)
             .is_some_and(|tool| tool.settings().task && !tool.settings().needs_approval)
+}
+
+/// The options of a task's call: the server's waits, and the task's thread inside this
+/// Tokio runtime, so that an async tool finds its timers and I/O there.
+pub(crate) fn options(options: &ServerOptions) -> CallOptions {
+    let handle = tokio::runtime::Handle::current();
+    CallOptions::new()
+        .with_elicit_timeout(options.approval_timeout)
+        .with_sample_timeout(options.sampling_timeout)
+        .with_task_context(move |job: &mut dyn FnMut()| {
+            let _entered = handle.enter();
+            job();
+        })
 }
 
 /// Starts `request` as a task: `Ok(Ok(created))` once it is kept, `Ok(Err(observation))`

@@ -56,6 +56,15 @@ fn fixture() -> Fixture {
                 }),
         )
         .tool(
+            DynamicTool::new("nap", "Rest a moment on the server's timers, then say so.")
+                .scopes(["jobs:run"])
+                .task()
+                .async_handler(|_, _| async {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Ok::<_, String>(json!("rested"))
+                }),
+        )
+        .tool(
             DynamicTool::new("broken_job", "Fail on purpose.")
                 .scopes(["jobs:run"])
                 .task()
@@ -163,6 +172,15 @@ async fn a_task_tool_answers_a_task_followed_to_its_result() {
         TaskPayload::Completed { result } => {
             assert_eq!(result["content"][0]["text"], json!("exported 42 rows"));
             assert_eq!(result["isError"], json!(false));
+        }
+        other => panic!("expected completed, got {other:?}"),
+    }
+
+    // An async tool runs inside the server's runtime: its Tokio timers work.
+    let id = task_id(&ana, "nap").await;
+    match ended(&ana, &id).await.task.payload {
+        TaskPayload::Completed { result } => {
+            assert_eq!(result["content"][0]["text"], json!("rested"), "{result:?}");
         }
         other => panic!("expected completed, got {other:?}"),
     }

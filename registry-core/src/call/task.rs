@@ -236,12 +236,23 @@ impl Run {
         };
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let span = tracing::Span::current();
+        let context = options.task_context.clone();
         let spawned = std::thread::Builder::new()
             .name(THREAD_NAME.to_owned())
             .spawn(move || {
                 tracing::dispatcher::with_default(&dispatch, || {
                     let _entered = span.enter();
-                    job.run();
+                    let mut job = Some(job);
+                    let mut run = || {
+                        if let Some(job) = job.take() {
+                            job.run();
+                        }
+                    };
+                    if let Some(context) = &context {
+                        context(&mut run);
+                    }
+                    // A context that did not run the job: run it here, so the task ends.
+                    run();
                 });
             });
         if let Err(error) = spawned {
