@@ -68,6 +68,12 @@ fn until_cancelled(executions: &Counter, saw_cancel: &Counter) -> DynamicTool {
         })
 }
 
+/// An audit sink that keeps every event in `events`.
+fn recorder(events: &Arc<Mutex<Vec<AuditEvent>>>) -> impl Fn(&AuditEvent) + Send + Sync + 'static {
+    let events = events.clone();
+    move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+}
+
 /// A registry of [`until_cancelled`], with its two counters.
 fn cancellable() -> (Registry, Counter, Counter) {
     let (executions, saw_cancel) = (Counter::default(), Counter::default());
@@ -270,10 +276,7 @@ fn cancelling_a_task_reaches_its_tool() {
     let events = Arc::new(Mutex::new(Vec::new()));
     let registry = Registry::builder()
         .tool(until_cancelled(&executions, &saw_cancel))
-        .audit_sink({
-            let events = events.clone();
-            move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
-        })
+        .audit_sink(recorder(&events))
         .build()
         .unwrap();
     let run = registry.open_run("run-1", &subject("ana"));
@@ -562,10 +565,7 @@ fn a_failing_tool_ends_its_task_failed_and_audited() {
                 .task()
                 .handler(|_, _| Err::<Value, _>("the disk is full")),
         )
-        .audit_sink({
-            let events = events.clone();
-            move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
-        })
+        .audit_sink(recorder(&events))
         .build()
         .unwrap();
     let run = registry.open_run("run-1", &subject("ana"));
