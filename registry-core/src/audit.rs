@@ -30,6 +30,8 @@ pub enum AuditEvent {
     Change(ChangeEvent),
     /// An approval request was made or decided.
     Approval(ApprovalEvent),
+    /// A task started, ended, or was cancelled.
+    Task(TaskEvent),
     /// A tool's readiness changed.
     Readiness(ReadinessEvent),
     /// A change to the tools was attempted and refused: a failed
@@ -166,6 +168,70 @@ pub struct ApprovalEvent {
     /// A hash (XXH3-64, hex) of the requested arguments as JSON; never the values.
     pub argument_hash: String,
     /// The version of the tool the request is bound to, and that runs if it is approved
+    /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)).
+    pub tool_version: Fingerprint,
+}
+
+/// What happened to a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TaskEventKind {
+    /// The call passed the gate and its task started
+    /// ([`Run::start_task`](crate::Run::start_task)). A call refused before it started is
+    /// a [`CallEvent`], as any refused call.
+    Started,
+    /// Its tool ended: completed or failed ([`TaskEvent::outcome`]).
+    Finished,
+    /// It was cancelled ([`Run::cancel_task`](crate::Run::cancel_task)) before its tool
+    /// ended.
+    Cancelled,
+}
+
+impl TaskEventKind {
+    /// The kind as a snake_case word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskEventKind::Started => "started",
+            TaskEventKind::Finished => "finished",
+            TaskEventKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One step of a task ([`task`](crate::task)).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct TaskEvent {
+    /// What happened.
+    pub kind: TaskEventKind,
+    /// The task's id.
+    pub id: String,
+    /// The run that started it (for `cancelled`: the run that cancelled it).
+    pub run_id: String,
+    /// The subject's tenant.
+    pub tenant: String,
+    /// The principal the task belongs to, if its subject names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The model's call id.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The task's status after this step (`working`, `completed`, `failed`, `cancelled`).
+    pub status: String,
+    /// For `finished`: `None` if the tool succeeded, else the kind of failure.
+    pub outcome: Option<ErrorKind>,
+    /// For `finished`: how long the tool ran; zero otherwise.
+    #[serde(with = "micros")]
+    pub duration: Duration,
+    /// The arguments' size as JSON, in bytes; never the values.
+    pub argument_bytes: usize,
+    /// A hash (XXH3-64, hex) of the arguments as JSON; never the values.
+    pub argument_hash: String,
+    /// What only operators see: a panic's message, a store's error.
+    pub detail: Option<String>,
+    /// The version of the tool that runs
     /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)).
     pub tool_version: Fingerprint,
 }
@@ -397,6 +463,24 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             reason = %Logged(&a.reason),
             argument_hash = %a.argument_hash,
             tool_version = %a.tool_version,
+        ),
+        AuditEvent::Task(t) => tracing::info!(
+            target: AUDIT_TARGET,
+            event = "task",
+            kind = t.kind.as_str(),
+            id = %Logged(&t.id),
+            run_id = %Logged(&t.run_id),
+            tenant = %Logged(&t.tenant),
+            principal = t.principal.as_deref().map(Logged::field),
+            call_id = %Logged(&t.call_id),
+            tool = %Logged(&t.tool),
+            status = t.status.as_str(),
+            outcome = t.outcome.map_or("ok", ErrorKind::as_str),
+            duration_us = u64::try_from(t.duration.as_micros()).unwrap_or(u64::MAX),
+            argument_bytes = t.argument_bytes,
+            argument_hash = %t.argument_hash,
+            detail = t.detail.as_deref().map(Logged::field),
+            tool_version = %t.tool_version,
         ),
         AuditEvent::Readiness(r) => tracing::info!(
             target: AUDIT_TARGET,

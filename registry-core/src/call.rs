@@ -21,6 +21,7 @@ mod admit;
 mod answer;
 mod approvals;
 mod run;
+mod task;
 
 pub use crate::execute::cancel::{Cancellation, Cancelled};
 pub use crate::execute::context::CallOptions;

@@ -23,7 +23,8 @@
 //!    against the schema the model was shown, passes it through the [`gate`] (call policies,
 //!    [approvals](approval) decided with [`Run::decide`], quotas, readiness), runs it (a
 //!    running tool reaches its [`host`]), and answers with an [`Observation`] the model can
-//!    act on. Every step is [audited](audit).
+//!    act on. Every step is [audited](audit). A long-running tool can be started as a
+//!    [`task`] instead ([`Run::start_task`]), through the same gate, and followed by id.
 //!
 //! ```
 //! use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
@@ -129,6 +130,35 @@ pub mod approval {
 
     pub use crate::gate::approval::{ApprovalError, ApprovalRequest, ApprovalState, Verdict};
     pub use crate::gate::store::{ApprovalStore, MemoryApprovalStore, Transition};
+}
+
+pub mod task {
+    //! Tasks: a call to a long-running tool, started and followed instead of awaited.
+    //!
+    //! A tool declared `#[tool(task)]` (or [`DynamicTool::task`](crate::DynamicTool::task))
+    //! can be started as a task with [`Run::start_task`](crate::Run::start_task): the call
+    //! passes the same gate as [`Run::call`](crate::Run::call) (resolution, arguments,
+    //! policies, a person's approval, the budget and the rate limit) **before** anything
+    //! starts, then its tool runs on a thread of its own and the caller gets a [`Task`] at
+    //! once. [`Run::task`](crate::Run::task) polls its [`TaskStatus`] and progress,
+    //! [`Run::cancel_task`](crate::Run::cancel_task) cancels it (the tool sees
+    //! [`ToolContext::cancelled`](crate::ToolContext::cancelled)),
+    //! [`Run::task_result`](crate::Run::task_result) and
+    //! [`Run::wait_task`](crate::Run::wait_task) give the observation a call would have
+    //! answered. A task that needs approval starts when
+    //! [`Run::decide_task`](crate::Run::decide_task) approves it.
+    //!
+    //! A task belongs to its subject's [principal](crate::Subject::principal): another
+    //! principal can neither read nor cancel it. Tasks are bounded per principal and in
+    //! total, and an ended task's result is kept for a TTL ([`TaskLimits`]), in a
+    //! [`TaskStore`] (in memory by default, [`MemoryTaskStore`]). Each start, end and
+    //! cancellation is audited ([`TaskEvent`](crate::audit::TaskEvent)). Over MCP,
+    //! `registry-mcp` serves the same tasks through the tasks extension.
+
+    pub use crate::execute::task::record::{Task, TaskError, TaskLimits, TaskStatus};
+    pub use crate::execute::task::store::{
+        Finish, Insertion, MemoryTaskStore, TaskEnd, TaskStore, TaskUpdate,
+    };
 }
 
 pub mod definition {

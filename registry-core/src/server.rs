@@ -12,6 +12,7 @@ use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
 use crate::execute::host::CallHost;
 use crate::execute::observation::Observation;
+use crate::execute::task::record::Task;
 use crate::gate::approval::Verdict;
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, StoreError};
 use crate::register::registry::Registry;
@@ -73,6 +74,16 @@ pub trait RunExt: sealed::Sealed {
         verdict: Verdict,
         options: CallOptions,
     ) -> impl Future<Output = Result<Observation, ApprovalError>> + Send;
+
+    /// [`Run::start_task`], with the host the task's tool reaches (its progress and
+    /// questions are recorded in the task store first, then passed to `options`' host) and a
+    /// cancellation that cancels the task too. `registry-mcp` gives a task the host of the
+    /// MCP session that started it.
+    fn start_task_with(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<Task, Observation>> + Send;
 
     /// Sends the progress, logs, questions and sampling requests of this run's calls to
     /// `host`, instead of the registry's (see [`CallHost`]); a call's own host, given with
@@ -171,6 +182,14 @@ impl RunExt for Run {
         options: CallOptions,
     ) -> impl Future<Output = Result<Observation, ApprovalError>> + Send {
         self.decide_with_options(id, verdict, options)
+    }
+
+    fn start_task_with(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> impl Future<Output = Result<Task, Observation>> + Send {
+        self.start_task_with_options(call, options)
     }
 
     fn with_host(self, host: impl CallHost) -> Run {

@@ -43,6 +43,8 @@ pub(crate) struct ToolAttr {
     pub(crate) namespace: Option<LitStr>,
     /// `always_loaded`: in every deferred session's first request, not found by search.
     pub(crate) always_loaded: Option<Span>,
+    /// `task`: long-running; a caller may start it as a task and follow it.
+    pub(crate) task: Option<Span>,
     /// `crate = path`: where `registry-core` is, for crates that re-export it.
     pub(crate) krate: Option<Path>,
     /// Parsing stopped early (a syntax error), so keys after the error were not read.
@@ -117,6 +119,7 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         ALLOW_DESCRIPTION => set(cx, meta, &mut attr.allow_description, string(meta)?),
         NAMESPACE => set(cx, meta, &mut attr.namespace, string(meta)?),
         ALWAYS_LOADED => set(cx, meta, &mut attr.always_loaded, flag(cx, meta)?),
+        TASK => set(cx, meta, &mut attr.task, flag(cx, meta)?),
         CRATE => set(cx, meta, &mut attr.krate, krate(meta)?),
         _ => {
             cx.error_spanned_by(path, unknown_key_message(&key));
@@ -240,6 +243,7 @@ mod tests {
             ("publc", "public"),
             ("alwaysloaded", "always_loaded"),
             ("name_space", "namespace"),
+            ("tasks", "task"),
         ] {
             let message = unknown_key_message(typed);
             assert!(

@@ -52,6 +52,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
         open_world: attr.open_world.is_some(),
         namespace,
         always_loaded: attr.always_loaded.is_some(),
+        task: attr.task.is_some(),
     }
 }
 
@@ -83,6 +84,8 @@ pub(crate) struct Spec {
     /// `namespace = "..."`; `None`: the registry derives it from the first scope.
     pub(crate) namespace: Option<String>,
     pub(crate) always_loaded: bool,
+    /// `task`: the tool may be started as a task.
+    pub(crate) task: bool,
 }
 
 /// The tool's final name and where it was written.

@@ -112,6 +112,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
         idempotent,
         open_world,
         always_loaded,
+        task,
         ..
     } = spec;
     let namespace = option_str(spec.namespace.as_deref());
@@ -167,6 +168,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                         .with_open_world(#open_world),
                     namespace: #namespace,
                     always_loaded: #always_loaded,
+                    task: #task,
                     params: &[#(#params),*],
                     output: __output,
                     execute: #execute,

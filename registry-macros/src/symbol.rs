@@ -17,6 +17,7 @@ pub(crate) const OPEN_WORLD: &str = "open_world";
 pub(crate) const ALLOW_DESCRIPTION: &str = "allow_description";
 pub(crate) const NAMESPACE: &str = "namespace";
 pub(crate) const ALWAYS_LOADED: &str = "always_loaded";
+pub(crate) const TASK: &str = "task";
 pub(crate) const CRATE: &str = "crate";
 
 /// Every key, in the order the docs list them.
@@ -37,5 +38,6 @@ pub(crate) const KEYS: &[&str] = &[
     ALLOW_DESCRIPTION,
     NAMESPACE,
     ALWAYS_LOADED,
+    TASK,
     CRATE,
 ];

@@ -30,11 +30,14 @@ use crate::handler::{RegistryServer, announce_tool_changes};
 /// client, bearer tokens over HTTP, `notifications/tools/list_changed`, approvals, progress,
 /// logs, questions and cancellation. The application's handler answers everything else:
 /// resources, resource templates and subscriptions, prompts, completions, custom requests,
-/// tasks and skills, and the notifications a client sends (cancellations, progress, roots).
+/// `tasks/update` and skills, and the notifications a client sends (cancellations, progress,
+/// roots). `tasks/get` and `tasks/cancel` go to the registry's tasks first, and to the
+/// application's for an id the registry does not know, if the application declares the tasks
+/// extension.
 /// `initialize` goes to both (the registry binds an HTTP session to its token first; an error
 /// from either refuses it); its answer, like `server/discover`'s, is [`get_info`]: the
 /// application's, with the registry's capabilities (`tools` with `listChanged`, `logging`) in
-/// place of any `tools` or `logging` of its own, the server name and version of the
+/// place of any `tools` or `logging` of its own, the tasks extension added to its extensions, the server name and version of the
 /// [`ServerOptions`](crate::ServerOptions), and their instructions if they have some (else the
 /// application's). The protocol versions are the application's.
 /// `subscriptions/listen` runs both: the application's own `listen` with the subscription, and
@@ -130,12 +133,29 @@ impl<H> Composed<H> {
     }
 }
 
+impl<H: ServerHandler> Composed<H> {
+    /// Whether the app serves tasks of its own (it declares the tasks extension).
+    fn app_has_tasks(&self) -> bool {
+        self.app.get_info().capabilities.supports_tasks()
+    }
+}
+
 impl<H: ServerHandler> ServerHandler for Composed<H> {
     fn get_info(&self) -> ServerConfig {
         let mut info = self.app.get_info();
         let registry = self.registry.get_info();
         info.capabilities.tools = registry.capabilities.tools;
         info.capabilities.logging = registry.capabilities.logging;
+        // The tasks extension is the registry's (its `task` tools), whatever the app declares.
+        if let Some(registry_extensions) = registry.capabilities.extensions {
+            let extensions = info
+                .capabilities
+                .extensions
+                .get_or_insert_with(Default::default);
+            for (name, settings) in registry_extensions {
+                extensions.entry(name).or_insert(settings);
+            }
+        }
         info.server_info = registry.server_info;
         if registry.instructions.is_some() {
             info.instructions = registry.instructions;
@@ -338,7 +358,17 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        self.app.get_task(request, context).await
+        // The registry's tasks first; an id it does not know may be the app's own task.
+        match self
+            .registry
+            .get_task(request.clone(), context.clone())
+            .await
+        {
+            Err(error) if error.code == ErrorCode::INVALID_PARAMS && self.app_has_tasks() => {
+                self.app.get_task(request, context).await
+            }
+            answered => answered,
+        }
     }
 
     async fn update_task(
@@ -354,7 +384,16 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.app.cancel_task(request, context).await
+        match self
+            .registry
+            .cancel_task(request.clone(), context.clone())
+            .await
+        {
+            Err(error) if error.code == ErrorCode::INVALID_PARAMS && self.app_has_tasks() => {
+                self.app.cancel_task(request, context).await
+            }
+            answered => answered,
+        }
     }
 
     async fn list_skills(

@@ -13,6 +13,7 @@ use rmcp::model::{
     Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
@@ -193,6 +194,7 @@ impl RegistryServer {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         // Deprecated by SEP-2577 in rmcp; still how tools' logs reach clients before
         // protocol 2026-07-28.
@@ -226,6 +228,11 @@ impl RegistryServer {
                 client.announce().await;
             }
             return Ok(CallToolResponse::from(result));
+        }
+        if request.request_state.is_none() && crate::tasks::wanted(&slot, &request, context) {
+            return crate::tasks::start(&slot, request, context, crate::tasks::options(options))
+                .await
+                .or_else(|refused| call_result(&refused).map(CallToolResponse::from));
         }
         let (host, flush) = McpHost::new(context, &self.session, options, slot.run.host());
         // A synchronous tool sees the request's cancellation through the probe as it runs;
@@ -355,6 +362,24 @@ impl ServerHandler for RegistryServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let client = self.client(&context.extensions)?;
         self.call(&client, request, &context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let client = self.client(&context.extensions)?;
+        crate::tasks::get(&client, request).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let client = self.client(&context.extensions)?;
+        crate::tasks::cancel(&client, request).await
     }
 
     #[allow(deprecated)] // logging: deprecated by SEP-2577 in rmcp, still in the protocol

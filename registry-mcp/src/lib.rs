@@ -131,6 +131,7 @@ pub mod logging;
 mod oauth;
 mod options;
 mod stdio;
+mod tasks;
 mod tokens;
 
 use std::sync::Arc;

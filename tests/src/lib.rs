@@ -213,6 +213,10 @@ pub mod guide {
     #[doc = include_str!("../../docs/guide/gate.md")]
     pub struct Gate;
 
+    /// `docs/guide/tasks.md`.
+    #[doc = include_str!("../../docs/guide/tasks.md")]
+    pub struct Tasks;
+
     /// `docs/guide/serving.md`.
     #[doc = include_str!("../../docs/guide/serving.md")]
     pub struct Serving;

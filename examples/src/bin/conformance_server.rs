@@ -10,6 +10,8 @@
 //!   is a `DynamicTool` because the scenario fixes its input schema to the byte (with `$schema`,
 //!   `$defs`, `$anchor`, `allOf` and `if`/`then`/`else`), which shows that the registry serves
 //!   an application's schema unchanged.
+//!   The tasks extension's fixtures are here too: `greet` (an ordinary call), and
+//!   `slow_compute`, `failing_job` and `protocol_error_job`, declared `task`.
 //! - The resources, template, prompts and completion are plain rmcp code
 //!   ([`registry_examples::conformance::ConformanceApp`]), composed with the registry's server
 //!   with `RegistryServer::with_handler`.
@@ -20,7 +22,7 @@
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use registry_core::{
     DynamicTool, Registry, Subject, ToolContext,
@@ -108,6 +110,55 @@ async fn test_tool_with_progress(ctx: &ToolContext) -> &'static str {
         ctx.progress(done, Some(100.0), "");
     }
     "Tool with progress executed successfully"
+}
+
+/// Greets someone by name.
+#[tool(public)]
+fn greet(
+    /// Who to greet.
+    name: String,
+) -> String {
+    format!("Hello, {name}!")
+}
+
+/// Computes slowly: waits the given number of seconds, then answers. Stops when cancelled.
+#[tool(public, task)]
+fn slow_compute(
+    ctx: &ToolContext,
+    /// How long to take, in seconds; `0` answers at once.
+    seconds: u64,
+    /// A label echoed in the answer.
+    label: Option<String>,
+) -> Result<String, String> {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < deadline {
+        if ctx.is_cancelled() {
+            return Err("cancelled".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(format!(
+        "computed {} in {seconds} s",
+        label.as_deref().unwrap_or("a result")
+    ))
+}
+
+/// Runs a job that fails after about a second.
+#[tool(public, task)]
+fn failing_job(ctx: &ToolContext) -> Result<String, String> {
+    for _ in 0..50 {
+        if ctx.is_cancelled() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err("the job failed on purpose".into())
+}
+
+/// Runs a job that breaks inside the server, a protocol-level error.
+#[tool(public, task)]
+fn protocol_error_job() -> String {
+    panic!("protocol_error_job breaks on purpose")
 }
 
 /// Always fails.

@@ -11,8 +11,22 @@ use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::execute::task::record::Task;
 use crate::gate::approval::{Verdict, VerdictKind};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
+
+/// A settled request: the call's answer, or the call approved and admitted, to run.
+enum Settled {
+    Answered(Observation),
+    Admitted(Box<Admitted>),
+}
+
+/// An approved call that passed the gate again, ready to run (as a call or a task).
+struct Admitted {
+    resolved: Resolved,
+    started: Option<Instant>,
+    options: CallOptions,
+}
 
 /// How an approved call runs: who approved, the edited arguments, the call's host and
 /// cancellation.
@@ -99,6 +113,77 @@ impl Run {
         verdict: Verdict,
         options: CallOptions,
     ) -> Result<Observation, ApprovalError> {
+        match self.settle_request(id, verdict, options).await? {
+            Settled::Answered(observation) => Ok(observation),
+            Settled::Admitted(admitted) => {
+                let Admitted {
+                    resolved, started, ..
+                } = *admitted;
+                let outcome = self
+                    .execute(&resolved.entry, resolved.context, resolved.arguments)
+                    .await;
+                Ok(self.finish(resolved.ticket.outcome(outcome), started))
+            }
+        }
+    }
+
+    /// [`decide`](Self::decide) for a call that asked to start as a task
+    /// ([`start_task`](Self::start_task) answered [`ErrorKind::ApprovalRequired`]): approved,
+    /// the task starts (`Ok(Ok(task))`) with exactly the arguments approved, after the same
+    /// checks as [`decide`](Self::decide) (and the task bounds); denied, expired, revoked or
+    /// refused, `Ok(Err(observation))` says why and nothing started. `Err` when nothing was
+    /// settled, as for [`decide`](Self::decide). Deciding such a request with
+    /// [`decide`](Self::decide) instead runs the tool as an ordinary call.
+    ///
+    /// ```
+    /// use registry_core::approval::Verdict;
+    /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// /// Migrate a database to a new schema.
+    /// #[tool(scopes = "db:admin", needs_approval, task)]
+    /// fn migrate(database: String) -> String {
+    ///     format!("{database} migrated")
+    /// }
+    ///
+    /// let registry = Registry::from_inventory().unwrap();
+    /// let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["db:admin"]));
+    /// let pending = run.start_task_blocking(ToolCall::new("c1", "migrate", json!({"database": "orders"}))).unwrap_err();
+    /// assert_eq!(pending.error_kind(), Some(ErrorKind::ApprovalRequired));
+    ///
+    /// let id = pending.approval().unwrap().id();
+    /// let task = pollster::block_on(run.decide_task(id, Verdict::approve().by("ana"))).unwrap().unwrap();
+    /// let answer = pollster::block_on(run.wait_task(task.id())).unwrap();
+    /// assert_eq!(answer.json(), &json!("orders migrated"));
+    /// ```
+    pub async fn decide_task(
+        &self,
+        id: &str,
+        verdict: Verdict,
+    ) -> Result<Result<Task, Observation>, ApprovalError> {
+        match self
+            .settle_request(id, verdict, CallOptions::default())
+            .await?
+        {
+            Settled::Answered(observation) => Ok(Err(observation)),
+            Settled::Admitted(admitted) => {
+                let Admitted {
+                    resolved,
+                    started,
+                    options,
+                } = *admitted;
+                Ok(self.launch(resolved, options, started).await)
+            }
+        }
+    }
+
+    /// Settles request `id`: the call's answer, or the call admitted to run.
+    async fn settle_request(
+        &self,
+        id: &str,
+        verdict: Verdict,
+        options: CallOptions,
+    ) -> Result<Settled, ApprovalError> {
         if !verdict.is_approval() && verdict.arguments.is_some() {
             return Err(ApprovalError::ArgumentsOnDenial { id: id.to_owned() });
         }
@@ -110,7 +195,7 @@ impl Run {
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> Result<Observation, ApprovalError> {
+    ) -> Result<Settled, ApprovalError> {
         crate::audit::ready(self.origin().audit_sink()).await;
         let started = self.clock();
         let store = &self.origin().gate().approvals;
@@ -147,7 +232,12 @@ impl Run {
                 "no one approved the call to \"{}\" in time; nothing was done",
                 request.tool_name
             );
-            return Ok(self.settle(&request, ErrorKind::Denied, text, started));
+            return Ok(Settled::Answered(self.settle(
+                &request,
+                ErrorKind::Denied,
+                text,
+                started,
+            )));
         }
         if self.origin().is_revoked(entry.slot, entry.version)
             || self.origin().current_version(entry.slot) != entry.version
@@ -156,7 +246,12 @@ impl Run {
             let request = self.transition(id, ApprovalState::Revoked).await?;
             self.audit_approval(&request, ApprovalEventKind::Revoked, None);
             let text = revoked_text(&request.tool_name);
-            return Ok(self.settle(&request, ErrorKind::Revoked, text, started));
+            return Ok(Settled::Answered(self.settle(
+                &request,
+                ErrorKind::Revoked,
+                text,
+                started,
+            )));
         }
         let Verdict {
             kind,
@@ -175,7 +270,12 @@ impl Run {
                     &request.tool_name,
                     &format!("a person denied it ({reason})"),
                 );
-                Ok(self.settle(&request, ErrorKind::Denied, text, started))
+                Ok(Settled::Answered(self.settle(
+                    &request,
+                    ErrorKind::Denied,
+                    text,
+                    started,
+                )))
             }
             VerdictKind::Approve => {
                 let approved = Approved {
@@ -196,7 +296,7 @@ impl Run {
         request: ApprovalRequest,
         approved: Approved,
         started: Option<Instant>,
-    ) -> Result<Observation, ApprovalError> {
+    ) -> Result<Settled, ApprovalError> {
         let Approved {
             by,
             edited,
@@ -230,7 +330,7 @@ impl Run {
                     let text = denied_text(&request.tool_name, &reason);
                     let mut decided = self.ticket(&request).refused(ErrorKind::Denied, text);
                     decided.detail = detail.or(Some(reason));
-                    return Ok(self.finish(decided, started));
+                    return Ok(Settled::Answered(self.finish(decided, started)));
                 }
                 arguments
             }
@@ -256,31 +356,32 @@ impl Run {
             arguments,
             ticket,
         };
+        let answered = |decided| Ok(Settled::Answered(self.finish(decided, started)));
         if let Some(reason) = self.origin().suspension() {
             let text = unavailable_text(entry.tool.name());
             let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
             decided.detail = Some(reason);
-            return Ok(self.finish(decided, started));
+            return answered(decided);
         }
         // Revoked while the person decided: the approval is spent, and nothing runs.
         if self.origin().is_revoked(entry.slot, entry.version) {
             let text = revoked_text(entry.tool.name());
-            let decided = resolved.ticket.refused(ErrorKind::Revoked, text);
-            return Ok(self.finish(decided, started));
+            return answered(resolved.ticket.refused(ErrorKind::Revoked, text));
         }
         if let Some(reason) = self.origin().not_ready(entry.slot) {
             let text = unavailable_text(entry.tool.name());
             let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
             decided.detail = Some(reason);
-            return Ok(self.finish(decided, started));
+            return answered(decided);
         }
         if let Err(refused) = self.admit(&resolved).await {
-            return Ok(self.finish(*refused, started));
+            return answered(*refused);
         }
-        let outcome = self
-            .execute(&resolved.entry, resolved.context, resolved.arguments)
-            .await;
-        Ok(self.finish(resolved.ticket.outcome(outcome), started))
+        Ok(Settled::Admitted(Box::new(Admitted {
+            resolved,
+            started,
+            options,
+        })))
     }
 
     /// Moves request `id` out of pending; losing the race is `AlreadyDecided`.

@@ -47,6 +47,8 @@ pub struct Declaration {
     pub namespace: Option<&'static str>,
     /// In every deferred session's first request (`always_loaded`).
     pub always_loaded: bool,
+    /// Long-running: may be started as a task (`task`).
+    pub task: bool,
     pub params: &'static [Param],
     /// The schema of the result, when its type has one.
     pub output: fn(&mut SchemaGenerator) -> Option<Schema>,

@@ -66,6 +66,7 @@ pub struct DynamicTool {
     allow_description: Option<String>,
     namespace: Option<String>,
     always_loaded: bool,
+    task: bool,
     handler: Option<Handler>,
     source: Source,
 }
@@ -89,6 +90,7 @@ impl std::fmt::Debug for DynamicTool {
             .field("allow_description", &self.allow_description)
             .field("namespace", &self.namespace)
             .field("always_loaded", &self.always_loaded)
+            .field("task", &self.task)
             .field("has_handler", &self.handler.is_some())
             .field("source", &self.source)
             .finish()
@@ -116,6 +118,7 @@ impl DynamicTool {
             allow_description: None,
             namespace: None,
             always_loaded: false,
+            task: false,
             handler: None,
             source: Source::caller(),
         }
@@ -287,6 +290,25 @@ impl DynamicTool {
     /// found by search: for the few tools nearly every conversation needs.
     pub fn always_loaded(mut self) -> Self {
         self.always_loaded = true;
+        self
+    }
+
+    /// Declares the tool long-running: a caller may start it as a task and follow it
+    /// ([`Run::start_task`](crate::Run::start_task); over MCP, the tasks extension) instead of
+    /// waiting for its answer. The same as `#[tool(task)]`.
+    ///
+    /// ```
+    /// use registry_core::DynamicTool;
+    /// use serde_json::json;
+    ///
+    /// let export = DynamicTool::new("export_logs", "Export a day of logs to the archive.")
+    ///     .public()
+    ///     .task()
+    ///     .handler(|_, _| Ok::<_, String>(json!("exported")));
+    /// # let _ = export;
+    /// ```
+    pub fn task(mut self) -> Self {
+        self.task = true;
         self
     }
 
@@ -514,6 +536,7 @@ impl DynamicTool {
                 allow_description: self.allow_description.map(Cow::Owned),
                 namespace,
                 always_loaded: self.always_loaded,
+                task: self.task,
             },
             source,
             parameters: self.parameters,

@@ -181,6 +181,12 @@ pub struct ToolSettings {
     /// (`#[tool(always_loaded)]`, [`DynamicTool::always_loaded`](crate::DynamicTool::always_loaded)).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub always_loaded: bool,
+    /// The tool is long-running: a caller may start it as a task and follow it
+    /// ([`Run::start_task`](crate::Run::start_task); over MCP, the tasks extension), instead of
+    /// waiting for its answer (`#[tool(task)]`, [`DynamicTool::task`](crate::DynamicTool::task)).
+    /// It can still be called as an ordinary call.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub task: bool,
 }
 
 mod millis {

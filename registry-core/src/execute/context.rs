@@ -107,7 +107,12 @@ pub struct CallOptions {
     pub(crate) cancellation: Option<Cancellation>,
     pub(crate) elicit_timeout: Option<Duration>,
     pub(crate) sample_timeout: Option<Duration>,
+    /// What a task's thread runs its job inside ([`with_task_context`](Self::with_task_context)).
+    pub(crate) task_context: Option<TaskContext>,
 }
+
+/// Runs the job it is given (once), inside whatever context the task's tool needs.
+pub(crate) type TaskContext = Arc<dyn Fn(&mut dyn FnMut()) + Send + Sync>;
 
 impl std::fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -116,6 +121,7 @@ impl std::fmt::Debug for CallOptions {
             .field("cancellation", &self.cancellation)
             .field("elicit_timeout", &self.elicit_timeout)
             .field("sample_timeout", &self.sample_timeout)
+            .field("task_context", &self.task_context.is_some())
             .finish()
     }
 }
@@ -144,6 +150,28 @@ impl CallOptions {
     /// default 10 minutes); unanswered, a question fails [`ElicitError::TimedOut`].
     pub fn with_elicit_timeout(mut self, timeout: Duration) -> CallOptions {
         self.elicit_timeout = Some(timeout);
+        self
+    }
+
+    /// For a task ([`RunExt::start_task_with`](crate::server::RunExt::start_task_with)):
+    /// `context` runs the job of the task's thread (it must call the job it is given, once),
+    /// so that the tool finds what it needs there, say the caller's async runtime for its
+    /// timers and I/O. Without it, an async tool runs on a plain thread with a small local
+    /// executor, as in [`Run::call_blocking`](crate::Run::call_blocking).
+    ///
+    /// ```
+    /// use registry_core::call::CallOptions;
+    ///
+    /// // With Tokio: `let handle = tokio::runtime::Handle::current();`, then
+    /// // `move |job| { let _entered = handle.enter(); job() }`.
+    /// let options = CallOptions::new().with_task_context(|job: &mut dyn FnMut()| job());
+    /// # let _ = options;
+    /// ```
+    pub fn with_task_context(
+        mut self,
+        context: impl Fn(&mut dyn FnMut()) + Send + Sync + 'static,
+    ) -> CallOptions {
+        self.task_context = Some(Arc::new(context));
         self
     }
 

@@ -209,7 +209,7 @@ pub struct CallInfo<'a> {
 ///     }
 /// }
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Progress {
     /// What is done so far; it should grow with each report, even without a total.

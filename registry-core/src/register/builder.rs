@@ -17,6 +17,9 @@ use crate::discover::access::AccessRule;
 use crate::execute::context::HostWaits;
 use crate::execute::host::CallHost;
 use crate::execute::pool::{self, BlockingPool};
+use crate::execute::task::TaskConfig;
+use crate::execute::task::record::TaskLimits;
+use crate::execute::task::store::TaskStore;
 use crate::gate::{
     ApprovalStore, CallPolicy, Check, GateConfig, QuotaStore, Quotas, RateLimit, ReadinessCheck,
 };
@@ -71,6 +74,7 @@ pub struct RegistryBuilder {
     limits: ArgumentLimits,
     compatible: Vec<Profile>,
     gate: GateConfig,
+    tasks: TaskConfig,
     rate_limit: Option<(Result<RateLimit, String>, Source)>,
     readiness: Vec<(String, Check, Source)>,
     readiness_timeout: Option<Duration>,
@@ -119,6 +123,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("blocking_threads", &self.blocking_threads)
             .field("blocking_wait", &self.blocking_wait)
             .field("waits", &self.waits)
+            .field("tasks", &self.tasks)
             .finish_non_exhaustive()
     }
 }
@@ -397,6 +402,32 @@ impl RegistryBuilder {
     /// process or are decided by another one.
     pub fn approval_store(mut self, store: impl ApprovalStore) -> Self {
         self.gate.approvals = Box::new(store);
+        self
+    }
+
+    /// Keeps tasks ([`Run::start_task`](crate::Run::start_task)) in `store` (default: in
+    /// memory, [`MemoryTaskStore`](crate::task::MemoryTaskStore)), for tasks that another
+    /// process reads or cancels.
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.tasks.store = Arc::new(store);
+        self
+    }
+
+    /// Bounds tasks: per principal, in total, and how long an ended task's result is kept
+    /// (default: [`TaskLimits::new`]). A task past a bound is refused
+    /// ([`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)) before it starts.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use registry_core::task::TaskLimits;
+    /// use registry_core::Registry;
+    ///
+    /// let limits = TaskLimits::new().with_per_principal(2).with_ttl(Duration::from_secs(300));
+    /// let registry = Registry::builder().task_limits(limits).allow_empty().build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn task_limits(mut self, limits: TaskLimits) -> Self {
+        self.tasks.limits = limits;
         self
     }
 
@@ -691,6 +722,7 @@ impl RegistryBuilder {
             host: self.host,
             limits: self.limits,
             gate,
+            tasks: self.tasks,
             readiness,
             readiness_timeout: self
                 .readiness_timeout
@@ -823,6 +855,7 @@ fn declared_tool(
         allow_description: declaration.allow_description.map(Cow::Borrowed),
         namespace,
         always_loaded: declaration.always_loaded,
+        task: declaration.task,
     };
     let tool = Tool::declared(declaration, policy);
     // The macro linted the description, the title and the parameters' docs; the docs of the

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use crate::discover::access::AccessRule;
 use crate::execute::context::HostWaits;
 use crate::execute::pool::BlockingPool;
+use crate::execute::task::TaskConfig;
 use std::time::Duration;
 
 use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
@@ -85,6 +86,7 @@ struct Inner {
     host: Option<Arc<dyn CallHost>>,
     limits: ArgumentLimits,
     gate: GateConfig,
+    tasks: TaskConfig,
     /// The readiness check of each slot, if it has one.
     readiness: Vec<Option<Check>>,
     readiness_timeout: Duration,
@@ -122,6 +124,7 @@ pub(crate) struct RegistryParts {
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) limits: ArgumentLimits,
     pub(crate) gate: GateConfig,
+    pub(crate) tasks: TaskConfig,
     /// Readiness checks by tool name (names checked by the builder).
     pub(crate) readiness: Vec<(String, Check)>,
     pub(crate) readiness_timeout: Duration,
@@ -155,6 +158,7 @@ impl Registry {
                 host: parts.host,
                 limits: parts.limits,
                 gate: parts.gate,
+                tasks: parts.tasks,
                 readiness,
                 readiness_timeout: parts.readiness_timeout,
                 pool: parts.pool,
@@ -810,6 +814,11 @@ impl Registry {
 
     pub(crate) fn gate(&self) -> &GateConfig {
         &self.inner.gate
+    }
+
+    /// Where tasks are kept, their bounds, and the ones running in this process.
+    pub(crate) fn tasks(&self) -> &TaskConfig {
+        &self.inner.tasks
     }
 
     /// The registry's call policies, in the order they were given; all are asked.

@@ -1,0 +1,582 @@
+//! Tasks on the call path: [`Run::start_task`] takes a call through the same resolution and
+//! gate as [`Run::call`], then starts its tool on a thread of its own and answers at once
+//! with the [`Task`]; [`Run::task`], [`Run::cancel_task`], [`Run::task_result`] and
+//! [`Run::wait_task`] follow it by id, for the task's principal only.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::admit::Gated;
+use super::answer::{Decided, Resolved, unavailable_text};
+use crate::audit::{self, AuditEvent, TaskEvent, TaskEventKind};
+use crate::discover::run::Run;
+use crate::execute::cancel::Cancellation;
+use crate::execute::context::CallOptions;
+use crate::execute::execution;
+use crate::execute::observation::{ErrorKind, Observation};
+use crate::execute::task::host::TaskHost;
+use crate::execute::task::record::{Task, TaskError, TaskStatus};
+use crate::execute::task::store::{Finish, Insertion, TaskEnd};
+use crate::execute::task::{Live, new_task_id};
+use crate::register::registry::Registry;
+use crate::resolve::call::ToolCall;
+
+/// The longest pause between two reads of a task that runs in another process.
+const MAX_POLL: Duration = Duration::from_secs(1);
+
+/// The name of every task's thread (at most 15 bytes, as Linux keeps it).
+const THREAD_NAME: &str = "registry-task";
+
+impl Run {
+    /// Starts `call` as a task: resolves it and passes it through the gate exactly as
+    /// [`call`](Self::call) does (the allowed set, revocation, readiness, the arguments, the
+    /// policies, a person's approval, the budget and the rate limit), then keeps a [`Task`]
+    /// in the registry's task store and runs the tool on a thread of its own. It answers at
+    /// once with the task ([`TaskStatus::Working`]); [`task`](Self::task) polls it,
+    /// [`cancel_task`](Self::cancel_task) cancels it (its tool sees
+    /// [`ToolContext::cancelled`](crate::ToolContext::cancelled)),
+    /// [`task_result`](Self::task_result) and [`wait_task`](Self::wait_task) give its result,
+    /// the observation [`call`](Self::call) would have answered.
+    ///
+    /// **`Err` when nothing started**, with the observation that says why, as
+    /// [`call`](Self::call) would have answered it:
+    ///
+    /// - the tool is not declared long-running (`#[tool(task)]`,
+    ///   [`DynamicTool::task`](crate::DynamicTool::task)):
+    ///   [`ErrorKind::Denied`], saying to call it as an ordinary call;
+    /// - any refusal of the gate; a call that needs a person's approval is
+    ///   [`ErrorKind::ApprovalRequired`], and starts only when
+    ///   [`decide_task`](Self::decide_task) approves it;
+    /// - the principal runs [`TaskLimits::per_principal`](crate::task::TaskLimits::per_principal)
+    ///   tasks already, or the store keeps [`TaskLimits::total`](crate::task::TaskLimits::total):
+    ///   [`ErrorKind::RateLimited`];
+    /// - the task store failed, or no thread could be started: [`ErrorKind::Unavailable`].
+    ///
+    /// A task obeys its tool's own `timeout`, not the run's
+    /// [call timeout](Self::with_call_timeout), which is for calls a model waits on.
+    ///
+    /// ```
+    /// use registry_core::task::TaskStatus;
+    /// use registry_core::{tool, Registry, Subject, ToolCall, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// /// Export a day of logs to the archive.
+    /// #[tool(scopes = "logs:export", task)]
+    /// async fn export_logs(ctx: &ToolContext, day: String) -> String {
+    ///     ctx.progress(1.0, Some(1.0), "archived");
+    ///     format!("{day} exported")
+    /// }
+    ///
+    /// let registry = Registry::from_inventory().unwrap();
+    /// let subject = Subject::new("acme").with_scopes(["logs:export"]).with_principal("ana");
+    /// let run = registry.open_run("run-1", &subject);
+    ///
+    /// let task = run.start_task_blocking(ToolCall::new("c1", "export_logs", json!({"day": "2026-07-28"}))).unwrap();
+    /// assert_eq!(task.status(), TaskStatus::Working);
+    /// let answer = pollster::block_on(run.wait_task(task.id())).unwrap();
+    /// assert_eq!(answer.json(), &json!("2026-07-28 exported"));
+    /// assert_eq!(pollster::block_on(run.task(task.id())).unwrap().status(), TaskStatus::Completed);
+    /// ```
+    pub async fn start_task(&self, call: ToolCall) -> Result<Task, Observation> {
+        self.start_task_with_options(call, CallOptions::default())
+            .await
+    }
+
+    /// [`start_task`](Self::start_task) on this thread, without an async runtime (the
+    /// task itself runs on its own thread either way).
+    // The refusal is the model's answer to its call, as `call_blocking` returns it unboxed.
+    #[allow(clippy::result_large_err)]
+    pub fn start_task_blocking(&self, call: ToolCall) -> Result<Task, Observation> {
+        pollster::block_on(self.start_task(call))
+    }
+
+    /// [`start_task`](Self::start_task), with the host the task's tool reaches (its
+    /// progress is recorded in the task store first) and the elicitation and sampling
+    /// timeouts of `options`; a cancellation in `options` cancels the task too.
+    pub(crate) async fn start_task_with_options(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> Result<Task, Observation> {
+        audit::ready(self.registry.audit_sink()).await;
+        let started = self.clock();
+        let gated = self
+            .resolve(call, &options)
+            .and_then(|resolved| self.as_task(resolved))
+            .and_then(|resolved| self.gate(resolved));
+        let resolved = match gated {
+            Ok(Gated::Run(resolved)) => resolved,
+            Ok(Gated::Approval(resolved, reason)) => {
+                let decided = self.request_approval(*resolved, reason).await;
+                return Err(self.finish(decided, started));
+            }
+            Err(refused) => return Err(self.finish(*refused, started)),
+        };
+        if let Err(refused) = self.admit(&resolved).await {
+            return Err(self.finish(*refused, started));
+        }
+        self.launch(resolved, options, started).await
+    }
+
+    /// Refuses a call to a tool that is not declared long-running.
+    fn as_task(&self, resolved: Resolved) -> Result<Resolved, Box<Decided>> {
+        if resolved.entry.tool.settings().task {
+            return Ok(resolved);
+        }
+        let name = resolved.entry.tool.name();
+        let text = format!(
+            "the tool \"{name}\" is not declared long-running, so it cannot be started as a task; nothing was done. Call it as an ordinary call"
+        );
+        Err(Box::new(resolved.ticket.refused(ErrorKind::Denied, text)))
+    }
+
+    /// Keeps the task of a call that passed the gate, and starts its tool on a thread of
+    /// its own.
+    pub(super) async fn launch(
+        &self,
+        mut resolved: Resolved,
+        options: CallOptions,
+        started: Option<Instant>,
+    ) -> Result<Task, Observation> {
+        let tasks = self.registry.tasks();
+        let id = match new_task_id() {
+            Ok(id) => id,
+            Err(error) => return Err(self.not_started(resolved, error.to_string(), started)),
+        };
+        let now = SystemTime::now();
+        let task = Task {
+            id,
+            run_id: self.id().to_owned(),
+            tenant: self.subject().tenant().to_owned(),
+            agent: self.subject().agent().map(str::to_owned),
+            principal: self.subject().principal().map(str::to_owned),
+            call_id: resolved.ticket.call_id.clone(),
+            tool_name: resolved.entry.tool.name().to_owned(),
+            tool_version: resolved.entry.tool.version_fingerprint(),
+            status: TaskStatus::Working,
+            message: None,
+            progress: None,
+            created_at: now,
+            updated_at: now,
+            ttl: tasks.limits.ttl(),
+            expires_at: None,
+        };
+        let name = task.tool_name.clone();
+        let full = |text: String, detail: String| {
+            if let Some(budget) = &self.budget {
+                budget.refund();
+            }
+            let mut decided = resolved.ticket.copy().refused(ErrorKind::RateLimited, text);
+            decided.detail = Some(detail);
+            decided
+        };
+        let refusal = match tasks.store.insert(&task, &tasks.limits).await {
+            Ok(Insertion::Stored) => None,
+            Ok(Insertion::PrincipalFull { running }) => {
+                let per = tasks.limits.per_principal();
+                Some((
+                    format!(
+                        "the task of \"{name}\" was not started: you run {running} tasks already, the most one may run at once ({per}); nothing was done. Wait until one ends, or cancel one, then start it again"
+                    ),
+                    format!("{running} tasks of this principal run (at most {per})"),
+                ))
+            }
+            Ok(Insertion::Full { kept }) => {
+                let total = tasks.limits.total();
+                Some((
+                    format!(
+                        "the task of \"{name}\" was not started: the server keeps as many tasks as it may ({total}); nothing was done. Try again once older tasks have expired"
+                    ),
+                    format!("the task store keeps {kept} tasks (at most {total})"),
+                ))
+            }
+            Err(error) => {
+                return Err(self.not_started(resolved, format!("task store: {error}"), started));
+            }
+        };
+        if let Some((text, detail)) = refusal {
+            return Err(self.finish(full(text, detail), started));
+        }
+        let live = Live {
+            cancellation: options.cancellation.clone().unwrap_or_default(),
+            done: Cancellation::new(),
+        };
+        if !tasks.live.add(&task.id, live.clone(), tasks.limits.total()) {
+            let total = tasks.limits.total();
+            let text = format!(
+                "the task of \"{name}\" was not started: this server runs as many tasks as it may ({total}); nothing was done. Try again once one has ended"
+            );
+            let detail = format!("{total} tasks run in this process");
+            let decided = full(text, detail);
+            let _ = tasks.store.finish(&task.id, end_now(&task, &decided)).await;
+            return Err(self.finish(decided, started));
+        }
+        let host = TaskHost {
+            id: task.id.clone(),
+            store: tasks.store.clone(),
+            inner: options
+                .host
+                .clone()
+                .unwrap_or_else(|| self.effective_host()),
+        };
+        let options = CallOptions {
+            host: Some(Arc::new(host)),
+            cancellation: Some(live.cancellation.clone()),
+            ..options
+        };
+        resolved.context = self.context(&task.call_id, &resolved.entry, &options);
+        let arguments = resolved.ticket.arguments.clone();
+        let job = Job {
+            registry: self.registry.clone(),
+            task: task.clone(),
+            timeout: resolved.entry.tool.settings().timeout,
+            arguments: resolved.ticket.arguments.clone(),
+            resolved,
+            live: live.clone(),
+        };
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let span = tracing::Span::current();
+        let context = options.task_context.clone();
+        let spawned = std::thread::Builder::new()
+            .name(THREAD_NAME.to_owned())
+            .spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || {
+                    let _entered = span.enter();
+                    let mut job = Some(job);
+                    let mut run = || {
+                        if let Some(job) = job.take() {
+                            job.run();
+                        }
+                    };
+                    if let Some(context) = &context {
+                        context(&mut run);
+                    }
+                    // A context that did not run the job: run it here, so the task ends.
+                    run();
+                });
+            });
+        if let Err(error) = spawned {
+            tasks.live.remove(&task.id);
+            let text = format!(
+                "the task of \"{name}\" could not start because the server is busy; nothing was done. Try again later"
+            );
+            let mut decided =
+                Decided::refused(task.call_id.clone(), name, ErrorKind::Unavailable, text);
+            decided.detail = Some(format!("no thread for the task: {error}"));
+            decided.tool_version = Some(task.tool_version);
+            if let Some(budget) = &self.budget {
+                budget.refund();
+            }
+            let _ = tasks.store.finish(&task.id, end_now(&task, &decided)).await;
+            return Err(self.finish(decided, started));
+        }
+        emit(
+            &self.registry,
+            &task,
+            TaskEventKind::Started,
+            Report {
+                run_id: self.id(),
+                arguments: arguments.as_ref(),
+                ..Report::default()
+            },
+        );
+        Ok(task)
+    }
+
+    /// The answer to a call whose task could not be kept: the store failed.
+    fn not_started(
+        &self,
+        resolved: Resolved,
+        detail: String,
+        started: Option<Instant>,
+    ) -> Observation {
+        if let Some(budget) = &self.budget {
+            budget.refund();
+        }
+        let text = unavailable_text(resolved.entry.tool.name());
+        let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
+        decided.detail = Some(detail);
+        self.finish(decided, started)
+    }
+
+    /// Where task `id` is: its status, progress and message.
+    ///
+    /// A task is its principal's: a run of the same tenant and
+    /// [principal](crate::Subject::principal) (or, for a subject without one, the same
+    /// tenant and agent) reads it, whichever run started it; for anyone else it is
+    /// [`TaskError::UnknownId`], as for an id that never existed or a task that expired.
+    pub async fn task(&self, id: &str) -> Result<Task, TaskError> {
+        self.registry
+            .tasks()
+            .store
+            .get(id)
+            .await?
+            .filter(|task| task.belongs_to(self.subject()))
+            .ok_or_else(|| TaskError::UnknownId { id: id.to_owned() })
+    }
+
+    /// Cancels task `id`: it ends [`TaskStatus::Cancelled`] at once, its tool's
+    /// cancellation is tripped ([`ToolContext::cancelled`](crate::ToolContext::cancelled)
+    /// resolves, [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled) turns true;
+    /// an async tool's future is dropped), and whatever the tool returns afterwards is
+    /// discarded. Its result is an [`ErrorKind::Cancelled`] observation.
+    ///
+    /// `Err` and nothing changed: another principal's or an unknown task
+    /// ([`TaskError::UnknownId`]), one that has ended already
+    /// ([`TaskError::AlreadyFinished`]), a store that failed.
+    ///
+    /// ```
+    /// use registry_core::task::{TaskError, TaskStatus};
+    /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// /// Rebuild the search index.
+    /// #[tool(public, task)]
+    /// async fn reindex(ctx: &ToolContext) -> String {
+    ///     ctx.cancelled().await;
+    ///     "stopped".into()
+    /// }
+    ///
+    /// let run = Registry::from_inventory().unwrap().open_run("run-1", &Subject::new("acme"));
+    /// let task = run.start_task_blocking(ToolCall::new("c1", "reindex", json!({}))).unwrap();
+    /// let cancelled = pollster::block_on(run.cancel_task(task.id())).unwrap();
+    /// assert_eq!(cancelled.status(), TaskStatus::Cancelled);
+    /// let answer = pollster::block_on(run.task_result(task.id())).unwrap();
+    /// assert_eq!(answer.error_kind(), Some(ErrorKind::Cancelled));
+    /// assert!(matches!(
+    ///     pollster::block_on(run.cancel_task(task.id())),
+    ///     Err(TaskError::AlreadyFinished { status: TaskStatus::Cancelled, .. })
+    /// ));
+    /// ```
+    pub async fn cancel_task(&self, id: &str) -> Result<Task, TaskError> {
+        let task = self.task(id).await?;
+        if task.status.is_terminal() {
+            return Err(TaskError::AlreadyFinished {
+                id: id.to_owned(),
+                status: task.status,
+            });
+        }
+        let tasks = self.registry.tasks();
+        let text = format!(
+            "the task of \"{}\" was cancelled before it finished; its result, if any, was discarded",
+            task.tool_name
+        );
+        let result = Observation::error(
+            task.call_id.clone(),
+            task.tool_name.clone(),
+            ErrorKind::Cancelled,
+            text,
+        );
+        let now = SystemTime::now();
+        let end = TaskEnd {
+            status: TaskStatus::Cancelled,
+            message: Some("cancelled by the caller".to_owned()),
+            result,
+            at: now,
+            expires_at: now + task.ttl,
+        };
+        match tasks.store.finish(id, end).await? {
+            Finish::Finished(task) => {
+                if let Some(live) = tasks.live.get(id) {
+                    live.cancellation.cancel();
+                }
+                emit(
+                    &self.registry,
+                    &task,
+                    TaskEventKind::Cancelled,
+                    Report {
+                        run_id: self.id(),
+                        ..Report::default()
+                    },
+                );
+                Ok(*task)
+            }
+            Finish::AlreadyFinished(status) => Err(TaskError::AlreadyFinished {
+                id: id.to_owned(),
+                status,
+            }),
+            Finish::Unknown => Err(TaskError::UnknownId { id: id.to_owned() }),
+        }
+    }
+
+    /// The result of ended task `id`: the observation [`call`](Self::call) would have
+    /// answered (its call id and tool name those of the call that started it). Kept for the
+    /// task's [`ttl`](Task::ttl) after it ended; asking for it does not remove it.
+    ///
+    /// `Err`: [`TaskError::NotFinished`] while it runs (poll [`task`](Self::task) or
+    /// [`wait_task`](Self::wait_task)), [`TaskError::UnknownId`] as for
+    /// [`task`](Self::task), a store that failed.
+    pub async fn task_result(&self, id: &str) -> Result<Observation, TaskError> {
+        let task = self.task(id).await?;
+        if !task.status.is_terminal() {
+            return Err(TaskError::NotFinished {
+                id: id.to_owned(),
+                status: task.status,
+            });
+        }
+        self.registry
+            .tasks()
+            .store
+            .result(id)
+            .await?
+            .ok_or_else(|| TaskError::UnknownId { id: id.to_owned() })
+    }
+
+    /// Waits until task `id` has ended, then gives its result
+    /// ([`task_result`](Self::task_result)). A task running in this process wakes the wait
+    /// when it ends; one running elsewhere (a store shared by replicas) is read again after
+    /// a pause that grows to one second. Drop the future to stop waiting: the task goes on.
+    pub async fn wait_task(&self, id: &str) -> Result<Observation, TaskError> {
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let task = self.task(id).await?;
+            if task.status.is_terminal() {
+                return self.task_result(id).await;
+            }
+            match self.registry.tasks().live.get(id) {
+                Some(live) => live.done.cancelled().await,
+                None => {
+                    futures_timer::Delay::new(pause).await;
+                    pause = (pause * 2).min(MAX_POLL);
+                }
+            }
+        }
+    }
+}
+
+/// A task's tool, run on its own thread to its end.
+struct Job {
+    registry: Registry,
+    task: Task,
+    resolved: Resolved,
+    timeout: Option<Duration>,
+    arguments: Option<(usize, String)>,
+    live: Live,
+}
+
+impl Job {
+    fn run(self) {
+        let Job {
+            registry,
+            task,
+            resolved,
+            timeout,
+            arguments,
+            live,
+        } = self;
+        let clock = Instant::now();
+        let Resolved {
+            entry,
+            context,
+            arguments: values,
+            ticket,
+        } = resolved;
+        let outcome = execution::execute_blocking(
+            &entry.tool,
+            context,
+            values,
+            timeout,
+            registry.blocking_pool(),
+        );
+        let duration = clock.elapsed();
+        let decided = ticket.outcome(outcome);
+        let status = match decided.observation.error_kind() {
+            None => TaskStatus::Completed,
+            Some(ErrorKind::Cancelled) => TaskStatus::Cancelled,
+            Some(_) => TaskStatus::Failed,
+        };
+        let mut end = end_now(&task, &decided);
+        end.status = status;
+        let store = &registry.tasks().store;
+        let finished = pollster::block_on(store.finish(&task.id, end));
+        let detail = decided.detail.clone();
+        match finished {
+            Ok(Finish::Finished(ended)) => emit(
+                &registry,
+                &ended,
+                TaskEventKind::Finished,
+                Report {
+                    run_id: &task.run_id,
+                    outcome: decided.observation.error_kind(),
+                    duration,
+                    arguments: arguments.as_ref(),
+                    detail,
+                },
+            ),
+            // Cancelled (audited then) or expired meanwhile: the result is discarded.
+            Ok(Finish::AlreadyFinished(_) | Finish::Unknown) => {}
+            Err(error) => emit(
+                &registry,
+                &task,
+                TaskEventKind::Finished,
+                Report {
+                    run_id: &task.run_id,
+                    outcome: decided.observation.error_kind(),
+                    duration,
+                    arguments: arguments.as_ref(),
+                    detail: Some(format!("the task store did not keep the end: {error}")),
+                },
+            ),
+        }
+        registry.tasks().live.remove(&task.id);
+        live.done.cancel();
+    }
+}
+
+/// `decided` as the end of `task`, now: failed unless it succeeded.
+fn end_now(task: &Task, decided: &Decided) -> TaskEnd {
+    let now = SystemTime::now();
+    let observation = decided
+        .observation
+        .clone()
+        .with_generated_id(decided.generated_id);
+    TaskEnd {
+        status: if observation.is_error() {
+            TaskStatus::Failed
+        } else {
+            TaskStatus::Completed
+        },
+        message: observation.error_text().map(str::to_owned),
+        result: observation,
+        at: now,
+        expires_at: now + task.ttl,
+    }
+}
+
+/// What a task event records beyond the task.
+#[derive(Default)]
+struct Report<'a> {
+    run_id: &'a str,
+    outcome: Option<ErrorKind>,
+    duration: Duration,
+    arguments: Option<&'a (usize, String)>,
+    detail: Option<String>,
+}
+
+/// Audits one step of `task`.
+fn emit(registry: &Registry, task: &Task, kind: TaskEventKind, report: Report<'_>) {
+    let sink = registry.audit_sink();
+    if !audit::wanted(sink) {
+        return;
+    }
+    let (argument_bytes, argument_hash) = report.arguments.cloned().unwrap_or_default();
+    audit::emit(
+        sink,
+        AuditEvent::Task(TaskEvent {
+            kind,
+            id: task.id.clone(),
+            run_id: report.run_id.to_owned(),
+            tenant: task.tenant.clone(),
+            principal: task.principal.clone(),
+            call_id: audit::truncate(&task.call_id, audit::AUDITED_NAME),
+            tool: task.tool_name.clone(),
+            status: task.status.as_str().to_owned(),
+            outcome: report.outcome,
+            duration: report.duration,
+            argument_bytes,
+            argument_hash,
+            detail: report.detail,
+            tool_version: task.tool_version,
+        }),
+    );
+}

@@ -1,0 +1,339 @@
+//! What a task is: its record ([`Task`]), its status, its bounds and what can go wrong with
+//! it.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::discover::fingerprint::Fingerprint;
+use crate::discover::subject::Subject;
+use crate::execute::host::Progress;
+use crate::gate::StoreError;
+
+/// Where a task is: running ([`Working`](Self::Working)), waiting for an answer to its
+/// tool's question ([`InputRequired`](Self::InputRequired)), or ended
+/// ([`Completed`](Self::Completed), [`Failed`](Self::Failed), [`Cancelled`](Self::Cancelled)).
+/// The words are MCP's (`"working"`, `"input_required"`, ...).
+///
+/// ```
+/// use registry_core::task::TaskStatus;
+///
+/// assert_eq!(TaskStatus::InputRequired.as_str(), "input_required");
+/// assert!(!TaskStatus::Working.is_terminal());
+/// assert!(TaskStatus::Cancelled.is_terminal());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TaskStatus {
+    /// The tool runs.
+    Working,
+    /// The tool asked a question ([`ToolContext::elicit`](crate::ToolContext::elicit)) and
+    /// waits for the answer.
+    InputRequired,
+    /// The tool returned a result: [`Run::task_result`](crate::Run::task_result) gives it.
+    Completed,
+    /// The tool failed (an `Err`, a panic, a missed deadline, no thread to run on): the
+    /// result is the observation that says so.
+    Failed,
+    /// The task was cancelled ([`Run::cancel_task`](crate::Run::cancel_task)) before it
+    /// ended; what its tool returned afterwards was discarded.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// The status as MCP writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Working => "working",
+            TaskStatus::InputRequired => "input_required",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the task has ended: completed, failed or cancelled. An ended task never
+    /// changes again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Cancelled
+        )
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One task, as the [`TaskStore`](crate::task::TaskStore) keeps it: whose it is, which call
+/// of which version of which tool, where it is, and until when its result is kept. What
+/// [`Run::start_task`](crate::Run::start_task) and [`Run::task`](crate::Run::task) give.
+///
+/// It serializes and deserializes (a database keeps it as one JSON document, or its fields
+/// as columns); its result, an [`Observation`](crate::Observation), is kept beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub(crate) id: String,
+    pub(crate) run_id: String,
+    pub(crate) tenant: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) principal: Option<String>,
+    pub(crate) call_id: String,
+    pub(crate) tool_name: String,
+    pub(crate) tool_version: Fingerprint,
+    pub(crate) status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) progress: Option<Progress>,
+    pub(crate) created_at: SystemTime,
+    pub(crate) updated_at: SystemTime,
+    /// How long the result is kept once the task has ended.
+    pub(crate) ttl: Duration,
+    /// When the task is forgotten: `ttl` after it ended; `None` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) expires_at: Option<SystemTime>,
+}
+
+impl Task {
+    /// The task's id: unguessable and unique, what [`Run::task`](crate::Run::task),
+    /// [`Run::cancel_task`](crate::Run::cancel_task) and
+    /// [`Run::task_result`](crate::Run::task_result) take.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Where the task is.
+    pub fn status(&self) -> TaskStatus {
+        self.status
+    }
+
+    /// What the task is doing or why it ended, for a person: the question its tool asks
+    /// while [`InputRequired`](TaskStatus::InputRequired), the error's text once
+    /// [`Failed`](TaskStatus::Failed).
+    pub fn message(&self) -> Option<&str> {
+        self.message.as_deref()
+    }
+
+    /// The last progress its tool reported ([`ToolContext::progress`](crate::ToolContext::progress)).
+    pub fn progress(&self) -> Option<&Progress> {
+        self.progress.as_ref()
+    }
+
+    /// The run that started it.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The model's id of the call that started it; its result carries the same.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The tool that runs.
+    pub fn tool_name(&self) -> &str {
+        &self.tool_name
+    }
+
+    /// The version of the tool that runs ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)).
+    pub fn tool_version(&self) -> Fingerprint {
+        self.tool_version
+    }
+
+    /// The tenant of the subject that started it.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The agent of the subject that started it, if it names one.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    /// The principal the task belongs to ([`Subject::principal`]): only runs of the same
+    /// principal (and tenant) read, cancel or collect it. A subject without a principal
+    /// owns its tasks by tenant and agent.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
+    }
+
+    /// When it was started.
+    pub fn created_at(&self) -> SystemTime {
+        self.created_at
+    }
+
+    /// When its status or progress last changed.
+    pub fn updated_at(&self) -> SystemTime {
+        self.updated_at
+    }
+
+    /// How long its result is kept once it has ended.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// When it is forgotten (its result with it): [`ttl`](Self::ttl) after it ended; `None`
+    /// while it runs.
+    pub fn expires_at(&self) -> Option<SystemTime> {
+        self.expires_at
+    }
+
+    /// Whether it is forgotten at `now`.
+    pub fn is_expired(&self, now: SystemTime) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// Whether `other` counts against the same per-principal bound
+    /// ([`TaskLimits::per_principal`]): the same tenant and principal, or, for tasks without
+    /// one, the same tenant and agent.
+    pub fn same_owner(&self, other: &Task) -> bool {
+        self.tenant == other.tenant
+            && match (&self.principal, &other.principal) {
+                (Some(mine), Some(theirs)) => mine == theirs,
+                (None, None) => self.agent == other.agent,
+                _ => false,
+            }
+    }
+
+    /// Whether a run of `subject` may read, cancel and collect it: the subject's tenant and
+    /// principal (or, without a principal, its tenant and agent).
+    pub fn belongs_to(&self, subject: &Subject) -> bool {
+        self.tenant == subject.tenant()
+            && match (self.principal.as_deref(), subject.principal()) {
+                (Some(mine), Some(theirs)) => mine == theirs,
+                (None, None) => self.agent.as_deref() == subject.agent(),
+                _ => false,
+            }
+    }
+}
+
+/// How many tasks may exist, and how long their results are kept.
+///
+/// - **per principal**: at most this many tasks of one principal run at once (working or
+///   waiting for input); one more is refused
+///   ([`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)) until one ends. Default 16.
+/// - **in total**: at most this many tasks are kept at once, running and ended with their
+///   results; one more is refused the same way until one expires. Default 1 000.
+/// - **ttl**: an ended task and its result are kept this long, then forgotten (reading it
+///   gives [`TaskError::UnknownId`]). Default one hour.
+///
+/// The store applies the bounds when it keeps a new task
+/// ([`TaskStore::insert`](crate::task::TaskStore::insert)), so a store shared by replicas
+/// bounds them across all of them.
+///
+/// ```
+/// use std::time::Duration;
+/// use registry_core::task::TaskLimits;
+///
+/// let limits = TaskLimits::new().with_per_principal(4).with_total(100).with_ttl(Duration::from_secs(600));
+/// assert_eq!((limits.per_principal(), limits.total()), (4, 100));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskLimits {
+    per_principal: usize,
+    total: usize,
+    ttl: Duration,
+}
+
+impl Default for TaskLimits {
+    fn default() -> Self {
+        TaskLimits {
+            per_principal: TaskLimits::DEFAULT_PER_PRINCIPAL,
+            total: TaskLimits::DEFAULT_TOTAL,
+            ttl: TaskLimits::DEFAULT_TTL,
+        }
+    }
+}
+
+impl TaskLimits {
+    /// Running tasks per principal, by default: 16.
+    pub const DEFAULT_PER_PRINCIPAL: usize = 16;
+    /// Tasks kept in all, by default: 1 000.
+    pub const DEFAULT_TOTAL: usize = 1_000;
+    /// How long an ended task's result is kept, by default: one hour.
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+
+    /// The defaults.
+    pub fn new() -> TaskLimits {
+        TaskLimits::default()
+    }
+
+    /// At most `n` running tasks per principal (`0` refuses every task).
+    #[must_use]
+    pub fn with_per_principal(mut self, n: usize) -> TaskLimits {
+        self.per_principal = n;
+        self
+    }
+
+    /// At most `n` tasks kept in all, running and ended (`0` refuses every task).
+    #[must_use]
+    pub fn with_total(mut self, n: usize) -> TaskLimits {
+        self.total = n;
+        self
+    }
+
+    /// Keeps an ended task's result for `ttl`.
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Duration) -> TaskLimits {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Running tasks per principal.
+    pub fn per_principal(&self) -> usize {
+        self.per_principal
+    }
+
+    /// Tasks kept in all.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// How long an ended task's result is kept.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+}
+
+/// Why a task could not be read, cancelled or collected. Nothing changed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// No task of this subject has that id: it never existed, it expired (an ended task is
+    /// kept for its [`ttl`](Task::ttl)), or it belongs to another principal, which reads the
+    /// same so that nothing of it leaks.
+    #[error(
+        "no task with the id {id:?} is known to this subject; it may have expired (an ended task is kept for its ttl), or belong to someone else"
+    )]
+    UnknownId {
+        /// The id asked for.
+        id: String,
+    },
+    /// The task has not ended yet: its result is not there. Poll
+    /// [`Run::task`](crate::Run::task), or wait with [`Run::wait_task`](crate::Run::wait_task).
+    #[error("the task {id:?} is still {status}; its result comes once it ends")]
+    NotFinished {
+        /// The task.
+        id: String,
+        /// Where it is.
+        status: TaskStatus,
+    },
+    /// The task has ended already (it cannot be cancelled any more).
+    #[error("the task {id:?} has ended already ({status}); nothing was cancelled")]
+    AlreadyFinished {
+        /// The task.
+        id: String,
+        /// How it ended.
+        status: TaskStatus,
+    },
+    /// The task store failed; try again.
+    #[error("the task store failed: {0}")]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,346 @@
+//! Where tasks are kept: the [`TaskStore`] trait, and [`MemoryTaskStore`], bounded, in this
+//! process's memory.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::SystemTime;
+
+use crate::declare::declaration::BoxFuture;
+use crate::execute::host::Progress;
+use crate::execute::observation::Observation;
+use crate::execute::task::record::{Task, TaskLimits, TaskStatus};
+use crate::gate::StoreError;
+
+/// What the store did with a new task ([`TaskStore::insert`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Insertion {
+    /// Kept: the task may start.
+    Stored,
+    /// Its principal runs [`TaskLimits::per_principal`] tasks already: refused, nothing
+    /// kept.
+    PrincipalFull {
+        /// How many tasks of the principal run.
+        running: usize,
+    },
+    /// The store keeps [`TaskLimits::total`] tasks already: refused, nothing kept.
+    Full {
+        /// How many tasks are kept.
+        kept: usize,
+    },
+}
+
+/// A change to a running task ([`TaskStore::update`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum TaskUpdate {
+    /// Its tool reported progress.
+    Progress(Progress),
+    /// It waits for an answer ([`TaskStatus::InputRequired`], with the question as the
+    /// message), or runs again ([`TaskStatus::Working`], no message).
+    Status {
+        /// The new status: never a terminal one (those come through
+        /// [`TaskStore::finish`]).
+        status: TaskStatus,
+        /// The task's message with it.
+        message: Option<String>,
+    },
+}
+
+/// How a task ended ([`TaskStore::finish`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TaskEnd {
+    /// [`Completed`](TaskStatus::Completed), [`Failed`](TaskStatus::Failed) or
+    /// [`Cancelled`](TaskStatus::Cancelled).
+    pub status: TaskStatus,
+    /// Why it failed or was cancelled, for a person.
+    pub message: Option<String>,
+    /// What the task's call is answered with.
+    pub result: Observation,
+    /// When it ended.
+    pub at: SystemTime,
+    /// When the task and its result are forgotten: `at` plus the task's ttl.
+    pub expires_at: SystemTime,
+}
+
+/// What the store did with an end ([`TaskStore::finish`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Finish {
+    /// The task was running and has now ended so: this caller won.
+    Finished(Box<Task>),
+    /// The task had ended before, so: this caller lost, and its result is discarded.
+    AlreadyFinished(TaskStatus),
+    /// No task has that id (or it expired).
+    Unknown,
+}
+
+/// Keeps tasks, their progress and their results. The in-memory [`MemoryTaskStore`] is
+/// the default; a database-backed store lets another process (a replica, a restarted
+/// server) read and cancel a task.
+///
+/// What a store must guarantee:
+///
+/// - [`insert`](Self::insert) applies the [`TaskLimits`] atomically with keeping the task
+///   (one transaction, or one lock): two tasks started at once cannot both take the last
+///   place;
+/// - [`finish`](Self::finish) ends a task at most once, even when called concurrently (a
+///   cancel racing the tool's end): one compare-and-set from a status that is not terminal;
+/// - an ended task is forgotten, with its result, once its
+///   [`expires_at`](Task::expires_at) has passed: [`get`](Self::get) and
+///   [`result`](Self::result) answer `None`, and it no longer counts against
+///   [`TaskLimits::total`].
+///
+/// Every method fails closed: a store that cannot answer makes the registry refuse the task
+/// (or the read), never run it unbounded.
+pub trait TaskStore: Send + Sync + 'static {
+    /// Keeps a new task, [`TaskStatus::Working`], if `limits` allow it: fewer than
+    /// [`TaskLimits::per_principal`] running tasks of the same owner ([`Task::same_owner`]),
+    /// and fewer than [`TaskLimits::total`] tasks kept.
+    fn insert<'a>(
+        &'a self,
+        task: &'a Task,
+        limits: &'a TaskLimits,
+    ) -> BoxFuture<'a, Result<Insertion, StoreError>>;
+
+    /// The task with id `id`, unless it expired.
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Task>, StoreError>>;
+
+    /// Applies `update` to running task `id`, and its `updated_at`; answers whether it was
+    /// running (an ended task does not change).
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        update: TaskUpdate,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Ends running task `id` as `end` says, atomically, and keeps its result.
+    fn finish<'a>(&'a self, id: &'a str, end: TaskEnd)
+    -> BoxFuture<'a, Result<Finish, StoreError>>;
+
+    /// The result of ended task `id`: `None` while it runs, or once it expired.
+    fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>>;
+}
+
+/// The default [`TaskStore`]: in this process's memory, lost when it exits.
+///
+/// **Bounded**: besides the registry's [`TaskLimits`], it holds at most
+/// [`DEFAULT_MAX_TASKS`](Self::DEFAULT_MAX_TASKS) tasks whatever the limits say
+/// ([`with_max_tasks`](Self::with_max_tasks) sets another); ended tasks are forgotten once
+/// expired, checked whenever a task is kept or read.
+///
+/// ```
+/// use registry_core::task::MemoryTaskStore;
+///
+/// let store = MemoryTaskStore::new().with_max_tasks(100);
+/// assert!(store.is_empty());
+/// ```
+#[derive(Debug)]
+pub struct MemoryTaskStore {
+    tasks: Mutex<HashMap<String, Kept>>,
+    max_tasks: usize,
+}
+
+#[derive(Debug)]
+struct Kept {
+    task: Task,
+    result: Option<Observation>,
+}
+
+impl Default for MemoryTaskStore {
+    fn default() -> Self {
+        MemoryTaskStore {
+            tasks: Mutex::default(),
+            max_tasks: MemoryTaskStore::DEFAULT_MAX_TASKS,
+        }
+    }
+}
+
+impl MemoryTaskStore {
+    /// How many tasks it holds at most by default: 10 000.
+    pub const DEFAULT_MAX_TASKS: usize = 10_000;
+
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryTaskStore::default()
+    }
+
+    /// Holds at most `max` tasks, running and ended, whatever the registry's limits.
+    #[must_use]
+    pub fn with_max_tasks(mut self, max: usize) -> Self {
+        self.max_tasks = max;
+        self
+    }
+
+    /// How many tasks it holds (running, and ended but not expired).
+    pub fn len(&self) -> usize {
+        let mut tasks = self.lock();
+        prune(&mut tasks, SystemTime::now());
+        tasks.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Kept>> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn insert_now(&self, task: &Task, limits: &TaskLimits) -> Result<Insertion, StoreError> {
+        let mut tasks = self.lock();
+        prune(&mut tasks, SystemTime::now());
+        if tasks.contains_key(&task.id) {
+            return Err(StoreError::new(format!(
+                "a task with the id {:?} exists already",
+                task.id
+            )));
+        }
+        let running = tasks
+            .values()
+            .filter(|kept| !kept.task.status.is_terminal() && kept.task.same_owner(task))
+            .count();
+        if running >= limits.per_principal() {
+            return Ok(Insertion::PrincipalFull { running });
+        }
+        if tasks.len() >= limits.total().min(self.max_tasks) {
+            return Ok(Insertion::Full { kept: tasks.len() });
+        }
+        tasks.insert(
+            task.id.clone(),
+            Kept {
+                task: task.clone(),
+                result: None,
+            },
+        );
+        Ok(Insertion::Stored)
+    }
+
+    fn live<'a>(tasks: &'a mut HashMap<String, Kept>, id: &str) -> Option<&'a mut Kept> {
+        let now = SystemTime::now();
+        tasks.get_mut(id).filter(|kept| !kept.task.is_expired(now))
+    }
+}
+
+/// Forgets the tasks that expired.
+fn prune(tasks: &mut HashMap<String, Kept>, now: SystemTime) {
+    tasks.retain(|_, kept| !kept.task.is_expired(now));
+}
+
+fn ready<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, T> {
+    Box::pin(std::future::ready(value))
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn insert<'a>(
+        &'a self,
+        task: &'a Task,
+        limits: &'a TaskLimits,
+    ) -> BoxFuture<'a, Result<Insertion, StoreError>> {
+        ready(self.insert_now(task, limits))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Task>, StoreError>> {
+        let mut tasks = self.lock();
+        ready(Ok(Self::live(&mut tasks, id).map(|kept| kept.task.clone())))
+    }
+
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        update: TaskUpdate,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let mut tasks = self.lock();
+        let Some(kept) = Self::live(&mut tasks, id).filter(|kept| !kept.task.status.is_terminal())
+        else {
+            return ready(Ok(false));
+        };
+        match update {
+            TaskUpdate::Progress(progress) => kept.task.progress = Some(progress),
+            TaskUpdate::Status { status, message } if !status.is_terminal() => {
+                kept.task.status = status;
+                kept.task.message = message;
+            }
+            TaskUpdate::Status { status, .. } => {
+                return ready(Err(StoreError::new(format!(
+                    "a task ends through TaskStore::finish, not as an update to {status}"
+                ))));
+            }
+        }
+        kept.task.updated_at = at;
+        ready(Ok(true))
+    }
+
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        end: TaskEnd,
+    ) -> BoxFuture<'a, Result<Finish, StoreError>> {
+        if !end.status.is_terminal() {
+            return ready(Err(StoreError::new(format!(
+                "a task cannot end as {}",
+                end.status
+            ))));
+        }
+        let mut tasks = self.lock();
+        let Some(kept) = Self::live(&mut tasks, id) else {
+            return ready(Ok(Finish::Unknown));
+        };
+        if kept.task.status.is_terminal() {
+            return ready(Ok(Finish::AlreadyFinished(kept.task.status)));
+        }
+        kept.task.status = end.status;
+        kept.task.message = end.message;
+        kept.task.updated_at = end.at;
+        kept.task.expires_at = Some(end.expires_at);
+        kept.result = Some(end.result);
+        ready(Ok(Finish::Finished(Box::new(kept.task.clone()))))
+    }
+
+    fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
+        let mut tasks = self.lock();
+        ready(Ok(
+            Self::live(&mut tasks, id).and_then(|kept| kept.result.clone())
+        ))
+    }
+}
+
+/// A shared store is a store: keep a clone of the `Arc` to look at it.
+impl<S: TaskStore + ?Sized> TaskStore for std::sync::Arc<S> {
+    fn insert<'a>(
+        &'a self,
+        task: &'a Task,
+        limits: &'a TaskLimits,
+    ) -> BoxFuture<'a, Result<Insertion, StoreError>> {
+        (**self).insert(task, limits)
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Task>, StoreError>> {
+        (**self).get(id)
+    }
+
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        update: TaskUpdate,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
+        (**self).update(id, update, at)
+    }
+
+    fn finish<'a>(
+        &'a self,
+        id: &'a str,
+        end: TaskEnd,
+    ) -> BoxFuture<'a, Result<Finish, StoreError>> {
+        (**self).finish(id, end)
+    }
+
+    fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
+        (**self).result(id)
+    }
+}

@@ -1,0 +1,255 @@
+//! The official tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663), served from the
+//! run's tasks ([`registry_core::task`]).
+//!
+//! - A `tools/call` of a tool declared `task` (`#[tool(task)]`, `DynamicTool::task`) from a
+//!   request that declared the extension (at `initialize`, or per request in
+//!   `_meta.clientCapabilities`) is started with `Run::start_task`, through the same gate as
+//!   any call, and answered with a `CreateTaskResult` (`resultType: "task"`) once the task is
+//!   kept: a `tasks/get` right after it finds it. Without the extension, the same tool answers
+//!   an ordinary call, and so does a tool declared `needs_approval` (its approval is asked as
+//!   for any call). A call the gate refuses is answered as an ordinary call would be (a call
+//!   policy's approval too: `isError`, with the approval's text).
+//! - `tasks/get`: the task's `DetailedTask`. A tool that returned an error is
+//!   `completed` with `result.isError: true`; `failed` (with a JSON-RPC `error`) is kept for
+//!   a tool that panicked, as the SEP reserves it for protocol-level errors.
+//! - `tasks/cancel`: cancels the task (its tool's `ctx.cancelled()` resolves) and answers
+//!   the empty acknowledgement, also for a task that has ended (idempotent).
+//! - An unknown task id, one that expired, or another principal's is -32602, the same for
+//!   all three. rmcp answers -32021 to a request that did not declare the extension.
+//!
+//! A task's tool reaches the run's host, not the client: the request that started it has
+//! ended. Its progress is in `tasks/get`'s `statusMessage`. It runs on a thread of its own
+//! inside the server's Tokio runtime, so an async tool's timers and I/O work as in a call.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use registry_core::call::CallOptions;
+use registry_core::server::RunExt;
+use registry_core::task::{Task as CoreTask, TaskError, TaskStatus as CoreStatus};
+use registry_core::{ErrorKind, Observation, ToolCall};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, DetailedTask,
+    GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
+
+use crate::clients::{Client, RunSlot};
+use crate::options::ServerOptions;
+
+/// How often a client is asked to poll `tasks/get`.
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Whether `request` may be answered with a task: it declared the extension, and its tool,
+/// visible to the run, is declared long-running. A tool that always needs approval is called
+/// as an ordinary call, whose approval is asked of the person at the client.
+pub(crate) fn wanted(
+    slot: &RunSlot,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> bool {
+    let declared = context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks());
+    declared
+        && slot.run.allowed().permits(&request.name)
+        && slot
+            .run
+            .registry()
+            .get(&request.name)
+            .is_some_and(|tool| tool.settings().task && !tool.settings().needs_approval)
+}
+
+/// The options of a task's call: the server's waits, and the task's thread inside this
+/// Tokio runtime, so that an async tool finds its timers and I/O there.
+pub(crate) fn options(options: &ServerOptions) -> CallOptions {
+    let handle = tokio::runtime::Handle::current();
+    CallOptions::new()
+        .with_elicit_timeout(options.approval_timeout)
+        .with_sample_timeout(options.sampling_timeout)
+        .with_task_context(move |job: &mut dyn FnMut()| {
+            let _entered = handle.enter();
+            job();
+        })
+}
+
+/// Starts `request` as a task: `Ok(Ok(created))` once it is kept, `Ok(Err(observation))`
+/// when the gate refused it (answered as an ordinary call's refusal).
+pub(crate) async fn start(
+    slot: &RunSlot,
+    request: CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    options: CallOptions,
+) -> Result<CallToolResponse, Observation> {
+    let arguments = Value::Object(request.arguments.unwrap_or_default());
+    let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
+    let task = slot.run.start_task_with(call, options).await?;
+    Ok(CallToolResponse::Task(CreateTaskResult::new(wire(&task))))
+}
+
+/// `tasks/get`.
+pub(crate) async fn get(
+    client: &Client,
+    params: GetTaskParams,
+) -> Result<GetTaskResult, ErrorData> {
+    let run = &client.current().run;
+    let task = run.task(&params.task_id).await.map_err(error)?;
+    let payload = match task.status() {
+        CoreStatus::Working | CoreStatus::InputRequired => TaskPayload::Working,
+        CoreStatus::Cancelled => TaskPayload::Cancelled,
+        _ => {
+            let observation = run.task_result(&params.task_id).await.map_err(error)?;
+            ended(&observation)?
+        }
+    };
+    Ok(GetTaskResult::new(DetailedTask::new(wire(&task), payload)))
+}
+
+/// `tasks/cancel`: the empty acknowledgement (rmcp writes it), for a running task and an
+/// ended one alike.
+pub(crate) async fn cancel(client: &Client, params: CancelTaskParams) -> Result<(), ErrorData> {
+    match client.current().run.cancel_task(&params.task_id).await {
+        Ok(_) | Err(TaskError::AlreadyFinished { .. }) => Ok(()),
+        Err(other) => Err(error(other)),
+    }
+}
+
+/// The payload of an ended task: its `CallToolResult`, or, for a tool that panicked, a
+/// JSON-RPC error (internal error, the run's text: never the panic's message).
+fn ended(observation: &Observation) -> Result<TaskPayload, ErrorData> {
+    if observation.error_kind() == Some(ErrorKind::Panicked) {
+        let error = ErrorData::internal_error(
+            observation
+                .error_text()
+                .unwrap_or("the tool failed")
+                .to_owned(),
+            None,
+        );
+        return Ok(TaskPayload::Failed {
+            error: object(serde_json::to_value(error))?,
+        });
+    }
+    let result = crate::handler::call_result(observation)?;
+    Ok(TaskPayload::Completed {
+        result: object(serde_json::to_value(result))?,
+    })
+}
+
+fn object(value: Result<Value, serde_json::Error>) -> Result<JsonObject, ErrorData> {
+    match value {
+        Ok(Value::Object(object)) => Ok(object),
+        _ => Err(ErrorData::internal_error(
+            "the task's result cannot be sent",
+            None,
+        )),
+    }
+}
+
+/// The MCP answer to a task that cannot be read: -32602 for an unknown, expired or foreign
+/// id (the same text for all three); internal error for a store that failed.
+fn error(error: TaskError) -> ErrorData {
+    match error {
+        TaskError::Store(store) => {
+            tracing::warn!(%store, "the task store failed");
+            ErrorData::internal_error("the task store cannot be read right now; try again", None)
+        }
+        other => ErrorData::invalid_params(other.to_string(), None),
+    }
+}
+
+/// A core task as MCP's `Task`.
+fn wire(task: &CoreTask) -> Task {
+    let status = match task.status() {
+        CoreStatus::Working | CoreStatus::InputRequired => TaskStatus::Working,
+        CoreStatus::Completed => TaskStatus::Completed,
+        CoreStatus::Failed => TaskStatus::Failed,
+        CoreStatus::Cancelled => TaskStatus::Cancelled,
+        _ => TaskStatus::Working,
+    };
+    // MCP counts the TTL from creation; a running task is kept at least its TTL from now.
+    let kept_until = task
+        .expires_at()
+        .unwrap_or_else(|| SystemTime::now() + task.ttl());
+    let ttl = kept_until
+        .duration_since(task.created_at())
+        .unwrap_or_default();
+    let mut wire = Task::new(
+        task.id(),
+        status,
+        iso8601(task.created_at()),
+        iso8601(task.updated_at()),
+    )
+    .with_ttl_ms(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX))
+    .with_poll_interval_ms(u64::try_from(POLL_INTERVAL.as_millis()).unwrap_or(u64::MAX));
+    if let Some(message) = status_message(task) {
+        wire = wire.with_status_message(message);
+    }
+    wire
+}
+
+/// What a person reads of a task: its question, its failure, or its last progress.
+fn status_message(task: &CoreTask) -> Option<String> {
+    if let Some(message) = task.message() {
+        return Some(message.to_owned());
+    }
+    let progress = task.progress()?;
+    let amount = match progress.total {
+        Some(total) => format!("{}/{}", progress.done, total),
+        None => progress.done.to_string(),
+    };
+    Some(match &progress.message {
+        Some(message) => format!("{message} ({amount})"),
+        None => amount,
+    })
+}
+
+/// `at` as RFC 3339 in UTC, to the millisecond: `2026-07-28T09:30:00.000Z`.
+pub(crate) fn iso8601(at: SystemTime) -> String {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let seconds = since.as_secs();
+    let (days, rest) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(i64::MAX));
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+/// The proleptic Gregorian date of `days` since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        u32::try_from(month).unwrap_or(1),
+        u32::try_from(day).unwrap_or(1),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::iso8601;
+
+    #[test]
+    fn times_are_rfc3339_in_utc() {
+        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let leap = UNIX_EPOCH + Duration::from_millis(951_827_696_789);
+        assert_eq!(iso8601(leap), "2000-02-29T12:34:56.789Z");
+        let later = UNIX_EPOCH + Duration::from_secs(1_785_231_000);
+        assert_eq!(iso8601(later), "2026-07-28T09:30:00.000Z");
+    }
+}
