@@ -242,10 +242,11 @@ impl RegistryServer {
             cancel_on(
                 &context.ct,
                 &cancellation,
-                approval::resume(client, request, &state, call_options),
+                approval::resume(client, request, &state, &self.shared.states, call_options),
             )
             .await
         } else {
+            let origin = approval::digest_of(&request);
             let arguments = Value::Object(request.arguments.unwrap_or_default());
             let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
             let observation = cancel_on(
@@ -267,7 +268,9 @@ impl RegistryServer {
                         pending,
                         context,
                         options,
+                        &self.shared.states,
                         call_options,
+                        &origin,
                     )
                     .await
                 }

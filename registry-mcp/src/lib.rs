@@ -130,6 +130,8 @@ mod http;
 pub mod logging;
 mod oauth;
 mod options;
+mod request_state;
+mod result_type;
 mod stdio;
 mod tokens;
 
@@ -143,6 +145,7 @@ pub use handler::RegistryServer;
 pub use http::{HttpConfig, HttpServer, serve_http};
 pub use oauth::{Algorithm, Introspection, Jwks, OAuth, OAuthError};
 pub use options::ServerOptions;
+pub use request_state::{RequestDigest, RequestStateError, RequestStateKey, RequestStates};
 pub use stdio::serve_stdio;
 pub use tokens::{MIN_TOKEN_LEN, Principal, TokenError, Tokens};
 
