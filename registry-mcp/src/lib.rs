@@ -125,6 +125,7 @@ mod compose;
 mod content;
 mod edge;
 mod handler;
+mod headers;
 mod host;
 mod http;
 pub mod logging;

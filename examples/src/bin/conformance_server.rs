@@ -295,6 +295,17 @@ async fn test_streaming_elicitation(ctx: &ToolContext) -> &'static str {
     "Streaming complete"
 }
 
+/// Says which region it was asked about. Its `region` is mirrored into the HTTP header
+/// `Mcp-Param-Region` (SEP-2243): a call whose header and argument differ is refused (-32020).
+#[tool(public, read_only)]
+fn test_header_mirroring(
+    /// The region, e.g. `eu-west-1`.
+    #[header("Region")]
+    region: String,
+) -> String {
+    format!("region: {region}")
+}
+
 /// `action=..., content=...`, as the suite's scenarios word an answer.
 fn describe<T: Serialize>(answer: Elicitation<T>) -> String {
     match answer {
