@@ -14,9 +14,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use registry_mcp::rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
+    GetPromptResult, InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use registry_mcp::rmcp::service::RequestContext;
 use registry_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};

@@ -8,7 +8,7 @@ use proc_macro2::Span;
 use syn::{Attribute, FnArg, ItemFn, LitStr, Type};
 
 use crate::ctxt::Ctxt;
-use crate::model::{ParamKind, ToolFn, option_inner, ungroup};
+use crate::model::{ParamKind, ToolFn, ungroup};
 
 /// The attribute's name.
 const HEADER: &str = "header";
@@ -94,7 +94,10 @@ pub(crate) fn check(cx: &Ctxt, tool: &ToolFn<'_>) {
                 "the `&ToolContext` parameter is not an argument: it cannot be mirrored into a header",
             ),
             ParamKind::Required if !is_primitive(param.ty) => not_primitive(cx, param.ty),
-            ParamKind::Optional { inner } if !is_primitive(inner) => not_primitive(cx, param.ty),
+            ParamKind::Optional { .. } => cx.error_spanned_by(
+                param.ty,
+                "a parameter mirrored into a header cannot be an `Option`: MCP clients mirror only a string, an integer or a bool (its schema is nullable); make it required",
+            ),
             _ => {}
         }
     }
@@ -103,28 +106,20 @@ pub(crate) fn check(cx: &Ctxt, tool: &ToolFn<'_>) {
 fn not_primitive(cx: &Ctxt, ty: &Type) {
     cx.error_spanned_by(
         ty,
-        "a parameter mirrored into a header must be a string, a number or a bool (or an `Option` of one): a header holds one value",
+        "a parameter mirrored into a header must be a string, an integer or a bool: a header holds one value, and MCP clients mirror only those",
     );
 }
 
 /// Whether `ty` is written as a string, number or bool type.
 fn is_primitive(ty: &Type) -> bool {
-    const PRIMITIVE: [&str; 17] = [
-        "String", "str", "bool", "char", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16",
-        "u32", "u64", "u128", "usize", "f64",
+    const PRIMITIVE: [&str; 14] = [
+        "String", "bool", "i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64",
+        "u128", "usize",
     ];
     match ungroup(ty) {
-        Type::Reference(reference) => is_primitive(&reference.elem),
-        Type::Path(path) if path.qself.is_none() => path
-            .path
-            .segments
-            .last()
-            .is_some_and(|last| {
-                let name = last.ident.to_string();
-                (PRIMITIVE.contains(&name.as_str()) || name == "f32")
-                    && last.arguments.is_none()
-                    || option_inner(ty).is_some_and(is_primitive)
-            }),
+        Type::Path(path) if path.qself.is_none() => path.path.segments.last().is_some_and(|last| {
+            PRIMITIVE.contains(&last.ident.to_string().as_str()) && last.arguments.is_none()
+        }),
         _ => false,
     }
 }
@@ -132,7 +127,9 @@ fn is_primitive(ty: &Type) -> bool {
 /// Why `name` is not a header name (the rules of registry-core's `check_header_name`).
 fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
-        return Err("the header name is empty; name the header, e.g. `#[header(\"Region\")]`".to_owned());
+        return Err(
+            "the header name is empty; name the header, e.g. `#[header(\"Region\")]`".to_owned(),
+        );
     }
     if name.len() > MAX_HEADER_NAME {
         return Err(format!(

@@ -165,7 +165,7 @@ fn last_segment_is(ty: &Type, name: &str) -> bool {
 }
 
 /// `T` when `ty` is `Option<T>` (by any path ending in `Option`).
-pub(crate) fn option_inner(ty: &Type) -> Option<&Type> {
+fn option_inner(ty: &Type) -> Option<&Type> {
     match type_args(ty, "Option")?.as_slice() {
         [inner] => Some(*inner),
         _ => None,

@@ -214,7 +214,11 @@ impl RegistryServer {
         let slot = client.current();
         let options = &self.shared.options;
         // SEP-2243: a visible tool's mirrored parameters must match their headers.
-        if let Some(definition) = slot.run.definitions().find(|d| d.name == request.name.as_ref()) {
+        if let Some(definition) = slot
+            .run
+            .definitions()
+            .find(|d| d.name == request.name.as_ref())
+        {
             let parts = context.extensions.get::<axum::http::request::Parts>();
             crate::headers::check(definition, request.arguments.as_ref(), parts)?;
         }

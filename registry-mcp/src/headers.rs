@@ -18,8 +18,8 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use registry_core::ToolDefinition;
-use rmcp::model::{ErrorCode, JsonObject, ProtocolVersion};
 use rmcp::ErrorData;
+use rmcp::model::{ErrorCode, JsonObject, ProtocolVersion};
 use serde_json::Value;
 
 /// The prefix of a parameter's header.
@@ -78,7 +78,9 @@ pub(crate) fn check(
             }
             (Some(raw), Some(expected)) => {
                 let decoded = decode(raw).ok_or_else(|| {
-                    mismatch(format!("the {full} header is not valid base64 inside =?base64?...?="))
+                    mismatch(format!(
+                        "the {full} header is not valid base64 inside =?base64?...?="
+                    ))
                 })?;
                 if decoded != expected {
                     return Err(mismatch(format!(

@@ -85,7 +85,8 @@ mod tests {
     #[test]
     fn an_input_required_answer_keeps_its_result_type() {
         let input = rmcp::model::InputRequiredResult::new(None, Some("state".to_owned()));
-        let value = serde_json::to_value(GetPromptResponse::InputRequired(input).completed()).unwrap();
+        let value =
+            serde_json::to_value(GetPromptResponse::InputRequired(input).completed()).unwrap();
         assert_eq!(value["resultType"], json!("input_required"));
     }
 }

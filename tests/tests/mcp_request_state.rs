@@ -84,7 +84,10 @@ impl ServerHandler for Prompts {
     ) -> Result<ListPromptsResult, ErrorData> {
         let result: ListPromptsResult =
             serde_json::from_value(json!({"prompts": [{"name": "hello"}]})).unwrap();
-        assert_eq!(result.result_type, None, "read from JSON without resultType");
+        assert_eq!(
+            result.result_type, None,
+            "read from JSON without resultType"
+        );
         Ok(result)
     }
 }
@@ -271,7 +274,11 @@ async fn the_applications_results_carry_a_result_type() {
         .await
         .unwrap();
     assert_eq!(prompts.result_type, Some(ResultType::COMPLETE));
-    let names: Vec<&str> = prompts.prompts.iter().map(|p: &Prompt| p.name.as_str()).collect();
+    let names: Vec<&str> = prompts
+        .prompts
+        .iter()
+        .map(|p: &Prompt| p.name.as_str())
+        .collect();
     assert_eq!(names, ["hello"]);
     within("shutdown", alice.cancel()).await.unwrap();
 }

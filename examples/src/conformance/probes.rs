@@ -118,7 +118,10 @@ pub fn probe_states() -> RequestStates {
 /// An rmcp input request from its JSON form (`{"method": ..., "params": ...}`).
 fn input(request: Value) -> Result<InputRequest, ErrorData> {
     serde_json::from_value(request).map_err(|error| {
-        ErrorData::internal_error(format!("a probe's input request does not parse: {error}"), None)
+        ErrorData::internal_error(
+            format!("a probe's input request does not parse: {error}"),
+            None,
+        )
     })
 }
 
@@ -226,19 +229,33 @@ impl<H: ServerHandler> Probes<H> {
                     ))
                 }
             }
-            "test_input_required_result_elicitation" => match answered(response("user_name"), "name") {
-                Some(name) => Ok(text(format!("Hello, {name}!"))),
-                None => self.ask(params, vec![("user_name", elicit("What is your name?", "name", "string"))], None),
-            },
+            "test_input_required_result_elicitation" => {
+                match answered(response("user_name"), "name") {
+                    Some(name) => Ok(text(format!("Hello, {name}!"))),
+                    None => self.ask(
+                        params,
+                        vec![("user_name", elicit("What is your name?", "name", "string"))],
+                        None,
+                    ),
+                }
+            }
             "test_input_required_result_sampling" => match sampled(response("capital_question")) {
                 Some(reply) => Ok(text(format!("Sampling result: {reply}"))),
-                None => self.ask(params, vec![("capital_question", sample("What is the capital of France?", 100))], None),
+                None => self.ask(
+                    params,
+                    vec![(
+                        "capital_question",
+                        sample("What is the capital of France?", 100),
+                    )],
+                    None,
+                ),
             },
             "test_input_required_result_list_roots" => match root_count(response("client_roots")) {
                 Some(count) => Ok(text(format!("Found {count} root(s)"))),
                 None => self.ask(params, vec![("client_roots", roots())], None),
             },
-            "test_input_required_result_request_state" | "test_input_required_result_tampered_state" => {
+            "test_input_required_result_request_state"
+            | "test_input_required_result_tampered_state" => {
                 let (kind, ok) = if name.ends_with("request_state") {
                     ("request-state", "state-ok: requestState validated")
                 } else {
@@ -270,7 +287,9 @@ impl<H: ServerHandler> Probes<H> {
                     (Ok(Some(state)), (Some(name), Some(greeting), Some(roots)))
                         if state["kind"] == "multiple-inputs" =>
                     {
-                        Ok(text(format!("Name: {name}; Greeting: {greeting}; Roots: {roots}")))
+                        Ok(text(format!(
+                            "Name: {name}; Greeting: {greeting}; Roots: {roots}"
+                        )))
                     }
                     _ => self.ask(
                         params,
@@ -284,28 +303,46 @@ impl<H: ServerHandler> Probes<H> {
                 }
             }
             "test_input_required_result_multi_round" => {
-                let step1 = || self.ask(
-                    params,
-                    vec![("step1", elicit("Step 1: What is your name?", "name", "string"))],
-                    Some(json!({ "round": 1 })),
-                );
+                let step1 = || {
+                    self.ask(
+                        params,
+                        vec![(
+                            "step1",
+                            elicit("Step 1: What is your name?", "name", "string"),
+                        )],
+                        Some(json!({ "round": 1 })),
+                    )
+                };
                 match self.opened(params) {
                     Err(refused) => Err(refused),
-                    Ok(Some(state)) if state["round"] == 1 => match answered(response("step1"), "name") {
-                        Some(name) => self.ask(
-                            params,
-                            vec![("step2", elicit("Step 2: What is your favorite color?", "color", "string"))],
-                            Some(json!({ "round": 2, "name": name })),
-                        ),
-                        None => step1(),
-                    },
-                    Ok(Some(state)) if state["round"] == 2 => match answered(response("step2"), "color") {
-                        Some(color) => {
-                            let name = state["name"].as_str().unwrap_or("friend");
-                            Ok(text(format!("Multi-round complete for {name} who likes {color}")))
+                    Ok(Some(state)) if state["round"] == 1 => {
+                        match answered(response("step1"), "name") {
+                            Some(name) => self.ask(
+                                params,
+                                vec![(
+                                    "step2",
+                                    elicit(
+                                        "Step 2: What is your favorite color?",
+                                        "color",
+                                        "string",
+                                    ),
+                                )],
+                                Some(json!({ "round": 2, "name": name })),
+                            ),
+                            None => step1(),
                         }
-                        None => step1(),
-                    },
+                    }
+                    Ok(Some(state)) if state["round"] == 2 => {
+                        match answered(response("step2"), "color") {
+                            Some(color) => {
+                                let name = state["name"].as_str().unwrap_or("friend");
+                                Ok(text(format!(
+                                    "Multi-round complete for {name} who likes {color}"
+                                )))
+                            }
+                            None => step1(),
+                        }
+                    }
                     Ok(_) => step1(),
                 }
             }
@@ -315,11 +352,17 @@ impl<H: ServerHandler> Probes<H> {
                         .into_iter()
                         .flat_map(|responses| responses.keys().map(String::as_str))
                         .collect();
-                    return Some(Ok(text(format!("capabilities-ok: received {}", keys.join(",")))));
+                    return Some(Ok(text(format!(
+                        "capabilities-ok: received {}",
+                        keys.join(",")
+                    ))));
                 }
                 let mut requests = Vec::new();
                 if capabilities.is_some_and(|capabilities| capabilities.elicitation.is_some()) {
-                    requests.push(("elicit_input", elicit("Elicitation input", "value", "string")));
+                    requests.push((
+                        "elicit_input",
+                        elicit("Elicitation input", "value", "string"),
+                    ));
                 }
                 if capabilities.is_some_and(|capabilities| capabilities.sampling.is_some()) {
                     requests.push(("sample_input", sample("Sample request", 50)));
@@ -327,7 +370,11 @@ impl<H: ServerHandler> Probes<H> {
                 if requests.is_empty() {
                     Ok(text("No supported capabilities declared"))
                 } else {
-                    self.ask(params, requests, Some(json!({ "kind": "capabilities-test" })))
+                    self.ask(
+                        params,
+                        requests,
+                        Some(json!({ "kind": "capabilities-test" })),
+                    )
                 }
             }
             _ => return None,
@@ -351,7 +398,10 @@ impl<H: ServerHandler> ServerHandler for Probes<H> {
         self.inner.supported_protocol_versions()
     }
 
-    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
         self.inner.discover(context).await
     }
 
@@ -381,7 +431,9 @@ impl<H: ServerHandler> ServerHandler for Probes<H> {
             for (name, description) in PROBES {
                 let schema = json!({ "type": "object", "properties": {} });
                 let schema = serde_json::from_value(schema).unwrap_or_default();
-                result.tools.push(Tool::new(name, description, std::sync::Arc::new(schema)));
+                result
+                    .tools
+                    .push(Tool::new(name, description, std::sync::Arc::new(schema)));
             }
         }
         Ok(result)
@@ -519,7 +571,9 @@ impl<H: ServerHandler> ServerHandler for Probes<H> {
         notification: CustomNotification,
         context: NotificationContext<RoleServer>,
     ) {
-        self.inner.on_custom_notification(notification, context).await;
+        self.inner
+            .on_custom_notification(notification, context)
+            .await;
     }
 
     async fn get_task(

@@ -8,8 +8,9 @@
 //! The rules, checked when the tool is declared: the header name is an HTTP token (letters,
 //! digits and ``!#$%&'*+-.^_`|~``), at most 64 characters; no two parameters of a tool
 //! mirror into the same header (case-insensitively, as HTTP compares names); the parameter is
-//! a top-level property of a primitive type (string, number, integer or boolean), since a
-//! header holds one value.
+//! a top-level property whose `type` is `"string"`, `"integer"` or `"boolean"`, the types
+//! SEP-2243 allows (a header holds one value; a client such as rmcp's drops a tool that
+//! annotates anything else, a nullable `["string", "null"]` included).
 //!
 //! [`DynamicTool::header`]: crate::DynamicTool::header
 
@@ -76,25 +77,19 @@ pub(crate) fn check_headers(
         };
         if !is_primitive(schema) {
             return Err(format!(
-                "the parameter {param:?} mirrored into the header {header:?} must be a string, number, integer or boolean (a header holds one value)"
+                "the parameter {param:?} mirrored into the header {header:?} must have `\"type\"` \"string\", \"integer\" or \"boolean\" (a header holds one value, and MCP clients mirror only those)"
             ));
         }
     }
     Ok(())
 }
 
-/// Whether `schema` is of one primitive type (or that type or `null`, for an optional one).
+/// Whether `schema`'s `type` is one that SEP-2243 lets a header mirror.
 fn is_primitive(schema: &Value) -> bool {
-    const PRIMITIVE: [&str; 4] = ["string", "number", "integer", "boolean"];
-    match schema.get("type") {
-        Some(Value::String(kind)) => PRIMITIVE.contains(&kind.as_str()),
-        Some(Value::Array(kinds)) => {
-            let kinds: Vec<&str> = kinds.iter().filter_map(Value::as_str).collect();
-            let primitive = kinds.iter().filter(|kind| PRIMITIVE.contains(kind)).count();
-            primitive == 1 && kinds.iter().all(|kind| PRIMITIVE.contains(kind) || *kind == "null")
-        }
-        _ => false,
-    }
+    matches!(
+        schema.get("type").and_then(Value::as_str),
+        Some("string" | "integer" | "boolean")
+    )
 }
 
 /// `parameters` with `"x-mcp-header"` on each property `headers` names (the MCP export).
@@ -120,7 +115,8 @@ mod tests {
     fn schema() -> Value {
         json!({"type": "object", "properties": {
             "region": {"type": "string"},
-            "count": {"type": ["integer", "null"]},
+            "count": {"type": "integer"},
+            "maybe": {"type": ["integer", "null"]},
             "tags": {"type": "array"},
         }})
     }
@@ -143,8 +139,12 @@ mod tests {
     #[test]
     fn every_mistake_is_named() {
         let cases = [
-            (headers(&[("tags", "Tags")]), "must be a string, number"),
-            (headers(&[("missing", "Missing")]), "does not have as a property"),
+            (headers(&[("tags", "Tags")]), "must have `\"type\"`"),
+            (headers(&[("maybe", "Maybe")]), "must have `\"type\"`"),
+            (
+                headers(&[("missing", "Missing")]),
+                "does not have as a property",
+            ),
             (headers(&[("region", "Re gion")]), "cannot"),
             (headers(&[("region", "")]), "empty"),
             (

@@ -10,11 +10,11 @@ fn weather(
     region: String,
     /// How many days ahead.
     #[header("Days")]
-    days: Option<u8>,
+    days: u8,
     /// Whether to include the wind.
     wind: bool,
 ) -> String {
-    format!("{region} {days:?} {wind}")
+    format!("{region} {days} {wind}")
 }
 
 fn main() {
@@ -29,6 +29,6 @@ fn main() {
     assert_eq!(definition.headers["region"], "Region");
     let openai = run.export(Profile::OpenAiChat { strict: true }).unwrap();
     assert!(!openai.to_string().contains("x-mcp-header"));
-    let ok = run.call_blocking(ToolCall::new("c1", "weather", json!({"region": "eu", "wind": true})));
-    assert_eq!(success(ok), json!("eu None true"));
+    let ok = run.call_blocking(ToolCall::new("c1", "weather", json!({"region": "eu", "days": 2, "wind": true})));
+    assert_eq!(success(ok), json!("eu 2 true"));
 }
