@@ -21,8 +21,10 @@ mod admit;
 mod answer;
 mod approvals;
 mod run;
+mod trace;
 
 pub use crate::execute::cancel::{Cancellation, Cancelled};
 pub use crate::execute::context::CallOptions;
 pub use crate::resolve::guard::{ArgumentLimits, MAX_ARGUMENT_DEPTH};
 pub use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+pub use trace::{TraceContext, TraceParseError};

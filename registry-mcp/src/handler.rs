@@ -242,11 +242,14 @@ impl RegistryServer {
         // and deadlines. No task relays it.
         let token = context.ct.clone();
         let cancellation = Cancellation::observing(move || token.is_cancelled());
-        let call_options = CallOptions::new()
+        let mut call_options = CallOptions::new()
             .with_host(host)
             .with_cancellation(cancellation.clone())
             .with_elicit_timeout(options.approval_timeout)
             .with_sample_timeout(options.sampling_timeout);
+        if let Some(trace) = crate::trace::of(&context.meta) {
+            call_options = call_options.with_trace(trace);
+        }
         let response = if let Some(state) = request.request_state.clone() {
             cancel_on(
                 &context.ct,

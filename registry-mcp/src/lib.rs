@@ -135,6 +135,7 @@ mod request_state;
 mod result_type;
 mod stdio;
 mod tokens;
+mod trace;
 
 use std::sync::Arc;
 

@@ -230,7 +230,7 @@ impl Run {
                     let text = denied_text(&request.tool_name, &reason);
                     let mut decided = self.ticket(&request).refused(ErrorKind::Denied, text);
                     decided.detail = detail.or(Some(reason));
-                    return Ok(self.finish(decided, started));
+                    return Ok(self.finish_traced(decided, started, options.trace.as_ref()));
                 }
                 arguments
             }
@@ -260,27 +260,31 @@ impl Run {
             let text = unavailable_text(entry.tool.name());
             let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
             decided.detail = Some(reason);
-            return Ok(self.finish(decided, started));
+            return Ok(self.finish_traced(decided, started, options.trace.as_ref()));
         }
         // Revoked while the person decided: the approval is spent, and nothing runs.
         if self.origin().is_revoked(entry.slot, entry.version) {
             let text = revoked_text(entry.tool.name());
             let decided = resolved.ticket.refused(ErrorKind::Revoked, text);
-            return Ok(self.finish(decided, started));
+            return Ok(self.finish_traced(decided, started, options.trace.as_ref()));
         }
         if let Some(reason) = self.origin().not_ready(entry.slot) {
             let text = unavailable_text(entry.tool.name());
             let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
             decided.detail = Some(reason);
-            return Ok(self.finish(decided, started));
+            return Ok(self.finish_traced(decided, started, options.trace.as_ref()));
         }
         if let Err(refused) = self.admit(&resolved).await {
-            return Ok(self.finish(*refused, started));
+            return Ok(self.finish_traced(*refused, started, options.trace.as_ref()));
         }
         let outcome = self
             .execute(&resolved.entry, resolved.context, resolved.arguments)
             .await;
-        Ok(self.finish(resolved.ticket.outcome(outcome), started))
+        Ok(self.finish_traced(
+            resolved.ticket.outcome(outcome),
+            started,
+            options.trace.as_ref(),
+        ))
     }
 
     /// Moves request `id` out of pending; losing the race is `AlreadyDecided`.

@@ -107,6 +107,7 @@ pub struct CallOptions {
     pub(crate) cancellation: Option<Cancellation>,
     pub(crate) elicit_timeout: Option<Duration>,
     pub(crate) sample_timeout: Option<Duration>,
+    pub(crate) trace: Option<crate::call::TraceContext>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -116,6 +117,7 @@ impl std::fmt::Debug for CallOptions {
             .field("cancellation", &self.cancellation)
             .field("elicit_timeout", &self.elicit_timeout)
             .field("sample_timeout", &self.sample_timeout)
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -152,6 +154,13 @@ impl CallOptions {
     /// default 2 minutes); without one in time, sampling fails [`SampleError::TimedOut`].
     pub fn with_sample_timeout(mut self, timeout: Duration) -> CallOptions {
         self.sample_timeout = Some(timeout);
+        self
+    }
+
+    /// The distributed trace the call belongs to (from the caller's `traceparent`): the
+    /// parent of the call's `tool_call` span, and the trace id of its audit event.
+    pub fn with_trace(mut self, trace: crate::call::TraceContext) -> CallOptions {
+        self.trace = Some(trace);
         self
     }
 }
