@@ -56,10 +56,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
-use crate::clients::{Client, RunSlot};
+use crate::clients::{Client, RunSlot, Shared};
 use crate::handler::call_result;
 use crate::host::{can_elicit_form, failure};
-use crate::options::ServerOptions;
 use crate::request_state::RequestDigest;
 
 /// The key of the approval question among the input requests of an `input_required` result.
@@ -91,11 +90,11 @@ pub(crate) async fn ask(
     slot: Arc<RunSlot>,
     request: &ApprovalRequest,
     context: &RequestContext<RoleServer>,
-    options: &ServerOptions,
-    states: &crate::RequestStates,
+    shared: &Shared,
     call: CallOptions,
     origin: &RequestDigest,
 ) -> Result<CallToolResponse, ErrorData> {
+    let (options, states) = (&shared.options, &shared.states);
     if !can_elicit_form(context.client_capabilities().as_ref()) {
         return cannot_ask(client, &slot, request)
             .await

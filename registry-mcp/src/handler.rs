@@ -279,8 +279,7 @@ impl RegistryServer {
                         slot.clone(),
                         pending,
                         context,
-                        options,
-                        &self.shared.states,
+                        &self.shared,
                         call_options,
                         &origin,
                     )

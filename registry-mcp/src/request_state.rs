@@ -75,7 +75,8 @@ pub struct RequestStates {
 }
 
 struct Inner {
-    key: [u8; 32],
+    /// HMAC-SHA256 keyed with the server's key, cloned for each state.
+    keyed: HmacSha256,
     ttl: Duration,
     capacity: usize,
     /// Nonces of opened states, with when their state expires (milliseconds since the epoch).
@@ -255,7 +256,10 @@ impl RequestStates {
     pub fn with_key(key: &RequestStateKey, ttl: Duration, capacity: usize) -> RequestStates {
         RequestStates {
             inner: Arc::new(Inner {
-                key: key.0,
+                keyed: match <HmacSha256 as KeyInit>::new_from_slice(&key.0) {
+                    Ok(keyed) => keyed,
+                    Err(_) => unreachable!("HMAC takes a key of any length"),
+                },
                 ttl,
                 capacity: capacity.max(1),
                 used: Mutex::new(HashMap::new()),
@@ -342,9 +346,7 @@ impl RequestStates {
     }
 
     fn mac(&self, principal: &str, request: &RequestDigest) -> HmacSha256 {
-        // A 32-byte key is always a valid HMAC key.
-        let mut mac = <HmacSha256 as KeyInit>::new_from_slice(&self.inner.key)
-            .expect("HMAC takes a key of any length");
+        let mut mac = self.inner.keyed.clone();
         mac.update(b"registry-mcp requestState v1\0");
         mac.update(&(principal.len() as u64).to_be_bytes());
         mac.update(principal.as_bytes());

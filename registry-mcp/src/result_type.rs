@@ -85,8 +85,11 @@ mod tests {
     #[test]
     fn an_input_required_answer_keeps_its_result_type() {
         let input = rmcp::model::InputRequiredResult::new(None, Some("state".to_owned()));
-        let value =
-            serde_json::to_value(GetPromptResponse::InputRequired(input).completed()).unwrap();
-        assert_eq!(value["resultType"], json!("input_required"));
+        let GetPromptResponse::InputRequired(kept) =
+            GetPromptResponse::InputRequired(input).completed()
+        else {
+            panic!("an input_required answer stays one");
+        };
+        assert_eq!(kept.result_type, ResultType::INPUT_REQUIRED);
     }
 }
