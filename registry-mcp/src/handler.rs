@@ -48,6 +48,14 @@ use crate::tokens::Principal;
 ///   denial's text. If no answer can be had (the client fails the request, the connection
 ///   closes, [`ServerOptions::approval_timeout`] passes, the call is cancelled), it is denied
 ///   too: nothing runs without a yes.
+/// - On protocol 2026-07-28 the `input_required` result's `requestState` is sealed by the
+///   server's [`RequestStates`](crate::RequestStates) (principal, the call's tool and
+///   arguments, expiry, once); a retry whose state does not open is -32602 and runs nothing.
+/// - A parameter mirrored into a header (`#[header("Region")]`, SEP-2243) must come with
+///   `Mcp-Param-Region` holding the same value over HTTP on 2026-07-28: otherwise -32020,
+///   checked against the tool the caller may call (a hidden tool stays unknown).
+/// - A request's `_meta.traceparent` becomes the parent of the call's `tool_call` span, and
+///   its audit event's `trace_id`.
 /// - A client without form elicitation cannot ask anyone: the answer is `isError: true`,
 ///   saying that the tool needs a person's approval which this client cannot give and that
 ///   nothing was done, and the request is **denied** rather than left pending, so that it
