@@ -24,7 +24,7 @@ pub const MAX_HEADER_NAME: usize = 64;
 /// Whether `name` may be the header a parameter mirrors into: why not, if not.
 ///
 /// ```
-/// use registry_core::declare::check_header_name;
+/// use registry_core::definition::check_header_name;
 ///
 /// assert!(check_header_name("Region").is_ok());
 /// let error = check_header_name("my region").unwrap_err();
