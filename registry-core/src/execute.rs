@@ -13,3 +13,4 @@ pub(crate) mod form;
 pub(crate) mod host;
 pub(crate) mod observation;
 pub(crate) mod pool;
+pub(crate) mod trace;

@@ -205,7 +205,7 @@ impl Run {
         &self,
         decided: Decided,
         started: Option<Instant>,
-        trace: Option<&crate::call::TraceContext>,
+        trace: Option<&crate::execute::trace::TraceContext>,
     ) -> Observation {
         let sink = self.registry.audit_sink();
         if audit::wanted(sink) {

@@ -107,7 +107,7 @@ pub struct CallOptions {
     pub(crate) cancellation: Option<Cancellation>,
     pub(crate) elicit_timeout: Option<Duration>,
     pub(crate) sample_timeout: Option<Duration>,
-    pub(crate) trace: Option<crate::call::TraceContext>,
+    pub(crate) trace: Option<crate::execute::trace::TraceContext>,
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -159,7 +159,7 @@ impl CallOptions {
 
     /// The distributed trace the call belongs to (from the caller's `traceparent`): the
     /// parent of the call's `tool_call` span, and the trace id of its audit event.
-    pub fn with_trace(mut self, trace: crate::call::TraceContext) -> CallOptions {
+    pub fn with_trace(mut self, trace: crate::execute::trace::TraceContext) -> CallOptions {
         self.trace = Some(trace);
         self
     }
