@@ -7,14 +7,17 @@
 //! the registry's tools (`RegistryServer::with_app`), which then answers `tools/*` and
 //! `logging/setLevel` and hands every other request to this handler.
 
-use std::collections::BTreeSet;
+pub mod probes;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use registry_mcp::rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
+    GetPromptResult, InputRequiredResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use registry_mcp::rmcp::service::RequestContext;
 use registry_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -205,7 +208,11 @@ impl ServerHandler for ConformanceApp {
                     { "name": "resourceUri", "description": "URI of the resource to embed", "required": true }
                 ]
             },
-            { "name": "test_prompt_with_image", "description": "A prompt with an image" }
+            { "name": "test_prompt_with_image", "description": "A prompt with an image" },
+            {
+                "name": "test_input_required_result_prompt",
+                "description": "Asks the user for context first (an input_required result, protocol 2026-07-28)"
+            }
         ] }))
     }
 
@@ -247,6 +254,33 @@ impl ServerHandler for ConformanceApp {
                 } } },
                 { "role": "user", "content": { "type": "text", "text": "Please process the embedded resource above." } }
             ]),
+            "test_input_required_result_prompt" => {
+                let answer = request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|responses| responses.get("user_context"))
+                    .and_then(|response| response.get("content")?.get("context")?.as_str());
+                let Some(context) = answer else {
+                    let question = from_json(json!({
+                        "method": "elicitation/create",
+                        "params": {
+                            "mode": "form",
+                            "message": "What context should the prompt use?",
+                            "requestedSchema": {
+                                "type": "object",
+                                "properties": { "context": { "type": "string" } },
+                                "required": ["context"]
+                            }
+                        }
+                    }))?;
+                    let requests = BTreeMap::from([("user_context".to_owned(), question)]);
+                    return Ok(InputRequiredResult::new(Some(requests), None).into());
+                };
+                json!([{ "role": "user", "content": {
+                    "type": "text",
+                    "text": format!("Prompt with context: {context}")
+                } }])
+            }
             "test_prompt_with_image" => json!([
                 { "role": "user", "content": { "type": "image", "data": png_base64(), "mimeType": "image/png" } },
                 { "role": "user", "content": { "type": "text", "text": "Please analyze the image above." } }

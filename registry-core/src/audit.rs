@@ -310,6 +310,11 @@ pub struct CallEvent {
     /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)): the one that ran,
     /// or would have; `None` when the name is not one of the run's tools.
     pub tool_version: Option<Fingerprint>,
+    /// The W3C trace id of the distributed trace the call belongs to, when its caller sent
+    /// one ([`CallOptions::with_trace`](crate::call::CallOptions::with_trace); an MCP
+    /// request's `_meta.traceparent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// A revocation or replacement.

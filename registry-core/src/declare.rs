@@ -7,6 +7,7 @@ pub(crate) mod bounds;
 pub(crate) mod declaration;
 pub(crate) mod definition;
 pub(crate) mod dynamic;
+pub(crate) mod header;
 pub(crate) mod link;
 pub(crate) mod name;
 pub(crate) mod schema;

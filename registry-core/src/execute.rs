@@ -14,3 +14,4 @@ pub(crate) mod host;
 pub(crate) mod observation;
 pub(crate) mod pool;
 pub(crate) mod task;
+pub(crate) mod trace;

@@ -167,6 +167,7 @@ pub mod definition {
     //! name follows.
 
     pub use crate::declare::declaration::{BoxFuture, Outcome};
+    pub use crate::declare::header::{MAX_HEADER_NAME, check_header_name};
     pub use crate::declare::name::{MAX_NAME_LEN, NameError, check_tool_name};
     pub use crate::declare::settings::{Hints, Scope, ScopeError, ToolSettings};
     pub use crate::declare::source::Source;

@@ -25,9 +25,11 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     };
     let param_docs = crate::doc::take_param_docs(&mut item);
     let cx = Ctxt::default();
+    let param_headers = crate::header::take_param_headers(&cx, &mut item);
     let attr = attr::parse(&cx, args);
-    let tool = ToolFn::new(&item, param_docs);
+    let tool = ToolFn::new(&item, param_docs, param_headers);
     let spec = check(&cx, &attr, &tool);
+    crate::header::check(&cx, &tool);
     match cx.check() {
         Ok(()) => {
             let registration = registration(&spec, &tool);
@@ -193,12 +195,14 @@ fn param_record(rc: &TokenStream, param: &Param) -> Option<TokenStream> {
         ParamKind::Required => (true, checked(quote!(#rc::schema), ty)),
         ParamKind::Optional { .. } => (false, checked(quote!(#rc::schema), ty)),
     };
+    let header = option_str(param.header.as_ref().map(|header| header.name.as_str()));
     Some(quote! {
         #rc::Param {
             name: #name,
             description: #description,
             required: #required,
             schema: #schema,
+            header: #header,
         }
     })
 }

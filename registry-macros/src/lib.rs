@@ -7,7 +7,7 @@
 //! (its keys spelled once, in `symbol`) and the function, `check` validates them and resolves
 //! every value into a typed `Spec`, and `expand` only writes the code of that spec. Every mistake
 //! found on the way is collected in a `ctxt::Ctxt` and reported at once, spanned on the
-//! offending token.
+//! offending token. `header` reads and checks the parameters' `#[header("...")]`.
 
 // docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -21,6 +21,7 @@ mod check;
 mod ctxt;
 mod doc;
 mod expand;
+mod header;
 mod model;
 mod name;
 mod symbol;

@@ -4,6 +4,7 @@
 use syn::{FnArg, GenericArgument, Ident, ItemFn, Pat, PatType, PathArguments, ReturnType, Type};
 
 use crate::doc::Doc;
+use crate::header::Header;
 
 /// The function under `#[tool]`.
 pub(crate) struct ToolFn<'a> {
@@ -23,6 +24,8 @@ pub(crate) struct Param<'a> {
     pub(crate) ty: &'a Type,
     pub(crate) doc: Option<Doc>,
     pub(crate) kind: ParamKind<'a>,
+    /// `#[header("...")]`: the HTTP header it is mirrored into on MCP.
+    pub(crate) header: Option<Header>,
 }
 
 /// What a parameter is to the tool.
@@ -50,15 +53,21 @@ pub(crate) enum Output<'a> {
 }
 
 impl<'a> ToolFn<'a> {
-    /// Models `item`, whose parameter docs were already taken out as `param_docs`.
-    pub(crate) fn new(item: &'a ItemFn, param_docs: Vec<Option<Doc>>) -> Self {
+    /// Models `item`, whose parameter docs and headers were already taken out as
+    /// `param_docs` and `param_headers`.
+    pub(crate) fn new(
+        item: &'a ItemFn,
+        param_docs: Vec<Option<Doc>>,
+        param_headers: Vec<Option<Header>>,
+    ) -> Self {
         let params = item
             .sig
             .inputs
             .iter()
             .zip(param_docs)
-            .filter_map(|(arg, doc)| match arg {
-                FnArg::Typed(arg) => Some(Param::new(arg, doc)),
+            .zip(param_headers)
+            .filter_map(|((arg, doc), header)| match arg {
+                FnArg::Typed(arg) => Some(Param::new(arg, doc, header)),
                 FnArg::Receiver(_) => None,
             })
             .collect();
@@ -86,7 +95,7 @@ impl<'a> ToolFn<'a> {
 }
 
 impl<'a> Param<'a> {
-    fn new(arg: &'a PatType, doc: Option<Doc>) -> Self {
+    fn new(arg: &'a PatType, doc: Option<Doc>, header: Option<Header>) -> Self {
         let ident = match &*arg.pat {
             Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => Some(&pat.ident),
             _ => None,
@@ -105,6 +114,7 @@ impl<'a> Param<'a> {
             ty,
             doc,
             kind,
+            header,
         }
     }
 

@@ -20,8 +20,12 @@
 //!   without a yes.
 //!
 //! On protocol 2026-07-28, which forbids requests from server to client, the same question is
-//! the input request `approval` of an `input_required` result, and the approval request's id is
-//! its `requestState`; the client retries the call with the answer. The id is looked up among
+//! the input request `approval` of an `input_required` result, and its `requestState` is the
+//! approval request's id, sealed ([`RequestStates`](crate::RequestStates)): tamper-evident,
+//! bound to the principal and to the call (its tool and arguments), valid for
+//! [`ServerOptions::request_state_ttl`](crate::ServerOptions::request_state_ttl), and
+//! opened once. The client retries the call with the answer; a state that does not open is
+//! refused with -32602, saying why. The id is looked up among
 //! the questions sent to this client, then in the shared store for one another replica asked
 //! this same subject (tenant, agent and principal); a state from elsewhere, another user's
 //! included, is refused with -32602, and each is answered once.
@@ -52,10 +56,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 
-use crate::clients::{Client, RunSlot};
+use crate::clients::{Client, RunSlot, Shared};
 use crate::handler::call_result;
 use crate::host::{can_elicit_form, failure};
-use crate::options::ServerOptions;
+use crate::request_state::RequestDigest;
 
 /// The key of the approval question among the input requests of an `input_required` result.
 const QUESTION_KEY: &str = "approval";
@@ -86,9 +90,11 @@ pub(crate) async fn ask(
     slot: Arc<RunSlot>,
     request: &ApprovalRequest,
     context: &RequestContext<RoleServer>,
-    options: &ServerOptions,
+    shared: &Shared,
     call: CallOptions,
+    origin: &RequestDigest,
 ) -> Result<CallToolResponse, ErrorData> {
+    let (options, states) = (&shared.options, &shared.states);
     if !can_elicit_form(context.client_capabilities().as_ref()) {
         return cannot_ask(client, &slot, request)
             .await
@@ -109,7 +115,8 @@ pub(crate) async fn ask(
         let question = InputRequest::Elicitation(ElicitRequest::new(question(request)));
         let requests = BTreeMap::from([(QUESTION_KEY.to_owned(), question)]);
         client.remember_question(slot, request.clone());
-        let result = InputRequiredResult::new(Some(requests), Some(request.id().to_owned()));
+        let state = states.seal(&principal_of(client), origin, request.id());
+        let result = InputRequiredResult::new(Some(requests), Some(state));
         return Ok(result.into());
     }
     tracing::info!(
@@ -142,13 +149,24 @@ pub(crate) async fn ask(
 }
 
 /// Answers the retry of a call whose approval question went back in an `input_required`
-/// result (protocol 2026-07-28): `state` is the approval request's id.
+/// result (protocol 2026-07-28): `state` is the approval request's id, sealed for this
+/// principal and this call.
 pub(crate) async fn resume(
     client: &Client,
     mut params: CallToolRequestParams,
     state: &str,
+    states: &crate::RequestStates,
     call: CallOptions,
 ) -> Result<CallToolResponse, ErrorData> {
+    let origin = digest_of(&params);
+    let id = match states.open(state, &principal_of(client), &origin) {
+        Ok(id) => id,
+        Err(error) => {
+            tracing::info!(client = ?client.id, tool = ?params.name.as_ref(), %error, "refused a requestState");
+            return Err(ErrorData::invalid_params(error.to_string(), None));
+        }
+    };
+    let state = id.as_str();
     let asked = match client.take_question(state) {
         Some(asked) => Some(asked),
         None => asked_elsewhere(client, state).await,
@@ -179,6 +197,26 @@ pub(crate) async fn resume(
     decide(client, &asked.slot, &asked.request, answer, call)
         .await
         .map(CallToolResponse::from)
+}
+
+/// Who a `requestState` is bound to: the client's principal and the subject it acts as.
+pub(crate) fn principal_of(client: &Client) -> String {
+    let subject = &client.subject;
+    format!(
+        "{:?}",
+        (
+            client.id.as_ref(),
+            subject.tenant(),
+            subject.agent(),
+            subject.principal()
+        )
+    )
+}
+
+/// The digest of a `tools/call`: its tool and arguments.
+pub(crate) fn digest_of(params: &CallToolRequestParams) -> RequestDigest {
+    let arguments = Value::Object(params.arguments.clone().unwrap_or_default());
+    RequestDigest::of("tools/call", params.name.as_ref(), &arguments)
 }
 
 /// A question another replica sent this client's subject, found in the approval store they

@@ -26,6 +26,8 @@ type ClientKey = (Option<Arc<str>>, Arc<str>, Subject);
 pub(crate) struct Shared {
     pub(crate) registry: Registry,
     pub(crate) options: ServerOptions,
+    /// Seals the `requestState` of `input_required` results.
+    pub(crate) states: crate::RequestStates,
     /// One client per principal and subject (stdio: one for the process; HTTP: one per
     /// static token, one per `sub` and set of scopes for OAuth tokens).
     clients: Mutex<HashMap<ClientKey, Arc<Client>>>,
@@ -45,9 +47,15 @@ const CLIENTS_BEFORE_SWEEP: usize = 1024;
 impl Shared {
     pub(crate) fn new(registry: Registry, options: ServerOptions) -> Arc<Shared> {
         let generation = registry_generation(&registry);
+        let (ttl, capacity) = (options.request_state_ttl, options.request_state_capacity);
+        let states = match &options.request_state_key {
+            Some(key) => crate::RequestStates::with_key(key, ttl, capacity),
+            None => crate::RequestStates::new(ttl, capacity),
+        };
         Arc::new(Shared {
             registry,
             options,
+            states,
             clients: Mutex::new(HashMap::new()),
             generation: AtomicU64::new(generation),
             checking: tokio::sync::Mutex::new(()),

@@ -22,6 +22,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use crate::handler::{RegistryServer, announce_tool_changes};
+use crate::result_type::completed;
 
 /// The registry's tools and an application's own MCP handler, served as one server.
 ///
@@ -40,6 +41,8 @@ use crate::handler::{RegistryServer, announce_tool_changes};
 /// place of any `tools` or `logging` of its own, the tasks extension added to its extensions, the server name and version of the
 /// [`ServerOptions`](crate::ServerOptions), and their instructions if they have some (else the
 /// application's). The protocol versions are the application's.
+/// The application's results get `resultType: "complete"` if they carry none (protocol
+/// 2026-07-28 requires it on every result; rmcp removes it again for older protocol versions).
 /// `subscriptions/listen` runs both: the application's own `listen` with the subscription, and
 /// the registry's tool list changes on the same stream, until the application's returns.
 ///
@@ -258,7 +261,7 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.app.complete(request, context).await
+        completed(self.app.complete(request, context).await)
     }
 
     async fn get_prompt(
@@ -266,7 +269,7 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.app.get_prompt(request, context).await
+        completed(self.app.get_prompt(request, context).await)
     }
 
     async fn list_prompts(
@@ -274,7 +277,7 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.app.list_prompts(request, context).await
+        completed(self.app.list_prompts(request, context).await)
     }
 
     async fn list_resources(
@@ -282,7 +285,7 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.app.list_resources(request, context).await
+        completed(self.app.list_resources(request, context).await)
     }
 
     async fn list_resource_templates(
@@ -290,7 +293,7 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.app.list_resource_templates(request, context).await
+        completed(self.app.list_resource_templates(request, context).await)
     }
 
     async fn read_resource(
@@ -298,7 +301,7 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.app.read_resource(request, context).await
+        completed(self.app.read_resource(request, context).await)
     }
 
     async fn subscribe(

@@ -49,6 +49,14 @@ use crate::tokens::Principal;
 ///   denial's text. If no answer can be had (the client fails the request, the connection
 ///   closes, [`ServerOptions::approval_timeout`] passes, the call is cancelled), it is denied
 ///   too: nothing runs without a yes.
+/// - On protocol 2026-07-28 the `input_required` result's `requestState` is sealed by the
+///   server's [`RequestStates`](crate::RequestStates) (principal, the call's tool and
+///   arguments, expiry, once); a retry whose state does not open is -32602 and runs nothing.
+/// - A parameter mirrored into a header (`#[header("Region")]`, SEP-2243) must come with
+///   `Mcp-Param-Region` holding the same value over HTTP on 2026-07-28: otherwise -32020,
+///   checked against the tool the caller may call (a hidden tool stays unknown).
+/// - A request's `_meta.traceparent` becomes the parent of the call's `tool_call` span, and
+///   its audit event's `trace_id`.
 /// - A client without form elicitation cannot ask anyone: the answer is `isError: true`,
 ///   saying that the tool needs a person's approval which this client cannot give and that
 ///   nothing was done, and the request is **denied** rather than left pending, so that it
@@ -215,6 +223,15 @@ impl RegistryServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let slot = client.current();
         let options = &self.shared.options;
+        // SEP-2243: a visible tool's mirrored parameters must match their headers.
+        if let Some(definition) = slot
+            .run
+            .definitions()
+            .find(|d| d.name == request.name.as_ref())
+        {
+            let parts = context.extensions.get::<axum::http::request::Parts>();
+            crate::headers::check(definition, request.arguments.as_ref(), parts)?;
+        }
         if request.request_state.is_none()
             && let Some(answer) = client.search(options, context.id.to_string(), &request)
         {
@@ -240,19 +257,23 @@ impl RegistryServer {
         // and deadlines. No task relays it.
         let token = context.ct.clone();
         let cancellation = Cancellation::observing(move || token.is_cancelled());
-        let call_options = CallOptions::new()
+        let mut call_options = CallOptions::new()
             .with_host(host)
             .with_cancellation(cancellation.clone())
             .with_elicit_timeout(options.approval_timeout)
             .with_sample_timeout(options.sampling_timeout);
+        if let Some(trace) = crate::trace::of(&context.meta) {
+            call_options = call_options.with_trace(trace);
+        }
         let response = if let Some(state) = request.request_state.clone() {
             cancel_on(
                 &context.ct,
                 &cancellation,
-                approval::resume(client, request, &state, call_options),
+                approval::resume(client, request, &state, &self.shared.states, call_options),
             )
             .await
         } else {
+            let origin = approval::digest_of(&request);
             let arguments = Value::Object(request.arguments.unwrap_or_default());
             let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
             let observation = cancel_on(
@@ -273,8 +294,9 @@ impl RegistryServer {
                         slot.clone(),
                         pending,
                         context,
-                        options,
+                        &self.shared,
                         call_options,
+                        &origin,
                     )
                     .await
                 }

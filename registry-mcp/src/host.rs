@@ -9,7 +9,8 @@
 //!   level is at least the client's: the request's own (`_meta`
 //!   `io.modelcontextprotocol/logLevel`, protocol 2026-07-28), else the one the connection set
 //!   with `logging/setLevel`, else [`ServerOptions::log_level`]. Below it, the run's host
-//!   takes it.
+//!   takes it. On 2026-07-28 a request without its own level gets no logs (SEP-2575): the
+//!   run's host takes them all.
 //! - **Questions** (`ToolContext::elicit`): `elicitation/create` (form mode) if the client
 //!   declared elicitation and the protocol allows requests from server to client (before
 //!   2026-07-28); answered within [`ServerOptions::approval_timeout`]. Otherwise the run's
@@ -117,8 +118,8 @@ pub(crate) struct McpHost {
     /// The `tools/call` request, which requests to the client are tied to.
     request: RequestId,
     progress_token: Option<ProgressToken>,
-    /// The least level sent to the client.
-    log_level: LogLevel,
+    /// The least level sent to the client; `None`: no logs to the client.
+    log_level: Option<LogLevel>,
     /// Why the client cannot be asked a question, if it cannot.
     no_elicitation: Option<&'static str>,
     /// Why the client's model cannot be asked, if it cannot.
@@ -200,12 +201,14 @@ impl McpHost {
         } else {
             None
         };
-        let log_level = context
-            .meta
-            .log_level()
-            .map(level_of)
-            .or_else(|| session.log_level())
-            .unwrap_or(options.log_level);
+        // On 2026-07-28 only the request's own `_meta` level lets logs reach the client
+        // (SEP-2575: no `notifications/message` for a request that set none); before it, the
+        // level the connection set, else the server's.
+        let log_level = match context.meta.log_level().map(level_of) {
+            Some(level) => Some(level),
+            None if modern => None,
+            None => Some(session.log_level().unwrap_or(options.log_level)),
+        };
         let runtime = tokio::runtime::Handle::current();
         let outgoing = Arc::new(Lane {
             peer: context.peer.clone(),
@@ -336,7 +339,7 @@ impl CallHost for McpHost {
     }
 
     fn log(&self, call: &CallInfo<'_>, level: LogLevel, message: &str) {
-        if level < self.log_level {
+        if self.log_level.is_none_or(|least| level < least) {
             return self.fallback.log(call, level, message);
         }
         let params = LoggingMessageNotificationParam::new(logging_level(level), json!(message))

@@ -51,6 +51,13 @@
 //!   shown; declined, cancelled or unanswered, it is denied and the answer is `isError`. A
 //!   client without elicitation gets `isError` saying it cannot give the approval the tool
 //!   needs and that nothing was done, and the request is denied. See [`RegistryServer`].
+//!   On 2026-07-28 the `input_required` result's `requestState` is sealed
+//!   ([`RequestStates`]: bound to the principal and the call, expiring, used once).
+//! - **Protocol 2026-07-28.** Every result carries `resultType` (the composed application's
+//!   too); a parameter declared `#[header("Region")]` is exported as `x-mcp-header` and must
+//!   match its `Mcp-Param-Region` header, or the call is -32020; a request's
+//!   `_meta.traceparent` is the parent of the call's span and is in its audit event; logs go
+//!   only to a request that set a log level in `_meta`.
 //! - **Changes.** The registry is polled for revocations and replacements
 //!   ([`ServerOptions::poll_interval`], or [`McpServer::check_changes`] at once). When a change
 //!   alters what a client may see, a new run is opened for it and
@@ -70,7 +77,8 @@
 //!   [`ToolContext`](registry_core::ToolContext) reaches the client: progress as
 //!   `notifications/progress` (only for a request that carried a progress token), logs as
 //!   `notifications/message` (at or above the level the connection set with
-//!   `logging/setLevel`, else [`ServerOptions::log_level`]), questions as
+//!   `logging/setLevel`, else [`ServerOptions::log_level`]; on 2026-07-28 the request's own
+//!   `_meta` level, and none without one), questions as
 //!   `elicitation/create` with a form made from a Rust type, and sampling as
 //!   `sampling/createMessage` (to clients that declared them, before protocol 2026-07-28).
 //!   What the client cannot take goes to the run's host
@@ -125,14 +133,18 @@ mod compose;
 mod content;
 mod edge;
 mod handler;
+mod headers;
 mod host;
 mod http;
 pub mod logging;
 mod oauth;
 mod options;
+mod request_state;
+mod result_type;
 mod stdio;
 mod tasks;
 mod tokens;
+mod trace;
 
 use std::sync::Arc;
 
@@ -144,6 +156,7 @@ pub use handler::RegistryServer;
 pub use http::{HttpConfig, HttpServer, serve_http};
 pub use oauth::{Algorithm, Introspection, Jwks, OAuth, OAuthError};
 pub use options::ServerOptions;
+pub use request_state::{RequestDigest, RequestStateError, RequestStateKey, RequestStates};
 pub use stdio::serve_stdio;
 pub use tokens::{MIN_TOKEN_LEN, Principal, TokenError, Tokens};
 

@@ -51,8 +51,10 @@ pub struct ServerOptions {
     pub sampling_timeout: Duration,
     /// The least level of the tools' log messages
     /// ([`ToolContext::log`](registry_core::ToolContext::log)) sent to a client that did not
-    /// choose one (with `logging/setLevel`, or per request on protocol 2026-07-28); those
-    /// below go to the run's host (by default, `tracing`). Default [`LogLevel::Info`].
+    /// choose one with `logging/setLevel` (protocol versions before 2026-07-28); those below go
+    /// to the run's host (by default, `tracing`). On 2026-07-28 a request chooses its own
+    /// level in `_meta` (`io.modelcontextprotocol/logLevel`), and one that does not gets no
+    /// logs (SEP-2575). Default [`LogLevel::Info`].
     pub log_level: LogLevel,
     /// How long a client may keep a `tools/list` page before asking again (`ttlMs`, protocol
     /// 2026-07-28; lists are always `cacheScope: "private"`). A tool revoked meanwhile may
@@ -77,6 +79,18 @@ pub struct ServerOptions {
     /// more scopes is answered HTTP 403 `insufficient_scope`, naming every scope the tool
     /// needs. Default `false`. See [`with_step_up_scopes`](Self::with_step_up_scopes).
     pub step_up_scopes: bool,
+    /// How long the `requestState` of an `input_required` result (an approval question on
+    /// protocol 2026-07-28) stays valid: a retry after it is refused, and the client calls
+    /// again. Default 10 minutes.
+    pub request_state_ttl: Duration,
+    /// How many used `requestState`s are remembered (each until it expires), so that none is
+    /// used twice; when that many live ones are remembered, further retries are refused
+    /// until some expire. Default 10 000.
+    pub request_state_capacity: usize,
+    /// The key that seals `requestState`s; `None` (the default): a random key per process,
+    /// so a retry must reach the process that asked. Replicas behind one address share one
+    /// (see [`RequestStates`](crate::RequestStates)).
+    pub request_state_key: Option<crate::RequestStateKey>,
 }
 
 impl Default for ServerOptions {
@@ -96,6 +110,9 @@ impl Default for ServerOptions {
             instructions: None,
             deferred_loading: None,
             step_up_scopes: false,
+            request_state_ttl: Duration::from_secs(10 * 60),
+            request_state_capacity: 10_000,
+            request_state_key: None,
         }
     }
 }
@@ -128,6 +145,19 @@ impl ServerOptions {
     /// Sets how long a person has to answer an approval question.
     pub fn with_approval_timeout(mut self, timeout: Duration) -> Self {
         self.approval_timeout = timeout;
+        self
+    }
+
+    /// Sets how long a `requestState` stays valid, and how many used ones are remembered.
+    pub fn with_request_states(mut self, ttl: Duration, capacity: usize) -> Self {
+        self.request_state_ttl = ttl;
+        self.request_state_capacity = capacity.max(1);
+        self
+    }
+
+    /// Sets the key that seals `requestState`s, shared by replicas.
+    pub fn with_request_state_key(mut self, key: crate::RequestStateKey) -> Self {
+        self.request_state_key = Some(key);
         self
     }
 

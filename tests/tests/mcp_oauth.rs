@@ -995,7 +995,8 @@ async fn another_user_of_the_same_client_app_cannot_decide_an_approval() {
         panic!("an input_required result was expected: {asked:?}");
     };
     let state = input.request_state.clone().expect("a request state");
-    assert!(state.starts_with("apr_"), "{state}");
+    // Sealed (registry_mcp::RequestStates): not the approval id in the clear.
+    assert!(!state.starts_with("apr_") && state.contains('.'), "{state}");
 
     let answer = |content: Value| -> InputResponses { [("approval".to_owned(), content)].into() };
     let yes = json!({"action": "accept", "content": {"approve": true}});

@@ -89,8 +89,27 @@ async fn fleet_on(own: bool, names: &[&str], extra: &[&str]) -> Fleet {
     }
 }
 
+/// The key the replicas seal approval questions' `requestState` with: one for the fleet, so
+/// that a question asked on one replica is answered on another.
+fn request_state_key_file() -> &'static std::path::Path {
+    static FILE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| {
+        let path = std::env::temp_dir().join(format!(
+            "registry-replicas-request-state-{}.key",
+            std::process::id()
+        ));
+        std::fs::write(&path, "5f".repeat(32)).expect("the key file is written");
+        path
+    })
+}
+
 async fn replica(url: &str, name: &str, extra: &[&str]) -> ExampleServer {
-    let mut args: Vec<OsString> = vec!["--tokens".into(), tokens_file().into()];
+    let mut args: Vec<OsString> = vec![
+        "--tokens".into(),
+        tokens_file().into(),
+        "--request-state-key-file".into(),
+        request_state_key_file().into(),
+    ];
     for arg in [
         "--postgres",
         url,

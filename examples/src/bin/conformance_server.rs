@@ -15,6 +15,9 @@
 //! - The resources, template, prompts and completion are plain rmcp code
 //!   ([`registry_examples::conformance::ConformanceApp`]), composed with the registry's server
 //!   with `RegistryServer::with_handler`.
+//! - The 2026-07-28 protocol probes (`test_input_required_result_*`, `test_missing_capability`)
+//!   choose what the client is asked on the wire, so they are rmcp code too
+//!   ([`registry_examples::conformance::probes::Probes`]), in front of the composed server.
 //!
 //! It serves without tokens, on loopback only (`HttpConfig::with_loopback_principal`), and
 //! prints `listening on URL` as its first line. Port 0 picks a free port.
@@ -31,6 +34,7 @@ use registry_core::{
     host::{Elicitation, LogLevel, SampleRequest},
     tool,
 };
+use registry_examples::conformance::probes::{Probes, probe_states};
 use registry_examples::conformance::{ConformanceApp, RED_PIXEL_PNG, SILENT_WAV};
 use registry_mcp::logging::{self, LogFormat};
 use registry_mcp::{EdgeLimits, HttpConfig, HttpServer, Principal, ServerOptions, Tokens};
@@ -325,6 +329,35 @@ async fn test_reconnection() -> &'static str {
     "Reconnection test completed successfully"
 }
 
+/// Logs one message at info level: a 2026-07-28 client gets it only if its request set a log
+/// level (`_meta` `io.modelcontextprotocol/logLevel`, SEP-2575).
+#[tool(public)]
+fn test_logging_tool(ctx: &ToolContext) -> &'static str {
+    ctx.log(LogLevel::Info, "Diagnostic trace logging activated");
+    "Logging evaluated"
+}
+
+/// Reports progress while it runs: the response stream carries notifications and the result,
+/// never a request to the client (protocol 2026-07-28).
+#[tool(public)]
+async fn test_streaming_elicitation(ctx: &ToolContext) -> &'static str {
+    ctx.progress(50.0, Some(100.0), "halfway");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    ctx.progress(100.0, Some(100.0), "done");
+    "Streaming complete"
+}
+
+/// Says which region it was asked about. Its `region` is mirrored into the HTTP header
+/// `Mcp-Param-Region` (SEP-2243): a call whose header and argument differ is refused (-32020).
+#[tool(public, read_only)]
+fn test_header_mirroring(
+    /// The region, e.g. `eu-west-1`.
+    #[header("Region")]
+    region: String,
+) -> String {
+    format!("region: {region}")
+}
+
 /// `action=..., content=...`, as the suite's scenarios word an answer.
 fn describe<T: Serialize>(answer: Elicitation<T>) -> String {
     match answer {
@@ -461,8 +494,9 @@ async fn serve(addr: SocketAddr) -> Result<(), Box<dyn std::error::Error>> {
                 .with_burst(10_000),
         );
     let app = ConformanceApp::default();
+    let states = probe_states();
     let server = HttpServer::bind_with(registry, config, move |tools| {
-        tools.with_handler(app.clone())
+        Probes::new(tools.with_handler(app.clone()), states.clone())
     })
     .await?;
     println!("listening on {}", server.url());

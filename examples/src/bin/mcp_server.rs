@@ -53,6 +53,9 @@ HTTP:
   --max-sessions N  open sessions at once, all tokens together (default 1000)
   --max-sessions-per-token N   open sessions of one token (default 16)
   --rate N          requests per second per token, 0 for no limit (default 50; burst 2N)
+  --request-state-key-file FILE   the key that seals the requestState of approval
+                    questions (protocol 2026-07-28): 64 hex digits (`openssl rand -hex 32`);
+                    replicas behind one address share one (default: random per process)
 
 HTTP as an OAuth 2.1 resource server (JWT access tokens from an identity provider; with
 --jwks or --jwks-uri, the tokens file is used only if --tokens is given):
@@ -168,6 +171,16 @@ impl Args {
                     })?);
                 }
                 "--tokens" => parsed.tokens = Some(value("--tokens")?.into()),
+                "--request-state-key-file" => {
+                    let path = value("--request-state-key-file")?;
+                    let text = std::fs::read_to_string(&path).map_err(|error| {
+                        format!("--request-state-key-file {path:?}: cannot read it: {error}")
+                    })?;
+                    let key = text
+                        .parse::<registry_mcp::RequestStateKey>()
+                        .map_err(|error| format!("--request-state-key-file {path:?}: {error}"))?;
+                    parsed.options = parsed.options.with_request_state_key(key);
+                }
                 "--allow-host" => parsed.allowed_hosts.push(value("--allow-host")?),
                 "--issuer" => parsed.issuer = Some(value("--issuer")?),
                 "--audience" => parsed.audience = Some(value("--audience")?),

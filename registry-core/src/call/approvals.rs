@@ -117,12 +117,18 @@ impl Run {
             Settled::Answered(observation) => Ok(observation),
             Settled::Admitted(admitted) => {
                 let Admitted {
-                    resolved, started, ..
+                    resolved,
+                    started,
+                    options,
                 } = *admitted;
                 let outcome = self
                     .execute(&resolved.entry, resolved.context, resolved.arguments)
                     .await;
-                Ok(self.finish(resolved.ticket.outcome(outcome), started))
+                Ok(self.finish_traced(
+                    resolved.ticket.outcome(outcome),
+                    started,
+                    options.trace.as_ref(),
+                ))
             }
         }
     }
@@ -330,7 +336,11 @@ impl Run {
                     let text = denied_text(&request.tool_name, &reason);
                     let mut decided = self.ticket(&request).refused(ErrorKind::Denied, text);
                     decided.detail = detail.or(Some(reason));
-                    return Ok(Settled::Answered(self.finish(decided, started)));
+                    return Ok(Settled::Answered(self.finish_traced(
+                        decided,
+                        started,
+                        options.trace.as_ref(),
+                    )));
                 }
                 arguments
             }
@@ -356,7 +366,14 @@ impl Run {
             arguments,
             ticket,
         };
-        let answered = |decided| Ok(Settled::Answered(self.finish(decided, started)));
+        let trace = options.trace.clone();
+        let answered = |decided| {
+            Ok(Settled::Answered(self.finish_traced(
+                decided,
+                started,
+                trace.as_ref(),
+            )))
+        };
         if let Some(reason) = self.origin().suspension() {
             let text = unavailable_text(entry.tool.name());
             let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);

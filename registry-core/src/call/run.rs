@@ -31,6 +31,17 @@ impl Run {
         call: ToolCall,
         options: CallOptions,
     ) -> Observation {
+        // The caller's trace, if it sent one, is the parent of the call's span.
+        match options.trace.as_ref().map(|trace| trace.span(call.name())) {
+            Some(span) => {
+                use tracing::Instrument as _;
+                self.call_in_trace(call, options).instrument(span).await
+            }
+            None => self.call_in_trace(call, options).await,
+        }
+    }
+
+    async fn call_in_trace(&self, call: ToolCall, options: CallOptions) -> Observation {
         audit::ready(self.registry.audit_sink()).await;
         let started = self.clock();
         let resolved = match self
@@ -40,17 +51,21 @@ impl Run {
             Ok(Gated::Run(resolved)) => resolved,
             Ok(Gated::Approval(resolved, reason)) => {
                 let decided = self.request_approval(*resolved, reason).await;
-                return self.finish(decided, started);
+                return self.finish_traced(decided, started, options.trace.as_ref());
             }
-            Err(refused) => return self.finish(*refused, started),
+            Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
         };
         if let Err(refused) = self.admit(&resolved).await {
-            return self.finish(*refused, started);
+            return self.finish_traced(*refused, started, options.trace.as_ref());
         }
         let outcome = self
             .execute(&resolved.entry, resolved.context, resolved.arguments)
             .await;
-        self.finish(resolved.ticket.outcome(outcome), started)
+        self.finish_traced(
+            resolved.ticket.outcome(outcome),
+            started,
+            options.trace.as_ref(),
+        )
     }
 
     /// Resolves, gates and executes `call` on this thread, without an async runtime (async
@@ -66,6 +81,8 @@ impl Run {
         call: ToolCall,
         options: CallOptions,
     ) -> Observation {
+        let span = options.trace.as_ref().map(|trace| trace.span(call.name()));
+        let _entered = span.as_ref().map(tracing::Span::enter);
         let started = self.clock();
         let resolved = match self
             .resolve(call, &options)
@@ -74,12 +91,12 @@ impl Run {
             Ok(Gated::Run(resolved)) => resolved,
             Ok(Gated::Approval(resolved, reason)) => {
                 let decided = pollster::block_on(self.request_approval(*resolved, reason));
-                return self.finish(decided, started);
+                return self.finish_traced(decided, started, options.trace.as_ref());
             }
-            Err(refused) => return self.finish(*refused, started),
+            Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
         };
         if let Err(refused) = self.admit_blocking(&resolved) {
-            return self.finish(*refused, started);
+            return self.finish_traced(*refused, started, options.trace.as_ref());
         }
         let timeout = self.deadline(&resolved.entry);
         let outcome = execution::execute_blocking(
@@ -90,7 +107,11 @@ impl Run {
             self.registry.blocking_pool(),
         );
         let outcome = self.refund_unrun(outcome);
-        self.finish(resolved.ticket.outcome(outcome), started)
+        self.finish_traced(
+            resolved.ticket.outcome(outcome),
+            started,
+            options.trace.as_ref(),
+        )
     }
 
     /// Runs a call that passed the gate.
@@ -176,6 +197,16 @@ impl Run {
 
     /// Audits the decision and makes the observation.
     pub(crate) fn finish(&self, decided: Decided, started: Option<Instant>) -> Observation {
+        self.finish_traced(decided, started, None)
+    }
+
+    /// [`finish`](Self::finish) for a call of the distributed trace `trace`.
+    pub(crate) fn finish_traced(
+        &self,
+        decided: Decided,
+        started: Option<Instant>,
+        trace: Option<&crate::execute::trace::TraceContext>,
+    ) -> Observation {
         let sink = self.registry.audit_sink();
         if audit::wanted(sink) {
             let (argument_bytes, argument_hash) = decided.arguments.clone().unwrap_or_default();
@@ -195,6 +226,7 @@ impl Run {
                     detail: decided.detail.clone(),
                     approval_id: decided.approval_id.clone(),
                     tool_version: decided.tool_version,
+                    trace_id: trace.map(|trace| trace.trace_id().to_owned()),
                 }),
             );
         }

@@ -64,6 +64,8 @@ pub struct Param {
     pub description: Option<&'static str>,
     pub required: bool,
     pub schema: fn(&mut SchemaGenerator) -> Schema,
+    /// The HTTP header it is mirrored into on MCP (`#[header("Region")]`), if any.
+    pub header: Option<&'static str>,
 }
 
 /// The generated executor of a `#[tool]` function.

@@ -1,5 +1,7 @@
 //! What a model is told about a tool.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -34,4 +36,9 @@ pub struct ToolDefinition {
     pub title: Option<String>,
     /// The JSON Schema of the arguments: an object schema.
     pub parameters: Value,
+    /// The parameters mirrored into HTTP headers on MCP, by name, with the header each goes
+    /// into (`#[header("Region")]`, [`DynamicTool::header`](crate::DynamicTool::header);
+    /// SEP-2243): exported as `x-mcp-header` in the MCP `inputSchema` only.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
 }

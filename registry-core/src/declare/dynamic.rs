@@ -55,6 +55,7 @@ pub struct DynamicTool {
     description: String,
     title: Option<String>,
     parameters: Value,
+    headers: std::collections::BTreeMap<String, String>,
     output_schema: Option<Value>,
     scopes: Vec<String>,
     tenants: Vec<String>,
@@ -79,6 +80,7 @@ impl std::fmt::Debug for DynamicTool {
             .field("description", &self.description)
             .field("title", &self.title)
             .field("parameters", &self.parameters)
+            .field("headers", &self.headers)
             .field("output_schema", &self.output_schema)
             .field("scopes", &self.scopes)
             .field("tenants", &self.tenants)
@@ -107,6 +109,7 @@ impl DynamicTool {
             description: description.into(),
             title: None,
             parameters: empty_parameters_schema(),
+            headers: Default::default(),
             output_schema: None,
             scopes: Vec::new(),
             tenants: Vec::new(),
@@ -312,6 +315,40 @@ impl DynamicTool {
         self
     }
 
+    /// Mirrors the parameter `param` (a top-level property of a primitive type) into the HTTP
+    /// header `Mcp-Param-{header}` on MCP (SEP-2243): the MCP `inputSchema` says
+    /// `"x-mcp-header": header` on it, and a call whose header and argument differ is refused
+    /// (-32020). Checked when the registry is built: a header name that is not an HTTP token,
+    /// two parameters in one header, or a parameter that is missing or not a string, number,
+    /// integer or boolean is a [`BuildProblem::InvalidHeader`]. The same as
+    /// `#[header("Region")]` on a `#[tool]` parameter.
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Profile, Registry, Subject};
+    /// use serde_json::json;
+    ///
+    /// let weather = DynamicTool::new("weather", "The weather in a region.")
+    ///     .public()
+    ///     .parameters(json!({
+    ///         "type": "object",
+    ///         "properties": {"region": {"type": "string"}},
+    ///         "required": ["region"],
+    ///     }))
+    ///     .header("region", "Region")
+    ///     .handler(|_ctx, args| Ok::<_, String>(json!(format!("sunny in {}", args["region"]))));
+    /// let registry = Registry::builder().tool(weather).build().unwrap();
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// let mcp = run.export(Profile::Mcp).unwrap();
+    /// assert_eq!(mcp[0]["inputSchema"]["properties"]["region"]["x-mcp-header"], "Region");
+    /// // Other providers are shown nothing of it.
+    /// let openai = run.export(Profile::OpenAiChat { strict: true }).unwrap();
+    /// assert!(!openai.to_string().contains("x-mcp-header"));
+    /// ```
+    pub fn header(mut self, param: impl Into<String>, header: impl Into<String>) -> Self {
+        self.headers.insert(param.into(), header.into());
+        self
+    }
+
     /// Runs the tool with a synchronous function of the context and the validated arguments.
     pub fn handler<F, E>(self, handler: F) -> Self
     where
@@ -468,6 +505,14 @@ impl DynamicTool {
                 site: source,
             });
         }
+        if let Err(reason) = crate::declare::header::check_headers(&self.parameters, &self.headers)
+        {
+            problems.push(BuildProblem::InvalidHeader {
+                tool: tool.clone(),
+                site: source,
+                reason,
+            });
+        }
         let bounded = |schema: &'static str, value: &Value, problems: &mut Vec<BuildProblem>| {
             let beyond = bounds::problem(&tool, source, schema, value);
             let within = beyond.is_none();
@@ -540,6 +585,7 @@ impl DynamicTool {
             },
             source,
             parameters: self.parameters,
+            headers: self.headers,
             output_schema: self.output_schema,
             validator: validator?,
             handler: self.handler?,

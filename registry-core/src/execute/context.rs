@@ -109,6 +109,7 @@ pub struct CallOptions {
     pub(crate) sample_timeout: Option<Duration>,
     /// What a task's thread runs its job inside ([`with_task_context`](Self::with_task_context)).
     pub(crate) task_context: Option<TaskContext>,
+    pub(crate) trace: Option<crate::execute::trace::TraceContext>,
 }
 
 /// Runs the job it is given (once), inside whatever context the task's tool needs.
@@ -122,6 +123,7 @@ impl std::fmt::Debug for CallOptions {
             .field("elicit_timeout", &self.elicit_timeout)
             .field("sample_timeout", &self.sample_timeout)
             .field("task_context", &self.task_context.is_some())
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -180,6 +182,13 @@ impl CallOptions {
     /// default 2 minutes); without one in time, sampling fails [`SampleError::TimedOut`].
     pub fn with_sample_timeout(mut self, timeout: Duration) -> CallOptions {
         self.sample_timeout = Some(timeout);
+        self
+    }
+
+    /// The distributed trace the call belongs to (from the caller's `traceparent`): the
+    /// parent of the call's `tool_call` span, and the trace id of its audit event.
+    pub fn with_trace(mut self, trace: crate::execute::trace::TraceContext) -> CallOptions {
+        self.trace = Some(trace);
         self
     }
 }

@@ -86,6 +86,18 @@ pub enum BuildProblem {
         /// What is wrong with it.
         reason: String,
     },
+    /// A parameter mirrored into an HTTP header ([`DynamicTool::header`](crate::DynamicTool::header))
+    /// cannot be: its header name is not an HTTP token, two parameters share a header, or the
+    /// parameter is missing or not of a primitive type.
+    #[error("tool {tool:?}: {reason} ({site})")]
+    InvalidHeader {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A scope is not well formed.
     #[error("tool {tool:?}: {reason} ({site})")]
     InvalidScope {

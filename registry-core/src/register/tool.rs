@@ -32,6 +32,9 @@ struct ToolInner {
     policy: ToolSettings,
     source: Source,
     parameters: Parameters,
+    /// A dynamic tool's parameters mirrored into HTTP headers (a declared tool's are in its
+    /// parameters).
+    headers: std::collections::BTreeMap<String, String>,
     output: Output,
     definition: OnceLock<Arc<ToolDefinition>>,
     output_schema: OnceLock<Option<Value>>,
@@ -85,6 +88,8 @@ pub(crate) struct ToolParts {
     pub(crate) policy: ToolSettings,
     pub(crate) source: Source,
     pub(crate) parameters: Value,
+    /// Parameters mirrored into HTTP headers on MCP ([`DynamicTool::header`]).
+    pub(crate) headers: std::collections::BTreeMap<String, String>,
     pub(crate) output_schema: Option<Value>,
     pub(crate) validator: ArgumentValidator,
     pub(crate) handler: Handler,
@@ -100,6 +105,7 @@ impl Tool {
             policy,
             source: declaration.location,
             parameters: Parameters::Declared(declaration.params),
+            headers: Default::default(),
             output: Output::Declared(declaration.output),
             definition: OnceLock::new(),
             output_schema: OnceLock::new(),
@@ -122,6 +128,7 @@ impl Tool {
             policy: parts.policy,
             source: parts.source,
             parameters: Parameters::Given(parts.parameters),
+            headers: parts.headers,
             output: Output::Given(parts.output_schema),
             definition: OnceLock::new(),
             output_schema: OnceLock::new(),
@@ -154,11 +161,19 @@ impl Tool {
                 Parameters::Declared(params) => schema::parameters_schema(params),
                 Parameters::Given(schema) => schema.clone(),
             };
+            let headers = match &self.0.parameters {
+                Parameters::Declared(params) => params
+                    .iter()
+                    .filter_map(|param| Some((param.name.to_owned(), param.header?.to_owned())))
+                    .collect(),
+                Parameters::Given(_) => self.0.headers.clone(),
+            };
             Arc::new(ToolDefinition {
                 name: self.0.name.to_string(),
                 description: self.0.description.to_string(),
                 title: self.0.title.as_deref().map(str::to_owned),
                 parameters,
+                headers,
             })
         })
     }

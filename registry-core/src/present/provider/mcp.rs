@@ -75,7 +75,12 @@ pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {
         annotations.insert("title".into(), title.clone().into());
     }
     object.insert("description".into(), definition.description.clone().into());
-    object.insert("inputSchema".into(), tool.parameters.clone());
+    let parameters = if definition.headers.is_empty() {
+        tool.parameters.clone()
+    } else {
+        crate::declare::header::annotated(tool.parameters, &definition.headers)
+    };
+    object.insert("inputSchema".into(), parameters);
     if let Some(output) = tool.output_schema {
         object.insert("outputSchema".into(), output.clone());
     }
