@@ -28,6 +28,8 @@ mod ctxt;
 mod doc;
 #[path = "../../registry-macros/src/expand.rs"]
 mod expand;
+#[path = "../../registry-macros/src/header.rs"]
+mod header;
 #[path = "../../registry-macros/src/model.rs"]
 mod model;
 #[path = "../../registry-macros/src/name.rs"]
