@@ -175,7 +175,7 @@ async fn renew(shared: &Shared) -> Result<(), Error> {
         .query(
             &format!(
                 "UPDATE registry_tasks
-                    SET lease_until = now() + $2 * interval '1 millisecond'
+                    SET lease_until = now() + $2::bigint * interval '1 millisecond'
                   WHERE id = ANY($1) AND {RUNNING} RETURNING id"
             ),
             &[&ids, &lease],
@@ -377,7 +377,7 @@ async fn insert_task(
                      (id, owner, tenant, principal, tool, status, record, replica, lease_until,
                       ttl_ms, updated_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-                         now() + $9 * interval '1 millisecond', $10, $11)"
+                         now() + $9::bigint * interval '1 millisecond', $10, $11)"
             ),
             &[
                 &task.id(),
