@@ -331,6 +331,11 @@ async fn insert_task(
     let total = i64::try_from(limits.total()).unwrap_or(i64::MAX);
     let lease = millis(plane.settings().task_lease);
     let ttl = millis(task.ttl());
+    let progress = task
+        .progress()
+        .map(serde_json::to_vec)
+        .transpose()
+        .map_err(corrupt)?;
     reap(&plane, None).await?;
     let mut client = plane.client().await?;
     let transaction = client
@@ -372,13 +377,11 @@ async fn insert_task(
     }
     transaction
         .execute(
-            &format!(
-                "INSERT INTO registry_tasks
-                     (id, owner, tenant, principal, tool, status, record, replica, lease_until,
-                      ttl_ms, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-                         now() + $9::bigint * interval '1 millisecond', $10, $11)"
-            ),
+            "INSERT INTO registry_tasks
+                 (id, owner, tenant, principal, tool, status, record, replica, lease_until,
+                  ttl_ms, updated_at, message, progress)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+                     now() + $9::bigint * interval '1 millisecond', $10, $11, $12, $13)",
             &[
                 &task.id(),
                 &owner,
@@ -391,6 +394,8 @@ async fn insert_task(
                 &lease,
                 &ttl,
                 &task.updated_at(),
+                &task.message().map(str::as_bytes),
+                &progress,
             ],
         )
         .await

@@ -48,7 +48,10 @@ fn tools(spin: &Spin) -> Vec<DynamicTool> {
             seen.started.store(true, Ordering::SeqCst);
             while !seen.stop.load(Ordering::SeqCst) {
                 if ctx.is_cancelled() {
-                    seen.cancelled_at.lock().unwrap().get_or_insert(Instant::now());
+                    seen.cancelled_at
+                        .lock()
+                        .unwrap()
+                        .get_or_insert(Instant::now());
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(2));
@@ -136,18 +139,27 @@ async fn a_task_started_on_one_replica_is_read_cancelled_and_collected_on_anothe
         let cancelled = on_b.cancel_task(task.id()).await.unwrap();
         let asked = Instant::now();
         assert_eq!(cancelled.status(), TaskStatus::Cancelled);
-        wait_until(Duration::from_secs(1), "the cancel reaches the tool on a", || {
-            spin.cancelled_at().is_some()
-        })
+        wait_until(
+            Duration::from_secs(1),
+            "the cancel reaches the tool on a",
+            || spin.cancelled_at().is_some(),
+        )
         .await;
-        let latency = spin.cancelled_at().unwrap().saturating_duration_since(asked);
+        let latency = spin
+            .cancelled_at()
+            .unwrap()
+            .saturating_duration_since(asked);
         eprintln!("a cancel on b reached the tool on a in {latency:?}");
         assert!(latency < Duration::from_secs(1), "{latency:?}");
 
         // Both replicas answer the same: cancelled, and the result says so.
         for run in [&on_a, &on_b] {
             let answer = run.wait_task(task.id()).await.unwrap();
-            assert_eq!(answer.error_kind(), Some(ErrorKind::Cancelled), "{answer:?}");
+            assert_eq!(
+                answer.error_kind(),
+                Some(ErrorKind::Cancelled),
+                "{answer:?}"
+            );
             assert_eq!(answer.call_id(), "c1");
             assert_eq!(
                 run.task(task.id()).await.unwrap().status(),
@@ -208,7 +220,10 @@ async fn the_bounds_hold_across_replicas_started_at_once() {
                 Err(refused) => {
                     assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
                     assert!(
-                        refused.error_text().unwrap().contains("you run 2 tasks already"),
+                        refused
+                            .error_text()
+                            .unwrap()
+                            .contains("you run 2 tasks already"),
                         "{refused:?}"
                     );
                 }
@@ -277,7 +292,10 @@ async fn a_task_is_its_principals_and_every_character_reads_back() {
                 run.cancel_task(foreign).await.unwrap_err(),
                 run.task_result(foreign).await.unwrap_err(),
             ] {
-                assert!(matches!(refused, TaskError::UnknownId { .. }), "{refused:?}");
+                assert!(
+                    matches!(refused, TaskError::UnknownId { .. }),
+                    "{refused:?}"
+                );
             }
         }
         // An id no task can have (a NUL) is unknown, not a store failure.
@@ -390,7 +408,10 @@ async fn an_ended_task_expires_with_its_ttl_and_is_pruned() {
         let ended = on_b.task(task.id()).await.unwrap();
         let expires = ended.expires_at().expect("an ended task expires");
         let kept_for = expires.duration_since(ended.updated_at()).unwrap();
-        assert!(kept_for.abs_diff(ttl) < Duration::from_millis(5), "{kept_for:?}");
+        assert!(
+            kept_for.abs_diff(ttl) < Duration::from_millis(5),
+            "{kept_for:?}"
+        );
 
         tokio::time::sleep(ttl + Duration::from_millis(100)).await;
         for refused in [
@@ -398,7 +419,10 @@ async fn an_ended_task_expires_with_its_ttl_and_is_pruned() {
             on_b.task_result(task.id()).await.unwrap_err(),
             on_a.cancel_task(task.id()).await.unwrap_err(),
         ] {
-            assert!(matches!(refused, TaskError::UnknownId { .. }), "{refused:?}");
+            assert!(
+                matches!(refused, TaskError::UnknownId { .. }),
+                "{refused:?}"
+            );
         }
         // The next task kept deletes the expired row.
         let next = on_b.start_task(start("c2", "quick")).await.unwrap();

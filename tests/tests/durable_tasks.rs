@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use mcp_support::*;
 use registry_postgres::ControlPlane;
 use registry_postgres::throwaway::Cluster;
+use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
     GetTaskParams, GetTaskResult, TaskPayload, TaskStatus,
@@ -23,7 +24,6 @@ use rmcp::model::{
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::ServiceExt;
 
 /// The task lease the replicas are started with.
 const LEASE: Duration = Duration::from_millis(1_000);
