@@ -21,7 +21,7 @@ use crate::text;
 
 /// The key of the advisory lock every insertion holds ("tasks" in ASCII): the bounds are
 /// counted and the task kept with no other insertion in between, on any replica.
-const INSERT_LOCK: i64 = 0x7461_736b_73;
+const INSERT_LOCK: i64 = 0x0074_6173_6b73;
 
 /// The columns a task is read from, in this order (see [`task_of`]).
 const COLUMNS: &str = "record, status, message, progress, updated_at, expires_at";
