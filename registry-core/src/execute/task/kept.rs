@@ -280,3 +280,77 @@ impl KeptBlock {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::KeptResult;
+    use crate::content::{Content, ResourceLink};
+    use crate::execute::content::Payload;
+    use crate::execute::observation::{ErrorKind, Observation};
+    use crate::resolve::tool_error::ArgumentProblem;
+
+    fn round_trip(observation: &Observation) -> Observation {
+        let bytes = serde_json::to_vec(&KeptResult::from(observation)).unwrap();
+        serde_json::from_slice::<KeptResult>(&bytes)
+            .unwrap()
+            .into_observation()
+            .unwrap()
+    }
+
+    #[test]
+    fn an_error_reads_back_with_its_problems_and_retry_delay() {
+        let invalid = Observation::error(
+            "c\u{0}1".into(),
+            "export".into(),
+            ErrorKind::InvalidArguments,
+            "bad\narguments \u{202e}".into(),
+        )
+        .with_problems(vec![ArgumentProblem::new("/day", "expected string")])
+        .with_generated_id(true);
+        assert_eq!(round_trip(&invalid), invalid);
+        let limited = Observation::error(
+            "c2".into(),
+            "export".into(),
+            ErrorKind::RateLimited,
+            "later".into(),
+        )
+        .with_retry_after(Some(Duration::from_millis(1_500)));
+        let read = round_trip(&limited);
+        assert_eq!(read.retry_after(), Some(Duration::from_millis(1_500)));
+        assert_eq!(read, limited);
+    }
+
+    #[test]
+    fn every_block_reads_back_with_its_bytes() {
+        let blocks = vec![
+            Content::text("t"),
+            Content::audio(vec![0u8, 255], "audio/wav"),
+            ResourceLink::new("file:///a", "a")
+                .with_title("A")
+                .with_description("d")
+                .with_mime_type("text/plain")
+                .with_size(3)
+                .into(),
+            Content::embedded_text("file:///b", "text/plain", "b\u{0}"),
+            Content::embedded_blob("file:///c", "application/pdf", vec![1u8, 2, 3]),
+        ];
+        let observation =
+            Observation::success("c1".into(), "export".into(), Payload::from(blocks.clone()));
+        let read = round_trip(&observation);
+        assert_eq!(read.blocks(), blocks.as_slice());
+        assert_eq!(read, observation);
+    }
+
+    #[test]
+    fn a_kind_it_does_not_know_is_an_error_not_a_panic() {
+        let mut value =
+            serde_json::to_value(KeptResult::error("c1", "export", ErrorKind::Denied, "no"))
+                .unwrap();
+        value["error"]["kind"] = "exploded".into();
+        let kept: KeptResult = serde_json::from_value(value).unwrap();
+        let error = kept.into_observation().unwrap_err();
+        assert!(error.to_string().contains("\"exploded\""), "{error}");
+    }
+}
