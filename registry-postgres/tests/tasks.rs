@@ -438,3 +438,43 @@ async fn an_ended_task_expires_with_its_ttl_and_is_pruned() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_loses_the_database_past_the_lease_cancels_its_own_tools() {
+    let (mut cluster, url) = common::own_cluster("tasks_lost");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let lease = Duration::from_millis(600);
+        let (_a_plane, a) = replica(&url, "a", &spin, TaskLimits::new(), lease).await;
+        let on_a = a.open_run("run-a", &ana());
+        on_a.start_task(start("c1", "spin")).await.unwrap();
+        wait_until(LIMIT, "the tool starts", || {
+            spin.started.load(Ordering::SeqCst)
+        })
+        .await;
+        // Within the lease the tool goes on, database or not.
+        let lost = Instant::now();
+        tokio::task::block_in_place(|| cluster.stop()).expect("the cluster stops");
+        tokio::time::sleep(lease / 3).await;
+        assert!(
+            spin.cancelled_at().is_none(),
+            "cancelled before the lease ran out"
+        );
+        // Past the lease, the other replicas will have failed the task: its tool is stopped.
+        wait_until(
+            lease * 4,
+            "the tool is cancelled once the lease ran out",
+            || spin.cancelled_at().is_some(),
+        )
+        .await;
+        let after = spin.cancelled_at().unwrap().saturating_duration_since(lost);
+        eprintln!(
+            "the tool was cancelled {after:?} after the database went away (lease {lease:?})"
+        );
+        // Not before a lease after the last renewal, which was at most one heartbeat (50 ms)
+        // before the database went away.
+        assert!(after >= lease - Duration::from_millis(50), "{after:?}");
+        tokio::task::block_in_place(|| cluster.start_again()).expect("the cluster starts again");
+    })
+    .await;
+}
