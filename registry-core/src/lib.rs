@@ -155,6 +155,7 @@ pub mod task {
     //! cancellation is audited ([`TaskEvent`](crate::audit::TaskEvent)). Over MCP,
     //! `registry-mcp` serves the same tasks through the tasks extension.
 
+    pub use crate::execute::task::kept::{KeptResult, KeptResultError};
     pub use crate::execute::task::record::{Task, TaskError, TaskLimits, TaskStatus};
     pub use crate::execute::task::store::{
         Finish, Insertion, MemoryTaskStore, TaskEnd, TaskStore, TaskUpdate,

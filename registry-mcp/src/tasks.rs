@@ -11,7 +11,9 @@
 //!   policy's approval too: `isError`, with the approval's text).
 //! - `tasks/get`: the task's `DetailedTask`. A tool that returned an error is
 //!   `completed` with `result.isError: true`; `failed` (with a JSON-RPC `error`) is kept for
-//!   a tool that panicked, as the SEP reserves it for protocol-level errors.
+//!   a tool that panicked and for a task the server could not see to its end (the replica
+//!   that ran it died: the error's message says which, and since when), as the SEP reserves
+//!   it for protocol-level errors.
 //! - `tasks/cancel`: cancels the task (its tool's `ctx.cancelled()` resolves) and answers
 //!   the empty acknowledgement, also for a task that has ended (idempotent).
 //! - An unknown task id, one that expired, or another principal's is -32602, the same for
@@ -115,10 +117,15 @@ pub(crate) async fn cancel(client: &Client, params: CancelTaskParams) -> Result<
     }
 }
 
-/// The payload of an ended task: its `CallToolResult`, or, for a tool that panicked, a
-/// JSON-RPC error (internal error, the run's text: never the panic's message).
+/// The payload of an ended task: its `CallToolResult`, or a JSON-RPC error (internal error,
+/// the run's text) for a tool that panicked (never the panic's message) and for a task the
+/// server could not see to its end (`Unavailable`: no thread for it, or the replica that ran
+/// it stopped renewing its lease, the reason in the text).
 fn ended(observation: &Observation) -> Result<TaskPayload, ErrorData> {
-    if observation.error_kind() == Some(ErrorKind::Panicked) {
+    if matches!(
+        observation.error_kind(),
+        Some(ErrorKind::Panicked | ErrorKind::Unavailable)
+    ) {
         let error = ErrorData::internal_error(
             observation
                 .error_text()

@@ -15,6 +15,9 @@
 //!   another, and it leaves `pending` exactly once (one conditional `UPDATE`);
 //! - **quotas** ([`PgQuotaStore`]): one token bucket per subject and tool for all replicas,
 //!   taken in one round trip;
+//! - **tasks** ([`PgTaskStore`]): a task started on one replica is read, cancelled and
+//!   collected on any other, bounded across all of them, leased by the replica that runs it
+//!   (a replica that dies leaves its tasks failed, with the reason, once the lease ran out);
 //! - **audit** ([`PgAuditSink`]): every event in the `audit_events` table, written in batches
 //!   by a writer of its own, with bounded memory and an explicit choice when the database is
 //!   slow ([`WhenFull`]).
@@ -33,6 +36,7 @@
 //!     .declared()
 //!     .approval_store(plane.approval_store())
 //!     .quota_store(plane.quota_store())
+//!     .task_store(plane.task_store())
 //!     .audit_sink(audit)
 //!     .build()?;
 //! // Apply every change recorded so far, then keep following.
@@ -78,6 +82,7 @@ mod plane;
 mod prune;
 mod quotas;
 mod records;
+mod tasks;
 mod text;
 #[cfg(feature = "throwaway")]
 pub mod throwaway;
@@ -94,6 +99,7 @@ pub use records::{
     ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind,
     VerdictOutcome,
 };
+pub use tasks::PgTaskStore;
 
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]

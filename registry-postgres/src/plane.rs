@@ -30,6 +30,10 @@ pub(crate) struct Inner {
     /// TLS as the URL's `sslmode` asks (plaintext when it asks for none).
     pub(crate) connector: Connector,
     pub(crate) settings: Settings,
+    /// The Tokio runtime the plane was connected on: the task store's lease keeper runs
+    /// there, and so does each of its queries (a task's thread calls it from outside any
+    /// runtime).
+    pub(crate) handle: tokio::runtime::Handle,
 }
 
 /// The stream of a connection: TLS, or plaintext when the URL asks for none.
@@ -41,6 +45,8 @@ pub(crate) struct Settings {
     pub(crate) replica: String,
     pub(crate) heartbeat: Duration,
     pub(crate) lease: Duration,
+    /// How long a running task's lease lasts without renewal.
+    pub(crate) task_lease: Duration,
     pub(crate) timeout: Duration,
     /// How old a record may grow before the plane's retention task deletes it.
     pub(crate) retention: Option<Duration>,
@@ -122,6 +128,7 @@ impl ControlPlane {
                 replica: default_replica_name(),
                 heartbeat: Duration::from_millis(250),
                 lease: Duration::from_secs(2),
+                task_lease: Duration::from_secs(10),
                 timeout: Duration::from_secs(2),
                 retention: None,
                 prune_every: Duration::from_secs(3_600),
@@ -225,6 +232,15 @@ impl ControlPlaneBuilder {
         self
     }
 
+    /// How long a running task's lease lasts (default 10 s): the replica that runs it renews
+    /// it every [heartbeat](Self::heartbeat) (or a third of the lease, if shorter); once it
+    /// has run out (the replica died, or lost the database), any replica marks the task
+    /// failed. See [`PgTaskStore`](crate::PgTaskStore). At least 30 ms.
+    pub fn task_lease(mut self, lease: Duration) -> Self {
+        self.settings.task_lease = lease.max(Duration::from_millis(30));
+        self
+    }
+
     /// How long one operation (a quota, an approval, a connection) may take before it fails
     /// and the call it serves is refused (default 2 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
@@ -257,6 +273,12 @@ impl ControlPlaneBuilder {
         if self.settings.heartbeat > half_lease {
             self.settings.heartbeat = half_lease;
         }
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            Error::Pool(
+                "the control plane must be connected inside a Tokio runtime (#[tokio::main])"
+                    .to_owned(),
+            )
+        })?;
         let (mut config, connector) = crate::tls::configure(&self.url)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(self.settings.timeout);
@@ -285,6 +307,7 @@ impl ControlPlaneBuilder {
                 config,
                 connector,
                 settings: self.settings,
+                handle,
             }),
         };
         let (mut client, connection) = plane.dedicated().await?;

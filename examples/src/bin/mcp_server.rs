@@ -80,9 +80,11 @@ both:
   --rate-limit SPEC a rate limit for every tool, per subject, e.g. 5/min
 
 Sharing one control plane with other replicas (PostgreSQL):
-  --postgres URL    keep revocations, approvals, quotas and audit in this database
-                    (postgres://USER@HOST:PORT/DB; the schema is applied if missing);
-                    without it, everything stays in this process's memory
+  --postgres URL    keep revocations, approvals, quotas, tasks and audit in this
+                    database (postgres://USER@HOST:PORT/DB; the schema is applied if
+                    missing); without it, everything stays in this process's memory
+  --task-lease-ms N how long a running task's lease lasts (default 10000): once a
+                    replica that runs a task stops renewing it, another marks it failed
   --replica NAME    this replica's name in the records (default host-pid)
   --audit-when-full block|drop   when the database is slow: calls wait (default)
                     or audit events are dropped and counted
@@ -117,6 +119,10 @@ struct Args {
     log_format: LogFormat,
     /// Test support, not in the usage text: when FILE exists, revoke tool NAME.
     revoke_on: Option<(PathBuf, String)>,
+    /// Test support, not in the usage text: the task tool `spin_task`, noting in DIR when it
+    /// starts and when it sees its cancellation.
+    task_tool: Option<PathBuf>,
+    task_lease: Option<Duration>,
     postgres: Option<String>,
     replica: Option<String>,
     rate_limit: Option<String>,
@@ -148,6 +154,8 @@ impl Args {
             log: env("RUST_LOG").unwrap_or_else(|| "info,rmcp=warn".to_owned()),
             log_format: LogFormat::Text,
             revoke_on: None,
+            task_tool: None,
+            task_lease: None,
             postgres: None,
             replica: None,
             rate_limit: None,
@@ -249,6 +257,11 @@ impl Args {
                         }
                     }
                 }
+                "--task-lease-ms" => {
+                    let ms = number(&value("--task-lease-ms")?)?;
+                    parsed.task_lease = Some(Duration::from_millis(ms));
+                }
+                "--test-task-tool" => parsed.task_tool = Some(value("--test-task-tool")?.into()),
                 "--admin-revoke-on" => {
                     let file = value("--admin-revoke-on")?;
                     let name = value("--admin-revoke-on")?;
@@ -355,6 +368,24 @@ async fn main() -> ExitCode {
     }
 }
 
+/// `--test-task-tool DIR`: a task tool that writes `DIR/started` when it starts, runs until
+/// cancelled, then writes `DIR/cancelled`.
+fn spin_task(dir: PathBuf) -> registry_core::DynamicTool {
+    registry_core::DynamicTool::new("spin_task", "Run until cancelled.")
+        .public()
+        .task()
+        .handler(move |ctx: &registry_core::ToolContext, _| {
+            std::fs::write(dir.join("started"), b"")
+                .map_err(|error| format!("cannot note the start: {error}"))?;
+            while !ctx.is_cancelled() {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            std::fs::write(dir.join("cancelled"), b"")
+                .map_err(|error| format!("cannot note the cancellation: {error}"))?;
+            Ok::<_, String>(serde_json::json!("stopped"))
+        })
+}
+
 /// What `--postgres` adds: the change feed the registry follows, and the audit writer.
 struct Replica {
     feed: ChangeFeed,
@@ -378,6 +409,9 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
     if let Some(limit) = &args.rate_limit {
         builder = builder.rate_limit(limit.as_str());
     }
+    if let Some(dir) = &args.task_tool {
+        builder = builder.tool(spin_task(dir.clone()));
+    }
     let Some(url) = &args.postgres else {
         return Ok((builder.build()?, None));
     };
@@ -385,11 +419,15 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
     if let Some(name) = &args.replica {
         plane = plane.replica(name.as_str());
     }
+    if let Some(lease) = args.task_lease {
+        plane = plane.task_lease(lease);
+    }
     let plane = plane.connect().await?;
     let (sink, audit) = plane.audit_sink(AuditConfig::default().when_full(args.audit_when_full));
     let registry = builder
         .approval_store(plane.approval_store())
         .quota_store(plane.quota_store())
+        .task_store(plane.task_store())
         .audit_sink(sink)
         .build()?;
     let feed = plane.follow(&registry).await?;

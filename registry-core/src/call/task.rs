@@ -211,6 +211,7 @@ impl Run {
             let _ = tasks.store.finish(&task.id, end_now(&task, &decided)).await;
             return Err(self.finish(decided, started));
         }
+        tasks.store.running(&task.id, live.cancellation.clone());
         let host = TaskHost {
             id: task.id.clone(),
             store: tasks.store.clone(),
@@ -257,6 +258,7 @@ impl Run {
             });
         if let Err(error) = spawned {
             tasks.live.remove(&task.id);
+            tasks.store.stopped(&task.id);
             let text = format!(
                 "the task of \"{name}\" could not start because the server is busy; nothing was done. Try again later"
             );
@@ -519,6 +521,7 @@ impl Job {
             ),
         }
         registry.tasks().live.remove(&task.id);
+        store.stopped(&task.id);
         live.done.cancel();
     }
 }

@@ -71,6 +71,26 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
         }
     }
+
+    /// The kind [`as_str`](Self::as_str) writes as `word`.
+    pub(crate) fn from_word(word: &str) -> Option<ErrorKind> {
+        [
+            ErrorKind::UnknownTool,
+            ErrorKind::NotAllowed,
+            ErrorKind::Revoked,
+            ErrorKind::InvalidArguments,
+            ErrorKind::ExecutionFailed,
+            ErrorKind::Panicked,
+            ErrorKind::TimedOut,
+            ErrorKind::Denied,
+            ErrorKind::ApprovalRequired,
+            ErrorKind::RateLimited,
+            ErrorKind::Unavailable,
+            ErrorKind::Cancelled,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == word)
+    }
 }
 
 /// Serialized as [`ErrorKind::as_str`] gives it: the names are spelled in one place.
@@ -99,24 +119,24 @@ impl fmt::Display for ErrorKind {
 #[derive(Debug, Clone, PartialEq)]
 #[must_use = "an observation is the model's answer to its call: render it for the model (`Profile::render`) or check it"]
 pub struct Observation {
-    call_id: String,
-    tool_name: String,
-    content: Value,
+    pub(crate) call_id: String,
+    pub(crate) tool_name: String,
+    pub(crate) content: Value,
     /// The blocks of a result made of content; empty otherwise.
-    blocks: Vec<Content>,
+    pub(crate) blocks: Vec<Content>,
     /// Whether `content` is the tool's value, rather than a view of its blocks.
-    has_value: bool,
-    error: Option<ErrorDetail>,
-    generated_id: bool,
-    structured: bool,
+    pub(crate) has_value: bool,
+    pub(crate) error: Option<ErrorDetail>,
+    pub(crate) generated_id: bool,
+    pub(crate) structured: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-struct ErrorDetail {
-    kind: ErrorKind,
-    problems: Vec<ArgumentProblem>,
-    approval: Option<Box<ApprovalRequest>>,
-    retry_after: Option<Duration>,
+pub(crate) struct ErrorDetail {
+    pub(crate) kind: ErrorKind,
+    pub(crate) problems: Vec<ArgumentProblem>,
+    pub(crate) approval: Option<Box<ApprovalRequest>>,
+    pub(crate) retry_after: Option<Duration>,
 }
 
 impl Observation {

@@ -8,6 +8,7 @@
 //! (`call/task.rs`).
 
 pub(crate) mod host;
+pub(crate) mod kept;
 pub(crate) mod record;
 pub(crate) mod store;
 

@@ -6,6 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
 use crate::declare::declaration::BoxFuture;
+use crate::execute::cancel::Cancellation;
 use crate::execute::host::Progress;
 use crate::execute::observation::Observation;
 use crate::execute::task::record::{Task, TaskLimits, TaskStatus};
@@ -122,6 +123,23 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// The result of ended task `id`: `None` while it runs, or once it expired.
     fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>>;
+
+    /// Task `id`, kept by [`insert`](Self::insert), now runs in this process, and its tool
+    /// sees `cancellation`. A store shared by replicas trips `cancellation` when the task is
+    /// ended elsewhere (cancelled on another replica), and renews the task's lease for as
+    /// long as it runs here, so that a replica that dies leaves it failed rather than
+    /// running forever. Called once per task, before its tool starts. The default does
+    /// nothing (one process: [`Run::cancel_task`](crate::Run::cancel_task) trips it
+    /// itself).
+    fn running(&self, id: &str, cancellation: Cancellation) {
+        let _ = (id, cancellation);
+    }
+
+    /// Task `id` no longer runs in this process: its tool returned (and its end went to
+    /// [`finish`](Self::finish)), or it could not start. The default does nothing.
+    fn stopped(&self, id: &str) {
+        let _ = id;
+    }
 }
 
 /// The default [`TaskStore`]: in this process's memory, lost when it exits.
@@ -342,5 +360,13 @@ impl<S: TaskStore + ?Sized> TaskStore for std::sync::Arc<S> {
 
     fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
         (**self).result(id)
+    }
+
+    fn running(&self, id: &str, cancellation: Cancellation) {
+        (**self).running(id, cancellation);
+    }
+
+    fn stopped(&self, id: &str) {
+        (**self).stopped(id);
     }
 }

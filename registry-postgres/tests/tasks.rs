@@ -1,0 +1,480 @@
+//! `PgTaskStore` through the real core: tasks started on one replica and read, cancelled and
+//! collected on another; bounds across replicas; ownership; every character kept; leases
+//! that run out when a replica dies; results that expire.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{bounded, cluster, sql, wait_until, wait_until_async};
+use registry_core::content::Content;
+use registry_core::task::{TaskError, TaskLimits, TaskStatus};
+use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall, ToolContext};
+use registry_postgres::ControlPlane;
+use serde_json::{Value, json};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A tool's hostile text: NUL, a newline, a carriage return, bidi overrides.
+const HOSTILE: &str = "line\u{0}one\nline two\r\u{202e}evil\u{202c}\u{2066}x\u{2069}";
+
+/// What the spinning tool of one replica saw.
+#[derive(Clone, Default)]
+struct Spin {
+    /// Tripped by the test to end every spinning tool.
+    stop: Arc<AtomicBool>,
+    /// When a spinning tool saw its cancellation.
+    cancelled_at: Arc<Mutex<Option<Instant>>>,
+    started: Arc<AtomicBool>,
+}
+
+impl Spin {
+    fn cancelled_at(&self) -> Option<Instant> {
+        *self.cancelled_at.lock().unwrap()
+    }
+}
+
+/// `spin`: runs until cancelled (or the test says stop), noting when it saw the
+/// cancellation. `quick`: returns text and bytes at once. `hostile`: reports progress with
+/// hostile text, then fails with it.
+fn tools(spin: &Spin) -> Vec<DynamicTool> {
+    let seen = spin.clone();
+    let spinning = DynamicTool::new("spin", "Spin until cancelled.")
+        .public()
+        .task()
+        .handler(move |ctx: &ToolContext, _: Value| {
+            seen.started.store(true, Ordering::SeqCst);
+            while !seen.stop.load(Ordering::SeqCst) {
+                if ctx.is_cancelled() {
+                    seen.cancelled_at
+                        .lock()
+                        .unwrap()
+                        .get_or_insert(Instant::now());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Ok::<_, String>(json!("stopped"))
+        });
+    let quick = DynamicTool::new("quick", "Answer at once.")
+        .public()
+        .task()
+        .content_handler(|_: &ToolContext, _: Value| {
+            Ok::<_, String>(vec![
+                Content::text(HOSTILE),
+                Content::image(vec![0u8, 1, 2, 255, b'\n'], "image/png"),
+            ])
+        });
+    let hostile = DynamicTool::new("hostile", "Report and fail with hostile text.")
+        .public()
+        .task()
+        .handler(|ctx: &ToolContext, _: Value| {
+            ctx.progress(1.0, Some(2.0), HOSTILE);
+            Err::<Value, _>(HOSTILE.to_owned())
+        });
+    vec![spinning, quick, hostile]
+}
+
+/// A replica: its own plane (task lease `lease`) and registry on the shared database.
+async fn replica(
+    url: &str,
+    name: &str,
+    spin: &Spin,
+    limits: TaskLimits,
+    lease: Duration,
+) -> (ControlPlane, Registry) {
+    let plane = ControlPlane::builder(url)
+        .replica(name)
+        .heartbeat(Duration::from_millis(50))
+        .task_lease(lease)
+        .timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .expect("the plane connects");
+    let mut builder = Registry::builder()
+        .task_store(plane.task_store())
+        .task_limits(limits);
+    for tool in tools(spin) {
+        builder = builder.tool(tool);
+    }
+    (plane, builder.build().unwrap())
+}
+
+fn ana() -> Subject {
+    Subject::new("acme").with_principal("ana")
+}
+
+fn start(id: &str, tool: &str) -> ToolCall {
+    ToolCall::new(id, tool, json!({}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_started_on_one_replica_is_read_cancelled_and_collected_on_another() {
+    let (_cluster, url) = cluster("tasks_across");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let limits = TaskLimits::new();
+        let (_a_plane, a) = replica(&url, "a", &spin, limits, Duration::from_secs(10)).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, limits, Duration::from_secs(10)).await;
+        let on_a = a.open_run("run-a", &ana());
+        let on_b = b.open_run("run-b", &ana());
+
+        let task = on_a.start_task(start("c1", "spin")).await.unwrap();
+        wait_until(LIMIT, "the tool starts on a", || {
+            spin.started.load(Ordering::SeqCst)
+        })
+        .await;
+        let read = on_b.task(task.id()).await.unwrap();
+        assert_eq!(read.status(), TaskStatus::Working);
+        assert_eq!(read.tool_name(), "spin");
+        assert_eq!(read.tool_version(), task.tool_version());
+        assert_eq!(read.principal(), Some("ana"));
+        assert!(matches!(
+            on_b.task_result(task.id()).await,
+            Err(TaskError::NotFinished { .. })
+        ));
+
+        let cancelled = on_b.cancel_task(task.id()).await.unwrap();
+        let asked = Instant::now();
+        assert_eq!(cancelled.status(), TaskStatus::Cancelled);
+        wait_until(
+            Duration::from_secs(1),
+            "the cancel reaches the tool on a",
+            || spin.cancelled_at().is_some(),
+        )
+        .await;
+        let latency = spin
+            .cancelled_at()
+            .unwrap()
+            .saturating_duration_since(asked);
+        eprintln!("a cancel on b reached the tool on a in {latency:?}");
+        assert!(latency < Duration::from_secs(1), "{latency:?}");
+
+        // Both replicas answer the same: cancelled, and the result says so.
+        for run in [&on_a, &on_b] {
+            let answer = run.wait_task(task.id()).await.unwrap();
+            assert_eq!(
+                answer.error_kind(),
+                Some(ErrorKind::Cancelled),
+                "{answer:?}"
+            );
+            assert_eq!(answer.call_id(), "c1");
+            assert_eq!(
+                run.task(task.id()).await.unwrap().status(),
+                TaskStatus::Cancelled
+            );
+        }
+        assert!(matches!(
+            on_a.cancel_task(task.id()).await,
+            Err(TaskError::AlreadyFinished {
+                status: TaskStatus::Cancelled,
+                ..
+            })
+        ));
+
+        // A result of text and bytes, made on a, collected whole on b.
+        let quick = on_a.start_task(start("c2", "quick")).await.unwrap();
+        let here = on_a.wait_task(quick.id()).await.unwrap();
+        let there = on_b.wait_task(quick.id()).await.unwrap();
+        assert_eq!(there, here);
+        assert_eq!(
+            there.blocks(),
+            [
+                Content::text(HOSTILE),
+                Content::image(vec![0u8, 1, 2, 255, b'\n'], "image/png")
+            ]
+        );
+        assert_eq!(
+            on_b.task(quick.id()).await.unwrap().status(),
+            TaskStatus::Completed
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bounds_hold_across_replicas_started_at_once() {
+    let (_cluster, url) = cluster("tasks_bounds");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let limits = TaskLimits::new().with_per_principal(2).with_total(3);
+        let lease = Duration::from_secs(10);
+        let (_a_plane, a) = replica(&url, "a", &spin, limits, lease).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, limits, lease).await;
+
+        // Eight starts of ana's at once, half on each replica: exactly two run.
+        let mut starts = Vec::new();
+        for n in 0..8 {
+            let registry = if n % 2 == 0 { a.clone() } else { b.clone() };
+            starts.push(tokio::spawn(async move {
+                let run = registry.open_run(format!("run-{n}"), &ana());
+                run.start_task(start(&format!("c{n}"), "spin")).await
+            }));
+        }
+        let mut started = 0;
+        for start in starts {
+            match start.await.unwrap() {
+                Ok(_) => started += 1,
+                Err(refused) => {
+                    assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
+                    assert!(
+                        refused
+                            .error_text()
+                            .unwrap()
+                            .contains("you run 2 tasks already"),
+                        "{refused:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(started, 2, "the per-principal bound holds across replicas");
+
+        // Another principal takes the last place in all; then the store is full for anyone.
+        let bo = Subject::new("acme").with_principal("bo");
+        b.open_run("run-bo", &bo)
+            .start_task(start("bo1", "spin"))
+            .await
+            .unwrap();
+        let full = a
+            .open_run("run-bo-2", &bo)
+            .start_task(start("bo2", "spin"))
+            .await
+            .unwrap_err();
+        assert_eq!(full.error_kind(), Some(ErrorKind::RateLimited));
+        assert!(
+            full.error_text()
+                .unwrap()
+                .contains("keeps as many tasks as it may (3)"),
+            "{full:?}"
+        );
+        spin.stop.store(true, Ordering::SeqCst);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_its_principals_and_every_character_reads_back() {
+    let (_cluster, url) = cluster("tasks_owners");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let limits = TaskLimits::new().with_per_principal(1);
+        let lease = Duration::from_secs(10);
+        let (_a_plane, a) = replica(&url, "a", &spin, limits, lease).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, limits, lease).await;
+
+        // Two principals the crate's text escaping would write alike stay two owners.
+        let nul = Subject::new("acme").with_principal("ana\u{0}");
+        let look_alike = Subject::new("acme").with_principal("ana\\u{0}");
+        let mine = a
+            .open_run("run-1", &nul)
+            .start_task(start("c1", "hostile"))
+            .await
+            .unwrap();
+        let theirs = a
+            .open_run("run-2", &look_alike)
+            .start_task(start("c2", "hostile"))
+            .await
+            .unwrap();
+        let nul_on_b = b.open_run("run-3", &nul);
+        let look_alike_on_b = b.open_run("run-4", &look_alike);
+        let ended = nul_on_b.wait_task(mine.id()).await.unwrap();
+        let _ = look_alike_on_b.wait_task(theirs.id()).await.unwrap();
+
+        for (run, foreign) in [
+            (&nul_on_b, theirs.id()),
+            (&look_alike_on_b, mine.id()),
+            (&b.open_run("run-5", &ana()), mine.id()),
+        ] {
+            for refused in [
+                run.task(foreign).await.unwrap_err(),
+                run.cancel_task(foreign).await.unwrap_err(),
+                run.task_result(foreign).await.unwrap_err(),
+            ] {
+                assert!(
+                    matches!(refused, TaskError::UnknownId { .. }),
+                    "{refused:?}"
+                );
+            }
+        }
+        // An id no task can have (a NUL) is unknown, not a store failure.
+        assert!(matches!(
+            nul_on_b.task("task_\u{0}").await,
+            Err(TaskError::UnknownId { .. })
+        ));
+
+        let task = nul_on_b.task(mine.id()).await.unwrap();
+        assert_eq!(task.principal(), Some("ana\u{0}"));
+        assert_eq!(task.status(), TaskStatus::Failed);
+        let progress = task.progress().expect("the progress is kept");
+        assert_eq!(progress.message.as_deref(), Some(HOSTILE));
+        assert_eq!((progress.done, progress.total), (1.0, Some(2.0)));
+        assert!(task.message().unwrap().contains(HOSTILE), "{task:?}");
+        assert_eq!(ended.error_kind(), Some(ErrorKind::ExecutionFailed));
+        assert!(ended.error_text().unwrap().contains(HOSTILE), "{ended:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_replicas_task_is_failed_with_the_reason_within_the_lease() {
+    let (_cluster, url) = cluster("tasks_lease");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let limits = TaskLimits::new().with_per_principal(1);
+        let lease = Duration::from_millis(600);
+        // Replica a lives on a runtime of its own: shutting it down stops everything of a's
+        // at once (its lease keeper, its connections), as a killed process would.
+        let (task_id, a_runtime) = {
+            let url = url.clone();
+            let spin = spin.clone();
+            tokio::task::spawn_blocking(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                let id = runtime.block_on(async {
+                    let (_plane, a) = replica(&url, "a-dies", &spin, limits, lease).await;
+                    let task = a
+                        .open_run("run-a", &ana())
+                        .start_task(start("c1", "spin"))
+                        .await
+                        .unwrap();
+                    task.id().to_owned()
+                });
+                (id, runtime)
+            })
+            .await
+            .unwrap()
+        };
+        let (_b_plane, b) = replica(&url, "b", &spin, limits, lease).await;
+        let on_b = b.open_run("run-b", &ana());
+        // Alive, a renews the lease: the task runs well past one lease.
+        tokio::time::sleep(lease * 2).await;
+        assert_eq!(on_b.task(&task_id).await.unwrap().status(), TaskStatus::Working);
+        assert!(
+            on_b.start_task(start("c2", "spin")).await.is_err(),
+            "ana's one place is taken while a lives"
+        );
+
+        tokio::task::spawn_blocking(move || a_runtime.shutdown_timeout(Duration::from_secs(5)))
+            .await
+            .unwrap();
+        let died = Instant::now();
+        let took = wait_until_async(lease * 3, "b sees a's task failed", || async {
+            on_b.task(&task_id).await.unwrap().status() == TaskStatus::Failed
+        })
+        .await;
+        eprintln!(
+            "a dead replica's task was failed {took:?} after it died (lease {lease:?}), {:?} in all",
+            died.elapsed()
+        );
+        let failed = on_b.task(&task_id).await.unwrap();
+        let reason = failed.message().unwrap();
+        assert!(
+            reason.contains("a-dies") && reason.contains("lease"),
+            "{reason}"
+        );
+        let answer = on_b.task_result(&task_id).await.unwrap();
+        assert_eq!(answer.error_kind(), Some(ErrorKind::Unavailable));
+        assert_eq!(answer.error_text(), Some(reason));
+        assert_eq!(answer.call_id(), "c1");
+        // The failed task no longer holds ana's place.
+        let again = on_b.start_task(start("c3", "spin")).await.unwrap();
+        assert_eq!(again.status(), TaskStatus::Working);
+        spin.stop.store(true, Ordering::SeqCst);
+        let _ = on_b.wait_task(again.id()).await.unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_task_expires_with_its_ttl_and_is_pruned() {
+    let (_cluster, url) = cluster("tasks_ttl");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let ttl = Duration::from_millis(300);
+        let limits = TaskLimits::new().with_ttl(ttl);
+        let lease = Duration::from_secs(10);
+        let (_a_plane, a) = replica(&url, "a", &spin, limits, lease).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, limits, lease).await;
+        let on_a = a.open_run("run-a", &ana());
+        let on_b = b.open_run("run-b", &ana());
+
+        let task = on_a.start_task(start("c1", "quick")).await.unwrap();
+        let _ = on_a.wait_task(task.id()).await.unwrap();
+        let ended = on_b.task(task.id()).await.unwrap();
+        let expires = ended.expires_at().expect("an ended task expires");
+        let kept_for = expires.duration_since(ended.updated_at()).unwrap();
+        assert!(
+            kept_for.abs_diff(ttl) < Duration::from_millis(5),
+            "{kept_for:?}"
+        );
+
+        tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+        for refused in [
+            on_b.task(task.id()).await.unwrap_err(),
+            on_b.task_result(task.id()).await.unwrap_err(),
+            on_a.cancel_task(task.id()).await.unwrap_err(),
+        ] {
+            assert!(
+                matches!(refused, TaskError::UnknownId { .. }),
+                "{refused:?}"
+            );
+        }
+        // The next task kept deletes the expired row.
+        let next = on_b.start_task(start("c2", "quick")).await.unwrap();
+        let ids: Vec<String> = sql(&url)
+            .await
+            .query("SELECT id FROM registry_tasks", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert_eq!(ids, [next.id().to_owned()]);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_loses_the_database_past_the_lease_cancels_its_own_tools() {
+    let (mut cluster, url) = common::own_cluster("tasks_lost");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let lease = Duration::from_millis(600);
+        let (_a_plane, a) = replica(&url, "a", &spin, TaskLimits::new(), lease).await;
+        let on_a = a.open_run("run-a", &ana());
+        on_a.start_task(start("c1", "spin")).await.unwrap();
+        wait_until(LIMIT, "the tool starts", || {
+            spin.started.load(Ordering::SeqCst)
+        })
+        .await;
+        // Within the lease the tool goes on, database or not.
+        let lost = Instant::now();
+        tokio::task::block_in_place(|| cluster.stop()).expect("the cluster stops");
+        tokio::time::sleep(lease / 3).await;
+        assert!(
+            spin.cancelled_at().is_none(),
+            "cancelled before the lease ran out"
+        );
+        // Past the lease, the other replicas will have failed the task: its tool is stopped.
+        wait_until(
+            lease * 4,
+            "the tool is cancelled once the lease ran out",
+            || spin.cancelled_at().is_some(),
+        )
+        .await;
+        let after = spin.cancelled_at().unwrap().saturating_duration_since(lost);
+        eprintln!(
+            "the tool was cancelled {after:?} after the database went away (lease {lease:?})"
+        );
+        // Not before a lease after the last renewal, which was at most one heartbeat (50 ms)
+        // before the database went away.
+        assert!(after >= lease - Duration::from_millis(50), "{after:?}");
+        tokio::task::block_in_place(|| cluster.start_again()).expect("the cluster starts again");
+    })
+    .await;
+}
