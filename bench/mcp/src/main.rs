@@ -55,11 +55,11 @@ use std::time::{Duration, Instant};
 use axum::serve::ListenerExt;
 use registry_core::{Registry, Subject, ToolCall, tool};
 use registry_mcp::{EdgeLimits, HttpConfig, HttpServer, Jwks, OAuth, ServerOptions, Tokens};
-use rmcp::model::ProtocolVersion;
-use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use rmcp::model::CallToolRequestParams;
+use rmcp::model::ProtocolVersion;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
@@ -549,7 +549,10 @@ async fn sequential(server: &Server, calls: usize) {
     }
     let sequential_raw = Stats::of(latencies);
     println!("sequential   HTTP, 1 raw client:  {sequential_raw}");
-    let baseline = server.baseline.clone().expect("the registry's server has a plain route");
+    let baseline = server
+        .baseline
+        .clone()
+        .expect("the registry's server has a plain route");
     let mut latencies = Vec::with_capacity(calls);
     for i in 0..calls + 500 {
         let started = Instant::now();
