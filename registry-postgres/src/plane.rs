@@ -173,7 +173,7 @@ impl ControlPlane {
         ),
         Error,
     > {
-        let timeout = self.inner.settings.timeout;
+        let timeout = self.connect_timeout();
         tokio::time::timeout(
             timeout,
             self.inner.config.connect(self.inner.connector.clone()),
@@ -196,6 +196,16 @@ impl ControlPlane {
 
     pub(crate) fn settings(&self) -> &Settings {
         &self.inner.settings
+    }
+
+    /// How long opening one connection may take: the URL's `connect_timeout`, or else the
+    /// plane's [timeout](ControlPlaneBuilder::timeout).
+    fn connect_timeout(&self) -> Duration {
+        self.inner
+            .config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(self.inner.settings.timeout)
     }
 }
 
@@ -242,7 +252,8 @@ impl ControlPlaneBuilder {
     }
 
     /// How long one operation (a quota, an approval, a connection) may take before it fails
-    /// and the call it serves is refused (default 2 s).
+    /// and the call it serves is refused (default 2 s). A `connect_timeout` in the URL
+    /// (seconds, `?connect_timeout=10`) bounds opening a connection instead.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.settings.timeout = timeout;
         self
@@ -283,6 +294,10 @@ impl ControlPlaneBuilder {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(self.settings.timeout);
         }
+        let connect_timeout = config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(self.settings.timeout);
         if config.get_application_name().is_none() {
             config.application_name(format!("registry {}", self.settings.replica));
         }
@@ -297,7 +312,7 @@ impl ControlPlaneBuilder {
             .max_size(self.pool_size)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(self.settings.timeout))
-            .create_timeout(Some(self.settings.timeout))
+            .create_timeout(Some(connect_timeout))
             .recycle_timeout(Some(self.settings.timeout))
             .build()
             .map_err(|error| Error::Pool(error.to_string()))?;

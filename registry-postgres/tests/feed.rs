@@ -582,7 +582,7 @@ async fn a_lease_shorter_than_the_heartbeat_does_not_hold_a_healthy_replica() {
     bounded(LIMIT, async {
         let counter = Counter::default();
         // The default heartbeat is 250 ms.
-        let plane = ControlPlane::builder(&url)
+        let plane = ControlPlane::builder(&common::with_connect_timeout(&url))
             .lease(Duration::from_millis(100))
             .connect()
             .await

@@ -119,3 +119,24 @@ fn migrations() -> i32 {
         .count();
     i32::try_from(count).unwrap()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_urls_connect_timeout_bounds_connecting_instead_of_the_planes_timeout() {
+    let (_cluster, url) = cluster("connect_timeout");
+    bounded(Duration::from_secs(60), async {
+        // No time at all to connect: the plane's timeout bounds connecting.
+        let error = ControlPlane::builder(&url)
+            .timeout(Duration::ZERO)
+            .connect()
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("connecting"), "{error}");
+        // The URL's connect_timeout (10 s) bounds it instead; the rest keeps the plane's.
+        let plane = ControlPlane::builder(&common::with_connect_timeout(&url))
+            .timeout(Duration::ZERO)
+            .connect()
+            .await;
+        assert!(plane.is_ok(), "{:?}", plane.err());
+    })
+    .await;
+}

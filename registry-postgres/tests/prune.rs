@@ -164,7 +164,7 @@ async fn a_plane_with_a_retention_prunes_on_its_own() {
             let mut planes = Vec::new();
             for name in ["a", "b"] {
                 planes.push(
-                    ControlPlane::builder(&url)
+                    ControlPlane::builder(&common::with_connect_timeout(&url))
                         .replica(name)
                         .retention(7 * DAY)
                         .prune_every(Duration::from_millis(50))

@@ -85,7 +85,7 @@ async fn replica(
     limits: TaskLimits,
     lease: Duration,
 ) -> (ControlPlane, Registry) {
-    let plane = ControlPlane::builder(url)
+    let plane = ControlPlane::builder(&common::with_connect_timeout(url))
         .replica(name)
         .heartbeat(Duration::from_millis(50))
         .task_lease(lease)
