@@ -26,7 +26,7 @@
 //!    act on. Every step is [audited](audit). A long-running tool can be started as a
 //!    [`task`] instead ([`Run::start_task`]), through the same gate, and followed by id.
 //!
-//! ```
+//! ```standalone_crate
 //! use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
 //! use serde_json::json;
 //!

@@ -33,7 +33,7 @@ pub trait RunExt: sealed::Sealed {
     /// [`ToolContext::is_cancelled`](crate::ToolContext::is_cancelled) and its result is
     /// discarded), audited as `cancelled`.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::call::{CallOptions, Cancellation};
     /// use registry_core::server::RunExt;
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
@@ -89,7 +89,7 @@ pub trait RunExt: sealed::Sealed {
     /// `host`, instead of the registry's (see [`CallHost`]); a call's own host, given with
     /// [`call_with`](Self::call_with), still comes first. A second call replaces it.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use std::sync::{Arc, Mutex};
     /// use registry_core::host::{CallHost, CallInfo, LogLevel};
     /// use registry_core::server::RunExt;
@@ -142,7 +142,7 @@ pub trait RunExt: sealed::Sealed {
     /// What step-up authorization needs (`registry-mcp` answers such a call HTTP 403
     /// `insufficient_scope`, naming the scopes): for servers, never for the model.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::server::RunExt;
     /// use registry_core::{Registry, Subject, tool};
     ///
@@ -218,7 +218,7 @@ pub trait RegistryExt: sealed::Sealed {
     /// cannot know is allowed must not run (fail closed). Lists are not changed: the tools
     /// come back as they were once it resumes. Approvals are held too.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::server::RegistryExt;
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
     ///

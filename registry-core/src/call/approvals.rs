@@ -61,7 +61,7 @@ impl Run {
     /// decided, edited arguments that are invalid (the request stays pending), arguments on a
     /// denial, or a store that failed.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::approval::{ApprovalError, Verdict};
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
     /// use serde_json::json;
@@ -141,7 +141,7 @@ impl Run {
     /// settled, as for [`decide`](Self::decide). Deciding such a request with
     /// [`decide`](Self::decide) instead runs the tool as an ordinary call.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::approval::Verdict;
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
     /// use serde_json::json;

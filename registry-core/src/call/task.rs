@@ -55,7 +55,7 @@ impl Run {
     /// A task obeys its tool's own `timeout`, not the run's
     /// [call timeout](Self::with_call_timeout), which is for calls a model waits on.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::task::TaskStatus;
     /// use registry_core::{tool, Registry, Subject, ToolCall, ToolContext};
     /// use serde_json::json;
@@ -327,7 +327,7 @@ impl Run {
     /// ([`TaskError::UnknownId`]), one that has ended already
     /// ([`TaskError::AlreadyFinished`]), a store that failed.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::task::{TaskError, TaskStatus};
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall, ToolContext};
     /// use serde_json::json;

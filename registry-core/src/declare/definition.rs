@@ -10,7 +10,7 @@ use serde_json::Value;
 /// This is the canonical, provider-neutral form: a 2020-12 JSON Schema whose root is an
 /// object and whose objects with listed properties are closed (`additionalProperties: false`).
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, Registry};
 ///
 /// /// Add two numbers.

@@ -22,7 +22,7 @@ pub enum Visibility {
 /// compose ([`RegistryBuilder::access_rule`](crate::RegistryBuilder::access_rule) adds one each time):
 /// a tool any of them hides is hidden, and a rule that panics hides it too.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{access::AccessRule, Registry, Subject, Tool, access::Visibility};
 ///
 /// // Agents other than the release bot never see destructive tools.

@@ -47,7 +47,7 @@ use crate::register::registry::Registry;
 /// [`CallPolicy`]: crate::gate::CallPolicy
 /// [`RegistryBuilder::readiness`]: crate::RegistryBuilder::readiness
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
 /// use serde_json::json;
 ///
@@ -204,7 +204,7 @@ impl Run {
     /// order: deny over approval over allow. A second call adds a policy; it never replaces
     /// the first.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, gate::CallRequest, gate::Decision, ErrorKind, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///

@@ -60,7 +60,7 @@ impl Run {
     /// A query is a few words: its first 1,024 bytes and 32 terms are read. A query with no
     /// term that any tool has finds nothing.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, Registry, Subject};
     ///
     /// /// Start a deployment of a project to an environment.

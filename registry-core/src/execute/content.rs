@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 /// consumer gets what it can take and a short text for the rest: see
 /// [`Profile::render`](crate::Profile::render) and `docs/providers.md`.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, content::Content, Profile, Registry, Subject, ToolCall};
 /// use serde_json::json;
 ///
@@ -535,7 +535,7 @@ impl EmbeddedResource {
 /// `structuredContent`; Gemini as `response.output`). With no blocks, the result is exactly
 /// that of a tool returning `T`.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, content::Content, Profile, Registry, Subject, ToolCall, content::ToolOutput};
 /// use schemars::JsonSchema;
 /// use serde::Serialize;

@@ -457,7 +457,7 @@ impl ToolContext {
     /// [`Declined`]: Elicitation::Declined
     /// [`Cancelled`]: Elicitation::Cancelled
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, host::Elicitation, ToolContext, call::ToolError};
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;

@@ -261,7 +261,7 @@ impl Observation {
     /// "resource": {"uri", "mimeType", "text" | "size"}}`. The blocks themselves, bytes
     /// included, are [`blocks`](Self::blocks).
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, content::Content, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///

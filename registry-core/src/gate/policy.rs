@@ -76,7 +76,7 @@ pub enum Decision {
 /// the stricter decision wins (deny over approval over allow). A policy that panics denies
 /// the call.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, gate::CallRequest, gate::Decision, ErrorKind, Registry, Subject, ToolCall};
 /// use serde_json::json;
 ///

@@ -20,7 +20,7 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Given to [`RegistryBuilder::readiness`](crate::RegistryBuilder::readiness). The `Marker`
 /// type only tells sync and async checks apart; it is inferred.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, ErrorKind, access::HiddenReason, Registry, Subject};
 ///
 /// /// Send a message to the team's chat.

@@ -141,7 +141,7 @@ impl DeferredOptions {
 ///
 /// A session is `Send + Sync`: searches may come from several tasks; each is answered whole.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, deferred::DeferredOptions, Profile, Registry, deferred::SessionCall, Subject};
 /// use serde_json::json;
 ///

@@ -72,7 +72,7 @@ impl Tool {
     /// [`DIGEST_META_KEY`](crate::lockfile::DIGEST_META_KEY). An error when `profile` cannot express
     /// the tool (as `Run::export` would report).
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, Profile, Registry};
     ///
     /// /// Read the current build status of a project.

@@ -45,7 +45,7 @@ impl Profile {
     /// rendering, and must answer a hidden one (`NotAllowed`) exactly the same way: the
     /// `registry-mcp` server does both.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, Profile, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///

@@ -37,7 +37,7 @@ use crate::resolve::guard::ArgumentLimits;
 /// Nothing is checked until [`build`](Self::build), which reports every problem at once and
 /// registers nothing unless there is none.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, DynamicTool, Registry};
 ///
 /// /// Search the documentation.
@@ -164,7 +164,7 @@ impl RegistryBuilder {
     /// registry with no tools is an error ([`BuildProblem::NoTools`]), since it is most often a
     /// mistake: [`declared`](Self::declared) forgotten, or the crate of tools not linked.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{BuildProblem, Registry, RegistryError};
     ///
     /// let error = Registry::builder().build().unwrap_err();
@@ -236,7 +236,7 @@ impl RegistryBuilder {
     /// (hidden wins over shown, whatever the order). A second call adds a rule; it never
     /// replaces the first. A rule that panics hides the tool.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, Registry, Subject, Tool, access::Visibility};
     ///
     /// /// Read the build status.
@@ -280,7 +280,7 @@ impl RegistryBuilder {
     /// client, which passes on to this one what the client cannot do. Without one, progress
     /// and logs are `tracing` events and questions and sampling are "not supported".
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{
     ///     tool, definition::BoxFuture, host::CallHost, host::CallInfo, host::ElicitError, host::ElicitRequest, host::Elicitation,
     ///     Registry, Subject, ToolCall, ToolContext,
@@ -352,7 +352,7 @@ impl RegistryBuilder {
     /// stricter decision wins, whatever the order: deny over approval over allow. A second
     /// call adds a policy; it never replaces the first. A policy that panics denies.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, gate::CallRequest, gate::Decision, ErrorKind, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///
@@ -452,7 +452,7 @@ impl RegistryBuilder {
     /// asking at the same moment are counted before any of them is stored, so the bound may
     /// be passed by as many calls as the principal has in flight at once.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
     /// use serde_json::json;
     ///
@@ -524,7 +524,7 @@ impl RegistryBuilder {
     /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) (the server is busy, nothing
     /// ran). No more threads are ever started. Idle threads end after 30 s. `0` counts as 1.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::Registry;
     ///
     /// let registry = Registry::builder()
@@ -566,7 +566,7 @@ impl RegistryBuilder {
     /// ([`CallOptions::with_sample_timeout`](crate::call::CallOptions::with_sample_timeout)) comes
     /// first; `registry-mcp` sets its `sampling_timeout` so.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use std::time::Duration;
     /// use registry_core::{
     ///     tool, definition::BoxFuture, host::CallHost, host::CallInfo, Registry, host::SampleError, host::SampleReply,

@@ -45,7 +45,7 @@ use crate::resolve::guard::ArgumentLimits;
 /// lists of new runs until it is ready again. It is cheap to clone (clones share everything)
 /// and `Send + Sync`.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::{tool, Registry};
 ///
 /// /// Read the current build status of a project.
@@ -192,7 +192,7 @@ impl Registry {
     /// The current version of the tool named `name`, matched exactly; `None` when the
     /// registry has no tool of that name.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, Registry};
     ///
     /// /// Read the build status.
@@ -304,7 +304,7 @@ impl Registry {
     /// changes; that, and a name the registry does not have, is audited as a
     /// [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, change::ChangeKind, ErrorKind, Registry, Subject, ToolCall};
     ///
     /// /// Read the current build status of a project.
@@ -506,7 +506,7 @@ impl Registry {
     /// Panics, listing every incompatibility, unless every tool can be exported to every
     /// profile of `profiles`: the one line to put in an application's test suite.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, Profile, Registry};
     ///
     /// /// Read the build status.
@@ -586,7 +586,7 @@ impl Registry {
     /// Not in the lock: where a tool was declared, its timeout, readiness checks, call
     /// policies (code, not data), revocations made at run time.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, Registry};
     ///
     /// /// Start a deployment of a project.
@@ -616,7 +616,7 @@ impl Registry {
     /// Panics with what changed, tool by tool, unless the lock file at `path` holds exactly
     /// [`lock()`](Self::lock); the test that pins a registry's tool definitions:
     ///
-    /// ```no_run
+    /// ```no_run,standalone_crate
     /// # use registry_core::Registry;
     /// #[test]
     /// fn tool_definitions_are_pinned() {
@@ -637,7 +637,7 @@ impl Registry {
     /// Line ends do not matter (a file checked out with CRLF matches). In CI, run the tests
     /// without the variable: a definition that changed without its lock file fails the build.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::{tool, Registry};
     ///
     /// /// Read the current build status of a project.

@@ -19,7 +19,7 @@ use crate::resolve::tool_error::ArgumentProblem;
 /// their bytes (base64), its error's kind, problems, approval and retry delay, and its
 /// flags. What a database-backed [`TaskStore`](crate::task::TaskStore) keeps.
 ///
-/// ```
+/// ```standalone_crate
 /// use registry_core::task::KeptResult;
 /// use registry_core::{tool, content::Content, Registry, Subject, ToolCall};
 /// use serde_json::json;
