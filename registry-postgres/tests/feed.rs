@@ -316,7 +316,7 @@ async fn a_replica_that_loses_the_database_holds_its_calls_until_it_caught_up() 
             .revoke("echo", "while A was away", "b")
             .await
             .unwrap();
-        wait_until(Duration::from_secs(5), "A's feed reconnects", || {
+        wait_until(Duration::from_secs(10), "A's feed reconnects", || {
             registry_a.suspended().is_none()
         })
         .await;
@@ -367,7 +367,7 @@ async fn a_replica_kept_away_catches_up_before_it_lets_calls_through() {
             )
             .await
             .unwrap();
-        wait_until(Duration::from_secs(2), "A holds its calls", || {
+        wait_until(Duration::from_secs(5), "A holds its calls", || {
             registry_a.suspended().is_some()
         })
         .await;
@@ -380,7 +380,7 @@ async fn a_replica_kept_away_catches_up_before_it_lets_calls_through() {
         assert_eq!(counter.get(), 1);
 
         admin.batch_execute("ALTER ROLE replica_a LOGIN").await.unwrap();
-        wait_until(Duration::from_secs(5), "A's feed reconnects", || {
+        wait_until(Duration::from_secs(10), "A's feed reconnects", || {
             registry_a.suspended().is_none()
         })
         .await;
