@@ -270,3 +270,41 @@ fn the_root_of_registry_core_is_small_enough_to_learn() {
         items.len()
     );
 }
+
+/// The `mod` items of `text` declared as `mod name;` (a file of their own), in order.
+fn file_modules(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_tool_attr_fuzz_target_compiles_in_every_module_of_the_macro() {
+    // fuzz/fuzz_targets/tool_attr.rs compiles the macro's modules in with `#[path]` (a
+    // proc-macro crate cannot be linked into a fuzz target), so a module added to the macro
+    // must be added there too, or the fuzz build breaks only in CI's fuzz phase.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let macro_modules = file_modules(&read("registry-macros/src/lib.rs"));
+    let target = read("fuzz/fuzz_targets/tool_attr.rs");
+    assert!(!macro_modules.is_empty());
+    let missing: Vec<&String> = macro_modules
+        .iter()
+        .filter(|module| {
+            let path =
+                format!("#[path = \"../../registry-macros/src/{module}.rs\"]\nmod {module};");
+            !target.contains(&path)
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "fuzz/fuzz_targets/tool_attr.rs lacks the macro's modules {missing:?}: add \
+         `#[path = \"../../registry-macros/src/NAME.rs\"] mod NAME;` for each"
+    );
+    assert_eq!(
+        file_modules(&target),
+        macro_modules,
+        "tool_attr.rs compiles in modules the macro does not have, or in another order"
+    );
+}
