@@ -26,12 +26,15 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use registry_core::call::CallOptions;
+use registry_core::host::Elicitation;
 use registry_core::server::RunExt;
 use registry_core::task::{Task as CoreTask, TaskError, TaskStatus as CoreStatus};
 use registry_core::{ErrorKind, Observation, ToolCall};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, DetailedTask,
-    GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    ErrorCode, GetTaskParams, GetTaskResult, InputRequest, InputRequests, JsonObject, Task,
+    TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -63,11 +66,46 @@ pub(crate) fn wanted(
             .is_some_and(|tool| tool.settings().task && !tool.settings().needs_approval)
 }
 
-/// The options of a task's call: the server's waits, and the task's thread inside this
-/// Tokio runtime, so that an async tool finds its timers and I/O there.
+/// Whether `request` names a tool visible to the run that runs only as a task
+/// (`task = "required"`) while the request did not declare the extension: answered -32021.
+pub(crate) fn refused_without_extension(
+    slot: &RunSlot,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<ErrorData> {
+    let declared = context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks());
+    let required = slot.run.allowed().permits(&request.name)
+        && slot
+            .run
+            .registry()
+            .get(&request.name)
+            .is_some_and(|tool| tool.settings().task_required);
+    (required && !declared).then(|| {
+        ErrorData::new(
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "the tool \"{}\" runs only as a task, and this request did not declare the tasks extension; declare \"{EXTENSION}\" in the client's capabilities (or in the request's _meta) and call it again",
+                request.name
+            ),
+            Some(serde_json::json!({
+                "requiredCapabilities": { "extensions": { EXTENSION: {} } }
+            })),
+        )
+    })
+}
+
+/// The tasks extension's id.
+const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The options of a task's call: the server's waits, its questions for the client (as
+/// `inputRequests`, answered by `tasks/update`), and the task's thread inside this Tokio
+/// runtime, so that an async tool finds its timers and I/O there.
 pub(crate) fn options(options: &ServerOptions) -> CallOptions {
     let handle = tokio::runtime::Handle::current();
     CallOptions::new()
+        .with_task_questions_for_caller()
         .with_elicit_timeout(options.approval_timeout)
         .with_sample_timeout(options.sampling_timeout)
         .with_task_context(move |job: &mut dyn FnMut()| {
@@ -98,6 +136,11 @@ pub(crate) async fn get(
     let run = &client.current().run;
     let task = run.task(&params.task_id).await.map_err(error)?;
     let payload = match task.status() {
+        CoreStatus::InputRequired if task.questions().next().is_some() => {
+            TaskPayload::InputRequired {
+                input_requests: input_requests(&task)?,
+            }
+        }
         CoreStatus::Working | CoreStatus::InputRequired => TaskPayload::Working,
         CoreStatus::Cancelled => TaskPayload::Cancelled,
         _ => {
@@ -106,6 +149,77 @@ pub(crate) async fn get(
         }
     };
     Ok(GetTaskResult::new(DetailedTask::new(wire(&task), payload)))
+}
+
+/// The task's questions that wait, as MCP input requests (form elicitations) by key.
+fn input_requests(task: &CoreTask) -> Result<InputRequests, ErrorData> {
+    task.questions()
+        .map(|question| {
+            let schema = serde_json::from_value::<ElicitationSchema>(question.schema().clone())
+                .map_err(|error| {
+                    tracing::error!(task = %task.id(), %error, "a task's question is not an MCP form");
+                    ErrorData::internal_error("the task's question cannot be sent", None)
+                })?;
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: question.message().to_owned(),
+                requested_schema: schema,
+            };
+            Ok((
+                question.key().to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            ))
+        })
+        .collect()
+}
+
+/// `tasks/update`: the client's answers to the task's questions (`inputResponses`, each an
+/// `ElicitResult`), then the empty acknowledgement (rmcp writes it). A key the task does not
+/// ask under is ignored, as the extension says; an answer that is not an `ElicitResult`, a
+/// task that has ended, and an unknown, expired or foreign id are -32602.
+pub(crate) async fn update(client: &Client, params: UpdateTaskParams) -> Result<(), ErrorData> {
+    let run = &client.current().run;
+    let task = run.task(&params.task_id).await.map_err(error)?;
+    let mut answers = Vec::with_capacity(params.input_responses.len());
+    for (key, response) in params.input_responses {
+        if !task.questions().any(|question| question.key() == key) {
+            // Not asked (or answered already): ignored, whatever it holds.
+            tracing::debug!(client = ?client.id, task = %task.id(), "tasks/update answered a question the task does not ask; ignored");
+            continue;
+        }
+        let result = serde_json::from_value::<ElicitResult>(response).map_err(|error| {
+            ErrorData::invalid_params(
+                format!(
+                    "the input response {:?} is not an elicitation result ({error}); answer with {{\"action\": \"accept\", \"content\": {{...}}}}, \"decline\" or \"cancel\"",
+                    key.chars().take(64).collect::<String>()
+                ),
+                None,
+            )
+        })?;
+        let answer = match result.action {
+            ElicitationAction::Accept => {
+                Elicitation::Accepted(result.content.unwrap_or_else(|| serde_json::json!({})))
+            }
+            ElicitationAction::Decline => Elicitation::Declined,
+            _ => Elicitation::Cancelled,
+        };
+        answers.push((key, answer));
+    }
+    match run.answer_task(&params.task_id, answers).await {
+        Ok(done) => {
+            if !done.ignored.is_empty() {
+                tracing::debug!(client = ?client.id, ignored = ?done.ignored, "tasks/update answered questions the task does not ask; ignored");
+            }
+            Ok(())
+        }
+        Err(TaskError::AlreadyFinished { id, status }) => Err(ErrorData::invalid_params(
+            format!(
+                "the task {id:?} has ended ({status}); it asks nothing any more, and the answers were not used"
+            ),
+            None,
+        )),
+        Err(other) => Err(error(other)),
+    }
 }
 
 /// `tasks/cancel`: the empty acknowledgement (rmcp writes it), for a running task and an
@@ -168,6 +282,7 @@ fn error(error: TaskError) -> ErrorData {
 /// A core task as MCP's `Task`.
 fn wire(task: &CoreTask) -> Task {
     let status = match task.status() {
+        CoreStatus::InputRequired if task.questions().next().is_some() => TaskStatus::InputRequired,
         CoreStatus::Working | CoreStatus::InputRequired => TaskStatus::Working,
         CoreStatus::Completed => TaskStatus::Completed,
         CoreStatus::Failed => TaskStatus::Failed,
