@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
+use registry_core::audit::{AuditEvent, TaskEvent};
 use registry_core::call::Cancellation;
 use registry_core::definition::BoxFuture;
 use registry_core::gate::StoreError;
@@ -198,11 +199,16 @@ async fn renew(shared: &Shared) -> Result<(), Error> {
 }
 
 /// Marks failed, with the reason, the running tasks whose lease ran out (only task `id`, if
-/// given).
+/// given), and audits each ([`TaskEventKind::LeaseExpired`](registry_core::audit::TaskEventKind::LeaseExpired))
+/// in the same transaction: the one replica that fails a task writes its event, once.
 async fn reap(plane: &ControlPlane, id: Option<&str>) -> Result<u64, Error> {
-    let client = plane.client().await?;
-    client
-        .execute(
+    let mut client = plane.client().await?;
+    let transaction = client
+        .transaction()
+        .await
+        .map_err(Error::db("starting to fail tasks whose lease ran out"))?;
+    let failed = transaction
+        .query(
             &format!(
                 "UPDATE registry_tasks
                     SET status = 'failed',
@@ -211,12 +217,31 @@ async fn reap(plane: &ControlPlane, id: Option<&str>) -> Result<u64, Error> {
                             replica, to_char(lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')), 'UTF8'),
                         updated_at = now(),
                         expires_at = now() + ttl_ms * interval '1 millisecond'
-                  WHERE {RUNNING} AND lease_until < now() AND ($1::text IS NULL OR id = $1)"
+                  WHERE {RUNNING} AND lease_until < now() AND ($1::text IS NULL OR id = $1)
+              RETURNING {COLUMNS}"
             ),
             &[&id],
         )
         .await
-        .map_err(Error::db("failing tasks whose lease ran out"))
+        .map_err(Error::db("failing tasks whose lease ran out"))?;
+    if failed.is_empty() {
+        return Ok(0);
+    }
+    let mut events = Vec::with_capacity(failed.len());
+    for row in &failed {
+        let task = task_of(row)?;
+        let reason = task.message().unwrap_or("its lease ran out").to_owned();
+        tracing::warn!(task = %task.id(), tool = %crate::text::text(task.tool_name()), %reason, "a task whose lease ran out was marked failed");
+        events.push(AuditEvent::Task(TaskEvent::lease_expired(&task, reason)));
+    }
+    crate::audit::write_events(&*transaction, plane.replica(), &events)
+        .await
+        .map_err(Error::db("auditing tasks whose lease ran out"))?;
+    transaction
+        .commit()
+        .await
+        .map_err(Error::db("failing tasks whose lease ran out"))?;
+    Ok(u64::try_from(failed.len()).unwrap_or(u64::MAX))
 }
 
 /// Whether `id` can be a kept task's id: ids are made by the registry and hold no NUL, which

@@ -7,7 +7,8 @@
 //! - a task's tool on replica A asks its client: replica B shows the question on `tasks/get`
 //!   and takes the answer with `tasks/update`, and the tool on A goes on with it;
 //! - a replica killed with `kill -9` in the middle of a task leaves it `failed`, with the
-//!   reason, once its lease has run out, never `working` forever.
+//!   reason, once its lease has run out, never `working` forever, and the replica that
+//!   failed it writes one audit event of it (`lease_expired`).
 
 mod mcp_support;
 
@@ -283,5 +284,26 @@ async fn a_killed_replicas_task_becomes_failed_within_the_lease() {
         }
         other => panic!("expected failed, got {other:?}"),
     }
+    // The replica that failed it audited it, once, with the reason.
+    let plane = within("connect", ControlPlane::connect(&url))
+        .await
+        .unwrap();
+    let mut filter = registry_postgres::AuditFilter::default();
+    filter.kind = Some("task".into());
+    let events = within("audit", plane.audit_events(&filter)).await.unwrap();
+    let expired: Vec<_> = events
+        .iter()
+        .filter(|event| event.outcome.as_deref() == Some("lease_expired"))
+        .collect();
+    assert_eq!(expired.len(), 1, "{events:?}");
+    let event = &expired[0];
+    assert_eq!(
+        event.replica, "b",
+        "the living replica failed it: {event:?}"
+    );
+    assert_eq!(event.tool.as_deref(), Some("spin_task"));
+    assert_eq!(event.event["id"], serde_json::json!(id), "{event:?}");
+    assert_eq!(event.event["status"], serde_json::json!("failed"));
+    assert_eq!(event.event["detail"], serde_json::json!(reason));
     drop(on_a);
 }
