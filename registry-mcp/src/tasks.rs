@@ -18,10 +18,25 @@
 //!   the empty acknowledgement, also for a task that has ended (idempotent).
 //! - An unknown task id, one that expired, or another principal's is -32602, the same for
 //!   all three. rmcp answers -32021 to a request that did not declare the extension.
+//! - A tool declared `task = "required"` ([`ToolSettings::task_required`]) called by a
+//!   request that did not declare the extension is -32021, with the extension in
+//!   `data.requiredCapabilities`.
+//! - A task's questions (`ctx.elicit`) are for the client
+//!   ([`CallOptions::with_task_questions_for_caller`]): while one waits, `tasks/get` answers
+//!   `input_required` with the questions as `inputRequests` (form elicitations by key), and
+//!   `tasks/update` answers them with `inputResponses` ([`Run::answer_task`]): acknowledged
+//!   with the empty result; a key under which nothing waits is ignored (SEP-2663); an answer
+//!   under an asked key that is not an `ElicitResult`, an ended task and an unknown one are
+//!   -32602.
 //!
-//! A task's tool reaches the run's host, not the client: the request that started it has
-//! ended. Its progress is in `tasks/get`'s `statusMessage`. It runs on a thread of its own
-//! inside the server's Tokio runtime, so an async tool's timers and I/O work as in a call.
+//! A task's logs and sampling reach the run's host, not the client: the request that
+//! started it has ended. Its progress is in `tasks/get`'s `statusMessage`. It runs on a
+//! thread of its own inside the server's Tokio runtime, so an async tool's timers and I/O
+//! work as in a call. No `notifications/tasks` are sent: clients poll `tasks/get`.
+//!
+//! [`ToolSettings::task_required`]: registry_core::definition::ToolSettings::task_required
+//! [`CallOptions::with_task_questions_for_caller`]: registry_core::call::CallOptions::with_task_questions_for_caller
+//! [`Run::answer_task`]: registry_core::Run::answer_task
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -48,7 +63,10 @@ const POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Whether `request` may be answered with a task: it declared the extension, and its tool,
 /// visible to the run, is declared long-running. A tool that always needs approval is called
-/// as an ordinary call, whose approval is asked of the person at the client.
+/// as an ordinary call, whose approval is asked of the person at the client, unless it runs
+/// only as a task (`task = "required"`): then it is started as a task, and the gate's
+/// `ApprovalRequired` is answered as any refusal (its approval is decided with
+/// `Run::decide_task`).
 pub(crate) fn wanted(
     slot: &RunSlot,
     request: &CallToolRequestParams,
@@ -59,11 +77,10 @@ pub(crate) fn wanted(
         .is_some_and(|capabilities| capabilities.supports_tasks());
     declared
         && slot.run.allowed().permits(&request.name)
-        && slot
-            .run
-            .registry()
-            .get(&request.name)
-            .is_some_and(|tool| tool.settings().task && !tool.settings().needs_approval)
+        && slot.run.registry().get(&request.name).is_some_and(|tool| {
+            let settings = tool.settings();
+            settings.task && (settings.task_required || !settings.needs_approval)
+        })
 }
 
 /// Whether `request` names a tool visible to the run that runs only as a task
