@@ -427,7 +427,7 @@ impl Run {
     /// ```
     /// use registry_core::call::CallOptions;
     /// use registry_core::host::Elicitation;
-    /// use registry_core::task::TaskStatus;
+    /// use registry_core::server::RunExt;
     /// use registry_core::{tool, Registry, Subject, ToolCall, ToolContext};
     /// use serde_json::json;
     ///
