@@ -314,7 +314,7 @@ async fn a_tasks_questions_asked_on_one_replica_are_answered_on_another() {
             )
             .await
             .unwrap();
-        assert_eq!(done.answered, [first.clone()]);
+        assert_eq!(done.answered, std::slice::from_ref(&first));
         wait_until_async(LIMIT, "a takes the first answer", || async {
             let read = on_a.task(task.id()).await.unwrap();
             read.questions().count() == 1 && read.status() == TaskStatus::InputRequired
