@@ -186,6 +186,11 @@ pub enum TaskEventKind {
     /// It was cancelled ([`Run::cancel_task`](crate::Run::cancel_task)) before its tool
     /// ended.
     Cancelled,
+    /// A store shared by replicas marked it failed because the replica that ran it stopped
+    /// renewing its lease (it exited, or lost the database): its tool may not have finished
+    /// ([`TaskEvent::detail`] says which replica, and since when). Written by the store
+    /// (`registry-postgres`), once, by the replica that failed it.
+    LeaseExpired,
 }
 
 impl TaskEventKind {
@@ -195,6 +200,7 @@ impl TaskEventKind {
             TaskEventKind::Started => "started",
             TaskEventKind::Finished => "finished",
             TaskEventKind::Cancelled => "cancelled",
+            TaskEventKind::LeaseExpired => "lease_expired",
         }
     }
 }
@@ -234,6 +240,30 @@ pub struct TaskEvent {
     /// The version of the tool that runs
     /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)).
     pub tool_version: Fingerprint,
+}
+
+impl TaskEvent {
+    /// The event of `task`, which a store shared by replicas has just failed because its
+    /// lease ran out ([`TaskEventKind::LeaseExpired`]), `reason` saying why; for a
+    /// [`TaskStore`](crate::task::TaskStore) that ends tasks itself.
+    pub fn lease_expired(task: &crate::task::Task, reason: impl Into<String>) -> TaskEvent {
+        TaskEvent {
+            kind: TaskEventKind::LeaseExpired,
+            id: task.id().to_owned(),
+            run_id: task.run_id().to_owned(),
+            tenant: task.tenant().to_owned(),
+            principal: task.principal().map(str::to_owned),
+            call_id: truncate(task.call_id(), AUDITED_NAME),
+            tool: task.tool_name().to_owned(),
+            status: task.status().as_str().to_owned(),
+            outcome: Some(ErrorKind::Unavailable),
+            duration: Duration::ZERO,
+            argument_bytes: 0,
+            argument_hash: String::new(),
+            detail: Some(reason.into()),
+            tool_version: task.tool_version(),
+        }
+    }
 }
 
 /// A tool became ready, or stopped being ready.

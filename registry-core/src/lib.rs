@@ -155,10 +155,14 @@ pub mod task {
     //! cancellation is audited ([`TaskEvent`](crate::audit::TaskEvent)). Over MCP,
     //! `registry-mcp` serves the same tasks through the tasks extension.
 
+    pub use crate::execute::task::host::MAX_TASK_QUESTIONS;
     pub use crate::execute::task::kept::{KeptResult, KeptResultError};
-    pub use crate::execute::task::record::{Task, TaskError, TaskLimits, TaskStatus};
+    pub use crate::execute::task::record::{
+        MAX_ANSWER_BYTES, Task, TaskAnswers, TaskError, TaskLimits, TaskQuestion, TaskStatus,
+    };
     pub use crate::execute::task::store::{
-        Finish, Insertion, MemoryTaskStore, TaskEnd, TaskStore, TaskUpdate,
+        Answering, Finish, Insertion, MemoryTaskStore, TaskEnd, TaskStore, TaskUpdate,
+        answer_questions, questions_status, take_answer,
     };
 }
 

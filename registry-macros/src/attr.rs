@@ -44,7 +44,8 @@ pub(crate) struct ToolAttr {
     /// `always_loaded`: in every deferred session's first request, not found by search.
     pub(crate) always_loaded: Option<Span>,
     /// `task`: long-running; a caller may start it as a task and follow it.
-    pub(crate) task: Option<Span>,
+    /// `task = "required"`: it runs only as a task.
+    pub(crate) task: Option<TaskMode>,
     /// `crate = path`: where `registry-core` is, for crates that re-export it.
     pub(crate) krate: Option<Path>,
     /// Parsing stopped early (a syntax error), so keys after the error were not read.
@@ -119,7 +120,7 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         ALLOW_DESCRIPTION => set(cx, meta, &mut attr.allow_description, string(meta)?),
         NAMESPACE => set(cx, meta, &mut attr.namespace, string(meta)?),
         ALWAYS_LOADED => set(cx, meta, &mut attr.always_loaded, flag(cx, meta)?),
-        TASK => set(cx, meta, &mut attr.task, flag(cx, meta)?),
+        TASK => set(cx, meta, &mut attr.task, task_mode(cx, meta)?),
         CRATE => set(cx, meta, &mut attr.krate, krate(meta)?),
         _ => {
             cx.error_spanned_by(path, unknown_key_message(&key));
@@ -181,6 +182,48 @@ fn flag(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Span> {
         skip_value(meta)?;
     }
     Ok(syn::spanned::Spanned::span(path))
+}
+
+/// How `task` was given: alone, or `task = "required"`.
+#[derive(Clone, Copy)]
+pub(crate) struct TaskMode {
+    /// `task = "required"`.
+    pub(crate) required: bool,
+}
+
+/// `task` alone (it may run as a task), or `task = "required"` (only as a task); any other
+/// value is an error on the value.
+fn task_mode(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<TaskMode> {
+    const HOW: &str = "write `task` alone (a caller may start it as a task) or `task = \"required\"` (it runs only as a task)";
+    if meta.input.peek(syn::token::Paren) {
+        cx.error_spanned_by(&meta.path, format!("`task` takes no list; {HOW}"));
+        skip_value(meta)?;
+        return Ok(TaskMode { required: false });
+    }
+    if !meta.input.peek(syn::Token![=]) {
+        return Ok(TaskMode { required: false });
+    }
+    let value: syn::Expr = meta.value()?.parse()?;
+    match &value {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(mode),
+            ..
+        }) if mode.value() == "required" => Ok(TaskMode { required: true }),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(mode),
+            ..
+        }) => {
+            cx.error_spanned_by(
+                mode,
+                format!("`task = {:?}` is not a mode of `task`; {HOW}", mode.value()),
+            );
+            Ok(TaskMode { required: false })
+        }
+        other => {
+            cx.error_spanned_by(other, format!("`task` takes a string or nothing; {HOW}"));
+            Ok(TaskMode { required: false })
+        }
+    }
 }
 
 /// Consumes whatever follows an unknown key, so parsing can go on to the next one.

@@ -53,6 +53,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
         namespace,
         always_loaded: attr.always_loaded.is_some(),
         task: attr.task.is_some(),
+        task_required: attr.task.is_some_and(|mode| mode.required),
     }
 }
 
@@ -86,6 +87,8 @@ pub(crate) struct Spec {
     pub(crate) always_loaded: bool,
     /// `task`: the tool may be started as a task.
     pub(crate) task: bool,
+    /// `task = "required"`: only as a task.
+    pub(crate) task_required: bool,
 }
 
 /// The tool's final name and where it was written.

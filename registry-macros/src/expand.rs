@@ -115,6 +115,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
         open_world,
         always_loaded,
         task,
+        task_required,
         ..
     } = spec;
     let namespace = option_str(spec.namespace.as_deref());
@@ -171,6 +172,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                     namespace: #namespace,
                     always_loaded: #always_loaded,
                     task: #task,
+                    task_required: #task_required,
                     params: &[#(#params),*],
                     output: __output,
                     execute: #execute,

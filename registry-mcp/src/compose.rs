@@ -379,7 +379,17 @@ impl<H: ServerHandler> ServerHandler for Composed<H> {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.app.update_task(request, context).await
+        // The registry's tasks first; an id it does not know may be the app's own task.
+        match self
+            .registry
+            .update_task(request.clone(), context.clone())
+            .await
+        {
+            Err(error) if error.code == ErrorCode::INVALID_PARAMS && self.app_has_tasks() => {
+                self.app.update_task(request, context).await
+            }
+            answered => answered,
+        }
     }
 
     async fn cancel_task(

@@ -13,7 +13,7 @@ use rmcp::model::{
     Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult};
+use rmcp::model::{CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams};
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
@@ -246,6 +246,9 @@ impl RegistryServer {
             }
             return Ok(CallToolResponse::from(result));
         }
+        if let Some(refused) = crate::tasks::refused_without_extension(&slot, &request, context) {
+            return Err(refused);
+        }
         if request.request_state.is_none() && crate::tasks::wanted(&slot, &request, context) {
             return crate::tasks::start(&slot, request, context, crate::tasks::options(options))
                 .await
@@ -402,6 +405,15 @@ impl ServerHandler for RegistryServer {
     ) -> Result<(), ErrorData> {
         let client = self.client(&context.extensions)?;
         crate::tasks::cancel(&client, request).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let client = self.client(&context.extensions)?;
+        crate::tasks::update(&client, request).await
     }
 
     #[allow(deprecated)] // logging: deprecated by SEP-2577 in rmcp, still in the protocol

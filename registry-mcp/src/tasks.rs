@@ -18,20 +18,38 @@
 //!   the empty acknowledgement, also for a task that has ended (idempotent).
 //! - An unknown task id, one that expired, or another principal's is -32602, the same for
 //!   all three. rmcp answers -32021 to a request that did not declare the extension.
+//! - A tool declared `task = "required"` ([`ToolSettings::task_required`]) called by a
+//!   request that did not declare the extension is -32021, with the extension in
+//!   `data.requiredCapabilities`.
+//! - A task's questions (`ctx.elicit`) are for the client
+//!   ([`CallOptions::with_task_questions_for_caller`]): while one waits, `tasks/get` answers
+//!   `input_required` with the questions as `inputRequests` (form elicitations by key), and
+//!   `tasks/update` answers them with `inputResponses` ([`Run::answer_task`]): acknowledged
+//!   with the empty result; a key under which nothing waits is ignored (SEP-2663); an answer
+//!   under an asked key that is not an `ElicitResult`, an ended task and an unknown one are
+//!   -32602.
 //!
-//! A task's tool reaches the run's host, not the client: the request that started it has
-//! ended. Its progress is in `tasks/get`'s `statusMessage`. It runs on a thread of its own
-//! inside the server's Tokio runtime, so an async tool's timers and I/O work as in a call.
+//! A task's logs and sampling reach the run's host, not the client: the request that
+//! started it has ended. Its progress is in `tasks/get`'s `statusMessage`. It runs on a
+//! thread of its own inside the server's Tokio runtime, so an async tool's timers and I/O
+//! work as in a call. No `notifications/tasks` are sent: clients poll `tasks/get`.
+//!
+//! [`ToolSettings::task_required`]: registry_core::definition::ToolSettings::task_required
+//! [`CallOptions::with_task_questions_for_caller`]: registry_core::call::CallOptions::with_task_questions_for_caller
+//! [`Run::answer_task`]: registry_core::Run::answer_task
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use registry_core::call::CallOptions;
+use registry_core::host::Elicitation;
 use registry_core::server::RunExt;
 use registry_core::task::{Task as CoreTask, TaskError, TaskStatus as CoreStatus};
 use registry_core::{ErrorKind, Observation, ToolCall};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, DetailedTask,
-    GetTaskParams, GetTaskResult, JsonObject, Task, TaskPayload, TaskStatus,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    ErrorCode, GetTaskParams, GetTaskResult, InputRequest, InputRequests, JsonObject, Task,
+    TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
@@ -45,7 +63,10 @@ const POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Whether `request` may be answered with a task: it declared the extension, and its tool,
 /// visible to the run, is declared long-running. A tool that always needs approval is called
-/// as an ordinary call, whose approval is asked of the person at the client.
+/// as an ordinary call, whose approval is asked of the person at the client, unless it runs
+/// only as a task (`task = "required"`): then it is started as a task, and the gate's
+/// `ApprovalRequired` is answered as any refusal (its approval is decided with
+/// `Run::decide_task`).
 pub(crate) fn wanted(
     slot: &RunSlot,
     request: &CallToolRequestParams,
@@ -56,18 +77,52 @@ pub(crate) fn wanted(
         .is_some_and(|capabilities| capabilities.supports_tasks());
     declared
         && slot.run.allowed().permits(&request.name)
+        && slot.run.registry().get(&request.name).is_some_and(|tool| {
+            let settings = tool.settings();
+            settings.task && (settings.task_required || !settings.needs_approval)
+        })
+}
+
+/// Whether `request` names a tool visible to the run that runs only as a task
+/// (`task = "required"`) while the request did not declare the extension: answered -32021.
+pub(crate) fn refused_without_extension(
+    slot: &RunSlot,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> Option<ErrorData> {
+    let declared = context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks());
+    let required = slot.run.allowed().permits(&request.name)
         && slot
             .run
             .registry()
             .get(&request.name)
-            .is_some_and(|tool| tool.settings().task && !tool.settings().needs_approval)
+            .is_some_and(|tool| tool.settings().task_required);
+    (required && !declared).then(|| {
+        ErrorData::new(
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            format!(
+                "the tool \"{}\" runs only as a task, and this request did not declare the tasks extension; declare \"{EXTENSION}\" in the client's capabilities (or in the request's _meta) and call it again",
+                request.name
+            ),
+            Some(serde_json::json!({
+                "requiredCapabilities": { "extensions": { EXTENSION: {} } }
+            })),
+        )
+    })
 }
 
-/// The options of a task's call: the server's waits, and the task's thread inside this
-/// Tokio runtime, so that an async tool finds its timers and I/O there.
+/// The tasks extension's id.
+const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// The options of a task's call: the server's waits, its questions for the client (as
+/// `inputRequests`, answered by `tasks/update`), and the task's thread inside this Tokio
+/// runtime, so that an async tool finds its timers and I/O there.
 pub(crate) fn options(options: &ServerOptions) -> CallOptions {
     let handle = tokio::runtime::Handle::current();
     CallOptions::new()
+        .with_task_questions_for_caller()
         .with_elicit_timeout(options.approval_timeout)
         .with_sample_timeout(options.sampling_timeout)
         .with_task_context(move |job: &mut dyn FnMut()| {
@@ -98,6 +153,11 @@ pub(crate) async fn get(
     let run = &client.current().run;
     let task = run.task(&params.task_id).await.map_err(error)?;
     let payload = match task.status() {
+        CoreStatus::InputRequired if task.questions().next().is_some() => {
+            TaskPayload::InputRequired {
+                input_requests: input_requests(&task)?,
+            }
+        }
         CoreStatus::Working | CoreStatus::InputRequired => TaskPayload::Working,
         CoreStatus::Cancelled => TaskPayload::Cancelled,
         _ => {
@@ -106,6 +166,77 @@ pub(crate) async fn get(
         }
     };
     Ok(GetTaskResult::new(DetailedTask::new(wire(&task), payload)))
+}
+
+/// The task's questions that wait, as MCP input requests (form elicitations) by key.
+fn input_requests(task: &CoreTask) -> Result<InputRequests, ErrorData> {
+    task.questions()
+        .map(|question| {
+            let schema = serde_json::from_value::<ElicitationSchema>(question.schema().clone())
+                .map_err(|error| {
+                    tracing::error!(task = %task.id(), %error, "a task's question is not an MCP form");
+                    ErrorData::internal_error("the task's question cannot be sent", None)
+                })?;
+            let params = ElicitRequestParams::FormElicitationParams {
+                meta: None,
+                message: question.message().to_owned(),
+                requested_schema: schema,
+            };
+            Ok((
+                question.key().to_owned(),
+                InputRequest::Elicitation(ElicitRequest::new(params)),
+            ))
+        })
+        .collect()
+}
+
+/// `tasks/update`: the client's answers to the task's questions (`inputResponses`, each an
+/// `ElicitResult`), then the empty acknowledgement (rmcp writes it). A key the task does not
+/// ask under is ignored, as the extension says; an answer that is not an `ElicitResult`, a
+/// task that has ended, and an unknown, expired or foreign id are -32602.
+pub(crate) async fn update(client: &Client, params: UpdateTaskParams) -> Result<(), ErrorData> {
+    let run = &client.current().run;
+    let task = run.task(&params.task_id).await.map_err(error)?;
+    let mut answers = Vec::with_capacity(params.input_responses.len());
+    for (key, response) in params.input_responses {
+        if !task.questions().any(|question| question.key() == key) {
+            // Not asked (or answered already): ignored, whatever it holds.
+            tracing::debug!(client = ?client.id, task = %task.id(), "tasks/update answered a question the task does not ask; ignored");
+            continue;
+        }
+        let result = serde_json::from_value::<ElicitResult>(response).map_err(|error| {
+            ErrorData::invalid_params(
+                format!(
+                    "the input response {:?} is not an elicitation result ({error}); answer with {{\"action\": \"accept\", \"content\": {{...}}}}, \"decline\" or \"cancel\"",
+                    key.chars().take(64).collect::<String>()
+                ),
+                None,
+            )
+        })?;
+        let answer = match result.action {
+            ElicitationAction::Accept => {
+                Elicitation::Accepted(result.content.unwrap_or_else(|| serde_json::json!({})))
+            }
+            ElicitationAction::Decline => Elicitation::Declined,
+            _ => Elicitation::Cancelled,
+        };
+        answers.push((key, answer));
+    }
+    match run.answer_task(&params.task_id, answers).await {
+        Ok(done) => {
+            if !done.ignored.is_empty() {
+                tracing::debug!(client = ?client.id, ignored = ?done.ignored, "tasks/update answered questions the task does not ask; ignored");
+            }
+            Ok(())
+        }
+        Err(TaskError::AlreadyFinished { id, status }) => Err(ErrorData::invalid_params(
+            format!(
+                "the task {id:?} has ended ({status}); it asks nothing any more, and the answers were not used"
+            ),
+            None,
+        )),
+        Err(other) => Err(error(other)),
+    }
 }
 
 /// `tasks/cancel`: the empty acknowledgement (rmcp writes it), for a running task and an
@@ -168,6 +299,7 @@ fn error(error: TaskError) -> ErrorData {
 /// A core task as MCP's `Task`.
 fn wire(task: &CoreTask) -> Task {
     let status = match task.status() {
+        CoreStatus::InputRequired if task.questions().next().is_some() => TaskStatus::InputRequired,
         CoreStatus::Working | CoreStatus::InputRequired => TaskStatus::Working,
         CoreStatus::Completed => TaskStatus::Completed,
         CoreStatus::Failed => TaskStatus::Failed,

@@ -661,7 +661,7 @@ fn take_batch(shared: &Shared, batch: &mut Vec<Row>) -> bool {
 
 /// Writes a batch in one statement: one array per column, unnested.
 async fn insert(
-    client: &tokio_postgres::Client,
+    client: &impl tokio_postgres::GenericClient,
     replica: &str,
     rows: &[Row],
 ) -> Result<(), tokio_postgres::Error> {
@@ -741,6 +741,20 @@ fn unwritable_row(row: &Row, reason: &str) -> Row {
     unwritable
 }
 
+/// Writes `events`, of this replica, with `client` (a transaction's, so that they are kept
+/// exactly when what they record is).
+pub(crate) async fn write_events(
+    client: &impl tokio_postgres::GenericClient,
+    replica: &str,
+    events: &[AuditEvent],
+) -> Result<(), tokio_postgres::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<Row> = events.iter().map(row_of).collect();
+    insert(client, replica, &rows).await
+}
+
 /// The columns of an event, and the event itself as the core serializes it.
 fn row_of(event: &AuditEvent) -> Row {
     let body = serde_json::to_value(event).unwrap_or(Value::Null);
@@ -786,6 +800,15 @@ fn row_of(event: &AuditEvent) -> Row {
             row.call_id = Some(a.call_id.clone());
             row.outcome = Some(a.kind.as_str().to_owned());
             row.approval_id = Some(a.id.clone());
+        }
+        AuditEvent::Task(t) => {
+            row.kind = "task";
+            row.run_id = Some(t.run_id.clone());
+            row.tenant = Some(t.tenant.clone());
+            row.principal = t.principal.clone();
+            row.tool = Some(t.tool.clone());
+            row.call_id = Some(t.call_id.clone());
+            row.outcome = Some(t.kind.as_str().to_owned());
         }
         AuditEvent::Readiness(r) => {
             row.kind = "readiness";

@@ -142,7 +142,8 @@ pub struct AuditFilter {
     pub since: Option<SystemTime>,
     /// Only events about this tool.
     pub tool: Option<String>,
-    /// Only events of this kind (`call`, `approval`, `change`, `projection`, `readiness`).
+    /// Only events of this kind (`call`, `approval`, `change`, `projection`, `readiness`,
+    /// `task`).
     pub kind: Option<String>,
     /// At most this many, newest first (default 100).
     pub limit: Option<i64>,

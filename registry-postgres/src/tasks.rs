@@ -5,11 +5,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
+use registry_core::audit::{AuditEvent, TaskEvent};
 use registry_core::call::Cancellation;
 use registry_core::definition::BoxFuture;
 use registry_core::gate::StoreError;
 use registry_core::task::{
-    Finish, Insertion, KeptResult, Task, TaskEnd, TaskLimits, TaskStatus, TaskStore, TaskUpdate,
+    Answering, Finish, Insertion, KeptResult, Task, TaskEnd, TaskLimits, TaskQuestion, TaskStatus,
+    TaskStore, TaskUpdate, answer_questions, questions_status, take_answer,
 };
 use registry_core::{ErrorKind, Observation};
 use serde_json::Value;
@@ -24,7 +26,7 @@ use crate::text;
 const INSERT_LOCK: i64 = 0x0074_6173_6b73;
 
 /// The columns a task is read from, in this order (see [`task_of`]).
-const COLUMNS: &str = "record, status, message, progress, updated_at, expires_at";
+const COLUMNS: &str = "record, status, message, progress, updated_at, expires_at, questions";
 
 /// The statuses of a running task, as SQL.
 const RUNNING: &str = "status IN ('working', 'input_required')";
@@ -197,11 +199,16 @@ async fn renew(shared: &Shared) -> Result<(), Error> {
 }
 
 /// Marks failed, with the reason, the running tasks whose lease ran out (only task `id`, if
-/// given).
+/// given), and audits each ([`TaskEventKind::LeaseExpired`](registry_core::audit::TaskEventKind::LeaseExpired))
+/// in the same transaction: the one replica that fails a task writes its event, once.
 async fn reap(plane: &ControlPlane, id: Option<&str>) -> Result<u64, Error> {
-    let client = plane.client().await?;
-    client
-        .execute(
+    let mut client = plane.client().await?;
+    let transaction = client
+        .transaction()
+        .await
+        .map_err(Error::db("starting to fail tasks whose lease ran out"))?;
+    let failed = transaction
+        .query(
             &format!(
                 "UPDATE registry_tasks
                     SET status = 'failed',
@@ -210,12 +217,31 @@ async fn reap(plane: &ControlPlane, id: Option<&str>) -> Result<u64, Error> {
                             replica, to_char(lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')), 'UTF8'),
                         updated_at = now(),
                         expires_at = now() + ttl_ms * interval '1 millisecond'
-                  WHERE {RUNNING} AND lease_until < now() AND ($1::text IS NULL OR id = $1)"
+                  WHERE {RUNNING} AND lease_until < now() AND ($1::text IS NULL OR id = $1)
+              RETURNING {COLUMNS}"
             ),
             &[&id],
         )
         .await
-        .map_err(Error::db("failing tasks whose lease ran out"))
+        .map_err(Error::db("failing tasks whose lease ran out"))?;
+    if failed.is_empty() {
+        return Ok(0);
+    }
+    let mut events = Vec::with_capacity(failed.len());
+    for row in &failed {
+        let task = task_of(row)?;
+        let reason = task.message().unwrap_or("its lease ran out").to_owned();
+        tracing::warn!(task = %task.id(), tool = %crate::text::text(task.tool_name()), %reason, "a task whose lease ran out was marked failed");
+        events.push(AuditEvent::Task(TaskEvent::lease_expired(&task, reason)));
+    }
+    crate::audit::write_events(&*transaction, plane.replica(), &events)
+        .await
+        .map_err(Error::db("auditing tasks whose lease ran out"))?;
+    transaction
+        .commit()
+        .await
+        .map_err(Error::db("failing tasks whose lease ran out"))?;
+    Ok(u64::try_from(failed.len()).unwrap_or(u64::MAX))
 }
 
 /// Whether `id` can be a kept task's id: ids are made by the registry and hold no NUL, which
@@ -247,6 +273,81 @@ fn owner(task: &Task) -> Result<Vec<u8>, Error> {
 fn status_of(word: &str) -> Result<TaskStatus, Error> {
     serde_json::from_value(Value::String(word.to_owned()))
         .map_err(|_| corrupt(format!("unknown status {word:?}")))
+}
+
+/// A task's questions from the `questions` column (NULL: none).
+fn questions_of(column: Option<Vec<u8>>) -> Result<Vec<TaskQuestion>, Error> {
+    match column {
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(corrupt),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The `questions` column of `questions` (NULL for none).
+fn questions_column(questions: &[TaskQuestion]) -> Result<Option<Vec<u8>>, Error> {
+    if questions.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_vec(questions).map(Some).map_err(corrupt)
+}
+
+/// Changes the questions of running task `id` with `change`, in one transaction with the row
+/// locked, and sets its status and message from them: `None` if the task is not running
+/// (its status then, if it is kept at all).
+async fn change_questions<T>(
+    plane: &ControlPlane,
+    id: &str,
+    at: SystemTime,
+    change: impl FnOnce(&mut Vec<TaskQuestion>) -> Result<(T, bool), Error>,
+) -> Result<Result<T, Option<TaskStatus>>, Error> {
+    let mut client = plane.client().await?;
+    let transaction = client
+        .transaction()
+        .await
+        .map_err(Error::db("starting to change a task's questions"))?;
+    let row = transaction
+        .query_opt(
+            "SELECT status, questions FROM registry_tasks
+              WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())
+                FOR UPDATE",
+            &[&id],
+        )
+        .await
+        .map_err(Error::db("reading a task's questions"))?;
+    let Some(row) = row else {
+        return Ok(Err(None));
+    };
+    let status = status_of(row.get(0))?;
+    if status.is_terminal() {
+        return Ok(Err(Some(status)));
+    }
+    let mut questions = questions_of(row.get(1))?;
+    let (answer, changed) = change(&mut questions)?;
+    if changed {
+        let (status, message) = questions_status(&questions);
+        transaction
+            .execute(
+                &format!(
+                    "UPDATE registry_tasks
+                        SET questions = $2, status = $3, message = $4, updated_at = $5
+                      WHERE id = $1 AND {RUNNING}"
+                ),
+                &[
+                    &id,
+                    &questions_column(&questions)?,
+                    &status.as_str(),
+                    &message.map(String::into_bytes),
+                    &at,
+                ],
+            )
+            .await
+            .map_err(Error::db("changing a task's questions"))?;
+    }
+    transaction
+        .commit()
+        .await
+        .map_err(Error::db("changing a task's questions"))?;
+    Ok(Ok(answer))
 }
 
 /// A task from the [`COLUMNS`] of `row`: its record, with what changes as it runs.
@@ -291,6 +392,15 @@ fn task_of(row: &Row) -> Result<Task, Error> {
         None => {
             fields.remove("expires_at");
         }
+    }
+    let questions = questions_of(row.get(6))?;
+    if questions.is_empty() {
+        fields.remove("questions");
+    } else {
+        fields.insert(
+            "questions".into(),
+            serde_json::to_value(questions).map_err(corrupt)?,
+        );
     }
     serde_json::from_value(record).map_err(corrupt)
 }
@@ -466,6 +576,25 @@ async fn update_task(
                 "a task ends through TaskStore::finish, not as an update to {status}"
             )));
         }
+        TaskUpdate::Ask(question) => {
+            drop(client);
+            let changed = change_questions(&plane, &id, at, |questions| {
+                questions.push(question);
+                Ok(((), true))
+            })
+            .await?;
+            return Ok(changed.is_ok());
+        }
+        TaskUpdate::Withdraw { key } => {
+            drop(client);
+            let changed = change_questions(&plane, &id, at, |questions| {
+                let before = questions.len();
+                questions.retain(|question| question.key() != key);
+                Ok(((), questions.len() != before))
+            })
+            .await?;
+            return Ok(changed.is_ok());
+        }
         other => {
             return Err(corrupt(format!(
                 "an update this store does not know: {other:?}"
@@ -541,7 +670,7 @@ async fn result_of(plane: ControlPlane, id: String) -> Result<Option<Observation
     let Some(row) = row else {
         return Ok(None);
     };
-    let kept = match row.get::<_, Option<Vec<u8>>>(6) {
+    let kept = match row.get::<_, Option<Vec<u8>>>(7) {
         Some(result) => serde_json::from_slice(&result).map_err(corrupt)?,
         // Failed by a replica whose lease ran out: the result says why.
         None => {
@@ -598,6 +727,75 @@ impl TaskStore for PgTaskStore {
     fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
         let id = id.to_owned();
         Box::pin(self.on_plane("reading a task's result", move |plane| result_of(plane, id)))
+    }
+
+    fn answer<'a>(
+        &'a self,
+        id: &'a str,
+        answers: Vec<(String, Value)>,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<Answering, StoreError>> {
+        let id = id.to_owned();
+        Box::pin(
+            self.on_plane("answering a task's questions", move |plane| async move {
+                if !storable(&id) {
+                    return Ok(Answering::Unknown);
+                }
+                let changed = change_questions(&plane, &id, at, |questions| {
+                    let done = answer_questions(questions, answers);
+                    let changed = !done.answered.is_empty();
+                    Ok((done, changed))
+                })
+                .await?;
+                Ok(match changed {
+                    Ok(done) => Answering::Answered(done),
+                    Err(Some(status)) => Answering::Ended(status),
+                    Err(None) => Answering::Unknown,
+                })
+            }),
+        )
+    }
+
+    fn take_answer<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        let (id, key) = (id.to_owned(), key.to_owned());
+        Box::pin(
+            self.on_plane("taking a task's answer", move |plane| async move {
+                if !storable(&id) {
+                    return Ok(None);
+                }
+                // Most looks find no answer yet: read before locking anything.
+                let client = plane.client().await?;
+                let row = client
+                    .query_opt(
+                        &format!(
+                            "SELECT questions FROM registry_tasks WHERE id = $1 AND {RUNNING}"
+                        ),
+                        &[&id],
+                    )
+                    .await
+                    .map_err(Error::db("reading a task's questions"))?;
+                drop(client);
+                let Some(row) = row else { return Ok(None) };
+                let answered = questions_of(row.get(0))?
+                    .iter()
+                    .any(|question| question.key() == key && question.is_answered());
+                if !answered {
+                    return Ok(None);
+                }
+                let taken = change_questions(&plane, &id, at, |questions| {
+                    let answer = take_answer(questions, &key);
+                    let changed = answer.is_some();
+                    Ok((answer, changed))
+                })
+                .await?;
+                Ok(taken.ok().flatten())
+            }),
+        )
     }
 
     fn running(&self, id: &str, cancellation: Cancellation) {

@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{bounded, cluster, sql, wait_until, wait_until_async};
+use registry_core::call::CallOptions;
 use registry_core::content::Content;
+use registry_core::host::Elicitation;
+use registry_core::server::RunExt;
 use registry_core::task::{TaskError, TaskLimits, TaskStatus};
 use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall, ToolContext};
 use registry_postgres::ControlPlane;
@@ -74,7 +77,58 @@ fn tools(spin: &Spin) -> Vec<DynamicTool> {
             ctx.progress(1.0, Some(2.0), HOSTILE);
             Err::<Value, _>(HOSTILE.to_owned())
         });
-    vec![spinning, quick, hostile]
+    let asking = DynamicTool::new("ask", "Ask two things at once, then say both.")
+        .public()
+        .task()
+        .async_handler(|ctx: ToolContext, _: Value| async move {
+            let (first, second) = futures_join(
+                ctx.elicit::<Word>(format!("first {HOSTILE}")),
+                ctx.elicit::<Word>(format!("second {HOSTILE}")),
+            )
+            .await;
+            let word = |answer: Result<Elicitation<Word>, _>| match answer {
+                Ok(Elicitation::Accepted(Word { word })) => Ok(word),
+                Ok(_) => Ok("-".to_owned()),
+                Err(error) => Err(format!("{error}")),
+            };
+            Ok::<_, String>(json!([word(first)?, word(second)?]))
+        });
+    vec![spinning, quick, hostile, asking]
+}
+
+/// What `ask` asks.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Word {
+    /// A word.
+    word: String,
+}
+
+/// Both futures, polled together.
+async fn futures_join<A: std::future::Future, B: std::future::Future>(
+    a: A,
+    b: B,
+) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    let (mut first, mut second) = (None, None);
+    std::future::poll_fn(|cx| {
+        if first.is_none()
+            && let std::task::Poll::Ready(value) = a.as_mut().poll(cx)
+        {
+            first = Some(value);
+        }
+        if second.is_none()
+            && let std::task::Poll::Ready(value) = b.as_mut().poll(cx)
+        {
+            second = Some(value);
+        }
+        if first.is_some() && second.is_some() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    (first.unwrap(), second.unwrap())
 }
 
 /// A replica: its own plane (task lease `lease`) and registry on the shared database.
@@ -190,6 +244,111 @@ async fn a_task_started_on_one_replica_is_read_cancelled_and_collected_on_anothe
             on_b.task(quick.id()).await.unwrap().status(),
             TaskStatus::Completed
         );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_questions_asked_on_one_replica_are_answered_on_another() {
+    let (_cluster, url) = cluster("tasks_questions");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let limits = TaskLimits::new();
+        let (_a_plane, a) = replica(&url, "a", &spin, limits, Duration::from_secs(10)).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, limits, Duration::from_secs(10)).await;
+        let on_a = a.open_run("run-a", &ana());
+        let on_b = b.open_run("run-b", &ana());
+        let options = CallOptions::new().with_task_questions_for_caller();
+        let task = on_a
+            .start_task_with(start("c1", "ask"), options)
+            .await
+            .unwrap();
+
+        wait_until_async(LIMIT, "b reads both questions", || async {
+            on_b.task(task.id()).await.unwrap().questions().count() == 2
+        })
+        .await;
+        let asked: Vec<_> = on_b
+            .task(task.id())
+            .await
+            .unwrap()
+            .questions()
+            .cloned()
+            .collect();
+        assert_eq!(
+            on_b.task(task.id()).await.unwrap().status(),
+            TaskStatus::InputRequired
+        );
+        // Every character of the question reads back on the other replica.
+        let mut messages: Vec<&str> = asked.iter().map(|q| q.message()).collect();
+        messages.sort_unstable();
+        assert_eq!(
+            messages,
+            [format!("first {HOSTILE}"), format!("second {HOSTILE}")]
+        );
+        let key_of = |prefix: &str| {
+            asked
+                .iter()
+                .find(|q| q.message().starts_with(prefix))
+                .unwrap()
+                .key()
+                .to_owned()
+        };
+        let (first, second) = (key_of("first"), key_of("second"));
+
+        // Another principal's answers: an unknown task, nothing answered.
+        let bo = b.open_run("run-bo", &Subject::new("acme").with_principal("bo"));
+        let foreign = [(first.clone(), Elicitation::Accepted(json!({"word": "no"})))];
+        assert!(matches!(
+            bo.answer_task(task.id(), foreign).await,
+            Err(TaskError::UnknownId { .. })
+        ));
+        // One answer on b: the other question still waits, on both replicas.
+        let done = on_b
+            .answer_task(
+                task.id(),
+                [(
+                    first.clone(),
+                    Elicitation::Accepted(json!({"word": HOSTILE})),
+                )],
+            )
+            .await
+            .unwrap();
+        assert_eq!(done.answered, std::slice::from_ref(&first));
+        wait_until_async(LIMIT, "a takes the first answer", || async {
+            let read = on_a.task(task.id()).await.unwrap();
+            read.questions().count() == 1 && read.status() == TaskStatus::InputRequired
+        })
+        .await;
+        // The answered key again, and one never asked: ignored.
+        let again = on_b
+            .answer_task(
+                task.id(),
+                [
+                    (first.clone(), Elicitation::Declined),
+                    ("q99".to_owned(), Elicitation::Declined),
+                ],
+            )
+            .await
+            .unwrap();
+        assert!(again.answered.is_empty());
+        assert_eq!(again.ignored.len(), 2);
+        on_b.answer_task(
+            task.id(),
+            [(second, Elicitation::Accepted(json!({"word": "two"})))],
+        )
+        .await
+        .unwrap();
+        let answer = on_b.wait_task(task.id()).await.unwrap();
+        assert_eq!(answer.json(), &json!([HOSTILE, "two"]), "{answer:?}");
+        assert!(matches!(
+            on_b.answer_task(task.id(), [(first, Elicitation::Declined)])
+                .await,
+            Err(TaskError::AlreadyFinished {
+                status: TaskStatus::Completed,
+                ..
+            })
+        ));
     })
     .await;
 }

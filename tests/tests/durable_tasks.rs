@@ -4,8 +4,11 @@
 //!
 //! - a task started on replica A is read with `tasks/get` and cancelled with `tasks/cancel`
 //!   on replica B, and the cancel reaches the tool on A within one second;
+//! - a task's tool on replica A asks its client: replica B shows the question on `tasks/get`
+//!   and takes the answer with `tasks/update`, and the tool on A goes on with it;
 //! - a replica killed with `kill -9` in the middle of a task leaves it `failed`, with the
-//!   reason, once its lease has run out, never `working` forever.
+//!   reason, once its lease has run out, never `working` forever, and the replica that
+//!   failed it writes one audit event of it (`lease_expired`).
 
 mod mcp_support;
 
@@ -19,7 +22,7 @@ use registry_postgres::throwaway::Cluster;
 use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
-    GetTaskParams, GetTaskResult, TaskPayload, TaskStatus,
+    GetTaskParams, GetTaskResult, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -162,6 +165,81 @@ async fn a_task_started_on_one_replica_is_read_and_cancelled_on_another() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asked_on_one_replica_is_answered_on_another() {
+    let url = database("durable_question").await;
+    let (notes_a, notes_b) = (notes("question", "a"), notes("question", "b"));
+    let a = replica(&url, "a", &notes_a).await;
+    let b = replica(&url, "b", &notes_b).await;
+    let on_a = connect(&a).await;
+    let on_b = connect(&b).await;
+
+    let started = within(
+        "tools/call",
+        on_a.call_tool_once(CallToolRequestParams::new("ask_task")),
+    )
+    .await
+    .unwrap();
+    let CallToolResponse::Task(created) = started else {
+        panic!("expected a task, got {started:?}");
+    };
+    let id = created.task.task_id;
+    appears(&notes_a.join("asked"), Duration::from_secs(10)).await;
+    // Replica b reads the question from the shared store.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let key = loop {
+        let read = get(&on_b, &id).await;
+        if let TaskPayload::InputRequired { input_requests } = &read.task.payload {
+            assert_eq!(read.task.task.status, TaskStatus::InputRequired);
+            assert_eq!(input_requests.len(), 1, "{read:?}");
+            break input_requests.keys().next().unwrap().clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "b never saw the question: {read:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let answer =
+        serde_json::json!({ &key: { "action": "accept", "content": { "word": "lighthouse" } } });
+    let answered = Instant::now();
+    within(
+        "tasks/update",
+        on_b.update_task(UpdateTaskParams::new(
+            &id,
+            serde_json::from_value(answer).unwrap(),
+        )),
+    )
+    .await
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let done = loop {
+        let read = get(&on_b, &id).await;
+        if read.task.task.status.is_terminal() {
+            break read;
+        }
+        assert!(Instant::now() < deadline, "the task never ended: {read:?}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    eprintln!(
+        "an answer given on b reached the tool on a, which ended, in {:?} (polling included)",
+        answered.elapsed()
+    );
+    match done.task.payload {
+        TaskPayload::Completed { result } => {
+            assert_eq!(
+                result["content"][0]["text"], "the word was lighthouse",
+                "{result:?}"
+            );
+        }
+        other => panic!("expected completed, got {other:?}"),
+    }
+    assert!(
+        !notes_b.join("asked").exists(),
+        "the tool ran on a, not on b"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_replicas_task_becomes_failed_within_the_lease() {
     let url = database("durable_kill").await;
     let (notes_a, notes_b) = (notes("kill", "a"), notes("kill", "b"));
@@ -206,5 +284,26 @@ async fn a_killed_replicas_task_becomes_failed_within_the_lease() {
         }
         other => panic!("expected failed, got {other:?}"),
     }
+    // The replica that failed it audited it, once, with the reason.
+    let plane = within("connect", ControlPlane::connect(&url))
+        .await
+        .unwrap();
+    let mut filter = registry_postgres::AuditFilter::default();
+    filter.kind = Some("task".into());
+    let events = within("audit", plane.audit_events(&filter)).await.unwrap();
+    let expired: Vec<_> = events
+        .iter()
+        .filter(|event| event.outcome.as_deref() == Some("lease_expired"))
+        .collect();
+    assert_eq!(expired.len(), 1, "{events:?}");
+    let event = &expired[0];
+    assert_eq!(
+        event.replica, "b",
+        "the living replica failed it: {event:?}"
+    );
+    assert_eq!(event.tool.as_deref(), Some("spin_task"));
+    assert_eq!(event.event["id"], serde_json::json!(id), "{event:?}");
+    assert_eq!(event.event["status"], serde_json::json!("failed"));
+    assert_eq!(event.event["detail"], serde_json::json!(reason));
     drop(on_a);
 }

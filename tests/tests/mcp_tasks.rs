@@ -2,7 +2,10 @@
 //! over streamable HTTP on loopback to rmcp's real client: a task tool answers a task to a
 //! client that declared the extension and an ordinary result to one that did not;
 //! `tasks/get` follows it to its inlined result; `tasks/cancel` reaches the running tool;
-//! another principal's task reads as unknown.
+//! another principal's task reads as unknown; a task's tool that asks its client mid-flight
+//! makes the task `input_required`, with the question in `inputRequests`, and goes on when
+//! `tasks/update` answers it; a tool declared `task = "required"` is -32021 without the
+//! extension.
 
 mod mcp_support;
 
@@ -12,17 +15,32 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_support::*;
+use registry_core::host::Elicitation;
 use registry_core::{DynamicTool, Registry, Subject, ToolContext};
 use registry_mcp::{HttpConfig, HttpServer, Principal, ServerOptions, Tokens};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
-    GetTaskParams, GetTaskResult, TaskPayload, TaskStatus,
+    GetTaskParams, GetTaskResult, InputRequest, TaskPayload, TaskStatus, UpdateTaskParams,
 };
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ErrorData, ServiceExt};
 use serde_json::{Value, json};
+
+/// What `prune` asks.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Confirm {
+    /// Whether to delete them.
+    confirm: bool,
+}
+
+/// What each question of `two_questions` asks.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Named {
+    /// A name.
+    name: String,
+}
 
 const ANA: &str = "token-of-ana-for-the-tasks-tests";
 const BO: &str = "token-of-bo-for-the-tasks-tests";
@@ -63,6 +81,42 @@ fn fixture() -> Fixture {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     Ok::<_, String>(json!("rested"))
                 }),
+        )
+        .tool(
+            DynamicTool::new("prune", "Delete the old backups once the user confirms.")
+                .scopes(["jobs:run"])
+                .task()
+                .async_handler(|ctx: ToolContext, _| async move {
+                    let answer = ctx.elicit::<Confirm>("Delete 12 backups?").await;
+                    Ok::<_, String>(json!(match answer {
+                        Ok(Elicitation::Accepted(Confirm { confirm: true })) => "deleted",
+                        Ok(_) => "kept",
+                        Err(error) => return Err(error.to_string()),
+                    }))
+                }),
+        )
+        .tool(
+            DynamicTool::new("two_questions", "Ask two things at once, then say both.")
+                .scopes(["jobs:run"])
+                .task()
+                .async_handler(|ctx: ToolContext, _| async move {
+                    let (first, second) = tokio::join!(
+                        ctx.elicit::<Named>("First name?"),
+                        ctx.elicit::<Named>("Second name?")
+                    );
+                    let name = |answer: Result<Elicitation<Named>, _>| match answer {
+                        Ok(Elicitation::Accepted(named)) => Ok(named.name),
+                        Ok(_) => Ok("-".to_owned()),
+                        Err(error) => Err(format!("{error}")),
+                    };
+                    Ok::<_, String>(json!(format!("{} and {}", name(first)?, name(second)?)))
+                }),
+        )
+        .tool(
+            DynamicTool::new("rebuild", "Rebuild everything; only as a task.")
+                .scopes(["jobs:run"])
+                .task_required()
+                .handler(|_, _| Ok::<_, String>(json!("rebuilt"))),
         )
         .tool(
             DynamicTool::new("broken_job", "Fail on purpose.")
@@ -287,4 +341,190 @@ async fn another_principal_cannot_read_or_cancel_a_task() {
     assert_eq!(ended(&ana, &id).await.task.status(), TaskStatus::Cancelled);
     within("shutdown", ana.cancel()).await.unwrap();
     within("shutdown", bo.cancel()).await.unwrap();
+}
+
+/// Polls `tasks/get` until the task asks `count` questions; their keys and messages.
+async fn asked(
+    client: &RunningService<RoleClient, ClientConfig>,
+    id: &str,
+    count: usize,
+) -> Vec<(String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let task = get(client, id).await.unwrap();
+        if let TaskPayload::InputRequired { input_requests } = &task.task.payload {
+            assert_eq!(task.task.status(), TaskStatus::InputRequired);
+            if input_requests.len() == count {
+                return input_requests
+                    .iter()
+                    .map(|(key, request)| {
+                        let InputRequest::Elicitation(request) = request else {
+                            panic!("expected an elicitation, got {request:?}");
+                        };
+                        let wire = serde_json::to_value(request).unwrap();
+                        assert_eq!(wire["method"], json!("elicitation/create"), "{wire}");
+                        let message = wire["params"]["message"].as_str().unwrap().to_owned();
+                        (key.clone(), message)
+                    })
+                    .collect();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the task {id} never asked {count} questions: {task:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn update(
+    client: &RunningService<RoleClient, ClientConfig>,
+    id: &str,
+    responses: Value,
+) -> Result<(), ServiceError> {
+    let responses = serde_json::from_value(responses).unwrap();
+    within(
+        "tasks/update",
+        client.update_task(UpdateTaskParams::new(id, responses)),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_question_is_asked_on_tasks_get_and_answered_by_tasks_update() {
+    let fixture = fixture();
+    let url = serve(&fixture.registry).await;
+    let ana = connect(&url, ANA, true).await;
+    let bo = connect(&url, BO, true).await;
+    let id = task_id(&ana, "prune").await;
+    let questions = asked(&ana, &id, 1).await;
+    let (key, message) = questions[0].clone();
+    assert_eq!(message, "Delete 12 backups?");
+
+    // Another principal cannot answer: the task reads as unknown to them.
+    let foreign = update(
+        &bo,
+        &id,
+        json!({ &key: { "action": "accept", "content": { "confirm": true } } }),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error_of(foreign).code.0, -32602);
+    // A key the task does not ask under is ignored, whatever it holds (SEP-2663).
+    update(&ana, &id, json!({ "q99": { "anything": true } }))
+        .await
+        .unwrap();
+    // An answer under the asked key that is not an elicitation result is refused.
+    let malformed = error_of(
+        update(&ana, &id, json!({ &key: { "confirm": true } }))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(malformed.code.0, -32602);
+    assert!(
+        malformed.message.contains("elicitation result"),
+        "{malformed:?}"
+    );
+    assert_eq!(
+        asked(&ana, &id, 1).await[0].0,
+        key,
+        "still asked after the refusals"
+    );
+
+    update(
+        &ana,
+        &id,
+        json!({ &key: { "action": "accept", "content": { "confirm": true } } }),
+    )
+    .await
+    .unwrap();
+    match ended(&ana, &id).await.task.payload {
+        TaskPayload::Completed { result } => {
+            assert_eq!(result["content"][0]["text"], json!("deleted"), "{result:?}");
+        }
+        other => panic!("expected completed, got {other:?}"),
+    }
+    // After the end, an answer is refused, saying so.
+    let late = error_of(
+        update(&ana, &id, json!({ &key: { "action": "decline" } }))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(late.code.0, -32602);
+    assert!(late.message.contains("has ended"), "{late:?}");
+    within("shutdown", ana.cancel()).await.unwrap();
+    within("shutdown", bo.cancel()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_questions_at_once_are_answered_one_at_a_time() {
+    let fixture = fixture();
+    let url = serve(&fixture.registry).await;
+    let ana = connect(&url, ANA, true).await;
+    let id = task_id(&ana, "two_questions").await;
+    let questions = asked(&ana, &id, 2).await;
+    let (first, second) = (questions[0].0.clone(), questions[1].0.clone());
+    assert_ne!(first, second);
+
+    update(
+        &ana,
+        &id,
+        json!({ &first: { "action": "accept", "content": { "name": "ada" } } }),
+    )
+    .await
+    .unwrap();
+    // Only the unanswered question is left, and the task still waits.
+    let left = asked(&ana, &id, 1).await;
+    assert_eq!(left[0].0, second);
+    // Answering the first again is ignored.
+    update(
+        &ana,
+        &id,
+        json!({ &first: { "action": "accept", "content": { "name": "eve" } } }),
+    )
+    .await
+    .unwrap();
+    update(
+        &ana,
+        &id,
+        json!({ &second: { "action": "accept", "content": { "name": "bob" } } }),
+    )
+    .await
+    .unwrap();
+    match ended(&ana, &id).await.task.payload {
+        TaskPayload::Completed { result } => {
+            let text = result["content"][0]["text"].as_str().unwrap().to_owned();
+            assert!(text == "ada and bob" || text == "bob and ada", "{text}");
+        }
+        other => panic!("expected completed, got {other:?}"),
+    }
+    within("shutdown", ana.cancel()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_required_task_tool_is_refused_without_the_extension() {
+    let fixture = fixture();
+    let url = serve(&fixture.registry).await;
+    let plain = connect(&url, ANA, false).await;
+    let refused = within(
+        "tools/call",
+        plain.call_tool_once(CallToolRequestParams::new("rebuild")),
+    )
+    .await
+    .unwrap_err();
+    let refused = error_of(refused);
+    assert_eq!(refused.code.0, -32021, "{refused:?}");
+    assert_eq!(
+        refused.data,
+        Some(
+            json!({ "requiredCapabilities": { "extensions": { "io.modelcontextprotocol/tasks": {} } } })
+        )
+    );
+    within("shutdown", plain.cancel()).await.unwrap();
+
+    // With the extension it runs, as a task.
+    let ana = connect(&url, ANA, true).await;
+    let id = task_id(&ana, "rebuild").await;
+    assert_eq!(ended(&ana, &id).await.task.status(), TaskStatus::Completed);
+    within("shutdown", ana.cancel()).await.unwrap();
 }

@@ -673,3 +673,142 @@ fn a_store_that_fails_starts_nothing() {
     let ok = run.call_blocking(ToolCall::new("c2", "count", json!({"n": 2})));
     assert_eq!(ok.json(), &json!({"done": 2}));
 }
+
+/// A task whose questions are for its caller asks at most `MAX_TASK_QUESTIONS` at once (one
+/// more fails at once, the others still wait), and a question whose wait runs out is
+/// withdrawn: the task no longer shows it, and answering it afterwards is ignored.
+#[test]
+fn a_tasks_questions_for_its_caller_are_bounded_and_withdrawn_when_the_wait_ends() {
+    use registry_core::call::CallOptions;
+    use registry_core::task::MAX_TASK_QUESTIONS;
+
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("survey", "Ask one question more than a task may at once.")
+                .scopes(["jobs:run"])
+                .task()
+                .async_handler(|ctx: ToolContext, _args: Value| async move {
+                    let asked = (0..=MAX_TASK_QUESTIONS)
+                        .map(|n| ctx.elicit::<Confirm>(format!("Question {n}?")));
+                    let answers = join_all(asked.map(Box::pin).collect()).await;
+                    let failed: Vec<String> = answers
+                        .iter()
+                        .filter_map(|answer| answer.as_ref().err().map(ToString::to_string))
+                        .collect();
+                    let yes = answers
+                        .into_iter()
+                        .filter(
+                            |answer| matches!(answer, Ok(Elicitation::Accepted(c)) if c.confirm),
+                        )
+                        .count();
+                    Ok::<_, String>(json!({ "yes": yes, "failed": failed }))
+                }),
+        )
+        .tool(
+            DynamicTool::new("impatient", "Ask, but wait only a moment.")
+                .scopes(["jobs:run"])
+                .task()
+                .async_handler(|ctx: ToolContext, _args: Value| async move {
+                    let answer = ctx.elicit::<Confirm>("Quick?").await;
+                    Ok::<_, String>(json!(answer.err().map(|error| error.to_string())))
+                }),
+        )
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &subject("ana"));
+    let options = || CallOptions::new().with_task_questions_for_caller();
+
+    let call = ToolCall::new("c1", "survey", json!({}));
+    let task = pollster::block_on(run.start_task_with(call, options())).unwrap();
+    eventually("the task asks as many as it may", || {
+        status(&run, task.id()).unwrap().questions().count() == MAX_TASK_QUESTIONS
+    });
+    let asking = status(&run, task.id()).unwrap();
+    assert_eq!(asking.status(), TaskStatus::InputRequired);
+    let keys: Vec<String> = asking.questions().map(|q| q.key().to_owned()).collect();
+    // Too many answers at once are refused whole; nothing was answered.
+    let flood = (0..=MAX_TASK_QUESTIONS).map(|n| (format!("k{n}"), Elicitation::Declined));
+    assert!(matches!(
+        pollster::block_on(run.answer_task(task.id(), flood)),
+        Err(TaskError::InvalidAnswer { .. })
+    ));
+    // Another principal's answers: unknown task.
+    let bo = registry.open_run("run-2", &subject("bo"));
+    let foreign = [(
+        keys[0].clone(),
+        Elicitation::Accepted(json!({"confirm": true})),
+    )];
+    assert!(matches!(
+        pollster::block_on(bo.answer_task(task.id(), foreign)),
+        Err(TaskError::UnknownId { .. })
+    ));
+    let answers = keys
+        .iter()
+        .map(|key| (key.clone(), Elicitation::Accepted(json!({"confirm": true}))));
+    let done = pollster::block_on(run.answer_task(task.id(), answers)).unwrap();
+    assert_eq!(done.answered, keys);
+    let answer = wait(&run, task.id());
+    assert_eq!(
+        answer.json()["yes"],
+        json!(MAX_TASK_QUESTIONS),
+        "{answer:?}"
+    );
+    let failed = answer.json()["failed"].as_array().unwrap().clone();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        failed[0].as_str().unwrap().contains("at once already"),
+        "{failed:?}"
+    );
+    // After the end: refused, saying it ended.
+    let late = [(keys[0].clone(), Elicitation::Declined)];
+    assert!(matches!(
+        pollster::block_on(run.answer_task(task.id(), late)),
+        Err(TaskError::AlreadyFinished {
+            status: TaskStatus::Completed,
+            ..
+        })
+    ));
+
+    let call = ToolCall::new("c2", "impatient", json!({}));
+    let options = options().with_elicit_timeout(Duration::from_millis(200));
+    let task = pollster::block_on(run.start_task_with(call, options)).unwrap();
+    eventually("the question is asked", || {
+        status(&run, task.id()).unwrap().questions().count() == 1
+    });
+    let key = status(&run, task.id())
+        .unwrap()
+        .questions()
+        .next()
+        .unwrap()
+        .key()
+        .to_owned();
+    let answer = wait(&run, task.id());
+    assert!(
+        answer.json().as_str().unwrap().contains("withdrawn"),
+        "{answer:?}"
+    );
+    assert_eq!(status(&run, task.id()).unwrap().questions().count(), 0);
+    let late = [(key, Elicitation::Declined)];
+    assert!(pollster::block_on(run.answer_task(task.id(), late)).is_err());
+}
+
+/// Every future of `futures`, polled together, their outputs in order.
+async fn join_all<F: std::future::Future + Unpin>(mut futures: Vec<F>) -> Vec<F::Output> {
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none()
+                && let std::task::Poll::Ready(value) = std::pin::Pin::new(future).poll(cx)
+            {
+                *output = Some(value);
+            }
+        }
+        if outputs.iter().all(Option::is_some) {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}

@@ -10,8 +10,11 @@
 //!   is a `DynamicTool` because the scenario fixes its input schema to the byte (with `$schema`,
 //!   `$defs`, `$anchor`, `allOf` and `if`/`then`/`else`), which shows that the registry serves
 //!   an application's schema unchanged.
-//!   The tasks extension's fixtures are here too: `greet` (an ordinary call), and
-//!   `slow_compute`, `failing_job` and `protocol_error_job`, declared `task`.
+//!   The tasks extension's fixtures are here too: `greet` (an ordinary call); `slow_compute`,
+//!   `protocol_error_job`, and `confirm_delete` and `multi_input` (which ask the client while
+//!   they run: `input_required`, answered by `tasks/update`), declared `task`; `failing_job`
+//!   and `test_tool_with_task`, declared `task = "required"` (-32021 without the extension).
+//!   `test_tool_with_task`'s first round (MRTR before the task) is the probes'.
 //! - The resources, template, prompts and completion are plain rmcp code
 //!   ([`registry_examples::conformance::ConformanceApp`]), composed with the registry's server
 //!   with `RegistryServer::with_handler`.
@@ -147,8 +150,8 @@ fn slow_compute(
     ))
 }
 
-/// Runs a job that fails after about a second.
-#[tool(public, task)]
+/// Runs a job that fails after about a second; only as a task.
+#[tool(public, task = "required")]
 fn failing_job(ctx: &ToolContext) -> Result<String, String> {
     for _ in 0..50 {
         if ctx.is_cancelled() {
@@ -163,6 +166,62 @@ fn failing_job(ctx: &ToolContext) -> Result<String, String> {
 #[tool(public, task)]
 fn protocol_error_job() -> String {
     panic!("protocol_error_job breaks on purpose")
+}
+
+/// What `confirm_delete` and `multi_input` ask.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct Confirmation {
+    /// Whether to go ahead.
+    confirm: bool,
+}
+
+/// What each question of `multi_input` asks.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct NamedConfirmation {
+    /// A name for the answer.
+    name: String,
+    /// Whether to go ahead.
+    confirm: bool,
+}
+
+/// Deletes a file once the user confirms, asking while it runs as a task.
+#[tool(public, task)]
+async fn confirm_delete(
+    ctx: &ToolContext,
+    /// The file to delete.
+    filename: String,
+) -> Result<String, ToolError> {
+    let answer = ctx
+        .elicit::<Confirmation>(format!("Delete {filename}?"))
+        .await?;
+    Ok(match answer {
+        Elicitation::Accepted(Confirmation { confirm: true }) => format!("Deleted {filename}"),
+        _ => format!("Kept {filename}"),
+    })
+}
+
+/// Asks two questions at once while it runs as a task, then answers with both.
+#[tool(public, task)]
+async fn multi_input(ctx: &ToolContext) -> Result<String, ToolError> {
+    let (first, second) = tokio::join!(
+        ctx.elicit::<NamedConfirmation>("First: your name, and go ahead?"),
+        ctx.elicit::<NamedConfirmation>("Second: your name, and go ahead?"),
+    );
+    let name = |answer: Elicitation<NamedConfirmation>| match answer {
+        Elicitation::Accepted(answer) => answer.name,
+        Elicitation::Declined | Elicitation::Cancelled => "(none)".into(),
+    };
+    Ok(format!("Got {} and {}", name(first?), name(second?)))
+}
+
+/// Greets a user whose name the client gave in a first round (`input_required`, answered
+/// by `Probes`), then runs as a task; only as a task.
+#[tool(public, task = "required")]
+fn test_tool_with_task(
+    /// The user's name, gathered before the task starts.
+    user_name: String,
+) -> String {
+    format!("Hello, {user_name}, from a task!")
 }
 
 /// Always fails.

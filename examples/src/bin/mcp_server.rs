@@ -119,8 +119,8 @@ struct Args {
     log_format: LogFormat,
     /// Test support, not in the usage text: when FILE exists, revoke tool NAME.
     revoke_on: Option<(PathBuf, String)>,
-    /// Test support, not in the usage text: the task tool `spin_task`, noting in DIR when it
-    /// starts and when it sees its cancellation.
+    /// Test support, not in the usage text: the task tools `spin_task`, noting in DIR when it
+    /// starts and when it sees its cancellation, and `ask_task`, which asks its caller.
     task_tool: Option<PathBuf>,
     task_lease: Option<Duration>,
     postgres: Option<String>,
@@ -386,6 +386,35 @@ fn spin_task(dir: PathBuf) -> registry_core::DynamicTool {
         })
 }
 
+/// What `ask_task` asks.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Word {
+    /// Any word.
+    word: String,
+}
+
+/// `--test-task-tool DIR`: a task tool that writes `DIR/asked` (the process id) when it
+/// asks its caller for a word, and answers with the word.
+fn ask_task(dir: PathBuf) -> registry_core::DynamicTool {
+    registry_core::DynamicTool::new("ask_task", "Ask for a word, then say it back.")
+        .public()
+        .task()
+        .async_handler(move |ctx: registry_core::ToolContext, _| {
+            let dir = dir.clone();
+            async move {
+                std::fs::write(dir.join("asked"), std::process::id().to_string())
+                    .map_err(|error| format!("cannot note the question: {error}"))?;
+                match ctx.elicit::<Word>("Which word?").await {
+                    Ok(registry_core::host::Elicitation::Accepted(Word { word })) => {
+                        Ok(serde_json::json!(format!("the word was {word}")))
+                    }
+                    Ok(_) => Ok(serde_json::json!("no word")),
+                    Err(error) => Err(error.to_string()),
+                }
+            }
+        })
+}
+
 /// What `--postgres` adds: the change feed the registry follows, and the audit writer.
 struct Replica {
     feed: ChangeFeed,
@@ -410,7 +439,9 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
         builder = builder.rate_limit(limit.as_str());
     }
     if let Some(dir) = &args.task_tool {
-        builder = builder.tool(spin_task(dir.clone()));
+        builder = builder
+            .tool(spin_task(dir.clone()))
+            .tool(ask_task(dir.clone()));
     }
     let Some(url) = &args.postgres else {
         return Ok((builder.build()?, None));

@@ -20,6 +20,7 @@
 //! | `test_input_required_result_tampered_state` | asks `confirm`, with a sealed state | `integrity-ok`; a changed state is -32602 |
 //! | `test_input_required_result_capabilities` | asks only what the client declared | what it got |
 //! | `test_missing_capability` | -32021 (HTTP 400) unless the client declared sampling | `Success` |
+//! | `test_tool_with_task` (the registry's, `task = "required"`) | asks `user_name`, with a sealed state | the registry's task, started with `user_name` (SEP-2663's MRTR, then a task) |
 //!
 //! A retry without the answers asked for is asked again (a new `input_required`), never an
 //! error; a `requestState` that does not open (altered, expired, used, another request's) is
@@ -383,6 +384,20 @@ impl<H: ServerHandler> Probes<H> {
     }
 }
 
+/// The registry's tool whose first round (the user's name) is asked here, before the task.
+const TASK_AFTER_INPUT: &str = "test_tool_with_task";
+
+impl<H: ServerHandler> Probes<H> {
+    /// The name the client gave for `test_tool_with_task`, with the state sealed for it:
+    /// `None` to ask (again); an error (-32602) for a state that does not open.
+    fn gathered(&self, params: &CallToolRequestParams) -> Result<Option<String>, ErrorData> {
+        let state = self.opened(params)?;
+        let responses = params.input_responses.as_ref();
+        let name = answered(responses.and_then(|r| r.get("user_name")), "name");
+        Ok(name.filter(|_| state == Some(json!(TASK_AFTER_INPUT))))
+    }
+}
+
 /// The digest of a probe's call: its tool and arguments.
 fn digest(params: &CallToolRequestParams) -> RequestDigest {
     let arguments = Value::Object(params.arguments.clone().unwrap_or_default());
@@ -445,6 +460,27 @@ impl<H: ServerHandler> ServerHandler for Probes<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let capabilities = context.client_capabilities();
+        if request.name == TASK_AFTER_INPUT
+            && capabilities
+                .as_ref()
+                .is_some_and(ClientCapabilities::supports_tasks)
+        {
+            return match self.gathered(&request)? {
+                // The name is gathered: the registry's tool starts as a task with it.
+                Some(name) => {
+                    let mut arguments = request.arguments.clone().unwrap_or_default();
+                    arguments.insert("user_name".into(), Value::String(name));
+                    let call =
+                        CallToolRequestParams::new(TASK_AFTER_INPUT).with_arguments(arguments);
+                    self.inner.call_tool(call, context).await
+                }
+                None => self.ask(
+                    &request,
+                    vec![("user_name", elicit("What is your name?", "name", "string"))],
+                    Some(json!(TASK_AFTER_INPUT)),
+                ),
+            };
+        }
         match self.probe(&request, capabilities.as_ref()) {
             Some(answer) => answer,
             None => self.inner.call_tool(request, context).await,

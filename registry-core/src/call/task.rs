@@ -13,13 +13,17 @@ use crate::discover::run::Run;
 use crate::execute::cancel::Cancellation;
 use crate::execute::context::CallOptions;
 use crate::execute::execution;
+use crate::execute::host::Elicitation;
 use crate::execute::observation::{ErrorKind, Observation};
-use crate::execute::task::host::TaskHost;
+use crate::execute::task::host::MAX_TASK_QUESTIONS;
+use crate::execute::task::host::{Questions, TaskHost};
+use crate::execute::task::record::{MAX_ANSWER_BYTES, TaskAnswers, answer_json};
 use crate::execute::task::record::{Task, TaskError, TaskStatus};
-use crate::execute::task::store::{Finish, Insertion, TaskEnd};
-use crate::execute::task::{Live, new_task_id};
+use crate::execute::task::store::{Answering, Finish, Insertion, TaskEnd};
+use crate::execute::task::{Bell, Live, new_task_id};
 use crate::register::registry::Registry;
 use crate::resolve::call::ToolCall;
+use serde_json::Value;
 
 /// The longest pause between two reads of a task that runs in another process.
 const MAX_POLL: Duration = Duration::from_secs(1);
@@ -160,6 +164,7 @@ impl Run {
             updated_at: now,
             ttl: tasks.limits.ttl(),
             expires_at: None,
+            questions: Vec::new(),
         };
         let name = task.tool_name.clone();
         let full = |text: String, detail: String| {
@@ -200,6 +205,7 @@ impl Run {
         let live = Live {
             cancellation: options.cancellation.clone().unwrap_or_default(),
             done: Cancellation::new(),
+            answered: Bell::default(),
         };
         if !tasks.live.add(&task.id, live.clone(), tasks.limits.total()) {
             let total = tasks.limits.total();
@@ -219,6 +225,9 @@ impl Run {
                 .host
                 .clone()
                 .unwrap_or_else(|| self.effective_host()),
+            questions: options
+                .task_questions
+                .then(|| Questions::new(live.answered.clone())),
         };
         let options = CallOptions {
             host: Some(Arc::new(host)),
@@ -398,6 +407,113 @@ impl Run {
                 status,
             }),
             Finish::Unknown => Err(TaskError::UnknownId { id: id.to_owned() }),
+        }
+    }
+
+    /// Answers questions of running task `id` that its tool asks its caller (a task started
+    /// with [`CallOptions::with_task_questions_for_caller`]; they are
+    /// [`Task::questions`]), by key: the tool's [`ToolContext::elicit`](crate::ToolContext::elicit)
+    /// returns the answer and the tool goes on, here or on the replica that runs it. Answers
+    /// may come one at a time; the task stays [`TaskStatus::InputRequired`] while a question
+    /// waits. A key under which no question waits (never asked, answered already,
+    /// withdrawn) is ignored, as MCP's tasks extension says; [`TaskAnswers`] says which.
+    ///
+    /// `Err` and nothing answered: another principal's or an unknown task
+    /// ([`TaskError::UnknownId`]), one that has ended ([`TaskError::AlreadyFinished`]), more
+    /// than [`MAX_TASK_QUESTIONS`](crate::task::MAX_TASK_QUESTIONS) answers or one larger than
+    /// [`MAX_ANSWER_BYTES`](crate::task::MAX_ANSWER_BYTES) as JSON
+    /// ([`TaskError::InvalidAnswer`]), a store that failed.
+    ///
+    /// ```
+    /// use registry_core::call::CallOptions;
+    /// use registry_core::host::Elicitation;
+    /// use registry_core::server::RunExt;
+    /// use registry_core::{tool, Registry, Subject, ToolCall, ToolContext};
+    /// use serde_json::json;
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Confirm { confirm: bool }
+    ///
+    /// /// Delete the old backups.
+    /// #[tool(public, task)]
+    /// async fn prune_backups(ctx: &ToolContext) -> String {
+    ///     match ctx.elicit::<Confirm>("Delete 12 backups?").await {
+    ///         Ok(Elicitation::Accepted(Confirm { confirm: true })) => "deleted".into(),
+    ///         _ => "kept".into(),
+    ///     }
+    /// }
+    ///
+    /// let run = Registry::from_inventory().unwrap().open_run("run-1", &Subject::new("acme"));
+    /// let options = CallOptions::new().with_task_questions_for_caller();
+    /// let call = ToolCall::new("c1", "prune_backups", json!({}));
+    /// let task = pollster::block_on(run.start_task_with(call, options)).unwrap();
+    /// let asked = loop {
+    ///     let task = pollster::block_on(run.task(task.id())).unwrap();
+    ///     if let Some(question) = task.questions().next() {
+    ///         break question.key().to_owned();
+    ///     }
+    ///     std::thread::sleep(std::time::Duration::from_millis(5));
+    /// };
+    /// let answer = Elicitation::Accepted(json!({"confirm": true}));
+    /// let done = pollster::block_on(run.answer_task(task.id(), [(asked, answer)])).unwrap();
+    /// assert_eq!(done.answered.len(), 1);
+    /// assert_eq!(pollster::block_on(run.wait_task(task.id())).unwrap().json(), &json!("deleted"));
+    /// ```
+    pub async fn answer_task(
+        &self,
+        id: &str,
+        answers: impl IntoIterator<Item = (String, Elicitation<Value>)>,
+    ) -> Result<TaskAnswers, TaskError> {
+        let invalid = |detail: String| TaskError::InvalidAnswer {
+            id: id.to_owned(),
+            detail,
+        };
+        let mut kept = Vec::new();
+        for (key, answer) in answers {
+            if kept.len() == MAX_TASK_QUESTIONS {
+                return Err(invalid(format!(
+                    "more than {MAX_TASK_QUESTIONS} answers at once; a task asks at most that many questions at a time"
+                )));
+            }
+            let json = answer_json(&answer);
+            let bytes = json.to_string().len();
+            if bytes > MAX_ANSWER_BYTES || key.len() > MAX_ANSWER_BYTES {
+                return Err(invalid(format!(
+                    "the answer to {:?} is {bytes} bytes as JSON, more than the {MAX_ANSWER_BYTES} one may be",
+                    audit::truncate(&key, audit::AUDITED_NAME)
+                )));
+            }
+            kept.push((key, json));
+        }
+        let task = self.task(id).await?;
+        if task.status.is_terminal() {
+            return Err(TaskError::AlreadyFinished {
+                id: id.to_owned(),
+                status: task.status,
+            });
+        }
+        let tasks = self.registry.tasks();
+        match tasks.store.answer(id, kept, SystemTime::now()).await? {
+            Answering::Answered(done) => {
+                if !done.answered.is_empty()
+                    && let Some(live) = tasks.live.get(id)
+                {
+                    live.answered.ring();
+                }
+                if !done.ignored.is_empty() {
+                    tracing::debug!(
+                        task = %audit::Logged(id),
+                        ignored = done.ignored.len(),
+                        "answers to questions the task does not ask were ignored"
+                    );
+                }
+                Ok(done)
+            }
+            Answering::Ended(status) => Err(TaskError::AlreadyFinished {
+                id: id.to_owned(),
+                status,
+            }),
+            Answering::Unknown => Err(TaskError::UnknownId { id: id.to_owned() }),
         }
     }
 

@@ -49,6 +49,8 @@ pub struct Declaration {
     pub always_loaded: bool,
     /// Long-running: may be started as a task (`task`).
     pub task: bool,
+    /// Only as a task (`task = "required"`).
+    pub task_required: bool,
     pub params: &'static [Param],
     /// The schema of the result, when its type has one.
     pub output: fn(&mut SchemaGenerator) -> Option<Schema>,

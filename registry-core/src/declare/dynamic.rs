@@ -68,6 +68,7 @@ pub struct DynamicTool {
     namespace: Option<String>,
     always_loaded: bool,
     task: bool,
+    task_required: bool,
     handler: Option<Handler>,
     source: Source,
 }
@@ -93,6 +94,7 @@ impl std::fmt::Debug for DynamicTool {
             .field("namespace", &self.namespace)
             .field("always_loaded", &self.always_loaded)
             .field("task", &self.task)
+            .field("task_required", &self.task_required)
             .field("has_handler", &self.handler.is_some())
             .field("source", &self.source)
             .finish()
@@ -122,6 +124,7 @@ impl DynamicTool {
             namespace: None,
             always_loaded: false,
             task: false,
+            task_required: false,
             handler: None,
             source: Source::caller(),
         }
@@ -312,6 +315,26 @@ impl DynamicTool {
     /// ```
     pub fn task(mut self) -> Self {
         self.task = true;
+        self
+    }
+
+    /// Declares the tool to run only as a task: [`task`](Self::task), and over MCP a
+    /// `tools/call` from a client that did not declare the tasks extension is refused with
+    /// -32021 and the capability it needs (`requiredCapabilities`), rather than run as an
+    /// ordinary call. The same as `#[tool(task = "required")]`.
+    ///
+    /// ```
+    /// use registry_core::DynamicTool;
+    /// use serde_json::json;
+    ///
+    /// let rebuild = DynamicTool::new("rebuild_index", "Rebuild the search index from scratch.")
+    ///     .public()
+    ///     .task_required()
+    ///     .handler(|_, _| Ok::<_, String>(json!("rebuilt")));
+    /// # let _ = rebuild;
+    /// ```
+    pub fn task_required(mut self) -> Self {
+        self.task_required = true;
         self
     }
 
@@ -581,7 +604,8 @@ impl DynamicTool {
                 allow_description: self.allow_description.map(Cow::Owned),
                 namespace,
                 always_loaded: self.always_loaded,
-                task: self.task,
+                task: self.task || self.task_required,
+                task_required: self.task_required,
             },
             source,
             parameters: self.parameters,

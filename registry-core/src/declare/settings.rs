@@ -187,6 +187,13 @@ pub struct ToolSettings {
     /// It can still be called as an ordinary call.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub task: bool,
+    /// The tool runs only as a task (`#[tool(task = "required")]`,
+    /// [`DynamicTool::task_required`](crate::DynamicTool::task_required); implies
+    /// [`task`](Self::task)): over MCP, a `tools/call` from a client that did not declare the
+    /// tasks extension is refused with -32021 (missing required client capability) rather
+    /// than run as an ordinary call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task_required: bool,
 }
 
 mod millis {

@@ -110,6 +110,8 @@ pub struct CallOptions {
     /// What a task's thread runs its job inside ([`with_task_context`](Self::with_task_context)).
     pub(crate) task_context: Option<TaskContext>,
     pub(crate) trace: Option<crate::execute::trace::TraceContext>,
+    /// A task's questions wait for its caller ([`with_task_questions_for_caller`](Self::with_task_questions_for_caller)).
+    pub(crate) task_questions: bool,
 }
 
 /// Runs the job it is given (once), inside whatever context the task's tool needs.
@@ -124,6 +126,7 @@ impl std::fmt::Debug for CallOptions {
             .field("sample_timeout", &self.sample_timeout)
             .field("task_context", &self.task_context.is_some())
             .field("trace", &self.trace)
+            .field("task_questions", &self.task_questions)
             .finish()
     }
 }
@@ -174,6 +177,23 @@ impl CallOptions {
         context: impl Fn(&mut dyn FnMut()) + Send + Sync + 'static,
     ) -> CallOptions {
         self.task_context = Some(Arc::new(context));
+        self
+    }
+
+    /// For a task ([`Run::start_task_with`](crate::Run::start_task_with)): its tool's
+    /// questions ([`ToolContext::elicit`]) wait for the task's caller instead of going to the
+    /// host. Each is kept with the task ([`Task::questions`](crate::task::Task::questions);
+    /// the task is [`InputRequired`](crate::task::TaskStatus::InputRequired) meanwhile) until
+    /// [`Run::answer_task`](crate::Run::answer_task) answers it, from this process or, with a
+    /// store shared by replicas, from any other. A task asks at most
+    /// [`MAX_TASK_QUESTIONS`](crate::task::MAX_TASK_QUESTIONS) at once; the call's time for
+    /// questions ([`with_elicit_timeout`](Self::with_elicit_timeout)) still bounds each
+    /// wait, after which the question is withdrawn.
+    ///
+    /// This is how the MCP tasks extension asks (`inputRequests` on `tasks/get`, answered by
+    /// `tasks/update`): the request that started the task has ended, so nobody else can.
+    pub fn with_task_questions_for_caller(mut self) -> CallOptions {
+        self.task_questions = true;
         self
     }
 

@@ -53,6 +53,29 @@ impl std::fmt::Debug for TaskConfig {
 pub(crate) struct Live {
     pub(crate) cancellation: Cancellation,
     pub(crate) done: Cancellation,
+    /// Rung when one of its questions is answered in this process.
+    pub(crate) answered: Bell,
+}
+
+/// A signal that can be rung again and again: each ring wakes whoever listened before it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bell(Arc<Mutex<Cancellation>>);
+
+impl Bell {
+    fn lock(&self) -> MutexGuard<'_, Cancellation> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the next ring trips.
+    pub(crate) fn listen(&self) -> Cancellation {
+        self.lock().clone()
+    }
+
+    /// Wakes every listener so far.
+    pub(crate) fn ring(&self) {
+        let rung = std::mem::take(&mut *self.lock());
+        rung.cancel();
+    }
 }
 
 /// The tasks running in this process, by id: at most the limits' total, since each was

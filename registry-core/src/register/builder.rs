@@ -855,7 +855,8 @@ fn declared_tool(
         allow_description: declaration.allow_description.map(Cow::Borrowed),
         namespace,
         always_loaded: declaration.always_loaded,
-        task: declaration.task,
+        task: declaration.task || declaration.task_required,
+        task_required: declaration.task_required,
     };
     let tool = Tool::declared(declaration, policy);
     // The macro linted the description, the title and the parameters' docs; the docs of the

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::discover::fingerprint::Fingerprint;
 use crate::discover::subject::Subject;
-use crate::execute::host::Progress;
+use crate::execute::host::{Elicitation, Progress};
 use crate::gate::StoreError;
 
 /// Where a task is: running ([`Working`](Self::Working)), waiting for an answer to its
@@ -100,6 +100,107 @@ pub struct Task {
     /// When the task is forgotten: `ttl` after it ended; `None` while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) expires_at: Option<SystemTime>,
+    /// The questions its tool asks its caller and waits on, answered or not yet
+    /// ([`CallOptions::with_task_questions_for_caller`](crate::call::CallOptions::with_task_questions_for_caller)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) questions: Vec<TaskQuestion>,
+}
+
+/// A question a running task's tool asks ([`ToolContext::elicit`](crate::ToolContext::elicit))
+/// and waits on, for the task's caller to answer with
+/// [`Run::answer_task`](crate::Run::answer_task) (over MCP: `inputRequests` on `tasks/get`,
+/// answered by `tasks/update`). Only a task started with
+/// [`CallOptions::with_task_questions_for_caller`](crate::call::CallOptions::with_task_questions_for_caller)
+/// asks its caller; another task's questions go to the run's host.
+///
+/// It is kept in the task store with the task, so that any replica reading the task shows
+/// it and any replica may answer it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskQuestion {
+    pub(crate) key: String,
+    pub(crate) message: String,
+    pub(crate) schema: serde_json::Value,
+    /// The answer given, until the tool takes it (as an MCP `ElicitResult`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<serde_json::Value>,
+}
+
+impl TaskQuestion {
+    /// A question of the task's tool (for a [`TaskStore`](crate::task::TaskStore)'s tests).
+    pub fn new(
+        key: impl Into<String>,
+        message: impl Into<String>,
+        schema: serde_json::Value,
+    ) -> Self {
+        TaskQuestion {
+            key: key.into(),
+            message: message.into(),
+            schema,
+            answer: None,
+        }
+    }
+
+    /// Its key, unique over the task's life: what an answer names.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The question, for a person.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The form to fill in: an MCP `requestedSchema`.
+    pub fn schema(&self) -> &serde_json::Value {
+        &self.schema
+    }
+
+    /// Whether it has been answered (and its tool not yet taken the answer).
+    pub fn is_answered(&self) -> bool {
+        self.answer.is_some()
+    }
+}
+
+/// The largest answer to a task's question ([`Run::answer_task`](crate::Run::answer_task)),
+/// as JSON: 64 KiB.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// The answer to a [`TaskQuestion`] as it is kept: an MCP `ElicitResult`
+/// (`{"action": "accept", "content": {...}}`, `"decline"`, `"cancel"`).
+pub(crate) fn answer_json(answer: &Elicitation<serde_json::Value>) -> serde_json::Value {
+    match answer {
+        Elicitation::Accepted(content) => {
+            serde_json::json!({ "action": "accept", "content": content })
+        }
+        Elicitation::Declined => serde_json::json!({ "action": "decline" }),
+        Elicitation::Cancelled => serde_json::json!({ "action": "cancel" }),
+    }
+}
+
+/// A kept answer ([`answer_json`]) read back; `None` if it is not one.
+pub(crate) fn answer_of(kept: &serde_json::Value) -> Option<Elicitation<serde_json::Value>> {
+    match kept.get("action")?.as_str()? {
+        "accept" => Some(Elicitation::Accepted(
+            kept.get("content")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({})),
+        )),
+        "decline" => Some(Elicitation::Declined),
+        "cancel" => Some(Elicitation::Cancelled),
+        _ => None,
+    }
+}
+
+/// What [`Run::answer_task`](crate::Run::answer_task) (and
+/// [`TaskStore::answer`](crate::task::TaskStore::answer)) did with the answers it was given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskAnswers {
+    /// The keys answered: their questions were waiting, and their tool now goes on.
+    pub answered: Vec<String>,
+    /// The keys ignored: no question of the task waits under them (never asked, answered
+    /// already, or withdrawn). MCP's tasks extension says to ignore them, not to fail.
+    pub ignored: Vec<String>,
 }
 
 impl Task {
@@ -177,6 +278,15 @@ impl Task {
     /// How long its result is kept once it has ended.
     pub fn ttl(&self) -> Duration {
         self.ttl
+    }
+
+    /// The questions its tool asks its caller and that wait for an answer
+    /// ([`Run::answer_task`](crate::Run::answer_task)), oldest first; while there is one, the
+    /// task is [`InputRequired`](TaskStatus::InputRequired).
+    pub fn questions(&self) -> impl Iterator<Item = &TaskQuestion> {
+        self.questions
+            .iter()
+            .filter(|question| !question.is_answered())
     }
 
     /// When it is forgotten (its result with it): [`ttl`](Self::ttl) after it ended; `None`
@@ -332,6 +442,15 @@ pub enum TaskError {
         id: String,
         /// How it ended.
         status: TaskStatus,
+    },
+    /// An answer to the task's questions ([`Run::answer_task`](crate::Run::answer_task)) is
+    /// not one: too large, or too many. Nothing was answered.
+    #[error("the answers to the task {id:?} were refused: {detail}")]
+    InvalidAnswer {
+        /// The task.
+        id: String,
+        /// What is wrong with them.
+        detail: String,
     },
     /// The task store failed; try again.
     #[error("the task store failed: {0}")]

@@ -9,7 +9,7 @@ use crate::declare::declaration::BoxFuture;
 use crate::execute::cancel::Cancellation;
 use crate::execute::host::Progress;
 use crate::execute::observation::Observation;
-use crate::execute::task::record::{Task, TaskLimits, TaskStatus};
+use crate::execute::task::record::{Task, TaskAnswers, TaskLimits, TaskQuestion, TaskStatus};
 use crate::gate::StoreError;
 
 /// What the store did with a new task ([`TaskStore::insert`]).
@@ -46,6 +46,29 @@ pub enum TaskUpdate {
         /// The task's message with it.
         message: Option<String>,
     },
+    /// Its tool asks its caller `question` and waits: the task is
+    /// [`TaskStatus::InputRequired`], with the question's message as its message.
+    Ask(TaskQuestion),
+    /// Its tool no longer waits on question `key` (it gave up: its deadline passed, it was
+    /// cancelled): the question is removed, answered or not, and the task is
+    /// [`TaskStatus::Working`] again once no question waits.
+    Withdraw {
+        /// The question's key.
+        key: String,
+    },
+}
+
+/// What the store did with answers to a task's questions ([`TaskStore::answer`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Answering {
+    /// The task runs: the answers to questions that waited are kept (its tool takes them
+    /// with [`TaskStore::take_answer`]), the others ignored.
+    Answered(TaskAnswers),
+    /// The task has ended: nothing was kept.
+    Ended(TaskStatus),
+    /// No task has that id (or it expired).
+    Unknown,
 }
 
 /// How a task ended ([`TaskStore::finish`]).
@@ -124,6 +147,37 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The result of ended task `id`: `None` while it runs, or once it expired.
     fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>>;
 
+    /// Keeps `answers` (key, answer as an MCP `ElicitResult`) to the questions of running
+    /// task `id` that wait under those keys and are not answered yet, atomically; ignores
+    /// the others. Once no question of the task waits unanswered, it is
+    /// [`TaskStatus::Working`] again.
+    ///
+    /// The default refuses: a store that does not keep questions cannot have a task ask
+    /// its caller.
+    fn answer<'a>(
+        &'a self,
+        id: &'a str,
+        answers: Vec<(String, serde_json::Value)>,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<Answering, StoreError>> {
+        let _ = (id, answers, at);
+        Box::pin(std::future::ready(Err(no_questions())))
+    }
+
+    /// The answer to question `key` of running task `id`, if it has one: the question is
+    /// removed with it (and the task is [`TaskStatus::Working`] again once no question
+    /// waits). `None` while it waits unanswered. The default refuses, as for
+    /// [`answer`](Self::answer).
+    fn take_answer<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, StoreError>> {
+        let _ = (id, key, at);
+        Box::pin(std::future::ready(Err(no_questions())))
+    }
+
     /// Task `id`, kept by [`insert`](Self::insert), now runs in this process, and its tool
     /// sees `cancellation`. A store shared by replicas trips `cancellation` when the task is
     /// ended elsewhere (cancelled on another replica), and renews the task's lease for as
@@ -140,6 +194,63 @@ pub trait TaskStore: Send + Sync + 'static {
     fn stopped(&self, id: &str) {
         let _ = id;
     }
+}
+
+/// What a store that does not keep questions answers.
+fn no_questions() -> StoreError {
+    StoreError::new(
+        "this task store does not keep a task's questions (TaskStore::answer, TaskStore::take_answer); its tasks cannot ask their caller",
+    )
+}
+
+/// The status and message of a running task whose questions are `questions`:
+/// [`TaskStatus::InputRequired`] with the newest unanswered question's message while one
+/// waits, else [`TaskStatus::Working`] and no message. For a [`TaskStore`] that keeps
+/// questions apart from the task.
+pub fn questions_status(questions: &[TaskQuestion]) -> (TaskStatus, Option<String>) {
+    match questions.iter().rev().find(|q| !q.is_answered()) {
+        Some(question) => (TaskStatus::InputRequired, Some(question.message.clone())),
+        None => (TaskStatus::Working, None),
+    }
+}
+
+/// Keeps `answers` (key, answer) in the `questions` that wait unanswered under their keys,
+/// and says which keys were answered and which ignored: what [`TaskStore::answer`] does to
+/// a task's questions.
+pub fn answer_questions(
+    questions: &mut [TaskQuestion],
+    answers: Vec<(String, serde_json::Value)>,
+) -> TaskAnswers {
+    let mut done = TaskAnswers::default();
+    for (key, answer) in answers {
+        match questions
+            .iter_mut()
+            .find(|question| question.key == key && !question.is_answered())
+        {
+            Some(question) => {
+                question.answer = Some(answer);
+                done.answered.push(key);
+            }
+            None => done.ignored.push(key),
+        }
+    }
+    done
+}
+
+/// Removes question `key` from `questions` if it has been answered, and gives its answer:
+/// what [`TaskStore::take_answer`] does to a task's questions.
+pub fn take_answer(questions: &mut Vec<TaskQuestion>, key: &str) -> Option<serde_json::Value> {
+    let at = questions
+        .iter()
+        .position(|question| question.key == key && question.is_answered())?;
+    questions.remove(at).answer
+}
+
+/// Sets `task`'s status and message from its questions.
+fn settle(task: &mut Task) {
+    let (status, message) = questions_status(&task.questions);
+    task.status = status;
+    task.message = message;
 }
 
 /// The default [`TaskStore`]: in this process's memory, lost when it exits.
@@ -288,6 +399,14 @@ impl TaskStore for MemoryTaskStore {
                     "a task ends through TaskStore::finish, not as an update to {status}"
                 ))));
             }
+            TaskUpdate::Ask(question) => {
+                kept.task.questions.push(question);
+                settle(&mut kept.task);
+            }
+            TaskUpdate::Withdraw { key } => {
+                kept.task.questions.retain(|question| question.key != key);
+                settle(&mut kept.task);
+            }
         }
         kept.task.updated_at = at;
         ready(Ok(true))
@@ -325,6 +444,46 @@ impl TaskStore for MemoryTaskStore {
             Self::live(&mut tasks, id).and_then(|kept| kept.result.clone())
         ))
     }
+
+    fn answer<'a>(
+        &'a self,
+        id: &'a str,
+        answers: Vec<(String, serde_json::Value)>,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<Answering, StoreError>> {
+        let mut tasks = self.lock();
+        let Some(kept) = Self::live(&mut tasks, id) else {
+            return ready(Ok(Answering::Unknown));
+        };
+        if kept.task.status.is_terminal() {
+            return ready(Ok(Answering::Ended(kept.task.status)));
+        }
+        let done = answer_questions(&mut kept.task.questions, answers);
+        if !done.answered.is_empty() {
+            settle(&mut kept.task);
+            kept.task.updated_at = at;
+        }
+        ready(Ok(Answering::Answered(done)))
+    }
+
+    fn take_answer<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, StoreError>> {
+        let mut tasks = self.lock();
+        let Some(kept) = Self::live(&mut tasks, id).filter(|kept| !kept.task.status.is_terminal())
+        else {
+            return ready(Ok(None));
+        };
+        let answer = take_answer(&mut kept.task.questions, key);
+        if answer.is_some() {
+            settle(&mut kept.task);
+            kept.task.updated_at = at;
+        }
+        ready(Ok(answer))
+    }
 }
 
 /// A shared store is a store: keep a clone of the `Arc` to look at it.
@@ -360,6 +519,24 @@ impl<S: TaskStore + ?Sized> TaskStore for std::sync::Arc<S> {
 
     fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
         (**self).result(id)
+    }
+
+    fn answer<'a>(
+        &'a self,
+        id: &'a str,
+        answers: Vec<(String, serde_json::Value)>,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<Answering, StoreError>> {
+        (**self).answer(id, answers, at)
+    }
+
+    fn take_answer<'a>(
+        &'a self,
+        id: &'a str,
+        key: &'a str,
+        at: SystemTime,
+    ) -> BoxFuture<'a, Result<Option<serde_json::Value>, StoreError>> {
+        (**self).take_answer(id, key, at)
     }
 
     fn running(&self, id: &str, cancellation: Cancellation) {
