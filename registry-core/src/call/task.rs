@@ -424,7 +424,7 @@ impl Run {
     /// [`MAX_ANSWER_BYTES`](crate::task::MAX_ANSWER_BYTES) as JSON
     /// ([`TaskError::InvalidAnswer`]), a store that failed.
     ///
-    /// ```
+    /// ```standalone_crate
     /// use registry_core::call::CallOptions;
     /// use registry_core::host::Elicitation;
     /// use registry_core::server::RunExt;
