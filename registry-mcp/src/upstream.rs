@@ -48,6 +48,9 @@
 //! - **Lint.** Every text of an upstream tool (description, title, parameter descriptions, the
 //!   strings of its schemas) passes `registry-lint`; a tool that fails is withheld, its rules
 //!   named, and its texts never reach a model: the registry holds a placeholder in its place.
+//!   So is a tool the registry's other checks refuse (a schema that does not compile, beyond
+//!   the resource bounds, ...). A schema declaring draft-07 (`$schema`) is taken as 2020-12,
+//!   MCP's dialect, when nothing in it reads differently there.
 //!   The file's `allow_description = "reason"` exempts one tool, but never from the secret
 //!   rules.
 //!
@@ -108,6 +111,9 @@ struct Inner {
     upstreams: Vec<Arc<Upstream>>,
     lock: Mutex<UpstreamLock>,
     registry: OnceLock<Registry>,
+    /// Held while a refresh or an acceptance changes tools and rechecks readiness: one at a
+    /// time, so that neither sees the other half done.
+    changing: tokio::sync::Mutex<()>,
 }
 
 struct Upstream {
@@ -178,7 +184,7 @@ impl fmt::Display for Withheld {
             ),
             Withheld::Removed => f.write_str("withheld: the upstream no longer lists it"),
             Withheld::Refused(problems) => {
-                write!(f, "withheld: refused by the lint: {}", problems.join("; "))
+                write!(f, "withheld: refused: {}", problems.join("; "))
             }
         }
     }
@@ -324,6 +330,7 @@ impl Federation {
                 upstreams,
                 lock: Mutex::new(lock),
                 registry: OnceLock::new(),
+                changing: tokio::sync::Mutex::new(()),
             }),
         })
     }
@@ -376,6 +383,7 @@ impl Federation {
         else {
             return Err(FederationError::UnknownUpstream(upstream.to_owned()));
         };
+        let _changing = self.inner.changing.lock().await;
         let mut accepted = Vec::new();
         {
             let mut lock = self.lock();
@@ -591,6 +599,7 @@ impl Federation {
     }
 
     async fn check_readiness(&self) {
+        let _changing = self.inner.changing.lock().await;
         if let Some(registry) = self.inner.registry.get() {
             registry.check_readiness().await;
         }
@@ -602,6 +611,7 @@ impl Federation {
         let Some(registry) = self.inner.registry.get() else {
             return;
         };
+        let _changing = self.inner.changing.lock().await;
         let Some(link) = upstream.live() else {
             return;
         };
@@ -805,8 +815,8 @@ fn problem_text(problem: &BuildProblem) -> String {
             finding,
             ..
         } => match pointer {
-            Some(pointer) => format!("{rule} in the {field} at {pointer}: {finding}"),
-            None => format!("{rule} in the {field}: {finding}"),
+            Some(pointer) => format!("lint {rule} in the {field} at {pointer}: {finding}"),
+            None => format!("lint {rule} in the {field}: {finding}"),
         },
         other => other.to_string(),
     }
@@ -815,8 +825,8 @@ fn problem_text(problem: &BuildProblem) -> String {
 /// The registry tool of an upstream's definition and the file's policy, without a handler.
 fn definition_of(name: &str, tool: &rmcp::model::Tool, policy: &ToolPolicy) -> DynamicTool {
     let description = tool.description.as_deref().unwrap_or_default();
-    let mut definition =
-        DynamicTool::new(name, description).parameters(Value::Object((*tool.input_schema).clone()));
+    let mut definition = DynamicTool::new(name, description)
+        .parameters(as_2020_12(Value::Object((*tool.input_schema).clone())));
     if let Some(title) = tool
         .title
         .as_ref()
@@ -825,7 +835,7 @@ fn definition_of(name: &str, tool: &rmcp::model::Tool, policy: &ToolPolicy) -> D
         definition = definition.title(title.as_str());
     }
     if let Some(output) = &tool.output_schema {
-        definition = definition.output_schema(Value::Object((**output).clone()));
+        definition = definition.output_schema(as_2020_12(Value::Object((**output).clone())));
     }
     if let Some(annotations) = &tool.annotations {
         // Hints, never grants: `readOnlyHint` would make the tool visible in read-only runs.
@@ -843,6 +853,38 @@ fn definition_of(name: &str, tool: &rmcp::model::Tool, policy: &ToolPolicy) -> D
         definition = definition.allow_description(reason.as_str());
     }
     with_policy(definition, policy)
+}
+
+/// The draft-07 dialect, which many servers still declare (zod-to-json-schema writes it).
+const DRAFT_07: &str = "http://json-schema.org/draft-07/schema";
+
+/// `schema` in MCP's dialect, JSON Schema 2020-12: a root `$schema` naming draft-07 is
+/// dropped when nothing in the schema reads differently in 2020-12 (an array `items`,
+/// `additionalItems`, `dependencies`); otherwise it stays, and the registry refuses the tool,
+/// naming the dialect.
+fn as_2020_12(mut schema: Value) -> Value {
+    fn differs(value: &Value) -> bool {
+        match value {
+            Value::Object(object) => object.iter().any(|(key, value)| {
+                matches!(key.as_str(), "additionalItems" | "dependencies")
+                    || (key == "items" && value.is_array())
+                    || differs(value)
+            }),
+            Value::Array(items) => items.iter().any(differs),
+            _ => false,
+        }
+    }
+    let draft_07 = schema
+        .get("$schema")
+        .and_then(Value::as_str)
+        .is_some_and(|dialect| dialect.trim_end_matches('#') == DRAFT_07);
+    if draft_07
+        && !differs(&schema)
+        && let Value::Object(object) = &mut schema
+    {
+        object.remove("$schema");
+    }
+    schema
 }
 
 /// What the registry holds in place of a tool it would refuse: nothing of the upstream's
@@ -931,4 +973,29 @@ fn digest(value: &Value) -> String {
         out.push_str(&format!("{byte:02x}"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::as_2020_12;
+
+    #[test]
+    fn a_draft_07_schema_is_taken_as_2020_12_only_when_it_reads_the_same() {
+        let same = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "properties": {"a": {"type": "array", "items": {"type": "string"}}}});
+        assert_eq!(as_2020_12(same)["$schema"], serde_json::Value::Null);
+        let tuple = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "properties": {"a": {"type": "array", "items": [{"type": "string"}]}}});
+        assert_eq!(
+            as_2020_12(tuple)["$schema"],
+            "http://json-schema.org/draft-07/schema#"
+        );
+        let other = json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"});
+        assert_eq!(
+            as_2020_12(other)["$schema"],
+            "http://json-schema.org/draft-04/schema#"
+        );
+    }
 }

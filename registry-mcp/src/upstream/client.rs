@@ -35,7 +35,26 @@ const MAX_PROGRESS_ROUTES: usize = 4096;
 #[derive(Clone, Default)]
 pub(crate) struct Events {
     pub(crate) changed: Arc<Notify>,
-    progress: Arc<Mutex<HashMap<ProgressToken, ToolContext>>>,
+    progress: Arc<Mutex<Routes>>,
+}
+
+/// Where each forwarded call's progress goes, and what arrived before its route was known
+/// (the token is known only once the request is sent).
+#[derive(Default)]
+struct Routes {
+    routes: HashMap<ProgressToken, ToolContext>,
+    early: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
+/// The most early progress notifications kept.
+const MAX_EARLY_PROGRESS: usize = 64;
+
+fn relay(ctx: &ToolContext, params: ProgressNotificationParam) {
+    ctx.progress(
+        params.progress,
+        params.total,
+        params.message.unwrap_or_default(),
+    );
 }
 
 impl ClientHandler for Events {
@@ -48,19 +67,20 @@ impl ClientHandler for Events {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let ctx = self
-            .progress
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&params.progress_token)
-            .cloned();
-        if let Some(ctx) = ctx {
-            ctx.progress(
-                params.progress,
-                params.total,
-                params.message.unwrap_or_default(),
-            );
-        }
+        let ctx = {
+            let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            match routes.routes.get(&params.progress_token) {
+                Some(ctx) => ctx.clone(),
+                None => {
+                    if routes.early.len() >= MAX_EARLY_PROGRESS {
+                        routes.early.pop_front();
+                    }
+                    routes.early.push_back(params);
+                    return;
+                }
+            }
+        };
+        relay(&ctx, params);
     }
 }
 
@@ -179,15 +199,26 @@ impl Link {
             token: handle.progress_token.clone(),
             events: self.events.clone(),
         };
-        {
+        let early: Vec<ProgressNotificationParam> = {
             let mut routes = self
                 .events
                 .progress
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if routes.len() < MAX_PROGRESS_ROUTES {
-                routes.insert(handle.progress_token.clone(), ctx);
+            if routes.routes.len() < MAX_PROGRESS_ROUTES {
+                let token = handle.progress_token.clone();
+                let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut routes.early)
+                    .into_iter()
+                    .partition(|params| params.progress_token == token);
+                routes.early = rest.into();
+                routes.routes.insert(token, ctx.clone());
+                early
+            } else {
+                Vec::new()
             }
+        };
+        for params in early {
+            relay(&ctx, params);
         }
         let answer = handle.await_response().await;
         guard.id = None;
@@ -220,6 +251,7 @@ impl Drop for Forwarded {
             .progress
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .routes
             .remove(&self.token);
         let Some(id) = self.id.take() else {
             return;
