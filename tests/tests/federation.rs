@@ -342,7 +342,7 @@ async fn a_poisoned_description_is_withheld_with_its_rule() {
 
     let explained = run.explain().to_string();
     assert!(
-        explained.contains("notes_lookup: not ready: withheld: refused by the lint: injection/"),
+        explained.contains("notes_lookup: not ready: withheld: refused: lint injection/"),
         "{explained}"
     );
     assert!(explained.contains("secret/api-token"), "{explained}");
