@@ -145,6 +145,7 @@ mod stdio;
 mod tasks;
 mod tokens;
 mod trace;
+pub mod upstream;
 
 use std::sync::Arc;
 

@@ -221,6 +221,10 @@ pub mod guide {
     #[doc = include_str!("../../docs/guide/serving.md")]
     pub struct Serving;
 
+    /// `docs/guide/federation.md`.
+    #[doc = include_str!("../../docs/guide/federation.md")]
+    pub struct Federation;
+
     /// `docs/guide/scaling.md`.
     #[doc = include_str!("../../docs/guide/scaling.md")]
     pub struct Scaling;

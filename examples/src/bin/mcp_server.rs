@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use registry_core::{Registry, Subject};
 use registry_mcp::logging::{self, LogFormat};
+use registry_mcp::upstream::{Federation, UpstreamLock, UpstreamsConfig};
 use registry_mcp::{
     CancellationToken, EdgeLimits, HttpConfig, HttpServer, Jwks, McpServer, OAuth, ServerOptions,
     Tokens,
@@ -79,6 +80,17 @@ both:
   --max-message-bytes N largest message accepted (default 8 MiB)
   --rate-limit SPEC a rate limit for every tool, per subject, e.g. 5/min
 
+Upstream MCP servers, their tools served beside this server's own, through the same gate:
+  --upstreams FILE  the upstream servers and their tools' scopes, tenants, approvals,
+                    rate limits and timeouts (TOML, `[[upstream]]` tables; see the guide,
+                    \"Federating MCP servers\"); a bad file is refused, naming the line
+  --upstreams-lock FILE   the upstream definitions pinned: written the first time an
+                    upstream is met (trust on first use); a definition that differs from
+                    its pin is withheld until accepted (default: pins kept in memory
+                    only, for this process)
+  --accept-upstream NAME  accept the current definitions of upstream NAME into the lock
+                    (repeatable)
+
 Sharing one control plane with other replicas (PostgreSQL):
   --postgres URL    keep revocations, approvals, quotas, tasks and audit in this
                     database (postgres://USER@HOST:PORT/DB; the schema is applied if
@@ -127,6 +139,9 @@ struct Args {
     replica: Option<String>,
     rate_limit: Option<String>,
     audit_when_full: WhenFull,
+    upstreams: Option<PathBuf>,
+    upstreams_lock: Option<PathBuf>,
+    accept_upstreams: Vec<String>,
 }
 
 impl Args {
@@ -160,6 +175,9 @@ impl Args {
             replica: None,
             rate_limit: None,
             audit_when_full: WhenFull::Block,
+            upstreams: None,
+            upstreams_lock: None,
+            accept_upstreams: Vec::new(),
         };
         let mut pending: Option<String> = None;
         while let Some(arg) = pending.take().or_else(|| args.next()) {
@@ -246,6 +264,13 @@ impl Args {
                 "--postgres" => parsed.postgres = Some(value("--postgres")?),
                 "--replica" => parsed.replica = Some(value("--replica")?),
                 "--rate-limit" => parsed.rate_limit = Some(value("--rate-limit")?),
+                "--upstreams" => parsed.upstreams = Some(value("--upstreams")?.into()),
+                "--upstreams-lock" => {
+                    parsed.upstreams_lock = Some(value("--upstreams-lock")?.into());
+                }
+                "--accept-upstream" => {
+                    parsed.accept_upstreams.push(value("--accept-upstream")?);
+                }
                 "--audit-when-full" => {
                     parsed.audit_when_full = match value("--audit-when-full")?.as_str() {
                         "block" => WhenFull::Block,
@@ -279,6 +304,11 @@ impl Args {
             || parsed.audience.is_some()
             || parsed.tenant_claim.is_some()
             || parsed.read_only_scope.is_some();
+        if parsed.upstreams.is_none()
+            && (parsed.upstreams_lock.is_some() || !parsed.accept_upstreams.is_empty())
+        {
+            return Err("--upstreams-lock and --accept-upstream need --upstreams FILE".to_owned());
+        }
         if parsed.jwks.is_some() && (parsed.issuer.is_none() || parsed.audience.is_none()) {
             return Err("--jwks and --jwks-uri need --issuer and --audience".to_owned());
         }
@@ -443,8 +473,19 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
             .tool(spin_task(dir.clone()))
             .tool(ask_task(dir.clone()));
     }
+    let federation = federate(args).await?;
+    if let Some(federation) = &federation {
+        builder = federation.register(builder);
+    }
+    let attach = |registry: &Registry| {
+        if let Some(federation) = &federation {
+            federation.attach(registry);
+        }
+    };
     let Some(url) = &args.postgres else {
-        return Ok((builder.build()?, None));
+        let registry = builder.build()?;
+        attach(&registry);
+        return Ok((registry, None));
     };
     let mut plane = ControlPlane::builder(url);
     if let Some(name) = &args.replica {
@@ -461,6 +502,7 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
         .task_store(plane.task_store())
         .audit_sink(sink)
         .build()?;
+    attach(&registry);
     let feed = plane.follow(&registry).await?;
     tracing::info!(
         replica = plane.replica(),
@@ -468,6 +510,37 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
         "following the control plane"
     );
     Ok((registry, Some(Replica { feed, audit })))
+}
+
+/// What `--upstreams` adds: the upstream servers, connected, their tools compared with the
+/// lock.
+async fn federate(args: &Args) -> Result<Option<Federation>, Box<dyn std::error::Error>> {
+    let Some(file) = &args.upstreams else {
+        return Ok(None);
+    };
+    let config = UpstreamsConfig::load(file)?;
+    let lock = match &args.upstreams_lock {
+        Some(path) => UpstreamLock::load(path)?,
+        None => {
+            tracing::warn!(
+                "no --upstreams-lock: upstream definitions are pinned in memory only, and \
+                 trusted anew at every start"
+            );
+            UpstreamLock::in_memory()
+        }
+    };
+    let federation = Federation::connect(config, lock, &args.accept_upstreams).await?;
+    for tool in federation.tools() {
+        match &tool.withheld {
+            Some(why) => {
+                tracing::warn!(tool = %tool.name, upstream = %tool.upstream, reason = %why, "upstream tool withheld")
+            }
+            None => {
+                tracing::info!(tool = %tool.name, upstream = %tool.upstream, "upstream tool served")
+            }
+        }
+    }
+    Ok(Some(federation))
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {

@@ -187,6 +187,9 @@ pub(super) fn failure_text(name: &str, failure: &Failure) -> String {
         (ErrorKind::Cancelled, _) => format!(
             "the call to \"{name}\" was cancelled before it finished; its result, if any, was discarded"
         ),
+        (ErrorKind::Unavailable, Some(ToolError::Unavailable(text))) => {
+            format!("the tool \"{name}\" is unavailable: {text}. Try again later")
+        }
         (ErrorKind::Unavailable, _) => format!(
             "the tool \"{name}\" could not start because the server is busy; nothing was done. Try again later"
         ),

@@ -156,6 +156,7 @@ fn classify(outcome: Outcome) -> Result<Payload, Failure> {
     outcome.map_err(|error| {
         let kind = match error {
             ToolError::InvalidArguments(_) => ErrorKind::InvalidArguments,
+            ToolError::Unavailable(_) => ErrorKind::Unavailable,
             _ => ErrorKind::ExecutionFailed,
         };
         Failure {

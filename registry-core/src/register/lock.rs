@@ -105,9 +105,17 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
 /// The digest of the provider-neutral definition: name, title, description, the canonical
 /// parameters schema and the output schema.
 fn definition_fingerprint(tool: &Tool) -> String {
+    definition_digest(tool.definition_ref(), tool.output_schema())
+}
+
+/// The `definition` line's digest of a definition and its output schema.
+pub(crate) fn definition_digest(
+    definition: &crate::declare::definition::ToolDefinition,
+    output_schema: Option<&Value>,
+) -> String {
     // A definition is strings and JSON values: it always serializes.
-    let mut value = serde_json::to_value(&**tool.definition_ref()).unwrap_or_default();
-    if let (Value::Object(object), Some(output)) = (&mut value, tool.output_schema()) {
+    let mut value = serde_json::to_value(definition).unwrap_or_default();
+    if let (Value::Object(object), Some(output)) = (&mut value, output_schema) {
         object.insert("outputSchema".into(), output.clone());
     }
     digest_of(&value)

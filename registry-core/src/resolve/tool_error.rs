@@ -20,12 +20,22 @@ pub enum ToolError {
     /// The tool's result could not be turned into JSON.
     #[error("the tool's result could not be converted to JSON: {0}")]
     Output(String),
+    /// What the tool depends on could not be reached (a remote server down, a connection
+    /// lost): the call is answered [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable),
+    /// not as a failure of the tool.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl ToolError {
     /// An error of a tool, from anything that displays.
     pub fn failed(error: impl fmt::Display) -> Self {
         ToolError::Failed(error.to_string())
+    }
+
+    /// The tool could not reach what it depends on (see [`ToolError::Unavailable`]).
+    pub fn unavailable(reason: impl fmt::Display) -> Self {
+        ToolError::Unavailable(reason.to_string())
     }
 
     /// Invalid arguments with one problem.

@@ -1,0 +1,390 @@
+//! One connection to an upstream MCP server with rmcp's client: connecting over a child
+//! process's stdio or streamable HTTP, listing its tools, forwarding a call (its progress
+//! relayed back, its cancellation relayed forward), and its result as registry content.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use base64::Engine as _;
+use registry_core::ToolContext;
+use registry_core::call::ToolError;
+use registry_core::content::{Content, ResourceLink, ToolOutput};
+use registry_core::definition::Outcome;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+
+use super::config::{Transport, UpstreamConfig};
+
+/// The most tools taken from one upstream.
+pub const MAX_TOOLS_PER_UPSTREAM: usize = 1000;
+
+/// The most calls forwarded to one upstream at once whose progress is relayed.
+const MAX_PROGRESS_ROUTES: usize = 4096;
+
+/// What an upstream tells us without being asked: its tool list changed, a call progressed.
+#[derive(Clone, Default)]
+pub(crate) struct Events {
+    pub(crate) changed: Arc<Notify>,
+    progress: Arc<Mutex<Routes>>,
+}
+
+/// Where each forwarded call's progress goes, and what arrived before its route was known
+/// (the token is known only once the request is sent).
+#[derive(Default)]
+struct Routes {
+    routes: HashMap<ProgressToken, ToolContext>,
+    early: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
+/// The most early progress notifications kept.
+const MAX_EARLY_PROGRESS: usize = 64;
+
+fn relay(ctx: &ToolContext, params: ProgressNotificationParam) {
+    ctx.progress(
+        params.progress,
+        params.total,
+        params.message.unwrap_or_default(),
+    );
+}
+
+impl ClientHandler for Events {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let ctx = {
+            let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+            match routes.routes.get(&params.progress_token) {
+                Some(ctx) => ctx.clone(),
+                None => {
+                    if routes.early.len() >= MAX_EARLY_PROGRESS {
+                        routes.early.pop_front();
+                    }
+                    routes.early.push_back(params);
+                    return;
+                }
+            }
+        };
+        relay(&ctx, params);
+    }
+}
+
+/// A live connection.
+pub(crate) struct Link {
+    service: RunningService<RoleClient, Events>,
+    events: Events,
+}
+
+impl Link {
+    /// Connects to `config`'s upstream within its connect timeout.
+    pub(crate) async fn connect(config: &UpstreamConfig, events: Events) -> Result<Link, String> {
+        let connecting = async {
+            match &config.transport {
+                Transport::Command(command) => {
+                    let mut child = tokio::process::Command::new(&command[0]);
+                    child.args(&command[1..]);
+                    let (transport, _) = TokioChildProcess::builder(child)
+                        .stderr(Stdio::inherit())
+                        .spawn()
+                        .map_err(|error| format!("cannot start {:?}: {error}", command[0]))?;
+                    events
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|error| format!("the MCP handshake failed: {error}"))
+                }
+                Transport::Http { url, token_env } => {
+                    let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    if let Some(variable) = token_env {
+                        let token = std::env::var(variable).map_err(|_| {
+                            format!(
+                                "the environment variable {variable} (its token_env) is not set"
+                            )
+                        })?;
+                        http = http.auth_header(token);
+                    }
+                    let transport = StreamableHttpClientTransport::from_config(http);
+                    events
+                        .clone()
+                        .serve(transport)
+                        .await
+                        .map_err(|error| format!("the MCP handshake failed: {error}"))
+                }
+            }
+        };
+        let service = tokio::time::timeout(config.connect_timeout, connecting)
+            .await
+            .map_err(|_| {
+                format!(
+                    "no answer within {} ms (connect_timeout_ms)",
+                    config.connect_timeout.as_millis()
+                )
+            })??;
+        Ok(Link { service, events })
+    }
+
+    pub(crate) fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// Whether the connection is gone (the process ended, the server closed it).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.peer().is_transport_closed()
+    }
+
+    /// Every tool the upstream lists, within `timeout`.
+    pub(crate) async fn list(&self, timeout: Duration) -> Result<Vec<rmcp::model::Tool>, String> {
+        let tools = tokio::time::timeout(timeout, self.peer().list_all_tools())
+            .await
+            .map_err(|_| format!("tools/list took longer than {} ms", timeout.as_millis()))?
+            .map_err(|error| format!("tools/list failed: {error}"))?;
+        if tools.len() > MAX_TOOLS_PER_UPSTREAM {
+            return Err(format!(
+                "it lists {} tools, more than the {MAX_TOOLS_PER_UPSTREAM} taken from one upstream",
+                tools.len()
+            ));
+        }
+        Ok(tools)
+    }
+
+    /// Forwards a call of the upstream's tool `tool`: progress relayed to `ctx`, the
+    /// upstream's `notifications/cancelled` sent if the call is dropped before its answer
+    /// (cancelled, or past its deadline).
+    pub(crate) async fn call(
+        &self,
+        upstream: &str,
+        tool: &str,
+        arguments: Value,
+        ctx: ToolContext,
+        structured: bool,
+    ) -> Outcome {
+        if self.is_closed() {
+            return Err(ToolError::unavailable(format!(
+                "the upstream server {upstream:?} is not connected"
+            )));
+        }
+        let arguments = match arguments {
+            Value::Object(object) => object,
+            _ => Map::new(),
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = self
+            .peer()
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|error| {
+                ToolError::unavailable(format!(
+                    "the upstream server {upstream:?} cannot be reached: {error}"
+                ))
+            })?;
+        let mut guard = Forwarded {
+            peer: self.peer().clone(),
+            id: Some(handle.id.clone()),
+            token: handle.progress_token.clone(),
+            events: self.events.clone(),
+        };
+        let early: Vec<ProgressNotificationParam> = {
+            let mut routes = self
+                .events
+                .progress
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if routes.routes.len() < MAX_PROGRESS_ROUTES {
+                let token = handle.progress_token.clone();
+                let (early, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut routes.early)
+                    .into_iter()
+                    .partition(|params| params.progress_token == token);
+                routes.early = rest.into();
+                routes.routes.insert(token, ctx.clone());
+                early
+            } else {
+                Vec::new()
+            }
+        };
+        for params in early {
+            relay(&ctx, params);
+        }
+        let answer = handle.await_response().await;
+        guard.id = None;
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                let value = serde_json::to_value(&result).unwrap_or_default();
+                payload(&value, structured)
+            }
+            Ok(_) => Err(ToolError::unavailable(format!(
+                "the upstream server {upstream:?} answered tools/call with something other than a result"
+            ))),
+            Err(error) => Err(ToolError::unavailable(format!(
+                "the upstream server {upstream:?} did not answer: {error}"
+            ))),
+        }
+    }
+}
+
+/// A call forwarded and not answered yet: dropped, it tells the upstream to stop.
+struct Forwarded {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    token: ProgressToken,
+    events: Events,
+}
+
+impl Drop for Forwarded {
+    fn drop(&mut self) {
+        self.events
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .routes
+            .remove(&self.token);
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let reason = "the call was cancelled or ran past its deadline".to_owned();
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
+                    .await;
+            });
+        }
+    }
+}
+
+/// An upstream's `CallToolResult` (as JSON) as what the tool returns: its blocks, and its
+/// structured value when the tool has an output schema; `isError` as the tool's failure.
+pub(crate) fn payload(result: &Value, structured: bool) -> Outcome {
+    let blocks: Vec<Content> = result["content"]
+        .as_array()
+        .map(|blocks| blocks.iter().map(block).collect())
+        .unwrap_or_default();
+    if result["isError"] == Value::Bool(true) {
+        let text: Vec<&str> = blocks.iter().filter_map(Content::as_text).collect();
+        let text = if text.is_empty() {
+            "the upstream tool reported an error".to_owned()
+        } else {
+            text.join("\n")
+        };
+        return Err(ToolError::failed(text));
+    }
+    match result.get("structuredContent") {
+        Some(value) if structured && value.is_object() => {
+            let mut output = ToolOutput::new(value.clone());
+            for block in blocks {
+                output = output.with(block);
+            }
+            Ok(output.into())
+        }
+        _ => Ok(blocks.into()),
+    }
+}
+
+/// One MCP content block (as JSON) as registry content; a kind this server does not know
+/// arrives as its JSON text.
+fn block(value: &Value) -> Content {
+    let text = |key: &str| value[key].as_str().unwrap_or_default().to_owned();
+    let decoded = |data: &str| base64::engine::general_purpose::STANDARD.decode(data).ok();
+    match value["type"].as_str() {
+        Some("text") => return Content::text(text("text")),
+        Some(kind @ ("image" | "audio")) => {
+            if let Some(data) = decoded(value["data"].as_str().unwrap_or_default()) {
+                let mime = text("mimeType");
+                return if kind == "image" {
+                    Content::image(data, mime)
+                } else {
+                    Content::audio(data, mime)
+                };
+            }
+        }
+        Some("resource_link") => {
+            let mut link = ResourceLink::new(text("uri"), text("name"));
+            if let Some(title) = value["title"].as_str() {
+                link = link.with_title(title);
+            }
+            if let Some(description) = value["description"].as_str() {
+                link = link.with_description(description);
+            }
+            if let Some(mime) = value["mimeType"].as_str() {
+                link = link.with_mime_type(mime);
+            }
+            if let Some(size) = value["size"].as_u64() {
+                link = link.with_size(size);
+            }
+            return link.into();
+        }
+        Some("resource") => {
+            let resource = &value["resource"];
+            let uri = resource["uri"].as_str().unwrap_or_default();
+            let mime = resource["mimeType"].as_str();
+            if let Some(text) = resource["text"].as_str() {
+                return Content::embedded_text(uri, mime.unwrap_or("text/plain"), text);
+            }
+            if let Some(data) = resource["blob"].as_str().and_then(decoded) {
+                return Content::embedded_blob(
+                    uri,
+                    mime.unwrap_or("application/octet-stream"),
+                    data,
+                );
+            }
+        }
+        _ => {}
+    }
+    Content::text(value.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_of_block_comes_through() {
+        let result = json!({"content": [
+            {"type": "text", "text": "hi"},
+            {"type": "image", "data": "R0lGODlh", "mimeType": "image/gif"},
+            {"type": "audio", "data": "AAEC", "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "file:///a", "name": "a", "size": 3},
+            {"type": "resource", "resource": {"uri": "file:///b", "mimeType": "text/plain", "text": "b"}},
+            {"type": "resource", "resource": {"uri": "file:///c", "blob": "AAEC"}},
+        ]});
+        let blocks: Vec<Content> = result["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(block)
+            .collect();
+        assert_eq!(
+            blocks,
+            [
+                Content::text("hi"),
+                Content::image(&b"GIF89a"[..], "image/gif"),
+                Content::audio(&[0u8, 1, 2][..], "audio/wav"),
+                ResourceLink::new("file:///a", "a").with_size(3).into(),
+                Content::embedded_text("file:///b", "text/plain", "b"),
+                Content::embedded_blob("file:///c", "application/octet-stream", &[0u8, 1, 2][..]),
+            ]
+        );
+        let failed = payload(
+            &json!({"isError": true, "content": [{"type": "text", "text": "no"}]}),
+            false,
+        );
+        assert_eq!(failed.err(), Some(ToolError::failed("no")));
+    }
+}

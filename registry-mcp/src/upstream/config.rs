@@ -1,0 +1,738 @@
+//! The upstreams file (TOML): which MCP servers to federate, how to reach them, and the
+//! policy of their tools. A file that cannot work is refused whole, with the line and the fix.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use registry_core::gate::RateLimit;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// How long connecting to an upstream and listing its tools may take, unless its
+/// `connect_timeout_ms` says otherwise.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a forwarded call may take, unless the tool's or its upstream's `timeout_ms` says
+/// otherwise: an upstream that never answers is never waited for forever.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The most upstreams one file may name.
+pub const MAX_UPSTREAMS: usize = 256;
+
+/// Every upstream of an upstreams file, in the file's order.
+///
+/// ```
+/// use registry_mcp::upstream::UpstreamsConfig;
+///
+/// let config = UpstreamsConfig::from_toml(r#"
+/// [[upstream]]
+/// name = "notes"
+/// command = ["python3", "notes_server.py"]
+/// scopes = ["notes:read"]
+///
+/// [upstream.tools.delete_all]
+/// scopes = ["notes:admin"]
+/// needs_approval = true
+/// "#).unwrap();
+/// let notes = &config.upstreams[0];
+/// assert_eq!(notes.name, "notes");
+/// let delete_all = notes.policy_of("delete_all");
+/// assert_eq!(delete_all.scopes, ["notes:admin"]);
+/// assert!(delete_all.needs_approval);
+/// // A tool the file does not name takes the upstream's scopes.
+/// assert_eq!(notes.policy_of("search").scopes, ["notes:read"]);
+///
+/// let error = UpstreamsConfig::from_toml("[[upstream]]\nname = \"notes\"\n").unwrap_err();
+/// assert_eq!(error.line, 1);
+/// assert!(error.to_string().contains("`command = [...]` or `url = \"...\"`"));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct UpstreamsConfig {
+    /// The upstreams.
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+/// One upstream MCP server.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct UpstreamConfig {
+    /// Its name: in its tools' names (unless `prefix` says otherwise), its default scope
+    /// (`upstream:{name}`), the lock file, logs and `--accept-upstream`.
+    pub name: String,
+    /// How it is reached.
+    pub transport: Transport,
+    /// What its tools' names start with: `{prefix}_{tool}`; an empty prefix keeps the
+    /// upstream's names as they are.
+    pub prefix: String,
+    /// How long connecting and listing may take.
+    pub connect_timeout: Duration,
+    /// The upstream-wide defaults.
+    pub defaults: PolicyOverride,
+    /// Per-tool overrides, by the upstream's name of the tool.
+    pub tools: BTreeMap<String, PolicyOverride>,
+}
+
+/// How an upstream is reached.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Transport {
+    /// A child process speaking MCP on its stdin and stdout: the program and its arguments.
+    Command(Vec<String>),
+    /// A streamable-HTTP endpoint, with the bearer token read from the environment variable
+    /// `token_env` when connecting (never from the file).
+    Http {
+        /// The endpoint, e.g. `http://127.0.0.1:9000/mcp`.
+        url: String,
+        /// The environment variable holding the bearer token.
+        token_env: Option<String>,
+    },
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Transport::Command(command) => f.debug_tuple("Command").field(command).finish(),
+            // The variable's name only: its value is a secret.
+            Transport::Http { url, token_env } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("token_env", token_env)
+                .finish(),
+        }
+    }
+}
+
+/// What the file says of a tool's policy (or of every tool of an upstream); unset keys take
+/// the upstream's value, then the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PolicyOverride {
+    /// The scopes a subject must hold.
+    pub scopes: Option<Vec<String>>,
+    /// The tenants whose subjects may use it.
+    pub tenants: Option<Vec<String>>,
+    /// Unrestricted on purpose.
+    pub public: Option<bool>,
+    /// Every call waits for a person's approval.
+    pub needs_approval: Option<bool>,
+    /// Calls per subject, e.g. `10/min`.
+    pub rate_limit: Option<String>,
+    /// A deadline for each call.
+    pub timeout: Option<Duration>,
+    /// The operator says the tool only reads (an upstream's `readOnlyHint` never does).
+    pub read_only: Option<bool>,
+    /// Exempts the tool's texts from the description lint, but for its secret rules, for
+    /// this reason (per tool only).
+    pub allow_description: Option<String>,
+}
+
+/// The policy a tool of an upstream gets: the file's override, else the upstream's, else the
+/// defaults. Never unrestricted unless the file says `public = true`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolPolicy {
+    /// The scopes a subject must hold; when the file names none, the upstream's default scope
+    /// `upstream:{name}`; empty only when `public`.
+    pub scopes: Vec<String>,
+    /// The tenants; empty for every tenant.
+    pub tenants: Vec<String>,
+    /// Unrestricted, as the file says.
+    pub public: bool,
+    /// Every call waits for a person's approval.
+    pub needs_approval: bool,
+    /// Calls per subject.
+    pub rate_limit: Option<String>,
+    /// The deadline of each call ([`DEFAULT_CALL_TIMEOUT`] unless the file says).
+    pub timeout: Duration,
+    /// Read-only, as the operator says.
+    pub read_only: bool,
+    /// The lint exemption and its reason.
+    pub allow_description: Option<String>,
+}
+
+impl UpstreamConfig {
+    /// The upstream's default scope, which its tools need when the file names none.
+    pub fn default_scope(&self) -> String {
+        format!("upstream:{}", self.name)
+    }
+
+    /// The name the registry gives the upstream's tool `tool`.
+    pub fn tool_name(&self, tool: &str) -> String {
+        if self.prefix.is_empty() {
+            tool.to_owned()
+        } else {
+            format!("{}_{tool}", self.prefix)
+        }
+    }
+
+    /// The policy of the upstream's tool `tool`.
+    pub fn policy_of(&self, tool: &str) -> ToolPolicy {
+        let empty = PolicyOverride::default();
+        let own = self.tools.get(tool).unwrap_or(&empty);
+        let up = &self.defaults;
+        // A tool given its own scopes or tenants is restricted by them, whatever the
+        // upstream-wide `public` says.
+        let restricts = own.scopes.is_some() || own.tenants.is_some();
+        let public = own.public.unwrap_or(if restricts {
+            false
+        } else {
+            up.public.unwrap_or(false)
+        });
+        let (scopes, tenants) = if public {
+            (Vec::new(), Vec::new())
+        } else {
+            let scopes = own
+                .scopes
+                .clone()
+                .or_else(|| up.scopes.clone())
+                .filter(|scopes| !scopes.is_empty())
+                .unwrap_or_else(|| vec![self.default_scope()]);
+            let tenants = own
+                .tenants
+                .clone()
+                .or_else(|| up.tenants.clone())
+                .unwrap_or_default();
+            (scopes, tenants)
+        };
+        ToolPolicy {
+            scopes,
+            tenants,
+            public,
+            needs_approval: own.needs_approval.or(up.needs_approval).unwrap_or(false),
+            rate_limit: own.rate_limit.clone().or_else(|| up.rate_limit.clone()),
+            timeout: own.timeout.or(up.timeout).unwrap_or(DEFAULT_CALL_TIMEOUT),
+            read_only: own.read_only.or(up.read_only).unwrap_or(false),
+            allow_description: own.allow_description.clone(),
+        }
+    }
+}
+
+/// Why an upstreams file was refused: where, what, and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{line}: {message}; {fix}", .file.as_ref().map(|file| format!("{}:", file.display())).unwrap_or_default())]
+#[non_exhaustive]
+pub struct ConfigError {
+    /// The file, when it was read from one.
+    pub file: Option<PathBuf>,
+    /// The line (from 1).
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub fix: String,
+}
+
+impl UpstreamsConfig {
+    /// Reads and checks the file at `path`.
+    pub fn load(path: impl AsRef<Path>) -> Result<UpstreamsConfig, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError {
+            file: Some(path.to_owned()),
+            line: 0,
+            message: format!("cannot read the upstreams file: {error}"),
+            fix: "give the path of a readable TOML file".to_owned(),
+        })?;
+        Self::from_toml(&text).map_err(|mut error| {
+            error.file = Some(path.to_owned());
+            error
+        })
+    }
+
+    /// Parses and checks an upstreams file's text.
+    pub fn from_toml(text: &str) -> Result<UpstreamsConfig, ConfigError> {
+        let file: RawFile = toml::from_str(text).map_err(|error| {
+            let line = error.span().map_or(0, |span| line_of(text, &span));
+            ConfigError {
+                file: None,
+                line,
+                message: error.message().trim().replace('\n', " "),
+                fix: parse_fix(error.message()),
+            }
+        })?;
+        let mut upstreams = Vec::new();
+        if file.upstream.len() > MAX_UPSTREAMS {
+            return Err(at(
+                text,
+                &file.upstream[MAX_UPSTREAMS].span(),
+                format!("more than {MAX_UPSTREAMS} upstreams"),
+                "serve fewer upstreams from one server",
+            ));
+        }
+        for raw in file.upstream {
+            let span = raw.span();
+            let raw = raw.into_inner();
+            let upstream = check_upstream(text, &span, raw)?;
+            if let Some(other) = upstreams
+                .iter()
+                .find(|other: &&UpstreamConfig| other.name == upstream.name)
+            {
+                return Err(at(
+                    text,
+                    &span,
+                    format!("two upstreams are named {:?}", other.name),
+                    "give each upstream a name of its own",
+                ));
+            }
+            upstreams.push(upstream);
+        }
+        Ok(UpstreamsConfig { upstreams })
+    }
+}
+
+/// The advice for a file TOML itself refuses.
+fn parse_fix(message: &str) -> String {
+    if message.contains("unknown field") {
+        "remove the key or correct its spelling (see the expected keys above)".to_owned()
+    } else if message.contains("missing field") {
+        "add the key".to_owned()
+    } else if message.contains("invalid type") {
+        "give the key a value of the type it takes".to_owned()
+    } else {
+        "write the file as TOML, with `[[upstream]]` tables".to_owned()
+    }
+}
+
+fn line_of(text: &str, span: &Range<usize>) -> usize {
+    let end = span.start.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+fn at(text: &str, span: &Range<usize>, message: String, fix: &str) -> ConfigError {
+    ConfigError {
+        file: None,
+        line: line_of(text, span),
+        message,
+        fix: fix.to_owned(),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    upstream: Vec<Spanned<RawUpstream>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUpstream {
+    name: Spanned<String>,
+    command: Option<Spanned<Vec<String>>>,
+    url: Option<Spanned<String>>,
+    token_env: Option<Spanned<String>>,
+    prefix: Option<Spanned<String>>,
+    connect_timeout_ms: Option<Spanned<u64>>,
+    scopes: Option<Spanned<Vec<String>>>,
+    tenants: Option<Spanned<Vec<String>>>,
+    public: Option<Spanned<bool>>,
+    needs_approval: Option<bool>,
+    rate_limit: Option<Spanned<String>>,
+    timeout_ms: Option<Spanned<u64>>,
+    read_only: Option<bool>,
+    #[serde(default)]
+    tools: BTreeMap<String, Spanned<RawTool>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    scopes: Option<Spanned<Vec<String>>>,
+    tenants: Option<Spanned<Vec<String>>>,
+    public: Option<Spanned<bool>>,
+    needs_approval: Option<bool>,
+    rate_limit: Option<Spanned<String>>,
+    timeout_ms: Option<Spanned<u64>>,
+    read_only: Option<bool>,
+    allow_description: Option<Spanned<String>>,
+}
+
+/// The rule of upstream names and prefixes: a letter, then letters, digits, `_` or `-`.
+fn check_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !first_ok || !rest_ok || name.len() > 32 {
+        return Err(format!(
+            "{:?} is not a name: one to 32 ASCII letters, digits, `_` or `-`, starting with a letter",
+            crate::logging::escape(name)
+        ));
+    }
+    Ok(())
+}
+
+fn check_upstream(
+    text: &str,
+    span: &Range<usize>,
+    raw: RawUpstream,
+) -> Result<UpstreamConfig, ConfigError> {
+    let name_span = raw.name.span();
+    let name = raw.name.into_inner();
+    check_name(&name).map_err(|message| {
+        at(
+            text,
+            &name_span,
+            format!("upstream name: {message}"),
+            "rename it, e.g. `name = \"notes\"`",
+        )
+    })?;
+    let transport = match (raw.command, raw.url) {
+        (Some(command), None) => {
+            let command_span = command.span();
+            let command = command.into_inner();
+            if command
+                .first()
+                .is_none_or(|program| program.trim().is_empty())
+            {
+                return Err(at(
+                    text,
+                    &command_span,
+                    format!("upstream {name:?}: `command` is empty"),
+                    "name the program and its arguments, e.g. `command = [\"python3\", \"server.py\"]`",
+                ));
+            }
+            if let Some(token) = &raw.token_env {
+                return Err(at(
+                    text,
+                    &token.span(),
+                    format!("upstream {name:?}: `token_env` is for an HTTP upstream"),
+                    "remove it, or give the child process its token in its own environment",
+                ));
+            }
+            Transport::Command(command)
+        }
+        (None, Some(url)) => {
+            let url_span = url.span();
+            let url = url.into_inner();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(at(
+                    text,
+                    &url_span,
+                    format!("upstream {name:?}: {url:?} is not an http:// or https:// URL"),
+                    "give the server's streamable-HTTP endpoint, e.g. `url = \"http://127.0.0.1:9000/mcp\"`",
+                ));
+            }
+            let token_env = match raw.token_env {
+                Some(variable) => {
+                    let variable_span = variable.span();
+                    let variable = variable.into_inner();
+                    let ok = !variable.is_empty()
+                        && variable
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || c == '_');
+                    if !ok {
+                        return Err(at(
+                            text,
+                            &variable_span,
+                            format!(
+                                "upstream {name:?}: `token_env` must name an environment variable"
+                            ),
+                            "write the variable's name (e.g. `token_env = \"NOTES_TOKEN\"`), never the token itself",
+                        ));
+                    }
+                    Some(variable)
+                }
+                None => None,
+            };
+            Transport::Http { url, token_env }
+        }
+        (Some(_), Some(url)) => {
+            return Err(at(
+                text,
+                &url.span(),
+                format!("upstream {name:?} has both `command` and `url`"),
+                "keep one: `command` starts a child process, `url` reaches an HTTP server",
+            ));
+        }
+        (None, None) => {
+            return Err(at(
+                text,
+                span,
+                format!("upstream {name:?} says neither how to start nor where to reach it"),
+                "add `command = [...]` or `url = \"...\"`",
+            ));
+        }
+    };
+    let prefix = match raw.prefix {
+        None => name.clone(),
+        Some(prefix) => {
+            let prefix_span = prefix.span();
+            let prefix = prefix.into_inner();
+            if !prefix.is_empty() {
+                check_name(&prefix).map_err(|message| {
+                    at(
+                        text,
+                        &prefix_span,
+                        format!("upstream {name:?}: prefix: {message}"),
+                        "change it, or write `prefix = \"\"` to keep the upstream's names",
+                    )
+                })?;
+            }
+            prefix
+        }
+    };
+    let connect_timeout = match raw.connect_timeout_ms {
+        None => DEFAULT_CONNECT_TIMEOUT,
+        Some(ms) => positive_ms(text, &name, "connect_timeout_ms", ms)?,
+    };
+    let defaults = check_policy(
+        text,
+        &name,
+        "upstream",
+        Fields {
+            scopes: raw.scopes,
+            tenants: raw.tenants,
+            public: raw.public,
+            needs_approval: raw.needs_approval,
+            rate_limit: raw.rate_limit,
+            timeout_ms: raw.timeout_ms,
+            read_only: raw.read_only,
+            allow_description: None,
+        },
+    )?;
+    let mut tools = BTreeMap::new();
+    for (tool, raw) in raw.tools {
+        let raw = raw.into_inner();
+        let what = format!("tool {tool:?}");
+        let policy = check_policy(
+            text,
+            &name,
+            &what,
+            Fields {
+                scopes: raw.scopes,
+                tenants: raw.tenants,
+                public: raw.public,
+                needs_approval: raw.needs_approval,
+                rate_limit: raw.rate_limit,
+                timeout_ms: raw.timeout_ms,
+                read_only: raw.read_only,
+                allow_description: raw.allow_description,
+            },
+        )?;
+        tools.insert(tool, policy);
+    }
+    Ok(UpstreamConfig {
+        name,
+        transport,
+        prefix,
+        connect_timeout,
+        defaults,
+        tools,
+    })
+}
+
+struct Fields {
+    scopes: Option<Spanned<Vec<String>>>,
+    tenants: Option<Spanned<Vec<String>>>,
+    public: Option<Spanned<bool>>,
+    needs_approval: Option<bool>,
+    rate_limit: Option<Spanned<String>>,
+    timeout_ms: Option<Spanned<u64>>,
+    read_only: Option<bool>,
+    allow_description: Option<Spanned<String>>,
+}
+
+fn positive_ms(
+    text: &str,
+    upstream: &str,
+    key: &str,
+    ms: Spanned<u64>,
+) -> Result<Duration, ConfigError> {
+    if *ms.get_ref() == 0 {
+        return Err(at(
+            text,
+            &ms.span(),
+            format!("upstream {upstream:?}: `{key}` is 0"),
+            "give a number of milliseconds above 0",
+        ));
+    }
+    Ok(Duration::from_millis(*ms.get_ref()))
+}
+
+fn check_policy(
+    text: &str,
+    upstream: &str,
+    what: &str,
+    fields: Fields,
+) -> Result<PolicyOverride, ConfigError> {
+    let scopes = match fields.scopes {
+        Some(scopes) => {
+            let span = scopes.span();
+            let scopes = scopes.into_inner();
+            for scope in &scopes {
+                if let Err(error) = registry_core::definition::Scope::new(scope.clone()) {
+                    return Err(at(
+                        text,
+                        &span,
+                        format!("upstream {upstream:?}, {what}: {error}"),
+                        "correct the scope",
+                    ));
+                }
+            }
+            Some(scopes)
+        }
+        None => None,
+    };
+    let tenants = match fields.tenants {
+        Some(tenants) => {
+            let span = tenants.span();
+            let tenants = tenants.into_inner();
+            if tenants.iter().any(|tenant| tenant.trim().is_empty()) {
+                return Err(at(
+                    text,
+                    &span,
+                    format!("upstream {upstream:?}, {what}: an empty tenant"),
+                    "name each tenant, or leave `tenants` out for every tenant",
+                ));
+            }
+            Some(tenants)
+        }
+        None => None,
+    };
+    let public = match fields.public {
+        Some(public) if *public.get_ref() && (scopes.is_some() || tenants.is_some()) => {
+            return Err(at(
+                text,
+                &public.span(),
+                format!("upstream {upstream:?}, {what}: `public = true` beside scopes or tenants"),
+                "keep `public = true` (anyone may call it) or the scopes and tenants, not both",
+            ));
+        }
+        Some(public) => Some(public.into_inner()),
+        None => None,
+    };
+    let rate_limit = match fields.rate_limit {
+        Some(limit) => {
+            let span = limit.span();
+            let limit = limit.into_inner();
+            if let Err(error) = RateLimit::try_from(limit.as_str()) {
+                return Err(at(
+                    text,
+                    &span,
+                    format!("upstream {upstream:?}, {what}: {error}"),
+                    "write it as calls per period, e.g. `rate_limit = \"10/min\"`",
+                ));
+            }
+            Some(limit)
+        }
+        None => None,
+    };
+    let timeout = match fields.timeout_ms {
+        Some(ms) => Some(positive_ms(text, upstream, "timeout_ms", ms)?),
+        None => None,
+    };
+    let allow_description = match fields.allow_description {
+        Some(reason) if reason.get_ref().trim().is_empty() => {
+            return Err(at(
+                text,
+                &reason.span(),
+                format!("upstream {upstream:?}, {what}: `allow_description` has no reason"),
+                "say why this tool's texts may break the lint (a reviewer reads it)",
+            ));
+        }
+        Some(reason) => Some(reason.into_inner()),
+        None => None,
+    };
+    Ok(PolicyOverride {
+        scopes,
+        tenants,
+        public,
+        needs_approval: fields.needs_approval,
+        rate_limit,
+        timeout,
+        read_only: fields.read_only,
+        allow_description,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(text: &str) -> ConfigError {
+        UpstreamsConfig::from_toml(text).unwrap_err()
+    }
+
+    #[test]
+    fn each_mistake_names_its_line_and_the_fix() {
+        let error = refused("[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\nscope = [\"a:b\"]\n");
+        assert_eq!(error.line, 4, "{error}");
+        assert!(
+            error.to_string().contains("unknown field `scope`"),
+            "{error}"
+        );
+        assert!(error.fix.contains("spelling"), "{error}");
+
+        let error =
+            refused("[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\nurl = \"http://h/mcp\"\n");
+        assert_eq!(error.line, 4);
+        assert!(error.fix.contains("keep one"));
+
+        let error = refused(
+            "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\n\n[upstream.tools.t]\npublic = true\nscopes = [\"a:b\"]\n",
+        );
+        assert_eq!(error.line, 6, "{error}");
+        assert!(error.message.contains("tool \"t\""), "{error}");
+
+        let error = refused("[[upstream]]\nname = \"a\"\nurl = \"ftp://h\"\n");
+        assert_eq!(error.line, 3);
+
+        let error =
+            refused("[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\nrate_limit = \"lots\"\n");
+        assert_eq!(error.line, 4);
+        assert!(error.fix.contains("10/min"));
+
+        let error = refused("[[upstream]]\nname = \"a b\"\ncommand = [\"x\"]\n");
+        assert_eq!(error.line, 2);
+
+        let error = refused(
+            "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\n[[upstream]]\nname = \"a\"\ncommand = [\"y\"]\n",
+        );
+        assert_eq!(error.line, 4);
+        assert!(error.message.contains("two upstreams"));
+
+        let error = refused(
+            "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\n[upstream.tools.t]\nallow_description = \" \"\n",
+        );
+        assert_eq!(error.line, 5);
+    }
+
+    #[test]
+    fn nothing_is_unrestricted_unless_the_file_says_public() {
+        let config = UpstreamsConfig::from_toml(
+            "[[upstream]]\nname = \"fs\"\nurl = \"http://127.0.0.1:1/mcp\"\ntoken_env = \"FS_TOKEN\"\n\
+             [upstream.tools.stat]\npublic = true\n[upstream.tools.write]\ntenants = [\"acme\"]\n",
+        )
+        .unwrap();
+        let fs = &config.upstreams[0];
+        let read = fs.policy_of("read");
+        assert_eq!(read.scopes, ["upstream:fs"]);
+        assert!(!read.public);
+        assert_eq!(read.timeout, DEFAULT_CALL_TIMEOUT);
+        assert!(fs.policy_of("stat").public);
+        assert!(fs.policy_of("stat").scopes.is_empty());
+        let write = fs.policy_of("write");
+        assert_eq!(write.scopes, ["upstream:fs"]);
+        assert_eq!(write.tenants, ["acme"]);
+        assert_eq!(fs.tool_name("read"), "fs_read");
+
+        let public = UpstreamsConfig::from_toml(
+            "[[upstream]]\nname = \"time\"\ncommand = [\"t\"]\npublic = true\nprefix = \"\"\n\
+             [upstream.tools.set]\nscopes = [\"time:admin\"]\n",
+        )
+        .unwrap();
+        let time = &public.upstreams[0];
+        assert!(time.policy_of("now").public);
+        assert_eq!(time.tool_name("now"), "now");
+        // A tool given its own scopes is not public because its upstream is.
+        assert!(!time.policy_of("set").public);
+        assert_eq!(time.policy_of("set").scopes, ["time:admin"]);
+    }
+}

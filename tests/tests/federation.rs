@@ -1,0 +1,549 @@
+//! Upstream MCP servers federated into the registry, against real processes: a small upstream
+//! of our own (`upstreams/fake_upstream.py`, started with python3) that misbehaves on request.
+//! Listing per subject, forwarded calls with their content, approval before forwarding,
+//! timeouts and cancellation relayed, an upstream that dies, a poisoned description withheld,
+//! a definition changed at run time withheld until accepted, a removed tool revoked, and no
+//! call ever reaching a withheld or removed tool.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use registry_core::content::{Content, ResourceLink};
+use registry_core::host::{CallHost, CallInfo, Progress};
+use registry_core::{ErrorKind, Profile, Registry, Subject, ToolCall};
+use registry_mcp::upstream::{Federation, UpstreamLock, UpstreamsConfig, Withheld};
+use serde_json::json;
+
+use registry_examples as _;
+
+/// A directory of its own for one test: the upstream's notes, the lock file.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let path = std::env::temp_dir().join(format!("federation-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        Dir(path)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The tools the upstream was called with, in order.
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path("calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn touch(&self, name: &str) {
+        std::fs::write(self.path(name), b"").unwrap();
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams/fake_upstream.py")
+}
+
+/// The upstreams file of one upstream `notes`, the fake started with `env` in `dir`, and
+/// `more` appended (its own keys, then tool tables).
+fn config(dir: &Dir, env: &str, more: &str) -> UpstreamsConfig {
+    let text = format!(
+        "[[upstream]]\nname = \"notes\"\ncommand = [\"env\", \"FAKE_DIR={}\", {env} \"python3\", {:?}]\n{more}",
+        dir.0.display(),
+        script().display().to_string(),
+    );
+    UpstreamsConfig::from_toml(&text).unwrap()
+}
+
+const POLICY: &str = "scopes = [\"notes:read\"]\n\
+    [upstream.tools.delete_all]\nscopes = [\"notes:admin\"]\nneeds_approval = true\n\
+    [upstream.tools.hang]\ntimeout_ms = 300\n\
+    [upstream.tools.slow]\ntimeout_ms = 600\n";
+
+async fn federate(config: UpstreamsConfig, lock: UpstreamLock) -> (Federation, Registry) {
+    let federation = Federation::connect(config, lock, &[]).await.unwrap();
+    let registry = federation
+        .register(Registry::builder().host(Recorder))
+        .build()
+        .unwrap();
+    federation.attach(&registry);
+    registry.check_readiness().await;
+    (federation, registry)
+}
+
+fn reader() -> Subject {
+    Subject::new("acme").with_scopes(["notes:read"])
+}
+
+fn names(registry: &Registry, subject: &Subject) -> Vec<String> {
+    let run = registry.open_run("list", subject);
+    run.export(Profile::Mcp)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "waited 20 s for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Records the progress the calls report, by tool.
+#[derive(Clone, Default)]
+struct Recorder;
+
+static PROGRESS: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
+
+impl CallHost for Recorder {
+    fn progress(&self, call: &CallInfo<'_>, progress: &Progress) {
+        PROGRESS
+            .lock()
+            .unwrap()
+            .push((call.tool_name.to_owned(), progress.done));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_tools_are_listed_per_subject_with_the_files_policy() {
+    let dir = Dir::new("listing");
+    let lock_path = dir.path("upstreams.lock");
+    let (_federation, registry) = federate(
+        config(&dir, "", POLICY),
+        UpstreamLock::load(&lock_path).unwrap(),
+    )
+    .await;
+
+    // Every tool of the upstream needs its scope; delete_all its own.
+    assert_eq!(
+        names(&registry, &reader()),
+        [
+            "notes_die",
+            "notes_echo",
+            "notes_fail",
+            "notes_hang",
+            "notes_pictures",
+            "notes_slow"
+        ]
+    );
+    let admin = Subject::new("acme").with_scopes(["notes:admin"]);
+    assert_eq!(names(&registry, &admin), ["notes_delete_all"]);
+    assert!(names(&registry, &Subject::new("acme")).is_empty());
+    let explained = registry
+        .open_run("e", &Subject::new("acme"))
+        .explain()
+        .to_string();
+    assert!(
+        explained.contains("notes_echo: missing scopes notes:read"),
+        "{explained}"
+    );
+
+    // Annotations are hints: readOnlyHint grants nothing (a read-only run sees nothing),
+    // the others are shown.
+    assert!(names(&registry, &reader().read_only()).is_empty());
+    let export = registry.open_run("x", &admin).export(Profile::Mcp).unwrap();
+    assert_eq!(export[0]["annotations"]["destructiveHint"], true);
+    let echo = registry.get("notes_echo").unwrap();
+    assert!(echo.settings().hints.idempotent);
+    assert!(!echo.settings().hints.read_only);
+
+    // Trusted on first use: the lock file pins each tool with the registry's digest.
+    let lock = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(
+        lock.contains("[notes_echo]\nupstream = notes\ntool = \"echo\"\n"),
+        "{lock}"
+    );
+    let pinned = registry.lock();
+    let digest = pinned
+        .lines()
+        .skip_while(|line| *line != "[notes_echo]")
+        .find(|line| line.starts_with("definition = "))
+        .unwrap();
+    assert!(
+        lock.contains(digest),
+        "the lock pins Registry::lock's digest: {digest}"
+    );
+
+    // A file without scopes gives the upstream's default scope, never unrestricted.
+    let dir2 = Dir::new("default-scope");
+    let (_f, defaults) = federate(config(&dir2, "", ""), UpstreamLock::in_memory()).await;
+    assert!(names(&defaults, &reader()).is_empty());
+    let upstream = Subject::new("acme").with_scopes(["upstream:notes"]);
+    assert_eq!(names(&defaults, &upstream).len(), 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_call_comes_back_intact_and_only_after_the_gate() {
+    let dir = Dir::new("calls");
+    let (_federation, registry) =
+        federate(config(&dir, "", POLICY), UpstreamLock::in_memory()).await;
+    let run = registry.open_run("r1", &reader());
+
+    let echo = run
+        .call(ToolCall::new("c1", "notes_echo", json!({"text": "hi"})))
+        .await;
+    assert_eq!(echo.error_kind(), None, "{:?}", echo.error_text());
+    assert_eq!(echo.blocks(), [Content::text("hi")]);
+
+    let pictures = run
+        .call(ToolCall::new("c2", "notes_pictures", json!({})))
+        .await;
+    assert_eq!(
+        pictures.blocks(),
+        [
+            Content::text("a picture"),
+            Content::image(&b"GIF89a"[..], "image/gif"),
+            ResourceLink::new("file:///notes/1", "note 1").into(),
+            Content::embedded_text("file:///notes/2", "text/plain", "second note"),
+        ]
+    );
+
+    let fail = run.call(ToolCall::new("c3", "notes_fail", json!({}))).await;
+    assert_eq!(fail.error_kind(), Some(ErrorKind::ExecutionFailed));
+    assert!(fail.error_text().unwrap().contains("disk full"));
+
+    // Validated against the schema that was shown: nothing reaches the upstream.
+    let invalid = run
+        .call(ToolCall::new("c4", "notes_echo", json!({"txt": "hi"})))
+        .await;
+    assert_eq!(invalid.error_kind(), Some(ErrorKind::InvalidArguments));
+    // Approval first: a call that needs it is not forwarded.
+    let admin = registry.open_run("r2", &Subject::new("acme").with_scopes(["notes:admin"]));
+    let pending = admin
+        .call(ToolCall::new("c5", "notes_delete_all", json!({})))
+        .await;
+    assert_eq!(pending.error_kind(), Some(ErrorKind::ApprovalRequired));
+    // Hidden from this subject: not forwarded either.
+    let hidden = run
+        .call(ToolCall::new("c6", "notes_delete_all", json!({})))
+        .await;
+    assert_eq!(hidden.error_kind(), Some(ErrorKind::NotAllowed));
+    assert_eq!(dir.calls(), ["echo", "pictures", "fail"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_upstream_times_out_and_a_slow_one_is_told_to_stop() {
+    let dir = Dir::new("timeouts");
+    let (_federation, registry) =
+        federate(config(&dir, "", POLICY), UpstreamLock::in_memory()).await;
+    let run = registry.open_run("r1", &reader());
+
+    let started = Instant::now();
+    let hang = run.call(ToolCall::new("c1", "notes_hang", json!({}))).await;
+    assert_eq!(hang.error_kind(), Some(ErrorKind::TimedOut));
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // Progress comes back; the deadline's cancellation goes to the upstream.
+    let slow = run.call(ToolCall::new("c2", "notes_slow", json!({}))).await;
+    assert_eq!(slow.error_kind(), Some(ErrorKind::TimedOut));
+    until("the upstream to see the cancellation", || {
+        dir.path("cancelled").exists()
+    })
+    .await;
+    let progress: Vec<f64> = PROGRESS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(tool, _)| tool == "notes_slow")
+        .map(|(_, done)| *done)
+        .collect();
+    assert!(progress.starts_with(&[1.0, 2.0]), "{progress:?}");
+
+    // The upstream still answers.
+    let echo = run
+        .call(ToolCall::new(
+            "c3",
+            "notes_echo",
+            json!({"text": "still here"}),
+        ))
+        .await;
+    assert_eq!(echo.blocks(), [Content::text("still here")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_dies_mid_call_is_unavailable_until_it_is_back() {
+    let dir = Dir::new("dies");
+    let (federation, registry) =
+        federate(config(&dir, "", POLICY), UpstreamLock::in_memory()).await;
+    let run = registry.open_run("r1", &reader());
+
+    let started = Instant::now();
+    let died = run.call(ToolCall::new("c1", "notes_die", json!({}))).await;
+    assert_eq!(
+        died.error_kind(),
+        Some(ErrorKind::Unavailable),
+        "{:?}",
+        died.error_text()
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // Its health feeds readiness: hidden from new runs, refused in open ones.
+    until("the upstream to be seen down", || !federation.is_healthy()).await;
+    registry.check_readiness().await;
+    let echo = run
+        .call(ToolCall::new("c2", "notes_echo", json!({"text": "x"})))
+        .await;
+    if echo.error_kind() == Some(ErrorKind::Unavailable) {
+        // The usual case: refused while down.
+    } else {
+        // Reconnected already (the pause before reconnecting is 500 ms): it answered.
+        assert_eq!(echo.blocks(), [Content::text("x")]);
+    }
+
+    // Reconnected, and compared with its pins again: served once more.
+    until("the upstream to be back", || federation.is_healthy()).await;
+    until("its tools to be listed again", || {
+        names(&registry, &reader()).contains(&"notes_echo".to_owned())
+    })
+    .await;
+    let back = registry.open_run("r2", &reader());
+    let echo = back
+        .call(ToolCall::new("c3", "notes_echo", json!({"text": "back"})))
+        .await;
+    assert_eq!(echo.blocks(), [Content::text("back")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poisoned_description_is_withheld_with_its_rule() {
+    let dir = Dir::new("poison");
+    let (federation, registry) = federate(
+        config(&dir, "\"FAKE_POISON=1\", \"FAKE_SECRET=1\",", POLICY),
+        UpstreamLock::in_memory(),
+    )
+    .await;
+    let listed = names(&registry, &reader());
+    assert!(!listed.contains(&"notes_lookup".to_owned()));
+    assert!(!listed.contains(&"notes_token".to_owned()));
+    let run = registry.open_run("r1", &reader());
+    let export = run.export(Profile::Mcp).unwrap().to_string();
+    assert!(!export.contains("id_rsa"));
+    // Its texts are not in the registry at all.
+    assert!(!registry.lock().contains("id_rsa"));
+
+    let explained = run.explain().to_string();
+    assert!(
+        explained.contains("notes_lookup: not ready: withheld: refused: lint injection/"),
+        "{explained}"
+    );
+    assert!(explained.contains("secret/api-token"), "{explained}");
+    let lookup = run
+        .call(ToolCall::new("c1", "notes_lookup", json!({"note": "x"})))
+        .await;
+    assert!(lookup.is_error());
+    assert!(!dir.calls().contains(&"lookup".to_owned()));
+    let withheld = federation
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == "notes_lookup")
+        .unwrap()
+        .withheld;
+    assert!(matches!(withheld, Some(Withheld::Refused(_))));
+
+    // An operator may allow one tool with a reason, but never past the secret rule.
+    let allowed = format!(
+        "{POLICY}[upstream.tools.lookup]\nscopes = [\"notes:read\"]\nallow_description = \"reviewed: the markup is the vendor's\"\n\
+         [upstream.tools.token]\nscopes = [\"notes:read\"]\nallow_description = \"we know\"\n"
+    );
+    let dir2 = Dir::new("poison-allowed");
+    let (_f, registry) = federate(
+        config(&dir2, "\"FAKE_POISON=1\", \"FAKE_SECRET=1\",", &allowed),
+        UpstreamLock::in_memory(),
+    )
+    .await;
+    let listed = names(&registry, &reader());
+    assert!(listed.contains(&"notes_lookup".to_owned()));
+    assert!(!listed.contains(&"notes_token".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definition_changed_at_run_time_is_withheld_until_accepted() {
+    let dir = Dir::new("rug-pull");
+    let lock_path = dir.path("upstreams.lock");
+    let (federation, registry) = federate(
+        config(&dir, "", POLICY),
+        UpstreamLock::load(&lock_path).unwrap(),
+    )
+    .await;
+    let before = std::fs::read_to_string(&lock_path).unwrap();
+    let open = registry.open_run("open", &reader());
+    let ok = open
+        .call(ToolCall::new("c1", "notes_echo", json!({"text": "a"})))
+        .await;
+    assert_eq!(ok.error_kind(), None);
+
+    dir.touch("change");
+    until("the change to be withheld", || {
+        !names(&registry, &reader()).contains(&"notes_echo".to_owned())
+    })
+    .await;
+    // Not callable in the open run, and the upstream never sees the call.
+    let refused = open
+        .call(ToolCall::new("c2", "notes_echo", json!({"text": "b"})))
+        .await;
+    assert!(refused.is_error());
+    assert_eq!(dir.calls(), ["echo"]);
+    let explained = registry.open_run("e", &reader()).explain().to_string();
+    assert!(
+        explained.contains(
+            "notes_echo: not ready: withheld: its upstream definition changed (pinned sha256:"
+        ),
+        "{explained}"
+    );
+    assert!(explained.contains(", now sha256:"), "{explained}");
+    // The lock is unchanged until an operator accepts.
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), before);
+
+    let accepted = federation.accept("notes").await.unwrap();
+    assert!(accepted.contains(&"notes_echo".to_owned()));
+    assert!(names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    let export = registry
+        .open_run("after", &reader())
+        .export(Profile::Mcp)
+        .unwrap();
+    let echo = export
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "notes_echo")
+        .unwrap();
+    assert_eq!(echo["description"], "Repeat the text back, louder.");
+    assert_ne!(std::fs::read_to_string(&lock_path).unwrap(), before);
+    let after = registry.open_run("after2", &reader());
+    let ok = after
+        .call(ToolCall::new("c3", "notes_echo", json!({"text": "c"})))
+        .await;
+    assert_eq!(ok.blocks(), [Content::text("c")]);
+
+    // Removed upstream: revoked in open runs, never forwarded.
+    dir.touch("remove");
+    until("the removal", || {
+        !names(&registry, &reader()).contains(&"notes_fail".to_owned())
+    })
+    .await;
+    let removed = after
+        .call(ToolCall::new("c4", "notes_fail", json!({})))
+        .await;
+    assert_eq!(removed.error_kind(), Some(ErrorKind::Revoked));
+    // New upstream: withheld, and served only from the next start once accepted.
+    dir.touch("add");
+    until("the new tool to be noted", || {
+        federation
+            .tools()
+            .iter()
+            .any(|tool| tool.name == "notes_extra")
+    })
+    .await;
+    let extra = federation
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == "notes_extra")
+        .unwrap();
+    assert!(!extra.registered);
+    assert!(matches!(extra.withheld, Some(Withheld::New { .. })));
+    assert!(!dir.calls().contains(&"fail".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_start_a_definition_that_differs_from_its_pin_is_withheld_until_accepted() {
+    let dir = Dir::new("pinned");
+    let lock_path = dir.path("upstreams.lock");
+    let first = Federation::connect(
+        config(&dir, "", POLICY),
+        UpstreamLock::load(&lock_path).unwrap(),
+        &[],
+    )
+    .await
+    .unwrap();
+    drop(first);
+    // The pin of echo says something else than the upstream now offers.
+    let text = std::fs::read_to_string(&lock_path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let at = lines
+        .iter()
+        .position(|line| line == "[notes_echo]")
+        .unwrap();
+    lines[at + 3] = format!("definition = sha256:{}", "0".repeat(64));
+    std::fs::write(&lock_path, lines.join("\n") + "\n").unwrap();
+
+    let (federation, registry) = federate(
+        config(&dir, "", POLICY),
+        UpstreamLock::load(&lock_path).unwrap(),
+    )
+    .await;
+    assert!(!names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    let explained = registry.open_run("e", &reader()).explain().to_string();
+    assert!(
+        explained.contains(&format!("pinned sha256:{}", "0".repeat(64))),
+        "{explained}"
+    );
+    drop((federation, registry));
+
+    // `--accept-upstream notes`: accepted into the lock at start.
+    let accepted = Federation::connect(
+        config(&dir, "", POLICY),
+        UpstreamLock::load(&lock_path).unwrap(),
+        &["notes".to_owned()],
+    )
+    .await
+    .unwrap();
+    assert!(accepted.tools().iter().all(|tool| tool.withheld.is_none()));
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), text);
+
+    let unknown = Federation::connect(
+        config(&dir, "", POLICY),
+        UpstreamLock::in_memory(),
+        &["nots".to_owned()],
+    )
+    .await
+    .unwrap_err();
+    assert!(unknown.to_string().contains("no upstream named \"nots\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_cannot_start_fails_the_start_naming_it() {
+    let config = UpstreamsConfig::from_toml(
+        "[[upstream]]\nname = \"gone\"\ncommand = [\"/nonexistent/upstream\"]\n",
+    )
+    .unwrap();
+    let error = Federation::connect(config, UpstreamLock::in_memory(), &[])
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("upstream \"gone\": cannot start"),
+        "{error}"
+    );
+
+    // One that never answers the handshake: refused within its connect timeout.
+    let config = UpstreamsConfig::from_toml(
+        "[[upstream]]\nname = \"mute\"\ncommand = [\"sleep\", \"30\"]\nconnect_timeout_ms = 300\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let error = Federation::connect(config, UpstreamLock::in_memory(), &[])
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("connect_timeout_ms"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

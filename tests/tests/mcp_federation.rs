@@ -1,0 +1,145 @@
+//! The example server with `--upstreams`: an upstream MCP server of our own
+//! (`upstreams/fake_upstream.py`) served beside the example tools over HTTP, per token, driven
+//! with rmcp's client; and a bad upstreams file refused at start, naming the line.
+
+mod mcp_support;
+
+use std::path::PathBuf;
+
+use mcp_support::*;
+use rmcp::ServiceExt;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::json;
+
+use registry_examples as _;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-federation-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn script() -> PathBuf {
+    workspace().join("tests/tests/upstreams/fake_upstream.py")
+}
+
+async fn client(
+    server: &ExampleServer,
+    token: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url.as_str()).auth_header(token),
+    );
+    within("initialize", ().serve(transport))
+        .await
+        .expect("the client connects")
+}
+
+#[tokio::test]
+async fn upstream_tools_are_served_per_token_beside_the_servers_own() {
+    let dir = scratch("served");
+    let file = dir.join("upstreams.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[upstream]]\nname = \"notes\"\ncommand = [\"env\", \"FAKE_DIR={}\", \"python3\", {:?}]\n\
+             scopes = [\"build:read\"]\n\
+             [upstream.tools.echo]\nread_only = true\n\
+             [upstream.tools.delete_all]\nscopes = [\"deploy:write\"]\nneeds_approval = true\n",
+            dir.display(),
+            script().display().to_string()
+        ),
+    )
+    .unwrap();
+    let lock = dir.join("upstreams.lock");
+    let server = start_example([
+        "--tokens".as_ref(),
+        tokens_file().as_os_str(),
+        "--upstreams".as_ref(),
+        file.as_os_str(),
+        "--upstreams-lock".as_ref(),
+        lock.as_os_str(),
+    ])
+    .await;
+
+    // The read-only support bot: the example's read tools and the one upstream tool the file
+    // calls read-only.
+    let support = client(&server, SUPPORT_TOKEN).await;
+    let (tools, _) = list_all(support.peer()).await;
+    let listed = names(&tools);
+    let mut expected: Vec<String> = READER_TOOLS.iter().map(|s| (*s).to_owned()).collect();
+    expected.push("notes_echo".to_owned());
+    expected.sort();
+    assert_eq!(listed, expected);
+
+    // The release bot: everything, the upstream's too.
+    let release = client(&server, RELEASE_TOKEN).await;
+    let (tools, _) = list_all(release.peer()).await;
+    let listed = names(&tools);
+    for name in ["deploy", "notes_delete_all", "notes_echo", "notes_pictures"] {
+        assert!(listed.contains(&name.to_owned()), "{listed:?}");
+    }
+    let delete_all = tools.iter().find(|t| t.name == "notes_delete_all").unwrap();
+    assert_eq!(
+        delete_all.annotations.as_ref().unwrap().destructive_hint,
+        Some(true)
+    );
+
+    let echo = call(release.peer(), "notes_echo", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&echo), "hi");
+    let pictures = call(release.peer(), "notes_pictures", json!({}))
+        .await
+        .unwrap();
+    let image = pictures.content[1].as_image().expect("an image block");
+    assert_eq!(image.data, "R0lGODlh");
+    assert_eq!(image.mime_type, "image/gif");
+
+    // Approval before forwarding: this client cannot give it, so nothing reaches the upstream.
+    let refused = call(release.peer(), "notes_delete_all", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    let calls = std::fs::read_to_string(dir.join("calls")).unwrap();
+    assert_eq!(calls, "echo\npictures\n");
+
+    // Pinned on first use.
+    let pins = std::fs::read_to_string(&lock).unwrap();
+    assert!(pins.contains("[notes_delete_all]"), "{pins}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_upstreams_file_is_refused_naming_the_line_and_the_fix() {
+    let dir = scratch("bad");
+    let file = dir.join("upstreams.toml");
+    std::fs::write(
+        &file,
+        "[[upstream]]\nname = \"notes\"\ncommand = [\"python3\", \"notes.py\"]\nscope = [\"notes:read\"]\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(server_binary())
+        .args(["--upstreams".as_ref(), file.as_os_str()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("{}:4: unknown field `scope`", file.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("correct its spelling"), "{stderr}");
+
+    let output = std::process::Command::new(server_binary())
+        .args(["--accept-upstream", "notes"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("need --upstreams FILE"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
