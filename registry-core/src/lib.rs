@@ -218,6 +218,11 @@ pub mod deferred {
 pub mod search {
     //! Finding tools of a run's allowed set by what they do ([`Run::search`](crate::Run::search)).
 
+    #[cfg(feature = "openai-embeddings")]
+    pub use crate::discover::embed::openai::OpenAiEmbedder;
+    pub use crate::discover::embed::{
+        EmbedError, Embedder, MAX_BATCH, MAX_DIMENSIONS, MAX_TEXT_BYTES,
+    };
     pub use crate::discover::search::SearchHit;
 }
 
