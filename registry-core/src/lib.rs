@@ -211,7 +211,8 @@ pub mod deferred {
     //! ([`Run::deferred`](crate::Run::deferred)).
 
     pub use crate::present::deferred::{
-        DeferredOptions, DeferredSession, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall,
+        DeferredOptions, DeferredSession, GOOD_SIMILARITY, NO_MATCH_COVERAGE, SEARCH_TOOL_NAME,
+        SearchAnswer, SearchCall, SessionCall, WEAK_COVERAGE,
     };
 }
 
