@@ -205,6 +205,10 @@ pub mod guide {
     #[doc = include_str!("../../docs/guide/present.md")]
     pub struct Present;
 
+    /// `docs/guide/search.md`.
+    #[doc = include_str!("../../docs/guide/search.md")]
+    pub struct Search;
+
     /// `docs/guide/call.md`.
     #[doc = include_str!("../../docs/guide/call.md")]
     pub struct Call;

@@ -8,7 +8,9 @@
 //! Options: `--k N` (depth asked of `run.search`, default 5), `--failures PART` (list the
 //! queries of `tuning`, `held-out` or `all` whose first hit is not relevant, with what came
 //! back), `--strict-lint` (leave out the tools the description lint refuses instead of keeping
-//! them with `allow_description`), `--catalog PATH`, `--queries PATH`.
+//! them with `allow_description`), `--embedder BASE_URL` (rank by meaning too, with an
+//! OpenAI-compatible embeddings endpoint: `scripts/minilm_server.py` serves all-MiniLM-L6-v2
+//! offline), `--catalog PATH`, `--queries PATH`.
 //!
 //! Metrics (k = 5 by default; see README.md):
 //! - recall@k: fraction of queries with at least one relevant tool in the top k;
@@ -35,12 +37,14 @@ struct Part<'a> {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut k, mut failures, mut strict) = (5usize, None::<String>, false);
+    let mut embedder = None::<String>;
     let (mut catalog_path, mut queries_path) = (here("catalog.json"), here("queries.json"));
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--k" => k = args.next().and_then(|v| v.parse().ok()).expect("--k N"),
             "--failures" => failures = Some(args.next().expect("--failures tuning|held-out|all")),
             "--strict-lint" => strict = true,
+            "--embedder" => embedder = Some(args.next().expect("--embedder BASE_URL")),
             "--catalog" => catalog_path = PathBuf::from(args.next().expect("--catalog PATH")),
             "--queries" => queries_path = PathBuf::from(args.next().expect("--queries PATH")),
             other => panic!("unknown argument {other:?}"),
@@ -85,21 +89,27 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for part in &parts {
-        evaluate(part, k, strict, failures.as_deref() == Some(part.name));
+        evaluate(
+            part,
+            k,
+            strict,
+            embedder.as_deref(),
+            failures.as_deref() == Some(part.name),
+        );
     }
 }
 
-fn evaluate(part: &Part<'_>, k: usize, strict: bool, show_failures: bool) {
+fn evaluate(part: &Part<'_>, k: usize, strict: bool, embedder: Option<&str>, show_failures: bool) {
     let entries: Vec<Entry> = part.catalog.iter().map(|e| (*e).clone()).collect();
     let queries: Vec<Query> = part.queries.iter().map(|q| (*q).clone()).collect();
-    let loaded = load_registry(&entries, strict);
+    let loaded = load_registry(&entries, strict, embedder);
     for (name, why) in &loaded.skipped {
         eprintln!("  {}: skipped {name}: {why}", part.name);
     }
     let run = loaded
         .registry
         .open_run("search-quality", &Subject::new("eval"));
-    // The first search builds the index: not timed with the others.
+    // The first search builds the index (and embeds the tools): not timed with the others.
     let _ = run.search("warm up", k);
     let started = Instant::now();
     let rankings: Vec<Vec<String>> = queries
