@@ -179,9 +179,13 @@ fn main() {
                     add(word, Relation::Synonym, rank);
                 }
                 for (symbol, target, target_part, source, to) in &synset.pointers {
-                    let Some(target_synset) =
-                        data.get(&if *target_part == 's' { 'a' } else { *target_part })
-                            .and_then(|synsets| synsets.get(target))
+                    let Some(target_synset) = data
+                        .get(&if *target_part == 's' {
+                            'a'
+                        } else {
+                            *target_part
+                        })
+                        .and_then(|synsets| synsets.get(target))
                     else {
                         continue;
                     };
