@@ -39,6 +39,58 @@ pub enum AuditEvent {
     /// [`revoke`](crate::Registry::revoke) or [`restore`](crate::Registry::restore). Nothing
     /// changed.
     ChangeRefused(ChangeRefusedEvent),
+    /// A deferred session's search found nothing good, or found tools none of which was then
+    /// called: where discovery fails.
+    Discovery(DiscoveryEvent),
+}
+
+/// What became of a search, in a [`DiscoveryEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DiscoveryKind {
+    /// No tool matched the query well: the answer said so and loaded nothing.
+    NothingFound,
+    /// Tools were found, and none of them was called before the next search or the end of
+    /// the session.
+    NotCalled,
+}
+
+impl DiscoveryKind {
+    /// The kind as a snake_case word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiscoveryKind::NothingFound => "nothing_found",
+            DiscoveryKind::NotCalled => "not_called",
+        }
+    }
+}
+
+/// A search of a deferred session that did not lead to a call. The query is the model's
+/// text, an argument like any other: only its size and hash are recorded.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct DiscoveryEvent {
+    /// The run.
+    pub run_id: String,
+    /// The subject's tenant.
+    pub tenant: String,
+    /// The principal, if the subject names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The fingerprint of the run's allowed set.
+    pub fingerprint: Fingerprint,
+    /// What became of the search.
+    pub kind: DiscoveryKind,
+    /// The search call's id.
+    pub call_id: String,
+    /// The size of the query, in bytes.
+    pub query_bytes: usize,
+    /// A hash (XXH3-64, hex) of the query as JSON: equal queries, equal hash.
+    pub query_hash: String,
+    /// The tools the search found (of the run's allowed set), best first; none for
+    /// [`DiscoveryKind::NothingFound`].
+    pub found: Vec<String>,
 }
 
 /// What was attempted, in a [`ChangeRefusedEvent`].
@@ -523,6 +575,19 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             tool = %Logged(&r.tool),
             ready = r.not_ready.is_none(),
             not_ready = r.not_ready.as_deref().map(Logged::field),
+        ),
+        AuditEvent::Discovery(d) => tracing::info!(
+            target: AUDIT_TARGET,
+            event = "discovery",
+            kind = d.kind.as_str(),
+            run_id = %Logged(&d.run_id),
+            tenant = %Logged(&d.tenant),
+            principal = d.principal.as_deref().map(Logged::field),
+            fingerprint = %d.fingerprint,
+            call_id = %Logged(&d.call_id),
+            query_bytes = d.query_bytes,
+            query_hash = %d.query_hash,
+            found = %Logged(&d.found.join(",")),
         ),
         AuditEvent::ChangeRefused(r) => tracing::warn!(
             target: AUDIT_TARGET,

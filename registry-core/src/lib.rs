@@ -215,13 +215,19 @@ pub mod deferred {
     //! ([`Run::deferred`](crate::Run::deferred)).
 
     pub use crate::present::deferred::{
-        DeferredOptions, DeferredSession, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall,
+        DeferredOptions, DeferredSession, GOOD_SIMILARITY, NO_MATCH_COVERAGE, SEARCH_TOOL_NAME,
+        SearchAnswer, SearchCall, SessionCall, WEAK_COVERAGE,
     };
 }
 
 pub mod search {
     //! Finding tools of a run's allowed set by what they do ([`Run::search`](crate::Run::search)).
 
+    #[cfg(feature = "openai-embeddings")]
+    pub use crate::discover::embed::openai::OpenAiEmbedder;
+    pub use crate::discover::embed::{
+        EmbedError, Embedder, MAX_BATCH, MAX_DIMENSIONS, MAX_TEXT_BYTES,
+    };
     pub use crate::discover::search::SearchHit;
 }
 

@@ -323,7 +323,8 @@ impl Client {
     /// If the server loads tools on demand and `request` calls the search tool: the answer of
     /// the deferred session of the run calls are served from, `id` its call id. Answered under
     /// the lock that [`relist`](Self::relist) takes to carry the loaded tools over to a new
-    /// run, so that nothing a search loads is lost to it.
+    /// run, so that nothing a search loads is lost to it. A call of another tool is told to
+    /// the session, so a search that led to it is not audited as one that found nothing used.
     pub(crate) fn search(
         &self,
         options: &ServerOptions,
@@ -333,6 +334,8 @@ impl Client {
         let runs = lock(&self.runs);
         let session = runs.current.deferred(options)?;
         if request.name != session.search_tool_name() {
+            // A call of a tool: a search that found it led somewhere (audited otherwise).
+            session.called(&request.name);
             return None;
         }
         let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());

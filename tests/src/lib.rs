@@ -205,6 +205,10 @@ pub mod guide {
     #[doc = include_str!("../../docs/guide/present.md")]
     pub struct Present;
 
+    /// `docs/guide/search.md`.
+    #[doc = include_str!("../../docs/guide/search.md")]
+    pub struct Search;
+
     /// `docs/guide/call.md`.
     #[doc = include_str!("../../docs/guide/call.md")]
     pub struct Call;
@@ -236,4 +240,68 @@ pub mod guide {
     /// `docs/guide/performance.md`.
     #[doc = include_str!("../../docs/guide/performance.md")]
     pub struct Performance;
+}
+
+/// A deterministic embedder for the tests: a text's vector counts its words, each word in
+/// the dimension of its concept (the words of one group of [`WordEmbedder::CONCEPTS`] share
+/// one; any other word hashes to one of 64 more), so "wipe" is near "delete" although no
+/// letter of them is shared, as a real model would put them, and so is "zorp" (a word no
+/// lexical table has: a product's own verb). Counts its calls.
+#[derive(Debug, Default)]
+pub struct WordEmbedder {
+    /// How many times `embed` was called, and with how many texts in all.
+    pub calls: std::sync::atomic::AtomicUsize,
+    pub texts: std::sync::atomic::AtomicUsize,
+}
+
+impl WordEmbedder {
+    /// Words that mean one thing, one dimension a group.
+    pub const CONCEPTS: &[&[&str]] = &[
+        &["delete", "remove", "wipe", "erase", "purge", "zorp"],
+        &["invoice", "bill", "billing", "charge"],
+        &["deploy", "ship", "release", "rollout"],
+        &["message", "chat", "ping", "dm"],
+        &["weather", "forecast", "rain", "umbrella"],
+    ];
+
+    /// The vector of `text`.
+    pub fn vector(text: &str) -> Vec<f32> {
+        let mut vector = vec![0.0; Self::CONCEPTS.len() + 64];
+        for word in text
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| w.len() > 2)
+            .map(str::to_ascii_lowercase)
+        {
+            let at = Self::CONCEPTS
+                .iter()
+                .position(|group| group.contains(&word.as_str()))
+                .unwrap_or_else(|| {
+                    let hash = word.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                    });
+                    Self::CONCEPTS.len() + (hash % 64) as usize
+                });
+            vector[at] += 1.0;
+        }
+        vector
+    }
+}
+
+impl registry_core::search::Embedder for WordEmbedder {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, registry_core::search::EmbedError> {
+        use std::sync::atomic::Ordering;
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.texts.fetch_add(texts.len(), Ordering::Relaxed);
+        Ok(texts.iter().map(|text| Self::vector(text)).collect())
+    }
+}
+
+/// An embedder shared with the test that gave it to a registry, to count its calls.
+#[derive(Debug, Clone, Default)]
+pub struct SharedEmbedder(pub std::sync::Arc<WordEmbedder>);
+
+impl registry_core::search::Embedder for SharedEmbedder {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, registry_core::search::EmbedError> {
+        self.0.embed(texts)
+    }
 }

@@ -145,11 +145,13 @@ async fn search(peer: &Peer<RoleClient>, query: &str) -> CallToolResult {
         .unwrap()
 }
 
+/// The names of the tools an answer found, best group first (its tools grouped by namespace).
 fn found_names(answer: &Value) -> Vec<String> {
-    answer["tools"]
+    answer["namespaces"]
         .as_array()
         .unwrap()
         .iter()
+        .flat_map(|group| group["tools"].as_array().unwrap())
         .map(|tool| tool["name"].as_str().unwrap().to_owned())
         .collect()
 }

@@ -4,6 +4,7 @@
 //!   a hidden tool;
 //! - a run's hits, scores included, are exactly those of a registry holding only the tools
 //!   the run may see (hidden tools change nothing a search shows);
+//! - both hold with an embedder (search by meaning fused with the lexical ranking) as without;
 //! - loading only appends: every export's tool objects start with the previous export's,
 //!   byte for byte.
 
@@ -13,7 +14,7 @@ use registry_core::{
     deferred::{DeferredOptions, SearchCall},
     search::SearchHit,
 };
-use registry_tests::tool_objects;
+use registry_tests::{WordEmbedder, tool_objects};
 use serde_json::json;
 
 const WORDS: [&str; 16] = [
@@ -105,8 +106,11 @@ fn dynamic(index: usize, spec: &ToolSpec) -> DynamicTool {
     tool
 }
 
-fn registry_of(specs: &[(usize, ToolSpec)]) -> Registry {
+fn registry_of(specs: &[(usize, ToolSpec)], embedded: bool) -> Registry {
     let mut builder = Registry::builder();
+    if embedded {
+        builder = builder.embedder(WordEmbedder::default());
+    }
     for (index, spec) in specs {
         builder = builder.tool(dynamic(*index, spec));
     }
@@ -139,9 +143,10 @@ proptest! {
             proptest::collection::vec(0..WORDS.len() + 4, 1..4), 1..6),
         k in 1usize..6,
         profile in profile(),
+        embedded in any::<bool>(),
     ) {
         let specs: Vec<(usize, ToolSpec)> = specs.into_iter().enumerate().collect();
-        let registry = registry_of(&specs);
+        let registry = registry_of(&specs, embedded);
         let subject = Subject::new(TENANTS[tenant]).with_scopes(granted.iter().map(|&s| SCOPES[s]));
         let run = registry.open_run("run", &subject);
         let allowed: Vec<String> = run.allowed().names().map(str::to_owned).collect();
@@ -157,7 +162,7 @@ proptest! {
                 (*index, spec)
             })
             .collect();
-        let alone = registry_of(&visible);
+        let alone = registry_of(&visible, embedded);
         let alone_run = alone.open_run("alone", &Subject::new("t1"));
         prop_assert_eq!(alone_run.allowed().len(), allowed.len());
 

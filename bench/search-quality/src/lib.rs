@@ -10,6 +10,7 @@ use registry_core::{BuildProblem, DynamicTool, Registry};
 use serde_json::Value;
 
 /// One tool of the catalog, as `catalog.json` has it.
+#[derive(Clone)]
 pub struct Entry {
     pub name: String,
     pub title: Option<String>,
@@ -20,6 +21,7 @@ pub struct Entry {
 }
 
 /// One query of `queries.json`.
+#[derive(Clone)]
 pub struct Query {
     pub query: String,
     pub relevant: Vec<String>,
@@ -109,8 +111,17 @@ pub struct Loaded {
 /// one the description lint refuses (the texts are published ones, quoted verbatim) is kept
 /// with `allow_description` — or skipped when `strict_lint` — and one with any other problem
 /// (e.g. a schema that does not compile) is skipped; both are reported.
-pub fn load_registry(catalog: &[Entry], strict_lint: bool) -> Loaded {
+///
+/// With `embedder` (an OpenAI-compatible embeddings base URL, `http://127.0.0.1:8089/v1`),
+/// the registry ranks by meaning too ([`registry_core::search::OpenAiEmbedder`]).
+pub fn load_registry(catalog: &[Entry], strict_lint: bool, embedder: Option<&str>) -> Loaded {
     let mut builder = Registry::builder();
+    if let Some(url) = embedder {
+        let embedder = registry_core::search::OpenAiEmbedder::new(url, "all-MiniLM-L6-v2")
+            .unwrap_or_else(|e| panic!("--embedder {url}: {e}"))
+            .timeout(std::time::Duration::from_secs(600));
+        builder = builder.embedder(embedder);
+    }
     let (mut allowed, mut skipped) = (Vec::new(), Vec::new());
     for entry in catalog {
         let Err(error) = Registry::builder().tool(tool(entry, None)).build() else {
@@ -217,4 +228,209 @@ impl Scores {
 /// The default paths: beside Cargo.toml.
 pub fn here(file: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(file)
+}
+
+/// The server of a catalog tool: its name's part before `__` (`github__create_issue` →
+/// `github`); a name without `__` is its own server.
+pub fn server(name: &str) -> &str {
+    name.split_once("__").map_or(name, |(server, _)| server)
+}
+
+/// The two parts of the labelled set: a query is in the part of its relevant tools' servers,
+/// and no server is in both ([`split`]).
+pub struct Split {
+    /// The servers whose tools and queries tuning may look at.
+    pub tuning: Vec<String>,
+    /// The servers kept out of all tuning.
+    pub held_out: Vec<String>,
+}
+
+/// FNV-1a, 64 bits: a fixed hash, the same in every process and build.
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Splits the servers of `catalog` in two, so that no query has relevant tools in both parts.
+///
+/// Servers that a query's relevant tools join (the web searches, the issue trackers) are one
+/// group: a query across servers stays whole in one part. Groups are taken in the order of a
+/// fixed hash of their first server's name (FNV-1a; not chosen by looking at any result), and
+/// go to the held-out part until it has `held_out_share` of the queries; the rest is the
+/// tuning part.
+pub fn split(catalog: &[Entry], queries: &[Query], held_out_share: f64) -> Split {
+    let mut servers: Vec<&str> = catalog.iter().map(|e| server(&e.name)).collect();
+    servers.sort_unstable();
+    servers.dedup();
+    let at = |name: &str| servers.binary_search(&name).ok();
+    // Union-find over servers.
+    let mut parent: Vec<usize> = (0..servers.len()).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for q in queries {
+        let mut ids = q.relevant.iter().filter_map(|n| at(server(n)));
+        if let Some(first) = ids.next() {
+            for other in ids {
+                let (a, b) = (root(&mut parent, first), root(&mut parent, other));
+                parent[a.max(b)] = a.min(b);
+            }
+        }
+    }
+    // Groups by their root (the smallest server index, hence the first name).
+    let mut groups: Vec<(usize, Vec<usize>, usize)> = Vec::new();
+    for i in 0..servers.len() {
+        let r = root(&mut parent, i);
+        match groups.iter_mut().find(|g| g.0 == r) {
+            Some(group) => group.1.push(i),
+            None => groups.push((r, vec![i], 0)),
+        }
+    }
+    for q in queries {
+        if let Some(id) = q.relevant.first().and_then(|n| at(server(n))) {
+            let r = root(&mut parent, id);
+            if let Some(group) = groups.iter_mut().find(|g| g.0 == r) {
+                group.2 += 1;
+            }
+        }
+    }
+    groups.sort_by_key(|g| (fnv(servers[g.0]), g.0));
+    let want = (queries.len() as f64 * held_out_share).round() as usize;
+    let (mut tuning, mut held_out, mut taken) = (Vec::new(), Vec::new(), 0);
+    for (_, members, count) in groups {
+        let names = members.iter().map(|&i| servers[i].to_owned());
+        if taken < want {
+            taken += count;
+            held_out.extend(names);
+        } else {
+            tuning.extend(names);
+        }
+    }
+    tuning.sort();
+    held_out.sort();
+    Split { tuning, held_out }
+}
+
+/// How much a query shares with its relevant tools, in the words of `eval_bm25.py`'s
+/// `overlap_class` (its tokenizer and stop words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    /// A content word of the query is in a relevant tool's name or title.
+    Name,
+    /// Only in a relevant tool's description or parameters.
+    Text,
+    /// In nothing of any relevant tool.
+    None,
+}
+
+impl Overlap {
+    /// Low overlap: no content word in common with a relevant tool's name or title.
+    pub fn is_low(self) -> bool {
+        self != Overlap::Name
+    }
+}
+
+const OVERLAP_STOP: &[&str] = &[
+    "a", "an", "the", "of", "to", "in", "on", "for", "and", "or", "is", "are", "be", "by", "with",
+    "from", "at", "as", "it", "its", "this", "that", "these", "those", "my", "our", "your", "me",
+    "i", "we", "you", "what", "which", "who", "how", "do", "does", "did", "can", "any", "all",
+    "into", "about", "so", "up", "there", "then", "than", "have", "has", "was", "were", "will",
+    "just", "only", "not", "get", "give", "show", "make", "let",
+];
+
+/// `eval_bm25.py`'s `tokenize`: ASCII alphanumeric runs, split at case humps and digits,
+/// lowercased.
+pub fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let chars: Vec<char> = word.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let start = i;
+            let c = chars[i];
+            if c.is_ascii_digit() {
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+            } else if c.is_ascii_uppercase() {
+                let mut j = i;
+                while j < chars.len() && chars[j].is_ascii_uppercase() {
+                    j += 1;
+                }
+                if j < chars.len() && chars[j].is_ascii_lowercase() {
+                    // `HTTPServer`: `HTTP`, then `Server`; `Server`: one part.
+                    if j - i > 1 {
+                        i = j - 1;
+                    } else {
+                        i = j;
+                        while i < chars.len() && chars[i].is_ascii_lowercase() {
+                            i += 1;
+                        }
+                    }
+                } else {
+                    i = j;
+                }
+            } else {
+                while i < chars.len() && chars[i].is_ascii_lowercase() {
+                    i += 1;
+                }
+            }
+            out.push(
+                chars[start..i]
+                    .iter()
+                    .collect::<String>()
+                    .to_ascii_lowercase(),
+            );
+        }
+    }
+    out
+}
+
+fn schema_words(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = map.get("properties") {
+                for (name, property) in properties {
+                    out.extend(words(name));
+                    if let Some(text) = property.get("description").and_then(Value::as_str) {
+                        out.extend(words(text));
+                    }
+                }
+            }
+            for value in map.values() {
+                schema_words(value, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| schema_words(item, out)),
+        _ => {}
+    }
+}
+
+/// The overlap class of `query` against its relevant tools.
+pub fn overlap(query: &str, relevant: &[&Entry]) -> Overlap {
+    let content: Vec<String> = words(query)
+        .into_iter()
+        .filter(|w| !OVERLAP_STOP.contains(&w.as_str()) && !w.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    let shares = |text: &[String]| content.iter().any(|w| text.contains(w));
+    let name_title = |e: &Entry| words(&format!("{} {}", e.name, e.title.as_deref().unwrap_or("")));
+    if relevant.iter().any(|e| shares(&name_title(e))) {
+        return Overlap::Name;
+    }
+    let text = |e: &Entry| {
+        let mut all = name_title(e);
+        all.extend(words(&e.description));
+        schema_words(&e.input_schema, &mut all);
+        all
+    };
+    if relevant.iter().any(|e| shares(&text(e))) {
+        Overlap::Text
+    } else {
+        Overlap::None
+    }
 }

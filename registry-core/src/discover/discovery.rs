@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::discover::access::{AccessRule, hidden_by};
+use crate::discover::embed::{Embedder, Vectors};
 use crate::discover::index::SearchIndex;
 use crate::discover::subject::{Access, Subject};
 use crate::gate::ReadyState;
@@ -40,6 +41,9 @@ pub(crate) struct Snapshot {
     tenant_ids: HashMap<String, usize>,
     /// The search index of `tools`, built the first time a run of this snapshot searches.
     index: OnceLock<SearchIndex>,
+    /// The tools' vectors, computed the first time a run of this snapshot searches with an
+    /// embedder; `None` if the embedder failed (then this snapshot's searches are lexical).
+    vectors: OnceLock<Option<Vectors>>,
 }
 
 /// What one tool requires, as ranges into `Snapshot::ids`. Counts are `usize`: a tool from
@@ -71,6 +75,7 @@ impl Snapshot {
             tools: Vec::new(),
             versions,
             index: OnceLock::new(),
+            vectors: OnceLock::new(),
         };
         for tool in &tools {
             let start = snapshot.ids.len();
@@ -103,6 +108,24 @@ impl Snapshot {
     /// (by any run of the snapshot), then shared.
     pub(crate) fn index(&self) -> &SearchIndex {
         self.index.get_or_init(|| SearchIndex::build(&self.tools))
+    }
+
+    /// The vectors of this snapshot's tools by `embedder`: computed once, the first time they
+    /// are asked for, then shared; `None` if the embedder failed (logged once).
+    pub(crate) fn vectors(&self, embedder: &dyn Embedder) -> Option<&Vectors> {
+        self.vectors
+            .get_or_init(|| match Vectors::build(&self.tools, embedder) {
+                Ok(vectors) => Some(vectors),
+                Err(error) => {
+                    tracing::warn!(
+                        error = ?error.message(),
+                        tools = self.tools.len(),
+                        "the embedder could not embed this snapshot's tools: its searches are lexical"
+                    );
+                    None
+                }
+            })
+            .as_ref()
     }
 
     /// This snapshot with slot `slot` holding `tool` at `version`.

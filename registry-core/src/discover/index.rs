@@ -16,7 +16,7 @@
 //! ones):
 //!
 //! ```text
-//! score(d)   = Σ_w max(bm25(w, d), EXPANSION · max_{r ∈ related(w)} bm25(r, d))
+//! score(d)   = Σ_w max(bm25(w, d), max_{r ∈ related(w)} weight(w, r) · bm25(r, d))
 //! bm25(t, d) = idf(t) · tf(t, d) · (k1 + 1) / (tf(t, d) + k1 · (1 − b + b · |d| / avgdl))
 //! idf(t)     = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
 //! ```
@@ -24,9 +24,11 @@
 //! **Related words.** Users do not speak in tool names ("remove" for `delete`, "folder" for
 //! `directory`), so each query word `w` also matches the words related to it by a small,
 //! general table of the software vocabulary ([`synonyms`]), at weight [`EXPANSION`] of the
-//! word itself, the best of them counting once: a tool using the query's own word ranks
-//! first, and one using only a related word is still found. A related word that is itself a
-//! word of the query is not counted twice.
+//! word itself, and by a table derived from WordNet 3.1 ([`wordnet`]: synonyms and
+//! derivations at [`WORDNET_SYNONYM`] and [`WORDNET_DERIVATION`], halved for each less common
+//! sense), the best of them counting once: a tool using the query's own word ranks first,
+//! and one using only a related word is still found. A related word that is itself a word of
+//! the query is not counted twice.
 //!
 //! where `N`, `df` and `avgdl` are counted **over the documents the run may find**, not over
 //! the registry: a run's ranking, scores included, is exactly what an index of its own
@@ -40,6 +42,7 @@
 
 mod synonyms;
 mod terms;
+mod wordnet;
 
 use std::collections::HashMap;
 
@@ -68,6 +71,27 @@ const B: f64 = 0.9;
 /// The weight of a query's word's related word ([`synonyms`]) against the word itself.
 pub(crate) const EXPANSION: f64 = 0.5;
 
+/// The weight of a WordNet synonym ([`wordnet`]) of a query's word against the word itself.
+pub(crate) const WORDNET_SYNONYM: f64 = 0.3;
+/// The weight of a WordNet derivation (`watcher` → `watch`).
+pub(crate) const WORDNET_DERIVATION: f64 = 0.3;
+/// The weight of a word one step more general or more specific in WordNet: none, as measured
+/// on the tuning part of `bench/search-quality` (0.1 cost a query there, 0.2 and 0.25 more).
+pub(crate) const WORDNET_HYPERNYM: f64 = 0.0;
+/// A WordNet relation met through a key's `r`-th most common sense weighs `DECAY^(r-1)` of
+/// the first sense's.
+pub(crate) const WORDNET_DECAY: f64 = 0.5;
+
+/// The weight of a WordNet relation met through the key's `rank`-th sense.
+fn wordnet_weight(relation: wordnet::Relation, rank: u8) -> f64 {
+    let base = match relation {
+        wordnet::Relation::Synonym => WORDNET_SYNONYM,
+        wordnet::Relation::Derivation => WORDNET_DERIVATION,
+        wordnet::Relation::Hypernym | wordnet::Relation::Hyponym => WORDNET_HYPERNYM,
+    };
+    base * WORDNET_DECAY.powi(i32::from(rank) - 1)
+}
+
 /// A query's terms beyond this many are ignored (a query is a few words; this bounds the
 /// work a long one can cause).
 pub(crate) const MAX_QUERY_TERMS: usize = 32;
@@ -81,6 +105,28 @@ struct Posting {
     frequency: f32,
 }
 
+/// A query's terms: each indexed term's id (if a tool has it) and its related terms' ids and
+/// weights.
+type QueryTerms = Vec<(Option<usize>, Vec<(usize, f64)>)>;
+
+/// What [`SearchIndex::ranked`] found.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Ranked {
+    /// How many distinct terms the query has, stop words aside (also those no tool has).
+    pub(crate) terms: usize,
+    /// The best documents, best first.
+    pub(crate) found: Vec<Found>,
+}
+
+/// One document a query found.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Found {
+    pub(crate) slot: usize,
+    pub(crate) score: f64,
+    /// How many of the query's terms it matched, by the term itself or a related one.
+    pub(crate) matched: usize,
+}
+
 /// The postings of every term of a snapshot's tools.
 pub(crate) struct SearchIndex {
     terms: Terms,
@@ -90,7 +136,8 @@ pub(crate) struct SearchIndex {
     postings: Vec<Vec<Posting>>,
     /// Per slot, the document's weighted length.
     lengths: Vec<f32>,
-    /// Term → the terms related to it ([`synonyms`]), stemmed; only terms of the index.
+    /// Term → the terms related to it by the hand-written table ([`synonyms`]), stemmed;
+    /// only terms of the index.
     related: HashMap<String, Vec<usize>>,
 }
 
@@ -192,10 +239,12 @@ impl SearchIndex {
     /// The ids of the distinct indexed terms of `query`, in the order they first appear; at
     /// most [`MAX_QUERY_TERMS`] of the first [`MAX_QUERY_BYTES`] bytes.
     ///
-    /// Each comes with its related terms' ids ([`synonyms`]), those that are not themselves
-    /// terms of the query, in a fixed order. A query word no tool has still brings its
+    /// Each comes with its related terms' ids and weights ([`synonyms`], [`wordnet`]), those
+    /// that are not themselves terms of the query, in a fixed order; a term related both
+    /// ways weighs the larger. A query word no tool has still brings its
     /// related terms.
-    fn query_terms(&self, query: &str) -> Vec<(Option<usize>, Vec<usize>)> {
+    /// Also returns how many distinct terms the query has (those no tool has included).
+    fn query_terms(&self, query: &str) -> (usize, QueryTerms) {
         let mut end = query.len().min(MAX_QUERY_BYTES);
         while !query.is_char_boundary(end) {
             end -= 1;
@@ -215,39 +264,63 @@ impl SearchIndex {
             .iter()
             .filter_map(|word| self.ids.get(word).copied())
             .collect();
-        words
+        let distinct = words.len();
+        let terms = words
             .iter()
             .map(|word| {
                 let id = self.ids.get(word).copied();
-                let related = self
-                    .related
-                    .get(word)
-                    .map(|related| {
-                        related
-                            .iter()
-                            .copied()
-                            .filter(|id| !own.contains(id))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let mut related: Vec<(usize, f64)> = Vec::new();
+                let mut add = |id: usize, weight: f64| {
+                    if own.contains(&id) || weight <= 0.0 {
+                        return;
+                    }
+                    match related.iter_mut().find(|(other, _)| *other == id) {
+                        Some(entry) => entry.1 = entry.1.max(weight),
+                        None => related.push((id, weight)),
+                    }
+                };
+                for &id in self.related.get(word).into_iter().flatten() {
+                    add(id, EXPANSION);
+                }
+                for word in wordnet::related(word) {
+                    if let Some(&id) = self.ids.get(word.stem) {
+                        add(id, wordnet_weight(word.relation, word.rank));
+                    }
+                }
                 (id, related)
             })
-            .filter(|(id, related): &(Option<usize>, Vec<usize>)| {
+            .filter(|(id, related): &(Option<usize>, Vec<(usize, f64)>)| {
                 id.is_some() || !related.is_empty()
             })
-            .collect()
+            .collect();
+        (distinct, terms)
     }
 
     /// The `k` best documents for `query` among `candidates` (slots, in increasing order),
     /// with their scores: by score, then by slot. Documents that match no term of the query
     /// are not found.
+    #[cfg(test)]
     pub(crate) fn top(&self, query: &str, candidates: &[usize], k: usize) -> Vec<(usize, f64)> {
+        self.ranked(query, candidates, k)
+            .found
+            .into_iter()
+            .map(|found| (found.slot, found.score))
+            .collect()
+    }
+
+    /// [`top`](Self::top), with how many of the query's terms each document matched.
+    pub(crate) fn ranked(&self, query: &str, candidates: &[usize], k: usize) -> Ranked {
+        let mut ranked = Ranked {
+            terms: 0,
+            found: Vec::new(),
+        };
         if k == 0 || candidates.is_empty() {
-            return Vec::new();
+            return ranked;
         }
-        let terms = self.query_terms(query);
+        let (distinct, terms) = self.query_terms(query);
+        ranked.terms = distinct;
         if terms.is_empty() {
-            return Vec::new();
+            return ranked;
         }
         let documents = self.lengths.len();
         let mut member = vec![0u64; documents.div_ceil(64)];
@@ -261,7 +334,7 @@ impl SearchIndex {
             }
         }
         if counted == 0 {
-            return Vec::new();
+            return ranked;
         }
         let n = counted as f64;
         let average = if total > 0.0 { total / n } else { 1.0 };
@@ -275,12 +348,10 @@ impl SearchIndex {
         // and its related terms' (weighted by `EXPANSION`), so a word counts once however
         // many of its related words a tool has.
         let mut best = vec![0.0f64; documents];
+        let mut matched = vec![0u16; documents];
         let mut reached: Vec<usize> = Vec::new();
         for (own, related) in terms {
-            let alternatives = own
-                .map(|id| (id, 1.0))
-                .into_iter()
-                .chain(related.into_iter().map(|id| (id, EXPANSION)));
+            let alternatives = own.map(|id| (id, 1.0)).into_iter().chain(related);
             for (id, weight) in alternatives {
                 let postings = &self.postings[id];
                 let df = postings.iter().filter(|p| is_member(p.slot)).count();
@@ -308,6 +379,7 @@ impl SearchIndex {
                     touched.push(slot);
                 }
                 scores[slot] += best[slot];
+                matched[slot] = matched[slot].saturating_add(1);
                 best[slot] = 0.0;
             }
         }
@@ -317,10 +389,15 @@ impl SearchIndex {
             touched.truncate(k);
         }
         touched.sort_unstable_by(order);
-        touched
+        ranked.found = touched
             .into_iter()
-            .map(|slot| (slot, scores[slot]))
-            .collect()
+            .map(|slot| Found {
+                slot,
+                score: scores[slot],
+                matched: usize::from(matched[slot]),
+            })
+            .collect();
+        ranked
     }
 }
 
@@ -461,6 +538,20 @@ mod tests {
         let own = index.top("delete", &all, 3);
         assert_eq!(own[0].0, 0);
         assert!(own[0].1 > own[1].1);
+    }
+
+    #[test]
+    fn wordnet_relates_words_the_hand_written_table_does_not() {
+        let index = SearchIndex::build(&[
+            tool("list_backups", "List the backups.", empty()),
+            tool("restore_backup", "Restore a backup.", empty()),
+        ]);
+        // "fix" is in no hand-written group; WordNet has "restore" among its synonyms.
+        let found = index.top("fix", &[0, 1], 5);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].0, 1);
+        // Below the word itself.
+        assert!(found[0].1 < index.top("restore", &[0, 1], 5)[0].1);
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::Snapshot;
+use crate::discover::embed::{Vectors, cut};
+use crate::discover::index::{Found, MAX_QUERY_BYTES, Ranked};
 use crate::discover::run::{Capability, Run};
 use crate::register::registry::Registry;
 use crate::register::tool::Tool;
@@ -14,6 +16,9 @@ use crate::register::tool::Tool;
 pub struct SearchHit {
     tool: Tool,
     score: f64,
+    matched: usize,
+    terms: usize,
+    similarity: Option<f32>,
 }
 
 impl SearchHit {
@@ -22,10 +27,28 @@ impl SearchHit {
         self.tool.name()
     }
 
-    /// How well the tool matches the query: its BM25 score, higher is better. Comparable
-    /// between the hits of one search, not across runs or queries.
+    /// How well the tool matches the query, higher is better: its BM25 score, or with an
+    /// embedder its reciprocal-rank-fusion score. Comparable between the hits of one search,
+    /// not across runs or queries.
     pub fn score(&self) -> f64 {
         self.score
+    }
+
+    /// The share of the query's words (stop words aside, words no tool has included) that
+    /// the tool matched, by the word itself or a related one: from 0 (found by meaning
+    /// alone) to 1. A weak hit matches few.
+    pub fn coverage(&self) -> f64 {
+        if self.terms == 0 {
+            0.0
+        } else {
+            self.matched as f64 / self.terms as f64
+        }
+    }
+
+    /// The cosine similarity of the tool's vector with the query's, when the registry has an
+    /// embedder that could embed both (`None` otherwise).
+    pub fn similarity(&self) -> Option<f32> {
+        self.similarity
     }
 
     /// The tool's definition and behaviour hints, as the run was shown them, and its version.
@@ -110,17 +133,125 @@ pub(crate) fn search(
         })
         .map(|entry| entry.slot)
         .collect();
-    snapshot
-        .index()
-        .top(query, &candidates, k)
+    let index = snapshot.index();
+    match semantic(registry, snapshot, query) {
+        None => {
+            let ranked = index.ranked(query, &candidates, k);
+            let found = ranked.found.iter().map(|found| (*found, None)).collect();
+            hits(entries, &ranked, found)
+        }
+        Some((vectors, vector)) => {
+            let ranked = index.ranked(query, &candidates, k.max(FUSION_DEPTH));
+            let fused = fuse(&ranked, vectors, &vector, &candidates, k);
+            hits(entries, &ranked, fused)
+        }
+    }
+}
+
+/// How deep each list goes into fusion: the lexical ranking's and the nearest tools' first
+/// this many.
+pub(crate) const FUSION_DEPTH: usize = 50;
+/// Reciprocal rank fusion's constant: a tool at rank `r` of a list scores `1 / (RRF_K + r)`.
+pub(crate) const RRF_K: f64 = 60.0;
+
+/// The snapshot's vectors and the query's, if the registry has an embedder that can embed
+/// both (a failure is logged, and the search is lexical).
+fn semantic<'a>(
+    registry: &Registry,
+    snapshot: &'a Snapshot,
+    query: &str,
+) -> Option<(&'a Vectors, Vec<f32>)> {
+    let embedder = registry.embedder()?;
+    let vectors = snapshot.vectors(embedder)?;
+    let mut text = query.to_owned();
+    cut(&mut text, MAX_QUERY_BYTES);
+    if text.trim().is_empty() {
+        return None;
+    }
+    match vectors.query(embedder, &text) {
+        Ok(vector) => Some((vectors, vector)),
+        Err(error) => {
+            tracing::warn!(
+                error = ?error.message(),
+                "the embedder could not embed a query: the search is lexical"
+            );
+            None
+        }
+    }
+}
+
+/// The `k` best of the lexical ranking and the [`FUSION_DEPTH`] candidates nearest the query
+/// (by similarity, ties by slot), fused: `Σ 1 / (RRF_K + rank)` over the lists a tool is in,
+/// ties by slot. Each list is over `candidates` alone, so no other tool changes a score.
+fn fuse(
+    ranked: &Ranked,
+    vectors: &Vectors,
+    query: &[f32],
+    candidates: &[usize],
+    k: usize,
+) -> Vec<(Found, Option<f32>)> {
+    let mut near: Vec<(usize, f32)> = candidates
+        .iter()
+        .map(|&slot| (slot, vectors.similarity(slot, query)))
+        .collect();
+    let order = |a: &(usize, f32), b: &(usize, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if near.len() > FUSION_DEPTH {
+        near.select_nth_unstable_by(FUSION_DEPTH - 1, order);
+        near.truncate(FUSION_DEPTH);
+    }
+    near.sort_unstable_by(order);
+    let mut fused: Vec<(Found, Option<f32>)> = Vec::with_capacity(ranked.found.len() + near.len());
+    for (rank, found) in ranked.found.iter().enumerate() {
+        let similarity = vectors.similarity(found.slot, query);
+        fused.push((
+            Found {
+                score: 1.0 / (RRF_K + rank as f64 + 1.0),
+                ..*found
+            },
+            Some(similarity),
+        ));
+    }
+    for (rank, (slot, similarity)) in near.into_iter().enumerate() {
+        let score = 1.0 / (RRF_K + rank as f64 + 1.0);
+        match fused.iter_mut().find(|(found, _)| found.slot == slot) {
+            Some((found, _)) => found.score += score,
+            None => fused.push((
+                Found {
+                    slot,
+                    score,
+                    matched: 0,
+                },
+                Some(similarity),
+            )),
+        }
+    }
+    fused.sort_by(|a, b| {
+        b.0.score
+            .total_cmp(&a.0.score)
+            .then(a.0.slot.cmp(&b.0.slot))
+    });
+    fused.truncate(k);
+    fused
+}
+
+/// The hits of `found`, from the run's entries (in slot order).
+fn hits(
+    entries: &[crate::discover::discovery::Entry],
+    ranked: &Ranked,
+    found: Vec<(Found, Option<f32>)>,
+) -> Vec<SearchHit> {
+    found
         .into_iter()
-        .filter_map(|(slot, score)| {
+        .filter_map(|(found, similarity)| {
             let at = entries
-                .binary_search_by_key(&slot, |entry| entry.slot)
+                .binary_search_by_key(&found.slot, |entry| entry.slot)
                 .ok()?;
             Some(SearchHit {
                 tool: entries[at].tool.clone(),
-                score,
+                score: found.score,
+                matched: found.matched,
+                terms: ranked.terms,
+                similarity,
             })
         })
         .collect()

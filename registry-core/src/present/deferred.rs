@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value, json};
 
+use crate::audit::{AuditEvent, DiscoveryEvent, DiscoveryKind};
 use crate::declare::dynamic::DynamicTool;
 use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::Snapshot;
@@ -194,6 +195,12 @@ pub struct DeferredSession {
     first: Vec<Tool>,
     /// The tools loaded by searches, in the order they were loaded.
     later: Mutex<Vec<Tool>>,
+    /// The run's tenant and principal, for the audit of searches.
+    tenant: String,
+    principal: Option<String>,
+    /// The last search that found tools, none of which has been called since: recorded as
+    /// [`DiscoveryKind::NotCalled`] at the next search, or when the session ends.
+    pending: Mutex<Option<DiscoveryEvent>>,
 }
 
 impl std::fmt::Debug for DeferredSession {
@@ -236,7 +243,42 @@ impl Run {
             namespaces: options.namespaces,
             first,
             later: Mutex::new(Vec::new()),
+            tenant: self.subject().tenant().to_owned(),
+            principal: self.subject().principal().map(str::to_owned),
+            pending: Mutex::new(None),
         }
+    }
+}
+
+/// A hit that matches at most this share of the query's words, and is not near it by
+/// meaning, is no match: a search whose hits are all like it answers that nothing matched.
+pub const NO_MATCH_COVERAGE: f64 = 0.2;
+/// Below this share of the query's words matched by the best hit (and without a near
+/// meaning), the answer says the matches are weak and how to narrow the query.
+pub const WEAK_COVERAGE: f64 = 0.5;
+/// A hit whose cosine similarity with the query (with an embedder) is at least this is a
+/// good one, whatever its words.
+pub const GOOD_SIMILARITY: f32 = 0.5;
+
+/// How good a search's best hit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quality {
+    Good,
+    Weak,
+    None,
+}
+
+fn quality(hits: &[SearchHit]) -> Quality {
+    let near = |hit: &SearchHit| hit.similarity().is_some_and(|s| s >= GOOD_SIMILARITY);
+    if hits
+        .iter()
+        .any(|hit| near(hit) || hit.coverage() >= WEAK_COVERAGE)
+    {
+        Quality::Good
+    } else if hits.iter().any(|hit| hit.coverage() > NO_MATCH_COVERAGE) {
+        Quality::Weak
+    } else {
+        Quality::None
     }
 }
 
@@ -523,6 +565,7 @@ impl DeferredSession {
                     &self.registry,
                 )));
             } else {
+                self.called(call.name());
                 read.push(SessionCall::Call(call));
             }
         }
@@ -556,6 +599,12 @@ impl DeferredSession {
         );
         hits.retain(|hit| hit.tool().lowered(self.profile).is_ok());
         hits.truncate(self.results);
+        let quality = quality(&hits);
+        if quality == Quality::None {
+            // Noise: nothing is loaded, and the answer says so.
+            hits.clear();
+        }
+        self.audit_search(call, query, &hits);
         let capacity = self
             .profile
             .rules()
@@ -581,7 +630,7 @@ impl DeferredSession {
             loaded.push(hit.tool().clone());
         }
         drop(later);
-        let message = self.answer(call, &hits, &loaded, full);
+        let message = self.answer(call, &hits, &loaded, full, quality);
         let export_changed = !loaded.is_empty()
             && matches!(
                 self.profile,
@@ -597,7 +646,15 @@ impl DeferredSession {
 
     /// The profile's answer to a search that found `hits` and loaded `loaded`; `full` found
     /// tools did not fit in the request.
-    fn answer(&self, call: &SearchCall, hits: &[SearchHit], loaded: &[Tool], full: usize) -> Value {
+    fn answer(
+        &self,
+        call: &SearchCall,
+        hits: &[SearchHit],
+        loaded: &[Tool],
+        full: usize,
+        quality: Quality,
+    ) -> Value {
+        let text = || found_text(hits, full, quality, &self.namespace_names());
         match self.profile {
             Profile::OpenAiResponses { .. } => {
                 let mut object = |tool: &Tool| exported_object(self.profile, tool).ok();
@@ -612,13 +669,13 @@ impl DeferredSession {
                     .filter(|name| !self.first.iter().any(|tool| tool.name() == *name))
                     .collect();
                 if references.is_empty() {
-                    self.render(call, found_text(hits, full))
+                    self.render(call, text())
                 } else {
                     anthropic::search_result(&call.id, &references)
                 }
             }
             Profile::OpenAiChat { .. } | Profile::Gemini | Profile::Mcp => {
-                self.render(call, found_text(hits, full))
+                self.render(call, text())
             }
         }
     }
@@ -632,6 +689,67 @@ impl DeferredSession {
         )
         .with_generated_id(call.generated_id);
         self.profile.render(&observation)
+    }
+
+    /// The namespaces of the run's tools, at most `NAMED_NAMESPACES` (20), in name order.
+    fn namespace_names(&self) -> Vec<&str> {
+        let names: BTreeSet<&str> = self
+            .allowed
+            .entries()
+            .iter()
+            .filter_map(|entry| entry.tool.settings().namespace.as_deref())
+            .collect();
+        names.into_iter().take(NAMED_NAMESPACES).collect()
+    }
+
+    /// Records what became of the previous search, if none of its tools was called, and of
+    /// this one if it found nothing; keeps this one's tools to see if one is called.
+    fn audit_search(&self, call: &SearchCall, query: &str, hits: &[SearchHit]) {
+        let (query_bytes, query_hash) = crate::audit::argument_fingerprint(&json!(query));
+        let event = DiscoveryEvent {
+            run_id: self.allowed.run_id().to_owned(),
+            tenant: self.tenant.clone(),
+            principal: self.principal.clone(),
+            fingerprint: self.allowed.fingerprint(),
+            kind: if hits.is_empty() {
+                DiscoveryKind::NothingFound
+            } else {
+                DiscoveryKind::NotCalled
+            },
+            call_id: call.id.clone(),
+            query_bytes,
+            query_hash,
+            found: hits.iter().map(|hit| hit.name().to_owned()).collect(),
+        };
+        let previous = {
+            let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            if hits.is_empty() {
+                pending.take()
+            } else {
+                pending.replace(event.clone())
+            }
+        };
+        let sink = self.registry.audit_sink();
+        if let Some(previous) = previous {
+            crate::audit::emit(sink, AuditEvent::Discovery(previous));
+        }
+        if hits.is_empty() {
+            crate::audit::emit(sink, AuditEvent::Discovery(event));
+        }
+    }
+
+    /// Tells the session that the model called `tool`: a search that found it led to a call,
+    /// and is not recorded as [`DiscoveryKind::NotCalled`]. [`parse_calls`](Self::parse_calls)
+    /// does it for the calls it reads; a server that receives calls another way (as an MCP
+    /// `tools/call`) calls this.
+    pub fn called(&self, tool: &str) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if pending
+            .as_ref()
+            .is_some_and(|search| search.found.iter().any(|found| found == tool))
+        {
+            *pending = None;
+        }
     }
 
     /// The answer to a call whose arguments are not a query.
@@ -664,29 +782,73 @@ impl DeferredSession {
     }
 }
 
-/// What a search tells the model where the answer is text: the tools found, each with its
-/// description, and whether they can be called.
-fn found_text(hits: &[SearchHit], full: usize) -> Value {
-    let found: Vec<Value> = hits
-        .iter()
-        .map(|hit| {
-            let definition = hit.capability().definition;
-            json!({"name": definition.name, "description": definition.description})
-        })
-        .collect();
-    let note = if hits.is_empty() {
-        "No tool matches; try other words.".to_owned()
-    } else if full > 0 {
-        format!(
-            "The tools found are loaded and can be called by name, except {full} that did not fit: the request holds as many tools as it may."
-        )
+/// What a search tells the model where the answer is text: the tools found, grouped by
+/// namespace (in the order of their best hit; tools of no namespace under `null`), each with
+/// its description, whether they can be called, and, for a weak query or none, how to narrow
+/// it (with the run's namespaces, `namespaces`).
+fn found_text(hits: &[SearchHit], full: usize, quality: Quality, namespaces: &[&str]) -> Value {
+    let mut groups: Vec<(Option<&str>, Vec<Value>)> = Vec::new();
+    for hit in hits {
+        let definition = hit.capability().definition;
+        let namespace = hit.tool().settings().namespace.as_deref();
+        let tool = json!({"name": definition.name, "description": definition.description});
+        match groups.iter_mut().find(|(name, _)| *name == namespace) {
+            Some((_, tools)) => tools.push(tool),
+            None => groups.push((namespace, vec![tool])),
+        }
+    }
+    let narrow = if namespaces.is_empty() {
+        "say the action and the thing it acts on (\"create an issue\", \"list invoices\")"
+            .to_owned()
     } else {
-        "These tools are loaded and can be called by name.".to_owned()
+        format!(
+            "say the action and the thing it acts on (\"create an issue\", \"list invoices\"), or name a group: {}",
+            namespaces.join(", ")
+        )
+    };
+    let note = if hits.is_empty() {
+        format!("No tool matches this query well, so none was loaded. To find one, {narrow}.")
+    } else {
+        let mut note = if full > 0 {
+            format!(
+                "The tools found are loaded and can be called by name, except {full} that did not fit: the request holds as many tools as it may."
+            )
+        } else {
+            "These tools are loaded and can be called by name.".to_owned()
+        };
+        if quality == Quality::Weak {
+            note.push_str(&format!(
+                " They match the query only in part: if none does what you need, search again; {narrow}."
+            ));
+        }
+        note
     };
     let mut answer = Map::new();
-    answer.insert("tools".into(), Value::Array(found));
+    answer.insert(
+        "namespaces".into(),
+        Value::Array(
+            groups
+                .into_iter()
+                .map(|(namespace, tools)| json!({"namespace": namespace, "tools": tools}))
+                .collect(),
+        ),
+    );
     answer.insert("note".into(), Value::String(note));
     Value::Object(answer)
+}
+
+impl Drop for DeferredSession {
+    /// A search whose tools were never called is recorded when the session ends.
+    fn drop(&mut self) {
+        let pending = self
+            .pending
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(search) = pending {
+            crate::audit::emit(self.registry.audit_sink(), AuditEvent::Discovery(search));
+        }
+    }
 }
 
 /// What the model sent, read by [`DeferredSession::parse_calls`].

@@ -14,6 +14,7 @@ use crate::declare::dynamic::DynamicTool;
 use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
 use crate::discover::access::AccessRule;
+use crate::discover::embed::Embedder;
 use crate::execute::context::HostWaits;
 use crate::execute::host::CallHost;
 use crate::execute::pool::{self, BlockingPool};
@@ -71,6 +72,7 @@ pub struct RegistryBuilder {
     access_rules: Vec<Box<dyn AccessRule>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
+    embedder: Option<Arc<dyn Embedder>>,
     limits: ArgumentLimits,
     compatible: Vec<Profile>,
     gate: GateConfig,
@@ -105,6 +107,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("call_policies", &self.gate.call_policies.len())
             .field("audit_sink", &self.audit.is_some())
             .field("host", &self.host.is_some())
+            .field("embedder", &self.embedder.is_some())
             .field("limits", &self.limits)
             .field("compatible", &self.compatible)
             .field(
@@ -323,6 +326,54 @@ impl RegistryBuilder {
     /// ```
     pub fn host(mut self, host: impl CallHost) -> Self {
         self.host = Some(Arc::new(host));
+        self
+    }
+
+    /// Ranks searches by meaning as well as by words: `embedder` turns each tool's name,
+    /// title, description and parameter texts into a vector, once per registry snapshot (the
+    /// first time a run of it searches), and each query into one; [`Run::search`] then fuses
+    /// the lexical ranking with the nearest tools by reciprocal rank fusion, still only over
+    /// the run's allowed set. Without an embedder, search is lexical. An embedder that fails
+    /// leaves search lexical (and is logged); it never fails a search.
+    ///
+    /// ```
+    /// use registry_core::search::{EmbedError, Embedder};
+    /// use registry_core::{DynamicTool, Registry, Subject};
+    ///
+    /// /// Puts "wipe" beside "delete": what a model would know, hard-coded for the example.
+    /// struct Toy;
+    ///
+    /// impl Embedder for Toy {
+    ///     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    ///         Ok(texts
+    ///             .iter()
+    ///             .map(|t| {
+    ///                 let erase = t.contains("wipe") || t.contains("delete");
+    ///                 vec![f32::from(u8::from(erase)), 1.0]
+    ///             })
+    ///             .collect())
+    ///     }
+    /// }
+    ///
+    /// let tool = |name: &str, description: &str| {
+    ///     DynamicTool::new(name, description)
+    ///         .public()
+    ///         .handler(|_ctx, _args| Ok::<_, String>(serde_json::Value::Null))
+    /// };
+    /// let registry = Registry::builder()
+    ///     .tool(tool("delete_record", "Delete a record."))
+    ///     .tool(tool("read_record", "Read a record."))
+    ///     .embedder(Toy)
+    ///     .build()?;
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// // No tool has the word "wipe": the embedder finds the one that means it.
+    /// assert_eq!(run.search("wipe it", 5)[0].name(), "delete_record");
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    ///
+    /// [`Run::search`]: crate::Run::search
+    pub fn embedder(mut self, embedder: impl Embedder) -> Self {
+        self.embedder = Some(Arc::new(embedder));
         self
     }
 
@@ -720,6 +771,7 @@ impl RegistryBuilder {
             access_rules: self.access_rules,
             audit: self.audit,
             host: self.host,
+            embedder: self.embedder,
             limits: self.limits,
             gate,
             tasks: self.tasks,

@@ -14,6 +14,7 @@ use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, Read
 use crate::declare::dynamic::DynamicTool;
 use crate::declare::source::Source;
 use crate::discover::discovery::{Entry, SlotState, Snapshot};
+use crate::discover::embed::Embedder;
 use crate::discover::subject::Subject;
 use crate::execute::host::CallHost;
 use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
@@ -84,6 +85,7 @@ struct Inner {
     access_rules: Vec<Box<dyn AccessRule>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
+    embedder: Option<Arc<dyn Embedder>>,
     limits: ArgumentLimits,
     gate: GateConfig,
     tasks: TaskConfig,
@@ -122,6 +124,7 @@ pub(crate) struct RegistryParts {
     pub(crate) access_rules: Vec<Box<dyn AccessRule>>,
     pub(crate) audit: Option<Box<dyn AuditSink>>,
     pub(crate) host: Option<Arc<dyn CallHost>>,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) limits: ArgumentLimits,
     pub(crate) gate: GateConfig,
     pub(crate) tasks: TaskConfig,
@@ -156,6 +159,7 @@ impl Registry {
                 access_rules: parts.access_rules,
                 audit: parts.audit,
                 host: parts.host,
+                embedder: parts.embedder,
                 limits: parts.limits,
                 gate: parts.gate,
                 tasks: parts.tasks,
@@ -833,6 +837,11 @@ impl Registry {
     /// The host of this registry's calls, if the application installed one.
     pub(crate) fn host(&self) -> Option<&Arc<dyn CallHost>> {
         self.inner.host.as_ref()
+    }
+
+    /// The embedder search ranks by meaning with, if the application gave one.
+    pub(crate) fn embedder(&self) -> Option<&dyn Embedder> {
+        self.inner.embedder.as_deref()
     }
 
     /// The registry's access policies, in the order they were given; all apply.

@@ -10,7 +10,7 @@ fn main() {
     let strict = std::env::args().any(|a| a == "--strict-lint");
     let catalog = load_catalog(&here("catalog.json"));
     let queries = load_queries(&here("queries.json"));
-    let loaded = load_registry(&catalog, strict);
+    let loaded = load_registry(&catalog, strict, None);
     let run = loaded
         .registry
         .open_run("search-quality", &Subject::new("eval"));

@@ -1,0 +1,121 @@
+//! Related words derived from WordNet 3.1, restricted to the software vocabulary: the table
+//! `wordnet.txt`, generated at development time by `registry-core/related-words` (which says
+//! how) and kept in the source, so the build reads a file and needs nothing else. WordNet's
+//! licence is `LICENSE-WordNet`, beside it.
+//!
+//! A line is `key target/kr ...`: the stem of a query word, and the stems of the tool words
+//! it relates to, each with its relation `k` ([`Relation`]) and the rank `r` (1 to 3) of the
+//! key's sense it was found through, most common first.
+
+use std::sync::OnceLock;
+
+/// `wordnet.txt`: sorted by key, one key a line.
+const TABLE: &str = include_str!("wordnet.txt");
+
+/// How a target word relates to a key word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relation {
+    /// A word of one of the key's synsets: the same meaning.
+    Synonym,
+    /// WordNet's "derivationally related form" of the key: another part of speech of it.
+    Derivation,
+    /// A word of a synset one step more general than one of the key's.
+    Hypernym,
+    /// A word of a synset one step more specific than one of the key's.
+    Hyponym,
+}
+
+/// One related word: its stem, relation, and the rank of the key's sense (1 is the most
+/// common).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Related<'a> {
+    pub(crate) stem: &'a str,
+    pub(crate) relation: Relation,
+    pub(crate) rank: u8,
+}
+
+/// The table's lines, split once per process: (key, the rest of the line).
+fn lines() -> &'static [(&'static str, &'static str)] {
+    static LINES: OnceLock<Vec<(&'static str, &'static str)>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        TABLE
+            .lines()
+            .map(|line| line.split_once(' ').unwrap_or((line, "")))
+            .collect()
+    })
+}
+
+/// The words related to the stem `key`, in the table's order (by stem); none for a word the
+/// table does not have.
+pub(crate) fn related(key: &str) -> impl Iterator<Item = Related<'static>> {
+    let lines = lines();
+    let rest = lines
+        .binary_search_by(|(line_key, _)| (*line_key).cmp(key))
+        .map_or("", |at| lines[at].1);
+    rest.split(' ').filter_map(|entry| {
+        let (stem, code) = entry.split_once('/')?;
+        let mut code = code.chars();
+        let relation = match code.next()? {
+            's' => Relation::Synonym,
+            'd' => Relation::Derivation,
+            'h' => Relation::Hypernym,
+            'o' => Relation::Hyponym,
+            _ => return None,
+        };
+        let rank = code
+            .next()?
+            .to_digit(10)
+            .and_then(|d| u8::try_from(d).ok())?;
+        Some(Related {
+            stem,
+            relation,
+            rank,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_well_formed_and_readable() {
+        let lines = lines();
+        assert!(lines.len() > 1_000, "{} lines", lines.len());
+        for pair in lines.windows(2) {
+            assert!(
+                pair[0].0 < pair[1].0,
+                "{:?} before {:?}",
+                pair[0].0,
+                pair[1].0
+            );
+        }
+        for (key, rest) in lines {
+            assert!(key.bytes().all(|b| b.is_ascii_lowercase()), "{key}");
+            let entries = rest.split(' ').count();
+            assert_eq!(related(key).count(), entries, "{key}: {rest}");
+            for word in related(key) {
+                assert_ne!(word.stem, *key);
+                assert!((1..=3).contains(&word.rank), "{key}: {rest}");
+            }
+        }
+    }
+
+    #[test]
+    fn finds_the_relations_of_a_word() {
+        let of = |key: &str| {
+            related(key)
+                .map(|r| (r.stem, r.relation))
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            of("delet").contains(&("eras", Relation::Synonym)),
+            "{:?}",
+            of("delet")
+        );
+        assert!(of("watcher").contains(&("watch", Relation::Derivation)));
+        assert!(of("photo").contains(&("represent", Relation::Hypernym)));
+        assert!(of("zzz").is_empty());
+        assert!(of("").is_empty());
+    }
+}
