@@ -22,7 +22,7 @@ const QUOTED_BYTES: usize = 200;
 /// runtime (as a search from a server is); each waits at most its timeout (30 s unless set).
 /// The API key is sent as `Authorization: Bearer`, and never shown by `Debug` or an error.
 ///
-/// ```no_run
+/// ```no_run,standalone_crate
 /// use registry_core::search::OpenAiEmbedder;
 /// use registry_core::Registry;
 ///
