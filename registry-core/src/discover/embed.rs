@@ -20,7 +20,7 @@ use crate::register::tool::Tool;
 
 /// Turns texts into vectors whose cosine similarity says how close their meanings are: a
 /// local model, or a client of a hosted one
-/// ([`OpenAiEmbedder`](crate::search::OpenAiEmbedder), feature `openai-embeddings`).
+/// (`search::OpenAiEmbedder`, with the feature `openai-embeddings`).
 ///
 /// `embed` returns one vector per text, in order, all of one length. It is called from the
 /// thread that searches (so it may block; it must not need the caller's async runtime): once

@@ -180,7 +180,7 @@ impl CallOptions {
         self
     }
 
-    /// For a task ([`Run::start_task_with`](crate::Run::start_task_with)): its tool's
+    /// For a task ([`RunExt::start_task_with`](crate::server::RunExt::start_task_with)): its tool's
     /// questions ([`ToolContext::elicit`]) wait for the task's caller instead of going to the
     /// host. Each is kept with the task ([`Task::questions`](crate::task::Task::questions);
     /// the task is [`InputRequired`](crate::task::TaskStatus::InputRequired) meanwhile) until
