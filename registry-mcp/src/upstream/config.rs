@@ -486,7 +486,9 @@ fn check_upstream(
         text,
         &name,
         "upstream",
-        Fields {
+        // The upstream's own keys are a tool's, but for `allow_description`, which names
+        // one tool's text.
+        RawTool {
             scopes: raw.scopes,
             tenants: raw.tenants,
             public: raw.public,
@@ -499,23 +501,8 @@ fn check_upstream(
     )?;
     let mut tools = BTreeMap::new();
     for (tool, raw) in raw.tools {
-        let raw = raw.into_inner();
         let what = format!("tool {tool:?}");
-        let policy = check_policy(
-            text,
-            &name,
-            &what,
-            Fields {
-                scopes: raw.scopes,
-                tenants: raw.tenants,
-                public: raw.public,
-                needs_approval: raw.needs_approval,
-                rate_limit: raw.rate_limit,
-                timeout_ms: raw.timeout_ms,
-                read_only: raw.read_only,
-                allow_description: raw.allow_description,
-            },
-        )?;
+        let policy = check_policy(text, &name, &what, raw.into_inner())?;
         tools.insert(tool, policy);
     }
     Ok(UpstreamConfig {
@@ -526,17 +513,6 @@ fn check_upstream(
         defaults,
         tools,
     })
-}
-
-struct Fields {
-    scopes: Option<Spanned<Vec<String>>>,
-    tenants: Option<Spanned<Vec<String>>>,
-    public: Option<Spanned<bool>>,
-    needs_approval: Option<bool>,
-    rate_limit: Option<Spanned<String>>,
-    timeout_ms: Option<Spanned<u64>>,
-    read_only: Option<bool>,
-    allow_description: Option<Spanned<String>>,
 }
 
 fn positive_ms(
@@ -560,7 +536,7 @@ fn check_policy(
     text: &str,
     upstream: &str,
     what: &str,
-    fields: Fields,
+    fields: RawTool,
 ) -> Result<PolicyOverride, ConfigError> {
     let scopes = match fields.scopes {
         Some(scopes) => {
