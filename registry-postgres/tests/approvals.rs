@@ -185,7 +185,9 @@ async fn an_expired_request_is_settled_on_any_replica() {
         let counter = Counter::default();
         let plane_a = plane(&url, "a").await;
         let plane_b = plane(&url, "b").await;
-        let ttl = Duration::from_millis(300);
+        // Long enough for the request to be asked and listed as pending on a loaded machine
+        // (300 ms was not, at a load of 20).
+        let ttl = Duration::from_millis(1500);
         let registry_a = builder(&counter)
             .approval_store(plane_a.approval_store())
             .approval_ttl(ttl)
