@@ -36,6 +36,7 @@ use crate::{McpServer, RegistryServer, ServeError, ServerOptions};
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
+#[must_use = "a configuration does nothing until it is given to `serve_http` or `HttpServer::bind`"]
 pub struct HttpConfig {
     /// The address to listen on. Default `127.0.0.1:8750`: loopback only. Port 0 picks a free
     /// port ([`HttpServer::local_addr`] tells which).

@@ -63,6 +63,7 @@ pub(crate) use validator::Validator;
 /// assert_eq!(config.oauth.unwrap().resource(), "https://mcp.example.com/mcp");
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "an OAuth configuration does nothing until it is given to `HttpConfig::with_oauth`"]
 pub struct OAuth {
     pub(crate) resource: String,
     pub(crate) issuer: String,

@@ -18,6 +18,7 @@ use registry_core::{deferred::DeferredOptions, host::LogLevel};
 /// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
+#[must_use = "options do nothing until they are given to `McpServer::new` or `HttpConfig::with_options`"]
 pub struct ServerOptions {
     /// How many tools one `tools/list` page holds at most (at least 1). Default 100.
     pub page_size: usize,

@@ -50,6 +50,7 @@ pub enum WhenFull {
 /// # drop(config);
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a configuration does nothing until it is given to `ControlPlane::audit_sink`"]
 pub struct AuditConfig {
     capacity: usize,
     batch: usize,

@@ -66,6 +66,7 @@ impl std::fmt::Debug for ControlPlane {
 
 /// Configures a [`ControlPlane`]: `ControlPlane::builder(url)`, then `.connect()`.
 #[derive(Clone)]
+#[must_use = "a builder does nothing until `connect` is called"]
 pub struct ControlPlaneBuilder {
     url: String,
     settings: Settings,

@@ -25,6 +25,7 @@ use std::time::Duration;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use = "limits do nothing until they are given to `HttpConfig::with_limits`"]
 pub struct EdgeLimits {
     /// Open TCP connections at once, whoever opened them. Default 1024. A connection over
     /// the limit is closed as soon as it is accepted, before a byte is read. On Linux it is lowered, with a

@@ -40,6 +40,7 @@ use crate::edge::Source;
 /// # let _ = oauth;
 /// ```
 #[derive(Clone)]
+#[must_use = "an introspection endpoint does nothing until it is given to `OAuth::with_introspection`"]
 pub struct Introspection {
     pub(crate) endpoint: String,
     pub(crate) client_id: String,
