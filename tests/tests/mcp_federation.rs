@@ -112,6 +112,157 @@ async fn upstream_tools_are_served_per_token_beside_the_servers_own() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Waits until `done` says yes about the tools `peer` lists, asking every 50 ms.
+async fn until_listed(
+    peer: &rmcp::service::Peer<rmcp::RoleClient>,
+    what: &str,
+    done: impl Fn(&[String]) -> bool,
+) {
+    let start = std::time::Instant::now();
+    loop {
+        let (tools, _) = list_all(peer).await;
+        if done(&names(&tools)) {
+            return;
+        }
+        assert!(
+            start.elapsed() < STEP,
+            "waited for {what}: {:?}",
+            names(&tools)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// The value of `key=` in the last line of `lines` that holds `needle`.
+fn logged(server: &ExampleServer, needle: &str, key: &str) -> Option<String> {
+    let lines = server.lines.lock().unwrap();
+    let line = lines.iter().rev().find(|line| line.contains(needle))?;
+    let at = line.find(&format!("{key}="))? + key.len() + 1;
+    let value: String = line[at..]
+        .chars()
+        .take_while(|c| !c.is_whitespace())
+        .collect();
+    Some(value.trim_matches('"').to_owned())
+}
+
+#[tokio::test]
+async fn an_operator_accepts_at_run_time_with_the_lock_file_and_sighup_and_a_late_upstream_is_served_once_reached()
+ {
+    let dir = scratch("accept");
+    let late = dir.join("late");
+    std::fs::create_dir_all(&late).unwrap();
+    let file = dir.join("upstreams.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[upstream]]\nname = \"notes\"\ncommand = [\"env\", \"FAKE_DIR={dir}\", \"python3\", {script:?}]\n\
+             scopes = [\"build:read\"]\n\
+             [[upstream]]\nname = \"late\"\ncommand = [\"sh\", \"-c\", {gated:?}]\n\
+             scopes = [\"build:read\"]\n[upstream.tools.echo]\nread_only = true\n",
+            dir = dir.display(),
+            script = script().display().to_string(),
+            gated = format!(
+                "test -e '{late}/up' && FAKE_DIR='{late}' exec python3 '{script}'",
+                late = late.display(),
+                script = script().display()
+            ),
+        ),
+    )
+    .unwrap();
+    let lock = dir.join("upstreams.lock");
+    let server = start_example([
+        "--tokens".as_ref(),
+        tokens_file().as_os_str(),
+        "--upstreams".as_ref(),
+        file.as_os_str(),
+        "--upstreams-lock".as_ref(),
+        lock.as_os_str(),
+    ])
+    .await;
+
+    // `late` could not be reached: the server started anyway, and serves nothing of it.
+    let release = client(&server, RELEASE_TOKEN).await;
+    let (tools, _) = list_all(release.peer()).await;
+    let listed = names(&tools);
+    assert!(listed.contains(&"notes_echo".to_owned()), "{listed:?}");
+    assert!(!listed.contains(&"late_echo".to_owned()), "{listed:?}");
+    assert!(
+        logged(&server, "upstream unreachable", "upstream").as_deref() == Some("late"),
+        "{:?}",
+        server.lines.lock().unwrap()
+    );
+    // Hidden, so unknown to this client: never forwarded.
+    let early = call(release.peer(), "late_echo", json!({"text": "early"}))
+        .await
+        .unwrap_err();
+    assert!(
+        early.to_string().contains("unknown tool \"late_echo\""),
+        "{early}"
+    );
+    // Reached: the tool the file names is served, trusted on first use.
+    std::fs::write(late.join("up"), b"").unwrap();
+    until_listed(release.peer(), "late_echo", |listed| {
+        listed.contains(&"late_echo".to_owned())
+    })
+    .await;
+    let echo = call(release.peer(), "late_echo", json!({"text": "late"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&echo), "late");
+    assert_eq!(std::fs::read_to_string(late.join("calls")).unwrap(), "echo\n");
+
+    // A rug pull on `notes`: withheld.
+    std::fs::write(dir.join("change"), b"").unwrap();
+    until_listed(release.peer(), "notes_echo withheld", |listed| {
+        !listed.contains(&"notes_echo".to_owned())
+    })
+    .await;
+    let old = logged(
+        &server,
+        "upstream tool definition changed",
+        "old_definition",
+    )
+    .unwrap();
+    let new = logged(
+        &server,
+        "upstream tool definition changed",
+        "new_definition",
+    )
+    .unwrap();
+    assert!(new.starts_with("sha256:") && new != old, "{old} {new}");
+
+    // The operator writes the new digest into the lock and sends SIGHUP: served again,
+    // without a restart.
+    let pinned = std::fs::read_to_string(&lock).unwrap();
+    assert!(pinned.contains(&old));
+    std::fs::write(&lock, pinned.replace(&old, &new)).unwrap();
+    let pid = logged(&server, "on SIGHUP", "pid").expect("the server names its pid");
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    until_listed(release.peer(), "notes_echo served again", |listed| {
+        listed.contains(&"notes_echo".to_owned())
+    })
+    .await;
+    let (tools, _) = list_all(release.peer()).await;
+    let echo = tools.iter().find(|tool| tool.name == "notes_echo").unwrap();
+    assert_eq!(
+        echo.description.as_deref(),
+        Some("Repeat the text back, louder.")
+    );
+    let echo = call(release.peer(), "notes_echo", json!({"text": "accepted"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&echo), "accepted");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("calls")).unwrap(),
+        "echo\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_bad_upstreams_file_is_refused_naming_the_line_and_the_fix() {
     let dir = scratch("bad");

@@ -90,6 +90,11 @@ Upstream MCP servers, their tools served beside this server's own, through the s
                     only, for this process)
   --accept-upstream NAME  accept the current definitions of upstream NAME into the lock
                     (repeatable)
+  At run time, SIGHUP reads the --upstreams-lock file again: write the digest the log
+  names for a withheld tool into it (or remove an upstream's blocks to trust what it
+  offers now), then `kill -HUP PID`; what matches its pin is served without a restart.
+  An upstream unreachable at start does not stop the server: its tools are not served
+  until it is reached (tried again with a growing pause) and checked against the lock.
 
 Sharing one control plane with other replicas (PostgreSQL):
   --postgres URL    keep revocations, approvals, quotas, tasks and audit in this
@@ -480,6 +485,9 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
     let attach = |registry: &Registry| {
         if let Some(federation) = &federation {
             federation.attach(registry);
+            if let Some(path) = &args.upstreams_lock {
+                reload_lock_on_hangup(federation.clone(), path.clone());
+            }
         }
     };
     let Some(url) = &args.postgres else {
@@ -530,6 +538,11 @@ async fn federate(args: &Args) -> Result<Option<Federation>, Box<dyn std::error:
         }
     };
     let federation = Federation::connect(config, lock, &args.accept_upstreams).await?;
+    for upstream in federation.upstreams() {
+        if let Some(reason) = &upstream.last_error {
+            tracing::warn!(upstream = %upstream.name, reason = %reason, "upstream unreachable; its tools are not served until it is reached and checked (tried again with a growing pause)");
+        }
+    }
     for tool in federation.tools() {
         match &tool.withheld {
             Some(why) => {
@@ -541,6 +554,55 @@ async fn federate(args: &Args) -> Result<Option<Federation>, Box<dyn std::error:
         }
     }
     Ok(Some(federation))
+}
+
+/// `--upstreams-lock FILE`: on `SIGHUP`, reads the lock file again and compares every
+/// upstream tool with it (`Federation::reload_lock`): an operator accepts a change at run
+/// time by writing the digest the log names into the file (or removing an upstream's blocks
+/// to trust what it offers now), then `kill -HUP PID`.
+fn reload_lock_on_hangup(federation: Federation, path: PathBuf) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(hangup) => hangup,
+        Err(error) => {
+            tracing::error!(%error, "cannot listen for SIGHUP: the upstreams lock is read at start only");
+            return;
+        }
+    };
+    tracing::info!(
+        pid = std::process::id(),
+        lock = %path.display(),
+        "on SIGHUP, the upstreams lock file is read again"
+    );
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            let lock = match UpstreamLock::load(&path) {
+                Ok(lock) => lock,
+                Err(error) => {
+                    tracing::error!(%error, "SIGHUP: the upstreams lock file is refused; the pins stay as they were");
+                    continue;
+                }
+            };
+            match federation.reload_lock(lock).await {
+                Ok(()) => {
+                    for tool in federation.tools() {
+                        match &tool.withheld {
+                            Some(why) => {
+                                tracing::warn!(tool = %tool.name, reason = %why, "SIGHUP: upstream tool withheld")
+                            }
+                            None if tool.registered => {
+                                tracing::info!(tool = %tool.name, "SIGHUP: upstream tool served")
+                            }
+                            None => {
+                                tracing::info!(tool = %tool.name, "SIGHUP: upstream tool pinned; served from the next start")
+                            }
+                        }
+                    }
+                }
+                Err(error) => tracing::error!(%error, "SIGHUP: cannot apply the upstreams lock"),
+            }
+        }
+    });
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
