@@ -276,6 +276,15 @@ pub enum FederationError {
         /// Why.
         reason: String,
     },
+    /// An upstream's configuration cannot work in this process (its `token_env` is not
+    /// set): the start fails, naming it, rather than trying it again for ever.
+    #[error("upstream {upstream:?}: {reason}")]
+    Misconfigured {
+        /// The upstream.
+        upstream: String,
+        /// What is wrong, and how to fix it.
+        reason: String,
+    },
     /// No upstream has that name.
     #[error("there is no upstream named {0:?} in the upstreams file")]
     UnknownUpstream(String),
@@ -304,7 +313,8 @@ impl Federation {
     /// written. An upstream that cannot be reached does not fail the start: it is logged and
     /// audited, its tools (those its pins or the file name) are not ready, and it is tried
     /// again once [`attach`](Self::attach)ed. The start fails only for a name in `accept`
-    /// that is not an upstream, or a lock file that cannot be written.
+    /// that is not an upstream, a `token_env` that is not set, or a lock file that cannot be
+    /// written.
     pub async fn connect(
         config: UpstreamsConfig,
         lock: UpstreamLock,
@@ -315,6 +325,21 @@ impl Federation {
             .find(|name| !config.upstreams.iter().any(|u| &u.name == *name))
         {
             return Err(FederationError::UnknownUpstream(unknown.clone()));
+        }
+        for upstream in &config.upstreams {
+            if let Transport::Http {
+                token_env: Some(variable),
+                ..
+            } = &upstream.transport
+                && std::env::var_os(variable).is_none()
+            {
+                return Err(FederationError::Misconfigured {
+                    upstream: upstream.name.clone(),
+                    reason: format!(
+                        "the environment variable {variable} (its token_env) is not set; set it to the upstream's bearer token"
+                    ),
+                });
+            }
         }
         let connecting = config.upstreams.into_iter().map(|config| async move {
             let events = Events::default();
