@@ -209,7 +209,10 @@ async fn an_operator_accepts_at_run_time_with_the_lock_file_and_sighup_and_a_lat
         .await
         .unwrap();
     assert_eq!(text(&echo), "late");
-    assert_eq!(std::fs::read_to_string(late.join("calls")).unwrap(), "echo\n");
+    assert_eq!(
+        std::fs::read_to_string(late.join("calls")).unwrap(),
+        "echo\n"
+    );
 
     // A rug pull on `notes`: withheld.
     std::fs::write(dir.join("change"), b"").unwrap();
