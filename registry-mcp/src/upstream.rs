@@ -250,6 +250,11 @@ pub struct ToolState {
     pub registered: bool,
     /// Why it is withheld; `None` when it may be served.
     pub withheld: Option<Withheld>,
+    /// The digest of the definition its upstream offers now, if it offers one: what an
+    /// acceptance is bound to ([`Federation::accept_offer`]).
+    pub definition: Option<String>,
+    /// The digest of the annotations its upstream offers now.
+    pub annotations: Option<String>,
 }
 
 /// The state of one upstream's connection, for operators.
@@ -473,38 +478,85 @@ impl Federation {
                 reason: "not connected: there is nothing to accept until it is listed".to_owned(),
             });
         }
-        let mut accepted = Vec::new();
-        {
-            let mut lock = self.lock();
-            let mut tools = up.tools.lock().unwrap_or_else(PoisonError::into_inner);
-            for (name, entry) in tools.iter_mut() {
-                match &entry.current {
-                    Some(offer) => {
-                        pin(
-                            &mut lock,
-                            &up.config.name,
-                            name,
-                            &entry.upstream_tool,
-                            offer,
-                        );
-                        if matches!(
-                            entry.withheld,
-                            Some(Withheld::New { .. } | Withheld::Changed { .. })
-                        ) {
-                            entry.withheld = None;
-                            tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(upstream), tool = %crate::logging::escape(name), definition = %offer.definition, "upstream tool accepted");
-                        }
-                        entry.withheld = entry.withheld.take().or_else(|| refused(offer));
-                        accepted.push(name.clone());
-                    }
-                    None => lock.remove(name),
-                }
-            }
-            lock.save()?;
+        let accepted = self.pin_offers(up, None)?;
+        if let Some(registry) = self.inner.registry.get() {
+            self.install(registry, up).await;
+        }
+        Ok(accepted)
+    }
+
+    /// Accepts one offer: the tool `tool` (the registry's name) of `upstream` is pinned and
+    /// served in its place, without a restart, only if what its upstream offers now has
+    /// exactly these digests (those [`ToolState`] showed an operator; an acceptance recorded
+    /// in a control plane carries them). Returns whether it was accepted: `false` when the
+    /// offer differs now, or the tool is not withheld for a change or as new.
+    pub async fn accept_offer(
+        &self,
+        upstream: &str,
+        tool: &str,
+        definition: &str,
+        annotations: &str,
+    ) -> Result<bool, FederationError> {
+        let Some(up) = self
+            .inner
+            .upstreams
+            .iter()
+            .find(|u| u.config.name == upstream)
+        else {
+            return Err(FederationError::UnknownUpstream(upstream.to_owned()));
+        };
+        let _changing = self.inner.changing.lock().await;
+        let accepted = self.pin_offers(up, Some((tool, definition, annotations)))?;
+        if accepted.is_empty() {
+            return Ok(false);
         }
         if let Some(registry) = self.inner.registry.get() {
             self.install(registry, up).await;
         }
+        Ok(true)
+    }
+
+    /// Pins what `up` offers now: of every tool (`only` is `None`; the pins of tools it no
+    /// longer lists are dropped too), or of the one tool `only` names (its registry name,
+    /// definition and annotations digests), if it is withheld for a change or as new and
+    /// offers exactly that. Clears their withholding for a change or as new, writes the lock,
+    /// and returns the names pinned. The caller holds `changing`.
+    fn pin_offers(
+        &self,
+        up: &Upstream,
+        only: Option<(&str, &str, &str)>,
+    ) -> Result<Vec<String>, FederationError> {
+        let mut accepted = Vec::new();
+        let mut lock = self.lock();
+        let mut tools = up.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        for (name, entry) in tools.iter_mut() {
+            let pending = matches!(
+                entry.withheld,
+                Some(Withheld::New { .. } | Withheld::Changed { .. })
+            );
+            let Some(offer) = &entry.current else {
+                if only.is_none() {
+                    lock.remove(name);
+                }
+                continue;
+            };
+            if let Some((tool, definition, annotations)) = only
+                && !(pending
+                    && name == tool
+                    && offer.definition == definition
+                    && offer.annotations == annotations)
+            {
+                continue;
+            }
+            pin(&mut lock, &up.config.name, name, &entry.upstream_tool, offer);
+            if pending {
+                entry.withheld = None;
+                tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&up.config.name), tool = %crate::logging::escape(name), definition = %offer.definition, annotations = %offer.annotations, "upstream tool accepted");
+            }
+            entry.withheld = entry.withheld.take().or_else(|| refused(offer));
+            accepted.push(name.clone());
+        }
+        lock.save()?;
         Ok(accepted)
     }
 
@@ -574,6 +626,8 @@ impl Federation {
                     upstream_tool: entry.upstream_tool.clone(),
                     registered: entry.registered,
                     withheld: entry.withheld.clone(),
+                    definition: entry.current.as_ref().map(|offer| offer.definition.clone()),
+                    annotations: entry.current.as_ref().map(|offer| offer.annotations.clone()),
                 });
             }
         }

@@ -84,6 +84,7 @@ mod quotas;
 mod records;
 mod tasks;
 mod text;
+mod upstreams;
 #[cfg(feature = "throwaway")]
 pub mod throwaway;
 mod tls;
@@ -100,6 +101,7 @@ pub use records::{
     VerdictOutcome,
 };
 pub use tasks::PgTaskStore;
+pub use upstreams::{MAX_UPSTREAM_OFFERS, UpstreamAcceptance, UpstreamOffer};
 
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]

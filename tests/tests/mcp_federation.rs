@@ -266,6 +266,150 @@ async fn an_operator_accepts_at_run_time_with_the_lock_file_and_sighup_and_a_lat
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Runs `registry-admin --database URL args...` to completion.
+async fn admin(url: &str, args: &[&str]) -> std::process::Output {
+    static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let binary = BINARY.get_or_init(|| package_binary("registry-postgres", "registry-admin"));
+    let mut command = tokio::process::Command::new(binary);
+    command.arg("--database").arg(url).args(args);
+    within("registry-admin", command.output())
+        .await
+        .expect("registry-admin runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_admin_accepts_an_upstream_change_on_every_replica() {
+    let dir = scratch("admin");
+    let file = dir.join("upstreams.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[upstream]]\nname = \"notes\"\ncommand = [\"env\", \"FAKE_DIR={}\", \"python3\", {:?}]\n\
+             scopes = [\"build:read\"]\n",
+            dir.display(),
+            script().display().to_string()
+        ),
+    )
+    .unwrap();
+    let url = tokio::task::spawn_blocking(|| {
+        registry_postgres::throwaway::Cluster::shared()?.fresh_database("federation")
+    })
+    .await
+    .unwrap()
+    .expect("a throwaway PostgreSQL cluster (initdb, pg_ctl)");
+    // Built before the replicas start, so that no wait below includes a build.
+    assert!(admin(&url, &["upstream", "list"]).await.status.success());
+    let mut replicas = Vec::new();
+    let mut clients = Vec::new();
+    for name in ["a", "b"] {
+        let lock = dir.join(format!("{name}.lock"));
+        let server = start_example([
+            "--tokens".as_ref(),
+            tokens_file().as_os_str(),
+            "--postgres".as_ref(),
+            url.as_ref(),
+            "--replica".as_ref(),
+            name.as_ref(),
+            "--upstreams".as_ref(),
+            file.as_os_str(),
+            "--upstreams-lock".as_ref(),
+            lock.as_os_str(),
+        ])
+        .await;
+        clients.push(client(&server, RELEASE_TOKEN).await);
+        replicas.push(server);
+    }
+    for client in &clients {
+        until_listed(client.peer(), "notes_echo", |listed| {
+            listed.contains(&"notes_echo".to_owned())
+        })
+        .await;
+    }
+
+    // A rug pull, seen by both replicas' upstreams: withheld on both, and reported.
+    std::fs::write(dir.join("change"), b"").unwrap();
+    for client in &clients {
+        until_listed(client.peer(), "notes_echo withheld", |listed| {
+            !listed.contains(&"notes_echo".to_owned())
+        })
+        .await;
+    }
+    let start = std::time::Instant::now();
+    let offers = loop {
+        let output = admin(&url, &["upstream", "list", "notes", "--json"]).await;
+        assert!(output.status.success());
+        let offers: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        if offers.len() == 2 {
+            break offers;
+        }
+        assert!(start.elapsed() < STEP, "both replicas report: {offers:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(offers[0]["tool"], "notes_echo");
+    assert_eq!(
+        (&offers[0]["replica"], &offers[1]["replica"]),
+        (&json!("a"), &json!("b"))
+    );
+    assert_eq!(offers[0]["definition"], offers[1]["definition"]);
+    let digest = offers[0]["definition"].as_str().unwrap().to_owned();
+    assert!(
+        offers[0]["withheld"]
+            .as_str()
+            .unwrap()
+            .contains("its upstream definition changed"),
+        "{offers:?}"
+    );
+
+    // One acceptance, bound to that digest; every replica serves the tool again.
+    let accepted = admin(&url, &["upstream", "accept", "notes", "--tool", "echo"]).await;
+    let stdout = String::from_utf8_lossy(&accepted.stdout);
+    assert!(
+        accepted.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&accepted.stderr)
+    );
+    assert!(
+        stdout.contains(&format!(
+            "recorded acceptance #1: notes_echo of upstream notes (definition {digest}"
+        )),
+        "{stdout}"
+    );
+    for (client, name) in clients.iter().zip(["a", "b"]) {
+        until_listed(client.peer(), "notes_echo accepted", |listed| {
+            listed.contains(&"notes_echo".to_owned())
+        })
+        .await;
+        let echo = call(client.peer(), "notes_echo", json!({"text": name}))
+            .await
+            .unwrap();
+        assert_eq!(text(&echo), name);
+        let lock = std::fs::read_to_string(dir.join(format!("{name}.lock"))).unwrap();
+        assert!(lock.contains(&format!("definition = {digest}")), "{lock}");
+    }
+    // Nothing withheld any more: nothing to accept, and it says so.
+    let start = std::time::Instant::now();
+    loop {
+        let again = admin(&url, &["upstream", "accept", "notes"]).await;
+        if !again.status.success() {
+            let stderr = String::from_utf8_lossy(&again.stderr);
+            assert!(
+                stderr.contains("no replica withholds a tool of upstream \"notes\""),
+                "{stderr}"
+            );
+            break;
+        }
+        // A report not yet renewed: accepting the same digests again changes nothing.
+        assert!(start.elapsed() < STEP);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    drop(clients);
+    drop(replicas);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_bad_upstreams_file_is_refused_naming_the_line_and_the_fix() {
     let dir = scratch("bad");

@@ -24,12 +24,16 @@ use std::time::Duration;
 
 use registry_core::{Registry, Subject};
 use registry_mcp::logging::{self, LogFormat};
-use registry_mcp::upstream::{Federation, UpstreamLock, UpstreamsConfig};
+use registry_mcp::upstream::{
+    Federation, FederationError, UpstreamLock, UpstreamsConfig, Withheld,
+};
 use registry_mcp::{
     CancellationToken, EdgeLimits, HttpConfig, HttpServer, Jwks, McpServer, OAuth, ServerOptions,
     Tokens,
 };
-use registry_postgres::{AuditConfig, AuditWriter, ChangeFeed, ControlPlane, WhenFull};
+use registry_postgres::{
+    AuditConfig, AuditWriter, ChangeFeed, ControlPlane, UpstreamOffer, WhenFull,
+};
 
 use registry_examples as _;
 
@@ -90,6 +94,8 @@ Upstream MCP servers, their tools served beside this server's own, through the s
                     only, for this process)
   --accept-upstream NAME  accept the current definitions of upstream NAME into the lock
                     (repeatable)
+  With --postgres, the replica reports the tools it withholds for a change or as new, and
+  applies what operators accept with `registry-admin upstream accept NAME [--tool T]`.
   At run time, SIGHUP reads the --upstreams-lock file again: write the digest the log
   names for a withheld tool into it (or remove an upstream's blocks to trust what it
   offers now), then `kill -HUP PID`; what matches its pin is served without a restart.
@@ -511,6 +517,9 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
         .audit_sink(sink)
         .build()?;
     attach(&registry);
+    if let Some(federation) = &federation {
+        share_upstreams(plane.clone(), federation.clone());
+    }
     let feed = plane.follow(&registry).await?;
     tracing::info!(
         replica = plane.replica(),
@@ -554,6 +563,81 @@ async fn federate(args: &Args) -> Result<Option<Federation>, Box<dyn std::error:
         }
     }
     Ok(Some(federation))
+}
+
+/// How often a replica reports the upstream tools it withholds and reads the acceptances.
+const UPSTREAMS_POLL: Duration = Duration::from_millis(500);
+
+/// `--postgres` with `--upstreams`: reports the upstream tools this replica withholds for a
+/// change or as new to the control plane (`registry-admin upstream list`), and applies the
+/// acceptances operators record there (`registry-admin upstream accept`): each to the tool
+/// whose offer has exactly its digests. Every acceptance is read from the first at start;
+/// one whose digests this replica is not offered changes nothing.
+fn share_upstreams(plane: ControlPlane, federation: Federation) {
+    tokio::spawn(async move {
+        let mut reported: Option<Vec<UpstreamOffer>> = None;
+        let mut after = 0;
+        loop {
+            let offers: Vec<UpstreamOffer> = federation
+                .tools()
+                .into_iter()
+                .filter(|tool| {
+                    matches!(
+                        tool.withheld,
+                        Some(Withheld::New { .. } | Withheld::Changed { .. })
+                    )
+                })
+                .filter_map(|tool| {
+                    let why = tool.withheld.as_ref()?.to_string();
+                    Some(UpstreamOffer::new(
+                        tool.upstream,
+                        tool.name,
+                        tool.upstream_tool,
+                        tool.definition?,
+                        tool.annotations?,
+                        why,
+                    ))
+                })
+                .collect();
+            if reported.as_ref() != Some(&offers) {
+                match plane.report_upstream_offers(&offers).await {
+                    Ok(()) => reported = Some(offers),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot report the upstream tools withheld")
+                    }
+                }
+            }
+            match plane.upstream_acceptances(after, 100).await {
+                Ok(acceptances) => {
+                    for acceptance in acceptances {
+                        after = acceptance.seq;
+                        let accepted = federation
+                            .accept_offer(
+                                &acceptance.upstream,
+                                &acceptance.tool,
+                                &acceptance.definition,
+                                &acceptance.annotations,
+                            )
+                            .await;
+                        match accepted {
+                            Ok(true) => tracing::info!(
+                                seq = acceptance.seq,
+                                tool = %acceptance.tool,
+                                origin = %acceptance.origin,
+                                "upstream tool accepted through the control plane"
+                            ),
+                            Ok(false) | Err(FederationError::UnknownUpstream(_)) => {}
+                            Err(error) => {
+                                tracing::error!(%error, "cannot apply an upstream acceptance")
+                            }
+                        }
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot read the upstream acceptances"),
+            }
+            tokio::time::sleep(UPSTREAMS_POLL).await;
+        }
+    });
 }
 
 /// `--upstreams-lock FILE`: on `SIGHUP`, reads the lock file again and compares every
