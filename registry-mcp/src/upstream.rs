@@ -548,7 +548,13 @@ impl Federation {
             {
                 continue;
             }
-            pin(&mut lock, &up.config.name, name, &entry.upstream_tool, offer);
+            pin(
+                &mut lock,
+                &up.config.name,
+                name,
+                &entry.upstream_tool,
+                offer,
+            );
             if pending {
                 entry.withheld = None;
                 tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&up.config.name), tool = %crate::logging::escape(name), definition = %offer.definition, annotations = %offer.annotations, "upstream tool accepted");
@@ -627,7 +633,10 @@ impl Federation {
                     registered: entry.registered,
                     withheld: entry.withheld.clone(),
                     definition: entry.current.as_ref().map(|offer| offer.definition.clone()),
-                    annotations: entry.current.as_ref().map(|offer| offer.annotations.clone()),
+                    annotations: entry
+                        .current
+                        .as_ref()
+                        .map(|offer| offer.annotations.clone()),
                 });
             }
         }

@@ -84,10 +84,10 @@ mod quotas;
 mod records;
 mod tasks;
 mod text;
-mod upstreams;
 #[cfg(feature = "throwaway")]
 pub mod throwaway;
 mod tls;
+mod upstreams;
 
 pub use approvals::PgApprovalStore;
 pub use audit::{AuditConfig, AuditWriter, PgAuditSink, WhenFull};

@@ -80,8 +80,7 @@ pub struct UpstreamAcceptance {
     pub origin: String,
 }
 
-const OFFER_COLUMNS: &str =
-    "SELECT replica, upstream, tool, upstream_tool, definition, annotations, withheld FROM upstream_offers";
+const OFFER_COLUMNS: &str = "SELECT replica, upstream, tool, upstream_tool, definition, annotations, withheld FROM upstream_offers";
 
 const ACCEPTANCE_COLUMNS: &str =
     "seq, at, upstream, tool, upstream_tool, definition, annotations, origin";
@@ -136,7 +135,10 @@ impl ControlPlane {
                 .await
                 .map_err(Error::db("reporting the upstream tools withheld"))?;
             transaction
-                .execute("DELETE FROM upstream_offers WHERE replica = $1", &[&replica])
+                .execute(
+                    "DELETE FROM upstream_offers WHERE replica = $1",
+                    &[&replica],
+                )
                 .await
                 .map_err(Error::db("reporting the upstream tools withheld"))?;
             transaction
@@ -200,7 +202,11 @@ impl ControlPlane {
         tool: Option<&str>,
         origin: &str,
     ) -> Result<Vec<UpstreamAcceptance>, Error> {
-        let (upstream, tool, origin) = (text::text(upstream), tool.map(text::text), text::text(origin));
+        let (upstream, tool, origin) = (
+            text::text(upstream),
+            tool.map(text::text),
+            text::text(origin),
+        );
         self.timed("recording an upstream acceptance", async {
             let client = self.client().await?;
             let rows = client

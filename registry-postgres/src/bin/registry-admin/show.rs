@@ -123,7 +123,14 @@ pub(crate) fn upstream_offers(records: &[UpstreamOffer], json: bool) -> String {
     if records.is_empty() {
         return "no replica withholds an upstream tool for a change or as new\n".to_owned();
     }
-    let mut table = table(["upstream", "tool", "replica", "definition", "annotations", "why"]);
+    let mut table = table([
+        "upstream",
+        "tool",
+        "replica",
+        "definition",
+        "annotations",
+        "why",
+    ]);
     for record in records {
         table.add_row([
             clean(&record.upstream),
