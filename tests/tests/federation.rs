@@ -707,8 +707,28 @@ async fn a_tool_new_at_run_time_is_served_once_accepted_without_a_restart() {
     assert!(refused.is_error());
     assert!(dir.calls().is_empty());
 
-    let accepted = federation.accept("notes").await.unwrap();
-    assert!(accepted.contains(&"notes_extra".to_owned()));
+    // An acceptance bound to other digests than those offered changes nothing.
+    let offered = federation
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == "notes_extra")
+        .unwrap();
+    let (definition, annotations) = (offered.definition.unwrap(), offered.annotations.unwrap());
+    let zeros = format!("sha256:{}", "0".repeat(64));
+    assert!(
+        !federation
+            .accept_offer("notes", "notes_extra", &zeros, &annotations)
+            .await
+            .unwrap()
+    );
+    assert!(!names(&registry, &reader()).contains(&"notes_extra".to_owned()));
+    // Bound to the digests offered: accepted.
+    assert!(
+        federation
+            .accept_offer("notes", "notes_extra", &definition, &annotations)
+            .await
+            .unwrap()
+    );
     assert!(names(&registry, &reader()).contains(&"notes_extra".to_owned()));
     let served = registry.open_run("r2", &reader());
     let extra = served
@@ -782,4 +802,17 @@ async fn a_lock_read_again_serves_what_now_matches_its_pin_and_withholds_the_res
         .await;
     assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
     assert_eq!(dir.calls(), ["echo"]);
+
+    // A lock that no longer names the upstream: what it offers now is trusted, as at start.
+    std::fs::write(&lock_path, "").unwrap();
+    federation
+        .reload_lock(UpstreamLock::load(&lock_path).unwrap())
+        .await
+        .unwrap();
+    assert!(names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    let repinned = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(
+        repinned.contains(&format!("definition = {now}")),
+        "{repinned}"
+    );
 }

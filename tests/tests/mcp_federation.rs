@@ -25,6 +25,25 @@ fn script() -> PathBuf {
     workspace().join("tests/tests/upstreams/fake_upstream.py")
 }
 
+/// The example server with the development tokens, the upstreams of `file`, their lock at
+/// `lock`, and `more` arguments.
+async fn federating(
+    file: &std::path::Path,
+    lock: &std::path::Path,
+    more: &[&str],
+) -> ExampleServer {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--tokens".into(),
+        tokens_file().into(),
+        "--upstreams".into(),
+        file.into(),
+        "--upstreams-lock".into(),
+        lock.into(),
+    ];
+    args.extend(more.iter().map(Into::into));
+    start_example(args).await
+}
+
 async fn client(
     server: &ExampleServer,
     token: &str,
@@ -54,15 +73,7 @@ async fn upstream_tools_are_served_per_token_beside_the_servers_own() {
     )
     .unwrap();
     let lock = dir.join("upstreams.lock");
-    let server = start_example([
-        "--tokens".as_ref(),
-        tokens_file().as_os_str(),
-        "--upstreams".as_ref(),
-        file.as_os_str(),
-        "--upstreams-lock".as_ref(),
-        lock.as_os_str(),
-    ])
-    .await;
+    let server = federating(&file, &lock, &[]).await;
 
     // The read-only support bot: the example's read tools and the one upstream tool the file
     // calls read-only.
@@ -170,15 +181,7 @@ async fn an_operator_accepts_at_run_time_with_the_lock_file_and_sighup_and_a_lat
     )
     .unwrap();
     let lock = dir.join("upstreams.lock");
-    let server = start_example([
-        "--tokens".as_ref(),
-        tokens_file().as_os_str(),
-        "--upstreams".as_ref(),
-        file.as_os_str(),
-        "--upstreams-lock".as_ref(),
-        lock.as_os_str(),
-    ])
-    .await;
+    let server = federating(&file, &lock, &[]).await;
 
     // `late` could not be reached: the server started anyway, and serves nothing of it.
     let release = client(&server, RELEASE_TOKEN).await;
@@ -303,19 +306,7 @@ async fn registry_admin_accepts_an_upstream_change_on_every_replica() {
     let mut clients = Vec::new();
     for name in ["a", "b"] {
         let lock = dir.join(format!("{name}.lock"));
-        let server = start_example([
-            "--tokens".as_ref(),
-            tokens_file().as_os_str(),
-            "--postgres".as_ref(),
-            url.as_ref(),
-            "--replica".as_ref(),
-            name.as_ref(),
-            "--upstreams".as_ref(),
-            file.as_os_str(),
-            "--upstreams-lock".as_ref(),
-            lock.as_os_str(),
-        ])
-        .await;
+        let server = federating(&file, &lock, &["--postgres", &url, "--replica", name]).await;
         clients.push(client(&server, RELEASE_TOKEN).await);
         replicas.push(server);
     }
@@ -363,6 +354,10 @@ async fn registry_admin_accepts_an_upstream_change_on_every_replica() {
         "{offers:?}"
     );
 
+    // A lock as it was before: a replica started with it later must catch up.
+    let stale = dir.join("c.lock");
+    std::fs::copy(dir.join("a.lock"), &stale).unwrap();
+
     // One acceptance, bound to that digest; every replica serves the tool again.
     let accepted = admin(&url, &["upstream", "accept", "notes", "--tool", "echo"]).await;
     let stdout = String::from_utf8_lossy(&accepted.stdout);
@@ -405,8 +400,17 @@ async fn registry_admin_accepts_an_upstream_change_on_every_replica() {
         assert!(start.elapsed() < STEP);
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    drop(clients);
-    drop(replicas);
+    // A replica started after the acceptance, with the lock from before it: its upstream's
+    // definition differs from its pin, and the acceptance recorded earlier serves it.
+    let late = federating(&file, &stale, &["--postgres", &url, "--replica", "c"]).await;
+    let c = client(&late, RELEASE_TOKEN).await;
+    until_listed(c.peer(), "notes_echo on the late replica", |listed| {
+        listed.contains(&"notes_echo".to_owned())
+    })
+    .await;
+    let lock = std::fs::read_to_string(&stale).unwrap();
+    assert!(lock.contains(&format!("definition = {digest}")), "{lock}");
+    drop((c, late, clients, replicas));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

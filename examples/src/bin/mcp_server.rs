@@ -16,6 +16,7 @@
 //! Logs (the registry's audit events included) go to stderr; in stdio mode stdout carries
 //! nothing but protocol messages. Run with `--help` for every flag.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -568,37 +569,82 @@ async fn federate(args: &Args) -> Result<Option<Federation>, Box<dyn std::error:
 /// How often a replica reports the upstream tools it withholds and reads the acceptances.
 const UPSTREAMS_POLL: Duration = Duration::from_millis(500);
 
+/// The most acceptances a replica keeps in memory (operators record them one by one).
+const MAX_KEPT_ACCEPTANCES: usize = 10_000;
+
+/// One accepted offer: upstream, tool, definition and annotations digests.
+type Accepted = (String, String, String, String);
+
 /// `--postgres` with `--upstreams`: reports the upstream tools this replica withholds for a
 /// change or as new to the control plane (`registry-admin upstream list`), and applies the
-/// acceptances operators record there (`registry-admin upstream accept`): each to the tool
-/// whose offer has exactly its digests. Every acceptance is read from the first at start;
-/// one whose digests this replica is not offered changes nothing.
+/// acceptances operators record there (`registry-admin upstream accept`). An acceptance is of
+/// exact digests, whenever they are offered: every acceptance is read, from the first, and a
+/// withheld tool whose offer has the digests of one is accepted
+/// (`Federation::accept_offer`), now or when it is offered later.
 fn share_upstreams(plane: ControlPlane, federation: Federation) {
     tokio::spawn(async move {
         let mut reported: Option<Vec<UpstreamOffer>> = None;
+        let mut accepted: HashSet<Accepted> = HashSet::new();
         let mut after = 0;
         loop {
-            let offers: Vec<UpstreamOffer> = federation
-                .tools()
-                .into_iter()
-                .filter(|tool| {
-                    matches!(
-                        tool.withheld,
-                        Some(Withheld::New { .. } | Withheld::Changed { .. })
-                    )
-                })
-                .filter_map(|tool| {
-                    let why = tool.withheld.as_ref()?.to_string();
-                    Some(UpstreamOffer::new(
-                        tool.upstream,
-                        tool.name,
-                        tool.upstream_tool,
-                        tool.definition?,
-                        tool.annotations?,
-                        why,
-                    ))
-                })
-                .collect();
+            match plane.upstream_acceptances(after, 100).await {
+                Ok(read) => {
+                    for acceptance in read {
+                        after = acceptance.seq;
+                        if accepted.len() >= MAX_KEPT_ACCEPTANCES {
+                            tracing::warn!(
+                                seq = acceptance.seq,
+                                "too many upstream acceptances kept; this one is not applied"
+                            );
+                            continue;
+                        }
+                        accepted.insert((
+                            acceptance.upstream,
+                            acceptance.tool,
+                            acceptance.definition,
+                            acceptance.annotations,
+                        ));
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot read the upstream acceptances"),
+            }
+            let mut offers = Vec::new();
+            for tool in federation.tools() {
+                let (Some(why), Some(definition), Some(annotations)) =
+                    (&tool.withheld, tool.definition, tool.annotations)
+                else {
+                    continue;
+                };
+                if !matches!(why, Withheld::New { .. } | Withheld::Changed { .. }) {
+                    continue;
+                }
+                let key = (tool.upstream, tool.name, definition, annotations);
+                if accepted.contains(&key) {
+                    let (upstream, name, definition, annotations) = &key;
+                    match federation
+                        .accept_offer(upstream, name, definition, annotations)
+                        .await
+                    {
+                        Ok(true) => {
+                            tracing::info!(tool = %name, "upstream tool accepted through the control plane");
+                            continue;
+                        }
+                        Ok(false) | Err(FederationError::UnknownUpstream(_)) => {}
+                        Err(error) => {
+                            tracing::error!(%error, "cannot apply an upstream acceptance")
+                        }
+                    }
+                }
+                let (upstream, name, definition, annotations) = key;
+                offers.push(UpstreamOffer::new(
+                    upstream,
+                    name,
+                    tool.upstream_tool,
+                    definition,
+                    annotations,
+                    why.to_string(),
+                ));
+            }
             if reported.as_ref() != Some(&offers) {
                 match plane.report_upstream_offers(&offers).await {
                     Ok(()) => reported = Some(offers),
@@ -606,34 +652,6 @@ fn share_upstreams(plane: ControlPlane, federation: Federation) {
                         tracing::warn!(%error, "cannot report the upstream tools withheld")
                     }
                 }
-            }
-            match plane.upstream_acceptances(after, 100).await {
-                Ok(acceptances) => {
-                    for acceptance in acceptances {
-                        after = acceptance.seq;
-                        let accepted = federation
-                            .accept_offer(
-                                &acceptance.upstream,
-                                &acceptance.tool,
-                                &acceptance.definition,
-                                &acceptance.annotations,
-                            )
-                            .await;
-                        match accepted {
-                            Ok(true) => tracing::info!(
-                                seq = acceptance.seq,
-                                tool = %acceptance.tool,
-                                origin = %acceptance.origin,
-                                "upstream tool accepted through the control plane"
-                            ),
-                            Ok(false) | Err(FederationError::UnknownUpstream(_)) => {}
-                            Err(error) => {
-                                tracing::error!(%error, "cannot apply an upstream acceptance")
-                            }
-                        }
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "cannot read the upstream acceptances"),
             }
             tokio::time::sleep(UPSTREAMS_POLL).await;
         }
