@@ -22,6 +22,14 @@
 //!   being the upstream's name unless its `prefix` says otherwise. A name the tool-name rule
 //!   refuses is left out (and logged); two upstreams' tools of one name fail the build, as any
 //!   duplicate does.
+//! - **Places.** A built registry's set of names is fixed, so the federation gives a place
+//!   at start to every tool it can name: each tool the upstream lists, each tool its pins
+//!   name, and each tool the file has a `[upstream.tools.NAME]` table for. A place holds a
+//!   placeholder (never callable, none of the upstream's texts) until its definition has
+//!   been seen, linted and compared with its pin; then it is installed with
+//!   [`Registry::replace`] (recorded in [`Registry::changes`]) and served without a restart.
+//!   A tool without a place (a name nobody gave at start) is withheld and, once accepted,
+//!   served from the next start.
 //! - **Policy.** Each tool's scopes, tenants, `needs_approval`, rate limit and timeout are the
 //!   file's ([`UpstreamsConfig`]): per tool, else per upstream. A tool without scopes needs
 //!   the upstream's default scope `upstream:{name}`; only `public = true` makes one
@@ -34,17 +42,19 @@
 //!   forward (`notifications/cancelled`); the blocks of the answer come back as they were.
 //!   An upstream that is unreachable, closes, or answers with a JSON-RPC error is
 //!   `Unavailable`; its tool's own `isError` is `ExecutionFailed`.
-//! - **Health.** Each upstream tool has a readiness check: a lost connection hides the tools
-//!   of its upstream from new runs and makes calls in open runs `Unavailable`, until the
-//!   connection is made again (tried with a growing pause).
-//! - **Pinning** ([`UpstreamLock`]). The first time an upstream is met, its definitions are
-//!   written to the lock (trust on first use). From then on a definition that differs from
-//!   its pin, at start or after the upstream's `notifications/tools/list_changed`, is
-//!   withheld: not listed and not callable in any run, [`Run::explain`] saying why with both
-//!   digests, audited as a readiness event, until [`Federation::accept`] (or
-//!   `mcp_server --accept-upstream NAME`). A tool new upstream is withheld the same way; one
-//!   removed upstream is revoked. A tool new at run time cannot be added to a built registry:
-//!   once accepted, it is served from the next start.
+//! - **Health.** Each upstream tool has a readiness check: an upstream that cannot be reached
+//!   (at start or later) has its tools hidden from new runs and its calls `Unavailable` in
+//!   open ones, and is tried again with a growing pause (0.5 s, doubled up to 30 s). An
+//!   upstream unreachable at start does not fail the start; what it offers once reached is
+//!   linted and compared with its pins before anything of it is served.
+//! - **Pinning** ([`UpstreamLock`]). The first time an upstream is listed with no pin naming
+//!   it, its definitions are written to the lock (trust on first use). From then on a
+//!   definition that differs from its pin, at start or after the upstream's
+//!   `notifications/tools/list_changed`, is withheld: not listed and not callable in any run,
+//!   [`Run::explain`] saying why with both digests, audited as a readiness event, until
+//!   [`Federation::accept`] (or `mcp_server --accept-upstream NAME`, or the lock file read
+//!   again with [`Federation::reload_lock`]). A tool new upstream is withheld the same way;
+//!   one removed upstream is revoked.
 //! - **Lint.** Every text of an upstream tool (description, title, parameter descriptions, the
 //!   strings of its schemas) passes `registry-lint`; a tool that fails is withheld, its rules
 //!   named, and its texts never reach a model: the registry holds a placeholder in its place.
@@ -62,11 +72,13 @@ mod lock;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use registry_core::call::ToolError;
 use registry_core::change::ReplaceOptions;
+use registry_core::server::RegistryExt as _;
 use registry_core::{BuildProblem, DynamicTool, Registry, RegistryBuilder};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -79,6 +91,9 @@ pub use config::{
 pub use lock::{LockError, MAX_PINS, Pin, UpstreamLock};
 
 use client::{Events, Link};
+
+/// The first pause before connecting again to an upstream that cannot be reached.
+const FIRST_RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 
 /// The longest pause between two attempts to reconnect a lost upstream.
 const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(30);
@@ -120,22 +135,46 @@ struct Upstream {
     config: UpstreamConfig,
     events: Events,
     link: RwLock<Option<Arc<Link>>>,
+    /// Why the last attempt to connect failed, while it is not connected.
+    last_error: Mutex<Option<String>>,
+    /// Whether what it lists next is pinned as it is: it was named in `accept` at start, or
+    /// no pin named it when it was met (trust on first use), and it has not been listed yet.
+    trust_next: AtomicBool,
     /// The upstream's tools by the registry's name.
     tools: Mutex<BTreeMap<String, Entry>>,
-    /// Pins of tools the upstream no longer lists, seen at start.
-    removed_at_start: Vec<String>,
 }
 
 /// One upstream tool, as the federation knows it.
 struct Entry {
     /// The upstream's name of it.
     upstream_tool: String,
-    /// What the upstream offers now; `None` once it stopped listing it.
+    /// What the upstream offers now; `None` while it does not list it (or was not listed yet).
     current: Option<Offer>,
-    /// Whether it has a place in the registry (tools met at start do).
+    /// Whether it has a place in the registry (tools named at start do).
     registered: bool,
     /// Why it is withheld from every run, if it is.
     withheld: Option<Withheld>,
+    /// The digest of the definition the registry holds in its place; `None` while it holds
+    /// a placeholder.
+    installed: Option<String>,
+}
+
+impl Entry {
+    /// A place for a tool named at start (by a pin or the file) that is not offered yet.
+    fn reserved(upstream_tool: &str) -> Entry {
+        Entry {
+            upstream_tool: upstream_tool.to_owned(),
+            current: None,
+            registered: true,
+            withheld: Some(Withheld::Unseen),
+            installed: None,
+        }
+    }
+
+    /// What the upstream offers, if the tool may be served.
+    fn served(&self) -> Option<&Offer> {
+        self.current.as_ref().filter(|_| self.withheld.is_none())
+    }
 }
 
 /// A definition an upstream offers.
@@ -169,6 +208,9 @@ pub enum Withheld {
     Removed,
     /// Its texts fail the lint (or another check of the registry's); the problems.
     Refused(Vec<String>),
+    /// A tool named at start (by its pin or the upstreams file) that its upstream has not
+    /// offered since: its definition was never seen, so it cannot be served.
+    Unseen,
 }
 
 impl fmt::Display for Withheld {
@@ -186,6 +228,9 @@ impl fmt::Display for Withheld {
             Withheld::Refused(problems) => {
                 write!(f, "withheld: refused: {}", problems.join("; "))
             }
+            Withheld::Unseen => f.write_str(
+                "withheld: its upstream has not offered it yet; it is served once offered, linted and matching its pin",
+            ),
         }
     }
 }
@@ -200,13 +245,31 @@ pub struct ToolState {
     pub upstream: String,
     /// The upstream's name of it.
     pub upstream_tool: String,
-    /// Whether the registry has it (a tool new at run time is served from the next start).
+    /// Whether the registry has a place for it (a tool new at run time whose name was not
+    /// given at start is served from the next start).
     pub registered: bool,
-    /// Why it is withheld; `None` when it is served.
+    /// Why it is withheld; `None` when it may be served.
     pub withheld: Option<Withheld>,
+    /// The digest of the definition its upstream offers now, if it offers one: what an
+    /// acceptance is bound to ([`Federation::accept_offer`]).
+    pub definition: Option<String>,
+    /// The digest of the annotations its upstream offers now.
+    pub annotations: Option<String>,
 }
 
-/// Why the federation could not start, or an acceptance failed.
+/// The state of one upstream's connection, for operators.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UpstreamStatus {
+    /// The upstream.
+    pub name: String,
+    /// Whether it is connected now.
+    pub connected: bool,
+    /// Why the last attempt to connect failed, while it is not connected.
+    pub last_error: Option<String>,
+}
+
+/// Why an acceptance or a change of pins failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FederationError {
@@ -216,6 +279,15 @@ pub enum FederationError {
         /// The upstream.
         upstream: String,
         /// Why.
+        reason: String,
+    },
+    /// An upstream's configuration cannot work in this process (its `token_env` is not
+    /// set): the start fails, naming it, rather than trying it again for ever.
+    #[error("upstream {upstream:?}: {reason}")]
+    Misconfigured {
+        /// The upstream.
+        upstream: String,
+        /// What is wrong, and how to fix it.
         reason: String,
     },
     /// No upstream has that name.
@@ -229,11 +301,25 @@ pub enum FederationError {
     Registry(#[from] registry_core::RegistryError),
 }
 
+/// Connects to `config`'s upstream and lists its tools.
+async fn reach(
+    config: &UpstreamConfig,
+    events: Events,
+) -> Result<(Link, Vec<rmcp::model::Tool>), String> {
+    let link = Link::connect(config, events).await?;
+    let tools = link.list(config.connect_timeout).await?;
+    Ok((link, tools))
+}
+
 impl Federation {
     /// Connects to every upstream of `config` (all at once, each within its connect
     /// timeout), lists its tools and compares them with `lock`: an upstream the lock does not
     /// know, or one named in `accept`, has its current definitions pinned and the lock file
-    /// written. An upstream that cannot be reached fails the start, naming it.
+    /// written. An upstream that cannot be reached does not fail the start: it is logged and
+    /// audited, its tools (those its pins or the file name) are not ready, and it is tried
+    /// again once [`attach`](Self::attach)ed. The start fails only for a name in `accept`
+    /// that is not an upstream, a `token_env` that is not set, or a lock file that cannot be
+    /// written.
     pub async fn connect(
         config: UpstreamsConfig,
         lock: UpstreamLock,
@@ -245,84 +331,80 @@ impl Federation {
         {
             return Err(FederationError::UnknownUpstream(unknown.clone()));
         }
+        for upstream in &config.upstreams {
+            if let Transport::Http {
+                token_env: Some(variable),
+                ..
+            } = &upstream.transport
+                && std::env::var_os(variable).is_none()
+            {
+                return Err(FederationError::Misconfigured {
+                    upstream: upstream.name.clone(),
+                    reason: format!(
+                        "the environment variable {variable} (its token_env) is not set; set it to the upstream's bearer token"
+                    ),
+                });
+            }
+        }
         let connecting = config.upstreams.into_iter().map(|config| async move {
             let events = Events::default();
-            let connected = match Link::connect(&config, events.clone()).await {
-                Ok(link) => match link.list(config.connect_timeout).await {
-                    Ok(tools) => Ok((link, tools)),
-                    Err(reason) => Err(reason),
-                },
-                Err(reason) => Err(reason),
-            };
-            match connected {
-                Ok((link, tools)) => Ok((config, events, link, tools)),
-                Err(reason) => Err(FederationError::Unreachable {
-                    upstream: config.name,
-                    reason,
-                }),
-            }
+            let reached = reach(&config, events.clone()).await;
+            (config, events, reached)
         });
         let connected = futures_join(connecting).await;
         let mut lock = lock;
         let mut upstreams = Vec::new();
-        for result in connected {
-            let (config, events, link, listed) = result?;
+        for (config, events, reached) in connected {
             let trust = accept.contains(&config.name) || !lock.knows(&config.name);
             let mut tools = BTreeMap::new();
-            for tool in &listed {
-                let Some((name, offer)) = offer_of(&config, tool) else {
-                    continue;
-                };
-                if tools.contains_key(&name) {
-                    tracing::warn!(upstream = %crate::logging::escape(&config.name), tool = %crate::logging::escape(&name), "the upstream lists a tool twice; the first is kept");
-                    continue;
-                }
-                let withheld = if trust {
-                    pin(&mut lock, &config.name, &name, tool.name.as_ref(), &offer);
-                    None
-                } else {
-                    compare(&lock, &name, &offer)
-                };
-                let withheld = refused(&offer).or(withheld);
-                tools.insert(
-                    name,
-                    Entry {
-                        upstream_tool: tool.name.to_string(),
-                        current: Some(offer),
-                        registered: true,
-                        withheld,
-                    },
-                );
-            }
-            let stale: Vec<String> = lock
-                .pins()
-                .iter()
-                .filter(|(name, pin)| pin.upstream == config.name && !tools.contains_key(*name))
-                .map(|(name, _)| name.clone())
-                .collect();
-            let removed_at_start = if trust {
-                for name in &stale {
-                    lock.remove(name);
-                }
-                Vec::new()
-            } else {
-                for name in &stale {
-                    tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&config.name), tool = %crate::logging::escape(name), "a pinned upstream tool is no longer listed");
-                }
-                stale
-            };
-            for (name, entry) in &tools {
-                if let Some(withheld) = &entry.withheld {
-                    tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&config.name), tool = %crate::logging::escape(name), reason = %crate::logging::escape(&withheld.to_string()), "upstream tool withheld");
+            // A place for every tool that can be named now: its pins, the file's tables.
+            for (name, pin) in lock.pins() {
+                if pin.upstream == config.name {
+                    tools.insert(name.clone(), Entry::reserved(&pin.tool));
                 }
             }
-            upstreams.push(Arc::new(Upstream {
+            for tool in config.tools.keys() {
+                let name = config.tool_name(tool);
+                if let Err(error) = registry_core::definition::check_tool_name(&name) {
+                    tracing::warn!(upstream = %crate::logging::escape(&config.name), tool = %crate::logging::escape(tool), %error, "a tool of the upstreams file whose name the registry refuses is left out");
+                    continue;
+                }
+                tools.entry(name).or_insert_with(|| Entry::reserved(tool));
+            }
+            let upstream = Upstream {
                 config,
                 events,
-                link: RwLock::new(Some(Arc::new(link))),
-                tools: Mutex::new(tools),
-                removed_at_start,
-            }));
+                link: RwLock::new(None),
+                last_error: Mutex::new(None),
+                trust_next: AtomicBool::new(trust),
+                tools: Mutex::new(BTreeMap::new()),
+            };
+            match reached {
+                Ok((link, listed)) => {
+                    upstream.take_listing(&mut lock, &mut tools, &listed, true);
+                    *upstream
+                        .link
+                        .write()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(link));
+                }
+                Err(reason) => {
+                    tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), reason = %crate::logging::escape(&reason), "upstream unreachable at start; its tools are not ready, and it is tried again");
+                    *upstream
+                        .last_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(reason);
+                }
+            }
+            for (name, entry) in &tools {
+                if let Some(withheld) = &entry.withheld {
+                    tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), tool = %crate::logging::escape(name), reason = %crate::logging::escape(&withheld.to_string()), "upstream tool withheld");
+                }
+            }
+            *upstream
+                .tools
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = tools;
+            upstreams.push(Arc::new(upstream));
         }
         lock.save()?;
         Ok(Federation {
@@ -335,19 +417,19 @@ impl Federation {
         })
     }
 
-    /// Adds every upstream tool to `builder`, each with the readiness check that withholds
-    /// it (pin, lint) or hides it while its upstream is down.
+    /// Adds a place for every upstream tool to `builder`: the upstream's definition for a
+    /// tool that may be served, a placeholder for the others; each with the readiness check
+    /// that withholds it (pin, lint, not seen yet) or hides it while its upstream is down.
     pub fn register(&self, mut builder: RegistryBuilder) -> RegistryBuilder {
         for upstream in &self.inner.upstreams {
-            let tools = upstream
+            let mut tools = upstream
                 .tools
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            for (name, entry) in tools.iter() {
-                let Some(offer) = &entry.current else {
-                    continue;
-                };
-                builder = builder.tool(self.tool(upstream, name, entry, offer));
+            for (name, entry) in tools.iter_mut().filter(|(_, entry)| entry.registered) {
+                let (tool, installed) = self.tool(upstream, name, entry);
+                entry.installed = installed;
+                builder = builder.tool(tool);
                 let (federation, upstream, name) = (self.clone(), upstream.clone(), name.clone());
                 builder =
                     builder.readiness(name.clone(), move || federation.readiness(&upstream, &name));
@@ -358,8 +440,9 @@ impl Federation {
 
     /// Follows the upstreams from now on, with `registry` (built from
     /// [`register`](Self::register)): a `notifications/tools/list_changed` makes the tools
-    /// listed again and compared with their pins; a lost connection hides its upstream's
-    /// tools and is tried again. Needs a Tokio runtime; a second call does nothing.
+    /// listed again and compared with their pins; an upstream not connected (lost, or
+    /// unreachable since the start) is tried again with a growing pause. Needs a Tokio
+    /// runtime; a second call does nothing.
     pub fn attach(&self, registry: &Registry) {
         if self.inner.registry.set(registry.clone()).is_err() {
             return;
@@ -371,9 +454,14 @@ impl Federation {
     }
 
     /// Accepts the current definitions of `upstream`'s tools: pins them, writes the lock
-    /// file, and serves again the tools withheld for a change (not those the lint refuses).
-    /// Tools it no longer lists lose their pins; tools new since the start are pinned and
-    /// served from the next start. Returns the names accepted.
+    /// file, and serves the tools withheld for a change or as new (not those the lint
+    /// refuses), each installed in its place with [`Registry::replace`] (recorded in
+    /// [`Registry::changes`]) without a restart. Tools it no longer lists lose their pins; a
+    /// tool new since the start without a place is pinned and served from the next start.
+    /// Returns the names accepted.
+    ///
+    /// An upstream that is not connected now has nothing to accept:
+    /// [`FederationError::Unreachable`], and nothing changes.
     pub async fn accept(&self, upstream: &str) -> Result<Vec<String>, FederationError> {
         let Some(up) = self
             .inner
@@ -384,42 +472,149 @@ impl Federation {
             return Err(FederationError::UnknownUpstream(upstream.to_owned()));
         };
         let _changing = self.inner.changing.lock().await;
+        if up.live().is_none() || up.trust_next.load(Ordering::Acquire) {
+            return Err(FederationError::Unreachable {
+                upstream: upstream.to_owned(),
+                reason: "not connected: there is nothing to accept until it is listed".to_owned(),
+            });
+        }
+        let accepted = self.pin_offers(up, None)?;
+        if let Some(registry) = self.inner.registry.get() {
+            self.install(registry, up).await;
+        }
+        Ok(accepted)
+    }
+
+    /// Accepts one offer: the tool `tool` (the registry's name) of `upstream` is pinned and
+    /// served in its place, without a restart, only if what its upstream offers now has
+    /// exactly these digests (those [`ToolState`] showed an operator; an acceptance recorded
+    /// in a control plane carries them). Returns whether it was accepted: `false` when the
+    /// offer differs now, or the tool is not withheld for a change or as new.
+    pub async fn accept_offer(
+        &self,
+        upstream: &str,
+        tool: &str,
+        definition: &str,
+        annotations: &str,
+    ) -> Result<bool, FederationError> {
+        let Some(up) = self
+            .inner
+            .upstreams
+            .iter()
+            .find(|u| u.config.name == upstream)
+        else {
+            return Err(FederationError::UnknownUpstream(upstream.to_owned()));
+        };
+        let _changing = self.inner.changing.lock().await;
+        let accepted = self.pin_offers(up, Some((tool, definition, annotations)))?;
+        if accepted.is_empty() {
+            return Ok(false);
+        }
+        if let Some(registry) = self.inner.registry.get() {
+            self.install(registry, up).await;
+        }
+        Ok(true)
+    }
+
+    /// Pins what `up` offers now: of every tool (`only` is `None`; the pins of tools it no
+    /// longer lists are dropped too), or of the one tool `only` names (its registry name,
+    /// definition and annotations digests), if it is withheld for a change or as new and
+    /// offers exactly that. Clears their withholding for a change or as new, writes the lock,
+    /// and returns the names pinned. The caller holds `changing`.
+    fn pin_offers(
+        &self,
+        up: &Upstream,
+        only: Option<(&str, &str, &str)>,
+    ) -> Result<Vec<String>, FederationError> {
         let mut accepted = Vec::new();
+        let mut lock = self.lock();
+        let mut tools = up.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        for (name, entry) in tools.iter_mut() {
+            let pending = matches!(
+                entry.withheld,
+                Some(Withheld::New { .. } | Withheld::Changed { .. })
+            );
+            let Some(offer) = &entry.current else {
+                if only.is_none() {
+                    lock.remove(name);
+                }
+                continue;
+            };
+            if let Some((tool, definition, annotations)) = only
+                && !(pending
+                    && name == tool
+                    && offer.definition == definition
+                    && offer.annotations == annotations)
+            {
+                continue;
+            }
+            pin(
+                &mut lock,
+                &up.config.name,
+                name,
+                &entry.upstream_tool,
+                offer,
+            );
+            if pending {
+                entry.withheld = None;
+                tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&up.config.name), tool = %crate::logging::escape(name), definition = %offer.definition, annotations = %offer.annotations, "upstream tool accepted");
+            }
+            entry.withheld = entry.withheld.take().or_else(|| refused(offer));
+            accepted.push(name.clone());
+        }
+        lock.save()?;
+        Ok(accepted)
+    }
+
+    /// Takes `lock` (read again from its file, say after an operator edited it) as the pins
+    /// from now on, and compares every upstream tool with them again: a tool that now matches
+    /// its pin is served, installed in its place without a restart; one that no longer does
+    /// is withheld. An upstream the new lock does not name at all is trusted anew, as at
+    /// start: what it offers now is pinned. `mcp_server` calls it on `SIGHUP`.
+    pub async fn reload_lock(&self, lock: UpstreamLock) -> Result<(), FederationError> {
+        let _changing = self.inner.changing.lock().await;
         {
-            let mut lock = self.lock();
-            let mut tools = up.tools.lock().unwrap_or_else(PoisonError::into_inner);
-            for (name, entry) in tools.iter_mut() {
-                match &entry.current {
-                    Some(offer) => {
+            let mut held = self.lock();
+            *held = lock;
+            let lock = &mut *held;
+            for upstream in &self.inner.upstreams {
+                let trust = !lock.knows(&upstream.config.name);
+                if trust && upstream.live().is_none() {
+                    // Not listed now: what it lists once reached is trusted.
+                    upstream.trust_next.store(true, Ordering::Release);
+                }
+                let mut tools = upstream
+                    .tools
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                for (name, entry) in tools.iter_mut() {
+                    let Some(offer) = &entry.current else {
+                        continue;
+                    };
+                    if trust {
                         pin(
-                            &mut lock,
-                            &up.config.name,
+                            lock,
+                            &upstream.config.name,
                             name,
                             &entry.upstream_tool,
                             offer,
                         );
-                        if matches!(
-                            entry.withheld,
-                            Some(Withheld::New { .. } | Withheld::Changed { .. })
-                        ) {
-                            entry.withheld = None;
-                            tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(upstream), tool = %crate::logging::escape(name), definition = %offer.definition, "upstream tool accepted");
-                        }
-                        entry.withheld = entry.withheld.take().or_else(|| refused(offer));
-                        accepted.push(name.clone());
                     }
-                    None => lock.remove(name),
+                    let withheld = refused(offer).or_else(|| compare(lock, name, offer));
+                    if withheld != entry.withheld {
+                        tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), tool = %crate::logging::escape(name), withheld = %withheld.as_ref().map(ToString::to_string).unwrap_or_else(|| "no: it matches its pin".into()), "upstream tool compared with the lock read again");
+                    }
+                    entry.withheld = withheld;
                 }
-            }
-            for name in &up.removed_at_start {
-                lock.remove(name);
             }
             lock.save()?;
         }
         if let Some(registry) = self.inner.registry.get() {
-            registry.check_readiness().await;
+            for upstream in &self.inner.upstreams {
+                self.install(registry, upstream).await;
+            }
         }
-        Ok(accepted)
+        Ok(())
     }
 
     /// Every upstream tool and its state, by upstream then name.
@@ -437,10 +632,35 @@ impl Federation {
                     upstream_tool: entry.upstream_tool.clone(),
                     registered: entry.registered,
                     withheld: entry.withheld.clone(),
+                    definition: entry.current.as_ref().map(|offer| offer.definition.clone()),
+                    annotations: entry
+                        .current
+                        .as_ref()
+                        .map(|offer| offer.annotations.clone()),
                 });
             }
         }
         states
+    }
+
+    /// Every upstream's connection, in the file's order.
+    pub fn upstreams(&self) -> Vec<UpstreamStatus> {
+        self.inner
+            .upstreams
+            .iter()
+            .map(|upstream| {
+                let connected = upstream.live().is_some();
+                UpstreamStatus {
+                    name: upstream.config.name.clone(),
+                    connected,
+                    last_error: if connected {
+                        None
+                    } else {
+                        upstream.last_error()
+                    },
+                }
+            })
+            .collect()
     }
 
     /// The lock as it is now.
@@ -463,47 +683,64 @@ impl Federation {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The readiness of the registry's tool `name` of `upstream`.
+    /// The readiness of the registry's tool `name` of `upstream`: ready only when its
+    /// upstream is connected, it is not withheld, and the registry holds what it offers.
     fn readiness(&self, upstream: &Upstream, name: &str) -> Result<(), String> {
         if upstream.live().is_none() {
-            return Err(format!(
-                "the upstream server {:?} is not connected",
-                upstream.config.name
-            ));
+            return Err(match upstream.last_error() {
+                Some(reason) => format!(
+                    "the upstream server {:?} is not connected ({reason}); it is tried again",
+                    upstream.config.name
+                ),
+                None => format!(
+                    "the upstream server {:?} is not connected",
+                    upstream.config.name
+                ),
+            });
         }
         let tools = upstream
             .tools
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        match tools.get(name).and_then(|entry| entry.withheld.as_ref()) {
-            Some(withheld) => Err(withheld.to_string()),
-            None => Ok(()),
+        let Some(entry) = tools.get(name) else {
+            return Err("not an upstream tool".to_owned());
+        };
+        if let Some(withheld) = &entry.withheld {
+            return Err(withheld.to_string());
+        }
+        match entry.served() {
+            Some(offer) if entry.installed.as_ref() == Some(&offer.definition) => Ok(()),
+            Some(_) => Err("withheld: its accepted definition is being installed".to_owned()),
+            None => Err(Withheld::Unseen.to_string()),
         }
     }
 
-    /// The registry tool for `entry`: the upstream's definition, forwarding its calls, or a
-    /// placeholder when the registry would refuse it.
+    /// The registry tool for `entry` and the digest of the definition it holds: the
+    /// upstream's definition, forwarding its calls, when it may be served; otherwise a
+    /// placeholder that is never callable (`None`).
     fn tool(
         &self,
         upstream: &Arc<Upstream>,
         name: &str,
         entry: &Entry,
-        offer: &Offer,
-    ) -> DynamicTool {
+    ) -> (DynamicTool, Option<String>) {
         let policy = upstream.config.policy_of(&entry.upstream_tool);
-        let tool = if offer.refused.is_empty() {
-            definition_of(name, &offer.tool, &policy)
-        } else {
-            placeholder(name, &policy)
+        let Some(offer) = entry.served() else {
+            let tool = placeholder(name, &policy).async_result_handler(|_, _| async {
+                Err::<Value, _>(ToolError::unavailable("this upstream tool is withheld"))
+            });
+            return (tool, None);
         };
+        let tool = definition_of(name, &offer.tool, &policy);
         let structured = offer.tool.output_schema.is_some();
         let (upstream, tool_name, digest) = (
             upstream.clone(),
             entry.upstream_tool.clone(),
             offer.definition.clone(),
         );
-        let (name, refused) = (name.to_owned(), !offer.refused.is_empty());
-        tool.async_result_handler(move |ctx, arguments| {
+        let name = name.to_owned();
+        let installed = Some(digest.clone());
+        let tool = tool.async_result_handler(move |ctx, arguments| {
             let (upstream, tool_name, digest, name) = (
                 upstream.clone(),
                 tool_name.clone(),
@@ -511,9 +748,6 @@ impl Federation {
                 name.clone(),
             );
             async move {
-                if refused {
-                    return Err(ToolError::unavailable("this upstream tool is withheld"));
-                }
                 // Checked again on every call: what was shown must still be what the
                 // upstream offers, and not withheld since.
                 let current = {
@@ -552,13 +786,14 @@ impl Federation {
                 )
                 .await
             }
-        })
+        });
+        (tool, installed)
     }
 
     /// Follows one upstream until the process ends: its list changes, its connection.
     async fn follow(self, upstream: Arc<Upstream>) {
-        let mut pause = Duration::from_millis(500);
-        let mut was_live = true;
+        let mut pause = FIRST_RECONNECT_PAUSE;
+        let mut was_live = upstream.live().is_some();
         loop {
             let live = upstream.live().is_some();
             if live != was_live {
@@ -585,14 +820,22 @@ impl Federation {
                         .link
                         .write()
                         .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(link));
-                    pause = Duration::from_millis(500);
-                    tracing::info!(upstream = %crate::logging::escape(&upstream.config.name), "upstream connected again");
-                    // Whatever it offers now is compared with the pins before anything is
-                    // served again.
+                    *upstream
+                        .last_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = None;
+                    pause = FIRST_RECONNECT_PAUSE;
+                    tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), "upstream connected");
+                    // Whatever it offers now is linted and compared with the pins before
+                    // anything is served.
                     self.refresh(&upstream).await;
                 }
                 Err(reason) => {
                     tracing::debug!(upstream = %crate::logging::escape(&upstream.config.name), reason = %crate::logging::escape(&reason), "upstream still unreachable");
+                    *upstream
+                        .last_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = Some(reason);
                 }
             }
         }
@@ -605,8 +848,9 @@ impl Federation {
         }
     }
 
-    /// Lists `upstream`'s tools again and applies what changed: a changed definition is
-    /// withheld (before the registry holds it), a removed tool revoked, a new one noted.
+    /// Lists `upstream`'s tools again and applies what changed: a changed or new definition
+    /// is withheld (unless it matches its pin), a removed tool revoked, a tool that may be
+    /// served installed in its place.
     async fn refresh(&self, upstream: &Arc<Upstream>) {
         let Some(registry) = self.inner.registry.get() else {
             return;
@@ -622,107 +866,80 @@ impl Federation {
                 return;
             }
         };
-        let mut offers = BTreeMap::new();
-        for tool in &listed {
-            if let Some((name, offer)) = offer_of(&upstream.config, tool) {
-                offers.entry(name).or_insert(offer);
-            }
-        }
-        // What to do in the registry, decided under the lock, done after it.
-        let mut replace = Vec::new();
-        let mut revoke = Vec::new();
         {
-            let lock = self.lock();
+            let mut lock = self.lock();
             let mut tools = upstream
                 .tools
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            for (name, entry) in tools.iter_mut() {
-                let now = offers.remove(name);
-                let same = match (&entry.current, &now) {
-                    (Some(old), Some(new)) => {
-                        old.definition == new.definition && old.annotations == new.annotations
-                    }
-                    (None, None) => true,
-                    _ => false,
-                };
-                if same {
-                    continue;
-                }
-                match now {
-                    Some(offer) => {
-                        let withheld = refused(&offer).or_else(|| compare(&lock, name, &offer));
-                        audit_change(
-                            &upstream.config.name,
-                            name,
-                            entry,
-                            &offer,
-                            withheld.as_ref(),
-                        );
-                        entry.withheld = withheld;
-                        if entry.registered {
-                            replace.push((name.clone(), entry.current.is_none()));
-                        }
-                        entry.current = Some(offer);
-                    }
-                    None => {
-                        tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), tool = %crate::logging::escape(name), "the upstream no longer lists this tool; revoked");
-                        entry.withheld = Some(Withheld::Removed);
-                        entry.current = None;
-                        if entry.registered {
-                            revoke.push(name.clone());
-                        }
-                    }
-                }
-            }
-            for (name, offer) in offers {
-                let withheld = refused(&offer).or_else(|| compare(&lock, &name, &offer));
-                let withheld = withheld.or(Some(Withheld::New {
-                    now: offer.definition.clone(),
-                }));
-                tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), tool = %crate::logging::escape(&name), definition = %offer.definition, "a tool new upstream; served from the next start once accepted");
-                tools.insert(
-                    name,
-                    Entry {
-                        upstream_tool: offer.tool.name.to_string(),
-                        current: Some(offer),
-                        registered: false,
-                        withheld,
-                    },
-                );
+            upstream.take_listing(&mut lock, &mut tools, &listed, false);
+            if let Err(error) = lock.save() {
+                tracing::error!(%error, "cannot write the upstreams lock file");
             }
         }
-        // Withheld first, so that no run opened from now on is shown the new definition
-        // before it is accepted; then the registry holds it, old runs revoked.
+        self.install(registry, upstream).await;
+    }
+
+    /// Brings the registry in line with `upstream`'s tools, through its ordinary change
+    /// path: what became withheld is hidden first; a tool no longer listed is revoked; a tool
+    /// that may be served and whose place holds something else is installed with
+    /// [`Registry::replace`] (runs shown the old one are revoked), one revoked and listed
+    /// again as pinned is restored; then readiness is checked again. The caller holds
+    /// `changing`.
+    async fn install(&self, registry: &Registry, upstream: &Arc<Upstream>) {
         registry.check_readiness().await;
+        let mut revoke = Vec::new();
+        let mut restore = Vec::new();
+        let mut replace = Vec::new();
+        {
+            let tools = upstream
+                .tools
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for (name, entry) in tools.iter().filter(|(_, entry)| entry.registered) {
+                let revoked = registry.is_revoked_now(name) == Some(true);
+                match entry.served() {
+                    Some(offer) if entry.installed.as_ref() != Some(&offer.definition) => {
+                        let (tool, installed) = self.tool(upstream, name, entry);
+                        replace.push((name.clone(), tool, installed));
+                    }
+                    Some(_) if revoked => restore.push(name.clone()),
+                    Some(_) => {}
+                    None if entry.current.is_none() && entry.installed.is_some() && !revoked => {
+                        revoke.push(name.clone());
+                    }
+                    None => {}
+                }
+            }
+        }
         for name in revoke {
             if let Err(error) = registry.revoke(&name, "the upstream no longer lists this tool") {
                 tracing::error!(%error, "cannot revoke a removed upstream tool");
             }
         }
-        for (name, was_removed) in replace {
-            let tool = {
-                let tools = upstream
-                    .tools
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner);
-                let Some(entry) = tools.get(&name) else {
-                    continue;
-                };
-                let Some(offer) = &entry.current else {
-                    continue;
-                };
-                self.tool(upstream, &name, entry, offer)
-            };
-            if was_removed {
-                let _ = registry.restore(&name, "the upstream lists this tool again");
+        for name in restore {
+            if let Err(error) = registry.restore(&name, "the upstream lists this tool again") {
+                tracing::error!(%error, "cannot restore an upstream tool");
             }
+        }
+        for (name, tool, installed) in replace {
             let options = ReplaceOptions::revoke_old_runs(format!(
-                "the upstream {:?} changed this tool",
+                "the upstream {:?} offers this definition, checked against its pin",
                 upstream.config.name
             ));
-            if let Err(error) = registry.replace(tool, options) {
-                tracing::error!(%error, "cannot install a changed upstream tool");
+            match registry.replace(tool, options) {
+                Ok(_) => {
+                    let mut tools = upstream
+                        .tools
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if let Some(entry) = tools.get_mut(&name) {
+                        entry.installed = installed;
+                    }
+                }
+                Err(error) => {
+                    tracing::error!(%error, "cannot install an upstream tool; it stays withheld");
+                }
             }
         }
         registry.check_readiness().await;
@@ -735,8 +952,101 @@ impl Upstream {
         let link = self.link.read().unwrap_or_else(PoisonError::into_inner);
         link.as_ref().filter(|link| !link.is_closed()).cloned()
     }
-}
 
+    fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Applies what the upstream lists now to its `tools`: each offer linted and compared
+    /// with its pin (or pinned, when the upstream is trusted on this listing), what it no
+    /// longer lists marked removed, what is new noted. Audited unless `at_start` (the start
+    /// audits what it withholds once everything is known).
+    fn take_listing(
+        &self,
+        lock: &mut UpstreamLock,
+        tools: &mut BTreeMap<String, Entry>,
+        listed: &[rmcp::model::Tool],
+        at_start: bool,
+    ) {
+        let name_of = &self.config.name;
+        let trust = self.trust_next.swap(false, Ordering::AcqRel);
+        let mut offers = BTreeMap::new();
+        for tool in listed {
+            let Some((name, offer)) = offer_of(&self.config, tool) else {
+                continue;
+            };
+            if offers.contains_key(&name) {
+                tracing::warn!(upstream = %crate::logging::escape(name_of), tool = %crate::logging::escape(&name), "the upstream lists a tool twice; the first is kept");
+                continue;
+            }
+            offers.insert(name, offer);
+        }
+        for (name, entry) in tools.iter_mut() {
+            let now = offers.remove(name);
+            let same = match (&entry.current, &now) {
+                (Some(old), Some(new)) => {
+                    old.definition == new.definition && old.annotations == new.annotations
+                }
+                // A pinned tool the upstream does not list at start is removed.
+                (None, None) => !(at_start && lock.pin(name).is_some()),
+                _ => false,
+            };
+            if same {
+                continue;
+            }
+            match now {
+                Some(offer) => {
+                    if trust {
+                        pin(lock, name_of, name, &entry.upstream_tool, &offer);
+                    }
+                    let withheld = refused(&offer).or_else(|| compare(lock, name, &offer));
+                    if !at_start {
+                        audit_change(name_of, name, entry, &offer, withheld.as_ref());
+                    }
+                    entry.withheld = withheld;
+                    entry.current = Some(offer);
+                }
+                None => {
+                    tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(name_of), tool = %crate::logging::escape(name), "the upstream no longer lists this tool; revoked");
+                    entry.withheld = Some(Withheld::Removed);
+                    entry.current = None;
+                }
+            }
+        }
+        if trust {
+            let stale: Vec<String> = tools
+                .iter()
+                .filter(|(_, entry)| entry.current.is_none())
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in stale {
+                lock.remove(&name);
+            }
+        }
+        for (name, offer) in offers {
+            if trust {
+                pin(lock, name_of, &name, offer.tool.name.as_ref(), &offer);
+            }
+            let withheld = refused(&offer).or_else(|| compare(lock, &name, &offer));
+            if !at_start {
+                tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(name_of), tool = %crate::logging::escape(&name), definition = %offer.definition, withheld = %withheld.as_ref().map(ToString::to_string).unwrap_or_else(|| "no: it matches its pin".into()), "a tool new upstream, without a place in the registry: served from the next start once accepted");
+            }
+            tools.insert(
+                name,
+                Entry {
+                    upstream_tool: offer.tool.name.to_string(),
+                    current: Some(offer),
+                    registered: at_start,
+                    withheld,
+                    installed: None,
+                },
+            );
+        }
+    }
+}
 /// Logs and audits a changed upstream definition, with both digests.
 fn audit_change(
     upstream: &str,
@@ -893,7 +1203,7 @@ fn placeholder(name: &str, policy: &ToolPolicy) -> DynamicTool {
     with_policy(
         DynamicTool::new(
             name,
-            "Withheld: this upstream tool's definition was refused; see the server's explanation.",
+            "Withheld: this upstream tool is not served (not offered yet, changed, or refused); see the server's explanation.",
         ),
         policy,
     )

@@ -87,6 +87,7 @@ mod text;
 #[cfg(feature = "throwaway")]
 pub mod throwaway;
 mod tls;
+mod upstreams;
 
 pub use approvals::PgApprovalStore;
 pub use audit::{AuditConfig, AuditWriter, PgAuditSink, WhenFull};
@@ -100,6 +101,7 @@ pub use records::{
     VerdictOutcome,
 };
 pub use tasks::PgTaskStore;
+pub use upstreams::{MAX_UPSTREAM_OFFERS, UpstreamAcceptance, UpstreamOffer};
 
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use registry_core::change::ChangeKind;
 use registry_core::content::{Content, ResourceLink};
 use registry_core::host::{CallHost, CallInfo, Progress};
 use registry_core::{ErrorKind, Profile, Registry, Subject, ToolCall};
@@ -416,6 +417,10 @@ async fn a_definition_changed_at_run_time_is_withheld_until_accepted() {
     let accepted = federation.accept("notes").await.unwrap();
     assert!(accepted.contains(&"notes_echo".to_owned()));
     assert!(names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    // Installed through the registry's change path: recorded.
+    let change = registry.changes().pop().unwrap();
+    assert_eq!(change.name, "notes_echo");
+    assert!(matches!(change.kind, ChangeKind::Replaced(_)));
     let export = registry
         .open_run("after", &reader())
         .export(Profile::Mcp)
@@ -520,30 +525,294 @@ async fn at_start_a_definition_that_differs_from_its_pin_is_withheld_until_accep
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_that_cannot_start_fails_the_start_naming_it() {
+async fn an_upstream_that_cannot_start_does_not_fail_the_start_and_says_why() {
     let config = UpstreamsConfig::from_toml(
-        "[[upstream]]\nname = \"gone\"\ncommand = [\"/nonexistent/upstream\"]\n",
-    )
-    .unwrap();
-    let error = Federation::connect(config, UpstreamLock::in_memory(), &[])
-        .await
-        .unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .starts_with("upstream \"gone\": cannot start"),
-        "{error}"
-    );
-
-    // One that never answers the handshake: refused within its connect timeout.
-    let config = UpstreamsConfig::from_toml(
-        "[[upstream]]\nname = \"mute\"\ncommand = [\"sleep\", \"30\"]\nconnect_timeout_ms = 300\n",
+        "[[upstream]]\nname = \"gone\"\ncommand = [\"/nonexistent/upstream\"]\n\
+         [[upstream]]\nname = \"mute\"\ncommand = [\"sleep\", \"30\"]\nconnect_timeout_ms = 300\n",
     )
     .unwrap();
     let started = Instant::now();
-    let error = Federation::connect(config, UpstreamLock::in_memory(), &[])
+    let federation = Federation::connect(config, UpstreamLock::in_memory(), &[])
         .await
-        .unwrap_err();
-    assert!(error.to_string().contains("connect_timeout_ms"), "{error}");
+        .unwrap();
+    // Both tried at once, each within its connect timeout.
     assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!federation.is_healthy());
+    let status = federation.upstreams();
+    assert_eq!(status.len(), 2);
+    assert!(!status[0].connected);
+    let gone = status[0].last_error.as_deref().unwrap();
+    assert!(
+        gone.starts_with("cannot start \"/nonexistent/upstream\""),
+        "{gone}"
+    );
+    let mute = status[1].last_error.as_deref().unwrap();
+    assert!(mute.contains("connect_timeout_ms"), "{mute}");
+    // Nothing of them is known, so nothing is registered; accepting is refused.
+    assert!(federation.tools().is_empty());
+    let error = federation.accept("gone").await.unwrap_err();
+    assert!(error.to_string().contains("not connected"), "{error}");
+}
+
+/// An upstream that answers only while `DIR/up` exists (it fails the handshake otherwise).
+fn gated(dir: &Dir, more: &str) -> UpstreamsConfig {
+    let text = format!(
+        "[[upstream]]\nname = \"notes\"\ncommand = [\"sh\", \"-c\", {:?}]\nconnect_timeout_ms = 3000\n{more}",
+        format!(
+            "test -e '{dir}/up' && FAKE_DIR='{dir}' exec python3 '{script}'",
+            dir = dir.0.display(),
+            script = script().display()
+        ),
+    );
+    UpstreamsConfig::from_toml(&text).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_unreachable_at_start_is_served_once_reached_and_checked() {
+    let dir = Dir::new("late");
+    let lock_path = dir.path("upstreams.lock");
+    // Pinned by an earlier start.
+    dir.touch("up");
+    let earlier = Federation::connect(
+        gated(&dir, POLICY),
+        UpstreamLock::load(&lock_path).unwrap(),
+        &[],
+    )
+    .await
+    .unwrap();
+    assert!(earlier.is_healthy());
+    drop(earlier);
+    let pins = std::fs::read_to_string(&lock_path).unwrap();
+    std::fs::remove_file(dir.path("up")).unwrap();
+
+    // Down at this start: the start goes on, its pinned tools have places, none is served.
+    let (federation, registry) =
+        federate(gated(&dir, POLICY), UpstreamLock::load(&lock_path).unwrap()).await;
+    assert!(!federation.is_healthy());
+    assert!(registry.contains("notes_echo"));
+    assert!(names(&registry, &reader()).is_empty());
+    let run = registry.open_run("before", &reader());
+    let explained = run.explain().to_string();
+    assert!(
+        explained.contains("notes_echo: not ready: the upstream server \"notes\" is not connected (the MCP handshake failed"),
+        "{explained}"
+    );
+    let refused = run
+        .call(ToolCall::new("c1", "notes_echo", json!({"text": "early"})))
+        .await;
+    assert!(refused.is_error());
+    // What the registry holds meanwhile is a placeholder: none of the upstream's texts.
+    assert!(!registry.lock().contains("Repeat the text back"));
+
+    // Reached (tried again with a growing pause), compared with its pins, then served, each
+    // tool installed through the registry's change path.
+    dir.touch("up");
+    until("the upstream to be reached", || federation.is_healthy()).await;
+    until("its tools to be served", || {
+        names(&registry, &reader()).contains(&"notes_echo".to_owned())
+    })
+    .await;
+    let after = registry.open_run("after", &reader());
+    let echo = after
+        .call(ToolCall::new("c2", "notes_echo", json!({"text": "late"})))
+        .await;
+    assert_eq!(echo.blocks(), [Content::text("late")]);
+    assert!(
+        registry
+            .changes()
+            .iter()
+            .any(|change| change.name == "notes_echo"
+                && matches!(change.kind, ChangeKind::Replaced(_))),
+        "{:?}",
+        registry.changes()
+    );
+    // The early call never reached it; the pins are as they were.
+    assert_eq!(dir.calls(), ["echo"]);
+    assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), pins);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_never_pinned_and_unreachable_at_start_is_trusted_once_reached() {
+    let dir = Dir::new("late-first");
+    let lock_path = dir.path("upstreams.lock");
+    // Never met: only the file names a tool of it, so only that one has a place.
+    let more = "scopes = [\"notes:read\"]\n[upstream.tools.echo]\nread_only = true\n";
+    let (federation, registry) =
+        federate(gated(&dir, more), UpstreamLock::load(&lock_path).unwrap()).await;
+    assert_eq!(
+        federation
+            .tools()
+            .iter()
+            .map(|tool| (tool.name.as_str(), tool.withheld.clone()))
+            .collect::<Vec<_>>(),
+        [("notes_echo", Some(Withheld::Unseen))]
+    );
+    dir.touch("up");
+    until("echo to be served", || {
+        names(&registry, &reader()) == ["notes_echo"]
+    })
+    .await;
+    // Trusted on first use when first listed: every tool pinned, the ones without a place
+    // served from the next start.
+    let lock = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(
+        lock.contains("[notes_echo]") && lock.contains("[notes_pictures]"),
+        "{lock}"
+    );
+    let pictures = federation
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == "notes_pictures")
+        .unwrap();
+    assert!(!pictures.registered);
+    assert_eq!(pictures.withheld, None);
+    let run = registry.open_run("r", &reader());
+    let echo = run
+        .call(ToolCall::new("c1", "notes_echo", json!({"text": "first"})))
+        .await;
+    assert_eq!(echo.blocks(), [Content::text("first")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_new_at_run_time_is_served_once_accepted_without_a_restart() {
+    let dir = Dir::new("new-tool");
+    let lock_path = dir.path("upstreams.lock");
+    // The file names `extra` before the upstream offers it: it has a place.
+    let policy = format!("{POLICY}[upstream.tools.extra]\nscopes = [\"notes:read\"]\n");
+    let (federation, registry) = federate(
+        config(&dir, "", &policy),
+        UpstreamLock::load(&lock_path).unwrap(),
+    )
+    .await;
+    assert!(!names(&registry, &reader()).contains(&"notes_extra".to_owned()));
+
+    dir.touch("add");
+    until("the new tool to be seen", || {
+        federation.tools().iter().any(|tool| {
+            tool.name == "notes_extra" && matches!(tool.withheld, Some(Withheld::New { .. }))
+        })
+    })
+    .await;
+    registry.check_readiness().await;
+    let run = registry.open_run("r1", &reader());
+    assert!(!names(&registry, &reader()).contains(&"notes_extra".to_owned()));
+    let explained = run.explain().to_string();
+    assert!(
+        explained.contains("notes_extra: not ready: withheld: a tool new upstream, not pinned"),
+        "{explained}"
+    );
+    let refused = run
+        .call(ToolCall::new("c1", "notes_extra", json!({})))
+        .await;
+    assert!(refused.is_error());
+    assert!(dir.calls().is_empty());
+
+    // An acceptance bound to other digests than those offered changes nothing.
+    let offered = federation
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == "notes_extra")
+        .unwrap();
+    let (definition, annotations) = (offered.definition.unwrap(), offered.annotations.unwrap());
+    let zeros = format!("sha256:{}", "0".repeat(64));
+    assert!(
+        !federation
+            .accept_offer("notes", "notes_extra", &zeros, &annotations)
+            .await
+            .unwrap()
+    );
+    assert!(!names(&registry, &reader()).contains(&"notes_extra".to_owned()));
+    // Bound to the digests offered: accepted.
+    assert!(
+        federation
+            .accept_offer("notes", "notes_extra", &definition, &annotations)
+            .await
+            .unwrap()
+    );
+    assert!(names(&registry, &reader()).contains(&"notes_extra".to_owned()));
+    let served = registry.open_run("r2", &reader());
+    let extra = served
+        .call(ToolCall::new("c2", "notes_extra", json!({})))
+        .await;
+    assert_eq!(extra.blocks(), [Content::text("extra done")]);
+    let change = registry
+        .changes()
+        .into_iter()
+        .find(|change| change.name == "notes_extra")
+        .expect("installed through the registry's change path");
+    assert!(matches!(change.kind, ChangeKind::Replaced(_)));
+    assert!(
+        std::fs::read_to_string(&lock_path)
+            .unwrap()
+            .contains("[notes_extra]")
+    );
+    assert_eq!(dir.calls(), ["extra"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_read_again_serves_what_now_matches_its_pin_and_withholds_the_rest() {
+    let dir = Dir::new("reload");
+    let lock_path = dir.path("upstreams.lock");
+    let (federation, registry) = federate(
+        config(&dir, "", POLICY),
+        UpstreamLock::load(&lock_path).unwrap(),
+    )
+    .await;
+    let before = std::fs::read_to_string(&lock_path).unwrap();
+    dir.touch("change");
+    let (pinned, now) = loop {
+        let echo = federation
+            .tools()
+            .into_iter()
+            .find(|tool| tool.name == "notes_echo")
+            .unwrap();
+        if let Some(Withheld::Changed { pinned, now }) = echo.withheld {
+            break (pinned, now);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    until("the change to be withheld", || {
+        !names(&registry, &reader()).contains(&"notes_echo".to_owned())
+    })
+    .await;
+
+    // The operator writes the digest the explanation names into the file, and it is read
+    // again: served without a restart.
+    std::fs::write(&lock_path, before.replace(&pinned, &now)).unwrap();
+    federation
+        .reload_lock(UpstreamLock::load(&lock_path).unwrap())
+        .await
+        .unwrap();
+    assert!(names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    let run = registry.open_run("r1", &reader());
+    let echo = run
+        .call(ToolCall::new("c1", "notes_echo", json!({"text": "again"})))
+        .await;
+    assert_eq!(echo.blocks(), [Content::text("again")]);
+
+    // The old pin back: withheld again, in the open run too.
+    std::fs::write(&lock_path, &before).unwrap();
+    federation
+        .reload_lock(UpstreamLock::load(&lock_path).unwrap())
+        .await
+        .unwrap();
+    assert!(!names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    let refused = run
+        .call(ToolCall::new("c2", "notes_echo", json!({"text": "no"})))
+        .await;
+    assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
+    assert_eq!(dir.calls(), ["echo"]);
+
+    // A lock that no longer names the upstream: what it offers now is trusted, as at start.
+    std::fs::write(&lock_path, "").unwrap();
+    federation
+        .reload_lock(UpstreamLock::load(&lock_path).unwrap())
+        .await
+        .unwrap();
+    assert!(names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    let repinned = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(
+        repinned.contains(&format!("definition = {now}")),
+        "{repinned}"
+    );
 }

@@ -3,9 +3,9 @@
 //! run) federated into the registry, over stdio and over streamable HTTP: its tools listed per subject, called through the gate, their
 //! content (text, an image) intact.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+mod upstreams;
+
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use registry_core::content::Content;
@@ -15,27 +15,9 @@ use serde_json::json;
 
 use registry_examples as _;
 
-fn upstreams_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams")
-}
-
 /// The server's entry point, installed (`npm ci`, the versions of the lock file) once.
-fn everything() -> &'static Path {
-    static INSTALLED: OnceLock<PathBuf> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        let dir = upstreams_dir();
-        let entry = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-        if !entry.exists() {
-            let status = Command::new("npm")
-                .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
-                .current_dir(&dir)
-                .status()
-                .expect("npm runs (install Node.js and npm)");
-            assert!(status.success(), "npm ci failed in {}", dir.display());
-        }
-        assert!(entry.exists(), "{} after npm ci", entry.display());
-        entry
-    })
+fn everything() -> PathBuf {
+    upstreams::installed("@modelcontextprotocol/server-everything/dist/index.js")
 }
 
 async fn federate(text: &str) -> (Federation, Registry) {

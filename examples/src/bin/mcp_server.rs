@@ -16,6 +16,7 @@
 //! Logs (the registry's audit events included) go to stderr; in stdio mode stdout carries
 //! nothing but protocol messages. Run with `--help` for every flag.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,12 +25,16 @@ use std::time::Duration;
 
 use registry_core::{Registry, Subject};
 use registry_mcp::logging::{self, LogFormat};
-use registry_mcp::upstream::{Federation, UpstreamLock, UpstreamsConfig};
+use registry_mcp::upstream::{
+    Federation, FederationError, UpstreamLock, UpstreamsConfig, Withheld,
+};
 use registry_mcp::{
     CancellationToken, EdgeLimits, HttpConfig, HttpServer, Jwks, McpServer, OAuth, ServerOptions,
     Tokens,
 };
-use registry_postgres::{AuditConfig, AuditWriter, ChangeFeed, ControlPlane, WhenFull};
+use registry_postgres::{
+    AuditConfig, AuditWriter, ChangeFeed, ControlPlane, UpstreamOffer, WhenFull,
+};
 
 use registry_examples as _;
 
@@ -90,6 +95,13 @@ Upstream MCP servers, their tools served beside this server's own, through the s
                     only, for this process)
   --accept-upstream NAME  accept the current definitions of upstream NAME into the lock
                     (repeatable)
+  With --postgres, the replica reports the tools it withholds for a change or as new, and
+  applies what operators accept with `registry-admin upstream accept NAME [--tool T]`.
+  At run time, SIGHUP reads the --upstreams-lock file again: write the digest the log
+  names for a withheld tool into it (or remove an upstream's blocks to trust what it
+  offers now), then `kill -HUP PID`; what matches its pin is served without a restart.
+  An upstream unreachable at start does not stop the server: its tools are not served
+  until it is reached (tried again with a growing pause) and checked against the lock.
 
 Sharing one control plane with other replicas (PostgreSQL):
   --postgres URL    keep revocations, approvals, quotas, tasks and audit in this
@@ -480,6 +492,9 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
     let attach = |registry: &Registry| {
         if let Some(federation) = &federation {
             federation.attach(registry);
+            if let Some(path) = &args.upstreams_lock {
+                reload_lock_on_hangup(federation.clone(), path.clone());
+            }
         }
     };
     let Some(url) = &args.postgres else {
@@ -503,6 +518,9 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
         .audit_sink(sink)
         .build()?;
     attach(&registry);
+    if let Some(federation) = &federation {
+        share_upstreams(plane.clone(), federation.clone());
+    }
     let feed = plane.follow(&registry).await?;
     tracing::info!(
         replica = plane.replica(),
@@ -530,6 +548,11 @@ async fn federate(args: &Args) -> Result<Option<Federation>, Box<dyn std::error:
         }
     };
     let federation = Federation::connect(config, lock, &args.accept_upstreams).await?;
+    for upstream in federation.upstreams() {
+        if let Some(reason) = &upstream.last_error {
+            tracing::warn!(upstream = %upstream.name, reason = %reason, "upstream unreachable; its tools are not served until it is reached and checked (tried again with a growing pause)");
+        }
+    }
     for tool in federation.tools() {
         match &tool.withheld {
             Some(why) => {
@@ -541,6 +564,147 @@ async fn federate(args: &Args) -> Result<Option<Federation>, Box<dyn std::error:
         }
     }
     Ok(Some(federation))
+}
+
+/// How often a replica reports the upstream tools it withholds and reads the acceptances.
+const UPSTREAMS_POLL: Duration = Duration::from_millis(500);
+
+/// The most acceptances a replica keeps in memory (operators record them one by one).
+const MAX_KEPT_ACCEPTANCES: usize = 10_000;
+
+/// One accepted offer: upstream, tool, definition and annotations digests.
+type Accepted = (String, String, String, String);
+
+/// `--postgres` with `--upstreams`: reports the upstream tools this replica withholds for a
+/// change or as new to the control plane (`registry-admin upstream list`), and applies the
+/// acceptances operators record there (`registry-admin upstream accept`). An acceptance is of
+/// exact digests, whenever they are offered: every acceptance is read, from the first, and a
+/// withheld tool whose offer has the digests of one is accepted
+/// (`Federation::accept_offer`), now or when it is offered later.
+fn share_upstreams(plane: ControlPlane, federation: Federation) {
+    tokio::spawn(async move {
+        let mut reported: Option<Vec<UpstreamOffer>> = None;
+        let mut accepted: HashSet<Accepted> = HashSet::new();
+        let mut after = 0;
+        loop {
+            match plane.upstream_acceptances(after, 100).await {
+                Ok(read) => {
+                    for acceptance in read {
+                        after = acceptance.seq;
+                        if accepted.len() >= MAX_KEPT_ACCEPTANCES {
+                            tracing::warn!(
+                                seq = acceptance.seq,
+                                "too many upstream acceptances kept; this one is not applied"
+                            );
+                            continue;
+                        }
+                        accepted.insert((
+                            acceptance.upstream,
+                            acceptance.tool,
+                            acceptance.definition,
+                            acceptance.annotations,
+                        ));
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot read the upstream acceptances"),
+            }
+            let mut offers = Vec::new();
+            for tool in federation.tools() {
+                let (Some(why), Some(definition), Some(annotations)) =
+                    (&tool.withheld, tool.definition, tool.annotations)
+                else {
+                    continue;
+                };
+                if !matches!(why, Withheld::New { .. } | Withheld::Changed { .. }) {
+                    continue;
+                }
+                let key = (tool.upstream, tool.name, definition, annotations);
+                if accepted.contains(&key) {
+                    let (upstream, name, definition, annotations) = &key;
+                    match federation
+                        .accept_offer(upstream, name, definition, annotations)
+                        .await
+                    {
+                        Ok(true) => {
+                            tracing::info!(tool = %name, "upstream tool accepted through the control plane");
+                            continue;
+                        }
+                        Ok(false) | Err(FederationError::UnknownUpstream(_)) => {}
+                        Err(error) => {
+                            tracing::error!(%error, "cannot apply an upstream acceptance")
+                        }
+                    }
+                }
+                let (upstream, name, definition, annotations) = key;
+                offers.push(UpstreamOffer::new(
+                    upstream,
+                    name,
+                    tool.upstream_tool,
+                    definition,
+                    annotations,
+                    why.to_string(),
+                ));
+            }
+            if reported.as_ref() != Some(&offers) {
+                match plane.report_upstream_offers(&offers).await {
+                    Ok(()) => reported = Some(offers),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot report the upstream tools withheld")
+                    }
+                }
+            }
+            tokio::time::sleep(UPSTREAMS_POLL).await;
+        }
+    });
+}
+
+/// `--upstreams-lock FILE`: on `SIGHUP`, reads the lock file again and compares every
+/// upstream tool with it (`Federation::reload_lock`): an operator accepts a change at run
+/// time by writing the digest the log names into the file (or removing an upstream's blocks
+/// to trust what it offers now), then `kill -HUP PID`.
+fn reload_lock_on_hangup(federation: Federation, path: PathBuf) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(hangup) => hangup,
+        Err(error) => {
+            tracing::error!(%error, "cannot listen for SIGHUP: the upstreams lock is read at start only");
+            return;
+        }
+    };
+    tracing::info!(
+        pid = std::process::id(),
+        lock = %path.display(),
+        "on SIGHUP, the upstreams lock file is read again"
+    );
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            let lock = match UpstreamLock::load(&path) {
+                Ok(lock) => lock,
+                Err(error) => {
+                    tracing::error!(%error, "SIGHUP: the upstreams lock file is refused; the pins stay as they were");
+                    continue;
+                }
+            };
+            match federation.reload_lock(lock).await {
+                Ok(()) => {
+                    for tool in federation.tools() {
+                        match &tool.withheld {
+                            Some(why) => {
+                                tracing::warn!(tool = %tool.name, reason = %why, "SIGHUP: upstream tool withheld")
+                            }
+                            None if tool.registered => {
+                                tracing::info!(tool = %tool.name, "SIGHUP: upstream tool served")
+                            }
+                            None => {
+                                tracing::info!(tool = %tool.name, "SIGHUP: upstream tool pinned; served from the next start")
+                            }
+                        }
+                    }
+                }
+                Err(error) => tracing::error!(%error, "SIGHUP: cannot apply the upstreams lock"),
+            }
+        }
+    });
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {

@@ -103,6 +103,8 @@ def call(request_id, params):
             {"type": "resource", "resource": {"uri": "file:///notes/2", "mimeType": "text/plain",
                                               "text": "second note"}},
         ]})
+    elif name == "extra":
+        result(request_id, {"content": [{"type": "text", "text": "extra done"}]})
     elif name == "fail" or name == "delete_all":
         result(request_id, {"isError": True, "content": [{"type": "text", "text": "disk full"}]})
     elif name == "slow":

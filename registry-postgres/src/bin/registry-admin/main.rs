@@ -24,6 +24,10 @@
 //! registry-admin audit --since 2h --tool deploy --kind call
 //! registry-admin audit --since 2026-11-30T12:00:00Z --json | jq .outcome
 //!
+//! # Upstream MCP servers the replicas federate: what they withhold, and accepting it.
+//! registry-admin upstream list notes
+//! registry-admin upstream accept notes --tool notes_echo
+//!
 //! # Bound the tables: delete audit events, superseded changes and decided requests
 //! # older than 90 days.
 //! registry-admin prune --older-than 90d
@@ -149,6 +153,12 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 50, value_parser = limit())]
         limit: i64,
     },
+    /// Upstream MCP servers the replicas federate: the tools they withhold for a change or
+    /// as new, and accepting them.
+    Upstream {
+        #[command(subcommand)]
+        command: UpstreamCommand,
+    },
     /// Delete what is older than a duration: audit events, approval requests decided or
     /// expired, and revocations and restorations a later one of the same tool supersedes
     /// (replacements and every tool's newest change are kept, for replicas catching up).
@@ -156,6 +166,27 @@ enum Command {
         /// How old a record must be to go: 90s, 15m, 2h, 30d.
         #[arg(long, value_name = "DURATION", value_parser = time::parse_duration)]
         older_than: std::time::Duration,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum UpstreamCommand {
+    /// The upstream tools the replicas withhold for a change or as new, with the digests of
+    /// what each replica is offered.
+    List {
+        /// Only this upstream.
+        name: Option<String>,
+    },
+    /// Accept what the replicas are offered now of upstream NAME's withheld tools: each
+    /// acceptance is bound to the digests `upstream list` shows, and every replica with that
+    /// upstream pins and serves the tool whose offer has exactly those digests.
+    Accept {
+        /// The upstream, as its `name` in the upstreams file.
+        #[arg(value_parser = not_empty)]
+        name: String,
+        /// Only this tool (the registry's name, notes_echo, or the upstream's, echo).
+        #[arg(long, value_parser = not_empty)]
+        tool: Option<String>,
     },
 }
 
@@ -261,6 +292,30 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             Ok(show::audit(&plane.audit_events(&filter).await?, json))
         }
         Command::Prune { older_than } => prune(&plane, older_than, json).await,
+        Command::Upstream {
+            command: UpstreamCommand::List { name },
+        } => Ok(show::upstream_offers(
+            &plane.upstream_offers(name.as_deref()).await?,
+            json,
+        )),
+        Command::Upstream {
+            command: UpstreamCommand::Accept { name, tool },
+        } => {
+            let accepted = plane
+                .accept_upstream(&name, tool.as_deref(), &origin())
+                .await?;
+            if accepted.is_empty() {
+                let which = match &tool {
+                    Some(tool) => format!("a tool {tool:?} of upstream {name:?}"),
+                    None => format!("a tool of upstream {name:?}"),
+                };
+                return Err(Failure::Refused(format!(
+                    "no replica withholds {which} for a change or as new; nothing was recorded. \
+                     `registry-admin upstream list` shows what they withhold"
+                )));
+            }
+            Ok(show::upstream_acceptances(&accepted, json))
+        }
     }
 }
 

@@ -3,7 +3,9 @@
 use std::time::SystemTime;
 
 use comfy_table::{Table, presets};
-use registry_postgres::{ApprovalRecord, AuditRecord, ChangeRecord};
+use registry_postgres::{
+    ApprovalRecord, AuditRecord, ChangeRecord, UpstreamAcceptance, UpstreamOffer,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -111,6 +113,58 @@ pub(crate) fn audit(records: &[AuditRecord], json: bool) -> String {
         ]);
     }
     format!("{table}\n")
+}
+
+/// The upstream tools the replicas withhold, by upstream, tool and replica.
+pub(crate) fn upstream_offers(records: &[UpstreamOffer], json: bool) -> String {
+    if json {
+        return json_lines(records);
+    }
+    if records.is_empty() {
+        return "no replica withholds an upstream tool for a change or as new\n".to_owned();
+    }
+    let mut table = table([
+        "upstream",
+        "tool",
+        "replica",
+        "definition",
+        "annotations",
+        "why",
+    ]);
+    for record in records {
+        table.add_row([
+            clean(&record.upstream),
+            clean(&record.tool),
+            clean(&record.replica),
+            clean(&record.definition),
+            clean(&record.annotations),
+            cut(&clean(&record.withheld), QUESTION_WIDTH),
+        ]);
+    }
+    format!("{table}\n")
+}
+
+/// Acceptances just recorded.
+pub(crate) fn upstream_acceptances(records: &[UpstreamAcceptance], json: bool) -> String {
+    if json {
+        return json_lines(records);
+    }
+    let mut text = String::new();
+    for record in records {
+        text.push_str(&format!(
+            "recorded acceptance #{}: {} of upstream {} (definition {}, annotations {})\n",
+            record.seq,
+            clean(&record.tool),
+            clean(&record.upstream),
+            clean(&record.definition),
+            clean(&record.annotations),
+        ));
+    }
+    text.push_str(
+        "Every replica with that upstream pins what it offers with exactly these digests and \
+         serves it within moments, without a restart.\n",
+    );
+    text
 }
 
 /// One JSON object, on one line, with its times in RFC 3339 UTC.
