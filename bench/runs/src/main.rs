@@ -1,6 +1,6 @@
 //! Benchmarks of the two hot paths of a run, in release mode:
 //!
-//! - `project` (in `projection.rs`): opening a run over 10,000 tools, 857 visible, against a
+//! - `project` (in `projection.rs`): opening a run over 10,000 tools, 858 visible, against a
 //!   bitmask projection of the same data;
 //! - `call`: a trivial sync tool with two small arguments given as JSON text, called through a
 //!   run (`ToolCall::from_json_text` and `Run::call_blocking`) against calling the plain

@@ -2,7 +2,7 @@
 //!
 //! The registry: 10,000 run-time tools, each requiring one of 10 scopes (`area0:read` ..
 //! `area9:read`); every 7th is also restricted to the tenant `tenant-b`. The subject, of
-//! `tenant-a`, holds `area3:read`: it sees 1,000 − 143 = **857** tools.
+//! `tenant-a`, holds `area3:read`: it sees 1,000 − 142 = **858** tools.
 //!
 //! - *open_run*: `registry.open_run(..)` (the projection, the frozen allowed set with its
 //!   fingerprint, the run's scope) and dropping the run, after a first run has built the
