@@ -377,14 +377,16 @@ fn a_large_registry_projects_as_the_rules_say() {
                 .filter(|bit| granted & (1 << bit) != 0)
                 .map(|bit| SCOPES[bit])
                 .collect();
-            ["t1", "t2", "t3", "none"].into_iter().flat_map(move |tenant| {
-                let scopes = scopes.clone();
-                [false, true].into_iter().map(move |read_only| SubjectSpec {
-                    tenant,
-                    scopes: scopes.clone(),
-                    read_only,
+            ["t1", "t2", "t3", "none"]
+                .into_iter()
+                .flat_map(move |tenant| {
+                    let scopes = scopes.clone();
+                    [false, true].into_iter().map(move |read_only| SubjectSpec {
+                        tenant,
+                        scopes: scopes.clone(),
+                        read_only,
+                    })
                 })
-            })
         })
         .collect::<Vec<_>>();
     for who in &subjects {

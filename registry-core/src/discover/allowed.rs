@@ -18,7 +18,7 @@ pub struct AllowedSet {
     /// The registry's versions the run was projected from.
     snapshot: Arc<Snapshot>,
     /// The visible slots of `snapshot`, increasing, which is name order.
-    slots: Arc<[u32]>,
+    slots: Arc<[usize]>,
     run_id: Arc<str>,
     subject: Subject,
     fingerprint: Fingerprint,
@@ -30,7 +30,7 @@ impl AllowedSet {
     /// The set of `slots` (increasing) of `snapshot`.
     pub(crate) fn new(
         snapshot: Arc<Snapshot>,
-        slots: Vec<u32>,
+        slots: Vec<usize>,
         run_id: Arc<str>,
         subject: Subject,
     ) -> Self {
@@ -61,9 +61,9 @@ impl AllowedSet {
     pub(crate) fn find(&self, name: &str) -> Option<&Entry> {
         let entries = self.snapshot.entries();
         self.slots
-            .binary_search_by(|&slot| entries[slot as usize].tool.name().cmp(name))
+            .binary_search_by(|&slot| entries[slot].tool.name().cmp(name))
             .ok()
-            .map(|index| &entries[self.slots[index] as usize])
+            .map(|index| &entries[self.slots[index]])
     }
 
     /// The tools, with their slots and versions, in name order.
@@ -129,7 +129,7 @@ impl AllowedSet {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Entries<'a> {
     entries: &'a [Entry],
-    slots: &'a [u32],
+    slots: &'a [usize],
 }
 
 impl<'a> Entries<'a> {
@@ -143,7 +143,7 @@ impl<'a> Entries<'a> {
     /// The entry of `slot`, if the set holds it.
     pub(crate) fn of_slot(self, slot: usize) -> Option<&'a Entry> {
         self.slots
-            .binary_search(&(slot as u32))
+            .binary_search(&slot)
             .ok()
             .map(|_| &self.entries[slot])
     }
@@ -162,14 +162,14 @@ impl<'a> IntoIterator for Entries<'a> {
 #[derive(Debug, Clone)]
 pub(crate) struct EntryIter<'a> {
     entries: &'a [Entry],
-    slots: std::slice::Iter<'a, u32>,
+    slots: std::slice::Iter<'a, usize>,
 }
 
 impl<'a> Iterator for EntryIter<'a> {
     type Item = &'a Entry;
 
     fn next(&mut self) -> Option<&'a Entry> {
-        self.slots.next().map(|&slot| &self.entries[slot as usize])
+        self.slots.next().map(|&slot| &self.entries[slot])
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -179,7 +179,9 @@ impl<'a> Iterator for EntryIter<'a> {
 
 impl DoubleEndedIterator for EntryIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.slots.next_back().map(|&slot| &self.entries[slot as usize])
+        self.slots
+            .next_back()
+            .map(|&slot| &self.entries[slot])
     }
 }
 

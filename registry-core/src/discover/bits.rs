@@ -33,7 +33,10 @@ impl Bits {
 
     /// How many slots the set holds.
     pub(crate) fn len(&self) -> usize {
-        self.words.iter().map(|word| word.count_ones() as usize).sum()
+        self.words
+            .iter()
+            .map(|word| word.count_ones() as usize)
+            .sum()
     }
 
     /// Adds every slot of `members`.
@@ -46,7 +49,7 @@ impl Bits {
             }
             Members::Sparse(slots) => {
                 for &slot in slots.iter() {
-                    self.insert(slot as usize);
+                    self.insert(slot);
                 }
             }
         }
@@ -76,14 +79,14 @@ impl Bits {
             }
             Some(Members::Sparse(admitted)) => {
                 // At most as many slots as the tenant admits were in the set and stay.
-                let kept: Vec<u32> = admitted
+                let kept: Vec<usize> = admitted
                     .iter()
                     .copied()
-                    .filter(|&slot| self.contains(slot as usize))
+                    .filter(|&slot| self.contains(slot))
                     .collect();
                 self.restrict(restricted, None);
                 for slot in kept {
-                    self.insert(slot as usize);
+                    self.insert(slot);
                 }
             }
         }
@@ -111,17 +114,17 @@ impl Bits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Members {
     Dense(Bits),
-    Sparse(Box<[u32]>),
+    Sparse(Box<[usize]>),
 }
 
 impl Members {
     /// The members of `slots` (sorted), over a snapshot of `len` slots.
-    pub(crate) fn of(slots: Vec<u32>, len: usize) -> Members {
-        // A list costs 4 bytes a slot, bits 8 bytes a word of 64 slots.
-        if slots.len() >= 2 * len.div_ceil(64) {
+    pub(crate) fn of(slots: Vec<usize>, len: usize) -> Members {
+        // A list costs 8 bytes a slot, bits 8 bytes a word of 64 slots.
+        if slots.len() >= len.div_ceil(64) {
             let mut set = Bits::new(len);
             for slot in slots {
-                set.insert(slot as usize);
+                set.insert(slot);
             }
             Members::Dense(set)
         } else {
@@ -132,7 +135,7 @@ impl Members {
 
 #[cfg(test)]
 mod tests {
-    use super::{Members, Bits};
+    use super::{Bits, Members};
 
     fn set(len: usize, slots: &[usize]) -> Bits {
         let mut set = Bits::new(len);
@@ -152,15 +155,21 @@ mod tests {
 
     #[test]
     fn members_are_bits_only_when_that_is_smaller() {
-        // 1,000 slots: 16 words, so a list of 32 or more is kept as bits.
-        assert!(matches!(Members::of((0..31).collect(), 1_000), Members::Sparse(_)));
-        assert!(matches!(Members::of((0..32).collect(), 1_000), Members::Dense(_)));
+        // 1,000 slots: 16 words, so a list of 16 or more is kept as bits.
+        assert!(matches!(
+            Members::of((0..15).collect(), 1_000),
+            Members::Sparse(_)
+        ));
+        assert!(matches!(
+            Members::of((0..16).collect(), 1_000),
+            Members::Dense(_)
+        ));
     }
 
     #[test]
     fn union_and_restriction_agree_between_dense_and_sparse_members() {
         let len = 300;
-        let admitted: Vec<u32> = vec![3, 70, 140, 299];
+        let admitted: Vec<usize> = vec![3, 70, 140, 299];
         let restricted = set(len, &[3, 5, 70, 71, 140, 150, 299]);
         let start = set(len, &[1, 3, 5, 70, 140, 200, 299]);
         let dense = Members::Dense(set(len, &[3, 70, 140, 299]));
@@ -168,10 +177,16 @@ mod tests {
         for members in [&dense, &sparse] {
             let mut visible = start.clone();
             visible.restrict(&restricted, Some(members));
-            assert_eq!(visible.iter().collect::<Vec<_>>(), [1, 3, 70, 140, 200, 299]);
+            assert_eq!(
+                visible.iter().collect::<Vec<_>>(),
+                [1, 3, 70, 140, 200, 299]
+            );
             let mut union = Bits::new(len);
             union.union(members);
-            assert_eq!(union.iter().map(|slot| slot as u32).collect::<Vec<_>>(), admitted);
+            assert_eq!(
+                union.iter().collect::<Vec<_>>(),
+                admitted
+            );
         }
         let mut none = start.clone();
         none.restrict(&restricted, None);

@@ -56,19 +56,18 @@ pub(crate) struct Entry {
     pub(crate) tool: Tool,
 }
 
-/// A snapshot's requirements compiled for projection. Ids and slots are `u32`: a registry
-/// holds far fewer than 2^32 tools.
+/// A snapshot's requirements compiled for projection.
 #[derive(Debug)]
 struct Projection {
-    scope_ids: HashMap<Box<str>, u32>,
-    tenant_ids: HashMap<Box<str>, u32>,
+    scope_ids: HashMap<Box<str>, usize>,
+    tenant_ids: HashMap<Box<str>, usize>,
     /// The tools that require no scope.
     unscoped: Bits,
     /// Per scope id: the tools whose only scope it is.
     single: Vec<Members>,
     /// Per scope id: the tools that require two scopes or more, filed under their first,
     /// with every scope id they require.
-    multi: Vec<Vec<(u32, Box<[u32]>)>>,
+    multi: Vec<Vec<(usize, Box<[usize]>)>>,
     /// The tools restricted to some tenants.
     restricted: Bits,
     /// Whether any tool is restricted to tenants.
@@ -80,11 +79,11 @@ struct Projection {
 }
 
 /// The id of `name` in `ids`, added if new.
-fn intern(ids: &mut HashMap<Box<str>, u32>, name: &str) -> u32 {
+fn intern(ids: &mut HashMap<Box<str>, usize>, name: &str) -> usize {
     if let Some(&id) = ids.get(name) {
         return id;
     }
-    let id = ids.len() as u32;
+    let id = ids.len();
     ids.insert(name.into(), id);
     id
 }
@@ -97,13 +96,13 @@ impl Projection {
         let mut unscoped = Bits::new(len);
         let mut restricted = Bits::new(len);
         let mut read_only = Bits::new(len);
-        let mut single: Vec<Vec<u32>> = Vec::new();
-        let mut multi: Vec<Vec<(u32, Box<[u32]>)>> = Vec::new();
-        let mut admits: Vec<Vec<u32>> = Vec::new();
+        let mut single: Vec<Vec<usize>> = Vec::new();
+        let mut multi: Vec<Vec<(usize, Box<[usize]>)>> = Vec::new();
+        let mut admits: Vec<Vec<usize>> = Vec::new();
         for (slot, entry) in entries.iter().enumerate() {
             let settings = entry.tool.settings();
-            let at = slot as u32;
-            let scopes: Vec<u32> = settings
+            let at = slot;
+            let scopes: Vec<usize> = settings
                 .scopes
                 .iter()
                 .map(|scope| intern(&mut scope_ids, scope.as_str()))
@@ -112,14 +111,14 @@ impl Projection {
             multi.resize_with(scope_ids.len(), Vec::new);
             match scopes[..] {
                 [] => unscoped.insert(slot),
-                [only] => single[only as usize].push(at),
-                [first, ..] => multi[first as usize].push((at, scopes.into_boxed_slice())),
+                [only] => single[only].push(at),
+                [first, ..] => multi[first].push((at, scopes.into_boxed_slice())),
             }
             if !settings.tenants.is_empty() {
                 restricted.insert(slot);
             }
             for tenant in &settings.tenants {
-                let id = intern(&mut tenant_ids, tenant) as usize;
+                let id = intern(&mut tenant_ids, tenant);
                 admits.resize_with(tenant_ids.len(), Vec::new);
                 // A tenant listed twice by one tool: its slot once.
                 if admits[id].last() != Some(&at) {
@@ -157,21 +156,21 @@ impl Projection {
         let mut granted: Vec<usize> = Vec::new();
         for scope in subject.scopes() {
             if let Some(&id) = self.scope_ids.get(scope) {
-                grants.insert(id as usize);
-                granted.push(id as usize);
+                grants.insert(id);
+                granted.push(id);
             }
         }
         for &id in &granted {
             visible.union(&self.single[id]);
             for (slot, scopes) in &self.multi[id] {
-                if scopes.iter().all(|&scope| grants.contains(scope as usize)) {
-                    visible.insert(*slot as usize);
+                if scopes.iter().all(|&scope| grants.contains(scope)) {
+                    visible.insert(*slot);
                 }
             }
         }
         if self.any_restricted {
             let tenant = self.tenant_ids.get(subject.tenant());
-            let admitted = tenant.map(|&id| &self.admits[id as usize]);
+            let admitted = tenant.map(|&id| &self.admits[id]);
             visible.restrict(&self.restricted, admitted);
         }
         if subject.access() == Access::ReadOnly {
@@ -198,9 +197,6 @@ impl Snapshot {
     }
 
     fn of_entries(entries: Box<[Entry]>) -> Snapshot {
-        // Slots are u32 in a projection: a registry of 2^32 tools cannot be built (each is
-        // an allocation of hundreds of bytes).
-        debug_assert!(u32::try_from(entries.len()).is_ok());
         Snapshot {
             entries,
             projection: OnceLock::new(),
@@ -280,7 +276,7 @@ impl Snapshot {
         subject: &Subject,
         slots: &[SlotState],
         rules: &[Box<dyn AccessRule>],
-    ) -> Vec<u32> {
+    ) -> Vec<usize> {
         let admitted = self.projection().admitted(subject);
         let mut visible = Vec::with_capacity(admitted.len());
         for slot in admitted.iter() {
@@ -292,7 +288,7 @@ impl Snapshot {
             if !rules.is_empty() && hidden_by(rules, subject, &entry.tool).is_some() {
                 continue;
             }
-            visible.push(slot as u32);
+            visible.push(slot);
         }
         visible
     }

@@ -92,7 +92,10 @@ mod tests {
             let items: Vec<(String, Fingerprint)> = (0..count)
                 .map(|i| {
                     let name = "n".repeat(i * 7 % 300) + &i.to_string();
-                    (name, Fingerprint(u128::from(i as u64) * 0x9e37_79b9_7f4a_7c15))
+                    (
+                        name,
+                        Fingerprint(u128::from(i as u64) * 0x9e37_79b9_7f4a_7c15),
+                    )
                 })
                 .collect();
             let laid_out =

@@ -175,7 +175,7 @@ impl Run {
         registry: Registry,
         snapshot: Arc<Snapshot>,
         scope: Arc<RunScope>,
-        visible: Vec<u32>,
+        visible: Vec<usize>,
     ) -> Run {
         let allowed = AllowedSet::new(
             snapshot,

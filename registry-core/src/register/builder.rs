@@ -835,7 +835,10 @@ impl RegistryBuilder {
                 .then_with(|| a.name.cmp(b.name))
                 .then_with(|| a.location.cmp(&b.location))
         });
-        keyed.into_iter().map(|(_, declaration)| declaration).collect()
+        keyed
+            .into_iter()
+            .map(|(_, declaration)| declaration)
+            .collect()
     }
 }
 

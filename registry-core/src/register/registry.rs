@@ -243,7 +243,7 @@ impl Registry {
     /// The current snapshot and the slots `subject` may see in it, increasing. The read lock
     /// is held while projecting, so that a replacement (which revokes the old version and
     /// installs the new one under the write lock) is seen whole or not at all.
-    pub(crate) fn project(&self, subject: &Subject) -> (Arc<Snapshot>, Vec<u32>) {
+    pub(crate) fn project(&self, subject: &Subject) -> (Arc<Snapshot>, Vec<usize>) {
         let current = self
             .inner
             .snapshot
@@ -497,8 +497,7 @@ impl Registry {
     /// incompatibility, with the tool, a JSON pointer, the rule and how to fix it.
     pub fn check(&self, profile: Profile) -> Result<(), CompatibilityError> {
         let snapshot = self.snapshot();
-        let (list, mut problems) =
-            crate::present::export::export_all(profile, snapshot.tools());
+        let (list, mut problems) = crate::present::export::export_all(profile, snapshot.tools());
         problems.extend(crate::present::compat::check_tools(profile, &list));
         if problems.is_empty() {
             Ok(())
