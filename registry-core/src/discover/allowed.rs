@@ -13,7 +13,7 @@ use crate::discover::subject::Subject;
 /// It records where it came from (run id, subject) and a stable fingerprint of exactly what
 /// was shown (names and definitions), so that the model's context, the check of each call and
 /// the audit log refer to one boundary. Refreshing permissions means opening a new run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AllowedSet {
     /// The registry's versions the run was projected from.
     snapshot: Arc<Snapshot>,
@@ -186,6 +186,18 @@ impl DoubleEndedIterator for EntryIter<'_> {
 }
 
 impl ExactSizeIterator for EntryIter<'_> {}
+
+impl std::fmt::Debug for AllowedSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The tools by name: the registry version they come from is the registry's to show.
+        f.debug_struct("AllowedSet")
+            .field("run_id", &self.run_id)
+            .field("subject", &self.subject)
+            .field("fingerprint", &self.fingerprint)
+            .field("tools", &self.names().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
 
 impl Serialize for AllowedSet {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
