@@ -871,6 +871,9 @@ fn a_run_shows_in_debug_output_the_tools_it_was_shown_and_no_other() {
     assert!(debug.contains("shown_tool"), "{debug}");
     assert!(!debug.contains("hidden_tool"), "{debug}");
     let allowed = format!("{:?}", run.allowed());
-    assert!(allowed.contains("shown_tool") && allowed.contains("r1"), "{allowed}");
+    assert!(
+        allowed.contains("shown_tool") && allowed.contains("r1"),
+        "{allowed}"
+    );
     assert!(!allowed.contains("hidden_tool"), "{allowed}");
 }

@@ -179,9 +179,7 @@ impl<'a> Iterator for EntryIter<'a> {
 
 impl DoubleEndedIterator for EntryIter<'_> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.slots
-            .next_back()
-            .map(|&slot| &self.entries[slot])
+        self.slots.next_back().map(|&slot| &self.entries[slot])
     }
 }
 

@@ -183,10 +183,7 @@ mod tests {
             );
             let mut union = Bits::new(len);
             union.union(members);
-            assert_eq!(
-                union.iter().collect::<Vec<_>>(),
-                admitted
-            );
+            assert_eq!(union.iter().collect::<Vec<_>>(), admitted);
         }
         let mut none = start.clone();
         none.restrict(&restricted, None);
