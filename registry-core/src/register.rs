@@ -8,5 +8,6 @@ pub(crate) mod error;
 pub(crate) mod lint;
 pub(crate) mod lock;
 pub(crate) mod registry;
+pub(crate) mod schemas;
 pub(crate) mod state;
 pub(crate) mod tool;

@@ -853,3 +853,27 @@ fn needs_only_scopes_is_some_only_when_scopes_alone_hide_the_tool() {
     let read_only = registry.open_run("run-ro", &subject.clone().read_only());
     assert!(read_only.needs_only_scopes("ship").is_none());
 }
+
+#[test]
+fn a_run_shows_in_debug_output_the_tools_it_was_shown_and_no_other() {
+    let tool = |name: &str, scope: &str| {
+        DynamicTool::new(name, "A tool.")
+            .scopes([scope])
+            .handler(|_, _| Ok::<_, String>(json!(null)))
+    };
+    let registry = Registry::builder()
+        .tool(tool("shown_tool", "a:read"))
+        .tool(tool("hidden_tool", "b:read"))
+        .build()
+        .unwrap();
+    let run = registry.open_run("r1", &Subject::new("acme").with_scopes(["a:read"]));
+    let debug = format!("{run:?}");
+    assert!(debug.contains("shown_tool"), "{debug}");
+    assert!(!debug.contains("hidden_tool"), "{debug}");
+    let allowed = format!("{:?}", run.allowed());
+    assert!(
+        allowed.contains("shown_tool") && allowed.contains("r1"),
+        "{allowed}"
+    );
+    assert!(!allowed.contains("hidden_tool"), "{allowed}");
+}

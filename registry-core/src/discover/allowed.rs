@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::discover::discovery::Entry;
+use crate::discover::discovery::{Entry, Snapshot};
 use crate::discover::fingerprint::Fingerprint;
 use crate::discover::subject::Subject;
 
@@ -13,9 +13,12 @@ use crate::discover::subject::Subject;
 /// It records where it came from (run id, subject) and a stable fingerprint of exactly what
 /// was shown (names and definitions), so that the model's context, the check of each call and
 /// the audit log refer to one boundary. Refreshing permissions means opening a new run.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AllowedSet {
-    entries: Arc<[Entry]>,
+    /// The registry's versions the run was projected from.
+    snapshot: Arc<Snapshot>,
+    /// The visible slots of `snapshot`, increasing, which is name order.
+    slots: Arc<[usize]>,
     run_id: Arc<str>,
     subject: Subject,
     fingerprint: Fingerprint,
@@ -24,14 +27,25 @@ pub struct AllowedSet {
 }
 
 impl AllowedSet {
-    pub(crate) fn new(entries: Vec<Entry>, run_id: Arc<str>, subject: Subject) -> Self {
+    /// The set of `slots` (increasing) of `snapshot`.
+    pub(crate) fn new(
+        snapshot: Arc<Snapshot>,
+        slots: Vec<usize>,
+        run_id: Arc<str>,
+        subject: Subject,
+    ) -> Self {
+        let entries = Entries {
+            entries: snapshot.entries(),
+            slots: &slots,
+        };
         let fingerprint = Fingerprint::of_named(
             entries
                 .iter()
                 .map(|entry| (entry.tool.name(), entry.tool.fingerprint())),
         );
         AllowedSet {
-            entries: entries.into(),
+            snapshot,
+            slots: slots.into(),
             run_id,
             subject,
             fingerprint,
@@ -45,29 +59,39 @@ impl AllowedSet {
     }
 
     pub(crate) fn find(&self, name: &str) -> Option<&Entry> {
-        self.entries
-            .binary_search_by(|entry| entry.tool.name().cmp(name))
+        let entries = self.snapshot.entries();
+        self.slots
+            .binary_search_by(|&slot| entries[slot].tool.name().cmp(name))
             .ok()
-            .map(|index| &self.entries[index])
+            .map(|index| &entries[self.slots[index]])
     }
 
-    pub(crate) fn entries(&self) -> &[Entry] {
-        &self.entries
+    /// The tools, with their slots and versions, in name order.
+    pub(crate) fn entries(&self) -> Entries<'_> {
+        Entries {
+            entries: self.snapshot.entries(),
+            slots: &self.slots,
+        }
+    }
+
+    /// The snapshot the set was projected from.
+    pub(crate) fn snapshot(&self) -> &Arc<Snapshot> {
+        &self.snapshot
     }
 
     /// The names, sorted.
     pub fn names(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
-        self.entries.iter().map(|entry| entry.tool.name())
+        self.entries().iter().map(|entry| entry.tool.name())
     }
 
     /// How many tools the run may call.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.slots.len()
     }
 
     /// Whether the run may call no tool at all.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.slots.is_empty()
     }
 
     /// The fingerprint of what the run was shown: each tool's name and
@@ -83,7 +107,7 @@ impl AllowedSet {
     pub fn version_fingerprint(&self) -> Fingerprint {
         *self.versions.get_or_init(|| {
             Fingerprint::of_named(
-                self.entries
+                self.entries()
                     .iter()
                     .map(|entry| (entry.tool.name(), entry.tool.version_fingerprint())),
             )
@@ -98,6 +122,78 @@ impl AllowedSet {
     /// The subject it was projected for.
     pub fn subject(&self) -> &Subject {
         &self.subject
+    }
+}
+
+/// The entries of an allowed set, in name order: its slots of the snapshot's entries.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Entries<'a> {
+    entries: &'a [Entry],
+    slots: &'a [usize],
+}
+
+impl<'a> Entries<'a> {
+    pub(crate) fn iter(self) -> EntryIter<'a> {
+        EntryIter {
+            entries: self.entries,
+            slots: self.slots.iter(),
+        }
+    }
+
+    /// The entry of `slot`, if the set holds it.
+    pub(crate) fn of_slot(self, slot: usize) -> Option<&'a Entry> {
+        self.slots
+            .binary_search(&slot)
+            .ok()
+            .map(|_| &self.entries[slot])
+    }
+}
+
+impl<'a> IntoIterator for Entries<'a> {
+    type Item = &'a Entry;
+    type IntoIter = EntryIter<'a>;
+
+    fn into_iter(self) -> EntryIter<'a> {
+        self.iter()
+    }
+}
+
+/// The entries of an allowed set, one by one, in name order.
+#[derive(Debug, Clone)]
+pub(crate) struct EntryIter<'a> {
+    entries: &'a [Entry],
+    slots: std::slice::Iter<'a, usize>,
+}
+
+impl<'a> Iterator for EntryIter<'a> {
+    type Item = &'a Entry;
+
+    fn next(&mut self) -> Option<&'a Entry> {
+        self.slots.next().map(|&slot| &self.entries[slot])
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.slots.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for EntryIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.slots.next_back().map(|&slot| &self.entries[slot])
+    }
+}
+
+impl ExactSizeIterator for EntryIter<'_> {}
+
+impl std::fmt::Debug for AllowedSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The tools by name: the registry version they come from is the registry's to show.
+        f.debug_struct("AllowedSet")
+            .field("run_id", &self.run_id)
+            .field("subject", &self.subject)
+            .field("fingerprint", &self.fingerprint)
+            .field("tools", &self.names().collect::<Vec<_>>())
+            .finish_non_exhaustive()
     }
 }
 

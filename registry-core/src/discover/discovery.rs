@@ -1,14 +1,18 @@
 //! Discovery: projecting the registry onto one subject, fast.
 //!
-//! A [`Snapshot`] is the registry's current versions with, for each tool, its requirements
-//! compiled to small integers: scopes and tenants are interned once, so that projecting
-//! 10,000 tools costs one bit test per required scope rather than string comparisons.
+//! A [`Snapshot`] is the registry's current versions, in name order. What projecting it
+//! needs is compiled once per snapshot (the first time a run is opened from it) into a
+//! [`Projection`]: scopes and tenants interned, and for each the set of tools it admits as
+//! bits (or a short list), so that opening a run over 10,000 tools is a few passes over words
+//! of 64 tools, in which the visible ones come out in name order, then one check of
+//! revocation and readiness per visible tool.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::discover::access::{AccessRule, hidden_by};
+use crate::discover::bits::{Bits, Members};
 use crate::discover::embed::{Embedder, Vectors};
 use crate::discover::index::SearchIndex;
 use crate::discover::subject::{Access, Subject};
@@ -30,34 +34,21 @@ impl SlotState {
     }
 }
 
-/// The current version of every tool, in name order, with requirements compiled.
+/// The current version of every tool, in name order.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
-    pub(crate) tools: Vec<Tool>,
-    pub(crate) versions: Vec<u64>,
-    requirements: Vec<Requirement>,
-    ids: Vec<usize>,
-    scope_ids: HashMap<String, usize>,
-    tenant_ids: HashMap<String, usize>,
-    /// The search index of `tools`, built the first time a run of this snapshot searches.
+    /// Slot `i`'s tool at its current version: `entries[i].slot == i`.
+    entries: Box<[Entry]>,
+    /// What projecting needs, compiled the first time a run is opened from this snapshot.
+    projection: OnceLock<Projection>,
+    /// The search index of the tools, built the first time a run of this snapshot searches.
     index: OnceLock<SearchIndex>,
     /// The tools' vectors, computed the first time a run of this snapshot searches with an
     /// embedder; `None` if the embedder failed (then this snapshot's searches are lexical).
     vectors: OnceLock<Option<Vectors>>,
 }
 
-/// What one tool requires, as ranges into `Snapshot::ids`. Counts are `usize`: a tool from
-/// configuration may list any number of tenants, and no count can wrap around (a tenant list
-/// that wrapped to empty would admit every tenant).
-#[derive(Debug, Clone, Copy)]
-struct Requirement {
-    start: usize,
-    scopes: usize,
-    tenants: usize,
-    read_only: bool,
-}
-
-/// One tool a run may see and call: the version it was shown.
+/// One tool of a snapshot: the version runs projected from it are shown and call.
 #[derive(Debug, Clone)]
 pub(crate) struct Entry {
     pub(crate) slot: usize,
@@ -65,61 +56,201 @@ pub(crate) struct Entry {
     pub(crate) tool: Tool,
 }
 
-impl Snapshot {
-    pub(crate) fn new(tools: Vec<Tool>, versions: Vec<u64>) -> Snapshot {
-        let mut snapshot = Snapshot {
-            requirements: Vec::with_capacity(tools.len()),
-            ids: Vec::new(),
-            scope_ids: HashMap::new(),
-            tenant_ids: HashMap::new(),
-            tools: Vec::new(),
-            versions,
-            index: OnceLock::new(),
-            vectors: OnceLock::new(),
-        };
-        for tool in &tools {
-            let start = snapshot.ids.len();
-            let settings = tool.settings();
-            for scope in &settings.scopes {
-                let next = snapshot.scope_ids.len();
-                let id = *snapshot
-                    .scope_ids
-                    .entry(scope.as_str().to_owned())
-                    .or_insert(next);
-                snapshot.ids.push(id);
+/// A snapshot's requirements compiled for projection.
+#[derive(Debug)]
+struct Projection {
+    scope_ids: HashMap<Box<str>, usize>,
+    tenant_ids: HashMap<Box<str>, usize>,
+    /// The tools that require no scope.
+    unscoped: Bits,
+    /// Per scope id: the tools whose only scope it is.
+    single: Vec<Members>,
+    /// Per scope id: the tools that require two scopes or more, filed under their first,
+    /// with every scope id they require.
+    multi: Vec<Vec<(usize, Box<[usize]>)>>,
+    /// The tools restricted to some tenants.
+    restricted: Bits,
+    /// Whether any tool is restricted to tenants.
+    any_restricted: bool,
+    /// Per tenant id: the tools restricted to tenants that admit it.
+    admits: Vec<Members>,
+    /// The tools with the `read_only` hint, all a read-only run may see.
+    read_only: Bits,
+}
+
+/// The id of `name` in `ids`, added if new.
+fn intern(ids: &mut HashMap<Box<str>, usize>, name: &str) -> usize {
+    if let Some(&id) = ids.get(name) {
+        return id;
+    }
+    let id = ids.len();
+    ids.insert(name.into(), id);
+    id
+}
+
+impl Projection {
+    fn build(entries: &[Entry]) -> Projection {
+        let len = entries.len();
+        let mut scope_ids = HashMap::new();
+        let mut tenant_ids = HashMap::new();
+        let mut unscoped = Bits::new(len);
+        let mut restricted = Bits::new(len);
+        let mut read_only = Bits::new(len);
+        let mut single: Vec<Vec<usize>> = Vec::new();
+        let mut multi: Vec<Vec<(usize, Box<[usize]>)>> = Vec::new();
+        let mut admits: Vec<Vec<usize>> = Vec::new();
+        for (slot, entry) in entries.iter().enumerate() {
+            let settings = entry.tool.settings();
+            let at = slot;
+            let scopes: Vec<usize> = settings
+                .scopes
+                .iter()
+                .map(|scope| intern(&mut scope_ids, scope.as_str()))
+                .collect();
+            single.resize_with(scope_ids.len(), Vec::new);
+            multi.resize_with(scope_ids.len(), Vec::new);
+            match scopes[..] {
+                [] => unscoped.insert(slot),
+                [only] => single[only].push(at),
+                [first, ..] => multi[first].push((at, scopes.into_boxed_slice())),
+            }
+            if !settings.tenants.is_empty() {
+                restricted.insert(slot);
             }
             for tenant in &settings.tenants {
-                let next = snapshot.tenant_ids.len();
-                let id = *snapshot.tenant_ids.entry(tenant.clone()).or_insert(next);
-                snapshot.ids.push(id);
+                let id = intern(&mut tenant_ids, tenant);
+                admits.resize_with(tenant_ids.len(), Vec::new);
+                // A tenant listed twice by one tool: its slot once.
+                if admits[id].last() != Some(&at) {
+                    admits[id].push(at);
+                }
             }
-            snapshot.requirements.push(Requirement {
-                start,
-                scopes: settings.scopes.len(),
-                tenants: settings.tenants.len(),
-                read_only: settings.hints.read_only,
-            });
+            if settings.hints.read_only {
+                read_only.insert(slot);
+            }
         }
-        snapshot.tools = tools;
-        snapshot
+        Projection {
+            scope_ids,
+            tenant_ids,
+            unscoped,
+            single: single
+                .into_iter()
+                .map(|slots| Members::of(slots, len))
+                .collect(),
+            multi,
+            any_restricted: !restricted.is_empty(),
+            restricted,
+            admits: admits
+                .into_iter()
+                .map(|slots| Members::of(slots, len))
+                .collect(),
+            read_only,
+        }
+    }
+
+    /// The slots whose scopes, tenants and access admit `subject`, before revocation,
+    /// readiness and access rules.
+    fn admitted(&self, subject: &Subject) -> Bits {
+        let mut visible = self.unscoped.clone();
+        let mut grants = Bits::new(self.scope_ids.len());
+        let mut granted: Vec<usize> = Vec::new();
+        for scope in subject.scopes() {
+            if let Some(&id) = self.scope_ids.get(scope) {
+                grants.insert(id);
+                granted.push(id);
+            }
+        }
+        for &id in &granted {
+            visible.union(&self.single[id]);
+            for (slot, scopes) in &self.multi[id] {
+                if scopes.iter().all(|&scope| grants.contains(scope)) {
+                    visible.insert(*slot);
+                }
+            }
+        }
+        if self.any_restricted {
+            let tenant = self.tenant_ids.get(subject.tenant());
+            let admitted = tenant.map(|&id| &self.admits[id]);
+            visible.restrict(&self.restricted, admitted);
+        }
+        if subject.access() == Access::ReadOnly {
+            visible.intersect(&self.read_only);
+        }
+        visible
+    }
+}
+
+impl Snapshot {
+    /// A snapshot of `tools` (in name order) at `versions`.
+    pub(crate) fn new(tools: Vec<Tool>, versions: Vec<u64>) -> Snapshot {
+        let entries = tools
+            .into_iter()
+            .zip(versions)
+            .enumerate()
+            .map(|(slot, (tool, version))| Entry {
+                slot,
+                version,
+                tool,
+            })
+            .collect();
+        Snapshot::of_entries(entries)
+    }
+
+    fn of_entries(entries: Box<[Entry]>) -> Snapshot {
+        Snapshot {
+            entries,
+            projection: OnceLock::new(),
+            index: OnceLock::new(),
+            vectors: OnceLock::new(),
+        }
+    }
+
+    /// How many tools (slots) there are.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Every tool with its slot and version, in slot (name) order.
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The tool in `slot`.
+    pub(crate) fn tool(&self, slot: usize) -> &Tool {
+        &self.entries[slot].tool
+    }
+
+    /// The version of the tool in `slot`.
+    pub(crate) fn version(&self, slot: usize) -> u64 {
+        self.entries[slot].version
+    }
+
+    /// Every tool, in slot (name) order.
+    pub(crate) fn tools(&self) -> impl ExactSizeIterator<Item = &Tool> + Clone + '_ {
+        self.entries.iter().map(|entry| &entry.tool)
+    }
+
+    fn projection(&self) -> &Projection {
+        self.projection
+            .get_or_init(|| Projection::build(&self.entries))
     }
 
     /// The search index of this snapshot's tools: built once, the first time it is asked for
     /// (by any run of the snapshot), then shared.
     pub(crate) fn index(&self) -> &SearchIndex {
-        self.index.get_or_init(|| SearchIndex::build(&self.tools))
+        self.index.get_or_init(|| SearchIndex::build(self.tools()))
     }
 
     /// The vectors of this snapshot's tools by `embedder`: computed once, the first time they
     /// are asked for, then shared; `None` if the embedder failed (logged once).
     pub(crate) fn vectors(&self, embedder: &dyn Embedder) -> Option<&Vectors> {
         self.vectors
-            .get_or_init(|| match Vectors::build(&self.tools, embedder) {
+            .get_or_init(|| match Vectors::build(self.tools(), embedder) {
                 Ok(vectors) => Some(vectors),
                 Err(error) => {
                     tracing::warn!(
                         error = ?error.message(),
-                        tools = self.tools.len(),
+                        tools = self.len(),
                         "the embedder could not embed this snapshot's tools: its searches are lexical"
                     );
                     None
@@ -130,65 +261,35 @@ impl Snapshot {
 
     /// This snapshot with slot `slot` holding `tool` at `version`.
     pub(crate) fn with_replaced(&self, slot: usize, tool: Tool, version: u64) -> Snapshot {
-        let mut tools = self.tools.clone();
-        let mut versions = self.versions.clone();
-        tools[slot] = tool;
-        versions[slot] = version;
-        Snapshot::new(tools, versions)
+        let mut entries = self.entries.clone();
+        entries[slot] = Entry {
+            slot,
+            version,
+            tool,
+        };
+        Snapshot::of_entries(entries)
     }
 
-    /// Every tool `subject` may see, in name order.
+    /// The slots of every tool `subject` may see, in name order.
     pub(crate) fn project(
         &self,
         subject: &Subject,
         slots: &[SlotState],
         rules: &[Box<dyn AccessRule>],
-    ) -> Vec<Entry> {
-        let grants = self.grants(subject);
-        let tenant = self.tenant_ids.get(subject.tenant()).copied();
-        let read_only_run = subject.access() == Access::ReadOnly;
-        let mut entries = Vec::new();
-        for (index, requirement) in self.requirements.iter().enumerate() {
-            if read_only_run && !requirement.read_only {
+    ) -> Vec<usize> {
+        let admitted = self.projection().admitted(subject);
+        let mut visible = Vec::with_capacity(admitted.len());
+        for slot in admitted.iter() {
+            let entry = &self.entries[slot];
+            let state = &slots[slot];
+            if state.is_revoked(entry.version) || !state.ready.is_ready() {
                 continue;
             }
-            let ids = &self.ids[requirement.start..];
-            let (scopes, rest) = ids.split_at(requirement.scopes);
-            if !scopes
-                .iter()
-                .all(|&id| grants[id / 64] & (1 << (id % 64)) != 0)
-            {
+            if !rules.is_empty() && hidden_by(rules, subject, &entry.tool).is_some() {
                 continue;
             }
-            let tenants = &rest[..requirement.tenants];
-            if !tenants.is_empty() && !tenant.is_some_and(|t| tenants.contains(&t)) {
-                continue;
-            }
-            let version = self.versions[index];
-            if slots[index].is_revoked(version) || !slots[index].ready.is_ready() {
-                continue;
-            }
-            let tool = &self.tools[index];
-            if hidden_by(rules, subject, tool).is_some() {
-                continue;
-            }
-            entries.push(Entry {
-                slot: index,
-                version,
-                tool: tool.clone(),
-            });
+            visible.push(slot);
         }
-        entries
-    }
-
-    /// The subject's scopes as a bit set over the interned scope ids.
-    fn grants(&self, subject: &Subject) -> Vec<u64> {
-        let mut grants = vec![0u64; self.scope_ids.len().div_ceil(64).max(1)];
-        for scope in subject.scopes() {
-            if let Some(&id) = self.scope_ids.get(scope) {
-                grants[id / 64] |= 1 << (id % 64);
-            }
-        }
-        grants
+        visible
     }
 }

@@ -173,8 +173,11 @@ pub(crate) struct Vectors {
 impl Vectors {
     /// Embeds every tool, in batches; an error if the embedder fails or answers vectors of
     /// the wrong count, length or values.
-    pub(crate) fn build(tools: &[Tool], embedder: &dyn Embedder) -> Result<Vectors, EmbedError> {
-        let texts: Vec<String> = tools.iter().map(tool_text).collect();
+    pub(crate) fn build<'a>(
+        tools: impl Iterator<Item = &'a Tool>,
+        embedder: &dyn Embedder,
+    ) -> Result<Vectors, EmbedError> {
+        let texts: Vec<String> = tools.map(tool_text).collect();
         let mut vectors = Vectors {
             dimensions: 0,
             data: Vec::new(),
@@ -184,7 +187,7 @@ impl Vectors {
             for vector in checked(embedder.embed(&batch)?, batch.len())? {
                 if vectors.dimensions == 0 {
                     vectors.dimensions = vector.len();
-                    vectors.data.reserve(vector.len() * tools.len());
+                    vectors.data.reserve(vector.len() * texts.len());
                 }
                 if vector.len() != vectors.dimensions {
                     return Err(EmbedError::new(format!(

@@ -152,7 +152,7 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
     let subject = run.subject();
     let registry = run.origin();
     let mut hidden = Vec::new();
-    for (slot, tool) in snapshot.tools.iter().enumerate() {
+    for (slot, tool) in snapshot.tools().enumerate() {
         if run.allowed().permits(tool.name()) {
             continue;
         }
@@ -175,10 +175,10 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         if subject.access() == Access::ReadOnly && !settings.hints.read_only {
             reasons.push(HiddenReason::WriteToolInReadOnlyRun);
         }
-        if registry.is_revoked(slot, snapshot.versions[slot]) {
+        if registry.is_revoked(slot, snapshot.version(slot)) {
             reasons.push(HiddenReason::Revoked {
                 reason: registry
-                    .revocation_reason(tool.name(), snapshot.versions[slot])
+                    .revocation_reason(tool.name(), snapshot.version(slot))
                     .unwrap_or_else(|| "no reason recorded".into()),
             });
         }
@@ -208,7 +208,7 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         .map(str::to_owned)
         .collect();
     Explanation {
-        registered: snapshot.tools.len(),
+        registered: snapshot.len(),
         visible: run.allowed().len(),
         hidden,
         malformed_scopes,
@@ -225,8 +225,7 @@ impl Run {
         let registry = self.origin();
         let subject = self.subject();
         let (slot, tool) = snapshot
-            .tools
-            .iter()
+            .tools()
             .enumerate()
             .find(|(_, tool)| tool.name() == name)?;
         let settings = tool.settings();
@@ -236,7 +235,7 @@ impl Run {
             .any(|scope| !subject.has_scope(scope.as_str()));
         let hidden_otherwise = !settings.admits_tenant(subject.tenant())
             || (subject.access() == Access::ReadOnly && !settings.hints.read_only)
-            || registry.is_revoked(slot, snapshot.versions[slot])
+            || registry.is_revoked(slot, snapshot.version(slot))
             || registry.not_ready(slot).is_some();
         if !lacks_scopes || hidden_otherwise {
             return None;

@@ -3,7 +3,6 @@
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use xxhash_rust::xxh3::Xxh3;
 
 /// A stable 128-bit fingerprint (XXH3) of tool definitions: the same definitions give the
 /// same fingerprint in every process and on every machine. It identifies, it does not
@@ -17,15 +16,19 @@ impl Fingerprint {
         Fingerprint(xxhash_rust::xxh3::xxh3_128(bytes))
     }
 
-    /// The fingerprint of a sequence of named fingerprints, in order.
+    /// The fingerprint of a sequence of named fingerprints, in order: XXH3 of each name's
+    /// length (8 bytes, little-endian), the name and the fingerprint (16 bytes,
+    /// little-endian), one after the other. The bytes are laid out first and hashed in one
+    /// pass, which gives what hashing them piece by piece gives, several times faster for a
+    /// run's hundreds of short names.
     pub(crate) fn of_named<'a>(items: impl Iterator<Item = (&'a str, Fingerprint)>) -> Self {
-        let mut hasher = Xxh3::new();
+        let mut bytes = Vec::with_capacity(items.size_hint().0 * 48);
         for (name, fingerprint) in items {
-            hasher.update(&(name.len() as u64).to_le_bytes());
-            hasher.update(name.as_bytes());
-            hasher.update(&fingerprint.0.to_le_bytes());
+            bytes.extend_from_slice(&(name.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(name.as_bytes());
+            bytes.extend_from_slice(&fingerprint.0.to_le_bytes());
         }
-        Fingerprint(hasher.digest128())
+        Fingerprint(xxhash_rust::xxh3::xxh3_128(&bytes))
     }
 
     /// The 128 bits.
@@ -61,5 +64,43 @@ impl<'de> Deserialize<'de> for Fingerprint {
                     "a fingerprint is 32 hexadecimal digits, not {text:?}"
                 ))
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use xxhash_rust::xxh3::Xxh3;
+
+    use super::Fingerprint;
+
+    /// What `of_named` hashed before: the same bytes, piece by piece.
+    fn streamed(items: &[(String, Fingerprint)]) -> Fingerprint {
+        let mut hasher = Xxh3::new();
+        for (name, fingerprint) in items {
+            hasher.update(&(name.len() as u64).to_le_bytes());
+            hasher.update(name.as_bytes());
+            hasher.update(&fingerprint.0.to_le_bytes());
+        }
+        Fingerprint(hasher.digest128())
+    }
+
+    #[test]
+    fn a_set_fingerprint_is_the_one_hashed_piece_by_piece() {
+        // Empty, short (under one stripe), and long inputs that cross XXH3's blocks, with
+        // names of every length up to a few hundred bytes.
+        for count in [0, 1, 2, 5, 40, 1_000] {
+            let items: Vec<(String, Fingerprint)> = (0..count)
+                .map(|i| {
+                    let name = "n".repeat(i * 7 % 300) + &i.to_string();
+                    (
+                        name,
+                        Fingerprint(u128::from(i as u64) * 0x9e37_79b9_7f4a_7c15),
+                    )
+                })
+                .collect();
+            let laid_out =
+                Fingerprint::of_named(items.iter().map(|(name, fp)| (name.as_str(), *fp)));
+            assert_eq!(laid_out, streamed(&items), "{count} items");
+        }
     }
 }

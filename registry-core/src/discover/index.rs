@@ -152,7 +152,12 @@ impl std::fmt::Debug for SearchIndex {
 
 impl SearchIndex {
     /// The index of `tools`, slot `i` being `tools[i]`. Builds every tool's definition.
-    pub(crate) fn build(tools: &[Tool]) -> SearchIndex {
+    pub(crate) fn build<'a, I>(tools: I) -> SearchIndex
+    where
+        I: IntoIterator<Item = &'a Tool>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let tools = tools.into_iter();
         let mut index = SearchIndex {
             terms: Terms::new(),
             ids: HashMap::new(),
@@ -163,7 +168,7 @@ impl SearchIndex {
         let mut stems = HashMap::new();
         // The document being indexed: (term id, weight) per occurrence.
         let mut document: Vec<(usize, f32)> = Vec::new();
-        for (slot, tool) in tools.iter().enumerate() {
+        for (slot, tool) in tools.enumerate() {
             document.clear();
             let mut add = |text: &str, weight: f32| {
                 index.terms.each_cached(text, &mut stems, &mut |term| {

@@ -10,7 +10,7 @@ use crate::audit::{self, AuditEvent, ProjectionEvent};
 use crate::declare::definition::ToolDefinition;
 use crate::declare::settings::Hints;
 use crate::discover::allowed::AllowedSet;
-use crate::discover::discovery::{Entry, Snapshot};
+use crate::discover::discovery::Snapshot;
 use crate::discover::subject::Subject;
 use crate::execute::context::{RunScope, default_host};
 use crate::execute::host::CallHost;
@@ -83,7 +83,6 @@ use crate::register::registry::Registry;
 /// ```
 pub struct Run {
     pub(crate) registry: Registry,
-    snapshot: Arc<Snapshot>,
     pub(crate) scope: Arc<RunScope>,
     pub(crate) allowed: AllowedSet,
     pub(crate) timeout: Option<Duration>,
@@ -116,14 +115,14 @@ impl Registry {
     /// `read_only` tools), it is not revoked, and the application's [`AccessRule`](crate::access::AccessRule), if any,
     /// does not deny it.
     pub fn open_run(&self, run_id: impl Into<Arc<str>>, subject: &Subject) -> Run {
-        let (snapshot, entries) = self.project(subject);
+        let (snapshot, visible) = self.project(subject);
         let scope = Arc::new(RunScope {
             run_id: run_id.into(),
             subject: subject.clone(),
             state: self.app_state().clone(),
         });
-        let hidden = snapshot.tools.len() - entries.len();
-        let run = Run::new(self.clone(), snapshot, scope, entries);
+        let hidden = snapshot.len() - visible.len();
+        let run = Run::new(self.clone(), snapshot, scope, visible);
         let sink = self.audit_sink();
         if audit::wanted(sink) {
             audit::emit(
@@ -171,16 +170,21 @@ pub struct Capability<'a> {
 
 /// How many names an unknown-tool answer lists at most.
 impl Run {
+    /// The run of `scope` allowed the `visible` slots (increasing) of `snapshot`.
     pub(crate) fn new(
         registry: Registry,
         snapshot: Arc<Snapshot>,
         scope: Arc<RunScope>,
-        entries: Vec<Entry>,
+        visible: Vec<usize>,
     ) -> Run {
-        let allowed = AllowedSet::new(entries, scope.run_id.clone(), scope.subject.clone());
+        let allowed = AllowedSet::new(
+            snapshot,
+            visible,
+            scope.run_id.clone(),
+            scope.subject.clone(),
+        );
         Run {
             registry,
-            snapshot,
             scope,
             allowed,
             timeout: None,
@@ -287,12 +291,12 @@ impl Run {
 
     /// The registry snapshot the run was projected from.
     pub(crate) fn snapshot(&self) -> &Snapshot {
-        &self.snapshot
+        self.allowed.snapshot()
     }
 
     /// The registry snapshot the run was projected from, shared.
     pub(crate) fn shared_snapshot(&self) -> Arc<Snapshot> {
-        self.snapshot.clone()
+        self.allowed.snapshot().clone()
     }
 
     /// Exactly the JSON `profile`'s consumer takes as its list of tools: this run's visible

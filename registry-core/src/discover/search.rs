@@ -236,18 +236,16 @@ fn fuse(
 
 /// The hits of `found`, from the run's entries (in slot order).
 fn hits(
-    entries: &[crate::discover::discovery::Entry],
+    entries: crate::discover::allowed::Entries<'_>,
     ranked: &Ranked,
     found: Vec<(Found, Option<f32>)>,
 ) -> Vec<SearchHit> {
     found
         .into_iter()
         .filter_map(|(found, similarity)| {
-            let at = entries
-                .binary_search_by_key(&found.slot, |entry| entry.slot)
-                .ok()?;
+            let entry = entries.of_slot(found.slot)?;
             Some(SearchHit {
-                tool: entries[at].tool.clone(),
+                tool: entry.tool.clone(),
                 score: found.score,
                 matched: found.matched,
                 terms: ranked.terms,

@@ -37,37 +37,62 @@ impl Texts<'_> {
         allowed: bool,
         problems: &mut Vec<BuildProblem>,
     ) {
-        let mut lint = |field: &str, pointer: Option<&str>, text: &str| {
-            for finding in registry_lint::check(text) {
-                if allowed && finding.rule.family() != registry_lint::Family::Secret {
-                    continue;
-                }
-                problems.push(BuildProblem::UnsafeDescription {
-                    tool: tool.to_owned(),
-                    site,
-                    field: field.to_owned(),
-                    pointer: pointer.map(str::to_owned),
-                    rule: finding.rule.id(),
-                    excerpt: finding.excerpt.clone(),
-                    finding: finding.to_string(),
-                });
-            }
+        let lint = Lint {
+            tool,
+            site,
+            allowed,
         };
-        lint("description", None, self.description);
+        lint.text("description", None, self.description, problems);
         if let Some(title) = self.title {
-            lint("title", None, title);
+            lint.text("title", None, title, problems);
         }
-        let schemas = [
-            ("parameters schema", Some(self.parameters)),
-            ("output schema", self.output_schema),
-        ];
-        for (field, schema) in schemas {
-            if let Some(schema) = schema {
-                schema_texts(schema, &mut String::new(), &mut |pointer, text| {
-                    lint(field, Some(pointer), text);
-                });
+        lint.schema("parameters schema", self.parameters, problems);
+        if let Some(output) = self.output_schema {
+            lint.schema("output schema", output, problems);
+        }
+    }
+}
+
+/// The description lint of one tool's texts, one by one (see [`Texts::lint`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Lint<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) site: Source,
+    /// `allow_description` given a reason: only the secret rules apply.
+    pub(crate) allowed: bool,
+}
+
+impl Lint<'_> {
+    /// Lints `text`, the tool's `field` (at `pointer` in it, for a schema).
+    pub(crate) fn text(
+        self,
+        field: &str,
+        pointer: Option<&str>,
+        text: &str,
+        problems: &mut Vec<BuildProblem>,
+    ) {
+        for finding in registry_lint::check(text) {
+            if self.allowed && finding.rule.family() != registry_lint::Family::Secret {
+                continue;
             }
+            problems.push(BuildProblem::UnsafeDescription {
+                tool: self.tool.to_owned(),
+                site: self.site,
+                field: field.to_owned(),
+                pointer: pointer.map(str::to_owned),
+                rule: finding.rule.id(),
+                excerpt: finding.excerpt.clone(),
+                finding: finding.to_string(),
+            });
         }
+    }
+
+    /// Lints every text of `schema`, the tool's `field` (`parameters schema` or `output
+    /// schema`).
+    pub(crate) fn schema(self, field: &str, schema: &Value, problems: &mut Vec<BuildProblem>) {
+        schema_texts(schema, &mut String::new(), &mut |pointer, text| {
+            self.text(field, Some(pointer), text, problems);
+        });
     }
 }
 

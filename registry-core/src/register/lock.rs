@@ -32,8 +32,11 @@ const NONE: &str = "(none)";
 
 /// The lock text of `tools`; `default_rate_limit` is the registry's limit for tools without
 /// their own.
-pub(crate) fn lock_text(tools: &[Tool], default_rate_limit: Option<RateLimit>) -> String {
-    let mut tools: Vec<&Tool> = tools.iter().collect();
+pub(crate) fn lock_text<'a>(
+    tools: impl Iterator<Item = &'a Tool>,
+    default_rate_limit: Option<RateLimit>,
+) -> String {
+    let mut tools: Vec<&Tool> = tools.collect();
     tools.sort_by(|a, b| a.name().cmp(b.name()));
     let mut text = String::from(HEADER);
     for tool in tools {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
 use crate::declare::dynamic::DynamicTool;
 use crate::declare::source::Source;
-use crate::discover::discovery::{Entry, SlotState, Snapshot};
+use crate::discover::discovery::{SlotState, Snapshot};
 use crate::discover::embed::Embedder;
 use crate::discover::subject::Subject;
 use crate::execute::host::CallHost;
@@ -211,7 +211,7 @@ impl Registry {
     /// ```
     pub fn get(&self, name: &str) -> Option<Tool> {
         let slot = self.slot(name)?;
-        Some(self.snapshot().tools[slot].clone())
+        Some(self.snapshot().tool(slot).clone())
     }
 
     /// Whether a tool named `name` is registered (revoked or not).
@@ -232,7 +232,7 @@ impl Registry {
     /// The current version of every tool, in name order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Tool> + use<> {
         let snapshot = self.snapshot();
-        (0..snapshot.tools.len()).map(move |index| snapshot.tools[index].clone())
+        (0..snapshot.len()).map(move |index| snapshot.tool(index).clone())
     }
 
     /// The replacements made while building, in the order they were made.
@@ -240,17 +240,17 @@ impl Registry {
         &self.inner.replacements
     }
 
-    /// The current snapshot and the entries `subject` may see in it. The read lock is held
-    /// while projecting, so that a replacement (which revokes the old version and installs the
-    /// new one under the write lock) is seen whole or not at all.
-    pub(crate) fn project(&self, subject: &Subject) -> (Arc<Snapshot>, Vec<Entry>) {
+    /// The current snapshot and the slots `subject` may see in it, increasing. The read lock
+    /// is held while projecting, so that a replacement (which revokes the old version and
+    /// installs the new one under the write lock) is seen whole or not at all.
+    pub(crate) fn project(&self, subject: &Subject) -> (Arc<Snapshot>, Vec<usize>) {
         let current = self
             .inner
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let entries = current.project(subject, &self.inner.slots, &self.inner.access_rules);
-        (current.clone(), entries)
+        let visible = current.project(subject, &self.inner.slots, &self.inner.access_rules);
+        (current.clone(), visible)
     }
 
     /// The application state every run's context carries.
@@ -276,14 +276,14 @@ impl Registry {
         let snapshot = self.snapshot();
         self.inner.slots[slot]
             .revoked_through
-            .fetch_max(snapshot.versions[slot], Ordering::AcqRel);
+            .fetch_max(snapshot.version(slot), Ordering::AcqRel);
         let change = Change {
             at: audit::now(),
             name: name.to_owned(),
             kind: ChangeKind::Revoked,
             reason,
-            old_fingerprint: snapshot.tools[slot].fingerprint(),
-            old_version: snapshot.tools[slot].version_fingerprint(),
+            old_fingerprint: snapshot.tool(slot).fingerprint(),
+            old_version: snapshot.tool(slot).version_fingerprint(),
             new_version: None,
         };
         Ok(self.commit_change(changes, change))
@@ -341,7 +341,7 @@ impl Registry {
         };
         let changes = self.lock_changes();
         let mut current = self.write_snapshot();
-        let version = current.versions[slot];
+        let version = current.version(slot);
         if !self.inner.slots[slot].is_revoked(version) {
             drop(current);
             drop(changes);
@@ -350,7 +350,7 @@ impl Registry {
             };
             return Err(self.refused(ChangeAttempt::Restore, name, &reason, error));
         }
-        let tool = current.tools[slot].clone();
+        let tool = current.tool(slot).clone();
         let old_fingerprint = tool.fingerprint();
         let old_version = tool.version_fingerprint();
         let next = current.with_replaced(slot, tool, version + 1);
@@ -467,9 +467,9 @@ impl Registry {
         };
         let changes = self.lock_changes();
         let mut current = self.write_snapshot();
-        let old_version = current.versions[slot];
-        let old_fingerprint = current.tools[slot].fingerprint();
-        let old_tool_version = current.tools[slot].version_fingerprint();
+        let old_version = current.version(slot);
+        let old_fingerprint = current.tool(slot).fingerprint();
+        let old_tool_version = current.tool(slot).version_fingerprint();
         let new_tool = Tool::from_parts(parts);
         let new_tool_version = new_tool.version_fingerprint();
         let next = current.with_replaced(slot, new_tool, old_version + 1);
@@ -497,8 +497,7 @@ impl Registry {
     /// incompatibility, with the tool, a JSON pointer, the rule and how to fix it.
     pub fn check(&self, profile: Profile) -> Result<(), CompatibilityError> {
         let snapshot = self.snapshot();
-        let (list, mut problems) =
-            crate::present::export::export_all(profile, snapshot.tools.iter());
+        let (list, mut problems) = crate::present::export::export_all(profile, snapshot.tools());
         problems.extend(crate::present::compat::check_tools(profile, &list));
         if problems.is_empty() {
             Ok(())
@@ -614,7 +613,7 @@ impl Registry {
     /// ```
     #[must_use = "the lock text is to be written or compared (`Registry::assert_lockfile`)"]
     pub fn lock(&self) -> String {
-        crate::register::lock::lock_text(&self.snapshot().tools, self.inner.gate.rate_limit)
+        crate::register::lock::lock_text(self.snapshot().tools(), self.inner.gate.rate_limit)
     }
 
     /// Panics with what changed, tool by tool, unless the lock file at `path` holds exactly
@@ -813,7 +812,7 @@ impl Registry {
 
     /// The version of the tool in `slot` that new runs get.
     pub(crate) fn current_version(&self, slot: usize) -> u64 {
-        self.snapshot().versions[slot]
+        self.snapshot().version(slot)
     }
 
     pub(crate) fn gate(&self) -> &GateConfig {

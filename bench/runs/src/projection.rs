@@ -1,0 +1,142 @@
+//! `project`: opening a run over 10,000 tools against a bitmask projection of the same data.
+//!
+//! The registry: 10,000 run-time tools, each requiring one of 10 scopes (`area0:read` ..
+//! `area9:read`); every 7th is also restricted to the tenant `tenant-b`. The subject, of
+//! `tenant-a`, holds `area3:read`: it sees 1,000 − 142 = **858** tools.
+//!
+//! - *open_run*: `registry.open_run(..)` (the projection, the frozen allowed set with its
+//!   fingerprint, the run's scope) and dropping the run, after a first run has built the
+//!   visible tools' definitions and fingerprints;
+//! - *bitmask floor*: the same tools' requirements compiled beforehand into one `u64` of
+//!   scope bits and one of tenant bits per tool, and a loop over the 10,000 testing them
+//!   against the subject's bits and collecting the visible indices into a `Vec<u32>`: what a
+//!   projection costs with nothing else to do (no fingerprint, no revocation or readiness,
+//!   no run).
+//!
+//! The ratio is printed from the same run.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use registry_core::{DynamicTool, Registry, Subject};
+use serde_json::{Value, json};
+
+use crate::{median_per_iteration, show};
+
+const TOOLS: usize = 10_000;
+const SCOPES: usize = 10;
+/// Every `RESTRICTED`-th tool is restricted to `tenant-b`.
+const RESTRICTED: usize = 7;
+
+pub(crate) fn project() {
+    let mut builder = Registry::builder();
+    for index in 0..TOOLS {
+        let mut tool = DynamicTool::new(format!("tool_{index:05}"), "A tool of the benchmark.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"project": {"type": "string"}, "limit": {"type": "integer"}},
+                "required": ["project"],
+                "additionalProperties": false
+            }))
+            .scopes([format!("area{}:read", index % SCOPES)])
+            .handler(|_, _| Ok::<_, String>(Value::Null));
+        if index % RESTRICTED == 0 {
+            tool = tool.tenants(["tenant-b"]);
+        }
+        builder = builder.tool(tool);
+    }
+    let registry = builder.build().expect("the benchmark registry builds");
+    let subject = Subject::new("tenant-a").with_scopes(["area3:read"]);
+    // The first projection builds each visible tool's definition and fingerprint, once.
+    let first = Instant::now();
+    let run = registry.open_run("warm-up", &subject);
+    let first = first.elapsed();
+    let visible = run.allowed().len();
+    let floor = Floor::of(&registry);
+    assert_eq!(
+        floor.project(&subject).len(),
+        visible,
+        "the floor sees what the run sees"
+    );
+
+    let open_run = median_per_iteration(2_000, || {
+        black_box(registry.open_run("run", black_box(&subject)));
+    });
+    let bitmask = median_per_iteration(20_000, || {
+        black_box(floor.project(black_box(&subject)));
+    });
+    let ratio = open_run.as_secs_f64() / bitmask.as_secs_f64().max(f64::MIN_POSITIVE);
+    println!(
+        "project: {TOOLS} tools, {visible} visible: open_run {} (first, building definitions: {})",
+        show(open_run),
+        show(first)
+    );
+    println!(
+        "project: bitmask floor on the same data: {}; open_run / floor: {ratio:.1}x",
+        show(bitmask)
+    );
+}
+
+/// The requirements of every tool as bits: the floor's own interning, done beforehand.
+struct Floor {
+    scope_names: Vec<String>,
+    tenant_names: Vec<String>,
+    /// Per tool: the scopes it requires, and the tenants it admits (0: any).
+    tools: Vec<(u64, u64)>,
+}
+
+impl Floor {
+    fn of(registry: &Registry) -> Floor {
+        let mut floor = Floor {
+            scope_names: Vec::new(),
+            tenant_names: Vec::new(),
+            tools: Vec::new(),
+        };
+        for tool in registry.iter() {
+            let settings = tool.settings();
+            let scopes = settings.scopes.iter().fold(0, |bits, scope| {
+                bits | Self::bit(&mut floor.scope_names, scope.as_str())
+            });
+            let tenants = settings.tenants.iter().fold(0, |bits, tenant| {
+                bits | Self::bit(&mut floor.tenant_names, tenant)
+            });
+            floor.tools.push((scopes, tenants));
+        }
+        floor
+    }
+
+    fn bit(names: &mut Vec<String>, name: &str) -> u64 {
+        let index = match names.iter().position(|known| known == name) {
+            Some(index) => index,
+            None => {
+                names.push(name.to_owned());
+                names.len() - 1
+            }
+        };
+        assert!(index < 64, "the floor holds at most 64 names");
+        1 << index
+    }
+
+    /// The indices of the tools `subject` may see.
+    fn project(&self, subject: &Subject) -> Vec<u32> {
+        let grants = subject.scopes().fold(0u64, |bits, scope| {
+            bits | self
+                .scope_names
+                .iter()
+                .position(|known| known == scope)
+                .map_or(0, |index| 1 << index)
+        });
+        let tenant = self
+            .tenant_names
+            .iter()
+            .position(|known| known == subject.tenant())
+            .map_or(0, |index| 1u64 << index);
+        let mut visible = Vec::with_capacity(self.tools.len() / 8);
+        for (index, &(scopes, tenants)) in self.tools.iter().enumerate() {
+            if scopes & !grants == 0 && (tenants == 0 || tenants & tenant != 0) {
+                visible.push(index as u32);
+            }
+        }
+        visible
+    }
+}
