@@ -940,11 +940,13 @@ fn declared_tool(
         task_required: declaration.task_required,
     };
     let tool = Tool::declared(declaration, policy);
-    // The macro linted the description, the title and the parameters' docs; the docs of the
-    // parameter and result types (fields, variants), their values, defaults and examples
-    // arrive only through `JsonSchema`, here. Each distinct parameter list and return type is
-    // checked once (`SchemaChecks`): the next tools that have it build their schemas when
-    // first needed.
+    // The macro linted the description, the title and the parameters' docs, with the same
+    // rules (registry-lint, pinned to one version for both crates), and a `#[tool]` with a
+    // finding does not compile: they are not linted again here (they were most of the time
+    // of `from_inventory` over 10,000 tools). The docs of the parameter and result types
+    // (fields, variants), their values, defaults and examples arrive only through
+    // `JsonSchema`, here. Each distinct parameter list and return type is checked once
+    // (`SchemaChecks`): the next tools that have it build their schemas when first needed.
     let before = problems.len();
     let lint = Lint {
         tool: declaration.name,
@@ -953,10 +955,6 @@ fn declared_tool(
             .allow_description
             .is_some_and(|reason| !reason.trim().is_empty()),
     };
-    lint.text("description", None, declaration.description, problems);
-    if let Some(title) = declaration.title {
-        lint.text("title", None, title, problems);
-    }
     let parameters = schemas.parameters(declaration.params, lint, || {
         &tool.definition_ref().parameters
     });
