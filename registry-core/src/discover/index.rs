@@ -53,7 +53,7 @@ use crate::register::tool::Tool;
 pub(crate) use terms::Terms;
 
 /// The weight of a term of the tool's name.
-pub(crate) const NAME: f32 = 4.0;
+pub(crate) const NAME: f32 = 2.0;
 /// The weight of a term of the title.
 pub(crate) const TITLE: f32 = 2.0;
 /// The weight of a term of the description.
@@ -69,7 +69,7 @@ const K1: f64 = 1.2;
 const B: f64 = 0.9;
 
 /// The weight of a query's word's related word ([`synonyms`]) against the word itself.
-pub(crate) const EXPANSION: f64 = 0.5;
+pub(crate) const EXPANSION: f64 = 0.7;
 
 /// The weight of a WordNet synonym ([`wordnet`]) of a query's word against the word itself.
 pub(crate) const WORDNET_SYNONYM: f64 = 0.3;
@@ -207,8 +207,8 @@ impl SearchIndex {
         index
     }
 
-    /// Fills `related` from [`synonyms::GROUPS`]: for each word of a group, the other words
-    /// of every group it is in, as stems, keeping only those some tool has.
+    /// Fills `related` from [`synonyms::RELATED`]: for each of its words, the stems of its
+    /// related words, keeping only those some tool has.
     fn relate(&mut self) {
         let stem = |word: &str| {
             let mut stem = None;
@@ -217,19 +217,15 @@ impl SearchIndex {
             stem
         };
         let mut related: HashMap<String, Vec<usize>> = HashMap::new();
-        for group in synonyms::GROUPS {
-            let stems: Vec<String> = group.iter().filter_map(|word| stem(word)).collect();
-            for from in &stems {
-                for to in &stems {
-                    if to == from {
-                        continue;
-                    }
-                    if let Some(&id) = self.ids.get(to) {
-                        let list = related.entry(from.clone()).or_default();
-                        if !list.contains(&id) {
-                            list.push(id);
-                        }
-                    }
+        for (word, targets) in synonyms::RELATED {
+            let Some(from) = stem(word) else { continue };
+            for target in *targets {
+                let Some(&id) = stem(target).and_then(|to| self.ids.get(&to)) else {
+                    continue;
+                };
+                let list = related.entry(from.clone()).or_default();
+                if !list.contains(&id) {
+                    list.push(id);
                 }
             }
         }
@@ -531,13 +527,18 @@ mod tests {
         let all = [0, 1, 2];
         // "folder" is no tool's word: its related word "directory" is.
         assert_eq!(names(&index, "folder", &all), [1]);
-        // "erase" finds both the delete and the remove tool.
-        assert_eq!(names(&index, "erase", &all), [0, 1]);
+        // "erase" finds the delete tool.
+        assert_eq!(names(&index, "erase", &all), [0]);
+        // Both words, one of them through its related word, rank above one word alone.
+        assert_eq!(names(&index, "remove file", &all), [0, 1, 2]);
         // The query's own word ranks above its related word.
-        assert_eq!(names(&index, "remove file", &all)[0], 1);
-        let own = index.top("delete", &all, 3);
-        assert_eq!(own[0].0, 0);
+        let own = index.top("remove", &all, 3);
+        assert_eq!(own.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 0]);
         assert!(own[0].1 > own[1].1);
+        // A relation goes one way: "remove" finds `delete`, "delete" not `remove` (through
+        // this table; WordNet may relate them too, at its own lower weight).
+        assert!(synonyms::RELATED.contains(&("remove", &["delete"])));
+        assert!(!synonyms::RELATED.iter().any(|(word, _)| *word == "delete"));
     }
 
     #[test]
