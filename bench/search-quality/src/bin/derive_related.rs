@@ -16,7 +16,7 @@
 //! at).
 //!
 //! The output is the Rust `RELATED` array, `(word, &[related words])`, sorted, each line with
-//! the number of tuning queries that evidence it.
+//! the number of tuning queries that evidence it (`cargo fmt` aligns it).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -45,9 +45,7 @@ fn main() {
         .collect();
     let stemmer = Stemmer::create(Algorithm::English);
     let stems = |list: Vec<String>| -> BTreeSet<String> {
-        list.iter()
-            .map(|w| stemmer.stem(w).into_owned())
-            .collect()
+        list.iter().map(|w| stemmer.stem(w).into_owned()).collect()
     };
     let tool_terms: BTreeMap<&str, BTreeSet<String>> = tools
         .iter()
@@ -64,8 +62,8 @@ fn main() {
             (stems(words(&q.query)), relevant)
         })
         .collect();
-    let candidates = std::fs::read_to_string(here("related-candidates.txt"))
-        .expect("related-candidates.txt");
+    let candidates =
+        std::fs::read_to_string(here("related-candidates.txt")).expect("related-candidates.txt");
     // word -> related word -> tuning queries that evidence it.
     let mut kept: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     let (mut pairs, mut groups) = (0usize, 0usize);
@@ -102,8 +100,10 @@ fn main() {
     }
     let kept_pairs: usize = kept.values().map(BTreeMap::len).sum();
     println!(
-        "// Derived by bench/search-quality's `derive-related` from {groups} candidate groups \
-         ({pairs} ordered pairs): {kept_pairs} pairs kept, evidenced by the tuning part's {} \
+        "// Derived by bench/search-quality's `derive-related` from {groups} candidate groups"
+    );
+    println!(
+        "// ({pairs} ordered pairs): {kept_pairs} pairs kept, evidenced by the tuning part's {} \
          queries over {} tools.",
         queries.len(),
         tools.len()

@@ -15,69 +15,70 @@
 //! Words are written plainly and stemmed like every other term when the index is built.
 //!
 //! To regenerate: `cd bench/search-quality && cargo run --release --bin derive-related`, and
-//! replace the array below with its output.
+//! replace the array below with its output (then `cargo fmt`).
 
-// Derived by bench/search-quality's `derive-related` from 108 candidate groups (1404 ordered pairs): 86 pairs kept, evidenced by the tuning part's 179 queries over 241 tools.
+// Derived by bench/search-quality's `derive-related` from 108 candidate groups
+// (1404 ordered pairs): 86 pairs kept, evidenced by the tuning part's 179 queries over 241 tools.
 pub(crate) const RELATED: &[(&str, &[&str])] = &[
-    ("account", &["user"]), // tuning queries: 1
-    ("add", &["create", "sum"]), // tuning queries: 2, 1
-    ("all", &["list"]), // tuning queries: 1
-    ("attach", &["upload"]), // tuning queries: 1
-    ("bill", &["invoice"]), // tuning queries: 1
-    ("billing", &["invoice"]), // tuning queries: 1
-    ("button", &["element", "selector"]), // tuning queries: 1, 1
-    ("capture", &["screenshot", "snapshot"]), // tuning queries: 1, 1
+    ("account", &["user"]),                     // tuning queries: 1
+    ("add", &["create", "sum"]),                // tuning queries: 2, 1
+    ("all", &["list"]),                         // tuning queries: 1
+    ("attach", &["upload"]),                    // tuning queries: 1
+    ("bill", &["invoice"]),                     // tuning queries: 1
+    ("billing", &["invoice"]),                  // tuning queries: 1
+    ("button", &["element", "selector"]),       // tuning queries: 1, 1
+    ("capture", &["screenshot", "snapshot"]),   // tuning queries: 1, 1
     ("change", &["modify", "patch", "update"]), // tuning queries: 1, 2, 2
-    ("chargeback", &["dispute", "refund"]), // tuning queries: 2, 1
-    ("cluster", &["server"]), // tuning queries: 2
-    ("compare", &["diff", "difference"]), // tuning queries: 1, 1
-    ("crash", &["error"]), // tuning queries: 1
-    ("date", &["time"]), // tuning queries: 1
-    ("db", &["database", "sql", "table"]), // tuning queries: 2, 2, 1
-    ("doc", &["document"]), // tuning queries: 3
-    ("docs", &["documentation"]), // tuning queries: 3
-    ("document", &["file"]), // tuning queries: 1
-    ("documentation", &["reference"]), // tuning queries: 1
-    ("draw", &["image"]), // tuning queries: 1
-    ("drawing", &["image"]), // tuning queries: 1
-    ("enter", &["fill", "input", "type"]), // tuning queries: 1, 1, 1
-    ("erase", &["delete"]), // tuning queries: 1
-    ("find", &["locate", "query", "search"]), // tuning queries: 1, 2, 2
-    ("folder", &["dir", "directory"]), // tuning queries: 2, 5
-    ("get", &["retrieve"]), // tuning queries: 2
-    ("history", &["log"]), // tuning queries: 1
-    ("install", &["setup"]), // tuning queries: 1
-    ("internet", &["online", "web"]), // tuning queries: 1, 1
-    ("link", &["relation"]), // tuning queries: 1
-    ("list", &["all"]), // tuning queries: 2
-    ("make", &["create", "new"]), // tuning queries: 3, 3
-    ("modify", &["change"]), // tuning queries: 1
-    ("new", &["create", "insert"]), // tuning queries: 1, 1
-    ("open", &["navigate"]), // tuning queries: 2
-    ("org", &["organization"]), // tuning queries: 1
-    ("pay", &["payment"]), // tuning queries: 1
-    ("picture", &["image"]), // tuning queries: 1
-    ("plan", &["subscription"]), // tuning queries: 1
-    ("press", &["click"]), // tuning queries: 1
-    ("production", &["environment"]), // tuning queries: 1
-    ("recurring", &["subscription"]), // tuning queries: 1
-    ("remember", &["knowledge", "memory"]), // tuning queries: 1, 1
-    ("remove", &["delete"]), // tuning queries: 4
-    ("repeat", &["echo"]), // tuning queries: 1
-    ("repository", &["repo"]), // tuning queries: 1
+    ("chargeback", &["dispute", "refund"]),     // tuning queries: 2, 1
+    ("cluster", &["server"]),                   // tuning queries: 2
+    ("compare", &["diff", "difference"]),       // tuning queries: 1, 1
+    ("crash", &["error"]),                      // tuning queries: 1
+    ("date", &["time"]),                        // tuning queries: 1
+    ("db", &["database", "sql", "table"]),      // tuning queries: 2, 2, 1
+    ("doc", &["document"]),                     // tuning queries: 3
+    ("docs", &["documentation"]),               // tuning queries: 3
+    ("document", &["file"]),                    // tuning queries: 1
+    ("documentation", &["reference"]),          // tuning queries: 1
+    ("draw", &["image"]),                       // tuning queries: 1
+    ("drawing", &["image"]),                    // tuning queries: 1
+    ("enter", &["fill", "input", "type"]),      // tuning queries: 1, 1, 1
+    ("erase", &["delete"]),                     // tuning queries: 1
+    ("find", &["locate", "query", "search"]),   // tuning queries: 1, 2, 2
+    ("folder", &["dir", "directory"]),          // tuning queries: 2, 5
+    ("get", &["retrieve"]),                     // tuning queries: 2
+    ("history", &["log"]),                      // tuning queries: 1
+    ("install", &["setup"]),                    // tuning queries: 1
+    ("internet", &["online", "web"]),           // tuning queries: 1, 1
+    ("link", &["relation"]),                    // tuning queries: 1
+    ("list", &["all"]),                         // tuning queries: 2
+    ("make", &["create", "new"]),               // tuning queries: 3, 3
+    ("modify", &["change"]),                    // tuning queries: 1
+    ("new", &["create", "insert"]),             // tuning queries: 1, 1
+    ("open", &["navigate"]),                    // tuning queries: 2
+    ("org", &["organization"]),                 // tuning queries: 1
+    ("pay", &["payment"]),                      // tuning queries: 1
+    ("picture", &["image"]),                    // tuning queries: 1
+    ("plan", &["subscription"]),                // tuning queries: 1
+    ("press", &["click"]),                      // tuning queries: 1
+    ("production", &["environment"]),           // tuning queries: 1
+    ("recurring", &["subscription"]),           // tuning queries: 1
+    ("remember", &["knowledge", "memory"]),     // tuning queries: 1, 1
+    ("remove", &["delete"]),                    // tuning queries: 4
+    ("repeat", &["echo"]),                      // tuning queries: 1
+    ("repository", &["repo"]),                  // tuning queries: 1
     ("route", &["address", "coordinates", "directions", "map"]), // tuning queries: 1, 1, 1, 1
-    ("run", &["execute"]), // tuning queries: 4
-    ("save", &["write"]), // tuning queries: 1
-    ("sdk", &["library"]), // tuning queries: 1
-    ("ship", &["deploy", "release"]), // tuning queries: 1, 1
-    ("show", &["get", "read"]), // tuning queries: 1, 2
-    ("state", &["progress", "status"]), // tuning queries: 1, 2
-    ("stop", &["cancel"]), // tuning queries: 1
-    ("table", &["database", "sql"]), // tuning queries: 2, 2
-    ("text", &["body", "content"]), // tuning queries: 1, 2
-    ("type", &["fill", "input"]), // tuning queries: 1, 2
-    ("watcher", &["monitor"]), // tuning queries: 2
-    ("website", &["page"]), // tuning queries: 1
+    ("run", &["execute"]),                      // tuning queries: 4
+    ("save", &["write"]),                       // tuning queries: 1
+    ("sdk", &["library"]),                      // tuning queries: 1
+    ("ship", &["deploy", "release"]),           // tuning queries: 1, 1
+    ("show", &["get", "read"]),                 // tuning queries: 1, 2
+    ("state", &["progress", "status"]),         // tuning queries: 1, 2
+    ("stop", &["cancel"]),                      // tuning queries: 1
+    ("table", &["database", "sql"]),            // tuning queries: 2, 2
+    ("text", &["body", "content"]),             // tuning queries: 1, 2
+    ("type", &["fill", "input"]),               // tuning queries: 1, 2
+    ("watcher", &["monitor"]),                  // tuning queries: 2
+    ("website", &["page"]),                     // tuning queries: 1
 ];
 
 #[cfg(test)]
@@ -87,7 +88,12 @@ mod tests {
     #[test]
     fn words_are_lowercase_sorted_and_distinct() {
         for pair in RELATED.windows(2) {
-            assert!(pair[0].0 < pair[1].0, "{:?} before {:?}", pair[0].0, pair[1].0);
+            assert!(
+                pair[0].0 < pair[1].0,
+                "{:?} before {:?}",
+                pair[0].0,
+                pair[1].0
+            );
         }
         for (word, related) in RELATED {
             assert!(word.bytes().all(|b| b.is_ascii_lowercase()), "{word}");
