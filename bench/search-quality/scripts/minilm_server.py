@@ -104,32 +104,46 @@ def gelu(x):
     return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
 
 
+# Vectors already computed, by text: `search-quality` embeds every tool once per part, and
+# its "all" part repeats the other two. At most CACHE_SIZE texts are kept.
+CACHE = {}
+CACHE_SIZE = 10_000
+
+
 def embed(texts, weights, vocab):
-    w = weights
     out = []
     for text in texts:
-        ids = np.array(tokenize(text, vocab))
-        n = len(ids)
-        x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n] \
-            + w["embeddings.token_type_embeddings.weight"][0]
-        x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-        for i in range(6):
-            p = f"encoder.layer.{i}."
-            lin = lambda h, name: h @ w[p + name + ".weight"].T + w[p + name + ".bias"]
-            q = lin(x, "attention.self.query").reshape(n, 12, 32).transpose(1, 0, 2)
-            k = lin(x, "attention.self.key").reshape(n, 12, 32).transpose(1, 0, 2)
-            v = lin(x, "attention.self.value").reshape(n, 12, 32).transpose(1, 0, 2)
-            scores = q @ k.transpose(0, 2, 1) / np.sqrt(32.0)
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ v).transpose(1, 0, 2).reshape(n, 384)
-            x = layer_norm(lin(context, "attention.output.dense") + x,
-                           w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"])
-            h = gelu(lin(x, "intermediate.dense"))
-            x = layer_norm(lin(h, "output.dense") + x, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
-        v = x.mean(0)
-        out.append((v / np.linalg.norm(v)).astype(float).tolist())
+        if text not in CACHE:
+            if len(CACHE) >= CACHE_SIZE:
+                CACHE.pop(next(iter(CACHE)))
+            CACHE[text] = embed_one(text, weights, vocab)
+        out.append(CACHE[text])
     return out
+
+
+def embed_one(text, weights, vocab):
+    w = weights
+    ids = np.array(tokenize(text, vocab))
+    n = len(ids)
+    x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n] \
+        + w["embeddings.token_type_embeddings.weight"][0]
+    x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+    for i in range(6):
+        p = f"encoder.layer.{i}."
+        lin = lambda h, name: h @ w[p + name + ".weight"].T + w[p + name + ".bias"]
+        q = lin(x, "attention.self.query").reshape(n, 12, 32).transpose(1, 0, 2)
+        k = lin(x, "attention.self.key").reshape(n, 12, 32).transpose(1, 0, 2)
+        v = lin(x, "attention.self.value").reshape(n, 12, 32).transpose(1, 0, 2)
+        scores = q @ k.transpose(0, 2, 1) / np.sqrt(32.0)
+        scores = np.exp(scores - scores.max(-1, keepdims=True))
+        scores /= scores.sum(-1, keepdims=True)
+        context = (scores @ v).transpose(1, 0, 2).reshape(n, 384)
+        x = layer_norm(lin(context, "attention.output.dense") + x,
+                       w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"])
+        h = gelu(lin(x, "intermediate.dense"))
+        x = layer_norm(lin(h, "output.dense") + x, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
+    v = x.mean(0)
+    return (v / np.linalg.norm(v)).astype(float).tolist()
 
 
 def main():

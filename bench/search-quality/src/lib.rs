@@ -411,6 +411,19 @@ fn schema_words(schema: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Every word of a tool, as [`words`] splits them: its name, title, description, and its
+/// parameters' names and descriptions at any depth.
+pub fn tool_words(entry: &Entry) -> Vec<String> {
+    let mut all = words(&format!(
+        "{} {} {}",
+        entry.name,
+        entry.title.as_deref().unwrap_or(""),
+        entry.description
+    ));
+    schema_words(&entry.input_schema, &mut all);
+    all
+}
+
 /// The overlap class of `query` against its relevant tools.
 pub fn overlap(query: &str, relevant: &[&Entry]) -> Overlap {
     let content: Vec<String> = words(query)
@@ -422,13 +435,7 @@ pub fn overlap(query: &str, relevant: &[&Entry]) -> Overlap {
     if relevant.iter().any(|e| shares(&name_title(e))) {
         return Overlap::Name;
     }
-    let text = |e: &Entry| {
-        let mut all = name_title(e);
-        all.extend(words(&e.description));
-        schema_words(&e.input_schema, &mut all);
-        all
-    };
-    if relevant.iter().any(|e| shares(&text(e))) {
+    if relevant.iter().any(|e| shares(&tool_words(e))) {
         Overlap::Text
     } else {
         Overlap::None

@@ -6,7 +6,7 @@
 //! ([`PARAMETER_NAME`]) and descriptions ([`PARAMETER_TEXT`]) of its parameters at any depth
 //! of the arguments schema. A term's frequency in a document is the sum of the weights of
 //! its occurrences, and the document's length the sum of all of them: the tool is scored as
-//! if its name were written four times and its parameters' texts half a time, the simplest
+//! if its name were written twice and its parameters' texts half a time, the simplest
 //! form of BM25F's field weights.
 //!
 //! **How a query is ranked.** [`SearchIndex::top`] takes the documents a run may find (its
@@ -22,8 +22,9 @@
 //! ```
 //!
 //! **Related words.** Users do not speak in tool names ("remove" for `delete`, "folder" for
-//! `directory`), so each query word `w` also matches the words related to it by a small,
-//! general table of the software vocabulary ([`synonyms`]), at weight [`EXPANSION`] of the
+//! `directory`), so each query word `w` also matches the words related to it by a small
+//! table of the software vocabulary ([`synonyms`], derived from the tuning part of
+//! `bench/search-quality`), at weight [`EXPANSION`] of the
 //! word itself, and by a table derived from WordNet 3.1 ([`wordnet`]: synonyms and
 //! derivations at [`WORDNET_SYNONYM`] and [`WORDNET_DERIVATION`], halved for each less common
 //! sense), the best of them counting once: a tool using the query's own word ranks first,
@@ -52,8 +53,9 @@ use crate::register::tool::Tool;
 
 pub(crate) use terms::Terms;
 
-/// The weight of a term of the tool's name.
-pub(crate) const NAME: f32 = 4.0;
+/// The weight of a term of the tool's name: 2, chosen on the tuning part of
+/// `bench/search-quality` with [`EXPANSION`] (4 before; see its README).
+pub(crate) const NAME: f32 = 2.0;
 /// The weight of a term of the title.
 pub(crate) const TITLE: f32 = 2.0;
 /// The weight of a term of the description.
@@ -68,8 +70,9 @@ const K1: f64 = 1.2;
 /// BM25's length normalisation.
 const B: f64 = 0.9;
 
-/// The weight of a query's word's related word ([`synonyms`]) against the word itself.
-pub(crate) const EXPANSION: f64 = 0.5;
+/// The weight of a query's word's related word ([`synonyms`]) against the word itself: 0.7,
+/// chosen on the tuning part of `bench/search-quality` (0.5 before).
+pub(crate) const EXPANSION: f64 = 0.7;
 
 /// The weight of a WordNet synonym ([`wordnet`]) of a query's word against the word itself.
 pub(crate) const WORDNET_SYNONYM: f64 = 0.3;
@@ -136,7 +139,7 @@ pub(crate) struct SearchIndex {
     postings: Vec<Vec<Posting>>,
     /// Per slot, the document's weighted length.
     lengths: Vec<f32>,
-    /// Term → the terms related to it by the hand-written table ([`synonyms`]), stemmed;
+    /// Term → the terms related to it by the software table ([`synonyms`]), stemmed;
     /// only terms of the index.
     related: HashMap<String, Vec<usize>>,
 }
@@ -212,8 +215,8 @@ impl SearchIndex {
         index
     }
 
-    /// Fills `related` from [`synonyms::GROUPS`]: for each word of a group, the other words
-    /// of every group it is in, as stems, keeping only those some tool has.
+    /// Fills `related` from [`synonyms::RELATED`]: for each of its words, the stems of its
+    /// related words, keeping only those some tool has.
     fn relate(&mut self) {
         let stem = |word: &str| {
             let mut stem = None;
@@ -222,19 +225,15 @@ impl SearchIndex {
             stem
         };
         let mut related: HashMap<String, Vec<usize>> = HashMap::new();
-        for group in synonyms::GROUPS {
-            let stems: Vec<String> = group.iter().filter_map(|word| stem(word)).collect();
-            for from in &stems {
-                for to in &stems {
-                    if to == from {
-                        continue;
-                    }
-                    if let Some(&id) = self.ids.get(to) {
-                        let list = related.entry(from.clone()).or_default();
-                        if !list.contains(&id) {
-                            list.push(id);
-                        }
-                    }
+        for (word, targets) in synonyms::RELATED {
+            let Some(from) = stem(word) else { continue };
+            for target in *targets {
+                let Some(&id) = stem(target).and_then(|to| self.ids.get(&to)) else {
+                    continue;
+                };
+                let list = related.entry(from.clone()).or_default();
+                if !list.contains(&id) {
+                    list.push(id);
                 }
             }
         }
@@ -536,13 +535,18 @@ mod tests {
         let all = [0, 1, 2];
         // "folder" is no tool's word: its related word "directory" is.
         assert_eq!(names(&index, "folder", &all), [1]);
-        // "erase" finds both the delete and the remove tool.
-        assert_eq!(names(&index, "erase", &all), [0, 1]);
+        // "erase" finds the delete tool.
+        assert_eq!(names(&index, "erase", &all), [0]);
+        // Both words, one of them through its related word, rank above one word alone.
+        assert_eq!(names(&index, "remove file", &all), [0, 1, 2]);
         // The query's own word ranks above its related word.
-        assert_eq!(names(&index, "remove file", &all)[0], 1);
-        let own = index.top("delete", &all, 3);
-        assert_eq!(own[0].0, 0);
+        let own = index.top("remove", &all, 3);
+        assert_eq!(own.iter().map(|f| f.0).collect::<Vec<_>>(), [1, 0]);
         assert!(own[0].1 > own[1].1);
+        // A relation goes one way: "remove" finds `delete`, "delete" not `remove` (through
+        // this table; WordNet may relate them too, at its own lower weight).
+        assert!(synonyms::RELATED.contains(&("remove", &["delete"])));
+        assert!(!synonyms::RELATED.iter().any(|(word, _)| *word == "delete"));
     }
 
     #[test]
@@ -551,7 +555,7 @@ mod tests {
             tool("list_backups", "List the backups.", empty()),
             tool("restore_backup", "Restore a backup.", empty()),
         ]);
-        // "fix" is in no hand-written group; WordNet has "restore" among its synonyms.
+        // "fix" is in no pair of the software table; WordNet has "restore" among its synonyms.
         let found = index.top("fix", &[0, 1], 5);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0, 1);
