@@ -28,7 +28,9 @@ use registry_core::{Registry, Subject, ToolCall, tool};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolRequestParams, JsonObject, NumberOrString, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolRequestParams, JsonObject, NumberOrString, ServerCapabilities, ServerConfig,
+};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ServerHandler, schemars, tool_handler, tool_router};
 use serde::Deserialize;
@@ -91,10 +93,12 @@ pub fn call() {
     // per subject and tool.
     let gated = Registry::builder()
         .declared_in(["bench_runs"])
-        .call_policy(|call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
-            Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
-            _ => Decision::Allow,
-        })
+        .call_policy(
+            |call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
+                Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
+                _ => Decision::Allow,
+            },
+        )
         .rate_limit("1000000000/s")
         .build()
         .expect("the gated registry builds");
@@ -108,17 +112,19 @@ pub fn call() {
         tool_router: Arc::new(Bare::tool_router()),
     };
     let (pipe, _other_end) = tokio::io::duplex(1 << 16);
-    let service = runtime.block_on(async {
-        rmcp::service::serve_directly(bare.clone(), pipe, None)
-    });
-    let context = RequestContext::<RoleServer>::new(NumberOrString::Number(1), service.peer().clone());
+    let service =
+        runtime.block_on(async { rmcp::service::serve_directly(bare.clone(), pipe, None) });
+    let context =
+        RequestContext::<RoleServer>::new(NumberOrString::Number(1), service.peer().clone());
     let rmcp_call = |arguments: JsonObject| {
         let request = CallToolRequestParams::new("add").with_arguments(arguments);
         let call = ToolCallContext::new(&bare, request, context.clone());
         bare.tool_router.call(call)
     };
     let object: JsonObject = serde_json::from_str(TEXT).expect("an object");
-    let answer = runtime.block_on(rmcp_call(object.clone())).expect("rmcp answers");
+    let answer = runtime
+        .block_on(rmcp_call(object.clone()))
+        .expect("rmcp answers");
     assert!(format!("{answer:?}").contains("42"), "{answer:?}");
 
     let direct = median_batches(ITERATIONS, |n| {
@@ -134,13 +140,19 @@ pub fn call() {
         }
     });
     let arguments: Value = serde_json::from_str(TEXT).expect("valid");
-    let value = median_batches_with(ITERATIONS, |n| {
-        (0..n).map(|_| ToolCall::new("call_1", "add", arguments.clone())).collect::<Vec<_>>()
-    }, |calls| {
-        for call in calls {
-            let _ = black_box(run.call_blocking(call));
-        }
-    });
+    let value = median_batches_with(
+        ITERATIONS,
+        |n| {
+            (0..n)
+                .map(|_| ToolCall::new("call_1", "add", arguments.clone()))
+                .collect::<Vec<_>>()
+        },
+        |calls| {
+            for call in calls {
+                let _ = black_box(run.call_blocking(call));
+            }
+        },
+    );
     let in_async = median_batches(ITERATIONS, |n| {
         runtime.block_on(async {
             for _ in 0..n {
@@ -171,15 +183,17 @@ pub fn call() {
             }
         })
     });
-    let rmcp_object = median_batches_with(ITERATIONS, |n| {
-        (0..n).map(|_| object.clone()).collect::<Vec<_>>()
-    }, |objects| {
-        runtime.block_on(async {
-            for object in objects {
-                let _ = black_box(rmcp_call(object).await);
-            }
-        })
-    });
+    let rmcp_object = median_batches_with(
+        ITERATIONS,
+        |n| (0..n).map(|_| object.clone()).collect::<Vec<_>>(),
+        |objects| {
+            runtime.block_on(async {
+                for object in objects {
+                    let _ = black_box(rmcp_call(object).await);
+                }
+            })
+        },
+    );
     // Parts, for reading where the time goes.
     let tool = registry.get("add").expect("registered");
     let validation = median_batches(ITERATIONS, |n| {
@@ -198,11 +212,23 @@ pub fn call() {
         ("direct: from_str into the struct, add, to_value", direct),
         ("text: from_json_text + Run::call_blocking", text),
         ("value: parsed Value + Run::call_blocking", value),
-        ("async: from_json_text + Run::call (current thread)", in_async),
-        ("gated text: call policy + rate limit, call_blocking", gated_text),
-        ("gated async: call policy + rate limit, Run::call", gated_async),
+        (
+            "async: from_json_text + Run::call (current thread)",
+            in_async,
+        ),
+        (
+            "gated text: call policy + rate limit, call_blocking",
+            gated_text,
+        ),
+        (
+            "gated async: call policy + rate limit, Run::call",
+            gated_async,
+        ),
         ("rmcp 3.11 ToolRouter::call, from the text", rmcp_text),
-        ("rmcp 3.11 ToolRouter::call, from a parsed object", rmcp_object),
+        (
+            "rmcp 3.11 ToolRouter::call, from a parsed object",
+            rmcp_object,
+        ),
         ("part: jsonschema validation of the Value alone", validation),
         ("part: the text parsed into a serde_json::Value", tree),
     ];
@@ -212,6 +238,42 @@ pub fn call() {
     }
     let against_rmcp = text.as_secs_f64() / rmcp_text.as_secs_f64().max(f64::MIN_POSITIVE);
     println!("call: text path / rmcp from the text: {against_rmcp:.2}x");
+}
+
+/// `bench-runs call-loop PATH`: only the path `text`, `value` or `gated`, for a few seconds,
+/// for a profiler (`perf record`).
+pub fn call_loop(path: &str) {
+    let registry = Registry::builder()
+        .declared_in(["bench_runs"])
+        .call_policy(
+            |call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
+                Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
+                _ => Decision::Allow,
+            },
+        )
+        .rate_limit("1000000000/s")
+        .build()
+        .expect("the gated registry builds");
+    let plain = Registry::builder()
+        .declared_in(["bench_runs"])
+        .build()
+        .expect("the benchmark registry builds");
+    let registry = if path == "gated" { registry } else { plain };
+    let run = registry.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
+    let arguments: Value = serde_json::from_str(TEXT).expect("valid");
+    let started = Instant::now();
+    let mut calls = 0u64;
+    while started.elapsed() < Duration::from_secs(5) {
+        for _ in 0..10_000 {
+            let call = match path {
+                "value" => ToolCall::new("call_1", "add", arguments.clone()),
+                _ => ToolCall::from_json_text("call_1", "add", black_box(TEXT)),
+            };
+            let _ = black_box(run.call_blocking(call));
+        }
+        calls += 10_000;
+    }
+    println!("call-loop {path}: {calls} calls in {:?}", started.elapsed());
 }
 
 /// The median over 31 batches of the time of one iteration: `batch(n)` runs `n` iterations,

@@ -32,6 +32,10 @@ fn main() {
     if wanted("call") {
         call::call();
     }
+    if only.as_deref() == Some("call-loop") {
+        call::call_loop(&std::env::args().nth(2).unwrap_or_default());
+        return;
+    }
     if wanted("content") {
         content();
     }
