@@ -43,6 +43,13 @@ fn add(a: i64, b: i64) -> i64 {
     a + b
 }
 
+/// `add` as an `async fn`: `Run::call` polls it on the caller's task, where a synchronous
+/// tool goes to the registry's pool of threads.
+#[tool(public, read_only)]
+async fn add_async(a: i64, b: i64) -> i64 {
+    a + b
+}
+
 /// The arguments of `add`, for calling it directly and through rmcp.
 #[derive(Deserialize, schemars::JsonSchema)]
 struct AddArgs {
@@ -158,6 +165,14 @@ pub fn call() {
         runtime.block_on(async {
             for _ in 0..n {
                 let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
+                let _ = black_box(run.call(call).await);
+            }
+        })
+    });
+    let async_tool = median_batches(ITERATIONS, |n| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                let call = ToolCall::from_json_text("call_1", "add_async", black_box(TEXT));
                 let _ = black_box(run.call(call).await);
             }
         })

@@ -152,7 +152,7 @@ impl Run {
         } else {
             self.ask_policies(
                 &resolved.entry,
-                resolved.context.call_id(),
+                &resolved.ticket.call_id,
                 resolved.arguments.value(),
             )
         };
@@ -429,6 +429,8 @@ pub(crate) enum Ruling {
 }
 
 /// A resolved call after the policies.
+// `Run` is what nearly every call is: boxing it would cost an allocation per call.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Gated {
     Run(Resolved),
     Approval(Box<Resolved>, String),

@@ -164,6 +164,15 @@ impl Run {
         entry: &Entry,
         options: &CallOptions,
     ) -> ToolContext {
+        // A tool that takes no context, called without a host, a cancellation or a deadline
+        // of its own: nothing of the call is read through its context.
+        let unread = !entry.tool.uses_context()
+            && options.host.is_none()
+            && options.cancellation.is_none()
+            && self.deadline(entry).is_none();
+        if unread {
+            return ToolContext::unread(self.scope.clone());
+        }
         let host = options
             .host
             .clone()

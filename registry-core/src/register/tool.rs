@@ -51,6 +51,9 @@ struct ToolInner {
     /// A declared tool's schema as the typed fast path reads it, if every keyword in it is
     /// one the fast check enforces exactly; decided once.
     shape: OnceLock<Option<Arc<Shape>>>,
+    /// Whether the tool reads the context of a call (a `#[tool]` function without a
+    /// `&ToolContext` parameter does not).
+    context: bool,
     handler: Handler,
 }
 
@@ -121,6 +124,7 @@ impl Tool {
             validator: OnceLock::new(),
             optional: OnceLock::new(),
             shape: OnceLock::new(),
+            context: declaration.context,
             handler: Handler::Declared(declaration.execute),
         }))
     }
@@ -145,6 +149,7 @@ impl Tool {
             validator: OnceLock::from(Ok(parts.validator)),
             optional: OnceLock::new(),
             shape: OnceLock::new(),
+            context: true,
             handler: parts.handler,
         }))
     }
@@ -346,6 +351,11 @@ impl Tool {
                 }
             }
         }
+    }
+
+    /// Whether the tool reads the context of its calls (its id, host, cancellation).
+    pub(crate) fn uses_context(&self) -> bool {
+        self.0.context
     }
 
     /// The typed fast path's reading of the arguments schema, for a `#[tool]` function whose

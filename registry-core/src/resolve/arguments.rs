@@ -50,8 +50,8 @@ impl Arguments {
             }
             Taken::Text(fast) => {
                 let index = fast.shape.root.index(name)?;
-                let range = fast.values.get_mut(index)?.take()?;
-                Some(Found::Text(&fast.text[range]))
+                let range = fast.values.as_mut_slice().get_mut(index)?.take()?;
+                Some(Found::Text(fast.slice(&range)))
             }
         }
     }
@@ -79,7 +79,7 @@ impl Arguments {
     pub fn finish(self) -> Result<(), ToolError> {
         let mut left: Vec<&str> = match &self.0 {
             Taken::Values(values) => values.iter().map(|(key, _)| key.as_str()).collect(),
-            Taken::Text(fast) => (fast.values.iter().zip(&fast.shape.root.names))
+            Taken::Text(fast) => (fast.values.as_slice().iter().zip(&fast.shape.root.names))
                 .filter(|(value, _)| value.is_some())
                 .map(|(_, name)| &**name)
                 .collect(),

@@ -50,15 +50,16 @@ impl CheckedArguments {
 /// The value of arguments that passed the fast check: each given property parsed from its
 /// slice, in the order of the text (the order the slow path's parse keeps).
 fn to_value(fast: &FastArguments) -> Value {
-    let mut given: Vec<(&Range<usize>, &str)> = (fast.values.iter().zip(&fast.shape.root.names))
-        .filter_map(|(range, name)| Some((range.as_ref()?, &**name)))
-        .collect();
+    let mut given: Vec<(&Range<u32>, &str)> =
+        (fast.values.as_slice().iter().zip(&fast.shape.root.names))
+            .filter_map(|(range, name)| Some((range.as_ref()?, &**name)))
+            .collect();
     given.sort_unstable_by_key(|(range, _)| range.start);
     let object: Map<String, Value> = given
         .into_iter()
         // The fast check parsed each of them already: they are JSON.
         .map(|(range, name)| {
-            let value = serde_json::from_str(&fast.text[range.clone()]).unwrap_or(Value::Null);
+            let value = serde_json::from_str(fast.slice(range)).unwrap_or(Value::Null);
             (name.to_owned(), value)
         })
         .collect();

@@ -35,7 +35,50 @@ pub(crate) struct FastArguments {
     pub(crate) shape: Arc<Shape>,
     /// Per property of the shape's root, in its order: where its value is in `text`; `None`
     /// when the call left it out (or gave `null` for an optional one).
-    pub(crate) values: Vec<Option<Range<usize>>>,
+    pub(crate) values: Located,
+}
+
+impl FastArguments {
+    /// The text of a value located at `range`.
+    pub(crate) fn slice(&self, range: &Range<u32>) -> &str {
+        let (start, end) = (range.start as usize, range.end as usize);
+        self.text.get(start..end).unwrap_or_default()
+    }
+}
+
+/// How many properties are located without allocating.
+const FEW: usize = 4;
+
+/// Where each property's value is, in a list kept inline for a tool's usual few parameters.
+#[derive(Debug)]
+pub(crate) enum Located {
+    Few([Option<Range<u32>>; FEW]),
+    Many(Vec<Option<Range<u32>>>),
+}
+
+impl Located {
+    fn new(properties: usize) -> Located {
+        if properties <= FEW {
+            Located::Few(Default::default())
+        } else {
+            Located::Many(vec![None; properties])
+        }
+    }
+
+    /// One entry per property (and, inline, a few unused ones after them).
+    pub(crate) fn as_slice(&self) -> &[Option<Range<u32>>] {
+        match self {
+            Located::Few(few) => few,
+            Located::Many(many) => many,
+        }
+    }
+
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [Option<Range<u32>>] {
+        match self {
+            Located::Few(few) => few,
+            Located::Many(many) => many,
+        }
+    }
 }
 
 /// Checks `text` against `shape`; the arguments on success, the text back otherwise (for the
@@ -45,8 +88,10 @@ pub(crate) fn check(
     text: String,
     limits: &ArgumentLimits,
 ) -> Result<FastArguments, String> {
-    let within =
-        text.len() <= limits.max_bytes / ESTIMATE_PER_BYTE && shape.depth <= limits.max_depth;
+    // Positions are kept as `u32`, so that a call's arguments stay small to move.
+    let within = text.len() <= limits.max_bytes / ESTIMATE_PER_BYTE
+        && u32::try_from(text.len()).is_ok()
+        && shape.depth <= limits.max_depth;
     if !within {
         return Err(text);
     }
@@ -60,7 +105,7 @@ pub(crate) fn check(
     }
 }
 
-fn values(root: &ObjectShape, text: &str) -> Option<Vec<Option<Range<usize>>>> {
+fn values(root: &ObjectShape, text: &str) -> Option<Located> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let ranges = deserializer
         .deserialize_map(Root { shape: root, text })
@@ -81,14 +126,14 @@ struct Root<'a> {
 }
 
 impl<'de> Visitor<'de> for Root<'_> {
-    type Value = Vec<Option<Range<usize>>>;
+    type Value = Located;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("the arguments object")
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut values = vec![None; self.shape.names.len()];
+        let mut values = Located::new(self.shape.names.len());
         let mut seen = 0u64;
         while let Some(index) = map.next_key_seed(Key(self.shape))? {
             let bit = 1u64 << index;
@@ -108,8 +153,13 @@ impl<'de> Visitor<'de> for Root<'_> {
             Checked(&self.shape.nodes[index])
                 .deserialize(&mut value)
                 .map_err(|_| refused::<A::Error>())?;
+            // Within the text, whose length fits in a `u32` (checked before).
             let start = raw.as_ptr() as usize - self.text.as_ptr() as usize;
-            values[index] = Some(start..start + raw.len());
+            let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(start + raw.len()))
+            else {
+                return Err(refused());
+            };
+            values.as_mut_slice()[index] = Some(start..end);
         }
         if seen & self.shape.required != self.shape.required {
             return Err(refused());
