@@ -16,6 +16,11 @@
 - hostile_text: tool names, call ids and descriptions holding NUL, line breaks, bidi
   controls, soft hyphens, variation selectors, invisible operators and tag characters, and
   plain ones. Format: `NAME\\xffID\\xffDESCRIPTION`.
+- typed_arguments: for each tool of fuzz_targets/typed_arguments.rs, valid arguments, each
+  kind of mistake (a wrong type, a value out of its integer range, an unknown or repeated
+  key, a missing one, `null`, a float for an integer, an alias, trailing text, deep nesting)
+  and the limits' edges. Format: one selector byte (the tool, and the small limits when
+  `selector // 10` is odd), then the argument text.
 - tool_attr: every `#[tool(...)]` item of tests/tests/ui/{pass,fail}/*.rs, the attribute
   first and the item (doc comments included) after it, as the compiler passes them.
 
@@ -471,6 +476,74 @@ def hostile_text():
                 [tool.encode(), call_id.encode(), descriptions["plain"].encode()]))
 
 
+TYPED_TOOLS = ["scalars", "ranges", "optionals", "lists", "nested", "enums", "aliased",
+               "patterned", "mixed_async", "empty"]
+
+
+def typed_arguments():
+    build = {"owner": {"name": "ann", "team": None}, "retries": 2,
+             "steps": [{"name": "test", "seconds": 30, "env": "canary_eu"}, {"name": "ship"}]}
+    calls = {
+        "scalars": [
+            {"flag": True, "count": 3, "delta": -4, "ratio": 0.5, "name": "x"},
+            '{"flag": true, "count": 3, "delta": -4, "ratio": 1, "name": "x\u00e9"}',
+            {"flag": 1, "count": -1, "delta": 1.0, "ratio": "0.5", "name": None},
+            '{"flag": true, "flag": false, "count": 3, "delta": 0, "ratio": 0, "name": ""}',
+            '{"flag": true, "count": 3, "delta": 0, "ratio": 0, "name": "", "extra": 1}',
+            '{"flag": true, "count": 3, "delta": 0, "ratio": 1e400, "name": ""} x',
+        ],
+        "ranges": [
+            {"port": 65535, "percent": 255, "offset": -128, "year": 2026, "big": 18446744073709551615, "small": -32768},
+            {"port": 65536, "percent": 256, "offset": -129, "year": 2147483648, "big": -1, "small": 32768},
+            '{"port": 80.0, "percent": 1e2, "offset": -0, "year": 0, "big": 18446744073709551616, "small": 0}',
+        ],
+        "optionals": [
+            {}, {"note": None, "limit": None, "tags": None, "on": None},
+            {"note": "n", "limit": 7, "tags": ["a", "b"], "on": False},
+            {"limit": 70000, "tags": [1]}, '{"note": null, "note": "x"}',
+        ],
+        "lists": [
+            {"ids": [1, 2], "matrix": [[1, -2], []], "names": []},
+            {"ids": [-1], "matrix": [[128]], "names": [None]},
+            '{"ids": [], "matrix": [[[1]]], "names": []}',
+        ],
+        "nested": [
+            {"build": build},
+            {"build": build, "owner": {"name": "bob"}},
+            {"build": {**build, "retries": 300}},
+            {"build": {**build, "owner": {"team": "x"}}},
+            {"build": {**build, "owner": {"name": "a", "name2": 1}}},
+            '{"build": {"owner": {"name": "a", "name": "b"}, "steps": [], "retries": 0}}',
+        ],
+        "enums": [
+            {"env": "staging", "level": "INFO", "levels": ["DEBUG", "WARN"]},
+            {"env": "Staging", "level": "info", "levels": ["DEBUG", 1]},
+            {"env": "canary_eu", "level": None, "levels": []},
+        ],
+        "aliased": [{"color": "Red"}, {"color": "crimson"}, {"color": "red"}],
+        "patterned": [
+            {"item": {"slug": "abc", "title": "ok"}, "count": 1},
+            {"item": {"slug": "ABC", "title": "o"}, "count": 1},
+        ],
+        "mixed_async": [
+            {"env": "production", "count": 1, "names": ["a"]},
+            {"env": "production", "count": -1, "names": "a"},
+        ],
+        "empty": [{}, {"a": 1}, "[]", "null", "", "{} {}"],
+    }
+    for index, name in enumerate(TYPED_TOOLS):
+        for number, arguments in enumerate(calls[name]):
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+            write("typed_arguments", f"{name}-{number}", bytes([index]) + text.encode())
+            if number == 0:
+                # The small limits (3 levels, 240 bytes), the same call.
+                write("typed_arguments", f"{name}-{number}-small", bytes([index + 10]) + text.encode())
+    deep = '{"ids": [], "matrix": ' + "[" * 70 + "]" * 70 + ', "names": []}'
+    write("typed_arguments", "lists-deep", bytes([3]) + deep.encode())
+    long = json.dumps({"ids": [1] * 9, "matrix": [], "names": []})
+    write("typed_arguments", "lists-estimate-small", bytes([13]) + long.encode())
+
+
 if __name__ == "__main__":
     parse_calls()
     call_text()
@@ -478,6 +551,7 @@ if __name__ == "__main__":
     tool_attr()
     bearer_token()
     hostile_text()
+    typed_arguments()
     for target in sorted(p.name for p in CORPUS.iterdir()):
         files = list((CORPUS / target).glob("seed-*"))
         size = sum(f.stat().st_size for f in files)

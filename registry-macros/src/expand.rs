@@ -144,6 +144,10 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
     } else {
         quote!(#rc::Execute::Sync(__execute))
     };
+    let context = tool
+        .params
+        .iter()
+        .any(|param| matches!(param.kind, ParamKind::Context));
     let location = quote_spanned!(ident.span()=> ::core::line!(), ::core::column!());
     let once = same_crate_guard(name, spec.name_span);
     quote! {
@@ -174,6 +178,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                     task: #task,
                     task_required: #task_required,
                     params: &[#(#params),*],
+                    context: #context,
                     output: __output,
                     execute: #execute,
                     location: #rc::Source::declared(

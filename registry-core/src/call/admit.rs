@@ -17,7 +17,9 @@ use crate::execute::context::CallOptions;
 use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
 use crate::gate::{ApprovalRequest, CallRequest, Decision, QuotaDecision, QuotaKey, RateLimit};
-use crate::resolve::call::{CallHeader, ToolCall};
+use crate::resolve::call::{CallHeader, Given, ToolCall};
+use crate::resolve::checked::CheckedArguments;
+use crate::resolve::fast;
 use crate::resolve::tool_error::{ArgumentProblem, ToolError};
 
 /// At most this many tool names are listed to a model that called an unknown tool.
@@ -30,7 +32,8 @@ impl Run {
         call: ToolCall,
         options: &CallOptions,
     ) -> Result<Resolved, Box<Decided>> {
-        let (header, arguments) = call.into_parts(self.registry.limits());
+        let limits = self.registry.limits();
+        let (header, given) = call.into_given();
         let CallHeader {
             id: call_id,
             name,
@@ -38,13 +41,21 @@ impl Run {
         } = header;
         // The arguments' shape is checked first (cheaply, without recursion) so that the
         // audit log can record their size and hash for every call, refused ones included.
+        // Without an audit log, argument text waits for the tool: its schema may let the
+        // typed fast path check it without making a value of it.
         let audit = audit::wanted(self.registry.audit_sink());
-        let arguments = arguments.and_then(|arguments| {
-            self.registry.limits().check(&arguments)?;
-            Ok(arguments)
-        });
-        let fingerprint = match &arguments {
-            Ok(arguments) if audit => Some(argument_fingerprint(arguments)),
+        let parse = |given: Given| {
+            given.parse(limits).and_then(|arguments| {
+                limits.check(&arguments)?;
+                Ok(arguments)
+            })
+        };
+        let pending = match given {
+            Given::Text(text) if !audit => Pending::Text(text),
+            given => Pending::Parsed(parse(given)),
+        };
+        let fingerprint = match &pending {
+            Pending::Parsed(Ok(arguments)) if audit => Some(argument_fingerprint(arguments)),
             _ => None,
         };
         let refuse = |kind, text, detail, version| {
@@ -83,22 +94,39 @@ impl Run {
                 version,
             );
         }
-        let mut arguments = match arguments {
-            Ok(arguments) => arguments,
-            Err(problem) => {
-                let mut decided = Decided::invalid(call_id, name, vec![problem]);
-                decided.generated_id = generated_id;
-                decided.tool_version = version;
-                return Err(Box::new(decided));
+        let parsed = match pending {
+            Pending::Text(text) => match entry.tool.shape() {
+                Some(shape) => {
+                    fast::check(shape, text, limits).map_err(|text| parse(Given::Text(text)))
+                }
+                None => Err(parse(Given::Text(text))),
+            },
+            Pending::Parsed(parsed) => Err(parsed),
+        };
+        let arguments = match parsed {
+            Ok(fast) => CheckedArguments::Fast { fast, value: None },
+            // The slow path: the text parsed (strictly, under the limits) into a value, then
+            // validated by jsonschema, every problem listed.
+            Err(parsed) => {
+                let mut arguments = match parsed {
+                    Ok(arguments) => arguments,
+                    Err(problem) => {
+                        let mut decided = Decided::invalid(call_id, name, vec![problem]);
+                        decided.generated_id = generated_id;
+                        decided.tool_version = version;
+                        return Err(Box::new(decided));
+                    }
+                };
+                if let Err(problems) = validate(&entry.tool, &mut arguments) {
+                    let mut decided = Decided::invalid(call_id, name, problems);
+                    decided.arguments = fingerprint;
+                    decided.generated_id = generated_id;
+                    decided.tool_version = version;
+                    return Err(Box::new(decided));
+                }
+                CheckedArguments::Value(arguments)
             }
         };
-        if let Err(problems) = validate(&entry.tool, &mut arguments) {
-            let mut decided = Decided::invalid(call_id, name, problems);
-            decided.arguments = fingerprint;
-            decided.generated_id = generated_id;
-            decided.tool_version = version;
-            return Err(Box::new(decided));
-        }
         let context = self.context(&call_id, entry, options);
         Ok(Resolved {
             entry: entry.clone(),
@@ -117,12 +145,18 @@ impl Run {
     }
 
     /// Step 4, the policies: allow, deny, or ask a person.
-    pub(super) fn gate(&self, resolved: Resolved) -> Result<Gated, Box<Decided>> {
-        match self.ask_policies(
-            &resolved.entry,
-            resolved.context.call_id(),
-            &resolved.arguments,
-        ) {
+    pub(super) fn gate(&self, mut resolved: Resolved) -> Result<Gated, Box<Decided>> {
+        // No policy: the arguments need not be a value.
+        let ruling = if self.registry.call_policies().is_empty() && self.policies.is_empty() {
+            self.needs_approval(&resolved.entry, None)
+        } else {
+            self.ask_policies(
+                &resolved.entry,
+                &resolved.ticket.call_id,
+                resolved.arguments.value(),
+            )
+        };
+        match ruling {
             Ruling::Allow => Ok(Gated::Run(resolved)),
             Ruling::Approval(reason) => Ok(Gated::Approval(Box::new(resolved), reason)),
             Ruling::Deny { reason, detail } => {
@@ -171,12 +205,19 @@ impl Run {
                 }
             }
         }
-        if approval.is_none() && entry.tool.settings().needs_approval {
-            approval = Some(format!(
-                "the tool \"{}\" is marked as needing approval",
-                entry.tool.name()
-            ));
-        }
+        self.needs_approval(entry, approval)
+    }
+
+    /// The policies' `approval`, or else the tool's own `needs_approval`.
+    fn needs_approval(&self, entry: &Entry, approval: Option<String>) -> Ruling {
+        let approval = approval.or_else(|| {
+            entry.tool.settings().needs_approval.then(|| {
+                format!(
+                    "the tool \"{}\" is marked as needing approval",
+                    entry.tool.name()
+                )
+            })
+        });
         match approval {
             Some(reason) => Ruling::Approval(reason),
             None => Ruling::Allow,
@@ -202,7 +243,7 @@ impl Run {
             call_id: ticket.call_id.clone(),
             generated_id: ticket.generated_id,
             tool_name: entry.tool.name().to_owned(),
-            arguments,
+            arguments: arguments.into_value(),
             reason,
             allowed_set: self.allowed.fingerprint(),
             definition: entry.tool.version_fingerprint(),
@@ -371,6 +412,12 @@ pub(crate) fn validate(
     })
 }
 
+/// A call's arguments before its tool is known: parsed already, or text for the fast path.
+enum Pending {
+    Parsed(Result<Value, ArgumentProblem>),
+    Text(String),
+}
+
 /// What the policies decided.
 pub(crate) enum Ruling {
     Allow,
@@ -382,6 +429,8 @@ pub(crate) enum Ruling {
 }
 
 /// A resolved call after the policies.
+// `Run` is what nearly every call is: boxing it would cost an allocation per call.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Gated {
     Run(Resolved),
     Approval(Box<Resolved>, String),
@@ -392,4 +441,92 @@ pub(super) enum Admission {
     Granted,
     Refused(Box<Decided>),
     Ask(RateLimit),
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    use crate::{ErrorKind, Registry, Subject, ToolCall, tool};
+
+    /// Add two small numbers.
+    #[tool(public, crate = crate)]
+    fn add_small(a: u8, b: Option<u8>) -> u16 {
+        u16::from(a) + u16::from(b.unwrap_or(0))
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    struct Slug {
+        #[schemars(regex(pattern = r"^[a-z]+$"))]
+        slug: String,
+    }
+
+    /// Echo a slug.
+    #[tool(public, crate = crate)]
+    fn echo_slug(item: Slug) -> String {
+        item.slug
+    }
+
+    fn registry() -> Registry {
+        Registry::builder()
+            .declared_in([module_path!()])
+            .build()
+            .expect("builds")
+    }
+
+    #[test]
+    fn only_a_schema_of_exact_keywords_takes_the_fast_path() {
+        let registry = registry();
+        let shape = |name: &str| registry.get(name).expect("registered").shape().is_some();
+        assert!(shape("add_small"));
+        // `pattern` is not enforced by typed deserialization: jsonschema checks it.
+        assert!(!shape("echo_slug"));
+    }
+
+    #[test]
+    fn both_paths_give_the_same_answers() {
+        let registry = registry();
+        let run = registry.open_run("run", &Subject::new("acme"));
+        let cases = [
+            ("add_small", r#"{"a": 200, "b": 55}"#),
+            ("add_small", r#"{"a": 200, "b": null}"#),
+            ("add_small", r#"{"a": 256}"#),
+            ("add_small", r#"{"a": 1.0}"#),
+            ("add_small", r#"{"a": 1, "a": 2}"#),
+            ("add_small", r#"{"a": 1, "c": 2}"#),
+            ("add_small", r#"{"b": 1}"#),
+            ("add_small", r#"{"a": 1} x"#),
+            ("echo_slug", r#"{"item": {"slug": "abc"}}"#),
+            ("echo_slug", r#"{"item": {"slug": "ABC"}}"#),
+        ];
+        for (name, text) in cases {
+            let fast = run.call_blocking(ToolCall::from_json_text("c", name, text));
+            // A `Value` always takes the slow path.
+            let slow = match serde_json::from_str(text) {
+                Ok(value) => run.call_blocking(ToolCall::new("c", name, value)),
+                Err(_) => continue,
+            };
+            if text.contains(r#""a": 1, "a""#) {
+                // serde_json's `Value` keeps the last of repeated keys; the text is refused.
+                assert_eq!(fast.error_kind(), Some(ErrorKind::InvalidArguments));
+                continue;
+            }
+            assert_eq!(fast, slow, "{name}({text})");
+        }
+        let answer = run.call_blocking(ToolCall::from_json_text(
+            "c",
+            "add_small",
+            r#"{"a": 200, "b": 55}"#,
+        ));
+        assert_eq!(answer.json(), &json!(255));
+        let answer = run.call_blocking(ToolCall::from_json_text("c", "add_small", r#"{"a": 256}"#));
+        assert_eq!(
+            answer.error_text(),
+            Some(
+                "invalid arguments for \"add_small\": /a: must be at most 255, got 256; call it again with arguments that match its schema"
+            )
+        );
+    }
 }

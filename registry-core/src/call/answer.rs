@@ -8,14 +8,14 @@ use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
 use crate::execute::execution::Failure;
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::resolve::checked::CheckedArguments;
 use crate::resolve::tool_error::{ArgumentProblem, ToolError};
-use serde_json::Value;
 
 /// A call that passed the gate, ready to run.
 pub(crate) struct Resolved {
     pub(crate) entry: Entry,
     pub(crate) context: ToolContext,
-    pub(crate) arguments: Value,
+    pub(crate) arguments: CheckedArguments,
     pub(crate) ticket: Ticket,
 }
 

@@ -363,7 +363,7 @@ impl Run {
         let resolved = Resolved {
             entry: entry.clone(),
             context: self.context(&request.call_id, entry, &options),
-            arguments,
+            arguments: arguments.into(),
             ticket,
         };
         let trace = options.trace.clone();

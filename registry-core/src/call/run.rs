@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use super::admit::Gated;
 use super::answer::Decided;
 use crate::audit::{self, AUDITED_NAME, AuditEvent, CallEvent, truncate};
@@ -17,6 +15,7 @@ use crate::execute::context::{CallOptions, HostWaits, ToolContext};
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::resolve::call::ToolCall;
+use crate::resolve::checked::CheckedArguments;
 
 impl Run {
     /// Resolves `call`, passes it through the gate and executes it.
@@ -119,7 +118,7 @@ impl Run {
         &self,
         entry: &Entry,
         context: ToolContext,
-        arguments: Value,
+        arguments: CheckedArguments,
     ) -> Result<Payload, Failure> {
         execution::execute(
             &entry.tool,
@@ -165,6 +164,15 @@ impl Run {
         entry: &Entry,
         options: &CallOptions,
     ) -> ToolContext {
+        // A tool that takes no context, called without a host, a cancellation or a deadline
+        // of its own: nothing of the call is read through its context.
+        let unread = !entry.tool.uses_context()
+            && options.host.is_none()
+            && options.cancellation.is_none()
+            && self.deadline(entry).is_none();
+        if unread {
+            return ToolContext::unread(self.scope.clone());
+        }
         let host = options
             .host
             .clone()

@@ -52,6 +52,9 @@ pub struct Declaration {
     /// Only as a task (`task = "required"`).
     pub task_required: bool,
     pub params: &'static [Param],
+    /// The function takes a `&ToolContext`: a call to one that does not needs no context of
+    /// its own.
+    pub context: bool,
     /// The schema of the result, when its type has one.
     pub output: fn(&mut SchemaGenerator) -> Option<Schema>,
     pub execute: Execute,

@@ -316,6 +316,27 @@ impl ToolContext {
         }
     }
 
+    /// The context of a call to a tool that takes none (a `#[tool]` function without a
+    /// `&ToolContext` parameter), called without a host, a cancellation or a deadline of its
+    /// own: one shared call part, never cancelled, so that such a call allocates nothing for
+    /// its context.
+    pub(crate) fn unread(scope: Arc<RunScope>) -> Self {
+        static UNREAD: OnceLock<Arc<CallScope>> = OnceLock::new();
+        let call = UNREAD.get_or_init(|| {
+            Arc::new(CallScope {
+                call_id: Arc::from(""),
+                tool_name: Cow::Borrowed(""),
+                host: default_host(),
+                cancellation: Cancellation::never(),
+                waits: HostWaits::default(),
+            })
+        });
+        ToolContext {
+            scope,
+            call: Arc::clone(call),
+        }
+    }
+
     /// The call's cancellation (its own: a deadline trips it without cancelling the caller's).
     pub(crate) fn cancellation(&self) -> &Cancellation {
         &self.call.cancellation

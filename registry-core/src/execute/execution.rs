@@ -8,7 +8,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures_timer::Delay;
-use serde_json::Value;
 
 use crate::declare::declaration::{BoxFuture, Outcome};
 use crate::execute::cancel::{Cancellation, Cancelled};
@@ -17,6 +16,7 @@ use crate::execute::context::ToolContext;
 use crate::execute::observation::ErrorKind;
 use crate::execute::pool::{BlockingPool, Refusal};
 use crate::register::tool::{Invocation, Tool};
+use crate::resolve::checked::CheckedArguments;
 use crate::resolve::tool_error::ToolError;
 
 /// A call that produced no result: the kind, the text for the model, and what only the audit
@@ -39,7 +39,7 @@ pub(crate) struct Failure {
 pub(crate) async fn execute(
     tool: &Tool,
     ctx: ToolContext,
-    arguments: Value,
+    arguments: CheckedArguments,
     timeout: Option<Duration>,
     pool: &BlockingPool,
 ) -> Result<Payload, Failure> {
@@ -75,7 +75,7 @@ pub(crate) async fn execute(
 pub(crate) fn execute_blocking(
     tool: &Tool,
     ctx: ToolContext,
-    arguments: Value,
+    arguments: CheckedArguments,
     timeout: Option<Duration>,
     pool: &BlockingPool,
 ) -> Result<Payload, Failure> {
@@ -94,7 +94,7 @@ pub(crate) fn execute_blocking(
 async fn on_pool(
     tool: &Tool,
     ctx: ToolContext,
-    arguments: Value,
+    arguments: CheckedArguments,
     timeout: Option<Duration>,
     pool: &BlockingPool,
     cancellation: &Cancellation,
@@ -131,7 +131,7 @@ async fn on_pool(
 fn run_inline(
     tool: &Tool,
     ctx: ToolContext,
-    arguments: Value,
+    arguments: CheckedArguments,
     cancellation: &Cancellation,
 ) -> Result<Payload, Failure> {
     let result = run_sync(tool, ctx, arguments);
@@ -141,7 +141,11 @@ fn run_inline(
     result
 }
 
-fn run_sync(tool: &Tool, ctx: ToolContext, arguments: Value) -> Result<Payload, Failure> {
+fn run_sync(
+    tool: &Tool,
+    ctx: ToolContext,
+    arguments: CheckedArguments,
+) -> Result<Payload, Failure> {
     match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
         Ok(Invocation::Done(outcome)) => classify(outcome),
         Ok(Invocation::Pending(future)) => match pollster::block_on(CatchUnwind(future)) {

@@ -15,6 +15,8 @@ use crate::discover::fingerprint::Fingerprint;
 use crate::execute::context::ToolContext;
 use crate::present::profile::{Incompatibility, Profile};
 use crate::resolve::arguments::Arguments;
+use crate::resolve::checked::CheckedArguments;
+use crate::resolve::shape::Shape;
 use crate::resolve::tool_error::ToolError;
 use crate::resolve::validate::ArgumentValidator;
 
@@ -46,6 +48,12 @@ struct ToolInner {
     validator: OnceLock<Result<ArgumentValidator, String>>,
     /// The top-level properties that are not required, for which `null` means absent.
     optional: OnceLock<Box<[String]>>,
+    /// A declared tool's schema as the typed fast path reads it, if every keyword in it is
+    /// one the fast check enforces exactly; decided once.
+    shape: OnceLock<Option<Arc<Shape>>>,
+    /// Whether the tool reads the context of a call (a `#[tool]` function without a
+    /// `&ToolContext` parameter does not).
+    context: bool,
     handler: Handler,
 }
 
@@ -115,6 +123,8 @@ impl Tool {
             version: OnceLock::new(),
             validator: OnceLock::new(),
             optional: OnceLock::new(),
+            shape: OnceLock::new(),
+            context: declaration.context,
             handler: Handler::Declared(declaration.execute),
         }))
     }
@@ -138,6 +148,8 @@ impl Tool {
             version: OnceLock::new(),
             validator: OnceLock::from(Ok(parts.validator)),
             optional: OnceLock::new(),
+            shape: OnceLock::new(),
+            context: true,
             handler: parts.handler,
         }))
     }
@@ -341,21 +353,42 @@ impl Tool {
         }
     }
 
+    /// Whether the tool reads the context of its calls (its id, host, cancellation).
+    pub(crate) fn uses_context(&self) -> bool {
+        self.0.context
+    }
+
+    /// The typed fast path's reading of the arguments schema, for a `#[tool]` function whose
+    /// schema uses only keywords that the fast check enforces exactly (decided the first time
+    /// it is asked, once); `None` keeps the tool on the slow path (a `Value` and jsonschema).
+    /// Tools built at run time take a `Value`, so they have none.
+    pub(crate) fn shape(&self) -> Option<&Arc<Shape>> {
+        self.0
+            .shape
+            .get_or_init(|| match self.0.handler {
+                Handler::Declared(_) => {
+                    Shape::compile(&self.definition_ref().parameters).map(Arc::new)
+                }
+                Handler::Sync(_) | Handler::Async(_) => None,
+            })
+            .as_ref()
+    }
+
     /// Runs a synchronous tool now, or starts an async one, with arguments already validated.
-    pub(crate) fn invoke(&self, ctx: ToolContext, arguments: Value) -> Invocation {
+    pub(crate) fn invoke(&self, ctx: ToolContext, arguments: CheckedArguments) -> Invocation {
+        let declared = |arguments| match arguments {
+            CheckedArguments::Fast { fast, .. } => Arguments::fast(fast),
+            CheckedArguments::Value(value) => Arguments::new(object(value)),
+        };
         match &self.0.handler {
-            Handler::Declared(Execute::Sync(execute)) => Invocation::Done(execute(
-                &ctx,
-                Arguments::new(object(arguments)),
-                RunToken::new(),
-            )),
-            Handler::Declared(Execute::Async(execute)) => Invocation::Pending(execute(
-                ctx,
-                Arguments::new(object(arguments)),
-                RunToken::new(),
-            )),
-            Handler::Sync(handler) => Invocation::Done(handler(&ctx, arguments)),
-            Handler::Async(handler) => Invocation::Pending(handler(ctx, arguments)),
+            Handler::Declared(Execute::Sync(execute)) => {
+                Invocation::Done(execute(&ctx, declared(arguments), RunToken::new()))
+            }
+            Handler::Declared(Execute::Async(execute)) => {
+                Invocation::Pending(execute(ctx, declared(arguments), RunToken::new()))
+            }
+            Handler::Sync(handler) => Invocation::Done(handler(&ctx, arguments.into_value())),
+            Handler::Async(handler) => Invocation::Pending(handler(ctx, arguments.into_value())),
         }
     }
 }

@@ -3,6 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::resolve::fast::FastArguments;
 use crate::resolve::tool_error::{ArgumentProblem, ToolError};
 
 /// The arguments object of one call, consumed parameter by parameter by generated code.
@@ -11,25 +12,54 @@ use crate::resolve::tool_error::{ArgumentProblem, ToolError};
 /// run has validated the call: generated code only takes it apart.
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct Arguments(Vec<(String, Value)>);
+pub struct Arguments(Taken);
+
+#[derive(Debug)]
+enum Taken {
+    /// Validated as a JSON value (the slow path).
+    Values(Vec<(String, Value)>),
+    /// Passed the typed fast path's check: each parameter is deserialized from its slice
+    /// of the text.
+    Text(FastArguments),
+}
+
+/// A value to decode into a parameter.
+enum Found<'a> {
+    Value(Value),
+    Text(&'a str),
+}
 
 impl Arguments {
     /// Wraps the arguments object of a call, validated by the run that executes it.
     pub(crate) fn new(object: Map<String, Value>) -> Self {
         // A list, not the map: a tool's few parameters are found faster by a scan than by
         // removing them from a tree one by one.
-        Arguments(object.into_iter().collect())
+        Arguments(Taken::Values(object.into_iter().collect()))
     }
 
-    fn take(&mut self, name: &str) -> Option<Value> {
-        let index = self.0.iter().position(|(key, _)| key == name)?;
-        Some(self.0.swap_remove(index).1)
+    /// Wraps arguments that passed the fast path's check.
+    pub(crate) fn fast(arguments: FastArguments) -> Self {
+        Arguments(Taken::Text(arguments))
+    }
+
+    fn take(&mut self, name: &str) -> Option<Found<'_>> {
+        match &mut self.0 {
+            Taken::Values(values) => {
+                let index = values.iter().position(|(key, _)| key == name)?;
+                Some(Found::Value(values.swap_remove(index).1))
+            }
+            Taken::Text(fast) => {
+                let index = fast.shape.root.index(name)?;
+                let range = fast.values.as_mut_slice().get_mut(index)?.take()?;
+                Some(Found::Text(fast.slice(&range)))
+            }
+        }
     }
 
     /// Takes the required parameter `name`.
     pub fn required<T: DeserializeOwned>(&mut self, name: &str) -> Result<T, ToolError> {
         match self.take(name) {
-            Some(value) => decode(name, value),
+            Some(found) => decode(name, found),
             None => Err(ToolError::argument(
                 "",
                 format!("missing required property {name:?}"),
@@ -40,27 +70,55 @@ impl Arguments {
     /// Takes the optional parameter `name`: absent and `null` are both `None`.
     pub fn optional<T: DeserializeOwned>(&mut self, name: &str) -> Result<Option<T>, ToolError> {
         match self.take(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(value) => decode(name, value).map(Some),
+            None | Some(Found::Value(Value::Null)) => Ok(None),
+            Some(found) => decode(name, found).map(Some),
         }
     }
 
     /// Fails when the call gave properties that no parameter took.
-    pub fn finish(mut self) -> Result<(), ToolError> {
-        if self.0.is_empty() {
+    pub fn finish(self) -> Result<(), ToolError> {
+        let mut left: Vec<&str> = match &self.0 {
+            Taken::Values(values) => values.iter().map(|(key, _)| key.as_str()).collect(),
+            Taken::Text(fast) => (fast.values.as_slice().iter().zip(&fast.shape.root.names))
+                .filter(|(value, _)| value.is_some())
+                .map(|(_, name)| &**name)
+                .collect(),
+        };
+        if left.is_empty() {
             return Ok(());
         }
-        self.0.sort_by(|a, b| a.0.cmp(&b.0));
+        left.sort_unstable();
         Err(ToolError::InvalidArguments(
-            self.0
-                .iter()
-                .map(|(key, _)| ArgumentProblem::new("", format!("unknown property {key:?}")))
+            left.iter()
+                .map(|key| ArgumentProblem::new("", format!("unknown property {key:?}")))
                 .collect(),
         ))
     }
 }
 
-fn decode<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, ToolError> {
+/// The parameter `name` from what the call gave: from its text, straight into `T`; what
+/// fails there is decoded again from its value, which is what the slow path does, so that
+/// the error (its JSON pointer and message) is the slow path's to the letter.
+fn decode<T: DeserializeOwned>(name: &str, found: Found<'_>) -> Result<T, ToolError> {
+    match found {
+        Found::Value(value) => decode_value(name, value),
+        Found::Text(text) => serde_json::from_str(text).or_else(|_| {
+            let value = serde_json::from_str(text).map_err(|error| {
+                ToolError::argument(
+                    format!("/{}", crate::pointer::escape(name)),
+                    error.to_string(),
+                )
+            })?;
+            decode_value(name, value)
+        }),
+    }
+}
+
+fn decode_value<T: DeserializeOwned>(name: &str, value: Value) -> Result<T, ToolError> {
+    // Most arguments decode: without tracking the path, which only an error needs.
+    if let Ok(decoded) = T::deserialize(&value) {
+        return Ok(decoded);
+    }
     serde_path_to_error::deserialize(value).map_err(|error| {
         let mut pointer = format!("/{}", crate::pointer::escape(name));
         for segment in error.path().iter() {

@@ -143,16 +143,39 @@ impl ToolCall {
         self,
         limits: &ArgumentLimits,
     ) -> (CallHeader, Result<Value, ArgumentProblem>) {
+        let (header, given) = self.into_given();
+        (header, given.parse(limits))
+    }
+
+    /// The call's parts, its arguments as they came.
+    pub(crate) fn into_given(self) -> (CallHeader, Given) {
         let header = CallHeader {
             id: self.id,
             name: self.name,
             generated_id: self.generated_id,
         };
-        let arguments = match self.arguments {
-            Arguments::Value(value) => Ok(value),
-            Arguments::Text { text, .. } => json_text::parse(&text, limits),
+        let given = match self.arguments {
+            Arguments::Value(value) => Given::Value(value),
+            Arguments::Text { text, .. } => Given::Text(text),
         };
-        (header, arguments)
+        (header, given)
+    }
+}
+
+/// A call's arguments as they came: a value, or JSON text not parsed yet.
+#[derive(Debug)]
+pub(crate) enum Given {
+    Value(Value),
+    Text(String),
+}
+
+impl Given {
+    /// The arguments as a value, their text parsed strictly under `limits`.
+    pub(crate) fn parse(self, limits: &ArgumentLimits) -> Result<Value, ArgumentProblem> {
+        match self {
+            Given::Value(value) => Ok(value),
+            Given::Text(text) => json_text::parse(&text, limits),
+        }
     }
 }
 

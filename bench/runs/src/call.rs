@@ -1,0 +1,345 @@
+//! `bench-runs call`: one trivial sync tool, `add(a, b)`, with its arguments as a model sends
+//! them (JSON text), through every way of calling it, side by side in one run, each with its
+//! ratio to the direct call:
+//!
+//! - **direct**: `serde_json::from_str` of the text into the arguments struct, the function,
+//!   `serde_json::to_value` of its result: the floor;
+//! - **text**: `ToolCall::from_json_text` + `Run::call_blocking`, the default gate (no
+//!   policy, no rate limit, no audit sink);
+//! - **value**: the text already parsed into a `serde_json::Value` (parsed before the timing),
+//!   `ToolCall::new` + `Run::call_blocking`;
+//! - **async**: `ToolCall::from_json_text` + `Run::call`, awaited on a current-thread Tokio
+//!   runtime (one `block_on` per batch of calls);
+//! - **gated**: the text path with a call policy that reads the arguments and a rate limit
+//!   (generous, so that every call is admitted), blocking and async;
+//! - **rmcp**: rmcp 3.11's `ToolRouter::call` on the same function (`#[tool_router]`,
+//!   `Parameters<AddRequest>`; rmcp does not validate the arguments against the schema), on
+//!   the same runtime: from the text (parsed into rmcp's `JsonObject` first, as its server
+//!   does with a request), and from an object parsed before the timing.
+//!
+//! Every figure is the median of 31 batches, in CPU time of the process (see
+//! `median_batches_with`).
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use registry_core::gate::{CallRequest, Decision};
+use registry_core::{Registry, Subject, ToolCall, tool};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, JsonObject, NumberOrString, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, schemars, tool_handler, tool_router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Add two numbers.
+#[tool(public, read_only)]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// `add` as an `async fn`: `Run::call` polls it on the caller's task, where a synchronous
+/// tool goes to the registry's pool of threads.
+#[tool(public, read_only)]
+async fn add_async(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// The arguments of `add`, for calling it directly and through rmcp.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+/// The same function as an rmcp tool, the way an rmcp user writes one.
+#[derive(Clone)]
+struct Bare {
+    tool_router: Arc<ToolRouter<Bare>>,
+}
+
+#[tool_router]
+impl Bare {
+    /// Add two numbers.
+    #[rmcp::tool(annotations(read_only_hint = true))]
+    fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> String {
+        add(a, b).to_string()
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Bare {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+}
+
+const TEXT: &str = r#"{"a": 40, "b": 2}"#;
+const ITERATIONS: u32 = 200_000;
+
+pub fn call() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime");
+    let registry = Registry::builder()
+        .declared_in(["bench_runs"])
+        .build()
+        .expect("the benchmark registry builds");
+    let run = registry.open_run("run", &Subject::new("tenant-a"));
+    let observation = run.call_blocking(ToolCall::from_json_text("call_1", "add", TEXT));
+    assert_eq!(observation.json(), &json!(42));
+    let parsed: AddArgs = serde_json::from_str(TEXT).expect("valid");
+    assert_eq!(add(parsed.a, parsed.b), 42);
+
+    // The gate configured: a call policy that reads the arguments, and a rate limit counted
+    // per subject and tool.
+    let gated = Registry::builder()
+        .declared_in(["bench_runs"])
+        .call_policy(
+            |call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
+                Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
+                _ => Decision::Allow,
+            },
+        )
+        .rate_limit("1000000000/s")
+        .build()
+        .expect("the gated registry builds");
+    let gated_run = gated.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
+    let observation = gated_run.call_blocking(ToolCall::from_json_text("call_1", "add", TEXT));
+    assert_eq!(observation.json(), &json!(42));
+
+    // rmcp: a request context needs a peer, which only a running service gives; one served
+    // over an in-memory pipe, never written to.
+    let bare = Bare {
+        tool_router: Arc::new(Bare::tool_router()),
+    };
+    let (pipe, _other_end) = tokio::io::duplex(1 << 16);
+    let service =
+        runtime.block_on(async { rmcp::service::serve_directly(bare.clone(), pipe, None) });
+    let context =
+        RequestContext::<RoleServer>::new(NumberOrString::Number(1), service.peer().clone());
+    let rmcp_call = |arguments: JsonObject| {
+        let request = CallToolRequestParams::new("add").with_arguments(arguments);
+        let call = ToolCallContext::new(&bare, request, context.clone());
+        bare.tool_router.call(call)
+    };
+    let object: JsonObject = serde_json::from_str(TEXT).expect("an object");
+    let answer = runtime
+        .block_on(rmcp_call(object.clone()))
+        .expect("rmcp answers");
+    assert!(format!("{answer:?}").contains("42"), "{answer:?}");
+
+    let direct = median_batches(ITERATIONS, |n| {
+        for _ in 0..n {
+            let parsed: AddArgs = serde_json::from_str(black_box(TEXT)).expect("valid");
+            black_box(serde_json::to_value(add(parsed.a, parsed.b)).expect("json"));
+        }
+    });
+    let text = median_batches(ITERATIONS, |n| {
+        for _ in 0..n {
+            let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
+            let _ = black_box(run.call_blocking(call));
+        }
+    });
+    let arguments: Value = serde_json::from_str(TEXT).expect("valid");
+    let value = median_batches_with(
+        ITERATIONS,
+        |n| {
+            (0..n)
+                .map(|_| ToolCall::new("call_1", "add", arguments.clone()))
+                .collect::<Vec<_>>()
+        },
+        |calls| {
+            for call in calls {
+                let _ = black_box(run.call_blocking(call));
+            }
+        },
+    );
+    let in_async = median_batches(ITERATIONS, |n| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
+                let _ = black_box(run.call(call).await);
+            }
+        })
+    });
+    let async_tool = median_batches(ITERATIONS, |n| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                let call = ToolCall::from_json_text("call_1", "add_async", black_box(TEXT));
+                let _ = black_box(run.call(call).await);
+            }
+        })
+    });
+    let gated_text = median_batches(ITERATIONS, |n| {
+        for _ in 0..n {
+            let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
+            let _ = black_box(gated_run.call_blocking(call));
+        }
+    });
+    let gated_async = median_batches(ITERATIONS, |n| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
+                let _ = black_box(gated_run.call(call).await);
+            }
+        })
+    });
+    let rmcp_text = median_batches(ITERATIONS, |n| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                let object: JsonObject = serde_json::from_str(black_box(TEXT)).expect("object");
+                let _ = black_box(rmcp_call(object).await);
+            }
+        })
+    });
+    let rmcp_object = median_batches_with(
+        ITERATIONS,
+        |n| (0..n).map(|_| object.clone()).collect::<Vec<_>>(),
+        |objects| {
+            runtime.block_on(async {
+                for object in objects {
+                    let _ = black_box(rmcp_call(object).await);
+                }
+            })
+        },
+    );
+    // Parts, for reading where the time goes.
+    let tool = registry.get("add").expect("registered");
+    let validation = median_batches(ITERATIONS, |n| {
+        for _ in 0..n {
+            black_box(tool.validate(black_box(&arguments))).expect("valid");
+        }
+    });
+    let tree = median_batches(ITERATIONS, |n| {
+        for _ in 0..n {
+            black_box(serde_json::from_str::<Value>(black_box(TEXT)).expect("valid"));
+        }
+    });
+
+    let ratio = |time: Duration| time.as_secs_f64() / direct.as_secs_f64().max(f64::MIN_POSITIVE);
+    let rows = [
+        ("direct: from_str into the struct, add, to_value", direct),
+        ("text: from_json_text + Run::call_blocking", text),
+        ("value: parsed Value + Run::call_blocking", value),
+        (
+            "async: from_json_text + Run::call (current thread)",
+            in_async,
+        ),
+        (
+            "gated text: call policy + rate limit, call_blocking",
+            gated_text,
+        ),
+        (
+            "gated async: call policy + rate limit, Run::call",
+            gated_async,
+        ),
+        ("rmcp 3.11 ToolRouter::call, from the text", rmcp_text),
+        (
+            "rmcp 3.11 ToolRouter::call, from a parsed object",
+            rmcp_object,
+        ),
+        ("part: jsonschema validation of the Value alone", validation),
+        ("part: the text parsed into a serde_json::Value", tree),
+    ];
+    println!("call: {:<54} {:>9} {:>9}", "path", "time", "x direct");
+    for (name, time) in rows {
+        println!("call: {name:<54} {:>9} {:>8.2}x", show(time), ratio(time));
+    }
+    let against_rmcp = text.as_secs_f64() / rmcp_text.as_secs_f64().max(f64::MIN_POSITIVE);
+    println!("call: text path / rmcp from the text: {against_rmcp:.2}x");
+}
+
+/// `bench-runs call-loop PATH`: only the path `text`, `value` or `gated`, for a few seconds,
+/// for a profiler (`perf record`).
+pub fn call_loop(path: &str) {
+    let registry = Registry::builder()
+        .declared_in(["bench_runs"])
+        .call_policy(
+            |call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
+                Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
+                _ => Decision::Allow,
+            },
+        )
+        .rate_limit("1000000000/s")
+        .build()
+        .expect("the gated registry builds");
+    let plain = Registry::builder()
+        .declared_in(["bench_runs"])
+        .build()
+        .expect("the benchmark registry builds");
+    let registry = if path == "gated" { registry } else { plain };
+    let run = registry.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
+    let arguments: Value = serde_json::from_str(TEXT).expect("valid");
+    let started = Instant::now();
+    let mut calls = 0u64;
+    while started.elapsed() < Duration::from_secs(5) {
+        for _ in 0..10_000 {
+            let call = match path {
+                "value" => ToolCall::new("call_1", "add", arguments.clone()),
+                _ => ToolCall::from_json_text("call_1", "add", black_box(TEXT)),
+            };
+            let _ = black_box(run.call_blocking(call));
+        }
+        calls += 10_000;
+    }
+    println!("call-loop {path}: {calls} calls in {:?}", started.elapsed());
+}
+
+/// The median over 31 batches of the CPU time of one iteration: `batch(n)` runs `n`
+/// iterations, `n = iterations / 31` (at least 1); a warm-up batch first.
+fn median_batches(iterations: u32, mut batch: impl FnMut(u32)) -> Duration {
+    median_batches_with(iterations, |n| n, |n| batch(n))
+}
+
+/// [`median_batches`] with untimed preparation: `setup(n)` makes what `batch` consumes for
+/// `n` iterations.
+///
+/// The clock is the process's CPU time (every thread's, so the pool thread a synchronous tool
+/// runs on under `Run::call` counts too), not wall time: on a machine shared with other
+/// work, the time this process waits for a core is not counted, and the figures hold still.
+fn median_batches_with<T>(
+    iterations: u32,
+    mut setup: impl FnMut(u32) -> T,
+    mut batch: impl FnMut(T),
+) -> Duration {
+    let per_batch = (iterations / 31).max(1);
+    batch(setup(per_batch));
+    let mut times: Vec<Duration> = (0..31)
+        .map(|_| {
+            let input = setup(per_batch);
+            let start = cpu_time();
+            batch(input);
+            cpu_time().saturating_sub(start) / per_batch
+        })
+        .collect();
+    times.sort();
+    times[15]
+}
+
+/// The CPU time this process has used.
+fn cpu_time() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid `timespec` to write to; the clock exists on Linux.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+fn show(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    if nanos >= 10_000 {
+        format!("{:.1} µs", nanos as f64 / 1000.0)
+    } else {
+        format!("{nanos} ns")
+    }
+}
