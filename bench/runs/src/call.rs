@@ -233,6 +233,10 @@ pub fn call() {
             in_async,
         ),
         (
+            "async tool: add_async through Run::call (no pool hop)",
+            async_tool,
+        ),
+        (
             "gated text: call policy + rate limit, call_blocking",
             gated_text,
         ),

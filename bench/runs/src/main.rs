@@ -18,13 +18,16 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use registry_core::{DynamicTool, Registry, Subject, ToolCall};
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod call;
 mod projection;
 
 fn main() {
-    println!("machine: {} cores", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!(
+        "machine: {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
     // `bench-runs call` (or `project`, `content`) runs only that part, e.g. under a profiler.
     let only = std::env::args().nth(1);
     let wanted = |name: &str| only.as_deref().is_none_or(|only| only == name);
@@ -45,7 +48,9 @@ fn main() {
 
 fn content() {
     const SIZE: usize = 1 << 20;
-    let bytes: Vec<u8> = (0..SIZE).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let bytes: Vec<u8> = (0..SIZE)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     let image = registry_core::content::Content::image(bytes.clone(), "image/png");
     let registry = Registry::builder()
         .tool(
@@ -66,18 +71,26 @@ fn content() {
     let call = median_per_iteration(20_000, || {
         let _ = black_box(run.call_blocking(ToolCall::new("c1", "chart", json!({}))));
     });
-    println!("content: base64 of 1 MiB alone:                          {}", show(encode));
-    println!("content: a run's call returning a 1 MiB image:            {}", show(call));
+    println!(
+        "content: base64 of 1 MiB alone:                          {}",
+        show(encode)
+    );
+    println!(
+        "content: a run's call returning a 1 MiB image:            {}",
+        show(call)
+    );
     for &profile in registry_core::Profile::ALL {
         let rendered = median_per_iteration(200, || {
             black_box(profile.render(black_box(&observation)));
         });
         let ratio = rendered.as_secs_f64() / encode.as_secs_f64().max(f64::MIN_POSITIVE);
-        println!("content: render as {:<24} {} ({ratio:.2}x one base64 pass)", format!("{profile}:"), show(rendered));
+        println!(
+            "content: render as {:<24} {} ({ratio:.2}x one base64 pass)",
+            format!("{profile}:"),
+            show(rendered)
+        );
     }
 }
-
-
 
 fn median_per_iteration(iterations: u32, mut body: impl FnMut()) -> Duration {
     let per_batch = (iterations / 31).max(1);
