@@ -235,9 +235,12 @@ async fn run(cli: Cli) -> Result<String, Failure> {
                 .to_owned(),
         ));
     };
+    // An operator's command is not on a call's path: it waits longer for a busy database than
+    // a replica's calls do (the plane's default, 2 s), before it gives up saying so.
     let plane = ControlPlane::builder(&url)
         .replica("registry-admin")
         .pool_size(2)
+        .timeout(std::time::Duration::from_secs(15))
         .connect()
         .await?;
     let json = cli.json;
