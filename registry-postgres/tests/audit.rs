@@ -630,7 +630,9 @@ async fn flush_waits_for_the_events_before_it_not_for_a_quiet_moment() {
         };
         tokio::time::sleep(Duration::from_millis(100)).await;
         let started = Instant::now();
-        let flushed = writer.flush(Duration::from_secs(5)).await;
+        // A flush that waited for a quiet moment would never end here; 15 s, not 5, because on
+        // a loaded machine the first 2,000 events alone took longer than 5 s to be written.
+        let flushed = writer.flush(Duration::from_secs(15)).await;
         let took = started.elapsed();
         stop.store(true, Ordering::SeqCst);
         busy.join().unwrap();
