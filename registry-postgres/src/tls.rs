@@ -74,7 +74,7 @@ pub(crate) fn configure(url: &str) -> Result<(tokio_postgres::Config, Connector)
     } else {
         SslMode::Require
     });
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|error| Error::Tls(format!("no TLS protocol version: {error}")))?;

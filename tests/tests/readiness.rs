@@ -183,6 +183,43 @@ fn checks_that_panic_or_hang_count_as_not_ready() {
     );
 }
 
+/// Two checks at once (the server's and an operator's, say) share one run of a synchronous
+/// check: the second waits for the first's answer rather than calling a check that is merely
+/// slow "not returned".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checks_at_once_share_one_run_of_a_slow_sync_check() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let entered = Arc::new(AtomicUsize::new(0));
+    let slow = Arc::new(AtomicBool::new(false));
+    let registry = {
+        let (entered, slow) = (entered.clone(), slow.clone());
+        with_tools(&runs)
+            .readiness("notify", move || {
+                entered.fetch_add(1, Ordering::SeqCst);
+                if slow.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(400));
+                }
+                Ok::<(), String>(())
+            })
+            .readiness_timeout(Duration::from_secs(20))
+            .build()
+            .unwrap()
+    };
+    assert_eq!(entered.load(Ordering::SeqCst), 1);
+    slow.store(true, Ordering::SeqCst);
+    let (first, second) = tokio::join!(registry.check_readiness(), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        registry.check_readiness().await
+    });
+    for readiness in [&first, &second] {
+        assert!(
+            readiness.iter().all(|tool| tool.is_ready()),
+            "{readiness:?}"
+        );
+    }
+    assert_eq!(entered.load(Ordering::SeqCst), 2, "one run for both checks");
+}
+
 #[test]
 fn a_check_for_an_unknown_or_repeated_tool_is_a_build_problem() {
     let runs = Arc::new(AtomicUsize::new(0));

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -68,7 +68,7 @@ where
     fn into_check(self) -> Check {
         Check::Sync(
             Arc::new(move || self().map_err(|error| error.to_string())),
-            Arc::new(AtomicBool::new(false)),
+            Arc::default(),
         )
     }
 }
@@ -87,13 +87,13 @@ where
     }
 }
 
-/// A readiness check, erased. A synchronous one carries whether it is running still.
+/// A readiness check, erased. A synchronous one carries its run in flight, if any.
 #[doc(hidden)]
 #[derive(Clone)]
 pub enum Check {
     Sync(
         Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
-        Arc<AtomicBool>,
+        Arc<InFlight>,
     ),
     Async(Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>),
 }
@@ -113,12 +113,13 @@ impl Check {
     /// A synchronous check runs on a thread of its own, never on the caller's (an async
     /// worker, or the thread building the registry), so that its deadline holds: past it the
     /// tool is not ready and the caller goes on, while the check's thread runs on until the
-    /// check returns. Until then the check is not started again (the tool stays not ready,
-    /// saying so): at most one thread per synchronous check, however often readiness is
-    /// checked.
+    /// check returns. At most one thread per synchronous check, however often readiness is
+    /// checked: a caller that finds the check running joins it and waits for its answer
+    /// (under its own deadline); one that finds it running since longer than its deadline is
+    /// told at once that it has not returned.
     pub(crate) async fn run(&self, timeout: Duration) -> Result<(), String> {
         let future = match self {
-            Check::Sync(check, running) => return run_sync(check, running, timeout).await,
+            Check::Sync(check, in_flight) => return run_sync(check, in_flight, timeout).await,
             Check::Async(check) => match catch_unwind(AssertUnwindSafe(|| check())) {
                 Ok(future) => future,
                 Err(payload) => return Err(panicked(&*payload)),
@@ -140,35 +141,81 @@ impl Check {
     }
 }
 
-/// Runs a synchronous check on a thread of its own, under `timeout`.
+/// A synchronous check's run in flight: when it started and who waits for its answer. Those
+/// who wait are the callers that came while it ran (each also under its own deadline), so
+/// they are few: one who gave up is dropped when the next one comes.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct InFlight(Mutex<Option<Running>>);
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.state();
+        f.debug_struct("InFlight")
+            .field("since", &state.as_ref().map(|running| running.started))
+            .finish()
+    }
+}
+
+struct Running {
+    started: Instant,
+    waiting: Vec<futures_channel::oneshot::Sender<Result<(), String>>>,
+}
+
+impl InFlight {
+    fn state(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Runs a synchronous check on a thread of its own, or joins its run in flight, under
+/// `timeout`.
 async fn run_sync(
     check: &Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
-    running: &Arc<AtomicBool>,
+    in_flight: &Arc<InFlight>,
     timeout: Duration,
 ) -> Result<(), String> {
-    if running.swap(true, Ordering::AcqRel) {
-        return Err(
-            "the readiness check has not returned since it last ran past its deadline".into(),
-        );
-    }
     let (sender, receiver) = futures_channel::oneshot::channel();
-    let job = {
-        let (check, running) = (check.clone(), running.clone());
-        move || {
-            let result = catch_unwind(AssertUnwindSafe(|| check()))
-                .unwrap_or_else(|payload| Err(panicked(&*payload)));
-            running.store(false, Ordering::Release);
-            let _ = sender.send(result);
-        }
-    };
-    if let Err(error) = std::thread::Builder::new()
-        .name("readiness-check".into())
-        .spawn(job)
     {
-        running.store(false, Ordering::Release);
-        return Err(format!(
-            "the readiness check could not be started (no thread: {error})"
-        ));
+        let mut state = in_flight.state();
+        match &mut *state {
+            Some(running) if running.started.elapsed() >= timeout => {
+                return Err(
+                    "the readiness check has not returned since it last ran past its deadline"
+                        .into(),
+                );
+            }
+            Some(running) => {
+                running.waiting.retain(|waiting| !waiting.is_canceled());
+                running.waiting.push(sender);
+            }
+            None => {
+                *state = Some(Running {
+                    started: Instant::now(),
+                    waiting: vec![sender],
+                });
+                let job = {
+                    let (check, in_flight) = (check.clone(), in_flight.clone());
+                    move || {
+                        let result = catch_unwind(AssertUnwindSafe(|| check()))
+                            .unwrap_or_else(|payload| Err(panicked(&*payload)));
+                        let running = in_flight.state().take();
+                        for waiting in running.map(|running| running.waiting).unwrap_or_default() {
+                            let _ = waiting.send(result.clone());
+                        }
+                    }
+                };
+                if let Err(error) = std::thread::Builder::new()
+                    .name("readiness-check".into())
+                    .spawn(job)
+                {
+                    *state = None;
+                    return Err(format!(
+                        "the readiness check could not be started (no thread: {error})"
+                    ));
+                }
+            }
+        }
     }
     match crate::execute::deadline::with_deadline(receiver, timeout).await {
         Some(Ok(result)) => result,
