@@ -2,11 +2,9 @@
 //! replica, a late follower catches up, and a replica that loses the database holds its calls
 //! until it is back and caught up.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Counter, bounded, call, cluster, own_cluster, plane, subject, wait_until};
+use crate::common::{Counter, bounded, call, cluster, own_cluster, plane, subject, wait_until};
 use registry_core::server::RegistryExt;
 use registry_core::{
     DynamicTool, ErrorKind, Registry, RegistryError, ToolContext, change::ReplaceOptions,
@@ -20,7 +18,7 @@ const PROPAGATION: Duration = Duration::from_secs(2);
 /// A following replica with `deploy`, `status` and `echo`.
 async fn replica(url: &str, name: &str, counter: &Counter) -> (ControlPlane, Registry, ChangeFeed) {
     let plane = plane(url, name).await;
-    let registry = common::builder(counter).build().unwrap();
+    let registry = crate::common::builder(counter).build().unwrap();
     let feed = plane.follow(&registry).await.unwrap();
     (plane, registry, feed)
 }
@@ -103,7 +101,7 @@ async fn a_late_follower_applies_every_change_at_start() {
         feed_a.revoke("deploy", "six").await.unwrap();
 
         let plane_c = plane(&url, "c").await;
-        let registry_c = common::builder(&counter).build().unwrap();
+        let registry_c = crate::common::builder(&counter).build().unwrap();
         let feed_c = plane_c.follow(&registry_c).await.unwrap();
         // Nothing to wait for: following applies what was recorded before it returns.
         assert_eq!(feed_c.applied_seq(), 6);
@@ -173,9 +171,9 @@ async fn a_replacement_revokes_the_replicas_without_the_new_version() {
         // C was deployed with the new version already.
         let plane_c = plane(&url, "c").await;
         let registry_c = Registry::builder()
-            .tool(common::deploy(&counter))
-            .tool(common::status_described(&counter, new_description))
-            .tool(common::echo(&counter))
+            .tool(crate::common::deploy(&counter))
+            .tool(crate::common::status_described(&counter, new_description))
+            .tool(crate::common::echo(&counter))
             .build()
             .unwrap();
         let _feed_c = plane_c.follow(&registry_c).await.unwrap();
@@ -184,7 +182,7 @@ async fn a_replacement_revokes_the_replicas_without_the_new_version() {
 
         let record = feed_a
             .replace(
-                common::status_described(&counter, new_description),
+                crate::common::status_described(&counter, new_description),
                 ReplaceOptions::keep_old_runs("v2"),
             )
             .await
@@ -348,7 +346,7 @@ async fn a_replica_kept_away_catches_up_before_it_lets_calls_through() {
     let (_cluster, url) = own_cluster("feed");
     bounded(LIMIT, async {
         let counter = Counter::default();
-        let admin = common::sql(&url).await;
+        let admin = crate::common::sql(&url).await;
         admin
             .batch_execute("CREATE ROLE replica_a LOGIN SUPERUSER")
             .await
@@ -402,7 +400,7 @@ async fn a_database_that_stops_answering_holds_calls_within_the_lease() {
         let (_a, registry_a, feed_a) = replica(&url, "a", &counter).await;
         let run = registry_a.open_run("run-a", &subject());
         // The connection stays up, but the feed's reads wait behind a lock.
-        let mut admin = common::sql(&url).await;
+        let mut admin = crate::common::sql(&url).await;
         let transaction = admin.transaction().await.unwrap();
         transaction
             .batch_execute("LOCK TABLE registry_changes IN ACCESS EXCLUSIVE MODE")
@@ -438,7 +436,7 @@ async fn a_late_follower_catches_up_over_many_pages() {
     bounded(LIMIT, async {
         let counter = Counter::default();
         let admin = plane(&url, "admin").await;
-        common::sql(&url)
+        crate::common::sql(&url)
             .await
             .batch_execute(
                 "INSERT INTO registry_changes (seq, tool, kind, reason, origin)
@@ -471,7 +469,7 @@ async fn a_restoration_does_not_bring_back_a_version_replaced_elsewhere() {
         let (_b, registry_b, feed_b) = replica(&url, "b", &counter).await;
         feed_a
             .replace(
-                common::status_described(&counter, new_description),
+                crate::common::status_described(&counter, new_description),
                 ReplaceOptions::keep_old_runs("v2"),
             )
             .await
@@ -498,7 +496,7 @@ async fn a_restoration_does_not_bring_back_a_version_replaced_elsewhere() {
         // Given the new version, B serves it.
         feed_b
             .replace(
-                common::status_described(&counter, new_description),
+                crate::common::status_described(&counter, new_description),
                 ReplaceOptions::keep_old_runs("v2 here too"),
             )
             .await
@@ -557,7 +555,7 @@ async fn a_change_without_a_notification_arrives_with_the_heartbeat() {
         let counter = Counter::default();
         let (_b, registry_b, feed_b) = replica(&url, "b", &counter).await;
         // Written as a replica would, but the notification is lost.
-        common::sql(&url)
+        crate::common::sql(&url)
             .await
             .batch_execute(
                 "INSERT INTO registry_changes (seq, tool, kind, reason, origin)
@@ -582,12 +580,12 @@ async fn a_lease_shorter_than_the_heartbeat_does_not_hold_a_healthy_replica() {
     bounded(LIMIT, async {
         let counter = Counter::default();
         // The default heartbeat is 250 ms.
-        let plane = ControlPlane::builder(&common::with_connect_timeout(&url))
+        let plane = ControlPlane::builder(&crate::common::with_connect_timeout(&url))
             .lease(Duration::from_millis(100))
             .connect()
             .await
             .unwrap();
-        let registry = common::builder(&counter).build().unwrap();
+        let registry = crate::common::builder(&counter).build().unwrap();
         let _feed = plane.follow(&registry).await.unwrap();
         let started = Instant::now();
         while started.elapsed() < Duration::from_millis(1500) {
@@ -618,7 +616,7 @@ async fn a_feed_shut_down_leaves_the_registry_held() {
         // Shut down at once after following: the feed's tasks stop all the same.
         let plane_c = plane(&url, "c").await;
         for round in 0..30 {
-            let registry = common::builder(&counter).build().unwrap();
+            let registry = crate::common::builder(&counter).build().unwrap();
             let feed = plane_c.follow(&registry).await.unwrap();
             tokio::time::timeout(Duration::from_secs(3), feed.shutdown())
                 .await
@@ -693,12 +691,12 @@ async fn a_replacement_does_not_concern_a_replica_with_another_version() {
         // D runs newer code still: neither the version replaced nor the replacement.
         let newer = || {
             Registry::builder()
-                .tool(common::deploy(&counter))
-                .tool(common::status_described(
+                .tool(crate::common::deploy(&counter))
+                .tool(crate::common::status_described(
                     &counter,
                     "Read the build status of a project, with its tests and coverage.",
                 ))
-                .tool(common::echo(&counter))
+                .tool(crate::common::echo(&counter))
                 .build()
                 .unwrap()
         };
@@ -707,7 +705,7 @@ async fn a_replacement_does_not_concern_a_replica_with_another_version() {
         let old = registry_a.get("status").unwrap().fingerprint().to_string();
         let record = feed_a
             .replace(
-                common::status_described(
+                crate::common::status_described(
                     &counter,
                     "Read the build status of a project, with its tests.",
                 ),
@@ -751,7 +749,7 @@ fn scoped_status(counter: &Counter, extra: &[&str], answer: &'static str) -> Dyn
         .map(str::to_owned)
         .collect();
     DynamicTool::new("status", "Read the build status of a project.")
-        .parameters(common::project_schema())
+        .parameters(crate::common::project_schema())
         .scopes(scopes)
         .read_only()
         .handler(move |_: &ToolContext, _: Value| {
@@ -890,7 +888,7 @@ async fn a_replacement_recorded_before_version_fingerprints_is_compared_as_befor
         let shown = v1.get("status").unwrap().fingerprint().to_string();
         // What an earlier release recorded: the fingerprints of what was shown, no versions.
         ControlPlane::connect(&url).await.unwrap();
-        common::sql(&url)
+        crate::common::sql(&url)
             .await
             .execute(
                 "INSERT INTO registry_changes
@@ -908,7 +906,7 @@ async fn a_replacement_recorded_before_version_fingerprints_is_compared_as_befor
         assert_eq!(v1.is_revoked_now("status"), Some(true));
         // A replica shown another definition is not concerned.
         let other = Registry::builder()
-            .tool(common::status_described(
+            .tool(crate::common::status_described(
                 &counter,
                 "Read the build status, with its tests.",
             ))

@@ -1,12 +1,10 @@
 //! `PgApprovalStore` through the real core: requests made on one replica and decided on
 //! another, exactly once, operators' verdicts, expiry, and a database that is down.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Counter, bounded, builder, call, cluster, own_cluster, plane, sql, subject};
+use crate::common::{Counter, bounded, builder, call, cluster, own_cluster, plane, sql, subject};
 use registry_core::approval::Verdict;
 use registry_core::{
     ErrorKind, Registry,
@@ -460,18 +458,19 @@ async fn a_database_that_is_down_refuses_approvals_and_runs_nothing() {
 
         cluster.start_again().unwrap();
         // The pool reconnects: the request made before is still pending, and runs once.
-        let done = common::wait_until_async(Duration::from_secs(10), "the store is back", || {
-            let run = registry_a.open_run("run-again", &subject());
-            let id = waiting.clone();
-            async move {
-                match run.decide(&id, Verdict::approve()).await {
-                    Ok(done) => !done.is_error(),
-                    Err(ApprovalError::Store(_)) => false,
-                    Err(other) => panic!("{other:?}"),
+        let done =
+            crate::common::wait_until_async(Duration::from_secs(10), "the store is back", || {
+                let run = registry_a.open_run("run-again", &subject());
+                let id = waiting.clone();
+                async move {
+                    match run.decide(&id, Verdict::approve()).await {
+                        Ok(done) => !done.is_error(),
+                        Err(ApprovalError::Store(_)) => false,
+                        Err(other) => panic!("{other:?}"),
+                    }
                 }
-            }
-        })
-        .await;
+            })
+            .await;
         let _ = done;
         assert_eq!(counter.get(), 1);
         assert_eq!(state_of(&url, &waiting).await, "approved");

@@ -1,12 +1,10 @@
 //! Pruning: what is older than the retention goes, in batches; the change log keeps what a
 //! replica catching up needs; one prune at a time; a plane with a retention prunes itself.
 
-mod common;
-
 use registry_core::server::RegistryExt;
 use std::time::Duration;
 
-use common::{Counter, bounded, cluster, plane, sql};
+use crate::common::{Counter, bounded, cluster, plane, sql};
 use registry_postgres::ControlPlane;
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -119,7 +117,7 @@ async fn prune_deletes_what_is_old_and_keeps_what_replicas_need() {
         // A replica starting now, from what is left, reaches the state the whole log gave:
         // deploy and status revoked.
         let counter = Counter::default();
-        let registry = common::builder(&counter).build().unwrap();
+        let registry = crate::common::builder(&counter).build().unwrap();
         let feed = plane.follow(&registry).await.unwrap();
         assert_eq!(registry.is_revoked_now("deploy"), Some(true));
         assert_eq!(registry.is_revoked_now("status"), Some(true));
@@ -164,7 +162,7 @@ async fn a_plane_with_a_retention_prunes_on_its_own() {
             let mut planes = Vec::new();
             for name in ["a", "b"] {
                 planes.push(
-                    ControlPlane::builder(&common::with_connect_timeout(&url))
+                    ControlPlane::builder(&crate::common::with_connect_timeout(&url))
                         .replica(name)
                         .retention(7 * DAY)
                         .prune_every(Duration::from_millis(50))
@@ -178,9 +176,11 @@ async fn a_plane_with_a_retention_prunes_on_its_own() {
         old_audit(&url, "new", 3, 0).await;
         for round in 0..3 {
             old_audit(&url, &format!("old{round}"), 100, 30).await;
-            common::wait_until_async(Duration::from_secs(10), "old events pruned", || async {
-                scalar(&url, "SELECT count(*) FROM audit_events").await == 3
-            })
+            crate::common::wait_until_async(
+                Duration::from_secs(10),
+                "old events pruned",
+                || async { scalar(&url, "SELECT count(*) FROM audit_events").await == 3 },
+            )
             .await;
         }
         drop(planes);

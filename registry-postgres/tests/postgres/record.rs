@@ -1,12 +1,10 @@
 //! What ran is on the shared record: the version fingerprints of call, approval and
 //! projection events, and refused changes, reach `audit_events` as JSON operators can query.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{bounded, cluster, plane, sql, subject};
+use crate::common::{bounded, cluster, plane, sql, subject};
 use registry_core::{
     DynamicTool, Registry, ToolCall,
     audit::{AuditEvent, AuditSink},

@@ -1,10 +1,8 @@
 //! The schema is applied once, whoever connects first and however many connect at once.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{bounded, cluster, own_cluster, sql};
+use crate::common::{bounded, cluster, own_cluster, sql};
 use registry_postgres::ControlPlane;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +130,7 @@ async fn a_urls_connect_timeout_bounds_connecting_instead_of_the_planes_timeout(
             .unwrap_err();
         assert!(error.to_string().contains("connecting"), "{error}");
         // The URL's connect_timeout (10 s) bounds it instead; the rest keeps the plane's.
-        let plane = ControlPlane::builder(&common::with_connect_timeout(&url))
+        let plane = ControlPlane::builder(&crate::common::with_connect_timeout(&url))
             .timeout(Duration::ZERO)
             .connect()
             .await;

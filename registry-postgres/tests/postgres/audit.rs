@@ -1,13 +1,11 @@
 //! `PgAuditSink`: events of real calls in `audit_events` without argument values, batches,
 //! a flushing shutdown, and both answers to a full queue while the database is down.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{Counter, bounded, call, cluster, own_cluster, plane, sql, subject};
+use crate::common::{Counter, bounded, call, cluster, own_cluster, plane, sql, subject};
 use registry_core::approval::Verdict;
 use registry_core::{
     Registry, ToolCall,
@@ -55,7 +53,10 @@ fn sample_events() -> Vec<AuditEvent> {
         move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
     };
     let counter = Counter::default();
-    let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+    let registry = crate::common::builder(&counter)
+        .audit_sink(sink)
+        .build()
+        .unwrap();
     let run = registry.open_run("run-sample", &subject());
     let _ = run.call_blocking(call("c1", "status"));
     let _ = run.call_blocking(call("c2", "deploy"));
@@ -72,7 +73,7 @@ async fn events_of_real_calls_are_written_without_argument_values() {
         let plane = plane(&url, "a").await;
         let (sink, writer) = plane.audit_sink(AuditConfig::default());
         let counter = Counter::default();
-        let registry = common::builder(&counter)
+        let registry = crate::common::builder(&counter)
             .audit_sink(sink)
             .approval_store(plane.approval_store())
             .build()
@@ -237,7 +238,7 @@ async fn a_full_queue_drops_and_counts_and_the_gap_is_on_record() {
         assert!(dropped >= 985, "{dropped}");
         assert_eq!(writer.written(), 0);
         cluster.start_again().unwrap();
-        common::wait_until_async(Duration::from_secs(15), "the queue is written", || async {
+        crate::common::wait_until_async(Duration::from_secs(15), "the queue is written", || async {
             writer.queued() == 0 && writer.dropped() == 0
         })
         .await;
@@ -283,7 +284,7 @@ async fn a_full_queue_blocks_and_loses_nothing() {
         // The queue's 10, and the writer's batch of 5.
         assert!(writer.queued() <= 15, "{}", writer.queued());
         cluster.start_again().unwrap();
-        common::wait_until(Duration::from_secs(15), "recording returns", || {
+        crate::common::wait_until(Duration::from_secs(15), "recording returns", || {
             done.load(Ordering::SeqCst)
         })
         .await;
@@ -312,7 +313,10 @@ async fn a_full_queue_waits_without_parking_a_worker() {
         let plane = plane(&url, "a").await;
         let (sink, writer) = plane.audit_sink(tiny_queue(WhenFull::Block));
         let counter = Counter::default();
-        let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let registry = crate::common::builder(&counter)
+            .audit_sink(sink)
+            .build()
+            .unwrap();
         let run = Arc::new(registry.open_run("run-stalled", &subject()));
         assert!(writer.flush(Duration::from_secs(10)).await);
 
@@ -391,7 +395,7 @@ async fn nul_everywhere_is_written_escaped_and_what_follows_too() {
         let plane = plane(&url, "a\0replica").await;
         let (sink, writer) = plane.audit_sink(AuditConfig::default());
         let counter = Counter::default();
-        let registry = common::builder(&counter)
+        let registry = crate::common::builder(&counter)
             .audit_sink(sink)
             .approval_store(plane.approval_store())
             .build()
@@ -413,7 +417,7 @@ async fn nul_everywhere_is_written_escaped_and_what_follows_too() {
         assert!(run.decide(&id, Verdict::deny("no\0way")).await.is_err());
         for index in 0..5 {
             let done = run
-                .call(common::echo_call(&format!("after-{index}"), "hi"))
+                .call(crate::common::echo_call(&format!("after-{index}"), "hi"))
                 .await;
             assert!(!done.is_error(), "{done:?}");
         }
@@ -490,17 +494,20 @@ async fn a_refused_batch_is_split_and_the_refused_event_is_on_record() {
                 .flush_every(Duration::from_millis(500)),
         );
         let counter = Counter::default();
-        let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let registry = crate::common::builder(&counter)
+            .audit_sink(sink)
+            .build()
+            .unwrap();
         let run = registry.open_run("run-1", &subject());
         for index in 0..7 {
             let _ = run
-                .call(common::echo_call(&format!("before-{index}"), "hi"))
+                .call(crate::common::echo_call(&format!("before-{index}"), "hi"))
                 .await;
         }
-        let _ = run.call(common::echo_call("poison", "hi")).await;
+        let _ = run.call(crate::common::echo_call("poison", "hi")).await;
         for index in 0..7 {
             let _ = run
-                .call(common::echo_call(&format!("after-{index}"), "hi"))
+                .call(crate::common::echo_call(&format!("after-{index}"), "hi"))
                 .await;
         }
         assert!(writer.flush(Duration::from_secs(10)).await);
@@ -539,7 +546,7 @@ async fn a_refused_batch_is_split_and_the_refused_event_is_on_record() {
         assert_eq!(unwritable.get::<_, Option<String>>(2), None);
 
         // Later events are written as before.
-        let _ = run.call(common::echo_call("later", "hi")).await;
+        let _ = run.call(crate::common::echo_call("later", "hi")).await;
         assert!(writer.flush(Duration::from_secs(10)).await);
         assert_eq!(writer.written(), 16);
         writer.shutdown(Duration::from_secs(10)).await.unwrap();
@@ -577,7 +584,10 @@ async fn a_writer_dropped_without_shutdown_does_not_hang() {
         let plane = plane(&url, "a").await;
         let (sink, writer) = plane.audit_sink(AuditConfig::default());
         let counter = Counter::default();
-        let registry: Registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let registry: Registry = crate::common::builder(&counter)
+            .audit_sink(sink)
+            .build()
+            .unwrap();
         let run = registry.open_run("run", &subject());
         assert!(!run.call(call("c1", "status")).await.is_error());
         drop(writer);
@@ -653,7 +663,10 @@ async fn changes_applied_from_the_feed_are_audited() {
         let plane = plane(&url, "a").await;
         let (sink, writer) = plane.audit_sink(AuditConfig::default());
         let counter = Counter::default();
-        let registry = common::builder(&counter).audit_sink(sink).build().unwrap();
+        let registry = crate::common::builder(&counter)
+            .audit_sink(sink)
+            .build()
+            .unwrap();
         let feed = plane.follow(&registry).await.unwrap();
         feed.revoke("status", "incident").await.unwrap();
         feed.restore("status", "over").await.unwrap();

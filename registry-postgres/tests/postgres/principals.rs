@@ -4,11 +4,9 @@
 //! bound on pending requests holds across replicas; quota buckets and audit rows are per
 //! principal.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Counter, bounded, builder, call, cluster, plane, sql};
+use crate::common::{Counter, bounded, builder, call, cluster, plane, sql};
 use registry_core::approval::Verdict;
 use registry_core::server::RegistryExt;
 use registry_core::{

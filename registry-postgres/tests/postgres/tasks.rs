@@ -2,13 +2,11 @@
 //! collected on another; bounds across replicas; ownership; every character kept; leases
 //! that run out when a replica dies; results that expire.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{bounded, cluster, sql, wait_until, wait_until_async};
+use crate::common::{bounded, cluster, sql, wait_until, wait_until_async};
 use registry_core::call::CallOptions;
 use registry_core::content::Content;
 use registry_core::host::Elicitation;
@@ -139,7 +137,7 @@ async fn replica(
     limits: TaskLimits,
     lease: Duration,
 ) -> (ControlPlane, Registry) {
-    let plane = ControlPlane::builder(&common::with_connect_timeout(url))
+    let plane = ControlPlane::builder(&crate::common::with_connect_timeout(url))
         .replica(name)
         .heartbeat(Duration::from_millis(50))
         .task_lease(lease)
@@ -600,7 +598,7 @@ async fn an_ended_task_expires_with_its_ttl_and_is_pruned() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_that_loses_the_database_past_the_lease_cancels_its_own_tools() {
-    let (mut cluster, url) = common::own_cluster("tasks_lost");
+    let (mut cluster, url) = crate::common::own_cluster("tasks_lost");
     bounded(LIMIT, async {
         let spin = Spin::default();
         let lease = Duration::from_millis(600);

@@ -1,12 +1,10 @@
 //! `PgQuotaStore` shared by replicas: one bucket for all of them, exactly the limit granted
 //! under contention, refills, and a database that is down.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Counter, bounded, call, cluster, own_cluster, plane, subject};
+use crate::common::{Counter, bounded, call, cluster, own_cluster, plane, subject};
 use registry_core::{
     ErrorKind, Registry,
     gate::{QuotaDecision, QuotaKey, QuotaStore, RateLimit},
@@ -18,8 +16,8 @@ const LIMIT: Duration = Duration::from_secs(60);
 async fn replica(url: &str, name: &str, counter: &Counter, limit: &str) -> Registry {
     let plane = plane(url, name).await;
     Registry::builder()
-        .tool(common::status(counter))
-        .tool(common::echo(counter))
+        .tool(crate::common::status(counter))
+        .tool(crate::common::echo(counter))
         .rate_limit(limit)
         .quota_store(plane.quota_store())
         .build()
@@ -62,7 +60,7 @@ async fn replicas_take_from_one_bucket() {
         assert_eq!(counter.get(), 5);
 
         // Another tool, and another subject, have buckets of their own.
-        let observation = runs[1].call(common::echo_call("e1", "hi")).await;
+        let observation = runs[1].call(crate::common::echo_call("e1", "hi")).await;
         assert!(!observation.is_error(), "{observation:?}");
         let other = a.open_run("run-other", &registry_core::Subject::new("globex"));
         let observation = other.call(call("o1", "status")).await;
@@ -197,7 +195,7 @@ async fn a_database_that_is_down_refuses_limited_calls() {
         }
         assert_eq!(counter.get(), 1);
         cluster.start_again().unwrap();
-        common::wait_until_async(Duration::from_secs(10), "the quota store is back", || {
+        crate::common::wait_until_async(Duration::from_secs(10), "the quota store is back", || {
             let run = a.open_run("run-again", &subject());
             async move { !run.call(call("c9", "status")).await.is_error() }
         })
@@ -252,7 +250,7 @@ async fn a_late_writer_does_not_refill_twice() {
         }
         let started = Instant::now();
         // Another replica holds the bucket's row...
-        let mut other = common::sql(&url).await;
+        let mut other = crate::common::sql(&url).await;
         let digest = key.fingerprint().to_be_bytes();
         let transaction = other.transaction().await.unwrap();
         transaction
@@ -348,7 +346,7 @@ async fn burst(url: &str, limit: &str, exact: bool) -> (usize, usize) {
         };
         registries.push(
             Registry::builder()
-                .tool(common::status(&counter))
+                .tool(crate::common::status(&counter))
                 .rate_limit(limit)
                 .quota_store(store)
                 .build()
