@@ -651,7 +651,13 @@ async fn flush_waits_for_the_events_before_it_not_for_a_quiet_moment() {
             "flush gave up after {took:?} while events kept coming"
         );
         assert!(writer.written() >= 2_000);
-        writer.shutdown(Duration::from_secs(20)).await.unwrap();
+        // What came during the flush (at this rate, faster than a writer: the point) may be
+        // more than a loaded machine writes in 5 s; then the shutdown says so, and says only
+        // that (other tests check that a shutdown writes what is left).
+        match writer.shutdown(Duration::from_secs(5)).await {
+            Ok(()) | Err(registry_postgres::Error::Timeout(..)) => {}
+            Err(other) => panic!("the shutdown failed otherwise: {other}"),
+        }
     })
     .await;
 }
