@@ -16,7 +16,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// A registry (a replica) on its own plane, sharing `counter`.
 async fn replica(url: &str, name: &str, counter: &Counter) -> (ControlPlane, Registry) {
-    let plane = plane(url, name).await;
+    let plane = crate::common::patient_plane(url, name).await;
     let registry = builder(counter)
         .approval_store(plane.approval_store())
         .build()
@@ -264,7 +264,7 @@ async fn operators_verdicts_are_given_once() {
     bounded(LIMIT, async {
         let counter = Counter::default();
         let (plane_a, registry_a) = replica(&url, "a", &counter).await;
-        let admin = plane(&url, "registry-admin").await;
+        let admin = crate::common::patient_plane(&url, "registry-admin").await;
 
         // A denial decides at once.
         let denied = ask(&registry_a, "c1").await;

@@ -70,7 +70,7 @@ fn sample_events() -> Vec<AuditEvent> {
 async fn events_of_real_calls_are_written_without_argument_values() {
     let (_cluster, url) = cluster("audit");
     bounded(LIMIT, async {
-        let plane = plane(&url, "a").await;
+        let plane = crate::common::patient_plane(&url, "a").await;
         let (sink, writer) = plane.audit_sink(AuditConfig::default());
         let counter = Counter::default();
         let registry = crate::common::builder(&counter)

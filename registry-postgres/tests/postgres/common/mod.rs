@@ -33,12 +33,23 @@ pub(crate) fn own_cluster(db: &str) -> (Cluster, String) {
 /// connection may take 10 s: on a loaded machine (CI builds beside the tests) a server's new
 /// backend has taken longer than a second to start, and that is not what the tests measure.
 pub(crate) async fn plane(url: &str, replica: &str) -> ControlPlane {
+    plane_with_timeout(url, replica, Duration::from_secs(1)).await
+}
+
+/// The same plane with a timeout of 5 s: for a test of what the database does, not of how
+/// soon an answer that does not come is given up on (on a loaded machine, asking for an
+/// approval has taken longer than 1 s).
+pub(crate) async fn patient_plane(url: &str, replica: &str) -> ControlPlane {
+    plane_with_timeout(url, replica, Duration::from_secs(5)).await
+}
+
+async fn plane_with_timeout(url: &str, replica: &str, timeout: Duration) -> ControlPlane {
     let url = with_connect_timeout(url);
     ControlPlane::builder(&url)
         .replica(replica)
         .heartbeat(Duration::from_millis(50))
         .lease(Duration::from_millis(500))
-        .timeout(Duration::from_secs(1))
+        .timeout(timeout)
         .connect()
         .await
         .expect("the plane connects")
