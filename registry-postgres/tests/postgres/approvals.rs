@@ -344,7 +344,7 @@ async fn operators_verdicts_are_given_once() {
         let contested = ask(&registry_a, "c3").await;
         let mut planes = Vec::new();
         for index in 0..8 {
-            planes.push(plane(&url, &format!("op{index}")).await);
+            planes.push(crate::common::patient_plane(&url, &format!("op{index}")).await);
         }
         let barrier = Arc::new(tokio::sync::Barrier::new(8));
         let tasks: Vec<_> = planes
