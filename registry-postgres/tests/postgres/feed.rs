@@ -579,18 +579,20 @@ async fn a_lease_shorter_than_the_heartbeat_does_not_hold_a_healthy_replica() {
     let (_cluster, url) = cluster("feed");
     bounded(LIMIT, async {
         let counter = Counter::default();
-        // The default heartbeat is 250 ms, longer than this lease; shortened to half of it. (A
-        // lease of 100 ms held a healthy replica on a loaded machine: a server that did not
-        // answer for 100 ms, which is what a lease is for.)
+        // A heartbeat of 2 s, longer than the lease of 1 s: shortened to half the lease. Not
+        // shortened, the replica would be held each time a lease ran out between two beats.
+        // (With the default heartbeat of 250 ms and a lease of 100 ms, then 240 ms, a loaded
+        // machine's server that did not answer for that long held it: what a lease is for.)
         let plane = ControlPlane::builder(&crate::common::with_connect_timeout(&url))
-            .lease(Duration::from_millis(240))
+            .heartbeat(Duration::from_secs(2))
+            .lease(Duration::from_secs(1))
             .connect()
             .await
             .unwrap();
         let registry = crate::common::builder(&counter).build().unwrap();
         let _feed = plane.follow(&registry).await.unwrap();
         let started = Instant::now();
-        while started.elapsed() < Duration::from_millis(1500) {
+        while started.elapsed() < Duration::from_millis(3500) {
             assert_eq!(registry.suspended(), None, "after {:?}", started.elapsed());
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
