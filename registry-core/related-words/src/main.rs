@@ -21,7 +21,10 @@
 //! **What is kept.** Words of lowercase ASCII letters, 3 to 20 long, one word each (no
 //! collocations, no proper names). A key is any word of WordNet with a tagged sense or one
 //! of the software vocabulary; a target only a word of the software vocabulary
-//! (`vocabulary.txt`, see `vocabulary.py`). Keys and targets are stemmed with the index's own
+//! (`vocabulary.txt`, see `vocabulary.py`), and only when the synset it was met in is among
+//! its own [`TARGET_SENSES`] most common senses (`--target-senses`: chosen on the tuning part
+//! of `bench/search-quality`, see its README; the other options, `--senses`, `--max-senses`
+//! and `--parts`, are there for such trials and left at their defaults). Keys and targets are stemmed with the index's own
 //! stemmer (Snowball's English, `pagefind_stem`), and a pair whose stems are equal is left
 //! out (stemming already joins them). Lines and targets are sorted, so the output is the same
 //! on every run.
@@ -32,10 +35,63 @@ use std::path::Path;
 
 use pagefind_stem::{Algorithm, Stemmer};
 
-/// How many of a word's senses (most common first) it is expanded through, per part of speech.
+/// How many of a word's senses (most common first) it is expanded through, per part of speech
+/// (`--senses N` changes it).
 const SENSES: usize = 3;
+/// The senses of a target word it may be met through (`--target-senses T` changes it).
+const TARGET_SENSES: usize = 3;
 /// The most targets one key keeps (its strongest, then most common sense, then by name).
 const MAX_TARGETS: usize = 24;
+
+/// The generator's choices, from its options (the defaults give the committed table).
+struct Options {
+    /// `--senses N`: a key is expanded through its N most common senses per part of speech.
+    senses: usize,
+    /// `--max-senses P`: a key word with more than P senses in a part of speech is not
+    /// expanded in that part (very polysemous words: `get`, `run`, `make`).
+    max_senses: usize,
+    /// `--target-senses T` (3 by default, 0 for no limit): a target word is kept only when the
+    /// synset it was met in is among its own T most common senses, so a key is not related to
+    /// a software word through one of that word's rare senses.
+    target_senses: usize,
+    /// `--parts noun,verb`: the parts of speech read (all four by default).
+    parts: Vec<&'static str>,
+}
+
+fn options(args: impl Iterator<Item = String>) -> Options {
+    let mut options = Options {
+        senses: SENSES,
+        max_senses: usize::MAX,
+        target_senses: TARGET_SENSES,
+        parts: PARTS.to_vec(),
+    };
+    let mut args = args;
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .unwrap_or_else(|| panic!("{flag} needs a value"));
+        let number = || value.parse::<usize>().expect("a number");
+        match flag.as_str() {
+            "--senses" => options.senses = number(),
+            "--max-senses" => options.max_senses = number(),
+            "--target-senses" => {
+                options.target_senses = match number() {
+                    0 => usize::MAX,
+                    n => n,
+                }
+            }
+            "--parts" => {
+                options.parts = PARTS
+                    .iter()
+                    .copied()
+                    .filter(|part| value.split(',').any(|v| v == *part))
+                    .collect();
+            }
+            _ => panic!("unknown option {flag}"),
+        }
+    }
+    options
+}
 
 const PARTS: [&str; 4] = ["noun", "verb", "adj", "adv"];
 
@@ -122,9 +178,13 @@ impl Relation {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(dict), Some(vocabulary)) = (args.next(), args.next()) else {
-        eprintln!("usage: related-words WORDNET_DICT_DIR VOCABULARY_TXT > wordnet.txt");
+        eprintln!(
+            "usage: related-words WORDNET_DICT_DIR VOCABULARY_TXT [--senses N] [--max-senses P] \
+             [--target-senses T] [--parts noun,verb,adj,adv] > wordnet.txt"
+        );
         std::process::exit(2);
     };
+    let options = options(args);
     let dict = Path::new(&dict);
     let vocabulary: BTreeSet<String> = read(Path::new(&vocabulary))
         .lines()
@@ -134,11 +194,35 @@ fn main() {
         .iter()
         .map(|part| (part_char(part), synsets(dict, part)))
         .collect();
+    // word -> part -> its synsets' offsets, most common sense first
+    let mut senses_of: HashMap<(String, char), Vec<u64>> = HashMap::new();
+    for part in PARTS {
+        for line in read(&dict.join(format!("index.{part}"))).lines() {
+            if line.starts_with("  ") {
+                continue;
+            }
+            let fields: Vec<&str> = line.split(' ').filter(|f| !f.is_empty()).collect();
+            let synset_count: usize = fields[2].parse().expect("synset_cnt");
+            let pointer_count: usize = fields[3].parse().expect("p_cnt");
+            let offsets = fields[6 + pointer_count..6 + pointer_count + synset_count]
+                .iter()
+                .map(|o| o.parse().expect("an offset"))
+                .collect();
+            senses_of.insert((fields[0].to_owned(), part_char(part)), offsets);
+        }
+    }
+    // The rank (1 = most common) of synset `offset` of part `part` among `word`'s senses.
+    let sense_rank = |word: &str, part: char, offset: u64| {
+        senses_of
+            .get(&(word.to_owned(), part))
+            .and_then(|offsets| offsets.iter().position(|o| *o == offset))
+            .map(|i| i + 1)
+    };
     let stemmer = Stemmer::create(Algorithm::English);
     let stem = |word: &str| stemmer.stem(word).into_owned();
     // key stem → target stem → (relation, sense rank)
     let mut table: BTreeMap<String, BTreeMap<String, (Relation, usize)>> = BTreeMap::new();
-    for part in PARTS {
+    for &part in &options.parts {
         let own = &data[&part_char(part)];
         for line in read(&dict.join(format!("index.{part}"))).lines() {
             if line.starts_with("  ") {
@@ -152,31 +236,39 @@ fn main() {
             let synset_count: usize = fields[2].parse().expect("synset_cnt");
             let pointer_count: usize = fields[3].parse().expect("p_cnt");
             let tagged: usize = fields[5 + pointer_count].parse().expect("tagsense_cnt");
-            if tagged == 0 && !vocabulary.contains(lemma) {
+            if tagged == 0 && !vocabulary.contains(lemma) || synset_count > options.max_senses {
                 continue;
             }
             let offsets = &fields[6 + pointer_count..6 + pointer_count + synset_count];
             let key = stem(lemma);
-            let mut add = |word: &str, relation: Relation, rank: usize| {
-                if !is_word(word) || !vocabulary.contains(word) {
-                    return;
-                }
-                let target = stem(word);
-                if target == key {
-                    return;
-                }
-                let entry = table.entry(key.clone()).or_default();
-                let best = entry.entry(target).or_insert((relation, rank));
-                *best = (*best).min((relation, rank));
-            };
-            for (rank, offset) in offsets.iter().take(SENSES).enumerate() {
+            let mut add =
+                |word: &str, relation: Relation, rank: usize, (part, offset): (char, u64)| {
+                    if !is_word(word) || !vocabulary.contains(word) {
+                        return;
+                    }
+                    let part = if part == 's' { 'a' } else { part };
+                    if options.target_senses != usize::MAX
+                        && sense_rank(word, part, offset).is_none_or(|r| r > options.target_senses)
+                    {
+                        return;
+                    }
+                    let target = stem(word);
+                    if target == key {
+                        return;
+                    }
+                    let entry = table.entry(key.clone()).or_default();
+                    let best = entry.entry(target).or_insert((relation, rank));
+                    *best = (*best).min((relation, rank));
+                };
+            for (rank, offset) in offsets.iter().take(options.senses).enumerate() {
                 let rank = rank + 1;
-                let Some(synset) = own.get(&offset.parse::<u64>().expect("an offset")) else {
+                let offset = offset.parse::<u64>().expect("an offset");
+                let Some(synset) = own.get(&offset) else {
                     continue;
                 };
                 let position = synset.words.iter().position(|w| w == lemma).map(|i| i + 1);
                 for word in &synset.words {
-                    add(word, Relation::Synonym, rank);
+                    add(word, Relation::Synonym, rank, (part_char(part), offset));
                 }
                 for (symbol, target, target_part, source, to) in &synset.pointers {
                     let Some(target_synset) = data
@@ -192,17 +284,17 @@ fn main() {
                     match symbol.as_str() {
                         "+" if Some(*source) == position && *to >= 1 => {
                             if let Some(word) = target_synset.words.get(to - 1) {
-                                add(word, Relation::Derivation, rank);
+                                add(word, Relation::Derivation, rank, (*target_part, *target));
                             }
                         }
                         "@" | "@i" if *source == 0 => {
                             for word in &target_synset.words {
-                                add(word, Relation::Hypernym, rank);
+                                add(word, Relation::Hypernym, rank, (*target_part, *target));
                             }
                         }
                         "~" | "~i" if *source == 0 => {
                             for word in &target_synset.words {
-                                add(word, Relation::Hyponym, rank);
+                                add(word, Relation::Hyponym, rank, (*target_part, *target));
                             }
                         }
                         _ => {}

@@ -25,11 +25,11 @@
 //! `directory`), so each query word `w` also matches the words related to it by a small
 //! table of the software vocabulary ([`synonyms`], derived from the tuning part of
 //! `bench/search-quality`), at weight [`EXPANSION`] of the
-//! word itself, and by a table derived from WordNet 3.1 ([`wordnet`]: synonyms and
-//! derivations at [`WORDNET_SYNONYM`] and [`WORDNET_DERIVATION`], halved for each less common
-//! sense), the best of them counting once: a tool using the query's own word ranks first,
-//! and one using only a related word is still found. A related word that is itself a word of
-//! the query is not counted twice.
+//! word itself, and, for a query word none of the run's tools has, by a table derived from
+//! WordNet 3.1 ([`wordnet`]: synonyms and derivations at [`WORDNET_SYNONYM`] and
+//! [`WORDNET_DERIVATION`], halved for each less common sense), the best of them counting
+//! once: a tool using the query's own word ranks first, and one using only a related word is
+//! still found. A related word that is itself a word of the query is not counted twice.
 //!
 //! where `N`, `df` and `avgdl` are counted **over the documents the run may find**, not over
 //! the registry: a run's ranking, scores included, is exactly what an index of its own
@@ -110,7 +110,9 @@ struct Posting {
 
 /// A query's terms: each indexed term's id (if a tool has it) and its related terms' ids and
 /// weights.
-type QueryTerms = Vec<(Option<usize>, Vec<(usize, f64)>)>;
+/// A query's terms: each one's id (none when no tool has it), its related terms of the
+/// software table ([`synonyms`]) and of WordNet ([`wordnet`]), with their weights.
+type QueryTerms = Vec<(Option<usize>, Vec<(usize, f64)>, Vec<(usize, f64)>)>;
 
 /// What [`SearchIndex::ranked`] found.
 #[derive(Debug, Clone, Default)]
@@ -243,10 +245,11 @@ impl SearchIndex {
     /// The ids of the distinct indexed terms of `query`, in the order they first appear; at
     /// most [`MAX_QUERY_TERMS`] of the first [`MAX_QUERY_BYTES`] bytes.
     ///
-    /// Each comes with its related terms' ids and weights ([`synonyms`], [`wordnet`]), those
-    /// that are not themselves terms of the query, in a fixed order; a term related both
-    /// ways weighs the larger. A query word no tool has still brings its
-    /// related terms.
+    /// Each comes with its related terms' ids and weights, of the software table
+    /// ([`synonyms`]) and of WordNet ([`wordnet`]; [`ranked`](Self::ranked) uses them only
+    /// when none of the run's tools has the word), those that are not themselves terms of the
+    /// query, in a fixed order; a term related both ways weighs the larger. A query word no
+    /// tool has still brings its related terms.
     /// Also returns how many distinct terms the query has (those no tool has included).
     fn query_terms(&self, query: &str) -> (usize, QueryTerms) {
         let mut end = query.len().min(MAX_QUERY_BYTES);
@@ -273,28 +276,33 @@ impl SearchIndex {
             .iter()
             .map(|word| {
                 let id = self.ids.get(word).copied();
-                let mut related: Vec<(usize, f64)> = Vec::new();
-                let mut add = |id: usize, weight: f64| {
+                let add = |list: &mut Vec<(usize, f64)>, id: usize, weight: f64| {
                     if own.contains(&id) || weight <= 0.0 {
                         return;
                     }
-                    match related.iter_mut().find(|(other, _)| *other == id) {
+                    match list.iter_mut().find(|(other, _)| *other == id) {
                         Some(entry) => entry.1 = entry.1.max(weight),
-                        None => related.push((id, weight)),
+                        None => list.push((id, weight)),
                     }
                 };
+                let mut related: Vec<(usize, f64)> = Vec::new();
                 for &id in self.related.get(word).into_iter().flatten() {
-                    add(id, EXPANSION);
+                    add(&mut related, id, EXPANSION);
                 }
+                let mut general: Vec<(usize, f64)> = Vec::new();
                 for word in wordnet::related(word) {
                     if let Some(&id) = self.ids.get(word.stem) {
-                        add(id, wordnet_weight(word.relation, word.rank));
+                        let weight = wordnet_weight(word.relation, word.rank);
+                        // A term the software table relates at least as strongly adds nothing.
+                        if !related.iter().any(|&(other, w)| other == id && w >= weight) {
+                            add(&mut general, id, weight);
+                        }
                     }
                 }
-                (id, related)
+                (id, related, general)
             })
-            .filter(|(id, related): &(Option<usize>, Vec<(usize, f64)>)| {
-                id.is_some() || !related.is_empty()
+            .filter(|(id, related, general)| {
+                id.is_some() || !related.is_empty() || !general.is_empty()
             })
             .collect();
         (distinct, terms)
@@ -354,11 +362,26 @@ impl SearchIndex {
         let mut best = vec![0.0f64; documents];
         let mut matched = vec![0u16; documents];
         let mut reached: Vec<usize> = Vec::new();
-        for (own, related) in terms {
-            let alternatives = own.map(|id| (id, 1.0)).into_iter().chain(related);
+        let df_of = |id: usize| {
+            self.postings[id]
+                .iter()
+                .filter(|p| is_member(p.slot))
+                .count()
+        };
+        for (own, related, general) in terms {
+            // WordNet's words only for a query word none of the run's tools has: a word the
+            // tools use is matched as itself (and through the software table), not diluted by
+            // WordNet's broader senses of it.
+            let own_found = own.is_some_and(|id| df_of(id) > 0);
+            let general = if own_found { Vec::new() } else { general };
+            let alternatives = own
+                .map(|id| (id, 1.0))
+                .into_iter()
+                .chain(related)
+                .chain(general);
             for (id, weight) in alternatives {
                 let postings = &self.postings[id];
-                let df = postings.iter().filter(|p| is_member(p.slot)).count();
+                let df = df_of(id);
                 if df == 0 {
                     continue;
                 }
@@ -552,15 +575,20 @@ mod tests {
     #[test]
     fn wordnet_relates_words_the_hand_written_table_does_not() {
         let index = SearchIndex::build(&[
-            tool("list_backups", "List the backups.", empty()),
-            tool("restore_backup", "Restore a backup.", empty()),
+            tool("list_servers", "List the servers.", empty()),
+            tool("stop_server", "Stop a server.", empty()),
+            tool("halt_job", "Halt a job.", empty()),
         ]);
-        // "fix" is in no pair of the software table; WordNet has "restore" among its synonyms.
-        let found = index.top("fix", &[0, 1], 5);
+        // "halt" is in no pair of the software table; WordNet has "stop" among its synonyms.
+        // In a run that sees no tool with the word "halt", it finds the stop tool.
+        let found = index.top("halt", &[0, 1], 5);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0, 1);
         // Below the word itself.
-        assert!(found[0].1 < index.top("restore", &[0, 1], 5)[0].1);
+        assert!(found[0].1 < index.top("stop", &[0, 1], 5)[0].1);
+        // In a run that sees a tool with the word, WordNet is not asked: "halt" is that tool's
+        // word, and finds it alone.
+        assert_eq!(names(&index, "halt", &[0, 1, 2]), [2]);
     }
 
     #[test]

@@ -14,6 +14,9 @@
 //! because of a held-out query, and the held-out figures measure how the table generalises.
 //! Words are written plainly and stemmed like every other term when the index is built.
 //!
+//! Beside it, a table derived from WordNet 3.1 ([`super::wordnet`]) relates a query word that
+//! none of the run's tools has, at a lower weight; this table is asked for every query word.
+//!
 //! To regenerate: `cd bench/search-quality && cargo run --release --bin derive-related`, and
 //! replace the array below with its output (then `cargo fmt`).
 
