@@ -77,6 +77,11 @@ pub fn example_binary(name: &str) -> PathBuf {
 /// one, and every later call is a no-op. `cargo build -p registry-examples --bin NAME` would
 /// resolve other features (no dev-dependencies, only that package's), and so compile tokio
 /// and everything above it a second time.
+///
+/// The nested cargo runs without the variables that cargo sets for this test (its package's
+/// `CARGO_PKG_*`, `CARGO_MANIFEST_DIR`...): build scripts that read those through
+/// `rerun-if-env-changed` (ring's does) would otherwise see them changed, and cargo would
+/// compile ring and everything above it again (21 s of a 25 s test, seen in CI).
 pub fn package_binary(package: &str, name: &str) -> PathBuf {
     // This test runs from <target>/<profile>/deps/<name>-<hash>: build into the same target
     // directory and profile, so that a second build finds everything compiled.
@@ -90,6 +95,11 @@ pub fn package_binary(package: &str, name: &str) -> PathBuf {
         .expect("a profile directory name");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
+    for (key, _) in std::env::vars_os() {
+        if key.to_str().is_some_and(set_by_cargo_for_a_test) {
+            command.env_remove(key);
+        }
+    }
     command
         .current_dir(workspace())
         .args(["build", "--workspace", "--bins", "--examples"])
@@ -118,6 +128,24 @@ pub fn package_binary(package: &str, name: &str) -> PathBuf {
         binary.display()
     );
     binary
+}
+
+/// Whether cargo sets variable `key` for the test it runs (the package's facts, not a
+/// configuration: `CARGO_HOME`, `CARGO_TARGET_DIR`, `CARGO_PROFILE_*`... are kept).
+fn set_by_cargo_for_a_test(key: &str) -> bool {
+    key.starts_with("CARGO_PKG_")
+        || key.starts_with("CARGO_BIN_")
+        || matches!(
+            key,
+            "CARGO_MANIFEST_DIR"
+                | "CARGO_MANIFEST_PATH"
+                | "CARGO_MANIFEST_LINKS"
+                | "CARGO_CRATE_NAME"
+                | "CARGO_PRIMARY_PACKAGE"
+                | "CARGO_TARGET_TMPDIR"
+                | "CARGO_RUSTC_CURRENT_DIR"
+                | "OUT_DIR"
+        )
 }
 
 /// Serves `server` in this process to one client acting for `subject`, over an in-memory

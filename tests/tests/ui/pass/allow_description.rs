@@ -1,7 +1,10 @@
 use registry_core::{Registry, tool};
 
 /// Ping the gateway at 10.0.0.1.
-#[tool(public, allow_description = "only operators' runs see this tool, and they know the gateway")]
+#[tool(
+    public,
+    allow_description = "only operators' runs see this tool, and they know the gateway"
+)]
 fn ping_gateway(
     /// How many pings, e.g. 3; the gateway's other address is fd00::1.
     count: Option<u32>,
@@ -18,7 +21,10 @@ fn get_status(project: String) -> String {
 fn main() {
     let registry = Registry::from_inventory().unwrap();
     let ping = registry.get("ping_gateway").unwrap();
-    assert_eq!(ping.definition().description, "Ping the gateway at 10.0.0.1.");
+    assert_eq!(
+        ping.definition().description,
+        "Ping the gateway at 10.0.0.1."
+    );
     // The reason is kept in the tool's policy, where reviewers (and the `catalog` example)
     // see it.
     assert_eq!(

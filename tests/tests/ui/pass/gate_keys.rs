@@ -1,4 +1,4 @@
-use registry_core::{Registry, tool, gate::RateLimit};
+use registry_core::{Registry, gate::RateLimit, tool};
 
 /// Delete a customer's account.
 #[tool(public, needs_approval, destructive)]

@@ -29,6 +29,10 @@ fn main() {
     assert_eq!(definition.headers["region"], "Region");
     let openai = run.export(Profile::OpenAiChat { strict: true }).unwrap();
     assert!(!openai.to_string().contains("x-mcp-header"));
-    let ok = run.call_blocking(ToolCall::new("c1", "weather", json!({"region": "eu", "days": 2, "wind": true})));
+    let ok = run.call_blocking(ToolCall::new(
+        "c1",
+        "weather",
+        json!({"region": "eu", "days": 2, "wind": true}),
+    ));
     assert_eq!(success(ok), json!("eu 2 true"));
 }

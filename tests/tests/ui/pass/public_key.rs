@@ -22,8 +22,20 @@ fn main() {
     let registry = Registry::from_inventory().unwrap();
     assert!(registry.get("server_time").unwrap().settings().is_public());
     assert!(!registry.get("get_status").unwrap().settings().is_public());
-    assert!(!registry.get("nightly_report").unwrap().settings().is_public());
+    assert!(
+        !registry
+            .get("nightly_report")
+            .unwrap()
+            .settings()
+            .is_public()
+    );
     let lock = registry.lock();
-    assert!(lock.contains("[server_time]\nscopes = (none)\ntenants = *\npublic = true\n"), "{lock}");
-    assert!(lock.contains("[get_status]\nscopes = build:read\ntenants = *\npublic = false\n"), "{lock}");
+    assert!(
+        lock.contains("[server_time]\nscopes = (none)\ntenants = *\npublic = true\n"),
+        "{lock}"
+    );
+    assert!(
+        lock.contains("[get_status]\nscopes = build:read\ntenants = *\npublic = false\n"),
+        "{lock}"
+    );
 }
