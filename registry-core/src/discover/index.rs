@@ -29,7 +29,9 @@
 //! WordNet 3.1 ([`wordnet`]: synonyms and derivations at [`WORDNET_SYNONYM`] and
 //! [`WORDNET_DERIVATION`], halved for each less common sense), the best of them counting
 //! once: a tool using the query's own word ranks first, and one using only a related word is
-//! still found. A related word that is itself a word of the query is not counted twice.
+//! still found. Such a word (none of the run's tools has it) also matches the words nearest
+//! to it by meaning ([`neighbours`]: all-MiniLM-L6-v2's vectors of single words, cosine at
+//! least [`NEIGHBOUR_MIN`]) at [`NEIGHBOUR`] times their cosine. A related word that is itself a word of the query is not counted twice.
 //!
 //! where `N`, `df` and `avgdl` are counted **over the documents the run may find**, not over
 //! the registry: a run's ranking, scores included, is exactly what an index of its own
@@ -41,6 +43,7 @@
 //! The order is deterministic: by score, ties by name (the snapshot's slots are in name
 //! order), the sums taken in a fixed order.
 
+mod neighbours;
 mod synonyms;
 mod terms;
 mod wordnet;
@@ -73,6 +76,13 @@ const B: f64 = 0.9;
 /// The weight of a query's word's related word ([`synonyms`]) against the word itself: 0.7,
 /// chosen on the tuning part of `bench/search-quality` (0.5 before).
 pub(crate) const EXPANSION: f64 = 0.7;
+
+/// The weight of a word near a query's word by meaning ([`neighbours`]) against the word
+/// itself, times the two words' cosine similarity: 0.7, chosen on the tuning part of
+/// `bench/search-quality`.
+pub(crate) const NEIGHBOUR: f64 = 0.7;
+/// The least cosine similarity of a word near a query's word for it to count: 0.6.
+pub(crate) const NEIGHBOUR_MIN: f64 = 0.6;
 
 /// The weight of a WordNet synonym ([`wordnet`]) of a query's word against the word itself.
 pub(crate) const WORDNET_SYNONYM: f64 = 0.3;
@@ -290,6 +300,17 @@ impl SearchIndex {
                     add(&mut related, id, EXPANSION);
                 }
                 let mut general: Vec<(usize, f64)> = Vec::new();
+                for (near, cosine) in neighbours::near(word) {
+                    if cosine < NEIGHBOUR_MIN {
+                        break;
+                    }
+                    if let Some(&id) = self.ids.get(near) {
+                        let weight = NEIGHBOUR * cosine;
+                        if !related.iter().any(|&(other, w)| other == id && w >= weight) {
+                            add(&mut general, id, weight);
+                        }
+                    }
+                }
                 for word in wordnet::related(word) {
                     if let Some(&id) = self.ids.get(word.stem) {
                         let weight = wordnet_weight(word.relation, word.rank);
@@ -369,9 +390,9 @@ impl SearchIndex {
                 .count()
         };
         for (own, related, general) in terms {
-            // WordNet's words only for a query word none of the run's tools has: a word the
-            // tools use is matched as itself (and through the software table), not diluted by
-            // WordNet's broader senses of it.
+            // WordNet's words and the neighbours by meaning only for a query word none of the
+            // run's tools has: a word the tools use is matched as itself (and through the
+            // software table), not diluted by WordNet's broader senses of it.
             let own_found = own.is_some_and(|id| df_of(id) > 0);
             let general = if own_found { Vec::new() } else { general };
             let alternatives = own
@@ -556,10 +577,11 @@ mod tests {
             tool("read_file", "Read a file.", empty()),
         ]);
         let all = [0, 1, 2];
-        // "folder" is no tool's word: its related word "directory" is.
-        assert_eq!(names(&index, "folder", &all), [1]);
-        // "erase" finds the delete tool.
-        assert_eq!(names(&index, "erase", &all), [0]);
+        // "folder" is no tool's word: its related word "directory" is (and "file", nearer by
+        // meaning than by the table, comes after).
+        assert_eq!(names(&index, "folder", &all), [1, 0, 2]);
+        // "erase" finds the delete tool first (the table), then the remove one (by meaning).
+        assert_eq!(names(&index, "erase", &all), [0, 1]);
         // Both words, one of them through its related word, rank above one word alone.
         assert_eq!(names(&index, "remove file", &all), [0, 1, 2]);
         // The query's own word ranks above its related word.
@@ -589,6 +611,34 @@ mod tests {
         // In a run that sees a tool with the word, WordNet is not asked: "halt" is that tool's
         // word, and finds it alone.
         assert_eq!(names(&index, "halt", &[0, 1, 2]), [2]);
+    }
+
+    #[test]
+    fn neighbours_by_meaning_relate_words_no_table_has() {
+        let index = SearchIndex::build(&[
+            tool("create_coupon", "Create a coupon.", empty()),
+            tool("list_customers", "List the customers.", empty()),
+            tool("list_prices", "List the prices.", empty()),
+        ]);
+        // "discount" is in neither the software table nor any tool: its nearest words by
+        // meaning are "price" (0.72) and "coupon" (0.64), both found, the nearer first.
+        assert!(
+            !synonyms::RELATED
+                .iter()
+                .any(|(word, _)| *word == "discount")
+        );
+        let found = index.top("discount", &[0, 1, 2], 5);
+        assert_eq!(found.iter().map(|f| f.0).collect::<Vec<_>>(), [2, 0]);
+        // Below the words themselves.
+        assert!(found[1].1 < index.top("coupon", &[0, 1, 2], 5)[0].1);
+        // A word the run's tools have is matched as itself only.
+        let run = SearchIndex::build(&[
+            tool("create_coupon", "Create a coupon.", empty()),
+            tool("apply_discount", "Apply a discount.", empty()),
+        ]);
+        assert_eq!(names(&run, "discount", &[0, 1]), [1]);
+        // Another word of the tools near no query word finds nothing.
+        assert!(names(&index, "discount", &[1]).is_empty());
     }
 
     #[test]

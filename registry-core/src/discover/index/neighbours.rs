@@ -1,0 +1,83 @@
+//! Related words by meaning: for a word, the words of the software vocabulary whose
+//! all-MiniLM-L6-v2 embeddings are nearest to its own, with their cosine similarity. The
+//! table `neighbours.txt` is generated at development time (see `bench/search-quality`'s
+//! README) and kept in the source, so the build reads a file and needs nothing else.
+//!
+//! A line is `key target/cc ...`: the stem of a word, and the stems of its nearest words of
+//! the vocabulary, each with the cosine similarity of the two words' vectors in hundredths,
+//! most similar first.
+
+use std::sync::OnceLock;
+
+/// `neighbours.txt`: sorted by key, one key a line.
+const TABLE: &str = include_str!("neighbours.txt");
+
+/// The table's lines, split once per process: (key, the rest of the line).
+fn lines() -> &'static [(&'static str, &'static str)] {
+    static LINES: OnceLock<Vec<(&'static str, &'static str)>> = OnceLock::new();
+    LINES.get_or_init(|| {
+        TABLE
+            .lines()
+            .map(|line| line.split_once(' ').unwrap_or((line, "")))
+            .collect()
+    })
+}
+
+/// The stems near the stem `key`, with their similarity (0 to 1), most similar first; none
+/// for a word the table does not have.
+pub(crate) fn near(key: &str) -> impl Iterator<Item = (&'static str, f64)> {
+    let lines = lines();
+    let rest = lines
+        .binary_search_by(|(line_key, _)| (*line_key).cmp(key))
+        .map_or("", |at| lines[at].1);
+    rest.split(' ').filter_map(|entry| {
+        let (stem, cosine) = entry.split_once('/')?;
+        let cosine: u8 = cosine.parse().ok()?;
+        Some((stem, f64::from(cosine) / 100.0))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_sorted_well_formed_and_readable() {
+        let lines = lines();
+        assert!(lines.len() > 1_000, "{} lines", lines.len());
+        for pair in lines.windows(2) {
+            assert!(
+                pair[0].0 < pair[1].0,
+                "{:?} before {:?}",
+                pair[0].0,
+                pair[1].0
+            );
+        }
+        for (key, rest) in lines {
+            assert!(key.bytes().all(|b| b.is_ascii_lowercase()), "{key}");
+            assert_eq!(near(key).count(), rest.split(' ').count(), "{key}: {rest}");
+            let mut previous = 1.0;
+            for (stem, cosine) in near(key) {
+                assert_ne!(stem, *key);
+                assert!(
+                    stem.bytes().all(|b| b.is_ascii_lowercase()),
+                    "{key}: {rest}"
+                );
+                assert!(
+                    (0.0..1.0).contains(&cosine) && cosine <= previous,
+                    "{key}: {rest}"
+                );
+                previous = cosine;
+            }
+        }
+    }
+
+    #[test]
+    fn finds_the_words_near_a_word() {
+        let of = |key: &str| near(key).map(|(stem, _)| stem).collect::<Vec<_>>();
+        assert!(of("folder").contains(&"directori"), "{:?}", of("folder"));
+        assert!(of("discount").contains(&"coupon"), "{:?}", of("discount"));
+        assert!(of("qqqq").is_empty());
+        assert!(of("").is_empty());
+    }
+}
