@@ -31,7 +31,8 @@
 //! once: a tool using the query's own word ranks first, and one using only a related word is
 //! still found. Such a word (none of the run's tools has it) also matches the words nearest
 //! to it by meaning ([`neighbours`]: all-MiniLM-L6-v2's vectors of single words, cosine at
-//! least [`NEIGHBOUR_MIN`]) at [`NEIGHBOUR`] times their cosine. A related word that is itself a word of the query is not counted twice.
+//! least [`NEIGHBOUR_MIN`]) at [`NEIGHBOUR`] times their cosine. A related word that is
+//! itself a word of the query is not counted twice.
 //!
 //! where `N`, `df` and `avgdl` are counted **over the documents the run may find**, not over
 //! the registry: a run's ranking, scores included, is exactly what an index of its own

