@@ -46,6 +46,7 @@
 
 mod neighbours;
 mod synonyms;
+mod table;
 mod terms;
 mod wordnet;
 

@@ -9,31 +9,15 @@
 //! the vocabulary, each with the cosine similarity of the two words' vectors in hundredths,
 //! most similar first.
 
-use std::sync::OnceLock;
+use super::table::Table;
 
 /// `neighbours.txt`: sorted by key, one key a line.
-const TABLE: &str = include_str!("neighbours.txt");
-
-/// The table's lines, split once per process: (key, the rest of the line).
-fn lines() -> &'static [(&'static str, &'static str)] {
-    static LINES: OnceLock<Vec<(&'static str, &'static str)>> = OnceLock::new();
-    LINES.get_or_init(|| {
-        TABLE
-            .lines()
-            .map(|line| line.split_once(' ').unwrap_or((line, "")))
-            .collect()
-    })
-}
+static TABLE: Table = Table::new(include_str!("neighbours.txt"));
 
 /// The stems near the stem `key`, with their similarity (0 to 1), most similar first; none
 /// for a word the table does not have.
 pub(crate) fn near(key: &str) -> impl Iterator<Item = (&'static str, f64)> {
-    let lines = lines();
-    let rest = lines
-        .binary_search_by(|(line_key, _)| (*line_key).cmp(key))
-        .map_or("", |at| lines[at].1);
-    rest.split(' ').filter_map(|entry| {
-        let (stem, cosine) = entry.split_once('/')?;
+    TABLE.entries(key).filter_map(|(stem, cosine)| {
         let cosine: u8 = cosine.parse().ok()?;
         Some((stem, f64::from(cosine) / 100.0))
     })
@@ -45,26 +29,12 @@ mod tests {
 
     #[test]
     fn the_table_is_sorted_well_formed_and_readable() {
-        let lines = lines();
-        assert!(lines.len() > 1_000, "{} lines", lines.len());
-        for pair in lines.windows(2) {
-            assert!(
-                pair[0].0 < pair[1].0,
-                "{:?} before {:?}",
-                pair[0].0,
-                pair[1].0
-            );
-        }
-        for (key, rest) in lines {
-            assert!(key.bytes().all(|b| b.is_ascii_lowercase()), "{key}");
+        TABLE.assert_well_formed();
+        for (key, rest) in TABLE.lines() {
+            // Every entry's code reads as a similarity, most similar first.
             assert_eq!(near(key).count(), rest.split(' ').count(), "{key}: {rest}");
             let mut previous = 1.0;
-            for (stem, cosine) in near(key) {
-                assert_ne!(stem, *key);
-                assert!(
-                    stem.bytes().all(|b| b.is_ascii_lowercase()),
-                    "{key}: {rest}"
-                );
+            for (_, cosine) in near(key) {
                 assert!(
                     (0.0..1.0).contains(&cosine) && cosine <= previous,
                     "{key}: {rest}"

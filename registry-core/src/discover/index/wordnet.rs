@@ -14,10 +14,10 @@
 //! it relates to, each with its relation `k` ([`Relation`]) and the rank `r` (1 to 3) of the
 //! key's sense it was found through, most common first.
 
-use std::sync::OnceLock;
+use super::table::Table;
 
 /// `wordnet.txt`: sorted by key, one key a line.
-const TABLE: &str = include_str!("wordnet.txt");
+static TABLE: Table = Table::new(include_str!("wordnet.txt"));
 
 /// How a target word relates to a key word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,26 +41,10 @@ pub(crate) struct Related<'a> {
     pub(crate) rank: u8,
 }
 
-/// The table's lines, split once per process: (key, the rest of the line).
-fn lines() -> &'static [(&'static str, &'static str)] {
-    static LINES: OnceLock<Vec<(&'static str, &'static str)>> = OnceLock::new();
-    LINES.get_or_init(|| {
-        TABLE
-            .lines()
-            .map(|line| line.split_once(' ').unwrap_or((line, "")))
-            .collect()
-    })
-}
-
 /// The words related to the stem `key`, in the table's order (by stem); none for a word the
 /// table does not have.
 pub(crate) fn related(key: &str) -> impl Iterator<Item = Related<'static>> {
-    let lines = lines();
-    let rest = lines
-        .binary_search_by(|(line_key, _)| (*line_key).cmp(key))
-        .map_or("", |at| lines[at].1);
-    rest.split(' ').filter_map(|entry| {
-        let (stem, code) = entry.split_once('/')?;
+    TABLE.entries(key).filter_map(|(stem, code)| {
         let mut code = code.chars();
         let relation = match code.next()? {
             's' => Relation::Synonym,
@@ -87,22 +71,15 @@ mod tests {
 
     #[test]
     fn the_table_is_sorted_well_formed_and_readable() {
-        let lines = lines();
-        assert!(lines.len() > 1_000, "{} lines", lines.len());
-        for pair in lines.windows(2) {
-            assert!(
-                pair[0].0 < pair[1].0,
-                "{:?} before {:?}",
-                pair[0].0,
-                pair[1].0
+        TABLE.assert_well_formed();
+        for (key, rest) in TABLE.lines() {
+            // Every entry's code reads as a relation and a rank.
+            assert_eq!(
+                related(key).count(),
+                rest.split(' ').count(),
+                "{key}: {rest}"
             );
-        }
-        for (key, rest) in lines {
-            assert!(key.bytes().all(|b| b.is_ascii_lowercase()), "{key}");
-            let entries = rest.split(' ').count();
-            assert_eq!(related(key).count(), entries, "{key}: {rest}");
             for word in related(key) {
-                assert_ne!(word.stem, *key);
                 assert!((1..=3).contains(&word.rank), "{key}: {rest}");
             }
         }
