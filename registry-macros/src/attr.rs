@@ -46,6 +46,9 @@ pub(crate) struct ToolAttr {
     /// `task`: long-running; a caller may start it as a task and follow it.
     /// `task = "required"`: it runs only as a task.
     pub(crate) task: Option<TaskMode>,
+    /// `non_blocking`: a synchronous function that returns at once, run on the caller's task
+    /// instead of a thread of the pool.
+    pub(crate) non_blocking: Option<Span>,
     /// `crate = path`: where `registry-core` is, for crates that re-export it.
     pub(crate) krate: Option<Path>,
     /// Parsing stopped early (a syntax error), so keys after the error were not read.
@@ -121,6 +124,7 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         NAMESPACE => set(cx, meta, &mut attr.namespace, string(meta)?),
         ALWAYS_LOADED => set(cx, meta, &mut attr.always_loaded, flag(cx, meta)?),
         TASK => set(cx, meta, &mut attr.task, task_mode(cx, meta)?),
+        NON_BLOCKING => set(cx, meta, &mut attr.non_blocking, flag(cx, meta)?),
         CRATE => set(cx, meta, &mut attr.krate, krate(meta)?),
         _ => {
             cx.error_spanned_by(path, unknown_key_message(&key));
@@ -287,6 +291,8 @@ mod tests {
             ("alwaysloaded", "always_loaded"),
             ("name_space", "namespace"),
             ("tasks", "task"),
+            ("nonblocking", "non_blocking"),
+            ("non_blockng", "non_blocking"),
         ] {
             let message = unknown_key_message(typed);
             assert!(

@@ -23,6 +23,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
     let rate_limit = check_rate_limit(cx, attr);
     let namespace = check_namespace(cx, attr);
     check_hints(cx, attr);
+    check_non_blocking(cx, attr, tool);
     check_signature(cx, tool);
     check_params(cx, tool);
     Spec {
@@ -54,6 +55,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
         always_loaded: attr.always_loaded.is_some(),
         task: attr.task.is_some(),
         task_required: attr.task.is_some_and(|mode| mode.required),
+        non_blocking: attr.non_blocking.is_some(),
     }
 }
 
@@ -89,6 +91,8 @@ pub(crate) struct Spec {
     pub(crate) task: bool,
     /// `task = "required"`: only as a task.
     pub(crate) task_required: bool,
+    /// `non_blocking`: checked to be given only on a synchronous function.
+    pub(crate) non_blocking: bool,
 }
 
 /// The tool's final name and where it was written.
@@ -405,6 +409,17 @@ fn check_hints(cx: &Ctxt, attr: &ToolAttr) {
         cx.syn_error(syn::Error::new(
             destructive,
             "a tool cannot be both `read_only` and `destructive`; keep the one that is true",
+        ));
+    }
+}
+
+/// `non_blocking` moves a synchronous function off the pool; an `async fn` is never on it.
+fn check_non_blocking(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
+    if let (Some(span), true) = (attr.non_blocking, tool.is_async()) {
+        cx.syn_error(syn::Error::new(
+            span,
+            "`non_blocking` is for a synchronous function, which otherwise runs on a thread of \
+             the pool; an `async fn` already runs on the caller's task: remove `non_blocking`",
         ));
     }
 }

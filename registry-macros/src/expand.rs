@@ -116,6 +116,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
         always_loaded,
         task,
         task_required,
+        non_blocking,
         ..
     } = spec;
     let namespace = option_str(spec.namespace.as_deref());
@@ -177,6 +178,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                     always_loaded: #always_loaded,
                     task: #task,
                     task_required: #task_required,
+                    non_blocking: #non_blocking,
                     params: &[#(#params),*],
                     context: #context,
                     output: __output,

@@ -18,6 +18,7 @@ pub(crate) const ALLOW_DESCRIPTION: &str = "allow_description";
 pub(crate) const NAMESPACE: &str = "namespace";
 pub(crate) const ALWAYS_LOADED: &str = "always_loaded";
 pub(crate) const TASK: &str = "task";
+pub(crate) const NON_BLOCKING: &str = "non_blocking";
 pub(crate) const CRATE: &str = "crate";
 
 /// Every key, in the order the docs list them.
@@ -39,5 +40,6 @@ pub(crate) const KEYS: &[&str] = &[
     NAMESPACE,
     ALWAYS_LOADED,
     TASK,
+    NON_BLOCKING,
     CRATE,
 ];

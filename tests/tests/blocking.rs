@@ -300,3 +300,101 @@ fn call_blocking_runs_a_tool_without_deadline_on_the_callers_thread_and_bounds_t
     let again = run.call_blocking(call("c5", "held"));
     assert_eq!(again.json(), &json!("released"));
 }
+
+/// Where the last `non_blocking` tool ran, by thread name.
+static NON_BLOCKING_THREAD: Mutex<String> = Mutex::new(String::new());
+
+/// Adds two integers, on whichever thread calls it.
+#[registry_core::tool(public, non_blocking)]
+fn add_here(a: i64, b: i64) -> i64 {
+    *NON_BLOCKING_THREAD.lock().unwrap() = std::thread::current().name().unwrap_or("-").into();
+    a + b
+}
+
+#[test]
+fn non_blocking_tools_run_on_the_callers_task_and_a_late_return_is_timed_out() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Declared: `#[tool(non_blocking)]` reaches the settings, and an async call runs the
+    // function on the runtime's own thread, not the pool's.
+    let declared = Registry::builder()
+        .declared_in(["blocking"])
+        .build()
+        .unwrap();
+    assert!(declared.get("add_here").unwrap().settings().non_blocking);
+    // A current-thread runtime polls its tasks on the thread that blocks on it: this one.
+    let here = std::thread::current().name().unwrap_or("-").to_owned();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = declared.open_run("run-1", &Subject::new("acme"));
+    let sum = runtime.block_on(run.call(ToolCall::new("c1", "add_here", json!({"a": 40, "b": 2}))));
+    assert_eq!(sum.json(), &json!(42));
+    assert_eq!(*NON_BLOCKING_THREAD.lock().unwrap(), here);
+
+    // Run time: the same, and a deadline is checked when the tool returns, since nothing can
+    // interrupt it; its result is discarded.
+    let seen = Arc::new(Seen::default());
+    let (quick_seen, slow_seen) = (seen.clone(), seen.clone());
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("quick", "Answer at once.")
+                .scopes(["ops:run"])
+                .non_blocking()
+                .handler(move |_, _| {
+                    quick_seen.enter();
+                    quick_seen.leave();
+                    Ok::<_, String>(json!("quick"))
+                }),
+        )
+        .tool(
+            DynamicTool::new("late", "Answer after the deadline.")
+                .scopes(["ops:run"])
+                .timeout(Duration::from_millis(20))
+                .non_blocking()
+                .handler(move |_, _| {
+                    slow_seen.enter();
+                    std::thread::sleep(Duration::from_millis(60));
+                    slow_seen.leave();
+                    Ok::<_, String>(json!("too late"))
+                }),
+        )
+        .tool(
+            DynamicTool::new("pooled", "Answer at once, on the pool.")
+                .scopes(["ops:run"])
+                .handler(|_, _| Ok::<_, String>(json!("pooled"))),
+        )
+        .tool(
+            DynamicTool::new("wait", "Wait asynchronously.")
+                .scopes(["ops:run"])
+                .non_blocking()
+                .async_handler(|_, _| async { Ok::<_, String>(json!("waited")) }),
+        )
+        .build()
+        .unwrap();
+    assert!(registry.get("quick").unwrap().settings().non_blocking);
+    assert!(!registry.get("pooled").unwrap().settings().non_blocking);
+    // An async handler never runs on the pool: the flag means nothing there and is not kept.
+    assert!(!registry.get("wait").unwrap().settings().non_blocking);
+    let run = registry.open_run("run-2", &subject());
+    let (quick, late, pooled) = runtime.block_on(async {
+        (
+            run.call(call("c1", "quick")).await,
+            run.call(call("c2", "late")).await,
+            run.call(call("c3", "pooled")).await,
+        )
+    });
+    assert_eq!(quick.json(), &json!("quick"));
+    assert_eq!(late.error_kind(), Some(ErrorKind::TimedOut), "{late:?}");
+    assert_eq!(pooled.json(), &json!("pooled"));
+    assert_eq!(
+        *seen.threads.lock().unwrap(),
+        [here.as_str(), here.as_str()],
+        "both non-blocking tools ran on the caller's thread"
+    );
+    // Blocking callers run it on their own thread, with the same deadline check.
+    let late = run.call_blocking(call("c4", "late"));
+    assert_eq!(late.error_kind(), Some(ErrorKind::TimedOut), "{late:?}");
+}

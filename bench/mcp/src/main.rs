@@ -64,7 +64,9 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
 /// Add two numbers.
-#[tool(public, read_only)]
+// `non_blocking`: run on the connection's task, as rmcp runs its synchronous tools, rather
+// than on the registry's pool of threads (a hop there and back: two thread wake-ups a call).
+#[tool(public, read_only, non_blocking)]
 fn add(a: i64, b: i64) -> i64 {
     a + b
 }

@@ -10,6 +10,9 @@
 //!   `ToolCall::new` + `Run::call_blocking`;
 //! - **async**: `ToolCall::from_json_text` + `Run::call`, awaited on a current-thread Tokio
 //!   runtime (one `block_on` per batch of calls);
+//! - **async tool** and **async non_blocking**: the same through `Run::call`, with `add` as an
+//!   `async fn` and as a synchronous function declared `#[tool(non_blocking)]`, both run on
+//!   the caller's task without the hop to the pool;
 //! - **gated**: the text path with a call policy that reads the arguments and a rate limit
 //!   (generous, so that every call is admitted), blocking and async;
 //! - **rmcp**: rmcp 3.11's `ToolRouter::call` on the same function (`#[tool_router]`,
@@ -47,6 +50,13 @@ fn add(a: i64, b: i64) -> i64 {
 /// tool goes to the registry's pool of threads.
 #[tool(public, read_only)]
 async fn add_async(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// `add` declared `non_blocking`: `Run::call` runs it on the caller's task, as it would an
+/// `async fn`, instead of hopping to the pool and back.
+#[tool(public, read_only, non_blocking)]
+fn add_here(a: i64, b: i64) -> i64 {
     a + b
 }
 
@@ -177,6 +187,14 @@ pub fn call() {
             }
         })
     });
+    let non_blocking = median_batches(ITERATIONS, |n| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                let call = ToolCall::from_json_text("call_1", "add_here", black_box(TEXT));
+                let _ = black_box(run.call(call).await);
+            }
+        })
+    });
     let gated_text = median_batches(ITERATIONS, |n| {
         for _ in 0..n {
             let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
@@ -187,6 +205,14 @@ pub fn call() {
         runtime.block_on(async {
             for _ in 0..n {
                 let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
+                let _ = black_box(gated_run.call(call).await);
+            }
+        })
+    });
+    let gated_non_blocking = median_batches(ITERATIONS, |n| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                let call = ToolCall::from_json_text("call_1", "add_here", black_box(TEXT));
                 let _ = black_box(gated_run.call(call).await);
             }
         })
@@ -237,12 +263,20 @@ pub fn call() {
             async_tool,
         ),
         (
+            "async non_blocking: add_here through Run::call",
+            non_blocking,
+        ),
+        (
             "gated text: call policy + rate limit, call_blocking",
             gated_text,
         ),
         (
             "gated async: call policy + rate limit, Run::call",
             gated_async,
+        ),
+        (
+            "gated async non_blocking: add_here, Run::call",
+            gated_non_blocking,
         ),
         ("rmcp 3.11 ToolRouter::call, from the text", rmcp_text),
         (

@@ -20,6 +20,7 @@ pub(crate) struct Resolved {
 }
 
 /// What is kept of a call while it runs, to answer it afterwards.
+#[derive(Default)]
 pub(crate) struct Ticket {
     pub(crate) call_id: String,
     pub(crate) name: String,
@@ -54,24 +55,19 @@ impl Ticket {
         decided
     }
 
+    /// The answer to a call that ran, when nothing is audited: the observation made
+    /// straight from the ticket, without the decision's record around it (which was copied
+    /// twice on the way out: issue 22's profile).
+    pub(crate) fn observation(self, outcome: Result<Payload, Failure>) -> Observation {
+        let generated_id = self.generated_id;
+        observe(self.call_id, self.name, self.structured, outcome)
+            .0
+            .with_generated_id(generated_id)
+    }
+
+    /// The decision of a call that ran, for the audit log and the answer.
     pub(crate) fn outcome(self, outcome: Result<Payload, Failure>) -> Decided {
-        let (observation, detail) = match outcome {
-            Ok(payload) => (
-                Observation::success(self.call_id, self.name, payload)
-                    .with_structured(self.structured),
-                None,
-            ),
-            Err(failure) => {
-                let text = failure_text(&self.name, &failure);
-                let problems = match &failure.error {
-                    Some(ToolError::InvalidArguments(problems)) => problems.clone(),
-                    _ => Vec::new(),
-                };
-                let observation = Observation::error(self.call_id, self.name, failure.kind, text)
-                    .with_problems(problems);
-                (observation, failure.detail)
-            }
-        };
+        let (observation, detail) = observe(self.call_id, self.name, self.structured, outcome);
         Decided {
             observation,
             arguments: self.arguments,
@@ -79,6 +75,31 @@ impl Ticket {
             generated_id: self.generated_id,
             approval_id: self.approval,
             tool_version: self.tool_version,
+        }
+    }
+}
+
+/// The observation of a call that ran, and what only the audit log gets of a failure.
+fn observe(
+    call_id: String,
+    name: String,
+    structured: bool,
+    outcome: Result<Payload, Failure>,
+) -> (Observation, Option<String>) {
+    match outcome {
+        Ok(payload) => (
+            Observation::success(call_id, name, payload).with_structured(structured),
+            None,
+        ),
+        Err(failure) => {
+            let text = failure_text(&name, &failure);
+            let problems = match &failure.error {
+                Some(ToolError::InvalidArguments(problems)) => problems.clone(),
+                _ => Vec::new(),
+            };
+            let observation =
+                Observation::error(call_id, name, failure.kind, text).with_problems(problems);
+            (observation, failure.detail)
         }
     }
 }

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::admit::Gated;
-use super::answer::Decided;
+use super::answer::{Decided, Ticket};
 use crate::audit::{self, AUDITED_NAME, AuditEvent, CallEvent, truncate};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
@@ -43,28 +42,25 @@ impl Run {
     async fn call_in_trace(&self, call: ToolCall, options: CallOptions) -> Observation {
         audit::ready(self.registry.audit_sink()).await;
         let started = self.clock();
-        let resolved = match self
-            .resolve(call, &options)
-            .and_then(|resolved| self.gate(resolved))
-        {
-            Ok(Gated::Run(resolved)) => resolved,
-            Ok(Gated::Approval(resolved, reason)) => {
-                let decided = self.request_approval(*resolved, reason).await;
+        let mut resolved = match self.resolve(call, &options) {
+            Ok(resolved) => resolved,
+            Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
+        };
+        match self.gate(&mut resolved) {
+            Ok(None) => {}
+            Ok(Some(reason)) => {
+                let decided = self.request_approval(resolved, reason).await;
                 return self.finish_traced(decided, started, options.trace.as_ref());
             }
             Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
-        };
+        }
         if let Err(refused) = self.admit(&resolved).await {
             return self.finish_traced(*refused, started, options.trace.as_ref());
         }
         let outcome = self
             .execute(&resolved.entry, resolved.context, resolved.arguments)
             .await;
-        self.finish_traced(
-            resolved.ticket.outcome(outcome),
-            started,
-            options.trace.as_ref(),
-        )
+        self.answer(resolved.ticket, outcome, started, options.trace.as_ref())
     }
 
     /// Resolves, gates and executes `call` on this thread, without an async runtime (async
@@ -83,17 +79,18 @@ impl Run {
         let span = options.trace.as_ref().map(|trace| trace.span(call.name()));
         let _entered = span.as_ref().map(tracing::Span::enter);
         let started = self.clock();
-        let resolved = match self
-            .resolve(call, &options)
-            .and_then(|resolved| self.gate(resolved))
-        {
-            Ok(Gated::Run(resolved)) => resolved,
-            Ok(Gated::Approval(resolved, reason)) => {
-                let decided = pollster::block_on(self.request_approval(*resolved, reason));
+        let mut resolved = match self.resolve(call, &options) {
+            Ok(resolved) => resolved,
+            Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
+        };
+        match self.gate(&mut resolved) {
+            Ok(None) => {}
+            Ok(Some(reason)) => {
+                let decided = pollster::block_on(self.request_approval(resolved, reason));
                 return self.finish_traced(decided, started, options.trace.as_ref());
             }
             Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
-        };
+        }
         if let Err(refused) = self.admit_blocking(&resolved) {
             return self.finish_traced(*refused, started, options.trace.as_ref());
         }
@@ -106,11 +103,7 @@ impl Run {
             self.registry.blocking_pool(),
         );
         let outcome = self.refund_unrun(outcome);
-        self.finish_traced(
-            resolved.ticket.outcome(outcome),
-            started,
-            options.trace.as_ref(),
-        )
+        self.answer(resolved.ticket, outcome, started, options.trace.as_ref())
     }
 
     /// Runs a call that passed the gate.
@@ -201,6 +194,22 @@ impl Run {
     /// When a call started, if the audit log will want its duration.
     pub(crate) fn clock(&self) -> Option<Instant> {
         audit::wanted(self.registry.audit_sink()).then(Instant::now)
+    }
+
+    /// The answer to a call that ran: audited, if a sink wants it, else made straight from
+    /// the ticket.
+    fn answer(
+        &self,
+        ticket: Ticket,
+        outcome: Result<Payload, Failure>,
+        started: Option<Instant>,
+        trace: Option<&crate::execute::trace::TraceContext>,
+    ) -> Observation {
+        if audit::wanted(self.registry.audit_sink()) {
+            self.finish_traced(ticket.outcome(outcome), started, trace)
+        } else {
+            ticket.observation(outcome)
+        }
     }
 
     /// Audits the decision and makes the observation.

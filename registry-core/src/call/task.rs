@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::admit::Gated;
 use super::answer::{Decided, Resolved, unavailable_text};
 use crate::audit::{self, AuditEvent, TaskEvent, TaskEventKind};
 use crate::discover::run::Run;
@@ -104,18 +103,21 @@ impl Run {
     ) -> Result<Task, Observation> {
         audit::ready(self.registry.audit_sink()).await;
         let started = self.clock();
-        let gated = self
+        let mut resolved = match self
             .resolve(call, &options)
             .and_then(|resolved| self.as_task(resolved))
-            .and_then(|resolved| self.gate(resolved));
-        let resolved = match gated {
-            Ok(Gated::Run(resolved)) => resolved,
-            Ok(Gated::Approval(resolved, reason)) => {
-                let decided = self.request_approval(*resolved, reason).await;
+        {
+            Ok(resolved) => resolved,
+            Err(refused) => return Err(self.finish(*refused, started)),
+        };
+        match self.gate(&mut resolved) {
+            Ok(None) => {}
+            Ok(Some(reason)) => {
+                let decided = self.request_approval(resolved, reason).await;
                 return Err(self.finish(decided, started));
             }
             Err(refused) => return Err(self.finish(*refused, started)),
-        };
+        }
         if let Err(refused) = self.admit(&resolved).await {
             return Err(self.finish(*refused, started));
         }

@@ -51,6 +51,9 @@ pub struct Declaration {
     pub task: bool,
     /// Only as a task (`task = "required"`).
     pub task_required: bool,
+    /// A synchronous function that returns at once, run on the caller's task
+    /// (`non_blocking`).
+    pub non_blocking: bool,
     pub params: &'static [Param],
     /// The function takes a `&ToolContext`: a call to one that does not needs no context of
     /// its own.

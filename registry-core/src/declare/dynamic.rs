@@ -70,6 +70,7 @@ pub struct DynamicTool {
     always_loaded: bool,
     task: bool,
     task_required: bool,
+    non_blocking: bool,
     handler: Option<Handler>,
     source: Source,
 }
@@ -96,6 +97,7 @@ impl std::fmt::Debug for DynamicTool {
             .field("always_loaded", &self.always_loaded)
             .field("task", &self.task)
             .field("task_required", &self.task_required)
+            .field("non_blocking", &self.non_blocking)
             .field("has_handler", &self.handler.is_some())
             .field("source", &self.source)
             .finish()
@@ -126,6 +128,7 @@ impl DynamicTool {
             always_loaded: false,
             task: false,
             task_required: false,
+            non_blocking: false,
             handler: None,
             source: Source::caller(),
         }
@@ -336,6 +339,40 @@ impl DynamicTool {
     /// ```
     pub fn task_required(mut self) -> Self {
         self.task_required = true;
+        self
+    }
+
+    /// Declares the synchronous handler non-blocking: it returns at once, so an async call
+    /// ([`Run::call`](crate::Run::call)) runs it on the caller's task instead of a thread of
+    /// the registry's pool, saving the hop there and back (two thread wake-ups, about 14 µs of
+    /// CPU). A deadline cannot interrupt it: a call that returns past its deadline is answered
+    /// `TimedOut`. Only for handlers that never wait (no I/O, no locks held by others, no
+    /// sleeping): one that blocks stalls every task of the caller's async worker. No effect on
+    /// an async handler, which already runs on the caller's task. The same as
+    /// `#[tool(non_blocking)]`.
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// let add = DynamicTool::new("add", "Add two integers.")
+    ///     .public()
+    ///     .parameters(json!({
+    ///         "type": "object",
+    ///         "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    ///         "required": ["a", "b"],
+    ///     }))
+    ///     .non_blocking()
+    ///     .handler(|_, args| Ok::<_, String>(json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))));
+    /// let registry = Registry::builder().tool(add).build().unwrap();
+    /// assert!(registry.get("add").unwrap().settings().non_blocking);
+    ///
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// let observation = pollster::block_on(run.call(ToolCall::new("c1", "add", json!({"a": 40, "b": 2}))));
+    /// assert_eq!(observation.value(), Some(&json!(42)));
+    /// ```
+    pub fn non_blocking(mut self) -> Self {
+        self.non_blocking = true;
         self
     }
 
@@ -675,6 +712,7 @@ impl DynamicTool {
                 always_loaded: self.always_loaded,
                 task: self.task || self.task_required,
                 task_required: self.task_required,
+                non_blocking: self.non_blocking && matches!(self.handler, Some(Handler::Sync(_))),
             },
             source,
             parameters: self.parameters,

@@ -30,7 +30,8 @@ pub(crate) struct Failure {
 }
 
 /// Runs `tool` in an async context. Synchronous tools run on `pool`, never on the caller's
-/// thread (an async worker); a call that finds every thread busy waits for one, boundedly,
+/// thread (an async worker), unless declared `non_blocking`: those run here, and a deadline
+/// is checked when they return, since nothing can interrupt them; a call that finds every thread busy waits for one, boundedly,
 /// else is refused `Unavailable`. A call whose cancellation is tripped ends `Cancelled`: an
 /// async tool's future is dropped, a synchronous tool's result discarded (it sees
 /// [`ToolContext::is_cancelled`] and may stop). Past its deadline, a call's cancellation is
@@ -48,6 +49,9 @@ pub(crate) async fn execute(
         return Err(cancelled());
     }
     if !tool.is_async() {
+        if tool.settings().non_blocking {
+            return run_inline_within(tool, ctx, arguments, timeout, &cancellation);
+        }
         return on_pool(tool, ctx, arguments, timeout, pool, &cancellation).await;
     }
     let future = match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
@@ -69,9 +73,9 @@ pub(crate) async fn execute(
     }
 }
 
-/// Runs `tool` for a caller that may block: a synchronous tool without a deadline on this
-/// thread; one with a deadline on `pool` (this thread waits); async tools and deadlines are
-/// driven by a small local executor.
+/// Runs `tool` for a caller that may block: a synchronous tool without a deadline, or a
+/// `non_blocking` one, on this thread; one with a deadline on `pool` (this thread waits);
+/// async tools and deadlines are driven by a small local executor.
 pub(crate) fn execute_blocking(
     tool: &Tool,
     ctx: ToolContext,
@@ -79,12 +83,12 @@ pub(crate) fn execute_blocking(
     timeout: Option<Duration>,
     pool: &BlockingPool,
 ) -> Result<Payload, Failure> {
-    if !tool.is_async() && timeout.is_none() {
+    if !tool.is_async() && (timeout.is_none() || tool.settings().non_blocking) {
         let cancellation = ctx.cancellation().clone();
         if cancellation.is_cancelled() {
             return Err(cancelled());
         }
-        return run_inline(tool, ctx, arguments, &cancellation);
+        return run_inline_within(tool, ctx, arguments, timeout, &cancellation);
     }
     pollster::block_on(execute(tool, ctx, arguments, timeout, pool))
 }
@@ -124,6 +128,26 @@ async fn on_pool(
         }
         Ending::Cancelled => Err(cancelled()),
     }
+}
+
+/// Runs a synchronous tool on this thread; its result is discarded if the call was cancelled
+/// meanwhile, or if it returned past `timeout` (which nothing here can enforce sooner).
+fn run_inline_within(
+    tool: &Tool,
+    ctx: ToolContext,
+    arguments: CheckedArguments,
+    timeout: Option<Duration>,
+    cancellation: &Cancellation,
+) -> Result<Payload, Failure> {
+    let Some(limit) = timeout else {
+        return run_inline(tool, ctx, arguments, cancellation);
+    };
+    let started = std::time::Instant::now();
+    let result = run_inline(tool, ctx, arguments, cancellation);
+    if started.elapsed() > limit {
+        return Err(timed_out(limit));
+    }
+    result
 }
 
 /// Runs a synchronous tool on this thread; its result is discarded if the call was cancelled

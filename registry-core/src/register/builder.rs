@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::audit::AuditSink;
-use crate::declare::declaration::{Declaration, declarations};
+use crate::declare::declaration::{Declaration, Execute, declarations};
 use crate::declare::dynamic::DynamicTool;
 use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
@@ -938,6 +938,7 @@ fn declared_tool(
         always_loaded: declaration.always_loaded,
         task: declaration.task || declaration.task_required,
         task_required: declaration.task_required,
+        non_blocking: declaration.non_blocking && matches!(declaration.execute, Execute::Sync(_)),
     };
     let tool = Tool::declared(declaration, policy);
     // The macro linted the description, the title and the parameters' docs, with the same

@@ -14,6 +14,7 @@ use registry_core::{Registry, tool};
     allow_description = "reviewed: the text names no host",
     namespace = "web_tools",
     always_loaded,
+    non_blocking,
     crate = registry_core,
 )]
 fn fetch(url: String) -> String {
@@ -50,6 +51,7 @@ fn main() {
 
     assert_eq!(policy.namespace.as_deref(), Some("web_tools"));
     assert!(policy.always_loaded);
+    assert!(policy.non_blocking);
 
     let hints = registry.get("delete_file").unwrap().settings().hints;
     assert!(hints.destructive && !hints.read_only && !hints.idempotent && !hints.open_world);
@@ -57,4 +59,5 @@ fn main() {
     let policy = registry.get("delete_file").unwrap().settings().clone();
     assert_eq!(policy.namespace, None);
     assert!(!policy.always_loaded);
+    assert!(!policy.non_blocking);
 }
