@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use http_body_util::BodyExt;
 use registry_core::Registry;
@@ -18,7 +17,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::edge::{
-    self, CalledTool, EdgeLimits, Opening, Origins, Peek, Rates, Refusals, RpcId, Sessions,
+    self, CalledTool, EdgeLimits, Inner, Opening, Origins, Peek, Rates, Refusals, RpcId, Sessions,
     rpc_error,
 };
 use crate::oauth::{OAuth, Refusal, StepUp, Validator, metadata_router, step_up};
@@ -376,56 +375,42 @@ impl McpServer {
             manager,
             rmcp_config,
         );
-        let limits = Arc::new(Limits {
+        let limits = Limits {
             max_body: config.options.max_message_bytes,
             body_read_timeout: config.limits.body_read_timeout,
-        });
+        };
         let metadata = match &validator {
             Some(Ok(validator)) => Some(validator.metadata.clone()),
             _ => None,
         };
         let step_up = config.options.step_up_scopes.then(|| {
-            axum::middleware::from_fn_with_state(
-                Arc::new(StepUp {
-                    server: self.clone(),
-                    metadata: metadata.as_ref().map(|metadata| metadata.url.clone()),
-                }),
-                step_up,
-            )
+            Arc::new(StepUp {
+                server: self.clone(),
+                metadata: metadata.as_ref().map(|metadata| metadata.url.clone()),
+            })
         });
         let rates = Arc::new(Rates::new(
             config.limits.requests_per_second,
             config.limits.burst,
         ));
         let origins = Arc::new(Origins::new(&config.allowed_origins));
-        // One concrete stack, outermost first: a request meets the Origin check,
-        // authentication and the rate limit (one layer), then the body checks, the session
-        // checks and step-up.
-        // (Built with `ServiceBuilder` rather than `Router::layer`, which boxes each layer:
-        // every layer clones what is inside it for each request, and boxed that is an
-        // allocation per layer and per request; the endpoint is shared behind an `Arc`.)
-        let stack = tower::ServiceBuilder::new()
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::new(Credentials {
-                    origins,
-                    tokens: config.tokens.clone(),
-                    loopback: config.loopback_principal.clone(),
-                    validator,
-                    refusals: Refusals::new("requests without a valid bearer token"),
-                    rates,
-                }),
-                authenticate,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
-                limits,
-                protocol_errors,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
-                sessions,
-                edge::guard_sessions,
-            ))
-            .option_layer(step_up)
-            .service(Endpoint(Arc::new(service)));
+        // One chain, outermost first: a request meets the Origin check, authentication and
+        // the rate limit (one step), then the body checks, the session checks and step-up,
+        // then rmcp's service. One future for all of it (see `edge/chain.rs`).
+        let stack = EdgeService(Arc::new(Edge {
+            credentials: Credentials {
+                origins,
+                tokens: config.tokens.clone(),
+                loopback: config.loopback_principal.clone(),
+                validator,
+                refusals: Refusals::new("requests without a valid bearer token"),
+                rates,
+            },
+            limits,
+            sessions,
+            step_up,
+            endpoint: service,
+        }));
         let router = axum::Router::new().nest_service(&config.path, stack);
         match metadata {
             // The metadata is public: outside the token check.
@@ -435,17 +420,48 @@ impl McpServer {
     }
 }
 
-/// rmcp's streamable HTTP service, shared: the layers in front clone what they wrap for
-/// each request, and this clones an `Arc`.
-struct Endpoint<S: ServerHandler>(Arc<StreamableHttpService<S, LocalSessionManager>>);
+/// The edge and rmcp's streamable HTTP service behind it, shared by every request.
+struct Edge<S: ServerHandler> {
+    credentials: Credentials,
+    limits: Limits,
+    sessions: Arc<Sessions>,
+    step_up: Option<Arc<StepUp>>,
+    endpoint: StreamableHttpService<S, LocalSessionManager>,
+}
 
-impl<S: ServerHandler> Clone for Endpoint<S> {
-    fn clone(&self) -> Self {
-        Endpoint(self.0.clone())
+impl<S: ServerHandler + Send + 'static> Edge<S> {
+    /// Every step of the edge, in order, then rmcp's service.
+    async fn serve(&self, request: Request) -> Response {
+        authenticate(&self.credentials, request, |request| {
+            protocol_errors(&self.limits, request, |request| {
+                edge::guard_sessions(&self.sessions, request, |request| async move {
+                    match &self.step_up {
+                        Some(check) => {
+                            step_up(check, request, |request| self.endpoint(request)).await
+                        }
+                        None => self.endpoint(request).await,
+                    }
+                })
+            })
+        })
+        .await
+    }
+
+    async fn endpoint(&self, request: Request) -> Response {
+        self.endpoint.handle(request).await.map(Body::new)
     }
 }
 
-impl<S: ServerHandler + Send + 'static> tower::Service<Request> for Endpoint<S> {
+/// [`Edge`] as a service: a clone is an `Arc`'s.
+struct EdgeService<S: ServerHandler>(Arc<Edge<S>>);
+
+impl<S: ServerHandler> Clone for EdgeService<S> {
+    fn clone(&self) -> Self {
+        EdgeService(self.0.clone())
+    }
+}
+
+impl<S: ServerHandler + Send + 'static> tower::Service<Request> for EdgeService<S> {
     type Response = Response;
     type Error = std::convert::Infallible;
     type Future = std::pin::Pin<
@@ -460,8 +476,8 @@ impl<S: ServerHandler + Send + 'static> tower::Service<Request> for Endpoint<S> 
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        let service = self.0.clone();
-        Box::pin(async move { Ok(service.handle(request).await.map(Body::new)) })
+        let edge = self.0.clone();
+        Box::pin(async move { Ok(edge.serve(request).await) })
     }
 }
 
@@ -570,9 +586,9 @@ fn token_in_query(query: Option<&str>) -> bool {
 /// [`HttpConfig::loopback_principal`] is set); puts the [`Principal`] into the request's
 /// extensions.
 async fn authenticate(
-    State(credentials): State<Arc<Credentials>>,
+    credentials: &Credentials,
     mut request: Request,
-    next: Next,
+    next: impl Inner,
 ) -> Response {
     if let Some(refused) = edge::check_origin(&credentials.origins, &request) {
         return refused;
@@ -634,11 +650,7 @@ struct Limits {
 /// Answers a POST whose body is not JSON with JSON-RPC error -32700, and one whose JSON is not
 /// a JSON-RPC message (which rmcp refuses with 415) with -32600, both as HTTP 400; a body over
 /// the limit with 413 and -32600.
-async fn protocol_errors(
-    State(limits): State<Arc<Limits>>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn protocol_errors(limits: &Limits, request: Request, next: impl Inner) -> Response {
     let is_json = request
         .headers()
         .get(header::CONTENT_TYPE)

@@ -3,8 +3,9 @@
 //! (`origin.rs`), the request rate (`rate.rs`), session ownership and caps (`sessions.rs`),
 //! the bounded log of refusals (`refusals.rs`), the one-pass look at a message's id, method
 //! and params (`message.rs`) and what counts as one source for the limits per IP
-//! (`source.rs`).
+//! (`source.rs`), and the chain the steps make, one future per request (`chain.rs`).
 
+mod chain;
 mod connections;
 mod guard;
 mod limits;
@@ -21,6 +22,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+pub(crate) use chain::Inner;
 pub(crate) use connections::{Connection, serve};
 pub use limits::EdgeLimits;
 pub(crate) use message::Peek;

@@ -7,14 +7,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderName, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 
 use super::guard::Guarded;
-use super::{AwaitsAnswer, EdgeLimits, Opening, RpcId};
+use super::{AwaitsAnswer, EdgeLimits, Inner, Opening, RpcId};
 use crate::tokens::Principal;
 
 /// The header that names a session.
@@ -199,9 +198,9 @@ impl Drop for Stream {
 /// principal's session is answered as an unknown one: 404), counts the sessions a POST
 /// without a session opens, and the GET streams of each principal.
 pub(crate) async fn guard_sessions(
-    State(sessions): State<Arc<Sessions>>,
+    sessions: &Arc<Sessions>,
     request: Request,
-    next: Next,
+    next: impl Inner,
 ) -> Response {
     let Some(principal) = request.extensions().get::<Principal>() else {
         return next.run(request).await;
@@ -220,7 +219,7 @@ pub(crate) async fn guard_sessions(
         }
         if request.extensions().get::<Opening>().is_none() {
             if request.extensions().get::<AwaitsAnswer>().is_some() {
-                return streamed(&sessions, &principal, request, next).await;
+                return streamed(sessions, &principal, request, next).await;
             }
             return next.run(request).await;
         }
@@ -278,14 +277,14 @@ pub(crate) async fn guard_sessions(
         }
         Method::GET => {
             let Some(stream) = sessions.open_stream(&principal) else {
-                return too_many_streams(&sessions, &principal, None);
+                return too_many_streams(sessions, &principal, None);
             };
             next.run(request)
                 .await
                 .map(|body| Guarded::wrap(body, stream))
         }
         Method::POST if request.extensions().get::<AwaitsAnswer>().is_some() => {
-            streamed(&sessions, &principal, request, next).await
+            streamed(sessions, &principal, request, next).await
         }
         // A session rmcp closed is still named here until the next sweep; rmcp answers 404.
         _ => next.run(request).await,
@@ -298,7 +297,7 @@ async fn streamed(
     sessions: &Arc<Sessions>,
     principal: &Arc<str>,
     request: Request,
-    next: Next,
+    next: impl Inner,
 ) -> Response {
     let id = request.extensions().get::<RpcId>().cloned();
     let Some(stream) = sessions.open_stream(principal) else {

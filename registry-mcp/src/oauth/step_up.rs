@@ -2,16 +2,13 @@
 //! is answered 403 `insufficient_scope`, naming the scopes, so that its client can ask the
 //! person for consent and retry with a new token.
 
-use std::sync::Arc;
-
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::Response;
 use registry_core::server::RunExt;
 
 use super::challenge::Refusal;
 use crate::McpServer;
-use crate::edge::CalledTool;
+use crate::edge::{CalledTool, Inner};
 use crate::tokens::Principal;
 
 /// What the step-up layer needs.
@@ -26,11 +23,7 @@ pub(crate) struct StepUp {
 /// listing every scope the tool needs. Any other request goes on unchanged.
 ///
 /// [`RunExt::needs_only_scopes`]: registry_core::server::RunExt::needs_only_scopes
-pub(crate) async fn step_up(
-    State(step_up): State<Arc<StepUp>>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub(crate) async fn step_up(step_up: &StepUp, request: Request, next: impl Inner) -> Response {
     let (Some(principal), Some(CalledTool(tool))) = (
         request.extensions().get::<Principal>(),
         request.extensions().get::<CalledTool>(),
