@@ -357,11 +357,16 @@ async fn a_replica_kept_away_catches_up_before_it_lets_calls_through() {
         let run = registry_a.open_run("run-a", &subject());
         assert!(!run.call(call("c0", "status")).await.is_error());
 
-        // A loses its connection and cannot make another.
+        // A loses its connection and cannot make another. Two statements, each committed on
+        // its own: in one batch (one implicit transaction) the connections were ended before
+        // `NOLOGIN` was committed, and on a loaded machine A could log in again in between.
+        admin
+            .batch_execute("ALTER ROLE replica_a NOLOGIN")
+            .await
+            .unwrap();
         admin
             .batch_execute(
-                "ALTER ROLE replica_a NOLOGIN;
-                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'replica_a'",
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'replica_a'",
             )
             .await
             .unwrap();
