@@ -383,11 +383,9 @@ impl McpServer {
             Some(Ok(validator)) => Some(validator.metadata.clone()),
             _ => None,
         };
-        let step_up = config.options.step_up_scopes.then(|| {
-            Arc::new(StepUp {
-                server: self.clone(),
-                metadata: metadata.as_ref().map(|metadata| metadata.url.clone()),
-            })
+        let step_up = config.options.step_up_scopes.then(|| StepUp {
+            server: self.clone(),
+            metadata: metadata.as_ref().map(|metadata| metadata.url.clone()),
         });
         let rates = Arc::new(Rates::new(
             config.limits.requests_per_second,
@@ -425,7 +423,7 @@ struct Edge<S: ServerHandler> {
     credentials: Credentials,
     limits: Limits,
     sessions: Arc<Sessions>,
-    step_up: Option<Arc<StepUp>>,
+    step_up: Option<StepUp>,
     endpoint: StreamableHttpService<S, LocalSessionManager>,
 }
 

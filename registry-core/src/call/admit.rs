@@ -432,9 +432,6 @@ pub(crate) enum Ruling {
     Approval(String),
 }
 
-/// A resolved call after the policies.
-// `Run` is what nearly every call is: boxing it would cost an allocation per call.
-#[allow(clippy::large_enum_variant)]
 /// Whether the budget and rate limit admit a call.
 pub(super) enum Admission {
     Granted,
