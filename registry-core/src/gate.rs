@@ -25,6 +25,7 @@ pub use rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{ReadinessCheck, ToolReadiness};
 
 pub(crate) use approval::{ApprovalError, ApprovalRequest, ApprovalState};
+pub(crate) use policy::PolicyArguments;
 pub(crate) use readiness::Check;
 pub(crate) use store::{ApprovalStore, MemoryApprovalStore, Transition};
 

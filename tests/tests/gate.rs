@@ -1300,3 +1300,88 @@ fn audit_events_carry_the_principal() {
     // Two projections; the call asking and the approved one, and the status; requested and approved.
     assert_eq!(seen, (2, 3, 2));
 }
+
+/// Refunds an order.
+#[registry_core::tool(public)]
+fn refund(
+    /// The amount, in cents.
+    cents: u64,
+    /// Why the order is refunded.
+    note: Option<String>,
+) -> u64 {
+    let _ = note;
+    cents
+}
+
+/// What a policy read with `argument`, and the whole value it saw afterwards.
+type Read = (
+    Result<Option<u64>, String>,
+    Result<Option<String>, String>,
+    Result<Option<String>, String>,
+    Result<Option<u64>, String>,
+    Value,
+);
+
+#[test]
+fn a_policy_reads_one_argument_as_the_whole_value_has_it() {
+    let seen: Arc<Mutex<Vec<Read>>> = Arc::default();
+    let registry = Registry::builder()
+        .declared_in(["gate"])
+        .call_policy({
+            let seen = Arc::clone(&seen);
+            move |call: &CallRequest<'_>| {
+                // One argument at a time first (before anything makes the whole value), then
+                // the whole value.
+                let cents = call.argument::<u64>("cents").map_err(|e| e.to_string());
+                let note = call.argument::<String>("note").map_err(|e| e.to_string());
+                let wrong = call.argument::<String>("cents").map_err(|e| e.to_string());
+                let absent = call.argument::<u64>("nothing").map_err(|e| e.to_string());
+                let decision = match cents {
+                    Ok(Some(cents)) if cents <= 100 => Decision::Allow,
+                    _ => Decision::Deny("over the limit".into()),
+                };
+                let whole = call.arguments().clone();
+                seen.lock()
+                    .unwrap()
+                    .push((cents, note, wrong, absent, whole));
+                decision
+            }
+        })
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &Subject::new("acme"));
+    for mode in MODES {
+        seen.lock().unwrap().clear();
+        let small = call(
+            mode,
+            &run,
+            ToolCall::from_json_text("1", "refund", r#"{"note": "late\u0000", "cents": 40}"#),
+        );
+        assert_eq!(small.json(), &json!(40), "{mode:?}");
+        let large = call(
+            mode,
+            &run,
+            ToolCall::from_json_text("2", "refund", r#"{"cents": 4000, "note": null}"#),
+        );
+        assert_eq!(large.error_kind(), Some(ErrorKind::Denied), "{mode:?}");
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "{mode:?}");
+        for (cents, note, wrong, absent, whole) in seen.iter() {
+            // Each read agrees with decoding the whole value's property.
+            let expected_cents = serde_json::from_value::<u64>(whole["cents"].clone()).unwrap();
+            assert_eq!(cents, &Ok(Some(expected_cents)), "{mode:?}");
+            let expected_note = whole
+                .get("note")
+                .filter(|note| !note.is_null())
+                .map(|note| serde_json::from_value::<String>(note.clone()).unwrap());
+            assert_eq!(note, &Ok(expected_note), "{mode:?}");
+            let expected_wrong = serde_json::from_value::<String>(whole["cents"].clone())
+                .unwrap_err()
+                .to_string();
+            assert_eq!(wrong, &Err(expected_wrong), "{mode:?}");
+            assert_eq!(absent, &Ok(None), "{mode:?}");
+        }
+        assert_eq!(seen[0].1, Ok(Some("late\0".to_owned())), "{mode:?}");
+        assert_eq!(seen[1].1, Ok(None), "{mode:?}");
+    }
+}

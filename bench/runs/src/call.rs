@@ -14,7 +14,9 @@
 //!   `async fn` and as a synchronous function declared `#[tool(non_blocking)]`, both run on
 //!   the caller's task without the hop to the pool;
 //! - **gated**: the text path with a call policy that reads the arguments and a rate limit
-//!   (generous, so that every call is admitted), blocking and async;
+//!   (generous, so that every call is admitted), blocking and async; **gated, one argument**:
+//!   the same policy reading its one argument with `CallRequest::argument` instead of the
+//!   whole `CallRequest::arguments` value;
 //! - **rmcp**: rmcp 3.11's `ToolRouter::call` on the same function (`#[tool_router]`,
 //!   `Parameters<AddRequest>`; rmcp does not validate the arguments against the schema), on
 //!   the same runtime: from the text (parsed into rmcp's `JsonObject` first, as its server
@@ -109,19 +111,13 @@ pub fn call() {
 
     // The gate configured: a call policy that reads the arguments, and a rate limit counted
     // per subject and tool.
-    let gated = Registry::builder()
-        .declared_in(["bench_runs"])
-        .call_policy(
-            |call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
-                Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
-                _ => Decision::Allow,
-            },
-        )
-        .rate_limit("1000000000/s")
-        .build()
-        .expect("the gated registry builds");
+    let gated = gated_registry(false);
     let gated_run = gated.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
     let observation = gated_run.call_blocking(ToolCall::from_json_text("call_1", "add", TEXT));
+    assert_eq!(observation.json(), &json!(42));
+    let gated_one = gated_registry(true);
+    let gated_one_run = gated_one.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
+    let observation = gated_one_run.call_blocking(ToolCall::from_json_text("call_1", "add", TEXT));
     assert_eq!(observation.json(), &json!(42));
 
     // rmcp: a request context needs a peer, which only a running service gives; one served
@@ -201,6 +197,12 @@ pub fn call() {
             let _ = black_box(gated_run.call_blocking(call));
         }
     });
+    let gated_one_text = median_batches(ITERATIONS, |n| {
+        for _ in 0..n {
+            let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
+            let _ = black_box(gated_one_run.call_blocking(call));
+        }
+    });
     let gated_async = median_batches(ITERATIONS, |n| {
         runtime.block_on(async {
             for _ in 0..n {
@@ -271,6 +273,10 @@ pub fn call() {
             gated_text,
         ),
         (
+            "gated text, the policy reading one argument",
+            gated_one_text,
+        ),
+        (
             "gated async: call policy + rate limit, Run::call",
             gated_async,
         ),
@@ -294,25 +300,18 @@ pub fn call() {
     println!("call: text path / rmcp from the text: {against_rmcp:.2}x");
 }
 
-/// `bench-runs call-loop PATH`: only the path `text`, `value` or `gated`, for a few seconds,
+/// `bench-runs call-loop PATH`: only the path `text`, `value`, `gated` or `gated-one`, for a
+/// few seconds,
 /// for a profiler (`perf record`).
 pub fn call_loop(path: &str) {
-    let registry = Registry::builder()
-        .declared_in(["bench_runs"])
-        .call_policy(
-            |call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
-                Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
-                _ => Decision::Allow,
-            },
-        )
-        .rate_limit("1000000000/s")
-        .build()
-        .expect("the gated registry builds");
-    let plain = Registry::builder()
-        .declared_in(["bench_runs"])
-        .build()
-        .expect("the benchmark registry builds");
-    let registry = if path == "gated" { registry } else { plain };
+    let registry = match path {
+        "gated" => gated_registry(false),
+        "gated-one" => gated_registry(true),
+        _ => Registry::builder()
+            .declared_in(["bench_runs"])
+            .build()
+            .expect("the benchmark registry builds"),
+    };
     let run = registry.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
     let arguments: Value = serde_json::from_str(TEXT).expect("valid");
     let started = Instant::now();
@@ -330,10 +329,35 @@ pub fn call_loop(path: &str) {
     println!("call-loop {path}: {calls} calls in {:?}", started.elapsed());
 }
 
+/// The benchmark's registry with the gate configured: a call policy that reads the argument
+/// `a` (with `CallRequest::argument` when `one`, else from the whole `arguments()` value) and
+/// a rate limit counted per subject and tool, generous enough to admit every call.
+fn gated_registry(one: bool) -> Registry {
+    let builder = Registry::builder().declared_in(["bench_runs"]);
+    let builder = if one {
+        builder.call_policy(|call: &CallRequest<'_>| match call.argument::<i64>("a") {
+            Ok(Some(a)) if a >= 0 => Decision::Allow,
+            Ok(_) => Decision::Deny("negative numbers are not added".into()),
+            Err(error) => Decision::Deny(format!("unreadable a: {error}")),
+        })
+    } else {
+        builder.call_policy(
+            |call: &CallRequest<'_>| match call.arguments()["a"].as_i64() {
+                Some(a) if a < 0 => Decision::Deny("negative numbers are not added".into()),
+                _ => Decision::Allow,
+            },
+        )
+    };
+    builder
+        .rate_limit("1000000000/s")
+        .build()
+        .expect("the gated registry builds")
+}
+
 /// The median over 31 batches of the CPU time of one iteration: `batch(n)` runs `n`
 /// iterations, `n = iterations / 31` (at least 1); a warm-up batch first.
-fn median_batches(iterations: u32, mut batch: impl FnMut(u32)) -> Duration {
-    median_batches_with(iterations, |n| n, |n| batch(n))
+fn median_batches(iterations: u32, batch: impl FnMut(u32)) -> Duration {
+    median_batches_with(iterations, |n| n, batch)
 }
 
 /// [`median_batches`] with untimed preparation: `setup(n)` makes what `batch` consumes for

@@ -86,11 +86,11 @@ def wordpiece(word, vocab):
     return pieces
 
 
-def tokenize(text, vocab):
-    ids = [vocab["[CLS]"]]
+def tokenize(text, vocab, cls="[CLS]", sep="[SEP]", max_tokens=MAX_TOKENS):
+    ids = [vocab[cls]]
     for word in basic_tokens(text):
         ids.extend(wordpiece(word, vocab))
-    return ids[: MAX_TOKENS - 1] + [vocab["[SEP]"]]
+    return ids[: max_tokens - 1] + [vocab[sep]]
 
 
 def layer_norm(x, w, b, eps=1e-12):
@@ -110,7 +110,7 @@ CACHE = {}
 CACHE_SIZE = 10_000
 
 
-def embed(texts, weights, vocab):
+def embed(texts, weights, vocab, embed_one):
     out = []
     for text in texts:
         if text not in CACHE:
@@ -146,7 +146,9 @@ def embed_one(text, weights, vocab):
     return (v / np.linalg.norm(v)).astype(float).tolist()
 
 
-def main():
+def main(embed_one=embed_one):
+    """Serves `embed_one(text, weights, vocab)` for the model in the folder `argv[1]` on the
+    loopback port `argv[2]`."""
     folder, port = sys.argv[1], int(sys.argv[2])
     weights, vocab = load(folder)
 
@@ -154,7 +156,7 @@ def main():
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            vectors = embed(texts, weights, vocab)
+            vectors = embed(texts, weights, vocab, embed_one)
             answer = json.dumps({"object": "list", "model": body.get("model"),
                                  "data": [{"object": "embedding", "index": i, "embedding": v}
                                           for i, v in enumerate(vectors)]}).encode()

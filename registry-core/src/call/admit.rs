@@ -16,7 +16,9 @@ use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
 use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
-use crate::gate::{ApprovalRequest, CallRequest, Decision, QuotaDecision, QuotaKey, RateLimit};
+use crate::gate::{
+    ApprovalRequest, CallRequest, Decision, PolicyArguments, QuotaDecision, QuotaKey, RateLimit,
+};
 use crate::resolve::call::{CallHeader, Given, ToolCall};
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::fast;
@@ -104,7 +106,7 @@ impl Run {
             Pending::Parsed(parsed) => Err(parsed),
         };
         let arguments = match parsed {
-            Ok(fast) => CheckedArguments::Fast { fast, value: None },
+            Ok(fast) => CheckedArguments::fast(fast),
             // The slow path: the text parsed (strictly, under the limits) into a value, then
             // validated by jsonschema, every problem listed.
             Err(parsed) => {
@@ -156,7 +158,7 @@ impl Run {
             self.ask_policies(
                 &resolved.entry,
                 &resolved.ticket.call_id,
-                resolved.arguments.value(),
+                PolicyArguments::Checked(&resolved.arguments),
             )
         };
         match ruling {
@@ -174,7 +176,12 @@ impl Run {
 
     /// What the registry's and this run's policies, and the tool's `needs_approval`, decide
     /// for a validated call: the stricter wins; a policy that panics denies.
-    pub(super) fn ask_policies(&self, entry: &Entry, call_id: &str, arguments: &Value) -> Ruling {
+    pub(super) fn ask_policies(
+        &self,
+        entry: &Entry,
+        call_id: &str,
+        arguments: PolicyArguments<'_>,
+    ) -> Ruling {
         let request = CallRequest {
             subject: &self.scope.subject,
             run_id: &self.scope.run_id,

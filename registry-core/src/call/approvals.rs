@@ -12,6 +12,7 @@ use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::execute::task::record::Task;
+use crate::gate::PolicyArguments;
 use crate::gate::approval::{Verdict, VerdictKind};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
 
@@ -325,7 +326,7 @@ impl Run {
                     });
                 }
                 if let Ruling::Deny { reason, detail } =
-                    self.ask_policies(entry, &request.call_id, &arguments)
+                    self.ask_policies(entry, &request.call_id, PolicyArguments::Value(&arguments))
                 {
                     let state = ApprovalState::Denied {
                         by: None,

@@ -1,9 +1,11 @@
 //! The per-call policy: after a call's arguments are validated, before it runs.
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::declare::settings::ToolSettings;
 use crate::discover::subject::Subject;
+use crate::resolve::checked::{CheckedArguments, argument_of};
 
 /// One validated call, as a [`CallPolicy`] sees it.
 ///
@@ -16,7 +18,15 @@ pub struct CallRequest<'a> {
     pub(crate) call_id: &'a str,
     pub(crate) tool_name: &'a str,
     pub(crate) policy: &'a ToolSettings,
-    pub(crate) arguments: &'a Value,
+    pub(crate) arguments: PolicyArguments<'a>,
+}
+
+/// The arguments a policy is shown: a call's, made a value only if a policy asks for the
+/// whole of them, or a value already (an approval's edited arguments).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PolicyArguments<'a> {
+    Checked(&'a CheckedArguments),
+    Value(&'a Value),
 }
 
 impl<'a> CallRequest<'a> {
@@ -47,8 +57,59 @@ impl<'a> CallRequest<'a> {
 
     /// The arguments, validated against the tool's schema (`null` for an optional argument
     /// already removed).
+    ///
+    /// The call's arguments are made a value the first time a policy asks for them; a
+    /// policy that reads one or two of them can read them with
+    /// [`argument`](Self::argument) instead, which does not make the whole value.
     pub fn arguments(&self) -> &'a Value {
-        self.arguments
+        match self.arguments {
+            PolicyArguments::Checked(arguments) => arguments.value(),
+            PolicyArguments::Value(arguments) => arguments,
+        }
+    }
+
+    /// The argument `name`, decoded into `T`: `Ok(None)` when the call left it out or gave
+    /// `null`, an error when it is not a `T` (decide what that means: refusing is the safe
+    /// answer). Cheaper than [`arguments`](Self::arguments) for a policy that reads a few:
+    /// only that argument is decoded.
+    ///
+    /// ```
+    /// use registry_core::gate::{CallRequest, Decision};
+    /// use registry_core::{DynamicTool, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(
+    ///         DynamicTool::new("refund", "Refund an order.")
+    ///             .parameters(json!({
+    ///                 "type": "object",
+    ///                 "properties": {"cents": {"type": "integer", "minimum": 0}},
+    ///                 "required": ["cents"],
+    ///             }))
+    ///             .public()
+    ///             .handler(|_, args| Ok::<_, String>(args["cents"].clone())),
+    ///     )
+    ///     .call_policy(|call: &CallRequest<'_>| match call.argument::<u64>("cents") {
+    ///         Ok(Some(cents)) if cents <= 10_000 => Decision::Allow,
+    ///         Ok(_) => Decision::Deny("refunds over $100 need a person".into()),
+    ///         Err(error) => Decision::Deny(format!("unreadable amount: {error}")),
+    ///     })
+    ///     .build()?;
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// let small = run.call_blocking(ToolCall::new("1", "refund", json!({"cents": 500})));
+    /// assert_eq!(small.json(), &json!(500));
+    /// let large = run.call_blocking(ToolCall::new("2", "refund", json!({"cents": 50_000})));
+    /// assert!(large.is_error());
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    pub fn argument<T: DeserializeOwned>(
+        &self,
+        name: &str,
+    ) -> Result<Option<T>, serde_json::Error> {
+        match self.arguments {
+            PolicyArguments::Checked(arguments) => arguments.argument(name),
+            PolicyArguments::Value(arguments) => argument_of(arguments, name),
+        }
     }
 }
 

@@ -65,25 +65,55 @@ impl<'a> QuotaKey<'a> {
     /// a principal has the fingerprint it had before principals existed (its buckets carry on), and
     /// one with a principal appends it, tagged apart.
     pub fn fingerprint(&self) -> u128 {
-        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-        for part in [Some(self.tenant), self.agent, Some(self.tool)] {
-            match part {
-                Some(text) => {
-                    hasher.update(&[1]);
-                    hasher.update(&(text.len() as u64).to_le_bytes());
-                    hasher.update(text.as_bytes());
+        // The bytes hashed: each part tagged, its length, its text. A key that fits is hashed
+        // in one pass from the stack (most do: a tenant, an agent, a tool name and a principal
+        // are short); a longer one streams the same bytes, so the digest is the same.
+        let mut buffer = [0u8; FINGERPRINT_STACK];
+        let mut written = 0;
+        let fits = self.each_part(|bytes| {
+            let end = written + bytes.len();
+            match buffer.get_mut(written..end) {
+                Some(slot) => {
+                    slot.copy_from_slice(bytes);
+                    written = end;
+                    true
                 }
-                None => hasher.update(&[0]),
+                None => false,
             }
+        });
+        if fits {
+            return xxhash_rust::xxh3::xxh3_128(&buffer[..written]);
         }
-        if let Some(principal) = self.principal {
-            hasher.update(&[2]);
-            hasher.update(&(principal.len() as u64).to_le_bytes());
-            hasher.update(principal.as_bytes());
-        }
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        self.each_part(|bytes| {
+            hasher.update(bytes);
+            true
+        });
         hasher.digest128()
     }
+
+    /// Gives `write` the fingerprint's input in pieces, in order, until it returns `false`;
+    /// `true` when every piece was taken.
+    fn each_part(&self, mut write: impl FnMut(&[u8]) -> bool) -> bool {
+        [Some(self.tenant), self.agent, Some(self.tool)]
+            .into_iter()
+            .all(|part| match part {
+                Some(text) => tagged(&mut write, 1, text),
+                None => write(&[0]),
+            })
+            && self
+                .principal
+                .is_none_or(|principal| tagged(&mut write, 2, principal))
+    }
 }
+
+/// One part of a fingerprint's input: its tag, its length and its text.
+fn tagged(write: &mut impl FnMut(&[u8]) -> bool, tag: u8, text: &str) -> bool {
+    write(&[tag]) && write(&(text.len() as u64).to_le_bytes()) && write(text.as_bytes())
+}
+
+/// The longest fingerprint input hashed from the stack, in bytes.
+const FINGERPRINT_STACK: usize = 256;
 
 /// What a [`QuotaStore`] answers for one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,5 +261,63 @@ impl Budget {
     /// Gives back a call taken by [`take`](Self::take) for a call refused afterwards.
     pub(crate) fn refund(&self) {
         self.used.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fingerprint as it was first written (one streamed piece at a time): stores keep
+    /// buckets under it, so it must never change.
+    fn streamed(key: &QuotaKey<'_>) -> u128 {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        for part in [Some(key.tenant), key.agent, Some(key.tool)] {
+            match part {
+                Some(text) => {
+                    hasher.update(&[1]);
+                    hasher.update(&(text.len() as u64).to_le_bytes());
+                    hasher.update(text.as_bytes());
+                }
+                None => hasher.update(&[0]),
+            }
+        }
+        if let Some(principal) = key.principal {
+            hasher.update(&[2]);
+            hasher.update(&(principal.len() as u64).to_le_bytes());
+            hasher.update(principal.as_bytes());
+        }
+        hasher.digest128()
+    }
+
+    #[test]
+    fn the_fingerprint_is_the_streamed_digest_on_and_off_the_stack() {
+        let long = "t".repeat(FINGERPRINT_STACK);
+        let edge = "e".repeat(FINGERPRINT_STACK - 3 * 9);
+        let keys = [
+            QuotaKey::new("acme", "deploy"),
+            QuotaKey::new("acme", "deploy").with_agent("cli"),
+            QuotaKey::new("acme", "deploy").with_principal("token:ana"),
+            QuotaKey::new("", "").with_agent("").with_principal(""),
+            QuotaKey::new("acme\0", "dep\u{202e}loy").with_agent("a\nb"),
+            // Exactly the stack's size, one byte over, and far over.
+            QuotaKey::new(&edge, "").with_agent(""),
+            QuotaKey::new(&edge, "x").with_agent(""),
+            QuotaKey::new(&long, "deploy"),
+            QuotaKey::new("acme", "deploy").with_principal(&long),
+        ];
+        for key in keys {
+            assert_eq!(key.fingerprint(), streamed(&key), "{key:?}");
+        }
+        // Pinned: the digest stores already hold for this key.
+        assert_eq!(
+            format!(
+                "{:032x}",
+                QuotaKey::new("acme", "deploy")
+                    .with_agent("cli")
+                    .fingerprint()
+            ),
+            "3ab2e38bd79d3afc580bf7c8cce39c62",
+        );
     }
 }
