@@ -8,9 +8,12 @@
 //! when first needed (a definition, a validator). A schema with a problem is checked again for
 //! every tool that has it, so each gets its own problems, with its name.
 //!
-//! Parts are told apart by identity (the addresses of their static strings and of the schema
-//! functions), never by a digest: two lists taken for the same are made of the same statics,
-//! so their schemas are the same. The same list at two addresses is only checked twice.
+//! Two lists are the same list when their parameters have the same names, doc comments and
+//! requiredness (compared as text, never by a digest) and the same schema functions (by
+//! address): then their schemas are the same. Text, because the compiler does not merge
+//! equal string literals across codegen units, so the same doc comment on two tools of one
+//! crate is often at two addresses. A type's schema function at two addresses is only
+//! checked twice.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -117,33 +120,19 @@ fn check(
     )
 }
 
-/// A parameter list, compared by the identity of its parts.
+/// A parameter list, compared by its parts: texts as text, schema functions by address.
 #[derive(Clone, Copy)]
 struct ParamList(&'static [Param]);
 
-impl ParamList {
-    /// Each parameter as words: its name's and doc comment's addresses and lengths, whether
-    /// it is required, its schema function's address.
-    fn words(self) -> impl Iterator<Item = [usize; 6]> {
-        self.0.iter().map(|param| {
-            let (doc, doc_len) = param
-                .description
-                .map_or((0, usize::MAX), |doc| (doc.as_ptr() as usize, doc.len()));
-            [
-                param.name.as_ptr() as usize,
-                param.name.len(),
-                doc,
-                doc_len,
-                usize::from(param.required),
-                param.schema as usize,
-            ]
-        })
-    }
-}
-
 impl PartialEq for ParamList {
     fn eq(&self, other: &ParamList) -> bool {
-        self.0.len() == other.0.len() && self.words().eq(other.words())
+        self.0.len() == other.0.len()
+            && self.0.iter().zip(other.0).all(|(one, other)| {
+                one.name == other.name
+                    && one.description == other.description
+                    && one.required == other.required
+                    && one.schema as usize == other.schema as usize
+            })
     }
 }
 
@@ -152,14 +141,23 @@ impl Eq for ParamList {}
 impl Hash for ParamList {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_usize(self.0.len());
-        for words in self.words() {
-            words.iter().for_each(|&word| state.write_usize(word));
+        for param in self.0 {
+            state.write(param.name.as_bytes());
+            match param.description {
+                Some(doc) => {
+                    state.write_usize(doc.len());
+                    state.write(doc.as_bytes());
+                }
+                None => state.write_usize(usize::MAX),
+            }
+            state.write_usize(usize::from(param.required));
+            state.write_usize(param.schema as usize);
         }
     }
 }
 
-/// A hasher of a few machine words (addresses): multiply and rotate, as rustc's `FxHasher`.
-/// Its keys are the program's own statics, never input.
+/// A hasher of machine words and short texts: multiply and rotate, as rustc's `FxHasher`.
+/// Its keys are the program's own statics (doc comments, names, addresses), never input.
 #[derive(Default)]
 struct WordHasher(u64);
 
@@ -245,6 +243,25 @@ mod tests {
         assert_eq!(check("b", &SAME, &clean, false), 0);
         assert_eq!(check("c", &LIST, &clean, false), 0);
         assert_eq!(built.get(), 1);
+        // The same texts at other addresses (as equal literals of two codegen units are): the
+        // same list. Another doc comment, or another requiredness: another list.
+        let copy = |description: &str, required: bool| -> &'static [Param] {
+            let leaked = |text: &str| &*Box::leak(text.to_owned().into_boxed_str());
+            Box::leak(Box::new([Param {
+                name: leaked("branch"),
+                description: Some(leaked(description)),
+                required,
+                schema: text,
+                header: None,
+            }]))
+        };
+        let moved = copy("The branch.", true);
+        assert_ne!(moved[0].name.as_ptr(), LIST[0].name.as_ptr());
+        assert_eq!(check("g", moved, &clean, false), 0);
+        assert_eq!(built.get(), 1);
+        assert_eq!(check("h", copy("The branch!", true), &clean, false), 0);
+        assert_eq!(check("i", copy("The branch.", false), &clean, false), 0);
+        assert_eq!(built.get(), 3);
         // A list with a problem: allowed its texts first (no problem for that tool, and the
         // list is not taken for clean), then the problem for each tool without the allowance.
         static LEAKY: [Param; 1] = [Param {
@@ -257,7 +274,7 @@ mod tests {
         assert_eq!(check("d", &LEAKY, &leaky, true), 0);
         assert_eq!(check("e", &LEAKY, &leaky, false), 1);
         assert_eq!(check("f", &LEAKY, &leaky, false), 1);
-        assert_eq!(built.get(), 4);
+        assert_eq!(built.get(), 6);
     }
 
     #[test]

@@ -40,9 +40,9 @@ struct ToolInner {
     output: Output,
     definition: OnceLock<Arc<ToolDefinition>>,
     output_schema: OnceLock<Option<Value>>,
-    lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::COUNT],
-    /// The digest of the exported tool object, per profile; `None` where it cannot be exported.
-    digests: [OnceLock<Option<String>>; Profile::COUNT],
+    /// What exporting it computes, per profile: allocated the first time it is exported, so
+    /// that a tool never exported (most of 10,000, in a run that sees a few) costs a pointer.
+    exports: OnceLock<Box<Exports>>,
     fingerprint: OnceLock<Fingerprint>,
     version: OnceLock<Fingerprint>,
     validator: OnceLock<Result<ArgumentValidator, String>>,
@@ -55,6 +55,15 @@ struct ToolInner {
     /// `&ToolContext` parameter does not).
     context: bool,
     handler: Handler,
+}
+
+/// What exporting a tool computes, once per profile.
+#[derive(Default)]
+struct Exports {
+    /// The parameters schema lowered for each profile.
+    lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::COUNT],
+    /// The digest of the exported tool object, per profile; `None` where it cannot be exported.
+    digests: [OnceLock<Option<String>>; Profile::COUNT],
 }
 
 /// Where the arguments schema comes from.
@@ -117,8 +126,7 @@ impl Tool {
             output: Output::Declared(declaration.output),
             definition: OnceLock::new(),
             output_schema: OnceLock::new(),
-            lowered: Default::default(),
-            digests: Default::default(),
+            exports: OnceLock::new(),
             fingerprint: OnceLock::new(),
             version: OnceLock::new(),
             validator: OnceLock::new(),
@@ -142,8 +150,7 @@ impl Tool {
             output: Output::Given(parts.output_schema),
             definition: OnceLock::new(),
             output_schema: OnceLock::new(),
-            lowered: Default::default(),
-            digests: Default::default(),
+            exports: OnceLock::new(),
             fingerprint: OnceLock::new(),
             version: OnceLock::new(),
             validator: OnceLock::from(Ok(parts.validator)),
@@ -251,7 +258,7 @@ impl Tool {
 
     /// Where [`Tool::digest`] keeps the digest for `profile` once computed.
     pub(crate) fn digest_cell(&self, profile: Profile) -> &OnceLock<Option<String>> {
-        &self.0.digests[profile.index()]
+        &self.exports().digests[profile.index()]
     }
 
     /// The JSON Schema of the result, when it is a structured type (an object): MCP's
@@ -272,7 +279,12 @@ impl Tool {
         &self,
         profile: Profile,
     ) -> &OnceLock<Result<Value, Vec<Incompatibility>>> {
-        &self.0.lowered[profile.index()]
+        &self.exports().lowered[profile.index()]
+    }
+
+    /// What exporting it computes, allocated when first needed.
+    fn exports(&self) -> &Exports {
+        self.0.exports.get_or_init(Box::default)
     }
 
     /// The name as stored: borrowed for declared tools, so that contexts need no copy.
