@@ -34,15 +34,7 @@ impl AllowedSet {
         run_id: Arc<str>,
         subject: Subject,
     ) -> Self {
-        let entries = Entries {
-            entries: snapshot.entries(),
-            slots: &slots,
-        };
-        let fingerprint = Fingerprint::of_named(
-            entries
-                .iter()
-                .map(|entry| (entry.tool.name(), entry.tool.fingerprint())),
-        );
+        let fingerprint = Fingerprint::of_named(slots.iter().map(|&slot| snapshot.named(slot)));
         AllowedSet {
             snapshot,
             slots: slots.into(),
@@ -205,5 +197,67 @@ impl Serialize for AllowedSet {
         state.serialize_field("fingerprint", &self.fingerprint)?;
         state.serialize_field("tools", &self.names().collect::<Vec<_>>())?;
         state.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::change::ReplaceOptions;
+    use crate::{DynamicTool, Fingerprint, Registry, Subject};
+
+    fn tool(name: &str, description: &str, scope: Option<&str>) -> DynamicTool {
+        let tool = DynamicTool::new(name, description)
+            .parameters(json!({"type": "object", "properties": {}}))
+            .handler(|_, _| Ok::<_, String>(Value::Null));
+        match scope {
+            Some(scope) => tool.scopes([scope]),
+            None => tool.public(),
+        }
+    }
+
+    /// The set fingerprint as the names and fingerprints read from each visible tool itself.
+    fn from_the_tools(allowed: &super::AllowedSet) -> Fingerprint {
+        Fingerprint::of_named(
+            allowed
+                .entries()
+                .iter()
+                .map(|entry| (entry.tool.name(), entry.tool.fingerprint())),
+        )
+    }
+
+    #[test]
+    fn the_set_fingerprint_reads_the_snapshots_arrays_as_the_tools_themselves() {
+        let registry = Registry::builder()
+            .tool(tool("a", "Does a.", None))
+            .tool(tool("b_long_name_of_a_tool", "Does b.", Some("x:read")))
+            .tool(tool("c", "Does c.", Some("y:read")))
+            .tool(tool("d", "Does d.", Some("x:read")))
+            .tool(tool("e", "Does e.", None))
+            .build()
+            .unwrap();
+        for scopes in [
+            vec![],
+            vec!["x:read"],
+            vec!["y:read"],
+            vec!["x:read", "y:read"],
+        ] {
+            let run = registry.open_run("r", &Subject::new("t").with_scopes(scopes.clone()));
+            assert!(!run.allowed().is_empty(), "{scopes:?}");
+            assert_eq!(run.allowed().fingerprint(), from_the_tools(run.allowed()));
+        }
+        // A replacement makes a new snapshot: its arrays hold the new tool's fingerprint.
+        let subject = Subject::new("t").with_scopes(["x:read"]);
+        let before = registry.open_run("r1", &subject).allowed().fingerprint();
+        registry
+            .replace(
+                tool("d", "Does d, differently.", Some("x:read")),
+                ReplaceOptions::keep_old_runs("a new description"),
+            )
+            .unwrap();
+        let run = registry.open_run("r2", &subject);
+        assert_eq!(run.allowed().fingerprint(), from_the_tools(run.allowed()));
+        assert_ne!(run.allowed().fingerprint(), before);
     }
 }

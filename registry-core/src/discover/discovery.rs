@@ -46,6 +46,37 @@ pub(crate) struct Snapshot {
     /// The tools' vectors, computed the first time a run of this snapshot searches with an
     /// embedder; `None` if the embedder failed (then this snapshot's searches are lexical).
     vectors: OnceLock<Option<Vectors>>,
+    /// What a run's set fingerprint reads of each tool, side by side in slot order, so that
+    /// opening a run reads two arrays in order rather than each visible tool's own memory;
+    /// laid out the first time a run is opened from this snapshot.
+    named: OnceLock<Named>,
+}
+
+/// Every tool's name, one after the other, and each tool's fingerprint once computed.
+#[derive(Debug)]
+struct Named {
+    names: Box<[u8]>,
+    /// Where slot `i`'s name ends in `names` (it starts where slot `i - 1`'s ends).
+    ends: Box<[usize]>,
+    fingerprints: Box<[OnceLock<crate::Fingerprint>]>,
+}
+
+impl Named {
+    fn of(entries: &[Entry]) -> Named {
+        let mut names = Vec::with_capacity(entries.iter().map(|e| e.tool.name().len()).sum());
+        let ends = entries
+            .iter()
+            .map(|entry| {
+                names.extend_from_slice(entry.tool.name().as_bytes());
+                names.len()
+            })
+            .collect();
+        Named {
+            names: names.into(),
+            ends,
+            fingerprints: entries.iter().map(|_| OnceLock::new()).collect(),
+        }
+    }
 }
 
 /// One tool of a snapshot: the version runs projected from it are shown and call.
@@ -198,11 +229,26 @@ impl Snapshot {
 
     fn of_entries(entries: Box<[Entry]>) -> Snapshot {
         Snapshot {
+            named: OnceLock::new(),
             entries,
             projection: OnceLock::new(),
             index: OnceLock::new(),
             vectors: OnceLock::new(),
         }
+    }
+
+    /// The name (its bytes) and the fingerprint of the tool in `slot`, from the arrays kept
+    /// for that.
+    pub(crate) fn named(&self, slot: usize) -> (&[u8], crate::Fingerprint) {
+        let named = self.named.get_or_init(|| Named::of(&self.entries));
+        let start = match slot {
+            0 => 0,
+            _ => named.ends[slot - 1],
+        };
+        let name = &named.names[start..named.ends[slot]];
+        let fingerprint =
+            *named.fingerprints[slot].get_or_init(|| self.entries[slot].tool.fingerprint());
+        (name, fingerprint)
     }
 
     /// How many tools (slots) there are.

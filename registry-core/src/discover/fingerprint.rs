@@ -21,11 +21,12 @@ impl Fingerprint {
     /// little-endian), one after the other. The bytes are laid out first and hashed in one
     /// pass, which gives what hashing them piece by piece gives, several times faster for a
     /// run's hundreds of short names.
-    pub(crate) fn of_named<'a>(items: impl Iterator<Item = (&'a str, Fingerprint)>) -> Self {
+    pub(crate) fn of_named<N: AsRef<[u8]>>(items: impl Iterator<Item = (N, Fingerprint)>) -> Self {
         let mut bytes = Vec::with_capacity(items.size_hint().0 * 48);
         for (name, fingerprint) in items {
+            let name = name.as_ref();
             bytes.extend_from_slice(&(name.len() as u64).to_le_bytes());
-            bytes.extend_from_slice(name.as_bytes());
+            bytes.extend_from_slice(name);
             bytes.extend_from_slice(&fingerprint.0.to_le_bytes());
         }
         Fingerprint(xxhash_rust::xxh3::xxh3_128(&bytes))
