@@ -46,13 +46,11 @@ pub(crate) struct Snapshot {
     /// The tools' vectors, computed the first time a run of this snapshot searches with an
     /// embedder; `None` if the embedder failed (then this snapshot's searches are lexical).
     vectors: OnceLock<Option<Vectors>>,
-    /// What a run's set fingerprint reads of each tool, side by side in slot order, so that
-    /// opening a run reads two arrays in order rather than each visible tool's own memory;
-    /// laid out the first time a run is opened from this snapshot.
-    named: OnceLock<Named>,
 }
 
-/// Every tool's name, one after the other, and each tool's fingerprint once computed.
+/// What a run's set fingerprint reads of each tool, side by side in slot order, so that
+/// opening a run reads two arrays in order rather than each visible tool's own memory: every
+/// tool's name, one after the other, and each tool's fingerprint once computed.
 #[derive(Debug)]
 struct Named {
     names: Box<[u8]>,
@@ -107,6 +105,8 @@ struct Projection {
     admits: Vec<Members>,
     /// The tools with the `read_only` hint, all a read-only run may see.
     read_only: Bits,
+    /// The names and fingerprints the set fingerprint reads.
+    named: Named,
 }
 
 /// The id of `name` in `ids`, added if new.
@@ -176,6 +176,7 @@ impl Projection {
                 .map(|slots| Members::of(slots, len))
                 .collect(),
             read_only,
+            named: Named::of(entries),
         }
     }
 
@@ -229,7 +230,6 @@ impl Snapshot {
 
     fn of_entries(entries: Box<[Entry]>) -> Snapshot {
         Snapshot {
-            named: OnceLock::new(),
             entries,
             projection: OnceLock::new(),
             index: OnceLock::new(),
@@ -237,10 +237,10 @@ impl Snapshot {
         }
     }
 
-    /// The name (its bytes) and the fingerprint of the tool in `slot`, from the arrays kept
-    /// for that.
+    /// The name (its bytes) and the fingerprint of the tool in `slot`, from the arrays the
+    /// projection keeps for that.
     pub(crate) fn named(&self, slot: usize) -> (&[u8], crate::Fingerprint) {
-        let named = self.named.get_or_init(|| Named::of(&self.entries));
+        let named = &self.projection().named;
         let start = match slot {
             0 => 0,
             _ => named.ends[slot - 1],

@@ -32,9 +32,9 @@ pub(crate) struct Failure {
 /// Runs `tool` in an async context. Synchronous tools run on `pool`, never on the caller's
 /// thread (an async worker), unless declared `non_blocking`: those run here, and a deadline
 /// is checked when they return, since nothing can interrupt them. A call that finds every
-/// thread busy waits for one, boundedly, else is refused `Unavailable`. A call whose cancellation is tripped ends `Cancelled`: an
-/// async tool's future is dropped, a synchronous tool's result discarded (it sees
-/// [`ToolContext::is_cancelled`] and may stop). Past its deadline, a call's cancellation is
+/// thread busy waits for one, boundedly, else is refused `Unavailable`. A call whose
+/// cancellation is tripped ends `Cancelled`: an async tool's future is dropped, a synchronous
+/// tool's result discarded (it sees [`ToolContext::is_cancelled`] and may stop). Past its deadline, a call's cancellation is
 /// tripped too, so that a tool left running on its thread can stop; until it returns, its
 /// thread stays busy and counts against the pool.
 pub(crate) async fn execute(
