@@ -37,6 +37,10 @@ fn main() {
     if wanted("call") {
         call::call();
     }
+    if only.as_deref() == Some("project-loop") {
+        projection::project_loop(std::env::args().nth(2).as_deref() == Some("new"));
+        return;
+    }
     if only.as_deref() == Some("call-loop") {
         call::call_loop(&std::env::args().nth(2).unwrap_or_default());
         return;

@@ -29,23 +29,7 @@ const SCOPES: usize = 10;
 const RESTRICTED: usize = 7;
 
 pub(crate) fn project() {
-    let mut builder = Registry::builder();
-    for index in 0..TOOLS {
-        let mut tool = DynamicTool::new(format!("tool_{index:05}"), "A tool of the benchmark.")
-            .parameters(json!({
-                "type": "object",
-                "properties": {"project": {"type": "string"}, "limit": {"type": "integer"}},
-                "required": ["project"],
-                "additionalProperties": false
-            }))
-            .scopes([format!("area{}:read", index % SCOPES)])
-            .handler(|_, _| Ok::<_, String>(Value::Null));
-        if index % RESTRICTED == 0 {
-            tool = tool.tenants(["tenant-b"]);
-        }
-        builder = builder.tool(tool);
-    }
-    let registry = builder.build().expect("the benchmark registry builds");
+    let registry = registry();
     let subject = Subject::new("tenant-a").with_scopes(["area3:read"]);
     // The first projection builds each visible tool's definition and fingerprint, once.
     let first = Instant::now();
@@ -75,6 +59,85 @@ pub(crate) fn project() {
         "project: bitmask floor on the same data: {}; open_run / floor: {ratio:.1}x",
         show(bitmask)
     );
+
+    // Runs of 45 subjects in turn, each holding two of the ten scopes: 45 distinct visible
+    // sets, more than a snapshot remembers, so that each run's set is hashed anew.
+    let subjects = pairs();
+    for subject in &subjects {
+        registry.open_run("warm-up", subject);
+    }
+    let visible: usize = subjects
+        .iter()
+        .map(|subject| floor.project(subject).len())
+        .sum::<usize>()
+        / subjects.len();
+    let mut turn = 0;
+    let new_set = median_per_iteration(2_000, || {
+        turn = (turn + 1) % subjects.len();
+        black_box(registry.open_run("run", black_box(&subjects[turn])));
+    });
+    let mut turn = 0;
+    let bitmask = median_per_iteration(20_000, || {
+        turn = (turn + 1) % subjects.len();
+        black_box(floor.project(black_box(&subjects[turn])));
+    });
+    let ratio = new_set.as_secs_f64() / bitmask.as_secs_f64().max(f64::MIN_POSITIVE);
+    println!(
+        "project: 45 subjects in turn, {visible} visible on average, each set hashed anew: open_run {}; floor {}; open_run / floor: {ratio:.1}x",
+        show(new_set),
+        show(bitmask)
+    );
+}
+
+/// `project-loop [new]`: `open_run` alone for five seconds, for `perf record`: of one
+/// subject, or (`new`) of the 45 subjects in turn.
+pub(crate) fn project_loop(new: bool) {
+    let registry = registry();
+    let subjects = if new {
+        pairs()
+    } else {
+        vec![Subject::new("tenant-a").with_scopes(["area3:read"])]
+    };
+    let start = Instant::now();
+    let mut runs = 0u64;
+    while start.elapsed().as_secs() < 5 {
+        for turn in 0..1_000 {
+            black_box(registry.open_run("run", black_box(&subjects[turn % subjects.len()])));
+        }
+        runs += 1_000;
+    }
+    println!("project-loop: {runs} runs");
+}
+
+/// The 45 subjects that hold two of the ten scopes each.
+fn pairs() -> Vec<Subject> {
+    (0..SCOPES)
+        .flat_map(|a| (a + 1..SCOPES).map(move |b| (a, b)))
+        .map(|(a, b)| {
+            Subject::new("tenant-a").with_scopes([format!("area{a}:read"), format!("area{b}:read")])
+        })
+        .collect()
+}
+
+/// The benchmark's registry: 10,000 tools over 10 scopes, every 7th restricted to a tenant.
+fn registry() -> Registry {
+    let mut builder = Registry::builder();
+    for index in 0..TOOLS {
+        let mut tool = DynamicTool::new(format!("tool_{index:05}"), "A tool of the benchmark.")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"project": {"type": "string"}, "limit": {"type": "integer"}},
+                "required": ["project"],
+                "additionalProperties": false
+            }))
+            .scopes([format!("area{}:read", index % SCOPES)])
+            .handler(|_, _| Ok::<_, String>(Value::Null));
+        if index % RESTRICTED == 0 {
+            tool = tool.tenants(["tenant-b"]);
+        }
+        builder = builder.tool(tool);
+    }
+    builder.build().expect("the benchmark registry builds")
 }
 
 /// The requirements of every tool as bits: the floor's own interning, done beforehand.

@@ -34,10 +34,10 @@ impl AllowedSet {
         run_id: Arc<str>,
         subject: Subject,
     ) -> Self {
-        let fingerprint = Fingerprint::of_named(slots.iter().map(|&slot| snapshot.named(slot)));
+        let (slots, fingerprint) = snapshot.freeze(slots);
         AllowedSet {
             snapshot,
-            slots: slots.into(),
+            slots,
             run_id,
             subject,
             fingerprint,
@@ -259,5 +259,80 @@ mod tests {
         let run = registry.open_run("r2", &subject);
         assert_eq!(run.allowed().fingerprint(), from_the_tools(run.allowed()));
         assert_ne!(run.allowed().fingerprint(), before);
+    }
+
+    #[test]
+    fn a_remembered_set_fingerprint_is_the_one_hashing_gives_and_the_memory_is_bounded() {
+        // 40 tools, each requiring one of 40 scopes: a subject holding scopes 0..k sees the
+        // first k tools (names sort as their numbers), 41 distinct sets in all.
+        let mut builder = Registry::builder();
+        for index in 0..40 {
+            builder = builder.tool(tool(
+                &format!("tool_{index:02}"),
+                "Does one thing.",
+                Some(&format!("area{index}:read")),
+            ));
+        }
+        let registry = builder.build().unwrap();
+        let subject = |k: usize| {
+            Subject::new("t").with_scopes((0..k).map(|index| format!("area{index}:read")))
+        };
+        let first = registry.open_run("r", &subject(3));
+        let again = registry.open_run("r", &subject(3));
+        assert_eq!(again.allowed().len(), 3);
+        assert_eq!(
+            again.allowed().fingerprint(),
+            from_the_tools(again.allowed())
+        );
+        assert!(
+            std::sync::Arc::ptr_eq(&first.allowed().slots, &again.allowed().slots),
+            "a second run of the same set shares the first's slots"
+        );
+        // Twice round more sets than a snapshot remembers: each is evicted before it comes
+        // back, and every fingerprint, hashed or remembered, is the tools' own.
+        for round in 0..2 {
+            for k in 0..=40 {
+                let run = registry.open_run("r", &subject(k));
+                assert_eq!(run.allowed().len(), k);
+                assert_eq!(
+                    run.allowed().fingerprint(),
+                    from_the_tools(run.allowed()),
+                    "round {round}, {k} tools"
+                );
+                let again = registry.open_run("r", &subject(k));
+                assert_eq!(again.allowed().fingerprint(), run.allowed().fingerprint());
+            }
+            // Sets of the same size that differ: each its own fingerprint.
+            let mut seen = std::collections::HashSet::new();
+            for index in 0..40 {
+                let only = Subject::new("t").with_scopes([format!("area{index}:read")]);
+                let run = registry.open_run("r", &only);
+                assert_eq!(
+                    run.allowed().names().collect::<Vec<_>>(),
+                    [format!("tool_{index:02}")]
+                );
+                assert_eq!(run.allowed().fingerprint(), from_the_tools(run.allowed()));
+                assert!(
+                    seen.insert(run.allowed().fingerprint()),
+                    "round {round}, tool {index}"
+                );
+            }
+        }
+        let snapshot = registry
+            .open_run("r", &subject(1))
+            .allowed()
+            .snapshot()
+            .clone();
+        assert_eq!(
+            snapshot.remembered_sets(),
+            super::super::discovery::RECENT_SETS
+        );
+        // A revocation changes what a subject sees, so its set and fingerprint too.
+        let before = registry.open_run("r", &subject(5)).allowed().fingerprint();
+        registry.revoke("tool_02", "broken").unwrap();
+        let run = registry.open_run("r", &subject(5));
+        assert_eq!(run.allowed().len(), 4);
+        assert_ne!(run.allowed().fingerprint(), before);
+        assert_eq!(run.allowed().fingerprint(), from_the_tools(run.allowed()));
     }
 }

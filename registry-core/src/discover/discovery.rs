@@ -7,9 +7,9 @@
 //! of 64 tools, in which the visible ones come out in name order, then one check of
 //! revocation and readiness per visible tool.
 
-use std::collections::HashMap;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use crate::discover::access::{AccessRule, hidden_by};
 use crate::discover::bits::{Bits, Members};
@@ -48,32 +48,87 @@ pub(crate) struct Snapshot {
     vectors: OnceLock<Option<Vectors>>,
 }
 
-/// What a run's set fingerprint reads of each tool, side by side in slot order, so that
-/// opening a run reads two arrays in order rather than each visible tool's own memory: every
-/// tool's name, one after the other, and each tool's fingerprint once computed.
+/// What opening a run reads of each tool, side by side in slot order, so that it reads two
+/// arrays in order rather than each visible tool's own memory: every tool's name after its
+/// length (8 bytes, little-endian), one after the other, and per slot one record of 40 bytes
+/// with its version, where its name is, and its fingerprint once computed: the set
+/// fingerprint's input.
 #[derive(Debug)]
-struct Named {
+struct RunReads {
     names: Box<[u8]>,
-    /// Where slot `i`'s name ends in `names` (it starts where slot `i - 1`'s ends).
-    ends: Box<[usize]>,
-    fingerprints: Box<[OnceLock<crate::Fingerprint>]>,
+    slots: Box<[SlotReads]>,
 }
 
-impl Named {
-    fn of(entries: &[Entry]) -> Named {
-        let mut names = Vec::with_capacity(entries.iter().map(|e| e.tool.name().len()).sum());
-        let ends = entries
+/// One slot's version, where its length and name are in [`RunReads::names`], and its tool's
+/// fingerprint once computed.
+///
+/// The fingerprint is kept as two words and a flag rather than in a `OnceLock` (32 bytes
+/// alone): two threads that compute it at once store the same value, and a reader reads the
+/// words only after seeing the flag set.
+#[derive(Debug)]
+struct SlotReads {
+    version: u64,
+    start: usize,
+    low: AtomicU64,
+    high: AtomicU64,
+    len: u32,
+    known: AtomicU32,
+}
+
+impl RunReads {
+    fn of(entries: &[Entry]) -> RunReads {
+        let mut names = Vec::with_capacity(entries.iter().map(|e| 8 + e.tool.name().len()).sum());
+        let slots = entries
             .iter()
             .map(|entry| {
-                names.extend_from_slice(entry.tool.name().as_bytes());
-                names.len()
+                let name = entry.tool.name().as_bytes();
+                let start = names.len();
+                names.extend_from_slice(&(name.len() as u64).to_le_bytes());
+                names.extend_from_slice(name);
+                SlotReads {
+                    version: entry.version,
+                    start,
+                    // A tool's name is at most 128 bytes (the registry's name rule).
+                    len: u32::try_from(8 + name.len()).unwrap_or(u32::MAX),
+                    low: AtomicU64::new(0),
+                    high: AtomicU64::new(0),
+                    known: AtomicU32::new(0),
+                }
             })
             .collect();
-        Named {
+        RunReads {
             names: names.into(),
-            ends,
-            fingerprints: entries.iter().map(|_| OnceLock::new()).collect(),
+            slots,
         }
+    }
+
+    /// The name of `slot` with its length before it, as the set fingerprint hashes it, and its
+    /// fingerprint, computed by `compute` the first time.
+    #[inline]
+    fn get(
+        &self,
+        slot: usize,
+        compute: impl FnOnce() -> crate::Fingerprint,
+    ) -> (&[u8], crate::Fingerprint) {
+        let record = &self.slots[slot];
+        let name = &self.names[record.start..record.start + record.len as usize];
+        if record.known.load(Ordering::Acquire) == 1 {
+            let bits = u128::from(record.low.load(Ordering::Relaxed))
+                | u128::from(record.high.load(Ordering::Relaxed)) << 64;
+            return (name, crate::Fingerprint::from_u128(bits));
+        }
+        let fingerprint = compute();
+        let bits = fingerprint.as_u128();
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "the two halves, on purpose"
+        )]
+        {
+            record.low.store(bits as u64, Ordering::Relaxed);
+            record.high.store((bits >> 64) as u64, Ordering::Relaxed);
+        }
+        record.known.store(1, Ordering::Release);
+        (name, fingerprint)
     }
 }
 
@@ -105,8 +160,49 @@ struct Projection {
     admits: Vec<Members>,
     /// The tools with the `read_only` hint, all a read-only run may see.
     read_only: Bits,
-    /// The names and fingerprints the set fingerprint reads.
-    named: Named,
+    /// What opening a run reads of each visible tool.
+    reads: RunReads,
+    /// The visible sets of recent runs, with their fingerprints.
+    recent: RecentSets,
+}
+
+/// How many distinct visible sets a snapshot remembers with their fingerprints.
+///
+/// A deployment's runs fall into few roles (a tenant's scopes, an agent's), and every run of
+/// one role is allowed the same set; this many roles at once open runs without hashing
+/// their set again. Bounded: at most this many sets of at most every slot each.
+pub(crate) const RECENT_SETS: usize = 16;
+
+/// The last [`RECENT_SETS`] distinct visible sets of a snapshot's runs and their set
+/// fingerprints, oldest first. A set's fingerprint depends only on the snapshot (whose tools
+/// never change) and the slots, so a remembered one is the value hashing would give.
+///
+/// Runs opened at once on several threads look for their set together (a read lock); only a
+/// set not remembered yet takes the write lock, once its fingerprint is computed.
+#[derive(Debug, Default)]
+struct RecentSets {
+    sets: RwLock<VecDeque<(Arc<[usize]>, crate::Fingerprint)>>,
+}
+
+impl RecentSets {
+    fn find(&self, visible: &[usize]) -> Option<(Arc<[usize]>, crate::Fingerprint)> {
+        let sets = self.sets.read().unwrap_or_else(PoisonError::into_inner);
+        sets.iter()
+            .find(|(slots, _)| **slots == *visible)
+            .map(|(slots, fingerprint)| (slots.clone(), *fingerprint))
+    }
+
+    fn remember(&self, slots: &Arc<[usize]>, fingerprint: crate::Fingerprint) {
+        let mut sets = self.sets.write().unwrap_or_else(PoisonError::into_inner);
+        // Another run may have remembered the same set meanwhile.
+        if sets.iter().any(|(known, _)| **known == **slots) {
+            return;
+        }
+        if sets.len() == RECENT_SETS {
+            sets.pop_front();
+        }
+        sets.push_back((slots.clone(), fingerprint));
+    }
 }
 
 /// The id of `name` in `ids`, added if new.
@@ -176,7 +272,8 @@ impl Projection {
                 .map(|slots| Members::of(slots, len))
                 .collect(),
             read_only,
-            named: Named::of(entries),
+            reads: RunReads::of(entries),
+            recent: RecentSets::default(),
         }
     }
 
@@ -237,18 +334,34 @@ impl Snapshot {
         }
     }
 
-    /// The name (its bytes) and the fingerprint of the tool in `slot`, from the arrays the
-    /// projection keeps for that.
-    pub(crate) fn named(&self, slot: usize) -> (&[u8], crate::Fingerprint) {
-        let named = &self.projection().named;
-        let start = match slot {
-            0 => 0,
-            _ => named.ends[slot - 1],
-        };
-        let name = &named.names[start..named.ends[slot]];
-        let fingerprint =
-            *named.fingerprints[slot].get_or_init(|| self.entries[slot].tool.fingerprint());
-        (name, fingerprint)
+    /// The `visible` slots (increasing) as a run keeps them, and their set fingerprint: each
+    /// tool's name and fingerprint (`Fingerprint::of_named`), read from
+    /// the arrays the projection keeps for that, or shared with a recent run of this snapshot
+    /// that was allowed the same set.
+    pub(crate) fn freeze(&self, visible: Vec<usize>) -> (Arc<[usize]>, crate::Fingerprint) {
+        let projection = self.projection();
+        if let Some(known) = projection.recent.find(&visible) {
+            return known;
+        }
+        let fingerprint = crate::Fingerprint::of_prefixed(visible.iter().map(|&slot| {
+            projection
+                .reads
+                .get(slot, || self.entries[slot].tool.fingerprint())
+        }));
+        let slots: Arc<[usize]> = visible.into();
+        projection.recent.remember(&slots, fingerprint);
+        (slots, fingerprint)
+    }
+
+    /// How many visible sets the snapshot remembers with their fingerprints.
+    #[cfg(test)]
+    pub(crate) fn remembered_sets(&self) -> usize {
+        let recent = &self.projection().recent;
+        recent
+            .sets
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// How many tools (slots) there are.
@@ -323,15 +436,15 @@ impl Snapshot {
         slots: &[SlotState],
         rules: &[Box<dyn AccessRule>],
     ) -> Vec<usize> {
-        let admitted = self.projection().admitted(subject);
+        let projection = self.projection();
+        let admitted = projection.admitted(subject);
         let mut visible = Vec::with_capacity(admitted.len());
         for slot in admitted.iter() {
-            let entry = &self.entries[slot];
             let state = &slots[slot];
-            if state.is_revoked(entry.version) || !state.ready.is_ready() {
+            if state.is_revoked(projection.reads.slots[slot].version) || !state.ready.is_ready() {
                 continue;
             }
-            if !rules.is_empty() && hidden_by(rules, subject, &entry.tool).is_some() {
+            if !rules.is_empty() && hidden_by(rules, subject, &self.entries[slot].tool).is_some() {
                 continue;
             }
             visible.push(slot);
