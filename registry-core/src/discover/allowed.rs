@@ -335,4 +335,34 @@ mod tests {
         assert_ne!(run.allowed().fingerprint(), before);
         assert_eq!(run.allowed().fingerprint(), from_the_tools(run.allowed()));
     }
+
+    #[test]
+    fn runs_opened_at_once_on_many_threads_get_their_own_sets_fingerprint() {
+        // 24 sets (more than a snapshot remembers) opened by four threads at once, each in its
+        // own order: every run's fingerprint is the one read from its own tools.
+        let mut builder = Registry::builder();
+        for index in 0..24 {
+            builder = builder.tool(tool(
+                &format!("tool_{index:02}"),
+                "Does one thing.",
+                Some(&format!("area{index}:read")),
+            ));
+        }
+        let registry = builder.build().unwrap();
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                let registry = &registry;
+                scope.spawn(move || {
+                    for turn in 0..300 {
+                        let k = (turn * (thread + 1) + thread) % 25;
+                        let subject = Subject::new("t")
+                            .with_scopes((0..k).map(|index| format!("area{index}:read")));
+                        let run = registry.open_run("r", &subject);
+                        assert_eq!(run.allowed().len(), k);
+                        assert_eq!(run.allowed().fingerprint(), from_the_tools(run.allowed()));
+                    }
+                });
+            }
+        });
+    }
 }
