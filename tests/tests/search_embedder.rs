@@ -95,6 +95,61 @@ fn meaning_finds_what_words_do_not() {
     );
 }
 
+/// A model that disagrees with the words: it puts the query "send a message" next to
+/// `create_invoice` alone, every other tool at similarity 0 (ranked among themselves by
+/// slot, so `send_message`, last by name, comes last); its ranking counts `self.0`.
+struct Disagrees(f64);
+
+impl Embedder for Disagrees {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.0; 8];
+                let at = if text.starts_with("create invoice") || *text == "send a message" {
+                    0
+                } else {
+                    1 + text.len() % 7
+                };
+                vector[at] = 1.0;
+                vector
+            })
+            .collect())
+    }
+
+    fn weight(&self) -> f64 {
+        self.0
+    }
+}
+
+#[test]
+fn an_embedders_weight_sets_how_much_its_ranking_counts() {
+    let search = |weight: f64| {
+        let registry = registry(Registry::builder().embedder(Disagrees(weight)));
+        let run = registry.open_run("r", &Subject::new("acme"));
+        scored(&run.search("send a message", 6))
+    };
+    // Weight 1: the words' first (`send_message`: 1/11, and 1/16 as the model's last of
+    // six) before the model's first (`create_invoice`: 1/11).
+    let even = search(1.0);
+    assert_eq!(even[0].0, "send_message", "{even:?}");
+    assert!(
+        (even[0].1 - (1.0 / 11.0 + 1.0 / 16.0)).abs() < 1e-12,
+        "{even:?}"
+    );
+    let invoice = even.iter().find(|hit| hit.0 == "create_invoice").unwrap();
+    assert!((invoice.1 - 1.0 / 11.0).abs() < 1e-12, "{even:?}");
+    // Weight 4: the model's first (4/11) before the words' (1/11 + 4/16).
+    let strong = search(4.0);
+    assert_eq!(strong[0].0, "create_invoice", "{strong:?}");
+    assert!((strong[0].1 - 4.0 / 11.0).abs() < 1e-12, "{strong:?}");
+    assert_eq!(strong[1].0, "send_message", "{strong:?}");
+    // A weight that is not a positive finite number counts as 1.
+    for odd in [0.0, -2.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(search(odd), even, "weight {odd}");
+    }
+}
+
 #[test]
 fn tools_are_embedded_once_per_snapshot_and_the_query_once_per_search() {
     let shared = SharedEmbedder::default();

@@ -112,14 +112,20 @@ pub struct Loaded {
 /// with `allow_description` — or skipped when `strict_lint` — and one with any other problem
 /// (e.g. a schema that does not compile) is skipped; both are reported.
 ///
-/// With `embedder` (an OpenAI-compatible embeddings base URL, `http://127.0.0.1:8089/v1`),
-/// the registry ranks by meaning too ([`registry_core::search::OpenAiEmbedder`]).
-pub fn load_registry(catalog: &[Entry], strict_lint: bool, embedder: Option<&str>) -> Loaded {
+/// With `embedder` (an OpenAI-compatible embeddings base URL, `http://127.0.0.1:8089/v1`,
+/// and the weight of its ranking in the fusion), the registry ranks by meaning too
+/// ([`registry_core::search::OpenAiEmbedder`]).
+pub fn load_registry(
+    catalog: &[Entry],
+    strict_lint: bool,
+    embedder: Option<(&str, f64)>,
+) -> Loaded {
     let mut builder = Registry::builder();
-    if let Some(url) = embedder {
+    if let Some((url, weight)) = embedder {
         let embedder = registry_core::search::OpenAiEmbedder::new(url, "all-MiniLM-L6-v2")
             .unwrap_or_else(|e| panic!("--embedder {url}: {e}"))
-            .timeout(std::time::Duration::from_secs(600));
+            .timeout(std::time::Duration::from_secs(600))
+            .with_weight(weight);
         builder = builder.embedder(embedder);
     }
     let (mut allowed, mut skipped) = (Vec::new(), Vec::new());

@@ -10,7 +10,9 @@
 //! back), `--strict-lint` (leave out the tools the description lint refuses instead of keeping
 //! them with `allow_description`), `--embedder BASE_URL` (rank by meaning too, with an
 //! OpenAI-compatible embeddings endpoint: `scripts/minilm_server.py` serves all-MiniLM-L6-v2
-//! offline), `--catalog PATH`, `--queries PATH`.
+//! offline, `scripts/mpnet_server.py` all-mpnet-base-v2), `--embedder-weight W` (how much
+//! the embedder's ranking counts in the fusion, `OpenAiEmbedder::with_weight`; 1 unless
+//! given), `--catalog PATH`, `--queries PATH`.
 //!
 //! Metrics (k = 5 by default; see README.md):
 //! - recall@k: fraction of queries with at least one relevant tool in the top k;
@@ -37,7 +39,7 @@ struct Part<'a> {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut k, mut failures, mut strict) = (5usize, None::<String>, false);
-    let mut embedder = None::<String>;
+    let (mut embedder, mut weight) = (None::<String>, 1.0);
     let (mut catalog_path, mut queries_path) = (here("catalog.json"), here("queries.json"));
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -45,6 +47,12 @@ fn main() {
             "--failures" => failures = Some(args.next().expect("--failures tuning|held-out|all")),
             "--strict-lint" => strict = true,
             "--embedder" => embedder = Some(args.next().expect("--embedder BASE_URL")),
+            "--embedder-weight" => {
+                weight = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--embedder-weight W")
+            }
             "--catalog" => catalog_path = PathBuf::from(args.next().expect("--catalog PATH")),
             "--queries" => queries_path = PathBuf::from(args.next().expect("--queries PATH")),
             other => panic!("unknown argument {other:?}"),
@@ -93,13 +101,19 @@ fn main() {
             part,
             k,
             strict,
-            embedder.as_deref(),
+            embedder.as_deref().map(|url| (url, weight)),
             failures.as_deref() == Some(part.name),
         );
     }
 }
 
-fn evaluate(part: &Part<'_>, k: usize, strict: bool, embedder: Option<&str>, show_failures: bool) {
+fn evaluate(
+    part: &Part<'_>,
+    k: usize,
+    strict: bool,
+    embedder: Option<(&str, f64)>,
+    show_failures: bool,
+) {
     let entries: Vec<Entry> = part.catalog.iter().map(|e| (*e).clone()).collect();
     let queries: Vec<Query> = part.queries.iter().map(|q| (*q).clone()).collect();
     let loaded = load_registry(&entries, strict, embedder);

@@ -140,9 +140,9 @@ pub(crate) fn search(
             let found = ranked.found.iter().map(|found| (*found, None)).collect();
             hits(entries, &ranked, found)
         }
-        Some((vectors, vector)) => {
+        Some((vectors, vector, weight)) => {
             let ranked = index.ranked(query, &candidates, k.max(FUSION_DEPTH));
-            let fused = fuse(&ranked, vectors, &vector, &candidates, k);
+            let fused = fuse(&ranked, (vectors, &vector, weight), &candidates, k);
             hits(entries, &ranked, fused)
         }
     }
@@ -165,7 +165,7 @@ fn semantic<'a>(
     registry: &Registry,
     snapshot: &'a Snapshot,
     query: &str,
-) -> Option<(&'a Vectors, Vec<f32>)> {
+) -> Option<(&'a Vectors, Vec<f32>, f64)> {
     let embedder = registry.embedder()?;
     let vectors = snapshot.vectors(embedder)?;
     let mut text = query.to_owned();
@@ -174,7 +174,7 @@ fn semantic<'a>(
         return None;
     }
     match vectors.query(embedder, &text) {
-        Ok(vector) => Some((vectors, vector)),
+        Ok(vector) => Some((vectors, vector, crate::discover::embed::weight_of(embedder))),
         Err(error) => {
             tracing::warn!(
                 error = ?error.message(),
@@ -186,12 +186,12 @@ fn semantic<'a>(
 }
 
 /// The `k` best of the lexical ranking and the [`FUSION_DEPTH`] candidates nearest the query
-/// (by similarity, ties by slot), fused: `Σ 1 / (RRF_K + rank)` over the lists a tool is in,
-/// ties by slot. Each list is over `candidates` alone, so no other tool changes a score.
+/// (by similarity, ties by slot), fused: `1 / (RRF_K + rank)` for the lexical list and
+/// `weight / (RRF_K + rank)` for the nearest, summed over the lists a tool is in, ties by
+/// slot. Each list is over `candidates` alone, so no other tool changes a score.
 fn fuse(
     ranked: &Ranked,
-    vectors: &Vectors,
-    query: &[f32],
+    (vectors, query, weight): (&Vectors, &[f32], f64),
     candidates: &[usize],
     k: usize,
 ) -> Vec<(Found, Option<f32>)> {
@@ -217,7 +217,7 @@ fn fuse(
         ));
     }
     for (rank, (slot, similarity)) in near.into_iter().enumerate() {
-        let score = 1.0 / (RRF_K + rank as f64 + 1.0);
+        let score = weight / (RRF_K + rank as f64 + 1.0);
         match fused.iter_mut().find(|(found, _)| found.slot == slot) {
             Some((found, _)) => found.score += score,
             None => fused.push((
