@@ -4,6 +4,8 @@
 //! a subject is then a few passes over words of 64 slots, and the visible slots come out in
 //! slot order, which is name order.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// A set of small integers (slots, or the ids of scopes), one bit each.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Bits {
@@ -108,6 +110,46 @@ impl Bits {
     }
 }
 
+/// A set of slots that changes while runs are opened (which are revoked, which are not
+/// ready): bits set and cleared atomically, one word of 64 slots at a time.
+#[derive(Debug)]
+pub(crate) struct AtomicBits {
+    words: Box<[AtomicU64]>,
+}
+
+impl AtomicBits {
+    /// The empty set over `slots` slots.
+    pub(crate) fn new(slots: usize) -> AtomicBits {
+        AtomicBits {
+            words: (0..slots.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Puts `slot` in the set (`on`) or takes it out.
+    pub(crate) fn set(&self, slot: usize, on: bool) {
+        let bit = 1 << (slot % 64);
+        if on {
+            self.words[slot / 64].fetch_or(bit, Ordering::AcqRel);
+        } else {
+            self.words[slot / 64].fetch_and(!bit, Ordering::AcqRel);
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn contains(&self, slot: usize) -> bool {
+        self.words[slot / 64].load(Ordering::Acquire) & (1 << (slot % 64)) != 0
+    }
+}
+
+impl Bits {
+    /// Takes out every slot that is in `other` now.
+    pub(crate) fn remove_all(&mut self, other: &AtomicBits) {
+        for (word, other) in self.words.iter_mut().zip(&other.words) {
+            *word &= !other.load(Ordering::Acquire);
+        }
+    }
+}
+
 /// The slots a scope or a tenant admits: as bits when that is smaller than a list of them
 /// (many slots), else as a sorted list, so that a snapshot with many scopes of a few tools
 /// each takes no more room than the lists.
@@ -135,7 +177,22 @@ impl Members {
 
 #[cfg(test)]
 mod tests {
-    use super::{Bits, Members};
+    use super::{AtomicBits, Bits, Members};
+
+    #[test]
+    fn atomic_bits_are_set_cleared_and_removed_across_words() {
+        let marks = AtomicBits::new(200);
+        for slot in [0, 63, 64, 130, 199] {
+            marks.set(slot, true);
+        }
+        marks.set(63, false);
+        marks.set(5, false);
+        assert!(marks.contains(0) && marks.contains(64) && marks.contains(199));
+        assert!(!marks.contains(63) && !marks.contains(5));
+        let mut visible = set(200, &[0, 1, 63, 64, 65, 130, 198, 199]);
+        visible.remove_all(&marks);
+        assert_eq!(visible.iter().collect::<Vec<_>>(), [1, 63, 65, 198]);
+    }
 
     fn set(len: usize, slots: &[usize]) -> Bits {
         let mut set = Bits::new(len);

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use crate::discover::access::{AccessRule, hidden_by};
-use crate::discover::bits::{Bits, Members};
+use crate::discover::bits::{AtomicBits, Bits, Members};
 use crate::discover::embed::{Embedder, Vectors};
 use crate::discover::index::SearchIndex;
 use crate::discover::subject::{Access, Subject};
@@ -34,6 +34,32 @@ impl SlotState {
     }
 }
 
+/// The slots whose tool a new run may not see whatever its subject: those whose current
+/// version is revoked, and those not ready, as bits that opening a run takes out of what the
+/// subject is admitted to (two passes over words of 64 slots, no read per tool).
+///
+/// Kept by the registry beside each slot's [`SlotState`], which calls check, and changed
+/// with it: `revoked` only while changes are serialized (a revocation sets a slot's bit after
+/// its `revoked_through`; a replacement or a restore, which install a version no revocation
+/// covers, clear it while holding the snapshot's write lock, so a projection sees the old
+/// snapshot with the bit or the new one without); `not_ready` under the readiness state's
+/// lock, with its flag.
+#[derive(Debug)]
+pub(crate) struct Unavailable {
+    pub(crate) revoked: AtomicBits,
+    pub(crate) not_ready: AtomicBits,
+}
+
+impl Unavailable {
+    /// Nothing unavailable, over `slots` slots.
+    pub(crate) fn new(slots: usize) -> Unavailable {
+        Unavailable {
+            revoked: AtomicBits::new(slots),
+            not_ready: AtomicBits::new(slots),
+        }
+    }
+}
+
 /// The current version of every tool, in name order.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
@@ -48,26 +74,24 @@ pub(crate) struct Snapshot {
     vectors: OnceLock<Option<Vectors>>,
 }
 
-/// What opening a run reads of each tool, side by side in slot order, so that it reads two
-/// arrays in order rather than each visible tool's own memory: every tool's name after its
-/// length (8 bytes, little-endian), one after the other, and per slot one record of 40 bytes
-/// with its version, where its name is, and its fingerprint once computed: the set
-/// fingerprint's input.
+/// What a run's set fingerprint reads of each tool, side by side in slot order, so that it
+/// reads two arrays in order rather than each visible tool's own memory: every tool's name
+/// after its length (8 bytes, little-endian), one after the other, and per slot one record of
+/// 32 bytes (two to a cache line) with where its name is and its fingerprint once computed.
 #[derive(Debug)]
 struct RunReads {
     names: Box<[u8]>,
     slots: Box<[SlotReads]>,
 }
 
-/// One slot's version, where its length and name are in [`RunReads::names`], and its tool's
-/// fingerprint once computed.
+/// Where one slot's length and name are in [`RunReads::names`], and its tool's fingerprint
+/// once computed.
 ///
 /// The fingerprint is kept as two words and a flag rather than in a `OnceLock` (32 bytes
 /// alone): two threads that compute it at once store the same value, and a reader reads the
 /// words only after seeing the flag set.
 #[derive(Debug)]
 struct SlotReads {
-    version: u64,
     start: usize,
     low: AtomicU64,
     high: AtomicU64,
@@ -86,7 +110,6 @@ impl RunReads {
                 names.extend_from_slice(&(name.len() as u64).to_le_bytes());
                 names.extend_from_slice(name);
                 SlotReads {
-                    version: entry.version,
                     start,
                     // A tool's name is at most 128 bytes (the registry's name rule).
                     len: u32::try_from(8 + name.len()).unwrap_or(u32::MAX),
@@ -160,7 +183,7 @@ struct Projection {
     admits: Vec<Members>,
     /// The tools with the `read_only` hint, all a read-only run may see.
     read_only: Bits,
-    /// What opening a run reads of each visible tool.
+    /// What the set fingerprint reads of each visible tool.
     reads: RunReads,
     /// The visible sets of recent runs, with their fingerprints.
     recent: RecentSets,
@@ -430,20 +453,21 @@ impl Snapshot {
     }
 
     /// The slots of every tool `subject` may see, in name order.
+    ///
+    /// `unavailable` is of this snapshot only while it is the registry's current one, which
+    /// the caller's read lock on it ensures.
     pub(crate) fn project(
         &self,
         subject: &Subject,
-        slots: &[SlotState],
+        unavailable: &Unavailable,
         rules: &[Box<dyn AccessRule>],
     ) -> Vec<usize> {
         let projection = self.projection();
-        let admitted = projection.admitted(subject);
+        let mut admitted = projection.admitted(subject);
+        admitted.remove_all(&unavailable.revoked);
+        admitted.remove_all(&unavailable.not_ready);
         let mut visible = Vec::with_capacity(admitted.len());
         for slot in admitted.iter() {
-            let state = &slots[slot];
-            if state.is_revoked(projection.reads.slots[slot].version) || !state.ready.is_ready() {
-                continue;
-            }
             if !rules.is_empty() && hidden_by(rules, subject, &self.entries[slot].tool).is_some() {
                 continue;
             }

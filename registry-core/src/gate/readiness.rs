@@ -257,11 +257,14 @@ impl ReadyState {
             .clone()
     }
 
-    /// Records a result; whether readiness changed.
-    pub(crate) fn set(&self, result: &Result<(), String>) -> bool {
+    /// Records a result, and passes whether the tool is not ready to `mirror` under the same
+    /// lock (the registry's bits of tools not ready, which projection reads); whether readiness
+    /// changed.
+    pub(crate) fn set(&self, result: &Result<(), String>, mirror: impl FnOnce(bool)) -> bool {
         let mut reason = self.reason.lock().unwrap_or_else(PoisonError::into_inner);
         *reason = result.as_ref().err().cloned();
         let was_not_ready = self.not_ready.swap(result.is_err(), Ordering::AcqRel);
+        mirror(result.is_err());
         was_not_ready != result.is_err()
     }
 }

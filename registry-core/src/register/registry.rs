@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
 use crate::declare::dynamic::DynamicTool;
 use crate::declare::source::Source;
-use crate::discover::discovery::{SlotState, Snapshot};
+use crate::discover::discovery::{SlotState, Snapshot, Unavailable};
 use crate::discover::embed::Embedder;
 use crate::discover::subject::Subject;
 use crate::execute::host::CallHost;
@@ -74,6 +74,9 @@ struct Inner {
     /// The names, sorted; slot `i` is the tool named `names[i]`.
     names: Vec<Cow<'static, str>>,
     slots: Vec<SlotState>,
+    /// Which slots' current versions are revoked, which are not ready: what projection
+    /// subtracts (kept with `slots`).
+    unavailable: Unavailable,
     snapshot: RwLock<Arc<Snapshot>>,
     /// Revocations and replacements, in order; its lock also serializes them.
     changes: Mutex<Vec<Change>>,
@@ -139,7 +142,7 @@ impl Registry {
     /// A registry of `parts.tools`, which are sorted by name with unique names.
     pub(crate) fn from_parts(parts: RegistryParts) -> Registry {
         let names = parts.tools.iter().map(Tool::name_cow).collect();
-        let slots = parts.tools.iter().map(|_| SlotState::default()).collect();
+        let slots: Vec<SlotState> = parts.tools.iter().map(|_| SlotState::default()).collect();
         let versions = vec![1; parts.tools.len()];
         let mut readiness: Vec<Option<Check>> = vec![None; parts.tools.len()];
         for (name, check) in parts.readiness {
@@ -150,6 +153,7 @@ impl Registry {
         Registry {
             inner: Arc::new(Inner {
                 names,
+                unavailable: Unavailable::new(slots.len()),
                 slots,
                 snapshot: RwLock::new(Arc::new(Snapshot::new(parts.tools, versions))),
                 changes: Mutex::new(Vec::new()),
@@ -249,7 +253,7 @@ impl Registry {
             .snapshot
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let visible = current.project(subject, &self.inner.slots, &self.inner.access_rules);
+        let visible = current.project(subject, &self.inner.unavailable, &self.inner.access_rules);
         (current.clone(), visible)
     }
 
@@ -277,6 +281,7 @@ impl Registry {
         self.inner.slots[slot]
             .revoked_through
             .fetch_max(snapshot.version(slot), Ordering::AcqRel);
+        self.inner.unavailable.revoked.set(slot, true);
         let change = Change {
             at: audit::now(),
             name: name.to_owned(),
@@ -355,6 +360,8 @@ impl Registry {
         let old_version = tool.version_fingerprint();
         let next = current.with_replaced(slot, tool, version + 1);
         *current = Arc::new(next);
+        // The new version is not revoked: new runs see it (not before the new snapshot).
+        self.inner.unavailable.revoked.set(slot, false);
         drop(current);
         let change = Change {
             at: audit::now(),
@@ -479,6 +486,8 @@ impl Registry {
                 .fetch_max(old_version, Ordering::AcqRel);
         }
         *current = Arc::new(next);
+        // The new version is not revoked, whatever the old one was.
+        self.inner.unavailable.revoked.set(slot, false);
         drop(current);
         let change = Change {
             at: audit::now(),
@@ -774,7 +783,11 @@ impl Registry {
         results
             .into_iter()
             .map(|(slot, result)| {
-                if self.inner.slots[slot].ready.set(&result) {
+                let not_ready = &self.inner.unavailable.not_ready;
+                if self.inner.slots[slot]
+                    .ready
+                    .set(&result, |is_not| not_ready.set(slot, is_not))
+                {
                     self.inner.generation.fetch_add(1, Ordering::AcqRel);
                     let event = ReadinessEvent {
                         tool: self.inner.names[slot].to_string(),
