@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::discover::discovery::{Entry, Snapshot};
+use crate::discover::discovery::{Entry, FrozenSet, Snapshot};
 use crate::discover::fingerprint::Fingerprint;
 use crate::discover::subject::Subject;
 
@@ -17,13 +17,11 @@ use crate::discover::subject::Subject;
 pub struct AllowedSet {
     /// The registry's versions the run was projected from.
     snapshot: Arc<Snapshot>,
-    /// The visible slots of `snapshot`, increasing, which is name order.
-    slots: Arc<[usize]>,
+    /// The visible slots of `snapshot` with their fingerprints, shared by the runs of the
+    /// snapshot allowed the same set.
+    set: Arc<FrozenSet>,
     run_id: Arc<str>,
     subject: Subject,
-    fingerprint: Fingerprint,
-    /// Computed when first asked for (an audit event, a caller).
-    versions: std::sync::OnceLock<Fingerprint>,
 }
 
 impl AllowedSet {
@@ -34,14 +32,12 @@ impl AllowedSet {
         run_id: Arc<str>,
         subject: Subject,
     ) -> Self {
-        let (slots, fingerprint) = snapshot.freeze(slots);
+        let set = snapshot.freeze(slots);
         AllowedSet {
             snapshot,
-            slots,
+            set,
             run_id,
             subject,
-            fingerprint,
-            versions: std::sync::OnceLock::new(),
         }
     }
 
@@ -52,17 +48,18 @@ impl AllowedSet {
 
     pub(crate) fn find(&self, name: &str) -> Option<&Entry> {
         let entries = self.snapshot.entries();
-        self.slots
+        let slots = &self.set.slots;
+        slots
             .binary_search_by(|&slot| entries[slot].tool.name().cmp(name))
             .ok()
-            .map(|index| &entries[self.slots[index]])
+            .map(|index| &entries[slots[index]])
     }
 
     /// The tools, with their slots and versions, in name order.
     pub(crate) fn entries(&self) -> Entries<'_> {
         Entries {
             entries: self.snapshot.entries(),
-            slots: &self.slots,
+            slots: &self.set.slots,
         }
     }
 
@@ -78,18 +75,18 @@ impl AllowedSet {
 
     /// How many tools the run may call.
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.set.slots.len()
     }
 
     /// Whether the run may call no tool at all.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.set.slots.is_empty()
     }
 
     /// The fingerprint of what the run was shown: each tool's name and
     /// [`Tool::fingerprint`](crate::Tool::fingerprint).
     pub fn fingerprint(&self) -> Fingerprint {
-        self.fingerprint
+        self.set.fingerprint
     }
 
     /// The fingerprint of what the run may execute: each tool's name and
@@ -97,7 +94,7 @@ impl AllowedSet {
     /// and gate flags too. Two runs shown the same tools whose gate differs differ here, not
     /// in [`fingerprint`](Self::fingerprint).
     pub fn version_fingerprint(&self) -> Fingerprint {
-        *self.versions.get_or_init(|| {
+        *self.set.versions.get_or_init(|| {
             Fingerprint::of_named(
                 self.entries()
                     .iter()
@@ -183,7 +180,7 @@ impl std::fmt::Debug for AllowedSet {
         f.debug_struct("AllowedSet")
             .field("run_id", &self.run_id)
             .field("subject", &self.subject)
-            .field("fingerprint", &self.fingerprint)
+            .field("fingerprint", &self.set.fingerprint)
             .field("tools", &self.names().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
@@ -194,7 +191,7 @@ impl Serialize for AllowedSet {
         let mut state = serializer.serialize_struct("AllowedSet", 4)?;
         state.serialize_field("run_id", &*self.run_id)?;
         state.serialize_field("subject", &self.subject)?;
-        state.serialize_field("fingerprint", &self.fingerprint)?;
+        state.serialize_field("fingerprint", &self.set.fingerprint)?;
         state.serialize_field("tools", &self.names().collect::<Vec<_>>())?;
         state.end()
     }
@@ -224,6 +221,16 @@ mod tests {
                 .entries()
                 .iter()
                 .map(|entry| (entry.tool.name(), entry.tool.fingerprint())),
+        )
+    }
+
+    /// The version fingerprint as the names and versions read from each visible tool.
+    fn versions_from_the_tools(allowed: &super::AllowedSet) -> Fingerprint {
+        Fingerprint::of_named(
+            allowed
+                .entries()
+                .iter()
+                .map(|entry| (entry.tool.name(), entry.tool.version_fingerprint())),
         )
     }
 
@@ -285,8 +292,8 @@ mod tests {
             from_the_tools(again.allowed())
         );
         assert!(
-            std::sync::Arc::ptr_eq(&first.allowed().slots, &again.allowed().slots),
-            "a second run of the same set shares the first's slots"
+            std::sync::Arc::ptr_eq(&first.allowed().set, &again.allowed().set),
+            "a second run of the same set shares the first's slots and fingerprints"
         );
         // Twice round more sets than a snapshot remembers: each is evicted before it comes
         // back, and every fingerprint, hashed or remembered, is the tools' own.
@@ -301,6 +308,10 @@ mod tests {
                 );
                 let again = registry.open_run("r", &subject(k));
                 assert_eq!(again.allowed().fingerprint(), run.allowed().fingerprint());
+                // The version fingerprint, computed by one run and shared with the other.
+                let versions = versions_from_the_tools(run.allowed());
+                assert_eq!(again.allowed().version_fingerprint(), versions);
+                assert_eq!(run.allowed().version_fingerprint(), versions);
             }
             // Sets of the same size that differ: each its own fingerprint.
             let mut seen = std::collections::HashSet::new();
@@ -312,6 +323,10 @@ mod tests {
                     [format!("tool_{index:02}")]
                 );
                 assert_eq!(run.allowed().fingerprint(), from_the_tools(run.allowed()));
+                assert_eq!(
+                    run.allowed().version_fingerprint(),
+                    versions_from_the_tools(run.allowed())
+                );
                 assert!(
                     seen.insert(run.allowed().fingerprint()),
                     "round {round}, tool {index}"

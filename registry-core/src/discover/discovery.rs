@@ -204,27 +204,39 @@ pub(crate) const RECENT_SETS: usize = 16;
 /// set not remembered yet takes the write lock, once its fingerprint is computed.
 #[derive(Debug, Default)]
 struct RecentSets {
-    sets: RwLock<VecDeque<(Arc<[usize]>, crate::Fingerprint)>>,
+    sets: RwLock<VecDeque<Arc<FrozenSet>>>,
+}
+
+/// One visible set of a snapshot as its runs keep it: shared by every run of the snapshot
+/// allowed the same set while the snapshot remembers it.
+#[derive(Debug)]
+pub(crate) struct FrozenSet {
+    /// The visible slots, increasing, which is name order.
+    pub(crate) slots: Box<[usize]>,
+    /// What the runs were shown: each tool's name and fingerprint.
+    pub(crate) fingerprint: crate::Fingerprint,
+    /// What the runs may execute: each tool's name and version fingerprint, computed the
+    /// first time a run of the set asks (its projection event, when audited).
+    pub(crate) versions: OnceLock<crate::Fingerprint>,
 }
 
 impl RecentSets {
-    fn find(&self, visible: &[usize]) -> Option<(Arc<[usize]>, crate::Fingerprint)> {
+    fn find(&self, visible: &[usize]) -> Option<Arc<FrozenSet>> {
         let sets = self.sets.read().unwrap_or_else(PoisonError::into_inner);
-        sets.iter()
-            .find(|(slots, _)| **slots == *visible)
-            .map(|(slots, fingerprint)| (slots.clone(), *fingerprint))
+        sets.iter().find(|set| *set.slots == *visible).cloned()
     }
 
-    fn remember(&self, slots: &Arc<[usize]>, fingerprint: crate::Fingerprint) {
+    /// Remembers `set`, or gives back the same set if another run remembered it meanwhile.
+    fn remember(&self, set: Arc<FrozenSet>) -> Arc<FrozenSet> {
         let mut sets = self.sets.write().unwrap_or_else(PoisonError::into_inner);
-        // Another run may have remembered the same set meanwhile.
-        if sets.iter().any(|(known, _)| **known == **slots) {
-            return;
+        if let Some(known) = sets.iter().find(|known| known.slots == set.slots) {
+            return known.clone();
         }
         if sets.len() == RECENT_SETS {
             sets.pop_front();
         }
-        sets.push_back((slots.clone(), fingerprint));
+        sets.push_back(set.clone());
+        set
     }
 }
 
@@ -357,11 +369,10 @@ impl Snapshot {
         }
     }
 
-    /// The `visible` slots (increasing) as a run keeps them, and their set fingerprint: each
-    /// tool's name and fingerprint (`Fingerprint::of_named`), read from
-    /// the arrays the projection keeps for that, or shared with a recent run of this snapshot
-    /// that was allowed the same set.
-    pub(crate) fn freeze(&self, visible: Vec<usize>) -> (Arc<[usize]>, crate::Fingerprint) {
+    /// The `visible` slots (increasing) as a run keeps them, with their set fingerprint: each
+    /// tool's name and fingerprint (`Fingerprint::of_named`), read from the arrays the
+    /// projection keeps for that; or the same set of a recent run of this snapshot, shared.
+    pub(crate) fn freeze(&self, visible: Vec<usize>) -> Arc<FrozenSet> {
         let projection = self.projection();
         if let Some(known) = projection.recent.find(&visible) {
             return known;
@@ -371,9 +382,11 @@ impl Snapshot {
                 .reads
                 .get(slot, || self.entries[slot].tool.fingerprint())
         }));
-        let slots: Arc<[usize]> = visible.into();
-        projection.recent.remember(&slots, fingerprint);
-        (slots, fingerprint)
+        projection.recent.remember(Arc::new(FrozenSet {
+            slots: visible.into_boxed_slice(),
+            fingerprint,
+            versions: OnceLock::new(),
+        }))
     }
 
     /// How many visible sets the snapshot remembers with their fingerprints.
