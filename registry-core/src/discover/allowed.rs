@@ -202,7 +202,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use crate::change::ReplaceOptions;
-    use crate::{DynamicTool, Fingerprint, Registry, Subject};
+    use crate::{DynamicTool, Fingerprint, Registry, Subject, Tool};
 
     fn tool(name: &str, description: &str, scope: Option<&str>) -> DynamicTool {
         let tool = DynamicTool::new(name, description)
@@ -214,24 +214,27 @@ mod tests {
         }
     }
 
-    /// The set fingerprint as the names and fingerprints read from each visible tool itself.
-    fn from_the_tools(allowed: &super::AllowedSet) -> Fingerprint {
+    /// The names and `of` each visible tool, read from the tool itself, fingerprinted.
+    fn read_from_the_tools(
+        allowed: &super::AllowedSet,
+        of: fn(&Tool) -> Fingerprint,
+    ) -> Fingerprint {
         Fingerprint::of_named(
             allowed
                 .entries()
                 .iter()
-                .map(|entry| (entry.tool.name(), entry.tool.fingerprint())),
+                .map(|entry| (entry.tool.name(), of(&entry.tool))),
         )
+    }
+
+    /// The set fingerprint as the names and fingerprints read from each visible tool itself.
+    fn from_the_tools(allowed: &super::AllowedSet) -> Fingerprint {
+        read_from_the_tools(allowed, Tool::fingerprint)
     }
 
     /// The version fingerprint as the names and versions read from each visible tool.
     fn versions_from_the_tools(allowed: &super::AllowedSet) -> Fingerprint {
-        Fingerprint::of_named(
-            allowed
-                .entries()
-                .iter()
-                .map(|entry| (entry.tool.name(), entry.tool.version_fingerprint())),
-        )
+        read_from_the_tools(allowed, Tool::version_fingerprint)
     }
 
     #[test]
