@@ -272,6 +272,36 @@ mod tests {
     }
 
     #[test]
+    fn names_of_every_length_fingerprint_as_read_from_the_tools() {
+        // Names of 1 to 40 bytes, the longest last; then with a short name after it: the
+        // arrays of the snapshot hold each at its place, up to the last.
+        for short_last in [false, true] {
+            let mut builder = Registry::builder();
+            for len in 1..=40 {
+                let scope = if len % 2 == 0 {
+                    Some("even:read")
+                } else {
+                    None
+                };
+                builder =
+                    builder.tool(tool(&format!("t{}", "x".repeat(len - 1)), "Does t.", scope));
+            }
+            if short_last {
+                builder = builder.tool(tool("u", "Does u.", None));
+            }
+            let registry = builder.build().unwrap();
+            for scopes in [vec![], vec!["even:read"]] {
+                let run = registry.open_run("r", &Subject::new("t").with_scopes(scopes.clone()));
+                assert_eq!(
+                    run.allowed().fingerprint(),
+                    from_the_tools(run.allowed()),
+                    "{scopes:?}, short last: {short_last}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_remembered_set_fingerprint_is_the_one_hashing_gives_and_the_memory_is_bounded() {
         // 40 tools, each requiring one of 40 scopes: a subject holding scopes 0..k sees the
         // first k tools (names sort as their numbers), 41 distinct sets in all.
