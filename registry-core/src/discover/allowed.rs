@@ -301,19 +301,25 @@ mod tests {
         }
     }
 
+    /// `count` tools `tool_00`, `tool_01`, ..., each requiring its own scope `area{i}:read`.
+    fn one_scope_each(count: usize) -> Registry {
+        (0..count)
+            .fold(Registry::builder(), |builder, index| {
+                builder.tool(tool(
+                    &format!("tool_{index:02}"),
+                    "Does one thing.",
+                    Some(&format!("area{index}:read")),
+                ))
+            })
+            .build()
+            .unwrap()
+    }
+
     #[test]
     fn a_remembered_set_fingerprint_is_the_one_hashing_gives_and_the_memory_is_bounded() {
         // 40 tools, each requiring one of 40 scopes: a subject holding scopes 0..k sees the
         // first k tools (names sort as their numbers), 41 distinct sets in all.
-        let mut builder = Registry::builder();
-        for index in 0..40 {
-            builder = builder.tool(tool(
-                &format!("tool_{index:02}"),
-                "Does one thing.",
-                Some(&format!("area{index}:read")),
-            ));
-        }
-        let registry = builder.build().unwrap();
+        let registry = one_scope_each(40);
         let subject = |k: usize| {
             Subject::new("t").with_scopes((0..k).map(|index| format!("area{index}:read")))
         };
@@ -388,15 +394,7 @@ mod tests {
     fn runs_opened_at_once_on_many_threads_get_their_own_sets_fingerprint() {
         // 24 sets (more than a snapshot remembers) opened by four threads at once, each in its
         // own order: every run's fingerprint is the one read from its own tools.
-        let mut builder = Registry::builder();
-        for index in 0..24 {
-            builder = builder.tool(tool(
-                &format!("tool_{index:02}"),
-                "Does one thing.",
-                Some(&format!("area{index}:read")),
-            ));
-        }
-        let registry = builder.build().unwrap();
+        let registry = one_scope_each(24);
         std::thread::scope(|scope| {
             for thread in 0..4 {
                 let registry = &registry;

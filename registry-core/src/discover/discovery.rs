@@ -92,10 +92,11 @@ struct RunReads {
 /// words only after seeing the flag set.
 #[derive(Debug)]
 struct SlotReads {
+    /// Where the slot's length and name start in `names`; they end where the next slot's
+    /// start (the last slot's, at the end of `names`).
     start: usize,
     low: AtomicU64,
     high: AtomicU64,
-    len: u32,
     known: AtomicU32,
 }
 
@@ -111,8 +112,6 @@ impl RunReads {
                 names.extend_from_slice(name);
                 SlotReads {
                     start,
-                    // A tool's name is at most 128 bytes (the registry's name rule).
-                    len: u32::try_from(8 + name.len()).unwrap_or(u32::MAX),
                     low: AtomicU64::new(0),
                     high: AtomicU64::new(0),
                     known: AtomicU32::new(0),
@@ -134,7 +133,11 @@ impl RunReads {
         compute: impl FnOnce() -> crate::Fingerprint,
     ) -> (&[u8], crate::Fingerprint) {
         let record = &self.slots[slot];
-        let name = &self.names[record.start..record.start + record.len as usize];
+        let end = self
+            .slots
+            .get(slot + 1)
+            .map_or(self.names.len(), |next| next.start);
+        let name = &self.names[record.start..end];
         if record.known.load(Ordering::Acquire) == 1 {
             let bits = u128::from(record.low.load(Ordering::Relaxed))
                 | u128::from(record.high.load(Ordering::Relaxed)) << 64;
