@@ -313,6 +313,9 @@ pub fn call_loop(path: &str) {
             .expect("the benchmark registry builds"),
     };
     let run = registry.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
+    if path == "async" {
+        return async_loop(&run);
+    }
     let arguments: Value = serde_json::from_str(TEXT).expect("valid");
     let started = Instant::now();
     let mut calls = 0u64;
@@ -327,6 +330,27 @@ pub fn call_loop(path: &str) {
         calls += 10_000;
     }
     println!("call-loop {path}: {calls} calls in {:?}", started.elapsed());
+}
+
+/// `call-loop async`: `add_here` (`non_blocking`) through `Run::call` on a current-thread
+/// runtime, for `perf record`; prints the size of the call's future first.
+fn async_loop(run: &registry_core::Run) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread runtime");
+    let call = || run.call(ToolCall::from_json_text("call_1", "add_here", black_box(TEXT)));
+    println!("call-loop async: Run::call's future is {} bytes", size_of_val(&call()));
+    let started = Instant::now();
+    let mut calls = 0u64;
+    while started.elapsed() < Duration::from_secs(5) {
+        runtime.block_on(async {
+            for _ in 0..10_000 {
+                let _ = black_box(call().await);
+            }
+        });
+        calls += 10_000;
+    }
+    println!("call-loop async: {calls} calls in {:?}", started.elapsed());
 }
 
 /// The benchmark's registry with the gate configured: a call policy that reads the argument

@@ -18,25 +18,26 @@ use crate::resolve::checked::CheckedArguments;
 
 impl Run {
     /// Resolves `call`, passes it through the gate and executes it.
-    pub async fn call(&self, call: ToolCall) -> Observation {
-        self.call_with_options(call, CallOptions::default()).await
+    ///
+    /// (Not an `async fn`: each one nested keeps its own copy of the call in its future, and
+    /// a larger future is more to move.)
+    pub fn call(&self, call: ToolCall) -> impl Future<Output = Observation> + Send + '_ {
+        self.call_with_options(call, CallOptions::default())
     }
 
     /// [`call`](Self::call) with the call's own host and cancellation: see
     /// [`RunExt::call_with`](crate::server::RunExt::call_with).
-    pub(crate) async fn call_with_options(
+    pub(crate) fn call_with_options(
         &self,
         call: ToolCall,
         options: CallOptions,
-    ) -> Observation {
-        // The caller's trace, if it sent one, is the parent of the call's span.
-        match options.trace.as_ref().map(|trace| trace.span(call.name())) {
-            Some(span) => {
-                use tracing::Instrument as _;
-                self.call_in_trace(call, options).instrument(span).await
-            }
-            None => self.call_in_trace(call, options).await,
-        }
+    ) -> impl Future<Output = Observation> + Send + '_ {
+        use tracing::Instrument as _;
+        // The caller's trace, if it sent one, is the parent of the call's span. One future
+        // either way (with no span, entering it does nothing).
+        let span = (options.trace.as_ref())
+            .map_or_else(tracing::Span::none, |trace| trace.span(call.name()));
+        self.call_in_trace(call, options).instrument(span)
     }
 
     async fn call_in_trace(&self, call: ToolCall, options: CallOptions) -> Observation {
@@ -49,7 +50,9 @@ impl Run {
         match self.gate(&mut resolved) {
             Ok(None) => {}
             Ok(Some(reason)) => {
-                let decided = self.request_approval(resolved, reason).await;
+                // Boxed: the request's future is most of a call's, and a person's approval
+                // is rare; every other call's future stays small to move.
+                let decided = Box::pin(self.request_approval(resolved, reason)).await;
                 return self.finish_traced(decided, started, options.trace.as_ref());
             }
             Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
@@ -248,5 +251,38 @@ impl Run {
             );
         }
         decided.observation.with_generated_id(decided.generated_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallOptions;
+    use crate::{DynamicTool, Registry, Subject, ToolCall};
+
+    /// Whoever awaits a call moves its future, so its size is part of every call's cost
+    /// (issue 22's profile of `Run::call`: a third of the time was `memmove`). The layers
+    /// above `call_in_trace` keep no copy of the call, and the future of an approval request
+    /// (a person's approval is rare; its future is the largest) is boxed, not inside.
+    #[test]
+    fn a_calls_future_is_one_layer_and_holds_no_approval_request() {
+        let tool = DynamicTool::new("x", "Does x.")
+            .parameters(serde_json::json!({"type": "object", "properties": {}}))
+            .handler(|_, _| Ok::<_, String>(serde_json::Value::Null))
+            .public();
+        let registry = Registry::builder().tool(tool).build().expect("builds");
+        let run = registry.open_run("r", &Subject::new("t"));
+        let call = || ToolCall::from_json_text("1", "x", "{}");
+        let outer = size_of_val(&run.call(call()));
+        let inner = size_of_val(&run.call_in_trace(call(), CallOptions::default()));
+        let resolved = run
+            .resolve(call(), &CallOptions::default())
+            .unwrap_or_else(|_| panic!("resolves"));
+        let approval = size_of_val(&run.request_approval(resolved, String::new()));
+        eprintln!("Run::call {outer} bytes, call_in_trace {inner}, request_approval {approval}");
+        assert!(
+            outer <= inner + size_of::<tracing::Span>() + 16,
+            "{outer} > {inner}"
+        );
+        assert!(inner < approval, "{inner} >= {approval}");
     }
 }

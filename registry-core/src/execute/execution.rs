@@ -52,7 +52,9 @@ pub(crate) async fn execute(
         if tool.settings().non_blocking {
             return run_inline_within(tool, ctx, arguments, timeout, &cancellation);
         }
-        return on_pool(tool, ctx, arguments, timeout, pool, &cancellation).await;
+        // Boxed: the hop to the pool costs microseconds anyway, and the future of every
+        // other call stays small to move.
+        return Box::pin(on_pool(tool, ctx, arguments, timeout, pool, &cancellation)).await;
     }
     let future = match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
         Ok(Invocation::Pending(future)) => CatchUnwind(future),
