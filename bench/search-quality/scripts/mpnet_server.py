@@ -73,5 +73,54 @@ def embed_one(text, weights, vocab):
     return (v / np.linalg.norm(v)).astype(float).tolist()
 
 
+def embed_many(texts, weights, vocab, batch=256, pools=None):
+    """`embed_one` of each text, many at a time: texts of the same number of tokens go through
+    the model together (no padding needed), so its weights are read once per batch rather than
+    once per text. For short texts (`neighbours.py`'s single words) that is most of the time.
+
+    Returns one array of vectors, averaged over every token as `embed_one` does; or, with
+    `pools`, a list of arrays, one per start `s` of `pools`, averaged over the tokens from `s`
+    on (`</s>` aside when `s` > 0; 0 is every token)."""
+    w = weights
+    starts = (0,) if pools is None else tuple(pools)
+    tokens = [base.tokenize(t, vocab, cls="<s>", sep="</s>", max_tokens=MAX_TOKENS) for t in texts]
+    out = [[None] * len(texts) for _ in starts]
+    by_length = {}
+    for i, ids in enumerate(tokens):
+        by_length.setdefault(len(ids), []).append(i)
+    size = HIDDEN // HEADS
+    for n, members in sorted(by_length.items()):
+        bias = w["encoder.relative_attention_bias.weight"][buckets(n)].transpose(2, 0, 1)
+        for start in range(0, len(members), batch):
+            group = members[start:start + batch]
+            b = len(group)
+            ids = np.array([tokens[i] for i in group])
+            x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][2:n + 2]
+            x = layer_norm(x, w, "embeddings.LayerNorm")
+            for layer in range(LAYERS):
+                p = f"encoder.layer.{layer}."
+                # One matrix product for the whole batch: (b × n) rows.
+                lin = lambda h, name: (h.reshape(b * n, -1) @ w[p + name + ".weight"].T
+                                       + w[p + name + ".bias"]).reshape(b, n, -1)
+                split = lambda h: h.reshape(b, n, HEADS, size).transpose(0, 2, 1, 3)
+                q = split(lin(x, "attention.attn.q"))
+                k = split(lin(x, "attention.attn.k"))
+                v = split(lin(x, "attention.attn.v"))
+                scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(size) + bias
+                scores = np.exp(scores - scores.max(-1, keepdims=True))
+                scores /= scores.sum(-1, keepdims=True)
+                context = (scores @ v).transpose(0, 2, 1, 3).reshape(b, n, HIDDEN)
+                x = layer_norm(lin(context, "attention.attn.o") + x, w, p + "attention.LayerNorm")
+                h = base.gelu(lin(x, "intermediate.dense"))
+                x = layer_norm(lin(h, "output.dense") + x, w, p + "output.LayerNorm")
+            for p, start in enumerate(starts):
+                vectors = x.mean(1) if start == 0 else x[:, start:n - 1].mean(1)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                for j, i in enumerate(group):
+                    out[p][i] = vectors[j]
+    arrays = [np.array(o, dtype=np.float32) for o in out]
+    return arrays[0] if pools is None else arrays
+
+
 if __name__ == "__main__":
     base.main(embed_one)

