@@ -417,6 +417,13 @@ pub(crate) fn validate(
     arguments: &mut Value,
 ) -> Result<(), Vec<ArgumentProblem>> {
     tool.normalize(arguments);
+    // A schema the fast path reads exactly: a value that fits it is valid, without jsonschema.
+    if tool
+        .shape()
+        .is_some_and(|shape| fast::fits(shape, arguments))
+    {
+        return Ok(());
+    }
     tool.validate(arguments).map_err(|error| match error {
         ToolError::InvalidArguments(problems) => problems,
         other => vec![ArgumentProblem::new("", other.to_string())],

@@ -15,9 +15,14 @@
 //! against its node as it goes, not by `serde_json`'s deserializer: with visitors and raw
 //! values, the check was 29% of a small call's time (issue 22's profile), and the scan is a
 //! third of that. What the scan is not sure of, it refuses, for the slow path to answer.
+//!
+//! A call made with a value already parsed is checked the same way ([`fits`]): a value that
+//! fits the shape skips jsonschema, and one that does not is answered by jsonschema.
 
 use std::ops::Range;
 use std::sync::Arc;
+
+use serde_json::{Map, Value};
 
 use crate::resolve::guard::ArgumentLimits;
 use crate::resolve::shape::{
@@ -103,6 +108,60 @@ pub(crate) fn check(
             values,
         }),
         None => Err(text),
+    }
+}
+
+/// Whether `arguments`, a value already parsed (its `null` optionals dropped), fits `shape`:
+/// the same check as the scan's, on the value, so that a call made with a value skips
+/// jsonschema too. It accepts only what jsonschema accepts (a float is accepted only where
+/// any number is, as on the text), and what it refuses, jsonschema answers.
+pub(crate) fn fits(shape: &Shape, arguments: &Value) -> bool {
+    let Value::Object(object) = arguments else {
+        return false;
+    };
+    object_fits(&shape.root, object)
+}
+
+fn object_fits(shape: &ObjectShape, object: &Map<String, Value>) -> bool {
+    let mut seen = 0u64;
+    for (name, value) in object {
+        let Some(index) = shape.index(name) else {
+            return false;
+        };
+        seen |= 1 << index;
+        if !value_fits(&shape.nodes[index], value) {
+            return false;
+        }
+    }
+    seen & shape.required == shape.required
+}
+
+fn value_fits(node: &Node, value: &Value) -> bool {
+    let integer = |value: i128| {
+        node.leaf(INTEGER).is_some_and(|leaf| {
+            leaf.strings.is_none()
+                && leaf.minimum.is_none_or(|minimum| value >= minimum)
+                && leaf.maximum.is_none_or(|maximum| value <= maximum)
+        })
+    };
+    match value {
+        Value::Null => node.leaf(NULL).is_some(),
+        Value::Bool(_) => node.leaf(BOOLEAN).is_some(),
+        Value::Number(number) => match (number.as_i64(), number.as_u64()) {
+            (Some(value), _) => integer(i128::from(value)),
+            (None, Some(value)) => integer(i128::from(value)),
+            _ => node
+                .leaf(NUMBER)
+                .is_some_and(|leaf| leaf.kinds & NUMBER != 0 && leaf.strings.is_none()),
+        },
+        Value::String(text) => node.leaf(STRING).is_some_and(|leaf| match &leaf.strings {
+            Some(strings) => strings.iter().any(|known| **known == **text),
+            None => true,
+        }),
+        Value::Array(items) => (node.leaf(ARRAY).and_then(|leaf| leaf.items.as_deref()))
+            .is_some_and(|node| items.iter().all(|item| value_fits(node, item))),
+        Value::Object(object) => (node.leaf(OBJECT).and_then(|leaf| leaf.object.as_deref()))
+            .is_some_and(|shape| object_fits(shape, object)),
     }
 }
 
@@ -546,6 +605,42 @@ mod tests {
     }
 
     #[test]
+    fn a_value_fits_as_its_text_passes() {
+        let fits = |shape: &Arc<Shape>, value: Value| super::fits(shape, &value);
+        let numbers = shape(&of::<u16>());
+        assert!(fits(&numbers, json!({"x": 65535, "y": 255})));
+        assert!(fits(&numbers, json!({"x": 0})));
+        for refused in [
+            json!({"x": 65536}),
+            json!({"x": -1}),
+            json!({"x": 1.0}),
+            json!({"x": "1"}),
+            json!({"y": 1}),
+            json!({"x": 1, "z": 2}),
+            json!({"x": null}),
+            json!([1]),
+        ] {
+            assert!(!fits(&numbers, refused.clone()), "{refused}");
+        }
+        let owners = shape(&of::<Vec<Owner>>());
+        assert!(fits(
+            &owners,
+            json!({"x": [{"name": "a", "team": null, "plain": "Staging"}, {"name": "b"}]})
+        ));
+        for refused in [
+            json!({"x": [{"name": "a", "plain": "staging"}]}),
+            json!({"x": [{"team": "a"}]}),
+            json!({"x": [{"name": "a", "other": 1}]}),
+            json!({"x": {"name": "a"}}),
+        ] {
+            assert!(!fits(&owners, refused.clone()), "{refused}");
+        }
+        let floats = shape(&of::<f64>());
+        assert!(fits(&floats, json!({"x": 1.5})));
+        assert!(fits(&floats, json!({"x": -3})));
+    }
+
+    #[test]
     fn the_limits_send_the_text_to_the_slow_path() {
         let lists = shape(&of::<Vec<Vec<i8>>>());
         let text = r#"{"x": [[1, 2], []]}"#;
@@ -645,7 +740,7 @@ mod tests {
             random ^= random << 17;
             usize::try_from(random % below as u64).expect("below a usize")
         };
-        let mut accepted = 0;
+        let (mut accepted, mut fitted) = (0, 0);
         for (schema, seed) in &cases {
             let shape = shape(schema);
             let validator = ArgumentValidator::new(schema).expect("a schema");
@@ -664,6 +759,14 @@ mod tests {
                 let Ok(text) = String::from_utf8(text) else {
                     continue;
                 };
+                // A value made from the text: what `fits` accepts, jsonschema accepts.
+                if let Ok(mut value) = json_text::parse(&text, &limits) {
+                    drop_null_optionals(&shape, &mut value);
+                    if super::fits(&shape, &value) {
+                        fitted += 1;
+                        assert!(validator.problems(&value).is_empty(), "{text}");
+                    }
+                }
                 let Ok(fast) = check(&shape, text.clone(), &limits) else {
                     continue;
                 };
@@ -671,11 +774,7 @@ mod tests {
                 let mut value = json_text::parse(&text, &limits)
                     .unwrap_or_else(|problem| panic!("{text}: {problem:?}"));
                 limits.check(&value).expect("within the limits");
-                let object = value.as_object_mut().expect("an object");
-                object.retain(|name, value| {
-                    !(value.is_null()
-                        && shape.root.required & 1 << shape.root.index(name).unwrap() == 0)
-                });
+                drop_null_optionals(&shape, &mut value);
                 assert!(validator.problems(&value).is_empty(), "{text}");
                 for (name, range) in shape.root.names.iter().zip(fast.values.as_slice()) {
                     let sliced: Option<Value> = range
@@ -685,7 +784,19 @@ mod tests {
                 }
             }
         }
-        // The mutations must reach both sides of the check.
+        // The mutations must reach both sides of the checks.
         assert!(accepted > 1_000, "{accepted}");
+        assert!(fitted > 1_000, "{fitted}");
+    }
+
+    /// What the slow path does before jsonschema: `null` for an optional property is absent.
+    fn drop_null_optionals(shape: &Shape, value: &mut Value) {
+        if let Some(object) = value.as_object_mut() {
+            object.retain(|name, value| {
+                let index = shape.root.index(name);
+                !(value.is_null()
+                    && index.is_some_and(|index| shape.root.required & 1 << index == 0))
+            });
+        }
     }
 }
