@@ -500,7 +500,7 @@ async fn quotas(url: &str, options: &Options) {
     ] {
         let run = registry.open_run("quota", &Subject::new("acme"));
         for i in 0..100 {
-            run.call(status_call(i)).await;
+            let _ = run.call(status_call(i)).await;
         }
         let mut latencies = Vec::new();
         for i in 0..options.quota_calls as u64 {
