@@ -137,27 +137,15 @@ fn object_fits(shape: &ObjectShape, object: &Map<String, Value>) -> bool {
 }
 
 fn value_fits(node: &Node, value: &Value) -> bool {
-    let integer = |value: i128| {
-        node.leaf(INTEGER).is_some_and(|leaf| {
-            leaf.strings.is_none()
-                && leaf.minimum.is_none_or(|minimum| value >= minimum)
-                && leaf.maximum.is_none_or(|maximum| value <= maximum)
-        })
-    };
     match value {
         Value::Null => node.leaf(NULL).is_some(),
         Value::Bool(_) => node.leaf(BOOLEAN).is_some(),
         Value::Number(number) => match (number.as_i64(), number.as_u64()) {
-            (Some(value), _) => integer(i128::from(value)),
-            (None, Some(value)) => integer(i128::from(value)),
-            _ => node
-                .leaf(NUMBER)
-                .is_some_and(|leaf| leaf.kinds & NUMBER != 0 && leaf.strings.is_none()),
+            (Some(value), _) => integer_fits(node, i128::from(value)),
+            (None, Some(value)) => integer_fits(node, i128::from(value)),
+            _ => float_fits(node),
         },
-        Value::String(text) => node.leaf(STRING).is_some_and(|leaf| match &leaf.strings {
-            Some(strings) => strings.iter().any(|known| **known == **text),
-            None => true,
-        }),
+        Value::String(text) => string_fits(node, Some(text)),
         Value::Array(items) => (node.leaf(ARRAY).and_then(|leaf| leaf.items.as_deref()))
             .is_some_and(|node| items.iter().all(|item| value_fits(node, item))),
         Value::Object(object) => (node.leaf(OBJECT).and_then(|leaf| leaf.object.as_deref()))
@@ -165,11 +153,37 @@ fn value_fits(node: &Node, value: &Value) -> bool {
     }
 }
 
+/// The rules of a node's leaves, shared by the scan of a text and the check of a value.
+///
+/// An integer: where integers are accepted, within the bounds.
+fn integer_fits(node: &Node, value: i128) -> bool {
+    node.leaf(INTEGER).is_some_and(|leaf| {
+        leaf.strings.is_none()
+            && leaf.minimum.is_none_or(|minimum| value >= minimum)
+            && leaf.maximum.is_none_or(|maximum| value <= maximum)
+    })
+}
+
+/// A float is accepted only where any number is: an integer written `1.0` is for the slow
+/// path, whose jsonschema reads it as an integer.
+fn float_fits(node: &Node) -> bool {
+    node.leaf(NUMBER)
+        .is_some_and(|leaf| leaf.kinds & NUMBER != 0 && leaf.strings.is_none())
+}
+
+/// A string, `None` when its value is not known (the text's has escapes): then only where
+/// any string is accepted.
+fn string_fits(node: &Node, text: Option<&str>) -> bool {
+    node.leaf(STRING)
+        .is_some_and(|leaf| match (&leaf.strings, text) {
+            (None, _) => true,
+            (Some(strings), Some(text)) => strings.iter().any(|known| **known == *text),
+            (Some(_), None) => false,
+        })
+}
+
 fn values(root: &ObjectShape, text: &str) -> Option<Located> {
-    let mut scan = Scan {
-        text: text.as_bytes(),
-        at: 0,
-    };
+    let mut scan = Scan { text, at: 0 };
     let mut values = Located::new(root.names.len());
     scan.whitespace();
     scan.object(root, |scan, index, required| {
@@ -200,7 +214,7 @@ fn values(root: &ObjectShape, text: &str) -> Option<Located> {
 /// exponent or longer than [`NUMBER_BYTES`], an integer of more than 18 digits, and `-0`
 /// (which `serde_json` reads as a float).
 struct Scan<'a> {
-    text: &'a [u8],
+    text: &'a str,
     at: usize,
 }
 
@@ -213,7 +227,7 @@ const INTEGER_DIGITS: usize = 18;
 
 impl Scan<'_> {
     fn peek(&self) -> Option<u8> {
-        self.text.get(self.at).copied()
+        self.text.as_bytes().get(self.at).copied()
     }
 
     fn eat(&mut self, byte: u8) -> Option<()> {
@@ -228,7 +242,7 @@ impl Scan<'_> {
 
     /// Reads `word` (`null`, `true`, `false`) if it is next.
     fn literal(&mut self, word: &[u8]) -> bool {
-        let found = self.text[self.at..].starts_with(word);
+        let found = self.text.as_bytes()[self.at..].starts_with(word);
         if found {
             self.at += word.len();
         }
@@ -239,14 +253,8 @@ impl Scan<'_> {
     fn value(&mut self, node: &Node) -> Option<()> {
         match self.peek()? {
             b'"' => {
-                let leaf = node.leaf(STRING)?;
-                let (text, plain) = self.string()?;
-                match &leaf.strings {
-                    Some(strings) => (plain
-                        && strings.iter().any(|known| known.as_bytes() == text))
-                    .then_some(()),
-                    None => Some(()),
-                }
+                let text = self.string()?;
+                string_fits(node, text).then_some(())
             }
             b'n' if self.literal(b"null") => node.leaf(NULL).map(drop),
             b't' if self.literal(b"true") => node.leaf(BOOLEAN).map(drop),
@@ -298,11 +306,7 @@ impl Scan<'_> {
         let mut seen = 0u64;
         if self.eat(b'}').is_none() {
             loop {
-                let (key, plain) = self.string()?;
-                let index = plain
-                    .then(|| std::str::from_utf8(key).ok())
-                    .flatten()
-                    .and_then(|key| shape.index(key))?;
+                let index = shape.index(self.string()??)?;
                 let bit = 1u64 << index;
                 if seen & bit != 0 {
                     return None;
@@ -320,9 +324,9 @@ impl Scan<'_> {
         (seen & shape.required == shape.required).then_some(())
     }
 
-    /// A string: its bytes between the quotes, and whether it has no escape (when it has,
-    /// the bytes are not its value).
-    fn string(&mut self) -> Option<(&[u8], bool)> {
+    /// A string: its value when it has no escape, `Some(None)` when it has (what is between
+    /// the quotes is then not its value).
+    fn string(&mut self) -> Option<Option<&str>> {
         self.eat(b'"')?;
         let start = self.at;
         let mut plain = true;
@@ -330,7 +334,9 @@ impl Scan<'_> {
             match self.peek()? {
                 b'"' => {
                     self.at += 1;
-                    return Some((&self.text[start..self.at - 1], plain));
+                    // Between two ASCII quotes: on character boundaries.
+                    let text = self.text.get(start..self.at - 1)?;
+                    return Some(plain.then_some(text));
                 }
                 b'\\' => {
                     plain = false;
@@ -368,11 +374,11 @@ impl Scan<'_> {
     }
 
     fn hex4(&mut self) -> Option<u16> {
-        let digits = self.text.get(self.at..self.at + 4)?;
-        let digits = std::str::from_utf8(digits).ok()?;
-        if !digits.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        let digits = self.text.as_bytes().get(self.at..self.at + 4)?;
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
             return None;
         }
+        let digits = self.text.get(self.at..self.at + 4)?;
         self.at += 4;
         u16::from_str_radix(digits, 16).ok()
     }
@@ -403,21 +409,13 @@ impl Scan<'_> {
         if end - start > NUMBER_BYTES {
             return None;
         }
-        let zero = integer - digits == 1 && self.text[digits] == b'0';
+        let zero = self.text.get(digits..integer) == Some("0");
         if end == integer && integer - digits <= INTEGER_DIGITS && !(negative && zero) {
-            let text = std::str::from_utf8(&self.text[start..end]).ok()?;
-            let value = i128::from(text.parse::<i64>().ok()?);
-            let leaf = node.leaf(INTEGER)?;
-            let within = leaf.strings.is_none()
-                && leaf.minimum.is_none_or(|minimum| value >= minimum)
-                && leaf.maximum.is_none_or(|maximum| value <= maximum);
-            return within.then_some(());
+            let value = self.text.get(start..end)?.parse::<i64>().ok()?;
+            return integer_fits(node, i128::from(value)).then_some(());
         }
-        // A float (or an integer the scan does not read as one) is accepted only where any
-        // number is: an integer written `1.0` is for the slow path, whose jsonschema reads it
-        // as an integer.
-        let leaf = node.leaf(NUMBER)?;
-        (leaf.kinds & NUMBER != 0 && leaf.strings.is_none()).then_some(())
+        // A float, or an integer the scan does not read as one.
+        float_fits(node).then_some(())
     }
 
     fn digits(&mut self) {
