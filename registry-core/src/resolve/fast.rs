@@ -667,6 +667,11 @@ mod tests {
             (&strings, r#"{"x": "a \" \\ \/ \b \f \n \r \t"}"#),
             (&strings, r#"{"x": "\u00e9 \ud83d\ude00 é 😀"}"#),
             (&strings, r#"{"x": ""}"#),
+            // Hostile characters, escaped or not, pass as serde_json passes them.
+            (
+                &strings,
+                "{\"x\": \"\\u0000 \\n \u{202e}\u{2066}\u{200b}\"}",
+            ),
         ] {
             assert!(accepts(shape, text), "{text}");
         }
@@ -683,6 +688,8 @@ mod tests {
             (&floats, r#"{"x": .5}"#),
             (&floats, r#"{"x": -}"#),
             (&strings, "{\"x\": \"a\tb\"}"),
+            (&strings, "{\"x\": \"a\u{0}b\"}"),
+            (&strings, "{\"x\": \"a\nb\"}"),
             (&strings, r#"{"x": "\x"}"#),
             (&strings, r#"{"x": "\u00e"}"#),
             (&strings, r#"{"x": "\ud83d"}"#),
