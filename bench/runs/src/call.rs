@@ -42,6 +42,8 @@ use rmcp::{ServerHandler, schemars, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::goals::Goal;
+
 /// Add two numbers.
 #[tool(public, read_only)]
 fn add(a: i64, b: i64) -> i64 {
@@ -94,7 +96,7 @@ impl ServerHandler for Bare {
 const TEXT: &str = r#"{"a": 40, "b": 2}"#;
 const ITERATIONS: u32 = 200_000;
 
-pub fn call() {
+pub fn call() -> Vec<Goal> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -298,6 +300,39 @@ pub fn call() {
     }
     let against_rmcp = text.as_secs_f64() / rmcp_text.as_secs_f64().max(f64::MIN_POSITIVE);
     println!("call: text path / rmcp from the text: {against_rmcp:.2}x");
+    let goal = |what, time, at_most, beside| Goal {
+        what,
+        ratio: ratio(time),
+        at_most,
+        against: "direct",
+        beside,
+    };
+    vec![
+        goal("text → observation, default gate", text, 2.5, None),
+        Goal {
+            what: "the same, against rmcp's `ToolRouter::call` from the text",
+            ratio: against_rmcp,
+            at_most: 1.0,
+            against: "rmcp",
+            beside: None,
+        },
+        goal("parsed `Value` → observation", value, 2.0, None),
+        goal(
+            "async `Run::call`, the tool `non_blocking`",
+            non_blocking,
+            3.5,
+            Some(format!("{:.2}x on the pool", ratio(in_async))),
+        ),
+        goal(
+            "with a call policy and a rate limit",
+            gated_text,
+            3.5,
+            Some(format!(
+                "{:.2}x with the policy reading one argument",
+                ratio(gated_one_text)
+            )),
+        ),
+    ]
 }
 
 /// `bench-runs call-loop PATH`: only the path `text`, `value`, `gated` or `gated-one`, for a
@@ -313,8 +348,8 @@ pub fn call_loop(path: &str) {
             .expect("the benchmark registry builds"),
     };
     let run = registry.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
-    if path == "async" {
-        return async_loop(&run);
+    if path == "async" || path == "async-pool" {
+        return async_loop(&run, if path == "async" { "add_here" } else { "add" });
     }
     let arguments: Value = serde_json::from_str(TEXT).expect("valid");
     let started = Instant::now();
@@ -333,13 +368,17 @@ pub fn call_loop(path: &str) {
 }
 
 /// `call-loop async`: `add_here` (`non_blocking`) through `Run::call` on a current-thread
-/// runtime, for `perf record`; prints the size of the call's future first.
-fn async_loop(run: &registry_core::Run) {
+/// runtime, for `perf record`; prints the size of the call's future first. `call-loop
+/// async-pool`: the same with `add`, which runs on the registry's pool of threads.
+fn async_loop(run: &registry_core::Run, tool: &str) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a current-thread runtime");
-    let call = || run.call(ToolCall::from_json_text("call_1", "add_here", black_box(TEXT)));
-    println!("call-loop async: Run::call's future is {} bytes", size_of_val(&call()));
+    let call = || run.call(ToolCall::from_json_text("call_1", tool, black_box(TEXT)));
+    println!(
+        "call-loop async: Run::call's future is {} bytes",
+        size_of_val(&call())
+    );
     let started = Instant::now();
     let mut calls = 0u64;
     while started.elapsed() < Duration::from_secs(5) {

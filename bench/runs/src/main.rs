@@ -10,7 +10,9 @@
 //!   rendered as each profile's result message, against base64-encoding the same bytes once:
 //!   what the content path costs beyond the one encoding that the wire needs.
 //!
-//! Each figure is the median of 31 batches; a batch times many iterations and divides.
+//! Each figure is the median of 31 batches; a batch times many iterations and divides. After
+//! `project` and `call`, issue 22's table of goals (`goals.rs`): each goal of what ran, with
+//! its ratio from this run.
 //! Run: `cargo run --release --manifest-path bench/runs/Cargo.toml` (add `call`, `project` or
 //! `content` to run one part).
 
@@ -21,6 +23,7 @@ use registry_core::{DynamicTool, Registry, Subject, ToolCall};
 use serde_json::json;
 
 mod call;
+mod goals;
 mod projection;
 
 fn main() {
@@ -31,11 +34,15 @@ fn main() {
     // `bench-runs call` (or `project`, `content`) runs only that part, e.g. under a profiler.
     let only = std::env::args().nth(1);
     let wanted = |name: &str| only.as_deref().is_none_or(|only| only == name);
+    let mut goals = Vec::new();
     if wanted("project") {
-        projection::project();
+        goals.extend(projection::project());
     }
     if wanted("call") {
-        call::call();
+        goals.extend(call::call());
+    }
+    if !goals.is_empty() {
+        goals::print(&goals);
     }
     if only.as_deref() == Some("project-loop") {
         projection::project_loop(std::env::args().nth(2).as_deref() == Some("new"));
