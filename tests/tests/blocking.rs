@@ -398,3 +398,53 @@ fn non_blocking_tools_run_on_the_callers_task_and_a_late_return_is_timed_out() {
     let late = run.call_blocking(call("c4", "late"));
     assert_eq!(late.error_kind(), Some(ErrorKind::TimedOut), "{late:?}");
 }
+
+#[test]
+fn a_quick_pooled_tool_called_back_to_back_that_turns_slow_is_still_answered_at_its_deadline() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A caller whose tool answered within microseconds last time waits for its answer a
+    // moment without yielding (the hop to the pool and back without the kernel's wake-ups):
+    // that wait must never carry a call past its deadline, nor mix up answers.
+    let slow = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let (flag, count) = (slow.clone(), calls.clone());
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("flip", "Answer at once, or late once told to.")
+                .scopes(["ops:run"])
+                .timeout(Duration::from_millis(50))
+                .handler(move |_, _| {
+                    let n = count.fetch_add(1, Ordering::SeqCst);
+                    if flag.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(400));
+                    }
+                    Ok::<_, String>(json!(n))
+                }),
+        )
+        .blocking_threads(2)
+        .build()
+        .unwrap();
+    let run = registry.open_run("run", &subject());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for n in 0..300 {
+            let answer = run.call(call(&format!("c{n}"), "flip")).await;
+            assert_eq!(answer.json(), &json!(n), "{answer:?}");
+        }
+        slow.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        let late = run.call(call("late", "flip")).await;
+        let took = started.elapsed();
+        assert_eq!(late.error_kind(), Some(ErrorKind::TimedOut), "{late:?}");
+        assert!(
+            took < Duration::from_millis(300),
+            "answered after {took:?}, past the 50 ms deadline"
+        );
+    });
+    assert_eq!(calls.load(Ordering::SeqCst), 301);
+}

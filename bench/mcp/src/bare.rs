@@ -38,6 +38,13 @@ impl Bare {
     fn add(&self, Parameters(AddRequest { a, b }): Parameters<AddRequest>) -> String {
         (a + b).to_string()
     }
+
+    /// The same, under the name the registry's pool variant has (`--tool add_on_pool`):
+    /// rmcp runs both on the connection's task.
+    #[tool(description = "Add two numbers.", annotations(read_only_hint = true))]
+    fn add_on_pool(&self, Parameters(AddRequest { a, b }): Parameters<AddRequest>) -> String {
+        (a + b).to_string()
+    }
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -40,7 +40,9 @@
 //! `--clients N` (16), `--seconds N` per round (3), `--warmup N` seconds per round (1),
 //! `--rounds N` (7), `--calls N` sequential (5000), `--sessions N` (10000, 0 to skip),
 //! `--client raw|rmcp|both` (both), `--auth static,jwt,jwt-step-up` (all three), `--only-compare` (skip
-//! the in-process and sequential rows).
+//! the in-process and sequential rows), `--tool add|add_on_pool` (`add`, declared
+//! `non_blocking`; `add_on_pool` is the same function without it, run on the registry's
+//! pool of threads).
 
 mod bare;
 
@@ -69,6 +71,22 @@ use tokio::io::AsyncBufReadExt;
 #[tool(public, read_only, non_blocking)]
 fn add(a: i64, b: i64) -> i64 {
     a + b
+}
+
+/// Add two numbers (on the registry's pool of threads).
+// A synchronous tool as most are written, without `non_blocking`: each call hops to a thread
+// of the registry's pool and back. `--tool add_on_pool` has the clients call it.
+#[tool(public, read_only)]
+fn add_on_pool(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// The tool the clients call on the registry's server (`--tool`; `add` unless given). The
+/// bare server's `add` answers whatever the name.
+static TOOL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+fn tool_name() -> &'static str {
+    TOOL.get().map_or("add", String::as_str)
 }
 
 /// How the registry server authenticates its clients. Everything that depends on the mode
@@ -363,6 +381,13 @@ impl Options {
                     }
                 }
                 "--auth" => options.modes = value.split(',').map(AuthMode::parse).collect(),
+                "--tool" => {
+                    assert!(
+                        ["add", "add_on_pool"].contains(&value.as_str()),
+                        "--tool add|add_on_pool, not {value}"
+                    );
+                    let _ = TOOL.set(value.clone());
+                }
                 other => panic!("unknown option {other}"),
             }
         }
@@ -839,7 +864,7 @@ async fn connect_stateless(url: &str, bearer: Option<String>) -> Client {
 async fn call(client: &Client) {
     let arguments = json!({"a": 1, "b": 2}).as_object().unwrap().clone();
     let result = client
-        .call_tool(CallToolRequestParams::new("add").with_arguments(arguments))
+        .call_tool(CallToolRequestParams::new(tool_name()).with_arguments(arguments))
         .await
         .unwrap();
     assert_eq!(result.is_error, Some(false));
@@ -1092,7 +1117,7 @@ impl Raw {
     /// The text of the answer to `tools/call` of `add(1, 2)`.
     async fn call_text(&self, id: u64) -> String {
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-            "params": {"name": "add", "arguments": {"a": 1, "b": 2}}});
+            "params": {"name": tool_name(), "arguments": {"a": 1, "b": 2}}});
         Raw::post(
             &self.http,
             &self.url,

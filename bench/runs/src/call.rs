@@ -392,6 +392,43 @@ fn async_loop(run: &registry_core::Run, tool: &str) {
     println!("call-loop async: {calls} calls in {:?}", started.elapsed());
 }
 
+/// `bench-runs spaced`: async calls one at a time, 1 ms apart (a model's calls come far
+/// apart, and a pool thread looking for work without sleeping finds none): the process's
+/// CPU time per call of `add` on the registry's pool and of `add_here` (`non_blocking`) on
+/// the caller's task, the loop's own sleep and wake-up in both; their difference is what the
+/// hop to the pool and back costs such calls. Three rounds, the two in turn.
+pub fn spaced() {
+    let registry = Registry::builder()
+        .declared_in(["bench_runs"])
+        .build()
+        .expect("the benchmark registry builds");
+    let run = registry.open_run("run", &Subject::new("tenant-a"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime");
+    const CALLS: u32 = 2_000;
+    let per_call = |tool: &str| {
+        let call = || ToolCall::from_json_text("call_1", tool, black_box(TEXT));
+        let answer = runtime.block_on(run.call(call()));
+        assert_eq!(answer.json(), &json!(42));
+        let before = cpu_time();
+        for _ in 0..CALLS {
+            std::thread::sleep(Duration::from_millis(1));
+            let _ = black_box(runtime.block_on(run.call(call())));
+        }
+        (cpu_time() - before) / CALLS
+    };
+    for round in 1..=3 {
+        let pool = per_call("add");
+        let here = per_call("add_here");
+        println!(
+            "spaced, round {round}: {CALLS} calls 1 ms apart, CPU a call: on the pool {pool:.1?}, on the caller's task {here:.1?}; the hop {:.1?}",
+            pool.saturating_sub(here)
+        );
+    }
+}
+
 /// The benchmark's registry with the gate configured: a call policy that reads the argument
 /// `a` (with `CallRequest::argument` when `one`, else from the whole `arguments()` value) and
 /// a rate limit counted per subject and tool, generous enough to admit every call.

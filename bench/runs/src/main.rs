@@ -14,7 +14,8 @@
 //! `project` and `call`, issue 22's table of goals (`goals.rs`): each goal of what ran, with
 //! its ratio from this run.
 //! Run: `cargo run --release --manifest-path bench/runs/Cargo.toml` (add `call`, `project` or
-//! `content` to run one part).
+//! `content` to run one part). `spaced`: async calls 1 ms apart, the CPU of the hop to the
+//! pool when calls come far apart (`call::spaced`).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -43,6 +44,9 @@ fn main() {
     }
     if !goals.is_empty() {
         goals::print(&goals);
+    }
+    if only.as_deref() == Some("spaced") {
+        call::spaced();
     }
     if only.as_deref() == Some("project-loop") {
         projection::project_loop(std::env::args().nth(2).as_deref() == Some("new"));

@@ -14,7 +14,7 @@ use crate::execute::cancel::{Cancellation, Cancelled};
 use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
 use crate::execute::observation::ErrorKind;
-use crate::execute::pool::{BlockingPool, Refusal};
+use crate::execute::pool::{self, BlockingPool, Refusal};
 use crate::register::tool::{Invocation, Tool};
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::tool_error::ToolError;
@@ -95,6 +95,14 @@ pub(crate) fn execute_blocking(
     pollster::block_on(execute(tool, ctx, arguments, timeout, pool))
 }
 
+/// A tool whose last run on the pool took at most this long is waited for without yielding
+/// (twice that and [`HAND_OVER`], at most [`pool::CALLER_SPIN`]) before its caller's task
+/// sleeps.
+const QUICK: Duration = Duration::from_micros(20);
+
+/// What handing a job to an awake thread and its answer back takes, about.
+const HAND_OVER: Duration = Duration::from_micros(5);
+
 /// Runs a synchronous tool on a thread of `pool`, under `timeout` (time spent waiting for a
 /// thread included). The job carries the caller's `tracing` dispatcher and span.
 async fn on_pool(
@@ -105,22 +113,48 @@ async fn on_pool(
     pool: &BlockingPool,
     cancellation: &Cancellation,
 ) -> Result<Payload, Failure> {
-    let (sender, receiver) = futures_channel::oneshot::channel();
+    let (sender, mut receiver) = futures_channel::oneshot::channel();
+    let recent = tool.recent_run();
+    let quick = recent.is_some_and(|took| took <= QUICK);
     let tool = tool.clone();
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
     let span = tracing::Span::current();
-    let job = move || {
-        tracing::dispatcher::with_default(&dispatch, || {
+    // The result is handed over once the thread is idle again (the pool's delivery), so
+    // that a caller answered at once and calling again finds the thread waiting.
+    let job = move || -> pool::Delivery {
+        let result = tracing::dispatcher::with_default(&dispatch, || {
             let _entered = span.enter();
-            let _ = sender.send(run_sync(&tool, ctx, arguments));
+            let started = std::time::Instant::now();
+            let result = run_sync(&tool, ctx, arguments);
+            tool.note_run(started.elapsed());
+            result
         });
+        Box::new(move || {
+            let _ = sender.send(result);
+        })
     };
-    let waited = match until(Box::pin(pool.spawn(job, timeout)), None, cancellation).await {
-        Ending::Done(Ok(waited)) => waited,
+    let started = match until(Box::pin(pool.spawn(job, timeout)), None, cancellation).await {
+        Ending::Done(Ok(started)) => started,
         Ending::Done(Err(refusal)) => return Err(busy(&refusal)),
         Ending::Cancelled | Ending::TimedOut => return Err(cancelled()),
     };
-    let remaining = timeout.map(|limit| limit.saturating_sub(waited));
+    let remaining = timeout.map(|limit| limit.saturating_sub(started.waited));
+    // A tool whose last run took microseconds, handed to a thread that was awake, is waited
+    // for a moment without yielding: its answer usually comes before this thread could have
+    // slept and been woken. Not when its deadline is that near, which the wait below
+    // enforces.
+    if quick && started.awake && remaining.is_none_or(|remaining| remaining > pool::CALLER_SPIN) {
+        // Twice the last run, and the hand-over, at most `CALLER_SPIN`.
+        let most = (recent.unwrap_or_default() * 2 + HAND_OVER).min(pool::CALLER_SPIN);
+        let answer = pool::spin_up_to(most, || receiver.try_recv().ok().flatten());
+        if let Some(result) = answer {
+            return if cancellation.is_cancelled() {
+                Err(cancelled())
+            } else {
+                result
+            };
+        }
+    }
     match until(receiver, remaining, cancellation).await {
         Ending::Done(Ok(result)) => result,
         Ending::Done(Err(_)) => Err(panicked("the tool's thread ended without a result".into())),

@@ -2,7 +2,9 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -54,6 +56,9 @@ struct ToolInner {
     /// Whether the tool reads the context of a call (a `#[tool]` function without a
     /// `&ToolContext` parameter does not).
     context: bool,
+    /// How long its last run on the pool took, in nanoseconds (saturating; 0: none yet): a
+    /// caller of a tool that returns within microseconds waits for it without sleeping.
+    recent: AtomicU32,
     handler: Handler,
 }
 
@@ -133,6 +138,7 @@ impl Tool {
             optional: OnceLock::new(),
             shape: OnceLock::new(),
             context: declaration.context,
+            recent: AtomicU32::new(0),
             handler: Handler::Declared(declaration.execute),
         }))
     }
@@ -157,6 +163,7 @@ impl Tool {
             optional: OnceLock::new(),
             shape: OnceLock::new(),
             context: true,
+            recent: AtomicU32::new(0),
             handler: parts.handler,
         }))
     }
@@ -368,6 +375,20 @@ impl Tool {
     /// Whether the tool reads the context of its calls (its id, host, cancellation).
     pub(crate) fn uses_context(&self) -> bool {
         self.0.context
+    }
+
+    /// How long the tool's last run on the registry's pool took, if it has run there.
+    pub(crate) fn recent_run(&self) -> Option<Duration> {
+        match self.0.recent.load(Ordering::Relaxed) {
+            0 => None,
+            nanos => Some(Duration::from_nanos(u64::from(nanos))),
+        }
+    }
+
+    /// Notes how long a run on the pool took (at least a nanosecond, at most about 4 s).
+    pub(crate) fn note_run(&self, took: Duration) {
+        let nanos = u32::try_from(took.as_nanos()).unwrap_or(u32::MAX).max(1);
+        self.0.recent.store(nanos, Ordering::Relaxed);
     }
 
     /// The typed fast path's reading of the arguments schema, for a `#[tool]` function whose
