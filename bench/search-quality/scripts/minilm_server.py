@@ -151,12 +151,18 @@ def main(embed_one=embed_one):
     loopback port `argv[2]`."""
     folder, port = sys.argv[1], int(sys.argv[2])
     weights, vocab = load(folder)
+    serve(port, lambda texts: embed(texts, weights, vocab, embed_one))
+
+
+def serve(port, vectors_of):
+    """Answers OpenAI's `POST /v1/embeddings` on the loopback port `port` with
+    `vectors_of(texts)`, one vector a text, in order."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            vectors = embed(texts, weights, vocab, embed_one)
+            vectors = vectors_of(texts)
             answer = json.dumps({"object": "list", "model": body.get("model"),
                                  "data": [{"object": "embedding", "index": i, "embedding": v}
                                           for i, v in enumerate(vectors)]}).encode()

@@ -12,7 +12,9 @@
 //! OpenAI-compatible embeddings endpoint: `scripts/minilm_server.py` serves all-MiniLM-L6-v2
 //! offline, `scripts/mpnet_server.py` all-mpnet-base-v2), `--embedder-weight W` (how much
 //! the embedder's ranking counts in the fusion, `OpenAiEmbedder::with_weight`; 1 unless
-//! given), `--catalog PATH`, `--queries PATH`.
+//! given), `--parts P,...` (evaluate only these parts, e.g. `tuning` while choosing
+//! something, so that the held-out figures are not seen until the choice is made; all three
+//! unless given), `--catalog PATH`, `--queries PATH`.
 //!
 //! Metrics (k = 5 by default; see README.md):
 //! - recall@k: fraction of queries with at least one relevant tool in the top k;
@@ -40,6 +42,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let (mut k, mut failures, mut strict) = (5usize, None::<String>, false);
     let (mut embedder, mut weight) = (None::<String>, 1.0);
+    let mut only = None::<Vec<String>>;
     let (mut catalog_path, mut queries_path) = (here("catalog.json"), here("queries.json"));
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -52,6 +55,17 @@ fn main() {
                     .next()
                     .and_then(|v| v.parse().ok())
                     .expect("--embedder-weight W")
+            }
+            "--parts" => {
+                let list = args.next().expect("--parts tuning,held-out,all");
+                let list: Vec<String> = list.split(',').map(str::to_owned).collect();
+                for part in &list {
+                    assert!(
+                        ["tuning", "held-out", "all"].contains(&part.as_str()),
+                        "--parts: unknown part {part:?}; the parts are tuning, held-out and all"
+                    );
+                }
+                only = Some(list);
             }
             "--catalog" => catalog_path = PathBuf::from(args.next().expect("--catalog PATH")),
             "--queries" => queries_path = PathBuf::from(args.next().expect("--queries PATH")),
@@ -96,7 +110,11 @@ fn main() {
         "| part | tools | queries | recall@1 | recall@{k} | MRR@{k} | low overlap: queries | recall@1 | recall@{k} | MRR@{k} | µs/search |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    for part in &parts {
+    let wanted = |part: &Part<'_>| {
+        only.as_ref()
+            .is_none_or(|only| only.iter().any(|p| p == part.name))
+    };
+    for part in parts.iter().filter(|part| wanted(part)) {
         evaluate(
             part,
             k,
