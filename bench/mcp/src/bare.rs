@@ -28,7 +28,7 @@ struct AddRequest {
 
 /// The server of one session: a handle on the tool router built once.
 #[derive(Clone)]
-struct Bare {
+pub(crate) struct Bare {
     tool_router: Arc<ToolRouter<Bare>>,
 }
 

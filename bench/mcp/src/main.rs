@@ -453,6 +453,40 @@ fn serve(mode: AuthMode, args: &[String]) {
     });
 }
 
+/// The sizes of the futures of a `tools/call` in the two servers: the handler's `call_tool`,
+/// and rmcp's `handle_request` around it, which rmcp's service spawns as a task per request
+/// (moved into the task, so its size is copied on every call).
+fn future_sizes() -> String {
+    use rmcp::model::ClientRequest;
+    use rmcp::service::{RequestContext, RoleServer};
+    use rmcp::{ServerHandler, Service};
+
+    fn size<S: 'static, A, B, F, Fut>(_make: &F) -> usize
+    where
+        F: Fn(&'static S, A, B) -> Fut,
+    {
+        std::mem::size_of::<Fut>()
+    }
+    type Context = RequestContext<RoleServer>;
+    let registry_call = |s: &'static registry_mcp::RegistryServer,
+                         r: CallToolRequestParams,
+                         c: Context| s.call_tool(r, c);
+    let registry_request = |s: &'static registry_mcp::RegistryServer,
+                            r: ClientRequest,
+                            c: Context| s.handle_request(r, c);
+    let bare_call =
+        |s: &'static bare::Bare, r: CallToolRequestParams, c: Context| s.call_tool(r, c);
+    let bare_request =
+        |s: &'static bare::Bare, r: ClientRequest, c: Context| s.handle_request(r, c);
+    format!(
+        "futures of a tools/call: registry call_tool {} bytes, handle_request {} bytes; bare rmcp call_tool {} bytes, handle_request {} bytes",
+        size(&registry_call),
+        size(&registry_request),
+        size(&bare_call),
+        size(&bare_request),
+    )
+}
+
 async fn bench(options: Options) {
     println!(
         "machine: {} cores; {} clients; {} rounds of {} s warm-up + {} s; {} sessions",
@@ -463,6 +497,7 @@ async fn bench(options: Options) {
         options.seconds,
         options.sessions,
     );
+    println!("{}", future_sizes());
     let mut targets: Vec<Target> = options.modes.iter().map(|&m| Target::Registry(m)).collect();
     targets.push(Target::Bare);
 
