@@ -159,6 +159,47 @@ fn pairs() -> Vec<Subject> {
 }
 
 /// The benchmark's registry: 10,000 tools over 10 scopes, every 7th restricted to a tenant.
+/// `bench-runs large-call`: `call_blocking` of the tools of a run that may call 858 of
+/// 10,000, each in turn (a name the lookup has not just seen), against the same calls in a
+/// run of a registry of those 858 tools alone: what resolving a name costs in a large set.
+pub(crate) fn large_call() {
+    let registry = registry();
+    let run = registry.open_run("run", &Subject::new("tenant-a").with_scopes(["area3:read"]));
+    let names: Vec<String> = run.allowed().names().map(str::to_owned).collect();
+    let mut alone = Registry::builder();
+    for name in &names {
+        alone = alone.tool(
+            DynamicTool::new(name.clone(), "A tool of the benchmark.")
+                .parameters(json!({
+                    "type": "object",
+                    "properties": {"project": {"type": "string"}, "limit": {"type": "integer"}},
+                    "required": ["project"],
+                    "additionalProperties": false
+                }))
+                .public()
+                .handler(|_, _| Ok::<_, String>(Value::Null)),
+        );
+    }
+    let alone = alone.build().expect("builds");
+    let alone_run = alone.open_run("run", &Subject::new("tenant-a"));
+    for (label, run) in [("858 of 10,000", &run), ("858 alone", &alone_run)] {
+        let mut turn = 0;
+        let per_call = median_per_iteration(200_000, || {
+            turn = (turn + 1) % names.len();
+            let call = registry_core::ToolCall::from_json_text(
+                "call_1",
+                names[turn].as_str(),
+                r#"{"project": "web"}"#,
+            );
+            let _ = black_box(run.call_blocking(call));
+        });
+        println!(
+            "large-call: a run of {label}, each tool in turn: {}",
+            show(per_call)
+        );
+    }
+}
+
 fn registry() -> Registry {
     registry_with(Registry::builder())
 }
