@@ -168,17 +168,7 @@ pub(crate) fn large_call() {
     let names: Vec<String> = run.allowed().names().map(str::to_owned).collect();
     let mut alone = Registry::builder();
     for name in &names {
-        alone = alone.tool(
-            DynamicTool::new(name.clone(), "A tool of the benchmark.")
-                .parameters(json!({
-                    "type": "object",
-                    "properties": {"project": {"type": "string"}, "limit": {"type": "integer"}},
-                    "required": ["project"],
-                    "additionalProperties": false
-                }))
-                .public()
-                .handler(|_, _| Ok::<_, String>(Value::Null)),
-        );
+        alone = alone.tool(bench_tool(name.clone()).public());
     }
     let alone = alone.build().expect("builds");
     let alone_run = alone.open_run("run", &Subject::new("tenant-a"));
@@ -205,17 +195,23 @@ fn registry() -> Registry {
 }
 
 /// The benchmark's tools in `builder`.
+/// One tool of the benchmark, named `name`: two parameters, a handler that does nothing; who
+/// may use it is the caller's to say.
+fn bench_tool(name: String) -> DynamicTool {
+    DynamicTool::new(name, "A tool of the benchmark.")
+        .parameters(json!({
+            "type": "object",
+            "properties": {"project": {"type": "string"}, "limit": {"type": "integer"}},
+            "required": ["project"],
+            "additionalProperties": false
+        }))
+        .handler(|_, _| Ok::<_, String>(Value::Null))
+}
+
 fn registry_with(mut builder: registry_core::RegistryBuilder) -> Registry {
     for index in 0..TOOLS {
-        let mut tool = DynamicTool::new(format!("tool_{index:05}"), "A tool of the benchmark.")
-            .parameters(json!({
-                "type": "object",
-                "properties": {"project": {"type": "string"}, "limit": {"type": "integer"}},
-                "required": ["project"],
-                "additionalProperties": false
-            }))
-            .scopes([format!("area{}:read", index % SCOPES)])
-            .handler(|_, _| Ok::<_, String>(Value::Null));
+        let mut tool =
+            bench_tool(format!("tool_{index:05}")).scopes([format!("area{}:read", index % SCOPES)]);
         if index % RESTRICTED == 0 {
             tool = tool.tenants(["tenant-b"]);
         }
