@@ -12,5 +12,6 @@ pub(crate) mod fast;
 pub(crate) mod guard;
 pub(crate) mod json_text;
 pub(crate) mod shape;
+pub(crate) mod slice;
 pub(crate) mod tool_error;
 pub(crate) mod validate;

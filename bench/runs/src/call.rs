@@ -335,10 +335,11 @@ pub fn call() -> Vec<Goal> {
     ]
 }
 
-/// `bench-runs call-loop PATH`: only the path `text`, `value`, `gated` or `gated-one`, for a
-/// few seconds,
-/// for a profiler (`perf record`).
+/// `bench-runs call-loop PATH [CALLS]`: only the path `direct`, `text`, `value`, `gated` or
+/// `gated-one` (or `async`, `async-pool`), for a few seconds, for a profiler (`perf record`);
+/// with `CALLS`, exactly that many calls, for counting instructions (`instructions.py`).
 pub fn call_loop(path: &str) {
+    let calls: Option<u64> = std::env::args().nth(3).and_then(|calls| calls.parse().ok());
     let registry = match path {
         "gated" => gated_registry(false),
         "gated-one" => gated_registry(true),
@@ -349,28 +350,34 @@ pub fn call_loop(path: &str) {
     };
     let run = registry.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
     if path == "async" || path == "async-pool" {
-        return async_loop(&run, if path == "async" { "add_here" } else { "add" });
+        return async_loop(&run, if path == "async" { "add_here" } else { "add" }, calls);
     }
     let arguments: Value = serde_json::from_str(TEXT).expect("valid");
     let started = Instant::now();
-    let mut calls = 0u64;
-    while started.elapsed() < Duration::from_secs(5) {
-        for _ in 0..10_000 {
+    let mut done = 0u64;
+    let batch = calls.unwrap_or(10_000);
+    while calls.map_or(started.elapsed() < Duration::from_secs(5), |calls| done < calls) {
+        for _ in 0..batch {
+            if path == "direct" {
+                let parsed: AddArgs = serde_json::from_str(black_box(TEXT)).expect("valid");
+                black_box(serde_json::to_value(add(parsed.a, parsed.b)).expect("json"));
+                continue;
+            }
             let call = match path {
                 "value" => ToolCall::new("call_1", "add", arguments.clone()),
                 _ => ToolCall::from_json_text("call_1", "add", black_box(TEXT)),
             };
             let _ = black_box(run.call_blocking(call));
         }
-        calls += 10_000;
+        done += batch;
     }
-    println!("call-loop {path}: {calls} calls in {:?}", started.elapsed());
+    println!("call-loop {path}: {done} calls in {:?}", started.elapsed());
 }
 
 /// `call-loop async`: `add_here` (`non_blocking`) through `Run::call` on a current-thread
 /// runtime, for `perf record`; prints the size of the call's future first. `call-loop
 /// async-pool`: the same with `add`, which runs on the registry's pool of threads.
-fn async_loop(run: &registry_core::Run, tool: &str) {
+fn async_loop(run: &registry_core::Run, tool: &str, calls: Option<u64>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a current-thread runtime");
@@ -380,16 +387,17 @@ fn async_loop(run: &registry_core::Run, tool: &str) {
         size_of_val(&call())
     );
     let started = Instant::now();
-    let mut calls = 0u64;
-    while started.elapsed() < Duration::from_secs(5) {
+    let mut done = 0u64;
+    let batch = calls.unwrap_or(10_000);
+    while calls.map_or(started.elapsed() < Duration::from_secs(5), |calls| done < calls) {
         runtime.block_on(async {
-            for _ in 0..10_000 {
+            for _ in 0..batch {
                 let _ = black_box(call().await);
             }
         });
-        calls += 10_000;
+        done += batch;
     }
-    println!("call-loop async: {calls} calls in {:?}", started.elapsed());
+    println!("call-loop async: {done} calls in {:?}", started.elapsed());
 }
 
 /// `bench-runs spaced`: async calls one at a time, 1 ms apart (a model's calls come far

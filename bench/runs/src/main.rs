@@ -14,7 +14,9 @@
 //! `project` and `call`, issue 22's table of goals (`goals.rs`): each goal of what ran, with
 //! its ratio from this run.
 //! Run: `cargo run --release --manifest-path bench/runs/Cargo.toml` (add `call`, `project` or
-//! `content` to run one part). `spaced`: async calls 1 ms apart, the CPU of the hop to the
+//! `content` to run one part; `call-loop PATH [CALLS]` loops one path of `call`, for a
+//! profiler or, with `CALLS`, for `instructions.py`, which counts each path's instructions per
+//! call under callgrind). `spaced`: async calls 1 ms apart, the CPU of the hop to the
 //! pool when calls come far apart (`call::spaced`). `large-call`: calls in a run of 858 of
 //! 10,000 tools, each in turn (`projection::large_call`).
 

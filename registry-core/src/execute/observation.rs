@@ -126,7 +126,9 @@ pub struct Observation {
     pub(crate) blocks: Vec<Content>,
     /// Whether `content` is the tool's value, rather than a view of its blocks.
     pub(crate) has_value: bool,
-    pub(crate) error: Option<ErrorDetail>,
+    /// Boxed: an error is the rarer answer, and a smaller observation is moved without a
+    /// call of `memcpy` (120 bytes, against 168 with the error inline: issue 22's profile).
+    pub(crate) error: Option<Box<ErrorDetail>>,
     pub(crate) generated_id: bool,
     pub(crate) structured: bool,
 }
@@ -163,12 +165,12 @@ impl Observation {
             content: Value::String(text),
             blocks: Vec::new(),
             has_value: false,
-            error: Some(ErrorDetail {
+            error: Some(Box::new(ErrorDetail {
                 kind,
                 problems: Vec::new(),
                 approval: None,
                 retry_after: None,
-            }),
+            })),
             generated_id: false,
             structured: false,
         }
@@ -355,5 +357,23 @@ impl Serialize for Observation {
         }
         state.serialize_field("content", &self.content)?;
         state.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Observation;
+
+    /// An observation is returned by value through a call's steps: at 120 bytes it is moved
+    /// without a call of `memcpy` (at 168, with its error inline, that was two calls of
+    /// `memcpy` a call more: issue 22's profile, under callgrind). Its error is boxed; what
+    /// grows it should be too.
+    #[test]
+    fn an_observation_stays_small_enough_to_move_inline() {
+        assert!(
+            size_of::<Observation>() <= 120,
+            "Observation is {} bytes",
+            size_of::<Observation>()
+        );
     }
 }

@@ -4,6 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::resolve::fast::FastArguments;
+use crate::resolve::slice::Slice;
 use crate::resolve::tool_error::{ArgumentProblem, ToolError};
 
 /// The arguments object of one call, consumed parameter by parameter by generated code.
@@ -77,6 +78,13 @@ impl Arguments {
 
     /// Fails when the call gave properties that no parameter took.
     pub fn finish(self) -> Result<(), ToolError> {
+        let none_left = match &self.0 {
+            Taken::Values(values) => values.is_empty(),
+            Taken::Text(fast) => fast.values.as_slice().iter().all(Option::is_none),
+        };
+        if none_left {
+            return Ok(());
+        }
         let mut left: Vec<&str> = match &self.0 {
             Taken::Values(values) => values.iter().map(|(key, _)| key.as_str()).collect(),
             Taken::Text(fast) => (fast.values.as_slice().iter().zip(&fast.shape.root.names))
@@ -84,9 +92,6 @@ impl Arguments {
                 .map(|(_, name)| &**name)
                 .collect(),
         };
-        if left.is_empty() {
-            return Ok(());
-        }
         left.sort_unstable();
         Err(ToolError::InvalidArguments(
             left.iter()
@@ -96,13 +101,14 @@ impl Arguments {
     }
 }
 
-/// The parameter `name` from what the call gave: from its text, straight into `T`; what
+/// The parameter `name` from what the call gave: from its text, straight into `T` (its plain
+/// values without `serde_json`'s parser: [`Slice`]); what
 /// fails there is decoded again from its value, which is what the slow path does, so that
 /// the error (its JSON pointer and message) is the slow path's to the letter.
 fn decode<T: DeserializeOwned>(name: &str, found: Found<'_>) -> Result<T, ToolError> {
     match found {
         Found::Value(value) => decode_value(name, value),
-        Found::Text(text) => serde_json::from_str(text).or_else(|_| {
+        Found::Text(text) => T::deserialize(Slice(text)).or_else(|_| {
             let value = serde_json::from_str(text).map_err(|error| {
                 ToolError::argument(
                     format!("/{}", crate::pointer::escape(name)),

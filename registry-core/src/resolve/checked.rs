@@ -5,10 +5,12 @@
 use std::ops::Range;
 use std::sync::OnceLock;
 
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::resolve::fast::FastArguments;
+use crate::resolve::slice::Slice;
 
 /// The checked arguments of a call.
 #[derive(Debug)]
@@ -73,9 +75,10 @@ impl CheckedArguments {
             }
             _ => return argument_of(self.value(), name),
         };
-        // Straight from the text; what fails there is decoded again from the value, so that
-        // the error is the value's to the letter.
-        match serde_json::from_str(text) {
+        // Straight from the text (its plain values without `serde_json`'s parser: `Slice`);
+        // what fails there is decoded again from the value, so that the error is the
+        // value's to the letter.
+        match T::deserialize(Slice(text)) {
             Ok(decoded) => Ok(Some(decoded)),
             Err(_) => argument_of(self.value(), name),
         }
@@ -106,7 +109,7 @@ fn to_value(fast: &FastArguments) -> Value {
     let mut object = Map::new();
     for (range, name) in given {
         // The fast check parsed each of them already: they are JSON.
-        let value = serde_json::from_str(fast.slice(range)).unwrap_or(Value::Null);
+        let value = Value::deserialize(Slice(fast.slice(range))).unwrap_or(Value::Null);
         object.insert(name.to_owned(), value);
     }
     Value::Object(object)

@@ -389,9 +389,19 @@ impl Scan<'_> {
         let start = self.at;
         let negative = self.eat(b'-').is_some();
         let digits = self.at;
+        // The integer's value, read as its digits are (past 18 digits it wraps, and is not
+        // used: such an integer is for the slow path).
+        let mut magnitude = 0u64;
         match self.peek()? {
             b'0' => self.at += 1,
-            b'1'..=b'9' => self.digits(),
+            b'1'..=b'9' => {
+                while let Some(digit @ b'0'..=b'9') = self.peek() {
+                    magnitude = magnitude
+                        .wrapping_mul(10)
+                        .wrapping_add(u64::from(digit - b'0'));
+                    self.at += 1;
+                }
+            }
             _ => return None,
         }
         let integer = self.at;
@@ -409,10 +419,14 @@ impl Scan<'_> {
         if end - start > NUMBER_BYTES {
             return None;
         }
-        let zero = self.text.get(digits..integer) == Some("0");
+        // Within 18 digits, only `0` itself reads as zero (a leading zero stands alone).
+        let zero = magnitude == 0;
         if end == integer && integer - digits <= INTEGER_DIGITS && !(negative && zero) {
-            let value = self.text.get(start..end)?.parse::<i64>().ok()?;
-            return integer_fits(node, i128::from(value)).then_some(());
+            let value = match negative {
+                true => -i128::from(magnitude),
+                false => i128::from(magnitude),
+            };
+            return integer_fits(node, value).then_some(());
         }
         // A float, or an integer the scan does not read as one.
         float_fits(node).then_some(())

@@ -142,7 +142,7 @@ impl KeptResult {
     pub fn into_observation(self) -> Result<Observation, KeptResultError> {
         let error = match self.error {
             None => None,
-            Some(error) => Some(ErrorDetail {
+            Some(error) => Some(Box::new(ErrorDetail {
                 kind: ErrorKind::from_word(&error.kind).ok_or_else(|| {
                     KeptResultError(format!("unknown error kind {:?}", error.kind))
                 })?,
@@ -153,7 +153,7 @@ impl KeptResult {
                     .collect(),
                 approval: error.approval,
                 retry_after: error.retry_after_ms.map(Duration::from_millis),
-            }),
+            })),
         };
         let blocks = self
             .blocks
