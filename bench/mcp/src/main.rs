@@ -250,7 +250,25 @@ struct Server {
 
 impl Server {
     async fn start(target: Target, clients: usize) -> Server {
-        let mut command = tokio::process::Command::new(std::env::current_exe().unwrap());
+        Server::start_in(target, clients, None).await
+    }
+
+    /// [`start`](Self::start), the server's process run by valgrind's callgrind, writing its
+    /// counts to `counts` (`--callgrind-out-file`), when given.
+    async fn start_in(target: Target, clients: usize, counts: Option<&str>) -> Server {
+        let exe = std::env::current_exe().unwrap();
+        let mut command = match counts {
+            None => tokio::process::Command::new(exe),
+            Some(counts) => {
+                let mut command = tokio::process::Command::new("valgrind");
+                command
+                    .arg("--tool=callgrind")
+                    .arg(format!("--callgrind-out-file={counts}"))
+                    .arg("--quiet")
+                    .arg(exe);
+                command
+            }
+        };
         let credentials = match target {
             Target::Registry(mode) => {
                 let credentials = mode.credentials(clients);
@@ -333,6 +351,8 @@ struct Options {
     modes: Vec<AuthMode>,
     only_compare: bool,
     protocols_only: bool,
+    /// `--instructions N`: count each server's instructions per call instead (callgrind).
+    instructions: Option<usize>,
 }
 
 impl Options {
@@ -348,6 +368,7 @@ impl Options {
             modes: AuthMode::ALL.to_vec(),
             only_compare: false,
             protocols_only: false,
+            instructions: None,
         };
         let mut rest = args.iter();
         while let Some(arg) = rest.next() {
@@ -372,6 +393,7 @@ impl Options {
                 "--rounds" => options.rounds = number().max(1),
                 "--calls" => options.calls = number(),
                 "--sessions" => options.sessions = number(),
+                "--instructions" => options.instructions = Some(number().max(1)),
                 "--client" => {
                     options.kinds = match value.as_str() {
                         "raw" => vec![Kind::Raw],
@@ -488,6 +510,9 @@ fn future_sizes() -> String {
 }
 
 async fn bench(options: Options) {
+    if let Some(calls) = options.instructions {
+        return instructions(&options, calls).await;
+    }
     println!(
         "machine: {} cores; {} clients; {} rounds of {} s warm-up + {} s; {} sessions",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -554,6 +579,85 @@ async fn bench(options: Options) {
             }
         }
     }
+}
+
+/// `--instructions N`: each server's process run by valgrind's callgrind, and one minimal
+/// client calling it, one call at a time: 200 calls to warm up, a dump of the counts
+/// (`callgrind_control --dump`, which starts them again from zero), `N` calls, a dump. The
+/// second dump is what `N` calls cost the server, every thread of it: no noise, no start-up,
+/// and, unlike CPU time, no other process in it. Counts are not time (a cache miss, a system
+/// call's time in the kernel, count as one instruction, or none), but they show where two
+/// servers' work differs, function by function (`callgrind_annotate` of the dump).
+async fn instructions(options: &Options, calls: usize) {
+    let directory = std::env::temp_dir().join(format!("bench-mcp-counts-{}", std::process::id()));
+    std::fs::create_dir_all(&directory).unwrap();
+    let mut targets: Vec<Target> = options.modes.iter().map(|&m| Target::Registry(m)).collect();
+    targets.push(Target::Bare);
+    println!(
+        "instructions per tools/call, server side, {calls} calls by one raw client (callgrind)"
+    );
+    println!("| server | instructions per call | ratio to bare | dump |");
+    println!("| --- | ---: | ---: | --- |");
+    let mut counted = Vec::new();
+    for target in targets {
+        let name = target.to_string().replace([' ', '(', ')'], "");
+        let counts = directory.join(format!("{name}.out"));
+        let server = Server::start_in(target, 1, Some(counts.to_str().unwrap())).await;
+        let pid = server.child.id().expect("the server is running");
+        let raw = Raw::connect(&server.url, server.bearer(0)).await;
+        for id in 0..200 {
+            raw.call(id).await;
+        }
+        dump(pid, &counts);
+        for id in 0..calls {
+            raw.call(1_000 + id as u64).await;
+        }
+        let measured = dump(pid, &counts);
+        raw.close().await;
+        let total = totals(&measured);
+        counted.push((target, total as f64 / calls as f64, measured));
+    }
+    let bare = counted.last().map_or(1.0, |(_, per_call, _)| *per_call);
+    for (target, per_call, measured) in counted {
+        println!(
+            "| {target} | {per_call:.0} | {:.2}x | {} |",
+            per_call / bare,
+            measured.display()
+        );
+    }
+}
+
+/// Asks callgrind in process `pid` to write its counts so far (and start again from zero);
+/// the file it wrote (the newest `COUNTS.N` beside `counts`).
+fn dump(pid: u32, counts: &std::path::Path) -> std::path::PathBuf {
+    let done = std::process::Command::new("callgrind_control")
+        .arg("--dump")
+        .arg(pid.to_string())
+        .output()
+        .expect("callgrind_control (valgrind) is installed");
+    assert!(done.status.success(), "callgrind_control: {done:?}");
+    let ours = format!("{}.", counts.file_name().unwrap().to_string_lossy());
+    std::fs::read_dir(counts.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&ours))
+        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+        .max()
+        .expect("callgrind wrote a dump")
+        .1
+}
+
+/// The instructions a callgrind dump counts (its `totals:` or `summary:` line).
+fn totals(dump: &std::path::Path) -> u64 {
+    let text = std::fs::read_to_string(dump).unwrap();
+    text.lines()
+        .find_map(|line| {
+            (line
+                .strip_prefix("totals:")
+                .or_else(|| line.strip_prefix("summary:")))
+            .and_then(|count| count.trim().parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no totals in {}", dump.display()))
 }
 
 /// Checks that `server` answers `add` with the result the others give.
