@@ -19,6 +19,7 @@ PATH is one of `direct`, `text`, `value`, `gated`, `gated-one`, `async` (the def
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,8 @@ def main():
     )
     parser.add_argument("paths", nargs="*", default=PATHS)
     arguments = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed: it counts the instructions (Debian: apt-get install valgrind)")
     if not os.path.exists(arguments.binary):
         sys.exit(f"no {arguments.binary}: build bench/runs in release first, or give --binary")
     per_call = {}

@@ -589,6 +589,15 @@ async fn bench(options: Options) {
 /// call's time in the kernel, count as one instruction, or none), but they show where two
 /// servers' work differs, function by function (`callgrind_annotate` of the dump).
 async fn instructions(options: &Options, calls: usize) {
+    for tool in ["valgrind", "callgrind_control"] {
+        let found = std::process::Command::new(tool).arg("--version").output();
+        if found.is_err() {
+            eprintln!(
+                "--instructions needs {tool}, which is not installed (Debian: apt-get install valgrind)"
+            );
+            std::process::exit(2);
+        }
+    }
     let directory = std::env::temp_dir().join(format!("bench-mcp-counts-{}", std::process::id()));
     std::fs::create_dir_all(&directory).unwrap();
     let mut targets: Vec<Target> = options.modes.iter().map(|&m| Target::Registry(m)).collect();

@@ -223,7 +223,7 @@ struct Scan<'a> {
 const NUMBER_BYTES: usize = 64;
 
 /// The most digits of an integer the scan reads: any such integer fits an `i64`.
-const INTEGER_DIGITS: usize = 18;
+pub(crate) const INTEGER_DIGITS: usize = 18;
 
 impl Scan<'_> {
     fn peek(&self) -> Option<u8> {

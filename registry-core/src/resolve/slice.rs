@@ -18,6 +18,8 @@
 use serde::de::{Deserializer, Visitor};
 use serde_json::Error;
 
+use crate::resolve::fast::INTEGER_DIGITS;
+
 /// The text of one value, which the scan accepted (but which this reads again, and hands to
 /// `serde_json` whenever it is not one of the plain forms).
 pub(crate) struct Slice<'a>(pub(crate) &'a str);
@@ -32,9 +34,6 @@ enum Plain<'a> {
     /// Anything else: for `serde_json`.
     Other,
 }
-
-/// The most digits read here: any such integer fits an `i64` and a `u64`.
-const DIGITS: usize = 18;
 
 fn plain(text: &str) -> Plain<'_> {
     let bytes = text.as_bytes();
@@ -66,8 +65,9 @@ fn string(text: &str) -> Plain<'_> {
     text.get(1..text.len() - 1).map_or(Plain::Other, Plain::Str)
 }
 
-/// An integer of at most [`DIGITS`] digits, written as JSON writes it (no leading zero, no
-/// `-0`, which `serde_json` reads as a float).
+/// An integer of at most [`INTEGER_DIGITS`] digits (the scan's own bound: any such integer
+/// fits an `i64`), written as JSON writes it (no leading zero, no `-0`, which `serde_json`
+/// reads as a float).
 fn integer(bytes: &[u8]) -> Plain<'static> {
     let (negative, digits) = match bytes {
         [b'-', digits @ ..] => (true, digits),
@@ -78,7 +78,7 @@ fn integer(bytes: &[u8]) -> Plain<'static> {
         [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
         _ => false,
     };
-    if !canonical || digits.len() > DIGITS {
+    if !canonical || digits.len() > INTEGER_DIGITS {
         return Plain::Other;
     }
     let magnitude = digits
