@@ -26,5 +26,6 @@ mod task;
 pub use crate::execute::cancel::{Cancellation, Cancelled};
 pub use crate::execute::context::CallOptions;
 pub use crate::execute::trace::{TraceContext, TraceParseError};
+pub use crate::resolve::call::Caller;
 pub use crate::resolve::guard::{ArgumentLimits, MAX_ARGUMENT_DEPTH};
 pub use crate::resolve::tool_error::{ArgumentProblem, ToolError};

@@ -7,6 +7,7 @@
 
 pub(crate) mod access;
 pub(crate) mod allowed;
+pub(crate) mod attribute;
 pub(crate) mod bits;
 pub(crate) mod discovery;
 pub(crate) mod embed;

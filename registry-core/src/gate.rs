@@ -19,7 +19,7 @@ pub(crate) mod readiness;
 pub(crate) mod store;
 
 pub use approval::StoreError;
-pub use policy::{CallPolicy, CallRequest, Decision};
+pub use policy::{CallPolicy, CallRequest, Decision, Determined};
 pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
 pub use rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{ReadinessCheck, ToolReadiness};

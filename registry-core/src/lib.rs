@@ -184,9 +184,21 @@ pub mod access {
     //! [`Run::explain`](crate::Run::explain)).
 
     pub use crate::discover::access::{AccessRule, Visibility};
+    pub use crate::discover::attribute::{
+        AttributeValue, MAX_ATTRIBUTE_KEY, MAX_ATTRIBUTE_VALUE, MAX_ATTRIBUTE_VALUES,
+        MAX_SUBJECT_ATTRIBUTES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text,
+    };
     pub use crate::discover::explain::{Explanation, HiddenReason, HiddenTool};
     pub use crate::discover::run::Capability;
     pub use crate::discover::subject::Access;
+}
+
+pub mod policy {
+    //! Rules kept apart from the program: a [`PolicySet`] (Cedar's, with `registry-cedar`) is
+    //! an access rule and a call policy in one, checked against the registry when it is built
+    //! ([`RegistryBuilder::policies`](crate::RegistryBuilder::policies)).
+
+    pub use crate::register::policies::PolicySet;
 }
 
 pub mod content {

@@ -7,6 +7,7 @@ pub(crate) mod change;
 pub(crate) mod error;
 pub(crate) mod lint;
 pub(crate) mod lock;
+pub(crate) mod policies;
 pub(crate) mod registry;
 pub(crate) mod schemas;
 pub(crate) mod state;

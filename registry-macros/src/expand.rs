@@ -179,6 +179,8 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                     task: #task,
                     task_required: #task_required,
                     non_blocking: #non_blocking,
+                    attributes: &[],
+                    callable_from_code: false,
                     params: &[#(#params),*],
                     context: #context,
                     output: __output,

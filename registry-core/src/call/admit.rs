@@ -40,6 +40,7 @@ impl Run {
             id: call_id,
             name,
             generated_id,
+            caller: _,
         } = header;
         // The arguments' shape is checked first (cheaply, without recursion) so that the
         // audit log can record their size and hash for every call, refused ones included.
@@ -189,6 +190,7 @@ impl Run {
             tool_name: entry.tool.name(),
             policy: entry.tool.settings(),
             arguments,
+            caller: crate::resolve::call::Caller::Model,
         };
         let policies = (self.registry.call_policies().iter().map(|policy| &**policy))
             .chain(self.policies.iter().map(|policy| &**policy));

@@ -54,6 +54,10 @@ pub struct Declaration {
     /// A synchronous function that returns at once, run on the caller's task
     /// (`non_blocking`).
     pub non_blocking: bool,
+    /// The attribute values the tool is for, per key (`attributes(key = "v" | ["v", ...])`).
+    pub attributes: &'static [(&'static str, &'static [&'static str])],
+    /// A needs-approval tool code may call (`callable_from_code`).
+    pub callable_from_code: bool,
     pub params: &'static [Param],
     /// The function takes a `&ToolContext`: a call to one that does not needs no context of
     /// its own.

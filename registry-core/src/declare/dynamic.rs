@@ -71,6 +71,8 @@ pub struct DynamicTool {
     task: bool,
     task_required: bool,
     non_blocking: bool,
+    attributes: std::collections::BTreeMap<String, Vec<String>>,
+    callable_from_code: bool,
     handler: Option<Handler>,
     source: Source,
 }
@@ -98,6 +100,8 @@ impl std::fmt::Debug for DynamicTool {
             .field("task", &self.task)
             .field("task_required", &self.task_required)
             .field("non_blocking", &self.non_blocking)
+            .field("attributes", &self.attributes)
+            .field("callable_from_code", &self.callable_from_code)
             .field("has_handler", &self.handler.is_some())
             .field("source", &self.source)
             .finish()
@@ -129,6 +133,8 @@ impl DynamicTool {
             task: false,
             task_required: false,
             non_blocking: false,
+            attributes: Default::default(),
+            callable_from_code: false,
             handler: None,
             source: Source::caller(),
         }
@@ -373,6 +379,47 @@ impl DynamicTool {
     /// ```
     pub fn non_blocking(mut self) -> Self {
         self.non_blocking = true;
+        self
+    }
+
+    /// Declares the attribute values the tool is for under `key`, as
+    /// `#[tool(attributes(key = [...]))]` does: a subject sees the tool only if its value for
+    /// `key` is one of `values` (and so for every key declared). Declaring a key again
+    /// replaces its values. Keys and values are checked by
+    /// [`RegistryBuilder::build`](crate::RegistryBuilder::build).
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Registry, Subject};
+    /// use serde_json::json;
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(
+    ///         DynamicTool::new("ledger_balance", "Read a ledger's balance.")
+    ///             .scopes(["ledger:read"])
+    ///             .attribute("data_domain", ["finance"])
+    ///             .handler(|_, _| Ok::<_, String>(json!(0))),
+    ///     )
+    ///     .build()?;
+    /// let finance = Subject::new("acme").with_scopes(["ledger:read"]).with_attribute("data_domain", "finance");
+    /// let ops = Subject::new("acme").with_scopes(["ledger:read"]).with_attribute("data_domain", "ops");
+    /// assert_eq!(registry.open_run("r1", &finance).allowed().len(), 1);
+    /// assert_eq!(registry.open_run("r2", &ops).allowed().len(), 0);
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    pub fn attribute<I, S>(mut self, key: impl Into<String>, values: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.attributes
+            .insert(key.into(), values.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Lets code the model wrote (programmatic tool calling) call the tool even though its
+    /// calls wait for a person's approval, as `#[tool(callable_from_code)]` does.
+    pub fn callable_from_code(mut self) -> Self {
+        self.callable_from_code = true;
         self
     }
 
@@ -713,6 +760,8 @@ impl DynamicTool {
                 task: self.task || self.task_required,
                 task_required: self.task_required,
                 non_blocking: self.non_blocking && matches!(self.handler, Some(Handler::Sync(_))),
+                attributes: self.attributes,
+                callable_from_code: self.callable_from_code,
             },
             source,
             parameters: self.parameters,

@@ -204,6 +204,18 @@ pub struct ToolSettings {
     /// Always `false` for an async tool, which never runs on the pool.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub non_blocking: bool,
+    /// The attribute values the tool is for, per key (`#[tool(attributes(environment =
+    /// ["staging", "production"]))]`, [`DynamicTool::attribute`](crate::DynamicTool::attribute)):
+    /// a subject sees it only if, for every key, its value is one of those listed. Empty: no
+    /// attribute restricts it.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub attributes: std::collections::BTreeMap<String, Vec<String>>,
+    /// Code the model wrote (a provider's programmatic tool calling) may call the tool even
+    /// though its calls wait for a person's approval (`#[tool(callable_from_code)]`,
+    /// [`DynamicTool::callable_from_code`](crate::DynamicTool::callable_from_code)). Without
+    /// it, such a call from code is refused: code cannot pause for a person.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub callable_from_code: bool,
 }
 
 mod millis {
@@ -235,6 +247,17 @@ impl ToolSettings {
     /// Whether the tool is declared `read_only`.
     pub fn is_read_only(&self) -> bool {
         self.hints.read_only
+    }
+
+    /// The first attribute key the tool declares whose listed values `subject` does not
+    /// hold (a subject without the key holds none); `None` when every key admits it.
+    pub fn attribute_hiding(&self, subject: &crate::Subject) -> Option<&str> {
+        self.attributes.iter().find_map(|(key, listed)| {
+            let admitted = subject
+                .attribute(key)
+                .is_some_and(|value| value.is_one_of(listed));
+            (!admitted).then_some(key.as_str())
+        })
     }
 
     /// Whether subjects of `tenant` may see the tool.

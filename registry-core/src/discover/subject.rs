@@ -1,10 +1,12 @@
 //! Who a run acts for: tenant, granted scopes, access level, agent, and the person.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
+
+use crate::discover::attribute::{AttributeValue, MAX_SUBJECT_ATTRIBUTES, check_attribute_key};
 
 /// How much a run may change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
@@ -50,6 +52,12 @@ pub struct Subject {
     agent: Option<Arc<str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     principal: Option<Arc<str>>,
+    /// The attributes given ([`with_attribute`](Self::with_attribute)) that follow the rules.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    attributes: BTreeMap<Arc<str>, AttributeValue>,
+    /// The attributes refused: their key (escaped) and why. Each matches nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    refused_attributes: Vec<(String, String)>,
 }
 
 impl Subject {
@@ -62,6 +70,8 @@ impl Subject {
             access: Access::ReadWrite,
             agent: None,
             principal: None,
+            attributes: BTreeMap::new(),
+            refused_attributes: Vec::new(),
         }
     }
 
@@ -123,6 +133,86 @@ impl Subject {
         self
     }
 
+    /// Sets the attribute `key` (`environment`, `data_domain`, `workspace`...): a string, a
+    /// whole number, a bool or a set of strings ([`AttributeValue`]). A tool declared with
+    /// `attributes(key = ...)` is visible only to subjects whose value for each of its keys is
+    /// one it lists.
+    ///
+    /// It stays a builder: a key that breaks the rule
+    /// ([`check_attribute_key`](crate::access::check_attribute_key)), a value too long or
+    /// holding a control, bidi or format character
+    /// ([`check_attribute_text`](crate::access::check_attribute_text)), or an attribute past
+    /// [`MAX_SUBJECT_ATTRIBUTES`](crate::access::MAX_SUBJECT_ATTRIBUTES) is not kept: it is
+    /// listed by [`refused_attributes`](Self::refused_attributes) (and in the projection event
+    /// of every run opened for the subject), and matches nothing, so every tool that declares
+    /// its key is hidden. Setting a key again replaces its value.
+    ///
+    /// ```
+    /// use registry_core::{access::AttributeValue, Subject};
+    ///
+    /// let subject = Subject::new("acme")
+    ///     .with_attribute("environment", "staging")
+    ///     .with_attribute("workspaces", ["ledger", "payroll"])
+    ///     .with_attribute("clearance", 3)
+    ///     .with_attribute("environment", "prod\u{202e}");
+    /// assert_eq!(subject.attribute("clearance"), Some(&AttributeValue::Number(3)));
+    /// // The hostile value was refused, and the key holds nothing.
+    /// assert_eq!(subject.attribute("environment"), None);
+    /// assert_eq!(subject.refused_attributes().count(), 1);
+    /// ```
+    #[must_use = "returns the subject; it changes nothing in place"]
+    pub fn with_attribute(
+        mut self,
+        key: impl Into<Arc<str>>,
+        value: impl Into<AttributeValue>,
+    ) -> Self {
+        let key = key.into();
+        let value = value.into();
+        let problem = check_attribute_key(&key)
+            .err()
+            .or_else(|| value.problem())
+            .or_else(|| {
+                (!self.attributes.contains_key(&key)
+                    && self.attributes.len() >= MAX_SUBJECT_ATTRIBUTES)
+                    .then(|| format!("more than {MAX_SUBJECT_ATTRIBUTES} attributes"))
+            });
+        match problem {
+            None => {
+                self.refused_attributes
+                    .retain(|(refused, _)| refused.as_str() != &*key);
+                self.attributes.insert(key, value);
+            }
+            Some(problem) => {
+                // A refused value never stands in for the key's earlier one: the key matches
+                // nothing.
+                self.attributes.remove(&key);
+                if self.refused_attributes.len() < MAX_SUBJECT_ATTRIBUTES {
+                    self.refused_attributes
+                        .push((registry_lint::escape(&key), problem));
+                }
+            }
+        }
+        self
+    }
+
+    /// The value of the attribute `key`, if one was given and kept.
+    pub fn attribute(&self, key: &str) -> Option<&AttributeValue> {
+        self.attributes.get(key)
+    }
+
+    /// Every attribute kept, by key.
+    pub fn attributes(&self) -> impl ExactSizeIterator<Item = (&str, &AttributeValue)> + '_ {
+        self.attributes.iter().map(|(key, value)| (&**key, value))
+    }
+
+    /// The attributes given and refused: each key (escaped, so it prints as what it is) and
+    /// why. A refused attribute matches no tool.
+    pub fn refused_attributes(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.refused_attributes
+            .iter()
+            .map(|(key, why)| (key.as_str(), why.as_str()))
+    }
+
     /// The principal, if given ([`with_principal`](Self::with_principal)).
     pub fn principal(&self) -> Option<&str> {
         self.principal.as_deref()
@@ -162,6 +252,8 @@ impl fmt::Debug for Subject {
             .field("access", &self.access)
             .field("agent", &self.agent)
             .field("principal", &self.principal)
+            .field("attributes", &self.attributes)
+            .field("refused_attributes", &self.refused_attributes)
             .finish()
     }
 }

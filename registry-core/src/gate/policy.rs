@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::declare::settings::ToolSettings;
 use crate::discover::subject::Subject;
+use crate::resolve::call::Caller;
 use crate::resolve::checked::{CheckedArguments, argument_of};
 
 /// One validated call, as a [`CallPolicy`] sees it.
@@ -19,6 +20,7 @@ pub struct CallRequest<'a> {
     pub(crate) tool_name: &'a str,
     pub(crate) policy: &'a ToolSettings,
     pub(crate) arguments: PolicyArguments<'a>,
+    pub(crate) caller: Caller,
 }
 
 /// The arguments a policy is shown: a call's, made a value only if a policy asks for the
@@ -48,6 +50,11 @@ impl<'a> CallRequest<'a> {
     /// The tool called.
     pub fn tool_name(&self) -> &'a str {
         self.tool_name
+    }
+
+    /// Who made the call: the model, or code it wrote (programmatic tool calling).
+    pub fn caller(&self) -> Caller {
+        self.caller
     }
 
     /// The tool's scopes, tenants, hints, approval flag and rate limit.
@@ -170,6 +177,40 @@ pub enum Decision {
 pub trait CallPolicy: Send + Sync + 'static {
     /// Decides one call.
     fn decide(&self, call: &CallRequest<'_>) -> Decision;
+
+    /// Decides one call and names the policies that decided it, for the audit log (the call
+    /// event's `policies`) and operators: a policy engine's rule ids. The default asks
+    /// [`decide`](Self::decide) and names none; the registry asks this one.
+    fn determine(&self, call: &CallRequest<'_>) -> Determined {
+        Determined::new(self.decide(call), Vec::new())
+    }
+}
+
+/// A [`Decision`] and the ids of the policies that made it
+/// ([`CallPolicy::determine`]).
+///
+/// ```
+/// use registry_core::gate::{Decision, Determined};
+///
+/// let determined = Determined::new(Decision::Deny("not in production".into()), vec!["prod-freeze".into()]);
+/// assert_eq!(determined.policies, ["prod-freeze"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Determined {
+    /// The decision.
+    pub decision: Decision,
+    /// The ids of the policies that made it (for a denial, those that denied; for an
+    /// approval, those that asked for one; for an allow, those that permitted), in the
+    /// order the engine gave them. Empty for a policy that names none.
+    pub policies: Vec<String>,
+}
+
+impl Determined {
+    /// `decision`, made by the policies `policies`.
+    pub fn new(decision: Decision, policies: Vec<String>) -> Self {
+        Determined { decision, policies }
+    }
 }
 
 impl<F> CallPolicy for F

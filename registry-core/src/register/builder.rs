@@ -26,6 +26,7 @@ use crate::gate::{
 use crate::present::profile::Profile;
 use crate::register::error::{BuildProblem, RegistryError};
 use crate::register::lint::Lint;
+use crate::register::policies::PolicySet;
 use crate::register::registry::{Registry, RegistryParts, Replacement};
 use crate::register::schemas::SchemaChecks;
 use crate::register::state::AppState;
@@ -70,6 +71,7 @@ pub struct RegistryBuilder {
     required: Vec<String>,
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     access_rules: Vec<Box<dyn AccessRule>>,
+    policy_sets: Vec<Box<dyn PolicySet>>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -104,6 +106,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("required", &self.required)
             .field("state_types", &self.state.len())
             .field("access_rules", &self.access_rules.len())
+            .field("policy_sets", &self.policy_sets.len())
             .field("call_policies", &self.gate.call_policies.len())
             .field("audit_sink", &self.audit.is_some())
             .field("host", &self.host.is_some())
@@ -229,6 +232,18 @@ impl RegistryBuilder {
     /// client. One value per type; a second of the same type replaces the first.
     pub fn state<T: Any + Send + Sync>(mut self, value: T) -> Self {
         self.state.insert(TypeId::of::<T>(), Arc::new(value));
+        self
+    }
+
+    /// Adds a [`PolicySet`](crate::policy::PolicySet), rules kept apart from the program
+    /// (Cedar's, with `registry-cedar`): as an access rule (it may hide tools, after the
+    /// rules given before it) and as a call policy (it decides every call with the others: the
+    /// stricter decision wins), checked against the registry by [`build`](Self::build), which
+    /// fails with each problem it finds ([`BuildProblem::Policy`]).
+    pub fn policies<P: PolicySet + Clone>(mut self, policies: P) -> Self {
+        self.access_rules.push(Box::new(policies.clone()));
+        self.gate.call_policies.push(Box::new(policies.clone()));
+        self.policy_sets.push(Box::new(policies));
         self
     }
 
@@ -790,6 +805,15 @@ impl RegistryBuilder {
             ),
             waits: self.waits,
         });
+        // The policy sets are checked against the registry as built (every tool's schema and
+        // attributes known); their problems are listed with the others below.
+        let mut problems: Vec<BuildProblem> = self
+            .policy_sets
+            .iter()
+            .filter_map(|set| set.validate(&registry).err())
+            .flatten()
+            .map(|message| BuildProblem::Policy { message })
+            .collect();
         // On a thread of their own, so that a check that needs the caller's async runtime fails
         // at once (rather than blocking that runtime's thread until its deadline).
         if has_readiness {
@@ -939,6 +963,17 @@ fn declared_tool(
         task: declaration.task || declaration.task_required,
         task_required: declaration.task_required,
         non_blocking: declaration.non_blocking && matches!(declaration.execute, Execute::Sync(_)),
+        attributes: declaration
+            .attributes
+            .iter()
+            .map(|(key, values)| {
+                (
+                    (*key).to_owned(),
+                    values.iter().map(|value| (*value).to_owned()).collect(),
+                )
+            })
+            .collect(),
+        callable_from_code: declaration.callable_from_code,
     };
     let tool = Tool::declared(declaration, policy);
     // The macro linted the description, the title and the parameters' docs, with the same

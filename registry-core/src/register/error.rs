@@ -285,6 +285,26 @@ pub enum BuildProblem {
         /// Where the tool was declared.
         site: Source,
     },
+    /// A tool's attributes break a rule: a key that is not lowercase letters, digits and
+    /// `_`, a value with a control, bidi or format character, too many keys or values.
+    #[error("tool {tool:?}: {reason} ({site})")]
+    InvalidAttribute {
+        /// The tool.
+        tool: String,
+        /// Where the tool was declared.
+        site: Source,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A policy set given with [`RegistryBuilder::policies`](crate::RegistryBuilder::policies)
+    /// does not hold for this registry: it names a tool, an attribute, an argument or an
+    /// action the registry does not have, or breaks the set's own rules. The message names
+    /// the policy (its id, or its file and line) and what it named.
+    #[error("policy: {message}")]
+    Policy {
+        /// What the policy set's validator said.
+        message: String,
+    },
     /// `read_only` and `destructive` together.
     #[error(
         "tool {tool:?} is marked both read-only and destructive; keep the one that is true ({site})"

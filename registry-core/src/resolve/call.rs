@@ -32,6 +32,45 @@ pub struct ToolCall {
     name: String,
     arguments: Arguments,
     generated_id: bool,
+    caller: Caller,
+}
+
+/// Who made a call: the model itself, or code the model wrote and a provider ran for it
+/// (Anthropic's and OpenAI's programmatic tool calling, where the call carries a `caller`).
+///
+/// Code cannot pause for a person: a call from code to a tool whose calls wait for approval
+/// is refused unless the tool is declared `callable_from_code`.
+///
+/// ```
+/// use registry_core::{call::Caller, ToolCall};
+/// use serde_json::json;
+///
+/// let call = ToolCall::new("c1", "get_status", json!({})).with_caller(Caller::Code);
+/// assert_eq!(call.caller(), Caller::Code);
+/// assert_eq!(Caller::Code.as_str(), "code");
+/// assert_eq!(ToolCall::new("c2", "get_status", json!({})).caller(), Caller::Model);
+/// ```
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Caller {
+    /// The model called the tool directly (every call that says nothing else).
+    #[default]
+    Model,
+    /// Code the model wrote called it, in a provider's sandbox.
+    Code,
+}
+
+impl Caller {
+    /// `"model"` or `"code"`, as audit events and policies (Cedar's `context.caller`) read it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Caller::Model => "model",
+            Caller::Code => "code",
+        }
+    }
 }
 
 /// A call's arguments as they came.
@@ -58,6 +97,7 @@ impl PartialEq for ToolCall {
             && self.id == other.id
             && self.name == other.name
             && self.generated_id == other.generated_id
+            && self.caller == other.caller
     }
 }
 
@@ -70,6 +110,7 @@ impl ToolCall {
             name: name.into(),
             arguments: Arguments::Value(arguments),
             generated_id: false,
+            caller: Caller::Model,
         }
     }
 
@@ -92,6 +133,7 @@ impl ToolCall {
                 parsed: OnceLock::new(),
             },
             generated_id: false,
+            caller: Caller::Model,
         }
     }
 
@@ -101,6 +143,19 @@ impl ToolCall {
     pub fn with_generated_id(mut self) -> Self {
         self.generated_id = true;
         self
+    }
+
+    /// Says who made the call: [`Caller::Code`] for a call that code the model wrote made
+    /// (the provider profiles set it from the response).
+    #[must_use = "returns the call; it changes nothing in place"]
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// Who made the call.
+    pub fn caller(&self) -> Caller {
+        self.caller
     }
 
     /// Whether the id was made up by this library rather than sent by the model.
@@ -153,6 +208,7 @@ impl ToolCall {
             id: self.id,
             name: self.name,
             generated_id: self.generated_id,
+            caller: self.caller,
         };
         let given = match self.arguments {
             Arguments::Value(value) => Given::Value(value),
@@ -185,4 +241,5 @@ pub(crate) struct CallHeader {
     pub(crate) id: String,
     pub(crate) name: String,
     pub(crate) generated_id: bool,
+    pub(crate) caller: Caller,
 }
