@@ -354,6 +354,14 @@ pub struct ProjectionEvent {
     /// The visible tools by name and version, in name order; at most [`PROJECTED_TOOLS`]
     /// of them (`visible` says how many there are).
     pub tools: Vec<ToolVersion>,
+    /// The keys of the subject's attributes ([`Subject::attributes`](crate::Subject::attributes)),
+    /// sorted: never their values.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attribute_keys: Vec<String>,
+    /// The attributes the subject was given and that were refused, each its key (escaped)
+    /// and why: they match nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused_attributes: Vec<(String, String)>,
 }
 
 /// One call's decision and outcome.
@@ -397,6 +405,12 @@ pub struct CallEvent {
     /// request's `_meta.traceparent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// Who made the call: the model, or code it wrote ([`Caller`](crate::call::Caller)).
+    pub caller: crate::resolve::call::Caller,
+    /// The ids of the policies that decided the call, when a policy names them
+    /// ([`CallPolicy::determine`](crate::gate::CallPolicy::determine): a Cedar policy set's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<String>,
 }
 
 /// A revocation or replacement.
@@ -508,8 +522,12 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             visible = p.visible,
             hidden = p.hidden,
             versions = %p.versions,
+            attribute_keys = ?p.attribute_keys,
+            refused_attributes = p.refused_attributes.len(),
         ),
-        AuditEvent::Call(c) => tracing::info!(
+        AuditEvent::Call(c) => {
+            let policies = c.policies.join(",");
+            tracing::info!(
             target: AUDIT_TARGET,
             event = "call",
             run_id = %Logged(&c.run_id),
@@ -525,7 +543,10 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             detail = c.detail.as_deref().map(Logged::field),
             approval_id = c.approval_id.as_deref().map(Logged::field),
             tool_version = c.tool_version.map(tracing::field::display),
-        ),
+            caller = c.caller.as_str(),
+            policies = (!policies.is_empty()).then(|| Logged::field(&policies)),
+            )
+        }
         AuditEvent::Change(c) => tracing::info!(
             target: AUDIT_TARGET,
             event = "change",

@@ -44,6 +44,7 @@ use std::fmt;
 use std::ops::Range;
 
 mod address;
+mod attribute;
 mod injection;
 mod invisible;
 mod secret;
@@ -51,6 +52,11 @@ mod text;
 mod words;
 
 pub use text::escape;
+
+pub use attribute::{
+    MAX_ATTRIBUTE_KEY, MAX_ATTRIBUTE_VALUE, MAX_ATTRIBUTE_VALUES, MAX_TOOL_ATTRIBUTES,
+    check_attribute_key, check_attribute_text,
+};
 
 /// Whether the lint refuses `c` wherever it is ([`Family::Invisible`]): a zero-width, bidi,
 /// tag, format or default-ignorable character, or a control character other than the tab

@@ -49,6 +49,11 @@ pub(crate) struct ToolAttr {
     /// `non_blocking`: a synchronous function that returns at once, run on the caller's task
     /// instead of a thread of the pool.
     pub(crate) non_blocking: Option<Span>,
+    /// `attributes(data_domain = "finance", environment = ["staging", "production"])`: the
+    /// attribute values the tool is for, per key, each checked.
+    pub(crate) attributes: Option<Vec<(String, Vec<String>)>>,
+    /// `callable_from_code`: code the model wrote may call it though it needs approval.
+    pub(crate) callable_from_code: Option<Span>,
     /// `crate = path`: where `registry-core` is, for crates that re-export it.
     pub(crate) krate: Option<Path>,
     /// Parsing stopped early (a syntax error), so keys after the error were not read.
@@ -125,6 +130,8 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         ALWAYS_LOADED => set(cx, meta, &mut attr.always_loaded, flag(cx, meta)?),
         TASK => set(cx, meta, &mut attr.task, task_mode(cx, meta)?),
         NON_BLOCKING => set(cx, meta, &mut attr.non_blocking, flag(cx, meta)?),
+        ATTRIBUTES => set(cx, meta, &mut attr.attributes, attributes(cx, meta)?),
+        CALLABLE_FROM_CODE => set(cx, meta, &mut attr.callable_from_code, flag(cx, meta)?),
         CRATE => set(cx, meta, &mut attr.krate, krate(meta)?),
         _ => {
             cx.error_spanned_by(path, unknown_key_message(&key));
@@ -231,6 +238,87 @@ fn task_mode(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<TaskMode> {
 }
 
 /// Consumes whatever follows an unknown key, so parsing can go on to the next one.
+/// `attributes(key = "value", key = ["value", ...])`: every key and value checked by the
+/// rule the registry applies (`registry_lint::check_attribute_key`/`check_attribute_text`),
+/// each mistake spanned on its token.
+fn attributes(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Vec<(String, Vec<String>)>> {
+    if !meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(
+            "`attributes` takes a list; write `attributes(data_domain = \"finance\", environment = [\"staging\", \"production\"])`",
+        ));
+    }
+    let mut declared: Vec<(String, Vec<String>)> = Vec::new();
+    meta.parse_nested_meta(|inner| {
+        let path = &inner.path;
+        let key = match path.get_ident() {
+            Some(ident) => ident.to_string(),
+            None => {
+                cx.error_spanned_by(path, "an attribute key is one word, such as `environment`");
+                String::new()
+            }
+        };
+        if !key.is_empty() {
+            if let Err(reason) = registry_lint::check_attribute_key(&key) {
+                cx.error_spanned_by(path, reason);
+            }
+            if declared.iter().any(|(other, _)| *other == key) {
+                cx.error_spanned_by(
+                    path,
+                    format!("the attribute `{key}` is declared twice; list all its values once"),
+                );
+            }
+        }
+        let Ok(value) = inner.value() else {
+            return Err(inner.error(format!(
+                "write `{key} = \"value\"` or `{key} = [\"value\", ...]`"
+            )));
+        };
+        let mut literals = Vec::new();
+        if value.peek(syn::token::Bracket) {
+            let content;
+            syn::bracketed!(content in value);
+            let list =
+                syn::punctuated::Punctuated::<syn::Lit, syn::Token![,]>::parse_terminated(&content)?;
+            literals.extend(list);
+        } else {
+            literals.push(value.parse::<syn::Lit>()?);
+        }
+        let mut values: Vec<String> = Vec::new();
+        for literal in &literals {
+            let syn::Lit::Str(text) = literal else {
+                cx.error_spanned_by(literal, "an attribute value is a string literal, such as `\"finance\"`");
+                continue;
+            };
+            let text_value = text.value();
+            if let Err(reason) = registry_lint::check_attribute_text(&text_value) {
+                cx.error_spanned_by(text, reason);
+            } else if values.contains(&text_value) {
+                cx.error_spanned_by(text, format!("{text_value:?} is listed twice; list each value once"));
+            }
+            values.push(text_value);
+        }
+        if literals.is_empty() {
+            cx.error_spanned_by(path, format!("the attribute `{key}` lists no value, so no subject could see the tool; list the values it is for"));
+        }
+        if values.len() > registry_lint::MAX_ATTRIBUTE_VALUES {
+            cx.error_spanned_by(path, format!("the attribute `{key}` lists {} values (at most {})", values.len(), registry_lint::MAX_ATTRIBUTE_VALUES));
+        }
+        declared.push((key, values));
+        Ok(())
+    })?;
+    if declared.len() > registry_lint::MAX_TOOL_ATTRIBUTES {
+        cx.error_spanned_by(
+            &meta.path,
+            format!(
+                "{} attribute keys (at most {})",
+                declared.len(),
+                registry_lint::MAX_TOOL_ATTRIBUTES
+            ),
+        );
+    }
+    Ok(declared)
+}
+
 fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     if meta.input.peek(syn::Token![=]) {
         meta.value()?.parse::<syn::Expr>()?;

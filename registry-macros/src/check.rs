@@ -56,6 +56,8 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
         task: attr.task.is_some(),
         task_required: attr.task.is_some_and(|mode| mode.required),
         non_blocking: attr.non_blocking.is_some(),
+        attributes: attr.attributes.clone().unwrap_or_default(),
+        callable_from_code: attr.callable_from_code.is_some(),
     }
 }
 
@@ -93,6 +95,10 @@ pub(crate) struct Spec {
     pub(crate) task_required: bool,
     /// `non_blocking`: checked to be given only on a synchronous function.
     pub(crate) non_blocking: bool,
+    /// `attributes(...)`: each key with its values, checked while parsing.
+    pub(crate) attributes: Vec<(String, Vec<String>)>,
+    /// `callable_from_code`.
+    pub(crate) callable_from_code: bool,
 }
 
 /// The tool's final name and where it was written.

@@ -117,8 +117,11 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
         task,
         task_required,
         non_blocking,
+        callable_from_code,
         ..
     } = spec;
+    let attribute_keys = spec.attributes.iter().map(|(key, _)| key);
+    let attribute_values = spec.attributes.iter().map(|(_, values)| values);
     let namespace = option_str(spec.namespace.as_deref());
     let title = option_str(spec.title.as_deref());
     let allow_description = option_str(spec.allow_description.as_deref());
@@ -179,8 +182,8 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                     task: #task,
                     task_required: #task_required,
                     non_blocking: #non_blocking,
-                    attributes: &[],
-                    callable_from_code: false,
+                    attributes: &[#((#attribute_keys, &[#(#attribute_values),*])),*],
+                    callable_from_code: #callable_from_code,
                     params: &[#(#params),*],
                     context: #context,
                     output: __output,

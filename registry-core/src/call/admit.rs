@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::answer::{
-    Decided, Resolved, Ticket, approval_required_text, approval_unavailable, denied_text,
-    humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
+    Decided, Resolved, Ticket, approval_required_text, approval_unavailable, code_cannot_wait_text,
+    denied_text, humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
 };
 use crate::audit::{self, ApprovalEventKind, argument_fingerprint, truncate};
 use crate::discover::discovery::Entry;
@@ -19,7 +19,7 @@ use crate::execute::observation::ErrorKind;
 use crate::gate::{
     ApprovalRequest, CallRequest, Decision, PolicyArguments, QuotaDecision, QuotaKey, RateLimit,
 };
-use crate::resolve::call::{CallHeader, Given, ToolCall};
+use crate::resolve::call::{CallHeader, Caller, Given, ToolCall};
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::fast;
 use crate::resolve::tool_error::{ArgumentProblem, ToolError};
@@ -40,7 +40,7 @@ impl Run {
             id: call_id,
             name,
             generated_id,
-            caller: _,
+            caller,
         } = header;
         // The arguments' shape is checked first (cheaply, without recursion) so that the
         // audit log can record their size and hash for every call, refused ones included.
@@ -143,6 +143,8 @@ impl Run {
                 structured: entry.tool.output_schema().is_some(),
                 approval: None,
                 tool_version: version,
+                caller,
+                policies: Vec::new(),
             },
         })
     }
@@ -156,14 +158,31 @@ impl Run {
         let ruling = if self.registry.call_policies().is_empty() && self.policies.is_empty() {
             self.needs_approval(&resolved.entry, None)
         } else {
-            self.ask_policies(
+            let (ruling, policies) = self.ask_policies(
                 &resolved.entry,
                 &resolved.ticket.call_id,
                 PolicyArguments::Checked(&resolved.arguments),
-            )
+                resolved.ticket.caller,
+            );
+            resolved.ticket.policies = policies;
+            ruling
         };
         match ruling {
             Ruling::Allow => Ok(None),
+            // Code the model wrote cannot pause for a person: unless the tool says code may
+            // call it, a call from code that needs an approval is refused.
+            Ruling::Approval(reason)
+                if resolved.ticket.caller == Caller::Code
+                    && !resolved.entry.tool.settings().callable_from_code =>
+            {
+                let text = code_cannot_wait_text(resolved.entry.tool.name());
+                let mut decided =
+                    std::mem::take(&mut resolved.ticket).refused(ErrorKind::Denied, text);
+                decided.detail = Some(format!(
+                    "a call made from code needs a person's approval ({reason}), and the tool is not callable_from_code"
+                ));
+                Err(Box::new(decided))
+            }
             Ruling::Approval(reason) => Ok(Some(reason)),
             Ruling::Deny { reason, detail } => {
                 let text = denied_text(resolved.entry.tool.name(), &reason);
@@ -182,7 +201,8 @@ impl Run {
         entry: &Entry,
         call_id: &str,
         arguments: PolicyArguments<'_>,
-    ) -> Ruling {
+        caller: Caller,
+    ) -> (Ruling, Vec<String>) {
         let request = CallRequest {
             subject: &self.scope.subject,
             run_id: &self.scope.run_id,
@@ -190,35 +210,49 @@ impl Run {
             tool_name: entry.tool.name(),
             policy: entry.tool.settings(),
             arguments,
-            caller: crate::resolve::call::Caller::Model,
+            caller,
         };
         let policies = (self.registry.call_policies().iter().map(|policy| &**policy))
             .chain(self.policies.iter().map(|policy| &**policy));
         let mut approval = None;
+        // The ids of the policies that decided: those that denied, else those that asked for
+        // an approval, else those that allowed.
+        let mut allowed_by = Vec::new();
+        let mut approval_by = Vec::new();
         for policy in policies {
-            match catch_unwind(AssertUnwindSafe(|| policy.decide(&request))) {
-                Ok(Decision::Allow) => {}
-                Ok(Decision::Deny(reason)) => {
-                    return Ruling::Deny {
-                        reason,
-                        detail: None,
-                    };
-                }
-                Ok(Decision::RequireApproval(reason)) => {
-                    approval.get_or_insert(reason);
-                }
+            match catch_unwind(AssertUnwindSafe(|| policy.determine(&request))) {
+                Ok(determined) => match determined.decision {
+                    Decision::Allow => allowed_by.extend(determined.policies),
+                    Decision::Deny(reason) => {
+                        let ruling = Ruling::Deny {
+                            reason,
+                            detail: None,
+                        };
+                        return (ruling, determined.policies);
+                    }
+                    Decision::RequireApproval(reason) => {
+                        approval.get_or_insert(reason);
+                        approval_by.extend(determined.policies);
+                    }
+                },
                 Err(payload) => {
-                    return Ruling::Deny {
+                    let ruling = Ruling::Deny {
                         reason: "the call policy could not decide, so the call was refused".into(),
                         detail: Some(format!(
                             "call policy panicked: {}",
                             execution::panic_message(&*payload)
                         )),
                     };
+                    return (ruling, Vec::new());
                 }
             }
         }
-        self.needs_approval(entry, approval)
+        let ids = if approval.is_some() {
+            approval_by
+        } else {
+            allowed_by
+        };
+        (self.needs_approval(entry, approval), ids)
     }
 
     /// The policies' `approval`, or else the tool's own `needs_approval`.

@@ -1,6 +1,7 @@
 //! How a call is answered: what is kept of it while it runs, the observation it ends as, and
 //! the texts the model reads.
 
+use crate::resolve::call::Caller;
 use std::time::Duration;
 
 use crate::discover::discovery::Entry;
@@ -30,6 +31,10 @@ pub(crate) struct Ticket {
     pub(crate) approval: Option<String>,
     /// The version of the tool the call resolved to, for the audit log.
     pub(crate) tool_version: Option<crate::Fingerprint>,
+    /// Who made the call.
+    pub(crate) caller: Caller,
+    /// The ids of the policies that decided the call, for the audit log.
+    pub(crate) policies: Vec<String>,
 }
 
 impl Ticket {
@@ -42,6 +47,8 @@ impl Ticket {
             structured: self.structured,
             approval: self.approval.clone(),
             tool_version: self.tool_version,
+            caller: self.caller,
+            policies: self.policies.clone(),
         }
     }
 
@@ -52,6 +59,8 @@ impl Ticket {
         decided.generated_id = self.generated_id;
         decided.approval_id = self.approval;
         decided.tool_version = self.tool_version;
+        decided.caller = self.caller;
+        decided.policies = self.policies;
         decided
     }
 
@@ -75,6 +84,8 @@ impl Ticket {
             generated_id: self.generated_id,
             approval_id: self.approval,
             tool_version: self.tool_version,
+            caller: self.caller,
+            policies: self.policies,
         }
     }
 }
@@ -112,6 +123,8 @@ pub(crate) struct Decided {
     pub(crate) generated_id: bool,
     pub(crate) approval_id: Option<String>,
     pub(crate) tool_version: Option<crate::Fingerprint>,
+    pub(crate) caller: Caller,
+    pub(crate) policies: Vec<String>,
 }
 
 impl Decided {
@@ -123,6 +136,8 @@ impl Decided {
             generated_id: false,
             approval_id: None,
             tool_version: None,
+            caller: Caller::Model,
+            policies: Vec::new(),
         }
     }
 
@@ -240,4 +255,11 @@ pub(super) fn humane_wait(wait: Duration) -> String {
     } else {
         format!("{} ms", wait.as_millis().max(1))
     }
+}
+
+/// What the model reads when code it wrote called a tool whose call waits for a person.
+pub(crate) fn code_cannot_wait_text(name: &str) -> String {
+    format!(
+        "the tool \"{name}\" needs a person's approval, and a call made from code cannot wait for one; call it directly instead"
+    )
 }

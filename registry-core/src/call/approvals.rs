@@ -325,9 +325,12 @@ impl Run {
                         problems,
                     });
                 }
-                if let Ruling::Deny { reason, detail } =
-                    self.ask_policies(entry, &request.call_id, PolicyArguments::Value(&arguments))
-                {
+                if let (Ruling::Deny { reason, detail }, _) = self.ask_policies(
+                    entry,
+                    &request.call_id,
+                    PolicyArguments::Value(&arguments),
+                    crate::resolve::call::Caller::Model,
+                ) {
                     let state = ApprovalState::Denied {
                         by: None,
                         reason: reason.clone(),
@@ -434,6 +437,11 @@ impl Run {
             structured,
             approval: Some(request.id.clone()),
             tool_version: Some(request.definition),
+            // A call that waited for a person was made by the model: one from code that
+            // needs an approval is refused unless the tool is `callable_from_code`, and the
+            // request does not keep who made it.
+            caller: crate::resolve::call::Caller::Model,
+            policies: Vec::new(),
         }
     }
 

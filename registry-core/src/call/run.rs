@@ -247,6 +247,12 @@ impl Run {
                     approval_id: decided.approval_id.clone(),
                     tool_version: decided.tool_version,
                     trace_id: trace.map(|trace| trace.trace_id().to_owned()),
+                    caller: decided.caller,
+                    policies: decided
+                        .policies
+                        .iter()
+                        .map(|id| truncate(id, AUDITED_NAME))
+                        .collect(),
                 }),
             );
         }

@@ -675,6 +675,17 @@ impl DynamicTool {
                 reason,
             });
         }
+        for reason in crate::declare::settings::attribute_problems(
+            self.attributes
+                .iter()
+                .map(|(key, values)| (key.as_str(), values.as_slice())),
+        ) {
+            problems.push(BuildProblem::InvalidAttribute {
+                tool: tool.clone(),
+                site: source,
+                reason,
+            });
+        }
         if self.hints.read_only && self.hints.destructive {
             problems.push(BuildProblem::ContradictoryHints {
                 tool: tool.clone(),

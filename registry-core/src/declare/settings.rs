@@ -283,3 +283,49 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), String> {
     crate::declare::name::check_tool_name(namespace)
         .map_err(|error| error.to_string().replacen("tool name", "namespace", 1))
 }
+
+/// Every problem of a tool's declared attributes: keys by the key rule, values by the text
+/// rule (no NUL, control, bidi or format character), no key without values, no value twice,
+/// and the limits on keys and values.
+pub(crate) fn attribute_problems<'a>(
+    attributes: impl ExactSizeIterator<Item = (&'a str, &'a [String])>,
+) -> Vec<String> {
+    use crate::discover::attribute::{
+        MAX_ATTRIBUTE_VALUES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text,
+    };
+    let mut problems = Vec::new();
+    if attributes.len() > MAX_TOOL_ATTRIBUTES {
+        problems.push(format!(
+            "declares {} attribute keys (at most {MAX_TOOL_ATTRIBUTES})",
+            attributes.len()
+        ));
+    }
+    for (key, values) in attributes {
+        if let Err(reason) = check_attribute_key(key) {
+            problems.push(reason);
+        }
+        let key = registry_lint::escape(key);
+        if values.is_empty() {
+            problems.push(format!(
+                "the attribute `{key}` lists no value, so no subject could see the tool; list the values it is for"
+            ));
+        }
+        if values.len() > MAX_ATTRIBUTE_VALUES {
+            problems.push(format!(
+                "the attribute `{key}` lists {} values (at most {MAX_ATTRIBUTE_VALUES})",
+                values.len()
+            ));
+        }
+        for (i, value) in values.iter().enumerate() {
+            if let Err(reason) = check_attribute_text(value) {
+                problems.push(format!("attribute `{key}`: {reason}"));
+            } else if values[..i].contains(value) {
+                problems.push(format!(
+                    "the attribute `{key}` lists {:?} twice; list each value once",
+                    value
+                ));
+            }
+        }
+    }
+    problems
+}

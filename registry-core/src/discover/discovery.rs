@@ -186,6 +186,10 @@ struct Projection {
     admits: Vec<Members>,
     /// The tools with the `read_only` hint, all a read-only run may see.
     read_only: Bits,
+    /// The tools that declare attributes: only these are checked against a subject's.
+    attributed: Bits,
+    /// Whether any tool declares attributes.
+    any_attributed: bool,
     /// What the set fingerprint reads of each visible tool.
     reads: RunReads,
     /// The visible sets of recent runs, with their fingerprints.
@@ -261,6 +265,7 @@ impl Projection {
         let mut unscoped = Bits::new(len);
         let mut restricted = Bits::new(len);
         let mut read_only = Bits::new(len);
+        let mut attributed = Bits::new(len);
         let mut single: Vec<Vec<usize>> = Vec::new();
         let mut multi: Vec<Vec<(usize, Box<[usize]>)>> = Vec::new();
         let mut admits: Vec<Vec<usize>> = Vec::new();
@@ -293,6 +298,9 @@ impl Projection {
             if settings.hints.read_only {
                 read_only.insert(slot);
             }
+            if !settings.attributes.is_empty() {
+                attributed.insert(slot);
+            }
         }
         Projection {
             scope_ids,
@@ -310,6 +318,8 @@ impl Projection {
                 .map(|slots| Members::of(slots, len))
                 .collect(),
             read_only,
+            any_attributed: !attributed.is_empty(),
+            attributed,
             reads: RunReads::of(entries),
             recent: RecentSets::default(),
         }
@@ -484,7 +494,14 @@ impl Snapshot {
         admitted.remove_all(&unavailable.not_ready);
         let mut visible = Vec::with_capacity(admitted.len());
         for slot in admitted.iter() {
-            if !rules.is_empty() && hidden_by(rules, subject, &self.entries[slot].tool).is_some() {
+            let tool = &self.entries[slot].tool;
+            if projection.any_attributed
+                && projection.attributed.contains(slot)
+                && tool.settings().attribute_hiding(subject).is_some()
+            {
+                continue;
+            }
+            if !rules.is_empty() && hidden_by(rules, subject, tool).is_some() {
                 continue;
             }
             visible.push(slot);

@@ -23,6 +23,9 @@ pub struct Explanation {
     pub hidden: Vec<HiddenTool>,
     /// Scopes the subject was granted that are not valid scope strings (they match nothing).
     pub malformed_scopes: Vec<String>,
+    /// Attributes the subject was given and that were refused (their key, escaped, and why):
+    /// they match nothing.
+    pub refused_attributes: Vec<(String, String)>,
 }
 
 /// One hidden tool and why.
@@ -52,6 +55,14 @@ pub enum HiddenReason {
     },
     /// A read-only run, and the tool is not `read_only`.
     WriteToolInReadOnlyRun,
+    /// The tool is for other values of one of its attributes (or the subject has none for
+    /// it, or had one refused).
+    Attribute {
+        /// The attribute's key.
+        key: String,
+        /// The values the tool is for.
+        listed: Vec<String>,
+    },
     /// The tool is revoked.
     Revoked {
         /// Why, as recorded.
@@ -99,6 +110,14 @@ impl fmt::Display for Explanation {
             let reasons: Vec<String> = tool.reasons.iter().map(ToString::to_string).collect();
             writeln!(f, "  - {}: {}", shown(&tool.name), reasons.join("; "))?;
         }
+        for (key, why) in &self.refused_attributes {
+            writeln!(
+                f,
+                "  ! attribute {} was refused and matches nothing: {}",
+                shown(key),
+                shown(why)
+            )?;
+        }
         for scope in &self.malformed_scopes {
             writeln!(
                 f,
@@ -122,6 +141,15 @@ impl fmt::Display for HiddenReason {
             }
             HiddenReason::WriteToolInReadOnlyRun => {
                 f.write_str("not read-only, and the run is read-only")
+            }
+            HiddenReason::Attribute { key, listed } => {
+                let list: Vec<String> = listed.iter().map(|value| shown(value)).collect();
+                write!(
+                    f,
+                    "for {} {}, which the subject does not hold",
+                    shown(key),
+                    list.join(" or ")
+                )
             }
             HiddenReason::Revoked { reason } => write!(f, "revoked: {}", shown(reason)),
             HiddenReason::NotReady { reason } => write!(f, "not ready: {}", shown(reason)),
@@ -175,6 +203,12 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         if subject.access() == Access::ReadOnly && !settings.hints.read_only {
             reasons.push(HiddenReason::WriteToolInReadOnlyRun);
         }
+        if let Some(key) = settings.attribute_hiding(subject) {
+            reasons.push(HiddenReason::Attribute {
+                key: key.to_owned(),
+                listed: settings.attributes.get(key).cloned().unwrap_or_default(),
+            });
+        }
         if registry.is_revoked(slot, snapshot.version(slot)) {
             reasons.push(HiddenReason::Revoked {
                 reason: registry
@@ -207,11 +241,16 @@ pub(crate) fn explain(run: &Run, snapshot: &Snapshot) -> Explanation {
         .filter(|scope| Scope::new(scope.to_string()).is_err())
         .map(str::to_owned)
         .collect();
+    let refused_attributes = subject
+        .refused_attributes()
+        .map(|(key, why)| (key.to_owned(), why.to_owned()))
+        .collect();
     Explanation {
         registered: snapshot.len(),
         visible: run.allowed().len(),
         hidden,
         malformed_scopes,
+        refused_attributes,
     }
 }
 
@@ -235,6 +274,7 @@ impl Run {
             .any(|scope| !subject.has_scope(scope.as_str()));
         let hidden_otherwise = !settings.admits_tenant(subject.tenant())
             || (subject.access() == Access::ReadOnly && !settings.hints.read_only)
+            || settings.attribute_hiding(subject).is_some()
             || registry.is_revoked(slot, snapshot.version(slot))
             || registry.not_ready(slot).is_some();
         if !lacks_scopes || hidden_otherwise {

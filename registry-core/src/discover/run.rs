@@ -146,6 +146,14 @@ impl Registry {
                             version: entry.tool.version_fingerprint(),
                         })
                         .collect(),
+                    attribute_keys: subject
+                        .attributes()
+                        .map(|(key, _)| key.to_owned())
+                        .collect(),
+                    refused_attributes: subject
+                        .refused_attributes()
+                        .map(|(key, why)| (key.to_owned(), why.to_owned()))
+                        .collect(),
                 }),
             );
         }
@@ -166,6 +174,9 @@ pub struct Capability<'a> {
     /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)): its definition,
     /// hints, scopes, tenants and gate flags. The same as the call events of this run record.
     pub version: crate::Fingerprint,
+    /// The attribute values the tool is for, per key
+    /// ([`ToolSettings::attributes`](crate::definition::ToolSettings::attributes)).
+    pub attributes: &'a std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// How many names an unknown-tool answer lists at most.
@@ -286,6 +297,7 @@ impl Run {
             definition: entry.tool.definition_ref(),
             hints: entry.tool.settings().hints,
             version: entry.tool.version_fingerprint(),
+            attributes: &entry.tool.settings().attributes,
         })
     }
 

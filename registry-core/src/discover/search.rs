@@ -57,6 +57,7 @@ impl SearchHit {
             definition: self.tool.definition_ref(),
             hints: self.tool.settings().hints,
             version: self.tool.version_fingerprint(),
+            attributes: &self.tool.settings().attributes,
         }
     }
 

@@ -975,6 +975,23 @@ fn declared_tool(
             .collect(),
         callable_from_code: declaration.callable_from_code,
     };
+    // The macro checked them; a declaration written by other means is checked here.
+    let attribute_problems = crate::declare::settings::attribute_problems(
+        policy
+            .attributes
+            .iter()
+            .map(|(key, values)| (key.as_str(), values.as_slice())),
+    );
+    if !attribute_problems.is_empty() {
+        for reason in attribute_problems {
+            problems.push(BuildProblem::InvalidAttribute {
+                tool: declaration.name.to_owned(),
+                site: source,
+                reason,
+            });
+        }
+        valid = false;
+    }
     let tool = Tool::declared(declaration, policy);
     // The macro linted the description, the title and the parameters' docs, with the same
     // rules (registry-lint, pinned to one version for both crates), and a `#[tool]` with a

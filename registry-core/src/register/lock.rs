@@ -80,6 +80,15 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
         .filter(|(set, _)| *set)
         .map(|(_, name)| (*name).to_owned());
     let _ = writeln!(text, "hints = {}", list(hints));
+    // Only a tool that declares attributes has the line, so that the lockfile of a registry
+    // without any reads as it did.
+    for (key, values) in &policy.attributes {
+        let _ = writeln!(
+            text,
+            "attribute.{key} = {}",
+            list(values.iter().map(|value| word(value)))
+        );
+    }
 
     let mut gate = Vec::new();
     if policy.needs_approval {
