@@ -1,0 +1,285 @@
+//! The Cedar schema of a registry: the fixed vocabulary (`Principal`, `Tool`, the actions
+//! `list` and `call`, the `call` context) with every attribute key and argument the registry's
+//! tools declare.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use registry_core::Registry;
+use serde_json::Value;
+
+/// A Cedar type the vocabulary uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ty {
+    Long,
+    String,
+    Bool,
+    Strings,
+    Record(BTreeMap<String, (Ty, bool)>),
+}
+
+impl Ty {
+    fn write(&self, out: &mut String, indent: usize) {
+        match self {
+            Ty::Long => out.push_str("Long"),
+            Ty::String => out.push_str("String"),
+            Ty::Bool => out.push_str("Bool"),
+            Ty::Strings => out.push_str("Set<String>"),
+            Ty::Record(fields) => write_record(out, fields, indent),
+        }
+    }
+
+    /// `value` as this type's JSON for Cedar, keeping only what the type declares; `None`
+    /// when the value is not of the type (or not representable: an integer outside i64).
+    pub(crate) fn shape(&self, value: &Value, depth: usize) -> Option<Value> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match (self, value) {
+            (Ty::Long, Value::Number(n)) => n.as_i64().map(Value::from),
+            (Ty::String, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Some(value.clone()),
+            (Ty::Strings, Value::Array(items)) if items.iter().all(Value::is_string) => {
+                Some(value.clone())
+            }
+            (Ty::Record(fields), Value::Object(object)) => {
+                let mut kept = serde_json::Map::new();
+                for (name, (ty, required)) in fields {
+                    match object.get(name) {
+                        Some(Value::Null) | None if !required => {}
+                        Some(value) => {
+                            kept.insert(name.clone(), ty.shape(value, depth + 1)?);
+                        }
+                        None => return None,
+                    }
+                }
+                Some(Value::Object(kept))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// How deep a call's arguments may nest for Cedar to see them; deeper, the call is denied.
+pub(crate) const MAX_DEPTH: usize = 16;
+
+fn write_record(out: &mut String, fields: &BTreeMap<String, (Ty, bool)>, indent: usize) {
+    if fields.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push_str("{\n");
+    for (name, (ty, required)) in fields {
+        let _ = write!(
+            out,
+            "{:indent$}\"{name}\"{}: ",
+            "",
+            if *required { "" } else { "?" },
+            indent = indent + 2
+        );
+        ty.write(out, indent + 2);
+        out.push_str(",\n");
+    }
+    let _ = write!(out, "{:indent$}}}", "", indent = indent);
+}
+
+/// A name Cedar's schema text can hold as it is: letters, digits and `_`.
+fn plain(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The type of one JSON Schema, if Cedar can express it.
+fn of_schema(schema: &Value, depth: usize) -> Result<Ty, String> {
+    if depth > MAX_DEPTH {
+        return Err("nested too deep".into());
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("integer") => Ok(Ty::Long),
+        Some("string") => Ok(Ty::String),
+        Some("boolean") => Ok(Ty::Bool),
+        Some("array")
+            if schema
+                .get("items")
+                .and_then(|items| items.get("type"))
+                .and_then(Value::as_str)
+                == Some("string") =>
+        {
+            Ok(Ty::Strings)
+        }
+        Some("object") => {
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|names| names.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut fields = BTreeMap::new();
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, property) in properties {
+                    if !plain(name) {
+                        return Err(format!("the property {name:?} is not a plain name"));
+                    }
+                    let ty = of_schema(property, depth + 1)?;
+                    fields.insert(name.clone(), (ty, required.contains(&name.as_str())));
+                }
+            }
+            Ok(Ty::Record(fields))
+        }
+        Some(other) => Err(format!("Cedar has no type for JSON Schema's {other:?}")),
+        None => Err("no single `type`".into()),
+    }
+}
+
+/// What the schema of a registry holds, beside its text.
+#[derive(Debug, Clone)]
+pub(crate) struct Vocabulary {
+    /// The principal's attribute keys beyond the fixed ones, with their types.
+    pub(crate) subject: BTreeMap<String, Ty>,
+    /// The tools' attribute keys (each an optional `Set<String>`).
+    pub(crate) tool_keys: Vec<String>,
+    /// `context.arguments`: the union of every tool's properties, each optional.
+    pub(crate) arguments: BTreeMap<String, Ty>,
+    /// The properties left out, with why: `tool.property: reason`.
+    pub(crate) left_out: Vec<String>,
+    /// Every tool name.
+    pub(crate) tools: Vec<String>,
+}
+
+impl Vocabulary {
+    /// The vocabulary of `registry`, with the application's own subject keys.
+    pub(crate) fn of(registry: &Registry, declared: &BTreeMap<String, Ty>) -> Vocabulary {
+        let mut subject: BTreeMap<String, Ty> = BTreeMap::new();
+        let mut tool_keys: Vec<String> = Vec::new();
+        let mut arguments: BTreeMap<String, Ty> = BTreeMap::new();
+        let mut conflicting: Vec<String> = Vec::new();
+        let mut left_out = Vec::new();
+        let mut tools = Vec::new();
+        for tool in registry.iter() {
+            tools.push(tool.name().to_owned());
+            for key in tool.settings().attributes.keys() {
+                subject.entry(key.clone()).or_insert(Ty::String);
+                if !tool_keys.contains(key) {
+                    tool_keys.push(key.clone());
+                }
+            }
+            let parameters = &tool.definition().parameters;
+            let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
+                continue;
+            };
+            for (name, property) in properties {
+                if !plain(name) {
+                    left_out.push(format!("{}.{name}: not a plain name", tool.name()));
+                    continue;
+                }
+                match of_schema(property, 1) {
+                    Ok(ty) => match arguments.get(name) {
+                        Some(known) if *known != ty => {
+                            left_out.push(format!(
+                                "{}.{name}: another tool gives it another type",
+                                tool.name()
+                            ));
+                            conflicting.push(name.clone());
+                        }
+                        _ => {
+                            arguments.insert(name.clone(), ty);
+                        }
+                    },
+                    Err(reason) => left_out.push(format!("{}.{name}: {reason}", tool.name())),
+                }
+            }
+        }
+        for name in conflicting {
+            arguments.remove(&name);
+        }
+        for (key, ty) in declared {
+            subject.insert(key.clone(), ty.clone());
+        }
+        tool_keys.sort();
+        left_out.sort();
+        Vocabulary {
+            subject,
+            tool_keys,
+            arguments,
+            left_out,
+            tools,
+        }
+    }
+
+    /// The schema in Cedar's schema syntax.
+    pub(crate) fn text(&self) -> String {
+        let mut out = String::from(
+            "// The Cedar schema of a tool registry (registry-cedar). Generated; do not edit.\n",
+        );
+        for left in &self.left_out {
+            let _ = writeln!(out, "// left out of context.arguments: {left}");
+        }
+        let mut principal: BTreeMap<String, (Ty, bool)> = BTreeMap::from([
+            ("tenant".to_owned(), (Ty::String, true)),
+            ("scopes".to_owned(), (Ty::Strings, true)),
+            ("access".to_owned(), (Ty::String, true)),
+            ("agent".to_owned(), (Ty::String, false)),
+        ]);
+        for (key, ty) in &self.subject {
+            principal.insert(key.clone(), (ty.clone(), false));
+        }
+        out.push_str("entity Principal = ");
+        write_record(&mut out, &principal, 0);
+        out.push_str(";\n");
+        let mut tool: BTreeMap<String, (Ty, bool)> = BTreeMap::from([
+            ("scopes".to_owned(), (Ty::Strings, true)),
+            ("read_only".to_owned(), (Ty::Bool, true)),
+            ("destructive".to_owned(), (Ty::Bool, true)),
+            ("idempotent".to_owned(), (Ty::Bool, true)),
+            ("open_world".to_owned(), (Ty::Bool, true)),
+            ("needs_approval".to_owned(), (Ty::Bool, true)),
+        ]);
+        for key in &self.tool_keys {
+            tool.insert(key.clone(), (Ty::Strings, false));
+        }
+        out.push_str("entity Tool = ");
+        write_record(&mut out, &tool, 0);
+        out.push_str(";\n");
+        out.push_str(
+            "action \"list\" appliesTo {\n  principal: Principal,\n  resource: Tool,\n  context: {}\n};\n",
+        );
+        let arguments: BTreeMap<String, (Ty, bool)> = self
+            .arguments
+            .iter()
+            .map(|(name, ty)| (name.clone(), (ty.clone(), false)))
+            .collect();
+        out.push_str("action \"call\" appliesTo {\n  principal: Principal,\n  resource: Tool,\n  context: {\n    \"arguments\": ");
+        write_record(&mut out, &arguments, 4);
+        out.push_str(",\n    \"caller\": String,\n    \"run\": String,\n  }\n};\n");
+        out
+    }
+}
+
+/// The Cedar schema of `registry`, in Cedar's schema syntax: the entity types `Principal` (the
+/// subject) and `Tool`, the actions `list` and `call`, and the `call` context
+/// (`arguments`, `caller`, `run`). Deterministic: the same registry gives the same text. The
+/// tools' argument properties Cedar cannot type are listed as comments at its top.
+///
+/// ```
+/// use registry_core::{DynamicTool, Registry};
+/// use serde_json::json;
+///
+/// let registry = Registry::builder()
+///     .tool(
+///         DynamicTool::new("refund", "Refund an order.")
+///             .scopes(["billing:write"])
+///             .attribute("data_domain", ["finance"])
+///             .parameters(json!({
+///                 "type": "object",
+///                 "properties": {"cents": {"type": "integer"}, "ratio": {"type": "number"}},
+///                 "required": ["cents"],
+///             }))
+///             .handler(|_, _| Ok::<_, String>(json!(null))),
+///     )
+///     .build()?;
+/// let schema = registry_cedar::schema(&registry);
+/// assert!(schema.contains("\"data_domain\"?: Set<String>"));
+/// assert!(schema.contains("\"cents\"?: Long"));
+/// assert!(schema.contains("left out of context.arguments: refund.ratio"));
+/// # Ok::<(), registry_core::RegistryError>(())
+/// ```
+pub fn schema(registry: &Registry) -> String {
+    Vocabulary::of(registry, &BTreeMap::new()).text()
+}
