@@ -198,7 +198,7 @@ impl CedarPolicies {
 
     /// [`reload`](Self::reload) from every `*.cedar` file of `dir`.
     pub fn reload_dir(&self, dir: impl AsRef<Path>) -> Result<(), CedarError> {
-        let files = files_of(dir.as_ref()).inspect_err(|error| refused(error))?;
+        let files = files_of(dir.as_ref()).inspect_err(refused)?;
         self.reload_files(files)
     }
 

@@ -332,7 +332,7 @@ mod tests {
         assert_eq!(projection.attribute_keys, ["data_domain", "environment"]);
         assert_eq!(projection.refused_attributes.len(), 1);
         assert_eq!(projection.refused_attributes[0].0, "workspace");
-        let json = serde_json::to_string(&*projection).unwrap();
+        let json = serde_json::to_string(projection).unwrap();
         assert!(
             !json.contains("finance") && !json.contains("staging"),
             "{json}"
