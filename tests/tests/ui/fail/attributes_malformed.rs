@@ -1,0 +1,18 @@
+use registry_core::tool;
+
+/// Read a ledger's balance.
+#[tool(
+    scopes = "ledger:read",
+    attributes(
+        Data_Domain = "finance",
+        environment = ["staging", "staging", "prod\u{202e}"],
+        workspace = [],
+        tenant = "acme",
+        clearance = 3,
+    )
+)]
+fn ledger_balance() -> u64 {
+    7
+}
+
+fn main() {}
