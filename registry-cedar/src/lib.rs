@@ -55,6 +55,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+/// The guide's page on policies (`docs/guide/policies.md`), its examples compiled and run as
+/// this crate's doc tests.
+#[doc = include_str!("../../docs/guide/policies.md")]
+pub mod guide {}
+
 mod policies;
 mod schema;
 

@@ -217,10 +217,6 @@ pub mod guide {
     #[doc = include_str!("../../docs/guide/gate.md")]
     pub struct Gate;
 
-    /// `docs/guide/policies.md`.
-    #[doc = include_str!("../../docs/guide/policies.md")]
-    pub struct Policies;
-
     /// `docs/guide/tasks.md`.
     #[doc = include_str!("../../docs/guide/tasks.md")]
     pub struct Tasks;

@@ -2,9 +2,7 @@
 //! examples crate, and the `build-tools` crate) and prints each tool: its name, policy, where
 //! it was declared, and the JSON definition a model is shown.
 //!
-//! Run it with `cargo run -p registry-examples --bin catalog`; with `-- --cedar-schema` it
-//! prints the registry's Cedar schema instead (`registry_cedar::schema`), for the policies a
-//! security team writes against it.
+//! Run it with `cargo run -p registry-examples --bin catalog`.
 
 use registry_core::{RegistryError, Tool};
 
@@ -12,17 +10,6 @@ fn main() -> Result<(), RegistryError> {
     let registry = registry_examples::registry()
         .require(["get_status", "deploy", "search_docs"])
         .build()?;
-    match std::env::args().nth(1).as_deref() {
-        None => {}
-        Some("--cedar-schema") => {
-            print!("{}", registry_cedar::schema(&registry));
-            return Ok(());
-        }
-        Some(other) => {
-            eprintln!("unknown argument {other:?}; the one argument is --cedar-schema");
-            std::process::exit(2);
-        }
-    }
     println!(
         "{} tools registered: {}\n",
         registry.len(),
