@@ -260,6 +260,7 @@ fn every_call_is_audited_with_its_outcome() {
             "argument_bytes",
             "argument_hash",
             "call_id",
+            "caller",
             "detail",
             "duration",
             "event",
