@@ -246,14 +246,20 @@ impl Subject {
 
 impl fmt::Debug for Subject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Subject")
+        let mut debug = f.debug_struct("Subject");
+        debug
             .field("tenant", &self.tenant)
             .field("scopes", &self.scopes)
             .field("access", &self.access)
             .field("agent", &self.agent)
-            .field("principal", &self.principal)
-            .field("attributes", &self.attributes)
-            .field("refused_attributes", &self.refused_attributes)
-            .finish()
+            .field("principal", &self.principal);
+        // Only when given, so that a subject without attributes prints as it did.
+        if !self.attributes.is_empty() {
+            debug.field("attributes", &self.attributes);
+        }
+        if !self.refused_attributes.is_empty() {
+            debug.field("refused_attributes", &self.refused_attributes);
+        }
+        debug.finish()
     }
 }
