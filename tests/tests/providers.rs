@@ -1111,3 +1111,93 @@ mod fuzz {
         }
     }
 }
+
+/// Programmatic tool calling: a call made by code the model wrote is read as `Caller::Code`;
+/// one that says `direct`, `null` or nothing is the model's; an unknown or malformed caller is
+/// never taken for the model.
+#[test]
+fn calls_made_by_code_are_read_as_code_and_unknown_callers_too() {
+    use registry_core::call::Caller;
+    let read = |profile: Profile, dir: &str| -> Vec<(String, Caller)> {
+        (profile
+            .parse_calls(&fixture(dir, "programmatic.json"))
+            .unwrap())
+        .iter()
+        .map(|call| (call.id().to_owned(), call.caller()))
+        .collect()
+    };
+    let owned = |pairs: &[(&str, Caller)]| -> Vec<(String, Caller)> {
+        pairs
+            .iter()
+            .map(|(id, caller)| ((*id).to_owned(), *caller))
+            .collect()
+    };
+    assert_eq!(
+        read(Profile::Anthropic, "anthropic"),
+        owned(&[
+            ("toolu_01Direct", Caller::Model),
+            ("toolu_01FromCode", Caller::Code),
+            ("toolu_01FromOldCode", Caller::Code),
+            ("toolu_01Unknown", Caller::Code),
+            ("toolu_01NoCaller", Caller::Model),
+        ])
+    );
+    for strict in [false, true] {
+        assert_eq!(
+            read(Profile::OpenAiResponses { strict }, "openai-responses"),
+            owned(&[
+                ("call_direct", Caller::Model),
+                ("call_program", Caller::Code),
+                ("call_null", Caller::Model),
+                ("call_odd", Caller::Code),
+            ])
+        );
+    }
+}
+
+/// A tool declared `callable_from_code` says so where the provider's tool object has a field
+/// for it (Anthropic's and OpenAI Responses' `allowed_callers`); the others' exports do not
+/// change.
+#[test]
+fn exports_mark_the_tools_code_may_call() {
+    use registry_core::DynamicTool;
+    let tool = |name: &str| {
+        DynamicTool::new(name, "Read a value.")
+            .public()
+            .handler(|_, _| Ok::<_, String>(json!(1)))
+    };
+    let registry = Registry::builder()
+        .tool(tool("from_code").callable_from_code())
+        .tool(tool("direct_only"))
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &Subject::new("tenant-a"));
+    let callers = |profile: Profile| -> Vec<Option<Value>> {
+        let list = run.export(profile).unwrap();
+        let list = match profile {
+            Profile::Gemini => list[0]["functionDeclarations"].clone(),
+            _ => list,
+        };
+        (list.as_array().unwrap().iter())
+            .map(|tool| tool.get("allowed_callers").cloned())
+            .collect()
+    };
+    // Name order: direct_only, from_code.
+    assert_eq!(
+        callers(Profile::Anthropic),
+        [None, Some(json!(["direct", "code_execution_20260120"]))]
+    );
+    for strict in [false, true] {
+        assert_eq!(
+            callers(Profile::OpenAiResponses { strict }),
+            [None, Some(json!(["direct", "programmatic"]))]
+        );
+    }
+    for profile in [
+        Profile::OpenAiChat { strict: false },
+        Profile::Mcp,
+        Profile::Gemini,
+    ] {
+        assert_eq!(callers(profile), [None, None], "{profile}");
+    }
+}

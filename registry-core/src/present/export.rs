@@ -54,6 +54,7 @@ pub(crate) fn unpinned_object(profile: Profile, tool: &Tool) -> Result<Value, &[
             parameters,
             hints: tool.settings().hints,
             output_schema: tool.output_schema(),
+            callable_from_code: tool.settings().callable_from_code,
         },
     ))
 }

@@ -26,6 +26,9 @@ pub(crate) struct Exported<'a> {
     pub(crate) parameters: &'a Value,
     pub(crate) hints: Hints,
     pub(crate) output_schema: Option<&'a Value>,
+    /// Whether code the model writes may call it (`callable_from_code`): the providers whose
+    /// tool object says which callers may call a tool mark it.
+    pub(crate) callable_from_code: bool,
 }
 
 /// The observation as text: a string as it is, any other result as its JSON text.

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::present::profile::Profile;
-use crate::resolve::call::ToolCall;
+use crate::resolve::call::{Caller, ToolCall};
 
 /// A response that is not of the provider's shape.
 ///
@@ -206,6 +206,22 @@ pub(crate) fn call_from_text(id: &str, name: &str, arguments: &str) -> ToolCall 
         ToolCall::new(id, name, Value::Object(Map::new()))
     } else {
         ToolCall::from_json_text(id, name, arguments)
+    }
+}
+
+/// Who made the call `object` describes, from its `caller` member (Anthropic's `tool_use`
+/// blocks, OpenAI Responses' `function_call` items): absent, `null` or `{"type": "direct"}` is
+/// the model; anything else (a code execution or program caller, a type this reading does not
+/// know, a malformed member) is code, so that an unknown caller is never taken for the model.
+pub(crate) fn caller_of(object: &Map<String, Value>) -> Caller {
+    match object.get("caller") {
+        None | Some(Value::Null) => Caller::Model,
+        Some(Value::Object(caller))
+            if caller.get("type").and_then(Value::as_str) == Some("direct") =>
+        {
+            Caller::Model
+        }
+        Some(_) => Caller::Code,
     }
 }
 

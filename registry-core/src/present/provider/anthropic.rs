@@ -12,7 +12,7 @@ use crate::present::provider::{
     Composition, Enums, Formats, Holder, Keywords, NameRule, Null, References, Rules, StrictFlag,
     ToolList, ToolObject,
 };
-use crate::present::reader::{Parsed, Reader, describe};
+use crate::present::reader::{Parsed, Reader, caller_of, describe};
 use crate::resolve::call::ToolCall;
 
 /// The string formats Anthropic takes.
@@ -71,14 +71,24 @@ pub(crate) const RULES: Rules = Rules {
     annotations: true,
 };
 
-/// An Anthropic tool: `{name, description, input_schema}`.
+/// The code execution tool whose code may call a tool declared `callable_from_code`, in
+/// `allowed_callers` (programmatic tool calling; `docs/providers.md`).
+pub(crate) const CODE_CALLER: &str = "code_execution_20260120";
+
+/// An Anthropic tool: `{name, description, input_schema}`; a tool code may call also says
+/// `allowed_callers: ["direct", "code_execution_20260120"]` (without the key, Anthropic lets
+/// only the model call it).
 pub(crate) fn tool_object(tool: &Exported<'_>) -> Value {
     let definition = tool.definition;
-    json!({
+    let mut object = json!({
         "name": definition.name,
         "description": definition.description,
         "input_schema": tool.parameters,
-    })
+    });
+    if tool.callable_from_code {
+        object["allowed_callers"] = json!(["direct", CODE_CALLER]);
+    }
+    object
 }
 
 /// A tool left out of the model's context until a search references it:
@@ -210,8 +220,10 @@ impl Reader {
         let name = self.string(block, pointer, "name", "the tool name")?;
         let input = self.member(block, pointer, "input")?;
         let input = self.object(input, &format!("{pointer}/input"), "the arguments object")?;
-        self.calls
-            .push(ToolCall::new(id, name, Value::Object(input.clone())));
+        // Programmatic tool calling: a call made by code Claude wrote says so in `caller`.
+        let call =
+            ToolCall::new(id, name, Value::Object(input.clone())).with_caller(caller_of(block));
+        self.calls.push(call);
         Ok(())
     }
 }

@@ -14,7 +14,7 @@ use crate::present::provider::{
     Composition, Enums, Formats, Holder, Keywords, NameRule, Null, References, Rules, StrictFlag,
     StrictLimits, ToolList, ToolObject,
 };
-use crate::present::reader::{Parsed, Reader, call_from_text, describe, is_message};
+use crate::present::reader::{Parsed, Reader, call_from_text, caller_of, describe, is_message};
 
 /// The string formats OpenAI takes (strict and not).
 pub(crate) const FORMATS: &[&str] = &[
@@ -174,16 +174,22 @@ pub(crate) fn chat_tool_object(tool: &Exported<'_>, strict: bool) -> Value {
     })
 }
 
-/// A Responses tool: flat, `{type: "function", name, description, parameters, strict}`.
+/// A Responses tool: flat, `{type: "function", name, description, parameters, strict}`; a
+/// tool code may call also says `allowed_callers: ["direct", "programmatic"]` (programmatic
+/// tool calling; without the key only the model calls it).
 pub(crate) fn responses_tool_object(tool: &Exported<'_>, strict: bool) -> Value {
     let definition = tool.definition;
-    json!({
+    let mut object = json!({
         "type": "function",
         "name": definition.name,
         "description": definition.description,
         "parameters": tool.parameters,
         "strict": strict,
-    })
+    });
+    if tool.callable_from_code {
+        object["allowed_callers"] = json!(["direct", "programmatic"]);
+    }
+    object
 }
 
 /// A Responses function marked for loading by tool search: `defer_loading: true`.
@@ -438,7 +444,9 @@ impl Reader {
         let id = self.string(item, pointer, "call_id", "the call id")?;
         let name = self.string(item, pointer, "name", "the tool name")?;
         let arguments = self.string(item, pointer, "arguments", "the arguments as JSON text")?;
-        self.calls.push(call_from_text(id, name, arguments));
+        // Programmatic tool calling: a call made by a program says so in `caller`.
+        let call = call_from_text(id, name, arguments).with_caller(caller_of(item));
+        self.calls.push(call);
         Ok(())
     }
 
