@@ -411,6 +411,40 @@ pub struct CallEvent {
     /// ([`CallPolicy::determine`](crate::gate::CallPolicy::determine): a Cedar policy set's).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<String>,
+    /// What the result checks ([`ResultCheck`](crate::gate::ResultCheck)) did to the
+    /// result of a call that ran: `None` when they passed it unchanged (or there are none, or
+    /// the call did not run). `detail` says which check and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_check: Option<ResultChecked>,
+}
+
+/// What the result checks did to a call's result ([`CallEvent::result_check`]).
+///
+/// ```
+/// use registry_core::audit::ResultChecked;
+///
+/// assert_eq!(ResultChecked::Withheld.as_str(), "withheld");
+/// assert_eq!(serde_json::to_value(ResultChecked::Redacted).unwrap(), "redacted");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ResultChecked {
+    /// A check changed the result; the model got the changed one.
+    Redacted,
+    /// A check withheld the result (or panicked): the tool ran, and the model got an error
+    /// saying the result was withheld.
+    Withheld,
+}
+
+impl ResultChecked {
+    /// `"redacted"` or `"withheld"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultChecked::Redacted => "redacted",
+            ResultChecked::Withheld => "withheld",
+        }
+    }
 }
 
 /// A revocation or replacement.
@@ -545,6 +579,7 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             tool_version = c.tool_version.map(tracing::field::display),
             caller = c.caller.as_str(),
             policies = (!policies.is_empty()).then(|| Logged::field(&policies)),
+            result_check = c.result_check.map(ResultChecked::as_str),
             )
         }
         AuditEvent::Change(c) => tracing::info!(

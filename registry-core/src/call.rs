@@ -12,7 +12,9 @@
 //!    [`Run::decide`](crate::Run::decide) settles it), the run's budget and the tool's rate
 //!    limit;
 //! 3. **execute** (the `execute/` step): the tool runs, within its deadline, cancelled by a
-//!    [`Cancellation`], its panics caught, its `Err` a [`ToolError`].
+//!    [`Cancellation`], its panics caught, its `Err` a [`ToolError`];
+//! 4. **check** (`call/check.rs`): the result checks
+//!    ([`ResultCheck`](crate::gate::ResultCheck)) pass, redact or withhold what it gave back.
 //!
 //! The orchestration lives here (`call/run.rs`, `call/admit.rs`, `call/approvals.rs`,
 //! `call/answer.rs`); the steps it reaches stay in their folders.
@@ -20,6 +22,7 @@
 mod admit;
 mod answer;
 mod approvals;
+mod check;
 mod run;
 mod task;
 

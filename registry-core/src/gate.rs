@@ -6,7 +6,9 @@
 //!   in an [`ApprovalStore`];
 //! - quotas: a [`RateLimit`] per subject and tool, counted in a [`QuotaStore`], and a run's
 //!   call budget;
-//! - readiness ([`ReadinessCheck`]): a tool that cannot work is not shown, nor run.
+//! - readiness ([`ReadinessCheck`]): a tool that cannot work is not shown, nor run;
+//! - after a tool ran, the result checks ([`ResultCheck`]): each result is passed, redacted or
+//!   withheld before the model reads it.
 
 //!
 //! Approvals have a module of their own, [`approval`](crate::approval).
@@ -16,6 +18,7 @@ mod policy;
 mod quota;
 mod rate_limit;
 pub(crate) mod readiness;
+pub(crate) mod result_check;
 pub(crate) mod store;
 
 pub use approval::StoreError;
@@ -23,6 +26,7 @@ pub use policy::{CallPolicy, CallRequest, Decision, Determined};
 pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
 pub use rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{ReadinessCheck, ToolReadiness};
+pub use result_check::{ResultCheck, ResultDecision, ToolResult};
 
 pub(crate) use approval::{ApprovalError, ApprovalRequest, ApprovalState};
 pub(crate) use policy::PolicyArguments;
@@ -37,6 +41,8 @@ pub(crate) use readiness::{DEFAULT_TIMEOUT, ReadyState};
 pub(crate) struct GateConfig {
     /// Every call policy given, in order: all are asked, the stricter decision wins.
     pub(crate) call_policies: Vec<Box<dyn CallPolicy>>,
+    /// Every result check given, in order: each sees the result the one before left.
+    pub(crate) result_checks: Vec<Box<dyn ResultCheck>>,
     pub(crate) rate_limit: Option<RateLimit>,
     pub(crate) quotas: Quotas,
     pub(crate) approvals: Box<dyn ApprovalStore>,
@@ -49,6 +55,7 @@ impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
             call_policies: Vec::new(),
+            result_checks: Vec::new(),
             rate_limit: None,
             quotas: Quotas::Memory(MemoryQuotaStore::new()),
             approvals: Box::new(MemoryApprovalStore::new()),

@@ -86,6 +86,7 @@ impl Ticket {
             tool_version: self.tool_version,
             caller: self.caller,
             policies: self.policies,
+            result_check: None,
         }
     }
 }
@@ -125,6 +126,8 @@ pub(crate) struct Decided {
     pub(crate) tool_version: Option<crate::Fingerprint>,
     pub(crate) caller: Caller,
     pub(crate) policies: Vec<String>,
+    /// What the result checks did to the result, if anything.
+    pub(crate) result_check: Option<crate::audit::ResultChecked>,
 }
 
 impl Decided {
@@ -138,6 +141,7 @@ impl Decided {
             tool_version: None,
             caller: Caller::Model,
             policies: Vec::new(),
+            result_check: None,
         }
     }
 
@@ -261,5 +265,12 @@ pub(super) fn humane_wait(wait: Duration) -> String {
 pub(crate) fn code_cannot_wait_text(name: &str) -> String {
     format!(
         "the tool \"{name}\" needs a person's approval, and a call made from code cannot wait for one; call it directly instead"
+    )
+}
+
+/// What the model reads when a result check withheld a call's result.
+pub(crate) fn withheld_text(name: &str, reason: &str) -> String {
+    format!(
+        "the tool \"{name}\" ran, but its result was withheld by a check: {reason}. Do not repeat the same call"
     )
 }

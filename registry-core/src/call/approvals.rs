@@ -125,8 +125,10 @@ impl Run {
                 let outcome = self
                     .execute(&resolved.entry, resolved.context, resolved.arguments)
                     .await;
-                Ok(self.finish_traced(
-                    resolved.ticket.outcome(outcome),
+                Ok(self.answer(
+                    &resolved.entry,
+                    resolved.ticket,
+                    outcome,
                     started,
                     options.trace.as_ref(),
                 ))

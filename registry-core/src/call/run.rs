@@ -63,7 +63,13 @@ impl Run {
         let outcome = self
             .execute(&resolved.entry, resolved.context, resolved.arguments)
             .await;
-        self.answer(resolved.ticket, outcome, started, options.trace.as_ref())
+        self.answer(
+            &resolved.entry,
+            resolved.ticket,
+            outcome,
+            started,
+            options.trace.as_ref(),
+        )
     }
 
     /// Resolves, gates and executes `call` on this thread, without an async runtime (async
@@ -106,7 +112,13 @@ impl Run {
             self.registry.blocking_pool(),
         );
         let outcome = self.refund_unrun(outcome);
-        self.answer(resolved.ticket, outcome, started, options.trace.as_ref())
+        self.answer(
+            &resolved.entry,
+            resolved.ticket,
+            outcome,
+            started,
+            options.trace.as_ref(),
+        )
     }
 
     /// Runs a call that passed the gate.
@@ -199,15 +211,21 @@ impl Run {
         audit::wanted(self.registry.audit_sink()).then(Instant::now)
     }
 
-    /// The answer to a call that ran: audited, if a sink wants it, else made straight from
-    /// the ticket.
-    fn answer(
+    /// The answer to a call that ran: its result through the result checks, if there are
+    /// any; audited, if a sink wants it, else made straight from the ticket.
+    pub(super) fn answer(
         &self,
+        entry: &Entry,
         ticket: Ticket,
         outcome: Result<Payload, Failure>,
         started: Option<Instant>,
         trace: Option<&crate::execute::trace::TraceContext>,
     ) -> Observation {
+        let checks = self.registry.result_checks();
+        if !checks.is_empty() {
+            let decided = super::check::checked(checks, &self.scope, entry, ticket, outcome);
+            return self.finish_traced(decided, started, trace);
+        }
         if audit::wanted(self.registry.audit_sink()) {
             self.finish_traced(ticket.outcome(outcome), started, trace)
         } else {
@@ -253,6 +271,7 @@ impl Run {
                         .iter()
                         .map(|id| truncate(id, AUDITED_NAME))
                         .collect(),
+                    result_check: decided.result_check,
                 }),
             );
         }

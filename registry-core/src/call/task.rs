@@ -591,6 +591,7 @@ impl Job {
             arguments: values,
             ticket,
         } = resolved;
+        let scope = Arc::clone(context.scope());
         let outcome = execution::execute_blocking(
             &entry.tool,
             context,
@@ -599,7 +600,13 @@ impl Job {
             registry.blocking_pool(),
         );
         let duration = clock.elapsed();
-        let decided = ticket.outcome(outcome);
+        // The result checks see a task's result before it is kept for the model.
+        let checks = registry.result_checks();
+        let decided = if checks.is_empty() {
+            ticket.outcome(outcome)
+        } else {
+            super::check::checked(checks, &scope, &entry, ticket, outcome)
+        };
         let status = match decided.observation.error_kind() {
             None => TaskStatus::Completed,
             Some(ErrorKind::Cancelled) => TaskStatus::Cancelled,

@@ -609,6 +609,11 @@ impl Payload {
     pub(crate) fn into_parts(self) -> (Option<Value>, Vec<Content>) {
         (self.value, self.blocks)
     }
+
+    /// The payload of `value` and `blocks` (what [`into_parts`](Self::into_parts) took apart).
+    pub(crate) fn from_parts(value: Option<Value>, blocks: Vec<Content>) -> Self {
+        Payload { value, blocks }
+    }
 }
 
 impl From<Value> for Payload {

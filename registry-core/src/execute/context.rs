@@ -337,6 +337,11 @@ impl ToolContext {
         }
     }
 
+    /// What every call of the run shares: its id, subject and state.
+    pub(crate) fn scope(&self) -> &Arc<RunScope> {
+        &self.scope
+    }
+
     /// The call's cancellation (its own: a deadline trips it without cancelling the caller's).
     pub(crate) fn cancellation(&self) -> &Cancellation {
         &self.call.cancellation

@@ -108,6 +108,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("access_rules", &self.access_rules.len())
             .field("policy_sets", &self.policy_sets.len())
             .field("call_policies", &self.gate.call_policies.len())
+            .field("result_checks", &self.gate.result_checks.len())
             .field("audit_sink", &self.audit.is_some())
             .field("host", &self.host.is_some())
             .field("embedder", &self.embedder.is_some())
@@ -440,6 +441,35 @@ impl RegistryBuilder {
     /// ```
     pub fn call_policy(mut self, policy: impl CallPolicy) -> Self {
         self.gate.call_policies.push(Box::new(policy));
+        self
+    }
+
+    /// Adds a check of every tool's result, run after the tool and before the model reads
+    /// the result: it passes the result, redacts parts of it, or withholds it (see
+    /// [`ResultCheck`](crate::gate::ResultCheck)). Checks run in the order given, each on what
+    /// the one before left; a second call adds a check, it never replaces the first. A check
+    /// that panics withholds the result.
+    ///
+    /// ```
+    /// use registry_core::gate::{ResultDecision, ToolResult};
+    /// use registry_core::{DynamicTool, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(DynamicTool::new("whoami", "Say who runs the agent.").public()
+    ///         .handler(|_, _| Ok::<_, String>(json!("ada@example.com"))))
+    ///     .result_check(|result: &mut ToolResult<'_>| {
+    ///         result.redact_strings(|text| text.contains('@').then(|| "[email]".to_owned()));
+    ///         ResultDecision::Pass
+    ///     })
+    ///     .build()?;
+    /// let run = registry.open_run("r1", &Subject::new("acme"));
+    /// let answer = run.call_blocking(ToolCall::new("c1", "whoami", json!({})));
+    /// assert_eq!(answer.json(), &json!("[email]"));
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    pub fn result_check(mut self, check: impl crate::gate::ResultCheck) -> Self {
+        self.gate.result_checks.push(Box::new(check));
         self
     }
 

@@ -842,6 +842,11 @@ impl Registry {
         &self.inner.gate.call_policies
     }
 
+    /// The registry's result checks, in the order they were given.
+    pub(crate) fn result_checks(&self) -> &[Box<dyn crate::gate::ResultCheck>] {
+        &self.inner.gate.result_checks
+    }
+
     pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {
         self.inner.audit.as_deref()
     }
