@@ -26,7 +26,7 @@ pub use policy::{CallPolicy, CallRequest, Decision, Determined};
 pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
 pub use rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{ReadinessCheck, ToolReadiness};
-pub use result_check::{ResultCheck, ResultDecision, ToolResult};
+pub use result_check::{RedactSecrets, ResultCheck, ResultDecision, ToolResult};
 
 pub(crate) use approval::{ApprovalError, ApprovalRequest, ApprovalState};
 pub(crate) use policy::PolicyArguments;

@@ -621,4 +621,89 @@ mod result_checks {
         assert_eq!(calls(&events)[0].result_check, None);
         assert_eq!(calls(&events)[0].detail, None);
     }
+
+    /// Fake secrets of the lint's shapes (never real ones).
+    const TOKEN: &str = "ghp_Zq8vN2xR5tL9wK3mB7cJ1fH4dG6sP0aY2eU8";
+    const KEY: &str = "sk-4fG7hJ2kL9mN3pQ8rS1tU6vW";
+
+    #[test]
+    fn secrets_are_redacted_in_json_and_text_content_and_audited() {
+        let events = Events::default();
+        let sink = {
+            let events = events.clone();
+            move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+        };
+        let registry = Registry::builder()
+            .tool(
+                DynamicTool::new("config", "Read the configuration.")
+                    .public()
+                    .handler(|_, _| {
+                        Ok::<_, String>(json!({
+                            "token": TOKEN,
+                            "nested": [{"url": "postgres://app:hunter2hunter2@db/x"}],
+                            "count": 3,
+                            KEY: "a key as a key",
+                        }))
+                    }),
+            )
+            .tool(
+                DynamicTool::new("log", "Read the log.")
+                    .public()
+                    .content_handler(|_, _| {
+                        Ok::<_, String>(vec![
+                            Content::text(format!("using {KEY} now")),
+                            Content::embedded_text("log://1", "text/plain", format!("t={TOKEN}")),
+                        ])
+                    }),
+            )
+            .tool(
+                DynamicTool::new("clean", "Say nothing secret.")
+                    .public()
+                    .handler(|_, _| Ok::<_, String>(json!("sk-xxxxxxxxxxxxxxxxxxxxxxxx"))),
+            )
+            .redact_secrets()
+            .audit_sink(sink)
+            .build()
+            .unwrap();
+        let run = registry.open_run("r1", &Subject::new("acme"));
+        let config = run.call_blocking(ToolCall::new("c1", "config", json!({})));
+        assert_eq!(
+            config.json(),
+            &json!({
+                "token": "[redacted: secret/api-token]",
+                "nested": [{"url": "[redacted: secret/url-password]/x"}],
+                "count": 3,
+                "[redacted: secret/api-token]": "a key as a key",
+            })
+        );
+        let log = run.call_blocking(ToolCall::new("c2", "log", json!({})));
+        assert_eq!(
+            log.blocks()[0].as_text(),
+            Some("using [redacted: secret/api-token] now")
+        );
+        let Content::Resource(resource) = &log.blocks()[1] else {
+            panic!("{log:?}")
+        };
+        assert_eq!(resource.text(), Some("t=[redacted: secret/api-token]"));
+        let clean = run.call_blocking(ToolCall::new("c3", "clean", json!({})));
+        assert_eq!(clean.json(), &json!("sk-xxxxxxxxxxxxxxxxxxxxxxxx"));
+        for answer in [&config, &log] {
+            let shown = format!("{answer:?}");
+            for secret in [TOKEN, KEY, "hunter2hunter2"] {
+                assert!(!shown.contains(secret), "{shown}");
+            }
+        }
+        let audited: Vec<Option<ResultChecked>> = calls(&events)
+            .iter()
+            .map(|call| call.result_check)
+            .collect();
+        assert_eq!(
+            audited,
+            [
+                Some(ResultChecked::Redacted),
+                Some(ResultChecked::Redacted),
+                None
+            ]
+        );
+    }
 }

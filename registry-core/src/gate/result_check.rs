@@ -274,3 +274,105 @@ fn redact_block(block: &mut Content, redact: &mut dyn FnMut(&str) -> Option<Stri
         Content::Image(_) | Content::Audio(_) | Content::ResourceLink(_) => 0,
     }
 }
+
+/// The built-in check that cuts secrets out of results: every private key, bearer token, API
+/// token of a known shape (`sk-...`, `ghp_...`, `AKIA...`, ...), JSON Web Token and password
+/// in a URL that [`registry-lint`](registry_lint)'s secret rules find, in every string of the
+/// JSON value (keys included) and in the text of every text block and embedded text
+/// resource, is replaced by a marker naming the rule: `[redacted: secret/api-token]`. A
+/// result it changed is audited as redacted.
+///
+/// Add it with [`RegistryBuilder::redact_secrets`](crate::RegistryBuilder::redact_secrets)
+/// (or as any check, with [`result_check`](crate::RegistryBuilder::result_check)). The rules
+/// look for the shapes of real secrets: a placeholder (`sk-xxxx...`) is left alone, and a
+/// secret of a shape they do not know passes; it is a net, not a guarantee.
+///
+/// ```
+/// use registry_core::{DynamicTool, Registry, Subject, ToolCall};
+/// use serde_json::json;
+///
+/// let registry = Registry::builder()
+///     .tool(DynamicTool::new("read_config", "Read the deployment's configuration.")
+///         .public()
+///         .handler(|_, _| Ok::<_, String>(json!({
+///             "region": "eu-west-1",
+///             "token": "ghp_Zq8vN2xR5tL9wK3mB7cJ1fH4dG6sP0aY2eU8",
+///         }))))
+///     .redact_secrets()
+///     .build()?;
+/// let run = registry.open_run("r1", &Subject::new("acme"));
+/// let answer = run.call_blocking(ToolCall::new("c1", "read_config", json!({})));
+/// assert_eq!(answer.json(), &json!({"region": "eu-west-1", "token": "[redacted: secret/api-token]"}));
+/// # Ok::<(), registry_core::RegistryError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct RedactSecrets;
+
+impl RedactSecrets {
+    /// The check.
+    pub fn new() -> Self {
+        RedactSecrets
+    }
+}
+
+impl ResultCheck for RedactSecrets {
+    fn check(&self, result: &mut ToolResult<'_>) -> ResultDecision {
+        result.redact_strings(redact_secrets);
+        ResultDecision::Pass
+    }
+}
+
+/// `text` with every secret replaced by `[redacted: <rule id>]`; `None` when it has none.
+pub(crate) fn redact_secrets(text: &str) -> Option<String> {
+    let found = registry_lint::secrets(text);
+    if found.is_empty() {
+        return None;
+    }
+    let mut redacted = String::with_capacity(text.len());
+    let mut at = 0;
+    for finding in found {
+        // Sorted by start, none inside another; overlapping ones are cut from where the one
+        // before ended.
+        if finding.range.end <= at {
+            continue;
+        }
+        let start = finding.range.start.max(at);
+        redacted.push_str(&text[at..start]);
+        redacted.push_str("[redacted: ");
+        redacted.push_str(finding.rule.id());
+        redacted.push(']');
+        at = finding.range.end;
+    }
+    redacted.push_str(&text[at..]);
+    Some(redacted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_secrets;
+
+    #[test]
+    fn every_secret_becomes_a_marker_naming_its_rule() {
+        assert_eq!(redact_secrets("nothing secret here"), None);
+        let text = "a sk-4fG7hJ2kL9mN3pQ8rS1tU6vW and postgres://app:hunter2hunter2@db/x, \
+                    Authorization: Bearer 4fG7hJ2kL9mN3pQ8rS1tU6vWx9Yz0aB2 end";
+        let redacted = redact_secrets(text).unwrap();
+        assert!(
+            redacted.starts_with("a [redacted: secret/api-token] and "),
+            "{redacted}"
+        );
+        assert!(
+            redacted.contains("[redacted: secret/url-password]"),
+            "{redacted}"
+        );
+        assert!(
+            redacted.contains("[redacted: secret/bearer-token]"),
+            "{redacted}"
+        );
+        assert!(redacted.ends_with(" end"), "{redacted}");
+        for secret in ["4fG7hJ2kL9mN3pQ8rS1tU6vW", "hunter2hunter2"] {
+            assert!(!redacted.contains(secret), "{redacted}");
+        }
+    }
+}

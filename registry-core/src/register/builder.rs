@@ -473,6 +473,35 @@ impl RegistryBuilder {
         self
     }
 
+    /// Cuts secrets out of every result before the model reads it: adds
+    /// [`RedactSecrets`](crate::gate::RedactSecrets) as a result check, after the checks given
+    /// before it. Each private key, bearer token, API token, JSON Web Token and password in a
+    /// URL that registry-lint's secret rules find, in any string of a result's JSON or text
+    /// content, becomes `[redacted: <rule>]` (`[redacted: secret/api-token]`), and the call's
+    /// audit event says `redacted`.
+    ///
+    /// ```
+    /// use registry_core::content::Content;
+    /// use registry_core::{DynamicTool, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(DynamicTool::new("tail_log", "Read the last lines of the log.")
+    ///         .public()
+    ///         .content_handler(|_, _| Ok::<_, String>(Content::text(
+    ///             "connecting with sk-4fG7hJ2kL9mN3pQ8rS1tU6vW... ok",
+    ///         ))))
+    ///     .redact_secrets()
+    ///     .build()?;
+    /// let run = registry.open_run("r1", &Subject::new("acme"));
+    /// let answer = run.call_blocking(ToolCall::new("c1", "tail_log", json!({})));
+    /// assert_eq!(answer.blocks()[0].as_text(), Some("connecting with [redacted: secret/api-token]... ok"));
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    pub fn redact_secrets(self) -> Self {
+        self.result_check(crate::gate::RedactSecrets::new())
+    }
+
     /// Limits calls of every tool per subject (tenant and agent): `"10/min"` or a
     /// [`RateLimit`]. A tool's own `rate_limit` replaces this default for that tool. A
     /// malformed text is a build problem.
