@@ -1,7 +1,8 @@
 //! Step 6, **the gate**: what every call passes after its arguments are validated and before it
 //! runs.
 //!
-//! - a per-call policy ([`CallPolicy`]) that allows, denies or asks for approval;
+//! - a per-call policy ([`CallPolicy`]) that allows, denies or asks for approval, and
+//!   asynchronous ones ([`AsyncCallPolicy`]: a remote engine, within a deadline);
 //! - human approval ([`ApprovalRequest`]), bound to exactly what was shown and approved, kept
 //!   in an [`ApprovalStore`];
 //! - quotas: a [`RateLimit`] per subject and tool, counted in a [`QuotaStore`], and a run's
@@ -14,6 +15,7 @@
 //! Approvals have a module of their own, [`approval`](crate::approval).
 
 pub(crate) mod approval;
+pub(crate) mod async_policy;
 mod policy;
 mod quota;
 mod rate_limit;
@@ -22,6 +24,7 @@ pub(crate) mod result_check;
 pub(crate) mod store;
 
 pub use approval::StoreError;
+pub use async_policy::AsyncCallPolicy;
 pub use policy::{CallPolicy, CallRequest, Decision, Determined};
 pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
 pub use rate_limit::{RateLimit, RateLimitError};
@@ -41,6 +44,9 @@ pub(crate) use readiness::{DEFAULT_TIMEOUT, ReadyState};
 pub(crate) struct GateConfig {
     /// Every call policy given, in order: all are asked, the stricter decision wins.
     pub(crate) call_policies: Vec<Box<dyn CallPolicy>>,
+    /// Every asynchronous call policy given, in order, each with its deadline: asked after
+    /// the synchronous ones.
+    pub(crate) async_call_policies: Vec<(Box<dyn AsyncCallPolicy>, std::time::Duration)>,
     /// Every result check given, in order: each sees the result the one before left.
     pub(crate) result_checks: Vec<Box<dyn ResultCheck>>,
     pub(crate) rate_limit: Option<RateLimit>,
@@ -55,6 +61,7 @@ impl Default for GateConfig {
     fn default() -> Self {
         GateConfig {
             call_policies: Vec::new(),
+            async_call_policies: Vec::new(),
             result_checks: Vec::new(),
             rate_limit: None,
             quotas: Quotas::Memory(MemoryQuotaStore::new()),

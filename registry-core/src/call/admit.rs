@@ -2,22 +2,25 @@
 //! gate (the policies, a person's approval, the budget and the rate limit).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use super::answer::{
     Decided, Resolved, Ticket, approval_required_text, approval_unavailable, code_cannot_wait_text,
-    denied_text, humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
+    denied_text, humane, humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
 };
 use crate::audit::{self, ApprovalEventKind, argument_fingerprint, truncate};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
+use crate::execute::deadline::with_deadline;
 use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
+use crate::gate::async_policy::CatchUnwind;
 use crate::gate::{
-    ApprovalRequest, CallRequest, Decision, PolicyArguments, QuotaDecision, QuotaKey, RateLimit,
+    ApprovalRequest, AsyncCallPolicy, CallRequest, Decision, PolicyArguments, QuotaDecision,
+    QuotaKey, RateLimit,
 };
 use crate::resolve::call::{CallHeader, Caller, Given, ToolCall};
 use crate::resolve::checked::CheckedArguments;
@@ -154,19 +157,74 @@ impl Run {
     /// used to copy it in and out of this step (issue 22's profile: copies were a sixth of a
     /// call's time).
     pub(super) fn gate(&self, resolved: &mut Resolved) -> Result<Option<String>, Box<Decided>> {
-        // No policy: the arguments need not be a value.
-        let ruling = if self.registry.call_policies().is_empty() && self.policies.is_empty() {
-            self.needs_approval(&resolved.entry, None)
-        } else {
-            let (ruling, policies) = self.ask_policies(
-                &resolved.entry,
-                &resolved.ticket.call_id,
-                PolicyArguments::Checked(&resolved.arguments),
-                resolved.ticket.caller,
-            );
-            resolved.ticket.policies = policies;
-            ruling
+        let ruling = self.ruling(resolved);
+        self.rule(resolved, ruling)
+    }
+
+    /// [`gate`](Self::gate) with the asynchronous call policies too, asked after the others
+    /// unless they denied, each within its deadline.
+    pub(super) async fn gate_async(
+        &self,
+        resolved: &mut Resolved,
+    ) -> Result<Option<String>, Box<Decided>> {
+        let ruling = self.ruling(resolved);
+        let ruling = match ruling {
+            Ruling::Deny { .. } => ruling,
+            Ruling::Allow | Ruling::Approval(_) => self.ask_async_policies(resolved, ruling).await,
         };
+        self.rule(resolved, ruling)
+    }
+
+    /// What the synchronous policies and the tool's `needs_approval` decide; the ids of the
+    /// policies that decided go on the ticket.
+    fn ruling(&self, resolved: &mut Resolved) -> Ruling {
+        // No policy: the arguments need not be a value.
+        if self.registry.call_policies().is_empty() && self.policies.is_empty() {
+            return self.needs_approval(&resolved.entry, None);
+        }
+        let (ruling, policies) = self.ask_policies(
+            &resolved.entry,
+            &resolved.ticket.call_id,
+            PolicyArguments::Checked(&resolved.arguments),
+            resolved.ticket.caller,
+        );
+        resolved.ticket.policies = policies;
+        ruling
+    }
+
+    /// `ruling` (of the synchronous policies, which did not deny) with the asynchronous
+    /// policies' decisions: the stricter wins; one that does not answer within its deadline,
+    /// or panics, denies.
+    pub(super) async fn ask_async_policies(
+        &self,
+        resolved: &mut Resolved,
+        ruling: Ruling,
+    ) -> Ruling {
+        let request = CallRequest {
+            subject: &self.scope.subject,
+            run_id: &self.scope.run_id,
+            call_id: &resolved.ticket.call_id,
+            tool_name: resolved.entry.tool.name(),
+            policy: resolved.entry.tool.settings(),
+            arguments: PolicyArguments::Checked(&resolved.arguments),
+            caller: resolved.ticket.caller,
+        };
+        let (ruling, policies) =
+            decide_async(self.registry.async_call_policies(), request, ruling).await;
+        match policies {
+            AsyncIds::Replace(ids) => resolved.ticket.policies = ids,
+            AsyncIds::Extend(ids) => resolved.ticket.policies.extend(ids),
+        }
+        ruling
+    }
+
+    /// What the policies decided, made the call's answer: allow (`Ok(None)`), ask a person
+    /// (`Ok(Some(reason))`), or refuse.
+    fn rule(
+        &self,
+        resolved: &mut Resolved,
+        ruling: Ruling,
+    ) -> Result<Option<String>, Box<Decided>> {
         match ruling {
             Ruling::Allow => Ok(None),
             // Code the model wrote cannot pause for a person: unless the tool says code may
@@ -470,6 +528,82 @@ pub(crate) fn validate(
 enum Pending {
     Parsed(Result<Value, ArgumentProblem>),
     Text(String),
+}
+
+/// How the asynchronous policies' ids join those of the synchronous ones on the ticket.
+pub(crate) enum AsyncIds {
+    /// They decided alone (they denied, or asked for an approval where the others allowed).
+    Replace(Vec<String>),
+    /// They decided alike.
+    Extend(Vec<String>),
+}
+
+/// `ruling` (not a denial) with the decisions of `policies`, asked in order about `request`,
+/// each within its deadline: the stricter wins; no answer in time, or a panic, denies.
+pub(crate) async fn decide_async(
+    policies: &[(Box<dyn AsyncCallPolicy>, Duration)],
+    request: CallRequest<'_>,
+    ruling: Ruling,
+) -> (Ruling, AsyncIds) {
+    let mut approval = match ruling {
+        Ruling::Approval(reason) => Some(reason),
+        Ruling::Allow | Ruling::Deny { .. } => None,
+    };
+    let asked_before = approval.is_some();
+    let mut allowed_by = Vec::new();
+    let mut approval_by = Vec::new();
+    for (index, (policy, deadline)) in policies.iter().enumerate() {
+        let number = index + 1;
+        let refused = |detail: String| Ruling::Deny {
+            reason: "the call policy could not decide, so the call was refused".into(),
+            detail: Some(detail),
+        };
+        // Making the future may panic too.
+        let future = match catch_unwind(AssertUnwindSafe(|| policy.determine(request))) {
+            Ok(future) => future,
+            Err(payload) => {
+                let detail = format!(
+                    "asynchronous call policy {number} panicked: {}",
+                    execution::panic_message(&*payload)
+                );
+                return (refused(detail), AsyncIds::Replace(Vec::new()));
+            }
+        };
+        let answer = with_deadline(CatchUnwind(future), *deadline).await;
+        let determined = match answer {
+            Some(Ok(determined)) => determined,
+            Some(Err(message)) => {
+                let detail = format!("asynchronous call policy {number} panicked: {message}");
+                return (refused(detail), AsyncIds::Replace(Vec::new()));
+            }
+            None => {
+                let detail = format!(
+                    "asynchronous call policy {number} timed out: no answer within {}",
+                    humane(*deadline)
+                );
+                return (refused(detail), AsyncIds::Replace(Vec::new()));
+            }
+        };
+        match determined.decision {
+            Decision::Allow => allowed_by.extend(determined.policies),
+            Decision::Deny(reason) => {
+                let ruling = Ruling::Deny {
+                    reason,
+                    detail: None,
+                };
+                return (ruling, AsyncIds::Replace(determined.policies));
+            }
+            Decision::RequireApproval(reason) => {
+                approval.get_or_insert(reason);
+                approval_by.extend(determined.policies);
+            }
+        }
+    }
+    match approval {
+        Some(reason) if asked_before => (Ruling::Approval(reason), AsyncIds::Extend(approval_by)),
+        Some(reason) => (Ruling::Approval(reason), AsyncIds::Replace(approval_by)),
+        None => (Ruling::Allow, AsyncIds::Extend(allowed_by)),
+    }
 }
 
 /// What the policies decided.

@@ -4,7 +4,7 @@ use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::admit::{Ruling, validate};
+use super::admit::{Ruling, decide_async, validate};
 use super::answer::{Decided, Resolved, Ticket, denied_text, revoked_text, unavailable_text};
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
@@ -12,9 +12,9 @@ use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::execute::task::record::Task;
-use crate::gate::PolicyArguments;
 use crate::gate::approval::{Verdict, VerdictKind};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
+use crate::gate::{CallRequest, PolicyArguments};
 
 /// A settled request: the call's answer, or the call approved and admitted, to run.
 enum Settled {
@@ -327,12 +327,31 @@ impl Run {
                         problems,
                     });
                 }
-                if let (Ruling::Deny { reason, detail }, _) = self.ask_policies(
-                    entry,
-                    &request.call_id,
-                    PolicyArguments::Value(&arguments),
-                    crate::resolve::call::Caller::Model,
-                ) {
+                let mut ruling = self
+                    .ask_policies(
+                        entry,
+                        &request.call_id,
+                        PolicyArguments::Value(&arguments),
+                        crate::resolve::call::Caller::Model,
+                    )
+                    .0;
+                // The asynchronous policies see the edited arguments too.
+                let asynchronous = self.origin().async_call_policies();
+                if !asynchronous.is_empty() && !matches!(ruling, Ruling::Deny { .. }) {
+                    let call = CallRequest {
+                        subject: &self.scope.subject,
+                        run_id: &self.scope.run_id,
+                        call_id: &request.call_id,
+                        tool_name: entry.tool.name(),
+                        policy: entry.tool.settings(),
+                        arguments: PolicyArguments::Value(&arguments),
+                        caller: crate::resolve::call::Caller::Model,
+                    };
+                    ruling = Box::pin(decide_async(asynchronous, call, Ruling::Allow))
+                        .await
+                        .0;
+                }
+                if let Ruling::Deny { reason, detail } = ruling {
                     let state = ApprovalState::Denied {
                         by: None,
                         reason: reason.clone(),

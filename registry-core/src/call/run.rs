@@ -47,7 +47,13 @@ impl Run {
             Ok(resolved) => resolved,
             Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
         };
-        match self.gate(&mut resolved) {
+        // Boxed, as below: only a registry with asynchronous policies pays for their future.
+        let gated = if self.registry.async_call_policies().is_empty() {
+            self.gate(&mut resolved)
+        } else {
+            Box::pin(self.gate_async(&mut resolved)).await
+        };
+        match gated {
             Ok(None) => {}
             Ok(Some(reason)) => {
                 // Boxed: the request's future is most of a call's, and a person's approval
@@ -92,7 +98,14 @@ impl Run {
             Ok(resolved) => resolved,
             Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
         };
-        match self.gate(&mut resolved) {
+        // The asynchronous policies are waited for here, on this thread, within their
+        // deadlines.
+        let gated = if self.registry.async_call_policies().is_empty() {
+            self.gate(&mut resolved)
+        } else {
+            pollster::block_on(self.gate_async(&mut resolved))
+        };
+        match gated {
             Ok(None) => {}
             Ok(Some(reason)) => {
                 let decided = pollster::block_on(self.request_approval(resolved, reason));

@@ -108,6 +108,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("access_rules", &self.access_rules.len())
             .field("policy_sets", &self.policy_sets.len())
             .field("call_policies", &self.gate.call_policies.len())
+            .field("async_call_policies", &self.gate.async_call_policies.len())
             .field("result_checks", &self.gate.result_checks.len())
             .field("audit_sink", &self.audit.is_some())
             .field("host", &self.host.is_some())
@@ -441,6 +442,52 @@ impl RegistryBuilder {
     /// ```
     pub fn call_policy(mut self, policy: impl CallPolicy) -> Self {
         self.gate.call_policies.push(Box::new(policy));
+        self
+    }
+
+    /// Adds an asynchronous call policy, a remote policy engine's: asked for every validated
+    /// call after the synchronous policies ([`call_policy`](Self::call_policy)) if none of
+    /// them denied, in the order given, each within `deadline`. Its decision composes with
+    /// theirs (deny over approval over allow). **No answer within `deadline` denies the call**
+    /// (fail closed), as does a panic; the call's audit event says which policy and why. See
+    /// [`AsyncCallPolicy`](crate::gate::AsyncCallPolicy), and what
+    /// [`Run::call_blocking`](crate::Run::call_blocking) does with one (it waits on the
+    /// calling thread, with the same deadline).
+    ///
+    /// ```
+    /// use registry_core::definition::BoxFuture;
+    /// use registry_core::gate::{AsyncCallPolicy, CallRequest, Decision, Determined};
+    /// use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall};
+    /// use serde_json::json;
+    /// use std::time::Duration;
+    ///
+    /// /// An engine that never answers.
+    /// struct Unreachable;
+    ///
+    /// impl AsyncCallPolicy for Unreachable {
+    ///     fn determine<'a>(&'a self, _: CallRequest<'a>) -> BoxFuture<'a, Determined> {
+    ///         Box::pin(std::future::pending())
+    ///     }
+    /// }
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(DynamicTool::new("restart", "Restart the service.").public()
+    ///         .handler(|_, _| Ok::<_, String>(json!("restarted"))))
+    ///     .async_call_policy(Unreachable, Duration::from_millis(20))
+    ///     .build()?;
+    /// let run = registry.open_run("r1", &Subject::new("acme"));
+    /// let answer = run.call_blocking(ToolCall::new("c1", "restart", json!({})));
+    /// assert_eq!(answer.error_kind(), Some(ErrorKind::Denied));
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    pub fn async_call_policy(
+        mut self,
+        policy: impl crate::gate::AsyncCallPolicy,
+        deadline: std::time::Duration,
+    ) -> Self {
+        self.gate
+            .async_call_policies
+            .push((Box::new(policy), deadline));
         self
     }
 

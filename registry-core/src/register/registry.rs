@@ -842,6 +842,13 @@ impl Registry {
         &self.inner.gate.call_policies
     }
 
+    /// The registry's asynchronous call policies and their deadlines, in the order given.
+    pub(crate) fn async_call_policies(
+        &self,
+    ) -> &[(Box<dyn crate::gate::AsyncCallPolicy>, std::time::Duration)] {
+        &self.inner.gate.async_call_policies
+    }
+
     /// The registry's result checks, in the order they were given.
     pub(crate) fn result_checks(&self) -> &[Box<dyn crate::gate::ResultCheck>] {
         &self.inner.gate.result_checks
