@@ -354,6 +354,7 @@ impl Run {
             definition: entry.tool.version_fingerprint(),
             requested_at: now,
             expires_at: now + gate.approval_ttl,
+            caller: ticket.caller,
         });
         let name = entry.tool.name().to_owned();
         let request = match request {

@@ -332,7 +332,7 @@ impl Run {
                         entry,
                         &request.call_id,
                         PolicyArguments::Value(&arguments),
-                        crate::resolve::call::Caller::Model,
+                        request.caller,
                     )
                     .0;
                 // The asynchronous policies see the edited arguments too.
@@ -345,7 +345,7 @@ impl Run {
                         tool_name: entry.tool.name(),
                         policy: entry.tool.settings(),
                         arguments: PolicyArguments::Value(&arguments),
-                        caller: crate::resolve::call::Caller::Model,
+                        caller: request.caller,
                     };
                     ruling = Box::pin(decide_async(asynchronous, call, Ruling::Allow))
                         .await
@@ -458,10 +458,8 @@ impl Run {
             structured,
             approval: Some(request.id.clone()),
             tool_version: Some(request.definition),
-            // A call that waited for a person was made by the model: one from code that
-            // needs an approval is refused unless the tool is `callable_from_code`, and the
-            // request does not keep who made it.
-            caller: crate::resolve::call::Caller::Model,
+            // The call resumed after the approval keeps who made it.
+            caller: request.caller,
             policies: Vec::new(),
         }
     }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::discover::fingerprint::Fingerprint;
+use crate::resolve::call::Caller;
 use crate::resolve::tool_error::ArgumentProblem;
 
 /// A call that waits for a person: exactly what would run, for whom, and why it needs
@@ -43,6 +44,14 @@ pub struct ApprovalRequest {
     pub(crate) requested_at: SystemTime,
     #[serde(rename = "expires_at_unix_ms", with = "unix_ms")]
     pub(crate) expires_at: SystemTime,
+    /// Who made the call (absent: the model, as in requests stored before callers existed),
+    /// so that the call resumed after the approval keeps it.
+    #[serde(default, skip_serializing_if = "is_model")]
+    pub(crate) caller: Caller,
+}
+
+fn is_model(caller: &Caller) -> bool {
+    *caller == Caller::Model
 }
 
 impl ApprovalRequest {
@@ -55,6 +64,12 @@ impl ApprovalRequest {
     /// The tool that would run.
     pub fn tool_name(&self) -> &str {
         &self.tool_name
+    }
+
+    /// Who made the call: the model, or code it wrote (a tool declared `callable_from_code`;
+    /// code cannot ask for a person's approval otherwise).
+    pub fn caller(&self) -> Caller {
+        self.caller
     }
 
     /// The arguments it would run with, validated against the tool's schema.

@@ -374,6 +374,7 @@ mod tests {
             definition: Fingerprint::of_bytes(b"definition"),
             requested_at: expires_at,
             expires_at,
+            caller: crate::resolve::call::Caller::Model,
         }
     }
 
