@@ -177,6 +177,7 @@ impl Run {
 
     /// What the synchronous policies and the tool's `needs_approval` decide; the ids of the
     /// policies that decided go on the ticket.
+    #[inline]
     fn ruling(&self, resolved: &mut Resolved) -> Ruling {
         // No policy: the arguments need not be a value.
         if self.registry.call_policies().is_empty() && self.policies.is_empty() {
@@ -220,6 +221,7 @@ impl Run {
 
     /// What the policies decided, made the call's answer: allow (`Ok(None)`), ask a person
     /// (`Ok(Some(reason))`), or refuse.
+    #[inline]
     fn rule(
         &self,
         resolved: &mut Resolved,

@@ -103,7 +103,7 @@ impl Run {
         let gated = if self.registry.async_call_policies().is_empty() {
             self.gate(&mut resolved)
         } else {
-            pollster::block_on(self.gate_async(&mut resolved))
+            self.gate_blocking(&mut resolved)
         };
         match gated {
             Ok(None) => {}
@@ -234,16 +234,42 @@ impl Run {
         started: Option<Instant>,
         trace: Option<&crate::execute::trace::TraceContext>,
     ) -> Observation {
-        let checks = self.registry.result_checks();
-        if !checks.is_empty() {
-            let decided = super::check::checked(checks, &self.scope, entry, ticket, outcome);
-            return self.finish_traced(decided, started, trace);
+        if !self.registry.result_checks().is_empty() {
+            return self.answer_checked(entry, ticket, outcome, started, trace);
         }
         if audit::wanted(self.registry.audit_sink()) {
             self.finish_traced(ticket.outcome(outcome), started, trace)
         } else {
             ticket.observation(outcome)
         }
+    }
+
+    /// [`answer`](Self::answer) through the result checks (out of line: the path without
+    /// them stays as it was).
+    #[cold]
+    #[inline(never)]
+    fn answer_checked(
+        &self,
+        entry: &Entry,
+        ticket: Ticket,
+        outcome: Result<Payload, Failure>,
+        started: Option<Instant>,
+        trace: Option<&crate::execute::trace::TraceContext>,
+    ) -> Observation {
+        let checks = self.registry.result_checks();
+        let decided = super::check::checked(checks, &self.scope, entry, ticket, outcome);
+        self.finish_traced(decided, started, trace)
+    }
+
+    /// The gate with the asynchronous call policies, waited for on this thread within their
+    /// deadlines (out of line, as above).
+    #[cold]
+    #[inline(never)]
+    fn gate_blocking(
+        &self,
+        resolved: &mut super::answer::Resolved,
+    ) -> Result<Option<String>, Box<Decided>> {
+        pollster::block_on(self.gate_async(resolved))
     }
 
     /// Audits the decision and makes the observation.
