@@ -62,6 +62,7 @@ pub mod guide {}
 
 mod policies;
 mod schema;
+mod specialise;
 
 pub use policies::{AttributeType, CedarError, CedarPolicies, LIST_CACHE_SUBJECTS};
 pub use schema::schema;

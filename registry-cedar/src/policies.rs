@@ -1,22 +1,26 @@
 //! [`CedarPolicies`]: a Cedar policy set as a registry's access rule, call policy and policy
 //! set, validated against the registry and reloaded atomically.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use cedar_policy::{
-    Authorizer, Context, Decision as CedarDecision, Effect, Entities, EntityId, EntityTypeName,
-    EntityUid, PolicyId, PolicySet, Request, Schema, ValidationMode, Validator,
+    Authorizer, Context, Effect, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId,
+    PolicySet, Request, RequestBuilder, RestrictedExpression, Schema, ValidationMode, Validator,
 };
+use registry_core::access::Access;
 use registry_core::access::{AccessRule, AttributeValue, Visibility};
+use registry_core::definition::ToolSettings;
 use registry_core::gate::{CallPolicy, CallRequest, Decision, Determined};
 use registry_core::policy::PolicySet as RegistryPolicySet;
-use registry_core::{Registry, Subject, Tool};
-use serde_json::{Value, json};
+use registry_core::{Fingerprint, Registry, Subject, Tool};
+use serde_json::Value;
 
 use crate::schema::{Ty, Vocabulary};
+use crate::specialise::{Satisfied, Specialised, satisfied};
 
 /// The type of a subject attribute the application declares to the schema
 /// ([`CedarPolicies::with_subject_attribute`]).
@@ -54,15 +58,18 @@ pub enum CedarError {
     Invalid(Vec<String>),
 }
 
-/// How many distinct subjects the `list` cache keeps decisions for (then the oldest goes).
+/// How many distinct subjects the decision cache keeps (then the oldest goes): per subject,
+/// the set specialised to it (Cedar's partial evaluation), its `list` decisions per tool
+/// version, and the set specialised to it and each tool it called.
 pub const LIST_CACHE_SUBJECTS: usize = 64;
+/// How many tools a subject's `call` specialisations are kept for (then they are dropped).
+const CALL_CACHE_TOOLS: usize = 1024;
 /// The longest `@reason` the model is shown; a longer one is cut.
 const MAX_REASON: usize = 300;
 
 /// One policy's annotations that matter to a decision.
 #[derive(Debug, Clone)]
 struct Meta {
-    effect: Effect,
     reason: Option<String>,
     approval: Option<String>,
 }
@@ -71,8 +78,10 @@ struct Meta {
 #[derive(Debug)]
 struct Set {
     policies: PolicySet,
-    /// The same without the `@approval` forbids: what decides once a person approves.
-    without_approvals: PolicySet,
+    /// Its permits alone and its forbids alone: evaluated apart, a decision learns every
+    /// satisfied permit and every satisfied forbid (what an `@approval` forbid needs).
+    permits: Option<PolicySet>,
+    forbids: Option<PolicySet>,
     meta: HashMap<String, Meta>,
     generation: u64,
 }
@@ -84,18 +93,43 @@ struct Bound {
     vocabulary: Vocabulary,
     list: EntityUid,
     call: EntityUid,
+    principal_type: EntityTypeName,
+    tool_type: EntityTypeName,
 }
 
-/// Cached `list` decisions of one subject, per tool version.
-type Decisions = HashMap<registry_core::Fingerprint, Visibility>;
+/// What the decisions for one subject under one generation of the set keep.
+#[derive(Debug)]
+struct Remembered {
+    subject: Subject,
+    generation: u64,
+    /// The set specialised to the subject for `list` (the tool unknown).
+    list: Option<Arc<Specialised>>,
+    /// `list` decisions, per tool version.
+    visible: HashMap<Fingerprint, Visibility>,
+    /// The set specialised to the subject and a tool for `call` (the arguments unknown), per
+    /// tool name; at most [`CALL_CACHE_TOOLS`].
+    calls: HashMap<String, Arc<CallEntry>>,
+}
+
+/// A tool's `call` decisions for one subject, as far as they are known before the arguments.
+#[derive(Debug)]
+struct CallEntry {
+    /// The settings the tool entity was made from: a tool replaced under the same name with
+    /// other settings is specialised again.
+    settings: ToolSettings,
+    principal: EntityUid,
+    resource: EntityUid,
+    entities: Entities,
+    specialised: Specialised,
+}
 
 #[derive(Debug)]
 struct Inner {
     current: RwLock<Arc<Set>>,
     bound: RwLock<Option<Arc<Bound>>>,
     declared: RwLock<BTreeMap<String, Ty>>,
-    /// Per subject (most recent last), with the generation decided under.
-    cache: Mutex<Vec<(Subject, u64, Decisions)>>,
+    /// Per subject and generation, the most recent last; at most [`LIST_CACHE_SUBJECTS`].
+    cache: Mutex<Vec<Remembered>>,
     authorizer: Authorizer,
 }
 
@@ -247,6 +281,42 @@ impl CedarPolicies {
         read_lock(&self.inner.bound).clone()
     }
 
+    /// The remembered decisions of `subject` under `generation`, made if missing (the oldest
+    /// subject goes when the cache is full).
+    fn remembered<'c>(
+        cache: &'c mut Vec<Remembered>,
+        subject: &Subject,
+        generation: u64,
+    ) -> &'c mut Remembered {
+        let at = cache
+            .iter()
+            .rposition(|known| known.generation == generation && known.subject == *subject);
+        let at = match at {
+            Some(at) => at,
+            None => {
+                if cache.len() >= LIST_CACHE_SUBJECTS {
+                    cache.remove(0);
+                }
+                cache.push(Remembered {
+                    subject: subject.clone(),
+                    generation,
+                    list: None,
+                    visible: HashMap::new(),
+                    calls: HashMap::new(),
+                });
+                cache.len() - 1
+            }
+        };
+        &mut cache[at]
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, Vec<Remembered>> {
+        self.inner
+            .cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn list(&self, subject: &Subject, tool: &Tool) -> Visibility {
         let Some(bound) = self.bound() else {
             return Visibility::Hidden(
@@ -255,81 +325,155 @@ impl CedarPolicies {
         };
         let set = read_lock(&self.inner.current).clone();
         let version = tool.version_fingerprint();
-        {
-            let cache = self
-                .inner
-                .cache
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            if let Some((_, _, decisions)) = cache
-                .iter()
-                .rev()
-                .find(|(known, generation, _)| *generation == set.generation && known == subject)
-                && let Some(visibility) = decisions.get(&version)
-            {
+        let specialised = {
+            let mut cache = self.cache();
+            let remembered = Self::remembered(&mut cache, subject, set.generation);
+            if let Some(visibility) = remembered.visible.get(&version) {
                 return visibility.clone();
             }
-        }
-        let visibility = self.decide_list(&bound, &set, subject, tool);
-        let mut cache = self
-            .inner
-            .cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        match cache
-            .iter_mut()
-            .find(|(known, generation, _)| *generation == set.generation && known == subject)
-        {
-            Some((_, _, decisions)) => {
-                decisions.insert(version, visibility.clone());
-            }
+            remembered.list.clone()
+        };
+        let specialised = match specialised {
+            Some(specialised) => specialised,
             None => {
-                if cache.len() >= LIST_CACHE_SUBJECTS {
-                    cache.remove(0);
-                }
-                cache.push((
-                    subject.clone(),
-                    set.generation,
-                    HashMap::from([(version, visibility.clone())]),
-                ));
+                let specialised = Arc::new(self.specialise_list(&bound, &set, subject));
+                let mut cache = self.cache();
+                Self::remembered(&mut cache, subject, set.generation).list =
+                    Some(specialised.clone());
+                specialised
             }
-        }
+        };
+        let visibility = self.decide_list(&bound, &set, &specialised, subject, tool);
+        let mut cache = self.cache();
+        Self::remembered(&mut cache, subject, set.generation)
+            .visible
+            .insert(version, visibility.clone());
         visibility
     }
 
-    fn decide_list(&self, bound: &Bound, set: &Set, subject: &Subject, tool: &Tool) -> Visibility {
-        let answer = entities(bound, subject, tool).and_then(|(principal, resource, entities)| {
-            let request = Request::new(
-                principal,
-                bound.list.clone(),
-                resource,
-                Context::empty(),
-                Some(&bound.schema),
-            )
-            .map_err(|error| error.to_string())?;
-            Ok(self
-                .inner
-                .authorizer
-                .is_authorized(&request, &set.policies, &entities))
-        });
-        match answer {
-            Ok(response) if response.decision() == CedarDecision::Allow => Visibility::Visible,
-            Ok(response) => {
-                let ids: Vec<String> = response
-                    .diagnostics()
-                    .reason()
-                    .map(ToString::to_string)
-                    .collect();
-                Visibility::Hidden(if ids.is_empty() {
-                    "hidden by Cedar: no policy permits listing it".into()
+    /// The set specialised to `subject` for `list`, the tool unknown.
+    fn specialise_list(&self, bound: &Bound, set: &Set, subject: &Subject) -> Specialised {
+        let principal = principal_uid(bound, subject);
+        let made = principal_entity(bound, subject, principal.clone())
+            .and_then(|entity| Entities::from_entities([entity], None).map_err(|e| e.to_string()));
+        let Ok(entities) = made else {
+            return Specialised::unusable_one();
+        };
+        let request = RequestBuilder::default()
+            .principal(principal)
+            .action(bound.list.clone())
+            .unknown_resource_with_type(bound.tool_type.clone())
+            .context(Context::empty())
+            .build();
+        Specialised::of(
+            &self.inner.authorizer,
+            &request,
+            &set.policies,
+            &entities,
+            "resource",
+        )
+    }
+
+    fn decide_list(
+        &self,
+        bound: &Bound,
+        set: &Set,
+        specialised: &Specialised,
+        subject: &Subject,
+        tool: &Tool,
+    ) -> Visibility {
+        let answer = if !specialised.unusable() && specialised.complete() {
+            Ok(Satisfied {
+                permits: specialised.known().permits.clone(),
+                forbids: specialised.known().forbids.clone(),
+            })
+        } else {
+            entities(bound, subject, tool).and_then(|(principal, resource, entities)| {
+                let request = Request::new(
+                    principal,
+                    bound.list.clone(),
+                    resource,
+                    Context::empty(),
+                    None,
+                )
+                .map_err(|error| error.to_string())?;
+                if specialised.unusable() {
+                    satisfied(
+                        &self.inner.authorizer,
+                        &request,
+                        set.permits.as_ref(),
+                        set.forbids.as_ref(),
+                        &entities,
+                    )
                 } else {
-                    format!("hidden by Cedar policies {}", ids.join(", "))
-                })
+                    specialised.judge(&self.inner.authorizer, &request, &entities)
+                }
+            })
+        };
+        match answer {
+            Ok(found) if !found.permits.is_empty() && found.forbids.is_empty() => {
+                Visibility::Visible
             }
+            Ok(found) => Visibility::Hidden(if found.forbids.is_empty() {
+                "hidden by Cedar: no policy permits listing it".into()
+            } else {
+                format!(
+                    "hidden by Cedar policies {}",
+                    sorted(found.forbids).join(", ")
+                )
+            }),
             Err(error) => Visibility::Hidden(format!(
-                "the Cedar policies could not judge it, so it is hidden: {error}"
+                "the Cedar policies could not judge it, so it is hidden: {}",
+                registry_core_escape(&error)
             )),
         }
+    }
+
+    /// The set specialised to the call's subject and tool (the arguments unknown), from the
+    /// cache or made and kept.
+    fn call_entry(
+        &self,
+        bound: &Bound,
+        set: &Set,
+        call: &CallRequest<'_>,
+    ) -> Result<Arc<CallEntry>, String> {
+        {
+            let mut cache = self.cache();
+            let remembered = Self::remembered(&mut cache, call.subject(), set.generation);
+            if let Some(entry) = remembered.calls.get(call.tool_name())
+                && entry.settings == *call.settings()
+            {
+                return Ok(entry.clone());
+            }
+        }
+        let tool = call_tool(call);
+        let (principal, resource, entities) = entities(bound, call.subject(), &tool)?;
+        let request = RequestBuilder::default()
+            .principal(principal.clone())
+            .action(bound.call.clone())
+            .resource(resource.clone())
+            .build();
+        let specialised = Specialised::of(
+            &self.inner.authorizer,
+            &request,
+            &set.policies,
+            &entities,
+            "context",
+        );
+        let entry = Arc::new(CallEntry {
+            settings: tool.settings,
+            principal,
+            resource,
+            entities,
+            specialised,
+        });
+        let mut cache = self.cache();
+        let calls = &mut Self::remembered(&mut cache, call.subject(), set.generation).calls;
+        if calls.len() >= CALL_CACHE_TOOLS {
+            calls.clear();
+        }
+        calls.insert(call.tool_name().to_owned(), entry.clone());
+        Ok(entry)
     }
 
     fn decide_call(&self, call: &CallRequest<'_>) -> Determined {
@@ -338,87 +482,86 @@ impl CedarPolicies {
             return deny("the Cedar policies were not validated against this registry".into());
         };
         let set = read_lock(&self.inner.current).clone();
-        let Some(tool) = call_tool(call) else {
-            return deny("a policy could not see the tool".into());
-        };
-        let arguments = Ty::Record(
-            bound
-                .vocabulary
-                .arguments
-                .iter()
-                .map(|(name, ty)| (name.clone(), (ty.clone(), false)))
-                .collect(),
-        );
-        let Some(arguments) = arguments.shape(call.arguments(), 0) else {
+        // Checked whatever the policies read: a call whose arguments the policies could not
+        // be shown is refused, so that what is allowed does not hang on what a set reads.
+        let Some(arguments) = arguments(&bound, call.arguments()) else {
             return deny(
                 "the call's arguments cannot be shown to the policies (a number outside 64 bits, a value of another type, or nesting too deep), so it was refused".into(),
             );
         };
-        let context = json!({
-            "arguments": arguments,
-            "caller": call.caller().as_str(),
-            "run": call.run_id(),
-        });
-        let answer = |policies: &PolicySet| {
-            let (principal, resource, entities) = entities(&bound, call.subject(), &tool)?;
-            let context =
-                Context::from_json_value(context.clone(), Some((&bound.schema, &bound.call)))
-                    .map_err(|error| error.to_string())?;
+        let judged = self.call_entry(&bound, &set, call).and_then(|entry| {
+            let specialised = &entry.specialised;
+            if !specialised.unusable() && specialised.complete() {
+                return Ok(Satisfied {
+                    permits: specialised.known().permits.clone(),
+                    forbids: specialised.known().forbids.clone(),
+                });
+            }
+            let context = Context::from_pairs([
+                ("arguments".to_owned(), arguments),
+                (
+                    "caller".to_owned(),
+                    RestrictedExpression::new_string(call.caller().as_str().to_owned()),
+                ),
+                (
+                    "run".to_owned(),
+                    RestrictedExpression::new_string(call.run_id().to_owned()),
+                ),
+            ])
+            .map_err(|error| error.to_string())?;
             let request = Request::new(
-                principal,
+                entry.principal.clone(),
                 bound.call.clone(),
-                resource,
+                entry.resource.clone(),
                 context,
-                Some(&bound.schema),
+                None,
             )
             .map_err(|error| error.to_string())?;
-            Ok::<_, String>(
-                self.inner
-                    .authorizer
-                    .is_authorized(&request, policies, &entities),
-            )
-        };
-        let response = match answer(&set.policies) {
-            Ok(response) => response,
+            if specialised.unusable() {
+                satisfied(
+                    &self.inner.authorizer,
+                    &request,
+                    set.permits.as_ref(),
+                    set.forbids.as_ref(),
+                    &entry.entities,
+                )
+            } else {
+                specialised.judge(&self.inner.authorizer, &request, &entry.entities)
+            }
+        });
+        let found = match judged {
+            Ok(found) => found,
             Err(error) => {
                 return deny(format!(
-                    "the Cedar policies could not judge the call: {error}"
+                    "the Cedar policies could not judge the call: {}",
+                    registry_core_escape(&error)
                 ));
             }
         };
-        let ids: Vec<String> = response
-            .diagnostics()
-            .reason()
-            .map(ToString::to_string)
-            .collect();
-        if response.decision() == CedarDecision::Allow {
-            return Determined::new(Decision::Allow, ids);
+        let permits = sorted(found.permits);
+        let forbids = sorted(found.forbids);
+        if forbids.is_empty() {
+            if permits.is_empty() {
+                return Determined::new(
+                    Decision::Deny("no policy permits this call".into()),
+                    Vec::new(),
+                );
+            }
+            return Determined::new(Decision::Allow, permits);
         }
         let meta = |id: &String| set.meta.get(id);
-        let forbids: Vec<&String> = ids
-            .iter()
-            .filter(|id| meta(id).is_some_and(|meta| meta.effect == Effect::Forbid))
-            .collect();
-        if forbids.is_empty() {
-            return Determined::new(Decision::Deny("no policy permits this call".into()), ids);
-        }
         let approvals: Vec<&str> = forbids
             .iter()
             .filter_map(|id| meta(id).and_then(|meta| meta.approval.as_deref()))
             .collect();
-        if approvals.len() == forbids.len()
-            && let Ok(without) = answer(&set.without_approvals)
-            && without.decision() == CedarDecision::Allow
-        {
-            let asking = forbids.iter().map(|id| (*id).clone()).collect();
-            return Determined::new(Decision::RequireApproval(bounded(approvals[0])), asking);
+        if approvals.len() == forbids.len() && !permits.is_empty() {
+            return Determined::new(Decision::RequireApproval(bounded(approvals[0])), forbids);
         }
         let reason = forbids
             .iter()
             .find_map(|id| meta(id).and_then(|meta| meta.reason.as_deref()))
             .map_or_else(|| "a policy denied the call".to_owned(), bounded);
-        let forbidding = forbids.iter().map(|id| (*id).clone()).collect();
-        Determined::new(Decision::Deny(reason), forbidding)
+        Determined::new(Decision::Deny(reason), forbids)
     }
 }
 
@@ -453,11 +596,17 @@ impl RegistryPolicySet for CedarPolicies {
         let (Some(list), Some(call)) = (uid("list"), uid("call")) else {
             return Err(vec!["the actions' ids did not parse".into()]);
         };
+        let (Ok(principal_type), Ok(tool_type)) = (type_name("Principal"), type_name("Tool"))
+        else {
+            return Err(vec!["the entity types' names did not parse".into()]);
+        };
         let bound = Bound {
             schema,
             vocabulary,
             list,
             call,
+            principal_type,
+            tool_type,
         };
         let problems = check(&read_lock(&self.inner.current).policies, &bound);
         if !problems.is_empty() {
@@ -468,13 +617,34 @@ impl RegistryPolicySet for CedarPolicies {
     }
 }
 
+/// A call's arguments as `context.arguments`: each argument the vocabulary types (the union
+/// of every tool's properties, each optional), looked up one by one so that a call costs what
+/// its own arguments cost, not what the registry declares; `None` if one is not of its type.
+fn arguments(bound: &Bound, arguments: &Value) -> Option<RestrictedExpression> {
+    let object = match arguments {
+        Value::Object(object) => object,
+        Value::Null => return RestrictedExpression::new_record([]).ok(),
+        _ => return None,
+    };
+    let mut kept = Vec::with_capacity(object.len());
+    for (name, value) in object {
+        if value.is_null() {
+            continue;
+        }
+        if let Some(ty) = bound.vocabulary.arguments.get(name) {
+            kept.push((name.clone(), ty.expression(value, 1)?));
+        }
+    }
+    RestrictedExpression::new_record(kept).ok()
+}
+
 /// The tool a call names, as the registry has it: rebuilt from the request (its settings and
 /// name), since Cedar needs the tool's attributes.
-fn call_tool(call: &CallRequest<'_>) -> Option<ToolFacts> {
-    Some(ToolFacts {
+fn call_tool(call: &CallRequest<'_>) -> ToolFacts {
+    ToolFacts {
         name: call.tool_name().to_owned(),
         settings: call.settings().clone(),
-    })
+    }
 }
 
 /// What Cedar's `Tool` entity is made of.
@@ -507,33 +677,57 @@ impl ToolLike for ToolFacts {
     }
 }
 
-/// The principal, the tool and the entities that hold them, typed by the schema.
+/// The principal, the tool and the entities that hold them. Built directly, not parsed from
+/// JSON against the schema: every value is typed by the vocabulary the schema was written
+/// from (a subject value of another type is left out), and an evaluation error denies.
 fn entities(
     bound: &Bound,
     subject: &Subject,
     tool: &dyn ToolLike,
 ) -> Result<(EntityUid, EntityUid, Entities), String> {
-    let principal_id = subject.principal().unwrap_or("anonymous");
-    let principal =
-        EntityUid::from_type_name_and_id(type_name("Principal")?, EntityId::new(principal_id));
-    let resource = EntityUid::from_type_name_and_id(type_name("Tool")?, EntityId::new(tool.name()));
-    let mut attributes = serde_json::Map::new();
-    attributes.insert("tenant".into(), subject.tenant().into());
-    attributes.insert("scopes".into(), subject.scopes().collect::<Vec<_>>().into());
-    attributes.insert(
-        "access".into(),
-        serde_json::to_value(subject.access()).unwrap_or(Value::Null),
-    );
+    let principal = principal_uid(bound, subject);
+    let resource =
+        EntityUid::from_type_name_and_id(bound.tool_type.clone(), EntityId::new(tool.name()));
+    let entities = Entities::from_entities(
+        [
+            principal_entity(bound, subject, principal.clone())?,
+            tool_entity(tool, resource.clone())?,
+        ],
+        None,
+    )
+    .map_err(|error| error.to_string())?;
+    Ok((principal, resource, entities))
+}
+
+fn principal_uid(bound: &Bound, subject: &Subject) -> EntityUid {
+    let id = subject.principal().unwrap_or("anonymous");
+    EntityUid::from_type_name_and_id(bound.principal_type.clone(), EntityId::new(id))
+}
+
+fn string(text: &str) -> RestrictedExpression {
+    RestrictedExpression::new_string(text.to_owned())
+}
+
+fn strings<'t>(items: impl Iterator<Item = &'t str>) -> RestrictedExpression {
+    RestrictedExpression::new_set(items.map(string).collect::<Vec<_>>())
+}
+
+/// The subject as Cedar's `Principal`.
+fn principal_entity(bound: &Bound, subject: &Subject, uid: EntityUid) -> Result<Entity, String> {
+    let mut attributes = HashMap::with_capacity(4 + subject.attributes().len());
+    attributes.insert("tenant".to_owned(), string(subject.tenant()));
+    attributes.insert("scopes".to_owned(), strings(subject.scopes()));
+    attributes.insert("access".to_owned(), string(&access_name(subject.access())));
     if let Some(agent) = subject.agent() {
-        attributes.insert("agent".into(), agent.into());
+        attributes.insert("agent".to_owned(), string(agent));
     }
     for (key, value) in subject.attributes() {
         let typed = match (bound.vocabulary.subject.get(key), value) {
-            (Some(Ty::String), AttributeValue::String(text)) => Some(Value::from(text.as_str())),
-            (Some(Ty::Long), AttributeValue::Number(n)) => Some(Value::from(*n)),
-            (Some(Ty::Bool), AttributeValue::Bool(b)) => Some(Value::from(*b)),
+            (Some(Ty::String), AttributeValue::String(text)) => Some(string(text)),
+            (Some(Ty::Long), AttributeValue::Number(n)) => Some(RestrictedExpression::new_long(*n)),
+            (Some(Ty::Bool), AttributeValue::Bool(b)) => Some(RestrictedExpression::new_bool(*b)),
             (Some(Ty::Strings), AttributeValue::Set(items)) => {
-                Some(items.iter().map(String::as_str).collect::<Vec<_>>().into())
+                Some(strings(items.iter().map(String::as_str)))
             }
             _ => None,
         };
@@ -541,32 +735,52 @@ fn entities(
             attributes.insert(key.to_owned(), typed);
         }
     }
+    Entity::new(uid, attributes, HashSet::new()).map_err(|error| error.to_string())
+}
+
+/// The tool as Cedar's `Tool`.
+fn tool_entity(tool: &dyn ToolLike, uid: EntityUid) -> Result<Entity, String> {
     let settings = tool.settings();
-    let mut tool_attributes = serde_json::Map::new();
-    tool_attributes.insert(
-        "scopes".into(),
-        settings
-            .scopes
-            .iter()
-            .map(|scope| scope.as_str())
-            .collect::<Vec<_>>()
-            .into(),
+    let mut attributes = HashMap::with_capacity(6 + settings.attributes.len());
+    attributes.insert(
+        "scopes".to_owned(),
+        strings(settings.scopes.iter().map(|scope| scope.as_str())),
     );
-    tool_attributes.insert("read_only".into(), settings.hints.read_only.into());
-    tool_attributes.insert("destructive".into(), settings.hints.destructive.into());
-    tool_attributes.insert("idempotent".into(), settings.hints.idempotent.into());
-    tool_attributes.insert("open_world".into(), settings.hints.open_world.into());
-    tool_attributes.insert("needs_approval".into(), settings.needs_approval.into());
-    for (key, values) in &settings.attributes {
-        tool_attributes.insert(key.clone(), values.clone().into());
+    let flags = [
+        ("read_only", settings.hints.read_only),
+        ("destructive", settings.hints.destructive),
+        ("idempotent", settings.hints.idempotent),
+        ("open_world", settings.hints.open_world),
+        ("needs_approval", settings.needs_approval),
+    ];
+    for (name, flag) in flags {
+        attributes.insert(name.to_owned(), RestrictedExpression::new_bool(flag));
     }
-    let json = json!([
-        {"uid": {"type": "Principal", "id": principal_id}, "attrs": attributes, "parents": []},
-        {"uid": {"type": "Tool", "id": tool.name()}, "attrs": tool_attributes, "parents": []},
-    ]);
-    let entities =
-        Entities::from_json_value(json, Some(&bound.schema)).map_err(|error| error.to_string())?;
-    Ok((principal, resource, entities))
+    for (key, values) in &settings.attributes {
+        attributes.insert(key.clone(), strings(values.iter().map(String::as_str)));
+    }
+    Entity::new(uid, attributes, HashSet::new()).map_err(|error| error.to_string())
+}
+
+/// `ids` sorted, so that what is audited and shown does not depend on hashing.
+fn sorted(mut ids: Vec<String>) -> Vec<String> {
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// The access level as the policies read it (its serialized name: `read_write`, `read_only`).
+fn access_name(access: Access) -> Cow<'static, str> {
+    match access {
+        Access::ReadWrite => Cow::Borrowed("read_write"),
+        Access::ReadOnly => Cow::Borrowed("read_only"),
+        other => Cow::Owned(
+            serde_json::to_value(other)
+                .ok()
+                .and_then(|value| value.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+        ),
+    }
 }
 
 fn type_name(name: &str) -> Result<EntityTypeName, String> {
@@ -626,7 +840,8 @@ fn tools_named(value: &Value, out: &mut Vec<String>) {
 /// The named texts as one set, each policy's id its `@id` or its file and line.
 fn read(files: &[(String, String)], generation: u64) -> Result<Set, CedarError> {
     let mut policies = PolicySet::new();
-    let mut without_approvals = PolicySet::new();
+    let mut permits = PolicySet::new();
+    let mut forbids = PolicySet::new();
     let mut meta = HashMap::new();
     for (name, text) in files {
         let parse_error = |message: String| CedarError::Parse {
@@ -664,18 +879,17 @@ fn read(files: &[(String, String)], generation: u64) -> Result<Set, CedarError> 
             }
             let renamed = policy.new_id(PolicyId::new(&id));
             let approval = policy.annotation("approval").map(str::to_owned);
-            if !(policy.effect() == Effect::Forbid && approval.is_some()) {
-                without_approvals
-                    .add(renamed.clone())
-                    .map_err(|error| parse_error(error.to_string()))?;
+            match policy.effect() {
+                Effect::Permit => permits.add(renamed.clone()),
+                Effect::Forbid => forbids.add(renamed.clone()),
             }
+            .map_err(|error| parse_error(error.to_string()))?;
             policies
                 .add(renamed)
                 .map_err(|error| parse_error(error.to_string()))?;
             meta.insert(
                 id,
                 Meta {
-                    effect: policy.effect(),
                     reason: policy.annotation("reason").map(str::to_owned),
                     approval,
                 },
@@ -684,7 +898,8 @@ fn read(files: &[(String, String)], generation: u64) -> Result<Set, CedarError> 
     }
     Ok(Set {
         policies,
-        without_approvals,
+        permits: (!permits.is_empty()).then_some(permits),
+        forbids: (!forbids.is_empty()).then_some(forbids),
         meta,
         generation,
     })

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use cedar_policy::RestrictedExpression;
 use registry_core::Registry;
 use serde_json::Value;
 
@@ -29,30 +30,37 @@ impl Ty {
         }
     }
 
-    /// `value` as this type's JSON for Cedar, keeping only what the type declares; `None`
+    /// `value` as a Cedar value of this type, keeping only what the type declares; `None`
     /// when the value is not of the type (or not representable: an integer outside i64).
-    pub(crate) fn shape(&self, value: &Value, depth: usize) -> Option<Value> {
+    pub(crate) fn expression(&self, value: &Value, depth: usize) -> Option<RestrictedExpression> {
         if depth > MAX_DEPTH {
             return None;
         }
         match (self, value) {
-            (Ty::Long, Value::Number(n)) => n.as_i64().map(Value::from),
-            (Ty::String, Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Some(value.clone()),
-            (Ty::Strings, Value::Array(items)) if items.iter().all(Value::is_string) => {
-                Some(value.clone())
+            (Ty::Long, Value::Number(n)) => n.as_i64().map(RestrictedExpression::new_long),
+            (Ty::String, Value::String(text)) => {
+                Some(RestrictedExpression::new_string(text.clone()))
             }
+            (Ty::Bool, Value::Bool(b)) => Some(RestrictedExpression::new_bool(*b)),
+            (Ty::Strings, Value::Array(items)) => items
+                .iter()
+                .map(|item| {
+                    item.as_str()
+                        .map(|text| RestrictedExpression::new_string(text.to_owned()))
+                })
+                .collect::<Option<Vec<_>>>()
+                .map(RestrictedExpression::new_set),
             (Ty::Record(fields), Value::Object(object)) => {
-                let mut kept = serde_json::Map::new();
+                let mut kept = Vec::with_capacity(fields.len().min(object.len()));
                 for (name, (ty, required)) in fields {
                     match object.get(name) {
                         Some(Value::Null) | None if !required => {}
-                        Some(value) => {
-                            kept.insert(name.clone(), ty.shape(value, depth + 1)?);
-                        }
+                        Some(value) => kept.push((name.clone(), ty.expression(value, depth + 1)?)),
                         None => return None,
                     }
                 }
-                Some(Value::Object(kept))
+                // The names are a map's keys, so never twice.
+                RestrictedExpression::new_record(kept).ok()
             }
             _ => None,
         }
