@@ -60,9 +60,13 @@
 #[doc = include_str!("../../docs/guide/policies.md")]
 pub mod guide {}
 
+#[cfg(unix)]
+mod hangup;
 mod policies;
 mod schema;
 mod specialise;
 
+#[cfg(unix)]
+pub use hangup::ReloadOnHangup;
 pub use policies::{AttributeType, CedarError, CedarPolicies, LIST_CACHE_SUBJECTS};
 pub use schema::schema;

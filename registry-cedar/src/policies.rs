@@ -793,7 +793,11 @@ fn check(policies: &PolicySet, bound: &Bound) -> Vec<String> {
     let mut problems = Vec::new();
     let result = Validator::new(bound.schema.clone()).validate(policies, ValidationMode::Strict);
     for error in result.validation_errors() {
-        problems.push(format!("policy {}: {error}", error.policy_id()));
+        let problem = format!("policy {}: {error}", error.policy_id());
+        // Cedar reports a problem once per place it applies (a policy on every action twice).
+        if !problems.contains(&problem) {
+            problems.push(problem);
+        }
     }
     let known: HashSet<&str> = bound.vocabulary.tools.iter().map(String::as_str).collect();
     let mut ids: Vec<&cedar_policy::Policy> = policies.policies().collect();
