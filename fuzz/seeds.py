@@ -21,6 +21,10 @@
   key, a missing one, `null`, a float for an integer, an alias, trailing text, deep nesting)
   and the limits' edges. Format: one selector byte (the tool, and the small limits when
   `selector // 10` is odd), then the argument text.
+- cedar_context: a subject's data domain (plain, from code, another, with NUL or a bidi
+  override) and arguments that each forbid reads (at and past their edges, an integer beyond
+  64 bits, a float, wrong types, unknown and NUL keys, deep nesting). Format:
+  `DATA_DOMAIN\nARGUMENT_TEXT`.
 - tool_attr: every `#[tool(...)]` item of tests/tests/ui/{pass,fail}/*.rs, the attribute
   first and the item (doc comments included) after it, as the compiler passes them.
 
@@ -544,6 +548,40 @@ def typed_arguments():
     write("typed_arguments", "lists-estimate-small", bytes([13]) + long.encode())
 
 
+def cedar_context():
+    domains = {
+        "finance": "finance",
+        "code": "\x01finance",
+        "ops": "ops",
+        "nul": "fin\x00ance",
+        "bidi": "finance\u202e",
+        "empty": "",
+    }
+    arguments = {
+        "small": {"cents": 5},
+        "edge": {"cents": 100000},
+        "large": {"cents": 100001},
+        "huge": '{"cents": 100000000000000000000000}',
+        "float": '{"cents": 5.5}',
+        "exponent": '{"cents": 1e5}',
+        "negative-huge": '{"cents": -9223372036854775809}',
+        "tags": {"cents": 1, "tags": ["fine", "blocked"]},
+        "tags-wrong-type": {"tags": [1, "blocked"]},
+        "meta": {"meta": {"depth": 8, "inner": {"tag": "go"}}},
+        "meta-deep": {"meta": {"depth": 9}},
+        "meta-stop": {"meta": {"inner": {"tag": "stop"}}},
+        "meta-stop-nul-key": {"meta": {"inner": {"tag\u0000": "stop", "tag": "stop"}}},
+        "unknown-keys": {"cents\u200b": 999999999, "extra": {"a": [[[[1]]]]}},
+        "nesting": '{"meta": {"inner": ' + '{"x": ' * 40 + "1" + "}" * 40 + "}}",
+        "null": "null",
+        "array": "[1, 2]",
+    }
+    for domain_name, domain in domains.items():
+        for name, value in arguments.items():
+            text = value if isinstance(value, str) else compact(value)
+            write("cedar_context", f"{domain_name}-{name}", f"{domain}\n{text}")
+
+
 if __name__ == "__main__":
     parse_calls()
     call_text()
@@ -552,6 +590,7 @@ if __name__ == "__main__":
     bearer_token()
     hostile_text()
     typed_arguments()
+    cedar_context()
     for target in sorted(p.name for p in CORPUS.iterdir()):
         files = list((CORPUS / target).glob("seed-*"))
         size = sum(f.stat().st_size for f in files)

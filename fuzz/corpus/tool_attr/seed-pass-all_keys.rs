@@ -11,6 +11,7 @@
     allow_description = "reviewed: the text names no host",
     namespace = "web_tools",
     always_loaded,
+    non_blocking,
     crate = registry_core,
 )]
 /// Read a page of the web.

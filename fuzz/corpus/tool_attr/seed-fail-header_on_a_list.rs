@@ -1,0 +1,5 @@
+#[tool(public)]
+/// Tag a build.
+fn tag(#[header("Tags")] tags: Vec<String>) -> usize {
+    tags.len()
+}

@@ -1,0 +1,5 @@
+#[tool(public, task = "required")]
+/// Rebuild the search index from scratch.
+fn rebuild_index() -> String {
+    "rebuilt".into()
+}

@@ -1,0 +1,5 @@
+#[tool(public, task)]
+/// Export the archive.
+fn export_archive() -> String {
+    "exported".into()
+}
