@@ -1,6 +1,6 @@
 //! Recording changes in `registry_changes`, in commit order, and reading them back.
 
-use tokio_postgres::Row;
+use tokio_postgres::{Row, Transaction};
 
 use crate::error::Error;
 use crate::plane::ControlPlane;
@@ -25,6 +25,8 @@ pub(crate) struct NewChange<'a> {
     pub(crate) old_version: Option<String>,
     pub(crate) reason: &'a str,
     pub(crate) origin: &'a str,
+    /// For a policy push: the generation of the set it pushed.
+    pub(crate) policies: Option<i64>,
 }
 
 impl<'a> NewChange<'a> {
@@ -45,6 +47,7 @@ impl<'a> NewChange<'a> {
             old_version: None,
             reason,
             origin,
+            policies: None,
         }
     }
 }
@@ -81,37 +84,8 @@ impl ControlPlane {
                 .transaction()
                 .await
                 .map_err(Error::db("recording a change"))?;
-            transaction
-                .execute("SELECT pg_advisory_xact_lock($1)", &[&ORDER_LOCK])
-                .await
-                .map_err(Error::db("ordering a change"))?;
-            let row = transaction
-                .query_one(
-                    "INSERT INTO registry_changes
-                         (seq, tool, kind, old_runs, fingerprint, old_fingerprint, reason, origin,
-                          version, old_version)
-                     SELECT COALESCE(max(seq), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9
-                       FROM registry_changes
-                     RETURNING seq",
-                    &[
-                        &text::text(change.tool),
-                        &change.kind.as_str(),
-                        &text::opt(change.old_runs),
-                        &change.fingerprint.as_deref().map(text::text),
-                        &change.old_fingerprint.as_deref().map(text::text),
-                        &text::text(change.reason),
-                        &text::text(change.origin),
-                        &change.version,
-                        &change.old_version,
-                    ],
-                )
-                .await
-                .map_err(Error::db("recording a change"))?;
-            let seq: i64 = row.get(0);
-            transaction
-                .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()])
-                .await
-                .map_err(Error::db("announcing a change"))?;
+            lock_order(&transaction).await?;
+            let seq = insert_change(&transaction, &change).await?;
             transaction
                 .commit()
                 .await
@@ -220,11 +194,57 @@ impl ControlPlane {
     }
 }
 
+/// Takes the lock that orders changes, for the rest of `transaction`.
+pub(crate) async fn lock_order(transaction: &Transaction<'_>) -> Result<(), Error> {
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&ORDER_LOCK])
+        .await
+        .map_err(Error::db("ordering a change"))?;
+    Ok(())
+}
+
+/// Inserts `change` with the next sequence number and announces it, inside `transaction`
+/// (which holds the order lock, [`lock_order`]); returns its sequence number.
+pub(crate) async fn insert_change(
+    transaction: &Transaction<'_>,
+    change: &NewChange<'_>,
+) -> Result<i64, Error> {
+    let row = transaction
+        .query_one(
+            "INSERT INTO registry_changes
+                 (seq, tool, kind, old_runs, fingerprint, old_fingerprint, reason, origin,
+                  version, old_version, policies)
+             SELECT COALESCE(max(seq), 0) + 1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
+               FROM registry_changes
+             RETURNING seq",
+            &[
+                &text::text(change.tool),
+                &change.kind.as_str(),
+                &text::opt(change.old_runs),
+                &change.fingerprint.as_deref().map(text::text),
+                &change.old_fingerprint.as_deref().map(text::text),
+                &text::text(change.reason),
+                &text::text(change.origin),
+                &change.version,
+                &change.old_version,
+                &change.policies,
+            ],
+        )
+        .await
+        .map_err(Error::db("recording a change"))?;
+    let seq: i64 = row.get(0);
+    transaction
+        .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()])
+        .await
+        .map_err(Error::db("announcing a change"))?;
+    Ok(seq)
+}
+
 /// A change's columns, in the order [`change_of`] reads them.
 macro_rules! select_columns {
     () => {
         "SELECT seq, at, tool, kind, old_runs, fingerprint, reason, origin, old_fingerprint,
-                version, old_version
+                version, old_version, policies
            FROM registry_changes"
     };
 }
@@ -251,5 +271,6 @@ pub(crate) fn change_of(row: &Row) -> Result<ChangeRecord, Error> {
         old_fingerprint: row.get(8),
         version: row.get(9),
         old_version: row.get(10),
+        policies: row.get(11),
     })
 }

@@ -70,6 +70,15 @@ pub enum Error {
         /// Why.
         why: String,
     },
+    /// A policy set that cannot be pushed (no file, too many, a bad name, a text too large
+    /// or with a NUL byte): nothing was recorded.
+    #[error("{}{problem}; nothing was pushed", file.as_ref().map(|file| format!("policy file {file:?}: ")).unwrap_or_default())]
+    InvalidPolicySet {
+        /// The file at fault, if one is.
+        file: Option<String>,
+        /// What is wrong, and how to fix it.
+        problem: String,
+    },
     /// A row read from the database is not what this program wrote.
     #[error("a row of {table} could not be read: {detail}")]
     Corrupt {

@@ -2,11 +2,12 @@
 //! calls while it cannot know what changed.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use registry_core::audit::AUDIT_TARGET;
 use registry_core::server::RegistryExt;
 use registry_core::{DynamicTool, Registry, RegistryError, Tool, change::ReplaceOptions};
 use tokio::sync::{mpsc, watch};
@@ -49,6 +50,9 @@ const PAGE: i64 = 1000;
 /// (the record comes back unrecognised). Give such a change something a version shows, a
 /// changed description say, to keep it served where it is deployed.
 ///
+/// Cedar policy sets pushed to every replica ([`ControlPlane::push_policies`]) come through
+/// the feed too: see [`on_policies`](Self::on_policies). A feed without a hook ignores them.
+///
 /// Shutting it down (or dropping it) leaves the registry held: without the feed it cannot
 /// know what changed.
 pub struct ChangeFeed {
@@ -79,6 +83,26 @@ struct Shared {
     /// it read: the feed never sees a replacement of this replica's before it is in `own`.
     recording: tokio::sync::Mutex<()>,
     stop: watch::Sender<bool>,
+    /// The application's validation of pushed policy sets and what it did with them; held
+    /// for a whole pass, so that the hook is called once at a time.
+    policies: tokio::sync::Mutex<Policies>,
+    /// The generation of the policy set this replica runs (0: none pushed was applied).
+    policies_running: AtomicI64,
+    /// Wakes the task that gives the newest policy set to the hook.
+    policies_wake: tokio::sync::Notify,
+}
+
+/// The validation an application installs with [`ChangeFeed::on_policies`].
+type PolicyHook = dyn Fn(&[(String, String)]) -> Result<(), String> + Send + Sync;
+
+/// What the feed did with pushed policy sets.
+#[derive(Default)]
+struct Policies {
+    hook: Option<Arc<PolicyHook>>,
+    /// The generation last given to the hook (0: none).
+    handled: i64,
+    /// A status that could not be reported: (generation, refusal), reported on the next pass.
+    unreported: Option<(i64, Option<String>)>,
 }
 
 impl std::fmt::Debug for ChangeFeed {
@@ -105,6 +129,9 @@ impl ControlPlane {
             own: Mutex::new(HashSet::new()),
             recording: tokio::sync::Mutex::new(()),
             stop,
+            policies: tokio::sync::Mutex::new(Policies::default()),
+            policies_running: AtomicI64::new(0),
+            policies_wake: tokio::sync::Notify::new(),
         });
         let follower = Follower {
             plane: self.clone(),
@@ -114,12 +141,13 @@ impl ControlPlane {
         self.record_tools(registry).await?;
         let listening = follower.listen().await?;
         let watchdog = tokio::spawn(follower.clone().watchdog());
+        let policies = tokio::spawn(follower.clone().follow_policies());
         let main = tokio::spawn(follower.run(Some(listening)));
         Ok(ChangeFeed {
             plane: self.clone(),
             registry: registry.clone(),
             shared,
-            tasks: Mutex::new(vec![main, watchdog]),
+            tasks: Mutex::new(vec![main, watchdog, policies]),
         })
     }
 }
@@ -194,6 +222,7 @@ impl ChangeFeed {
                 old_version: Some(change.old_version.to_string()),
                 reason: &reason,
                 origin: self.plane.replica(),
+                policies: None,
             })
             .await;
         if let Ok(seq) = recorded {
@@ -221,6 +250,73 @@ impl ChangeFeed {
     /// Whether the feed is connected and recent: calls are not held.
     pub fn is_live(&self) -> bool {
         !self.shared.holding.load(Ordering::Acquire)
+    }
+
+    /// Installs the validation of pushed Cedar policy sets
+    /// ([`ControlPlane::push_policies`], `registry-admin policy push`), and gives it the
+    /// newest set now, if one was pushed. Returns once the hook has answered and this
+    /// replica's status is recorded ([`ControlPlane::policy_status`]).
+    ///
+    /// From then on, each time the feed applies a change of kind
+    /// [`Policies`](RecordedKind::Policies) (and when it reconnects and catches up), it reads
+    /// the newest set and calls `hook` with its files, `(name, Cedar text)` in name order, on
+    /// a blocking thread. The hook **is** the validation, and the switch: it swaps the
+    /// application's policies and answers `Ok(())`, or keeps them and answers `Err` with why
+    /// (`registry_cedar::CedarPolicies::reload_files` does both, atomically). A replica
+    /// never runs a set its hook did not accept. Either way the replica records what it did
+    /// (applied generation G, or refused generation G with the hook's words, NUL written as
+    /// `\u{0}`), and logs it on target `registry_core::audit`. A hook that panics refuses.
+    /// Sets pushed while an earlier one was being validated are not given one by one: the
+    /// newest is what counts.
+    ///
+    /// Installing another hook replaces this one, and gives it the newest set again. A feed
+    /// without a hook ignores pushed policy sets (it records nothing of them).
+    ///
+    /// An error (the set could not be read, the status not recorded) leaves the hook
+    /// installed; the feed tries again at its next heartbeat.
+    ///
+    /// ```no_run
+    /// # async fn run(plane: registry_postgres::ControlPlane, registry: registry_core::Registry) -> Result<(), registry_postgres::Error> {
+    /// let feed = plane.follow(&registry).await?;
+    /// // With registry-cedar: `move |files| policies.reload_files(files.to_vec()).map_err(|e| e.to_string())`.
+    /// feed.on_policies(|files: &[(String, String)]| {
+    ///     if files.iter().any(|(_, text)| text.contains("forbid(principal, action, resource);")) {
+    ///         return Err("a set that forbids everything is not taken".to_owned());
+    ///     }
+    ///     Ok(())
+    /// })
+    /// .await?;
+    /// println!("running policy set {:?}", feed.policy_generation());
+    /// # Ok(()) }
+    /// ```
+    pub async fn on_policies(
+        &self,
+        hook: impl Fn(&[(String, String)]) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Result<(), Error> {
+        {
+            let mut policies = self.shared.policies.lock().await;
+            *policies = Policies {
+                hook: Some(Arc::new(hook)),
+                ..Policies::default()
+            };
+            self.shared.policies_running.store(0, Ordering::Release);
+        }
+        let follower = Follower {
+            plane: self.plane.clone(),
+            registry: self.registry.clone(),
+            shared: self.shared.clone(),
+        };
+        let applied = follower.apply_policies().await;
+        if applied.is_err() {
+            self.shared.policies_wake.notify_one();
+        }
+        applied
+    }
+
+    /// The generation of the pushed policy set this replica runs: the last one its hook
+    /// ([`on_policies`](Self::on_policies)) accepted, if any.
+    pub fn policy_generation(&self) -> Option<i64> {
+        Some(self.shared.policies_running.load(Ordering::Acquire)).filter(|at| *at > 0)
     }
 
     /// Waits until this replica applied change `seq`, for as long as the plane's timeout.
@@ -343,6 +439,13 @@ impl Follower {
             let _recording = self.shared.recording.lock().await;
             for row in &rows {
                 let record = change_of(row)?;
+                if record.kind == RecordedKind::Policies {
+                    // Read and validated by the policies task: the newest set is what counts.
+                    tracing::debug!(seq = record.seq, generation = ?record.policies, "a policy set was pushed");
+                    self.shared.policies_wake.notify_one();
+                    self.shared.applied.send_replace(record.seq);
+                    continue;
+                }
                 let own = self
                     .shared
                     .own
@@ -427,6 +530,111 @@ impl Follower {
                 }
             }
         }
+    }
+
+    /// Gives the newest policy set to the hook each time the feed sees one pushed; after a
+    /// failure, tries again every heartbeat.
+    async fn follow_policies(self) {
+        let mut stop = self.shared.stop.subscribe();
+        let heartbeat = self.plane.settings().heartbeat;
+        loop {
+            tokio::select! {
+                _ = self.shared.policies_wake.notified() => {}
+                _ = stop.wait_for(|stopped| *stopped) => return,
+            }
+            if let Err(error) = self.apply_policies().await {
+                tracing::warn!(%error, "the pushed policy set could not be read or reported; trying again");
+                tokio::select! {
+                    _ = tokio::time::sleep(heartbeat) => {}
+                    _ = stop.wait_for(|stopped| *stopped) => return,
+                }
+                self.shared.policies_wake.notify_one();
+            }
+        }
+    }
+
+    /// Gives the newest policy set to the hook, if there is a hook and a set it was not
+    /// given yet, and records what it did.
+    async fn apply_policies(&self) -> Result<(), Error> {
+        let mut policies = self.shared.policies.lock().await;
+        let Some(hook) = policies.hook.clone() else {
+            return Ok(());
+        };
+        if let Some((generation, refusal)) = policies.unreported.take() {
+            let running = self.running();
+            if let Err(error) = self
+                .plane
+                .report_policy_status(generation, refusal.as_deref(), running)
+                .await
+            {
+                policies.unreported = Some((generation, refusal));
+                return Err(error);
+            }
+        }
+        let Some(set) = self.plane.policies().await? else {
+            return Ok(());
+        };
+        if set.generation <= policies.handled {
+            return Ok(());
+        }
+        let generation = set.generation;
+        let digest = set.digest.clone();
+        let verdict = if crate::policies::policy_digest(&set.files) != set.digest {
+            Err(format!(
+                "the files read back do not match the digest {digest} they were pushed with"
+            ))
+        } else {
+            let files = set.files;
+            tokio::task::spawn_blocking(move || hook(&files))
+                .await
+                .unwrap_or_else(|_| Err("the policy validation panicked".to_owned()))
+        };
+        policies.handled = generation;
+        let refusal = match verdict {
+            Ok(()) => {
+                self.shared
+                    .policies_running
+                    .store(generation, Ordering::Release);
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    event = "policies",
+                    replica = ?self.plane.replica(),
+                    generation,
+                    digest = %digest,
+                    outcome = "applied",
+                    "a pushed policy set was validated and applied"
+                );
+                None
+            }
+            Err(why) => {
+                tracing::warn!(
+                    target: AUDIT_TARGET,
+                    event = "policies",
+                    replica = ?self.plane.replica(),
+                    generation,
+                    digest = %digest,
+                    outcome = "refused",
+                    reason = ?why,
+                    running = ?self.running(),
+                    "a pushed policy set was refused; this replica keeps the policies it runs"
+                );
+                Some(why)
+            }
+        };
+        if let Err(error) = self
+            .plane
+            .report_policy_status(generation, refusal.as_deref(), self.running())
+            .await
+        {
+            policies.unreported = Some((generation, refusal));
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    /// The generation of the policy set this replica runs, if any.
+    fn running(&self) -> Option<i64> {
+        Some(self.shared.policies_running.load(Ordering::Acquire)).filter(|at| *at > 0)
     }
 
     /// Holds calls whenever the database has not answered for the lease.
@@ -514,6 +722,8 @@ fn apply(
                 other => other.map(drop),
             },
         },
+        // Read by the policies task, never here (see `catch_up`).
+        RecordedKind::Policies => Ok(()),
         RecordedKind::Replace => match &served {
             Ok(served) => {
                 if served.lacks(record) && registry.is_revoked_now(tool) == Some(false) {

@@ -20,7 +20,11 @@
 //!   (a replica that dies leaves its tasks failed, with the reason, once the lease ran out);
 //! - **audit** ([`PgAuditSink`]): every event in the `audit_events` table, written in batches
 //!   by a writer of its own, with bounded memory and an explicit choice when the database is
-//!   slow ([`WhenFull`]).
+//!   slow ([`WhenFull`]);
+//! - **Cedar policy sets** ([`ControlPlane::push_policies`]): pushed once as named texts,
+//!   carried by the change feed, validated by each replica's own hook before it switches
+//!   ([`ChangeFeed::on_policies`]); a replica that cannot validate a set keeps its own and
+//!   reports why ([`ControlPlane::policy_status`]).
 //!
 //! The schema is embedded and applied when the first replica connects, idempotently and under
 //! an advisory lock.
@@ -56,9 +60,9 @@
 //! # Features
 //!
 //! - `admin` (off by default): the operators' command `registry-admin` (revoke, restore,
-//!   approve, deny, list the changes, the approvals and the audit trail, prune), and with it
-//!   clap and comfy-table; a library user compiles neither. Install it with
-//!   `cargo install registry-postgres --features admin`; in the repository, build it with
+//!   approve, deny, list the changes, the approvals and the audit trail, push and show policy
+//!   sets, prune), and with it clap and comfy-table; a library user compiles neither.
+//!   Install it with `cargo install registry-postgres --features admin`; in the repository, build it with
 //!   `cargo build -p registry-postgres --features admin --bin registry-admin` (or run it with
 //!   `cargo run -p registry-postgres --features admin --bin registry-admin -- ...`).
 //! - `throwaway` (off by default): `throwaway::Cluster`, a PostgreSQL cluster of its own for
@@ -79,6 +83,7 @@ mod error;
 mod feed;
 mod migrate;
 mod plane;
+mod policies;
 mod prune;
 mod quotas;
 mod records;
@@ -94,6 +99,10 @@ pub use audit::{AuditConfig, AuditWriter, PgAuditSink, WhenFull};
 pub use error::Error;
 pub use feed::ChangeFeed;
 pub use plane::{ControlPlane, ControlPlaneBuilder};
+pub use policies::{
+    MAX_POLICY_FILE_BYTES, MAX_POLICY_FILES, MAX_POLICY_NAME_LEN, MAX_POLICY_SET_BYTES,
+    PolicySetRecord, ReplicaPolicyStatus, check_policy_files, policy_digest,
+};
 pub use prune::PruneReport;
 pub use quotas::PgQuotaStore;
 pub use records::{

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0009_tasks.sql"),
     include_str!("../migrations/0010_task_questions.sql"),
     include_str!("../migrations/0011_upstream_acceptances.sql"),
+    include_str!("../migrations/0012_policy_sets.sql"),
 ];
 
 /// The key of the advisory lock held while migrating (any constant the application does not

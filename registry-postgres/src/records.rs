@@ -16,6 +16,15 @@ pub enum RecordedKind {
     /// The tool was replaced by a new version; replicas without that version stop serving
     /// the old one.
     Replace,
+    /// A Cedar policy set was pushed ([`ControlPlane::push_policies`]): every replica whose
+    /// feed has a validation ([`ChangeFeed::on_policies`]) validates the newest set and
+    /// switches to it, or keeps its own and reports why. The record names no tool (its
+    /// `tool` is empty) and gives the set's generation in
+    /// [`policies`](ChangeRecord::policies).
+    ///
+    /// [`ControlPlane::push_policies`]: crate::ControlPlane::push_policies
+    /// [`ChangeFeed::on_policies`]: crate::ChangeFeed::on_policies
+    Policies,
 }
 
 impl RecordedKind {
@@ -25,6 +34,7 @@ impl RecordedKind {
             RecordedKind::Revoke => "revoke",
             RecordedKind::Restore => "restore",
             RecordedKind::Replace => "replace",
+            RecordedKind::Policies => "policies",
         }
     }
 
@@ -33,6 +43,7 @@ impl RecordedKind {
             "revoke" => Some(RecordedKind::Revoke),
             "restore" => Some(RecordedKind::Restore),
             "replace" => Some(RecordedKind::Replace),
+            "policies" => Some(RecordedKind::Policies),
             _ => None,
         }
     }
@@ -66,6 +77,9 @@ pub struct ChangeRecord {
     /// serving exactly that version stop serving it (those of records without one compare
     /// [`old_fingerprint`](Self::old_fingerprint)).
     pub old_version: Option<String>,
+    /// For a policy push ([`RecordedKind::Policies`]), the generation of the policy set it
+    /// pushed ([`PolicySetRecord::generation`](crate::PolicySetRecord::generation)).
+    pub policies: Option<i64>,
     /// Why, as the operator or application said.
     pub reason: String,
     /// Who made it: a replica, or `registry-admin`.

@@ -521,3 +521,163 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
         assert!(done.stderr.contains("--older-than"), "{bad}: {done:#?}");
     }
 }
+
+/// A directory of this test's own under the system's temporary one, emptied.
+fn policy_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("registry-admin-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_push_reaches_a_replica_and_show_escapes_what_it_reports() {
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_policy").unwrap();
+    let dir = policy_dir("policy");
+
+    // Nothing pushed yet.
+    let done = run(&url, &["policy", "show"]);
+    assert_ok(&done);
+    assert_eq!(done.stdout, "no policy set was pushed\n");
+
+    // An empty directory, a file that is not UTF-8, a name out of bounds: refused, naming the
+    // file and the fix, and nothing recorded.
+    let path = dir.to_str().unwrap();
+    let done = run(&url, &["policy", "push", path]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(
+        done.stderr
+            .contains("holds no `.cedar` file; nothing was pushed"),
+        "{done:#?}"
+    );
+    std::fs::write(
+        dir.join("base.cedar"),
+        b"permit(principal, action, resource);\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("latin1.cedar"), b"// caf\xe9\n").unwrap();
+    let done = run(&url, &["policy", "push", path]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(
+        done.stderr.contains("policy file latin1.cedar: its text is not UTF-8 (byte 6 is not valid); save it as UTF-8"),
+        "{done:#?}"
+    );
+    std::fs::remove_file(dir.join("latin1.cedar")).unwrap();
+    std::fs::write(dir.join("bad name.cedar"), b"").unwrap();
+    let done = run(&url, &["policy", "push", path]);
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(
+        done.stderr.contains("policy file \"bad name.cedar\"") && done.stderr.contains("rename it"),
+        "{done:#?}"
+    );
+    std::fs::remove_file(dir.join("bad name.cedar")).unwrap();
+    let plane = ControlPlane::connect(&url).await.unwrap();
+    assert!(plane.policies().await.unwrap().is_none());
+    assert!(plane.changes(0, 10).await.unwrap().is_empty());
+
+    // A replica whose validation refuses everything, with hostile bytes in its words.
+    let registry = registry_builder().build().unwrap();
+    let replica = ControlPlane::builder(&url)
+        .replica("api-1\u{202e}")
+        .connect()
+        .await
+        .unwrap();
+    let feed = replica.follow(&registry).await.unwrap();
+    feed.on_policies(|files: &[(String, String)]| {
+        Err(format!(
+            "{} refused: \u{202e}evil\0 \u{1b}[31mred\nline two",
+            files[0].0
+        ))
+    })
+    .await
+    .unwrap();
+
+    // Pushed in name order; other files of the directory are left out.
+    std::fs::write(
+        dir.join("a-tools.cedar"),
+        "forbid(principal, action, resource)\nunless { true };",
+    )
+    .unwrap();
+    std::fs::write(dir.join("README.md"), "not a policy").unwrap();
+    let done = run(&url, &["policy", "push", path]);
+    assert_ok(&done);
+    let set = plane.policies().await.unwrap().unwrap();
+    assert_eq!(set.generation, 1);
+    let names: Vec<&str> = set.files.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["a-tools.cedar", "base.cedar"]);
+    assert_eq!(set.origin, "registry-admin (tester)");
+    assert!(
+        done.stdout.starts_with(&format!(
+            "pushed policy set generation 1: 2 files, sha256 {}\n",
+            set.digest
+        )),
+        "{done:#?}"
+    );
+    crate::common::wait_until_async(Duration::from_secs(5), "the replica reports", || async {
+        !plane.policy_status().await.unwrap().is_empty()
+    })
+    .await;
+
+    let done = run(&url, &["policy", "show"]);
+    assert_ok(&done);
+    for expected in [
+        "policy set generation 1\n",
+        &format!("digest: sha256 {}\n", set.digest),
+        "by registry-admin (tester)",
+        "a-tools.cedar",
+        "| 52 ",
+        "api-1\\u{202e}",
+        "refused",
+        "api-1\\u{202e} refused generation 1: a-tools.cedar refused: \\u{202e}evil\\u{0} \\u{1b}[31mred\\nline two\n",
+    ] {
+        assert!(done.stdout.contains(expected), "{expected:?}: {done:#?}");
+    }
+    // Nothing a terminal would act on, nothing that reorders the text.
+    assert!(
+        !done
+            .stdout
+            .chars()
+            .any(|c| c == '\u{202e}' || c == '\u{1b}' || c == '\0'),
+        "{done:#?}"
+    );
+    assert!(!done.stdout.contains("forbid"), "{done:#?}");
+
+    // --text prints the texts, lines kept.
+    let done = run(&url, &["policy", "show", "--text"]);
+    assert_ok(&done);
+    assert!(
+        done.stdout.contains(
+            "--- a-tools.cedar ---\nforbid(principal, action, resource)\nunless { true };\n"
+        ),
+        "{done:#?}"
+    );
+
+    // As JSON lines: the set, then each replica.
+    let done = run(&url, &["--json", "policy", "show"]);
+    assert_ok(&done);
+    let lines: Vec<Value> = done
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{done:#?}");
+    assert_eq!(lines[0]["generation"], 1);
+    assert_eq!(
+        lines[0]["files"][1],
+        json!({"name": "base.cedar", "bytes": 37})
+    );
+    assert!(lines[0]["at"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(lines[1]["replica"], "api-1\u{202e}");
+    assert_eq!(lines[1]["applied"], false);
+
+    // A second push, keeping only the newest.
+    let done = run(&url, &["--json", "policy", "push", path, "--keep", "1"]);
+    assert_ok(&done);
+    let pushed: Value = serde_json::from_str(done.stdout.trim()).unwrap();
+    assert_eq!(pushed["generation"], 2);
+    assert_eq!(pushed["pruned"], 1);
+    assert_eq!(pushed["digest"], set.digest.as_str());
+    feed.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,6 +9,7 @@ mod approvals;
 mod audit;
 mod feed;
 mod migrations;
+mod policies;
 mod principals;
 mod prune;
 mod quotas;

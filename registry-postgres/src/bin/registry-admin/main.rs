@@ -28,6 +28,11 @@
 //! registry-admin upstream list notes
 //! registry-admin upstream accept notes --tool notes_echo
 //!
+//! # Cedar policy sets: every replica validates the pushed set and switches to it, or keeps
+//! # its own and reports why.
+//! registry-admin policy push ./policies
+//! registry-admin policy show --text
+//!
 //! # Bound the tables: delete audit events, superseded changes and decided requests
 //! # older than 90 days.
 //! registry-admin prune --older-than 90d
@@ -39,6 +44,7 @@
 //! checks the name against the tools the replicas recorded when they started following the
 //! change feed, and suggests the closest; `--force` records it anyway.
 
+mod policy;
 mod show;
 mod time;
 
@@ -54,7 +60,8 @@ use registry_postgres::{
 use serde_json::json;
 
 /// The operators' command for a registry's shared control plane: revoke and restore tools
-/// on every replica, decide approval requests, read the change log and the audit trail.
+/// on every replica, decide approval requests, push Cedar policy sets, read the change log
+/// and the audit trail.
 #[derive(Debug, Parser)]
 #[command(name = "registry-admin", version)]
 struct Cli {
@@ -159,6 +166,12 @@ enum Command {
         #[command(subcommand)]
         command: UpstreamCommand,
     },
+    /// Cedar policy sets: push one to every replica (each validates it before it switches,
+    /// and keeps its own if it cannot), and show the newest with what each replica did.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Delete what is older than a duration: audit events, approval requests decided or
     /// expired, and revocations and restorations a later one of the same tool supersedes
     /// (replacements and every tool's newest change are kept, for replicas catching up).
@@ -166,6 +179,28 @@ enum Command {
         /// How old a record must be to go: 90s, 15m, 2h, 30d.
         #[arg(long, value_name = "DURATION", value_parser = time::parse_duration)]
         older_than: std::time::Duration,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum PolicyCommand {
+    /// Push every `*.cedar` file of DIR, in name order, as the next policy set; prints its
+    /// generation and digest. At most 256 files, each named with letters, digits, `.`, `_`
+    /// or `-` (at most 100, ending `.cedar`), UTF-8 without NUL, at most 1 MiB, 4 MiB in all.
+    Push {
+        /// The directory of `.cedar` files.
+        #[arg(value_name = "DIR")]
+        dir: std::path::PathBuf,
+        /// Prune the policy sets older than the newest N after pushing (default: keep all).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        keep: Option<u32>,
+    },
+    /// The newest policy set (generation, digest, who pushed it and when, its files), then
+    /// what each replica did with the sets it was given: applied, or refused and why.
+    Show {
+        /// Print the files' texts too.
+        #[arg(long)]
+        text: bool,
     },
 }
 
@@ -295,6 +330,17 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             Ok(show::audit(&plane.audit_events(&filter).await?, json))
         }
         Command::Prune { older_than } => prune(&plane, older_than, json).await,
+        Command::Policy {
+            command: PolicyCommand::Push { dir, keep },
+        } => push_policies(&plane, &dir, keep, json).await,
+        Command::Policy {
+            command: PolicyCommand::Show { text },
+        } => Ok(show::policies(
+            plane.policies().await?.as_ref(),
+            &plane.policy_status().await?,
+            text,
+            json,
+        )),
         Command::Upstream {
             command: UpstreamCommand::List { name },
         } => Ok(show::upstream_offers(
@@ -320,6 +366,43 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             Ok(show::upstream_acceptances(&accepted, json))
         }
     }
+}
+
+async fn push_policies(
+    plane: &ControlPlane,
+    dir: &std::path::Path,
+    keep: Option<u32>,
+    json: bool,
+) -> Result<String, Failure> {
+    let files = policy::read_dir(dir).map_err(Failure::Refused)?;
+    let digest = registry_postgres::policy_digest(&files);
+    let names: Vec<String> = files.iter().map(|(name, _)| name.clone()).collect();
+    let origin = origin();
+    let generation = plane.push_policies(files, &origin).await?;
+    let pruned = match keep {
+        Some(keep) => Some(plane.prune_policy_sets(keep as usize).await?),
+        None => None,
+    };
+    if json {
+        return Ok(show::json_line(&json!({
+            "generation": generation,
+            "digest": digest,
+            "files": names,
+            "origin": origin,
+            "pruned": pruned,
+        })));
+    }
+    let pruned = match pruned {
+        Some(count) => format!("{count} older policy sets deleted.\n"),
+        None => String::new(),
+    };
+    Ok(format!(
+        "pushed policy set generation {generation}: {} file{}, sha256 {digest}\n\
+         Every replica following the change feed validates it within moments and switches to \
+         it, or keeps the policies it runs and reports why: `registry-admin policy show`.\n{pruned}",
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+    ))
 }
 
 async fn prune(

@@ -4,7 +4,8 @@ use std::time::SystemTime;
 
 use comfy_table::{Table, presets};
 use registry_postgres::{
-    ApprovalRecord, AuditRecord, ChangeRecord, UpstreamAcceptance, UpstreamOffer,
+    ApprovalRecord, AuditRecord, ChangeRecord, PolicySetRecord, ReplicaPolicyStatus,
+    UpstreamAcceptance, UpstreamOffer,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -167,6 +168,106 @@ pub(crate) fn upstream_acceptances(records: &[UpstreamAcceptance], json: bool) -
     text
 }
 
+/// The newest policy set (its files' names and sizes, and with `texts` the texts), then
+/// what each replica did with the sets it was given.
+pub(crate) fn policies(
+    set: Option<&PolicySetRecord>,
+    status: &[ReplicaPolicyStatus],
+    texts: bool,
+    json: bool,
+) -> String {
+    if json {
+        let mut out = String::new();
+        if let Some(set) = set {
+            let files: Vec<Value> = set
+                .files
+                .iter()
+                .map(|(name, text)| {
+                    let mut file = serde_json::json!({"name": name, "bytes": text.len()});
+                    if texts {
+                        file["text"] = Value::String(text.clone());
+                    }
+                    file
+                })
+                .collect();
+            out.push_str(&json_line(&serde_json::json!({
+                "generation": set.generation,
+                "at": set.at,
+                "digest": set.digest,
+                "origin": set.origin,
+                "files": files,
+            })));
+        }
+        out.push_str(&json_lines(status));
+        return out;
+    }
+    let Some(set) = set else {
+        return "no policy set was pushed
+"
+        .to_owned();
+    };
+    let mut out = format!(
+        "policy set generation {}
+digest: sha256 {}
+pushed: {} by {}
+",
+        set.generation,
+        clean(&set.digest),
+        format_utc(set.at, false),
+        clean(&set.origin),
+    );
+    let mut files = table(["file", "bytes"]);
+    for (name, text) in &set.files {
+        files.add_row([clean(name), text.len().to_string()]);
+    }
+    out.push_str(&format!(
+        "{files}
+"
+    ));
+    if status.is_empty() {
+        out.push_str(
+            "no replica has reported (a replica reports once its feed has a validation)
+",
+        );
+    } else {
+        let mut replicas = table(["replica", "generation", "outcome", "runs", "at"]);
+        for report in status {
+            replicas.add_row([
+                clean(&report.replica),
+                report.generation.to_string(),
+                if report.applied { "applied" } else { "refused" }.to_owned(),
+                report
+                    .running
+                    .map_or_else(|| "-".to_owned(), |at| at.to_string()),
+                format_utc(report.at, false),
+            ]);
+        }
+        out.push_str(&format!(
+            "{replicas}
+"
+        ));
+        for report in status {
+            if let Some(error) = &report.error {
+                out.push_str(&format!(
+                    "{} refused generation {}: {}\n",
+                    clean(&report.replica),
+                    report.generation,
+                    clean(error)
+                ));
+            }
+        }
+    }
+    if texts {
+        for (name, text) in &set.files {
+            out.push_str(&format!("\n--- {} ---\n{}", clean(name), clean_lines(text)));
+            if !text.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 /// One JSON object, on one line, with its times in RFC 3339 UTC.
 pub(crate) fn json_line(record: &impl Serialize) -> String {
     let mut value = serde_json::to_value(record).unwrap_or(Value::Null);
@@ -207,14 +308,34 @@ fn optional(text: Option<&str>) -> String {
 }
 
 /// Text from the database as a cell: control characters (a terminal's escape sequences,
-/// which an agent's arguments could carry into a question) are written escaped.
+/// which an agent's arguments could carry into a question, NUL, line breaks) and characters
+/// that print as nothing or reorder what follows (bidi controls, zero-width and other format
+/// characters) are written escaped (`\u{202e}`), so that a cell reads as what it holds.
 pub(crate) fn clean(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
+    escape(text, false)
+}
+
+/// A whole text (a policy file) for the terminal: as [`clean`], but its line breaks and tabs
+/// are kept (a carriage return is escaped: it would let a line overwrite itself).
+pub(crate) fn clean_lines(text: &str) -> String {
+    escape(text, true)
+}
+
+fn escape(text: &str, keep_lines: bool) -> String {
+    let hostile = |c: char| {
+        !(keep_lines && matches!(c, '\n' | '\t'))
+            && (c.is_control()
+                // What Rust's `escape_debug` escapes beyond quotes and backslashes: characters
+                // that are not printable (format characters such as bidi controls and
+                // zero-width ones, unassigned ones) and combining marks.
+                || (!matches!(c, '"' | '\'' | '\\') && c.escape_debug().len() > 1))
+    };
+    if !text.chars().any(hostile) {
         return text.to_owned();
     }
     text.chars()
         .map(|c| {
-            if c.is_control() {
+            if hostile(c) {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -245,6 +366,11 @@ mod tests {
         assert_eq!(short.chars().count(), 60);
         assert!(short.ends_with('…'));
         assert_eq!(clean("a\u{1b}[31mb\nc"), "a\\u{1b}[31mb\\nc");
+        assert_eq!(
+            clean("x\u{202e}y\u{200b}z\0é \"'\\"),
+            "x\\u{202e}y\\u{200b}z\\u{0}é \"'\\"
+        );
+        assert_eq!(clean_lines("a\n\tb\r\u{2066}"), "a\n\tb\\r\\u{2066}");
     }
 
     #[test]
