@@ -240,6 +240,10 @@ pub mod guide {
     /// `docs/guide/performance.md`.
     #[doc = include_str!("../../docs/guide/performance.md")]
     pub struct Performance;
+
+    /// `docs/guide/agent.md`.
+    #[doc = include_str!("../../docs/guide/agent.md")]
+    pub struct Agent;
 }
 
 /// A deterministic embedder for the tests: a text's vector counts its words, each word in

@@ -1,0 +1,733 @@
+//! [`Agent`]: the model–tool loop over one run.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use registry_core::approval::{ApprovalRequest, Verdict};
+use registry_core::{ErrorKind, Observation, Run, ToolCall};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::api::{Api, Request};
+use crate::budget::{Budget, Spent};
+use crate::error::AgentError;
+use crate::http::{self, Retries};
+
+/// Where the model is and how to reach it.
+///
+/// ```
+/// use registry_agent::{Api, ModelConfig};
+///
+/// let config = ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "qwen2.5-0.5b")
+///     .api_key_from_env("AGENT_API_KEY");
+/// assert_eq!(config.api, Api::OpenAiChat);
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ModelConfig {
+    /// The API the server speaks.
+    pub api: Api,
+    /// The base URL, the API's path appended (`https://api.openai.com/v1`,
+    /// `https://api.anthropic.com/v1`, a local OpenAI-compatible server's `/v1`).
+    pub base_url: String,
+    /// The model's name.
+    pub model: String,
+    /// The key, sent as the API wants it (`Authorization: Bearer`, `x-api-key`).
+    pub api_key: Option<String>,
+    /// The most tokens one answer may have (default 1024; Anthropic requires a value).
+    pub max_output_tokens: u32,
+    /// The longest one request may take, retries apart (default 120 s).
+    pub timeout: Duration,
+    /// How 429 and 5xx answers are retried.
+    pub retries: Retries,
+}
+
+impl std::fmt::Debug for ModelConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelConfig")
+            .field("api", &self.api)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("timeout", &self.timeout)
+            .field("retries", &self.retries)
+            .finish()
+    }
+}
+
+impl ModelConfig {
+    /// `model` of `api` at `base_url`, without a key.
+    pub fn new(api: Api, base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        ModelConfig {
+            api,
+            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            model: model.into(),
+            api_key: None,
+            max_output_tokens: 1024,
+            timeout: Duration::from_secs(120),
+            retries: Retries::default(),
+        }
+    }
+
+    /// The key.
+    #[must_use]
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// The key from the environment variable `name`, if it is set and not empty.
+    #[must_use]
+    pub fn api_key_from_env(mut self, name: &str) -> Self {
+        if let Ok(key) = std::env::var(name)
+            && !key.is_empty()
+        {
+            self.api_key = Some(key);
+        }
+        self
+    }
+
+    /// How requests are retried.
+    #[must_use]
+    pub fn retries(mut self, retries: Retries) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// The most tokens one answer may have.
+    #[must_use]
+    pub fn max_output_tokens(mut self, tokens: u32) -> Self {
+        self.max_output_tokens = tokens;
+        self
+    }
+}
+
+/// The bounds of what the loop accepts from the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The largest response body, in bytes (default 8 MiB).
+    pub max_body: usize,
+    /// The most tool calls in one response (default 64): more is an error, and none runs.
+    pub max_calls_per_turn: usize,
+    /// The largest conversation, in bytes of JSON (default 16 MiB).
+    pub max_conversation: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body: 8 << 20,
+            max_calls_per_turn: 64,
+            max_conversation: 16 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// The largest response body, in bytes.
+    #[must_use]
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// The most tool calls in one response.
+    #[must_use]
+    pub fn max_calls_per_turn(mut self, calls: usize) -> Self {
+        self.max_calls_per_turn = calls;
+        self
+    }
+
+    /// The largest conversation, in bytes of JSON.
+    #[must_use]
+    pub fn max_conversation(mut self, bytes: usize) -> Self {
+        self.max_conversation = bytes;
+        self
+    }
+}
+
+/// One tool call the loop made, as the transcript shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallRecord {
+    /// The call's id, as the model gave it.
+    pub id: String,
+    /// The tool the model named (as it named it: unknown and hidden names too).
+    pub name: String,
+    /// `ok`, or the [`ErrorKind`] as text (`not_allowed`, `invalid_arguments`, `denied`...);
+    /// `approval_required` while a person has not decided.
+    pub outcome: String,
+    /// Whether the tool's code ran (it did for `ok`, `execution_failed`, `panicked`,
+    /// `timed_out` and `cancelled`).
+    pub ran: bool,
+}
+
+impl CallRecord {
+    fn of(observation: &Observation) -> CallRecord {
+        let (outcome, ran) = match observation.error_kind() {
+            None => ("ok".to_owned(), true),
+            Some(kind) => (
+                kind.as_str().to_owned(),
+                matches!(
+                    kind,
+                    ErrorKind::ExecutionFailed
+                        | ErrorKind::Panicked
+                        | ErrorKind::TimedOut
+                        | ErrorKind::Cancelled
+                ),
+            ),
+        };
+        CallRecord {
+            id: observation.call_id().to_owned(),
+            name: observation.tool_name().to_owned(),
+            outcome,
+            ran,
+        }
+    }
+}
+
+/// A call's place in a paused turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+enum Slot {
+    /// Answered: its result message.
+    Done { result: Value },
+    /// Waiting for a person.
+    Waiting {
+        call_id: String,
+        name: String,
+        approval_id: String,
+    },
+}
+
+/// Where a loop stands: the conversation so far, what it spent, and a paused turn's calls.
+/// Serializable, so that a paused loop can be kept (a file, a database) and resumed later,
+/// in another process, with [`Agent::resume`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentState {
+    api: Api,
+    conversation: Vec<Value>,
+    turns: u32,
+    tokens: u64,
+    /// Wall time spent so far, in milliseconds (pauses excluded).
+    elapsed_ms: u64,
+    calls: Vec<CallRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    paused: Option<Vec<Slot>>,
+}
+
+impl AgentState {
+    /// Model requests made.
+    pub fn turns(&self) -> u32 {
+        self.turns
+    }
+
+    /// Tokens used, as the API reported them.
+    pub fn tokens(&self) -> u64 {
+        self.tokens
+    }
+
+    /// Every tool call made, in order.
+    pub fn calls(&self) -> &[CallRecord] {
+        &self.calls
+    }
+
+    /// The conversation as the API takes it (the prompt, the model's turns, the results).
+    pub fn conversation(&self) -> &[Value] {
+        &self.conversation
+    }
+
+    /// The approval requests a paused loop waits for (their ids), in the model's order.
+    pub fn waiting_for(&self) -> Vec<&str> {
+        self.paused
+            .iter()
+            .flatten()
+            .filter_map(|slot| match slot {
+                Slot::Waiting { approval_id, .. } => Some(approval_id.as_str()),
+                Slot::Done { .. } => None,
+            })
+            .collect()
+    }
+}
+
+/// How a loop ended.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AgentOutcome {
+    /// The model answered without calling a tool.
+    Answered {
+        /// Its answer's text.
+        answer: String,
+        /// The loop's state at the end.
+        state: AgentState,
+    },
+    /// A call waits for a person: decide each request and [`Agent::resume`] with the verdicts.
+    /// The turn's other calls have run; none runs again.
+    Paused {
+        /// What the person is asked, in the model's order.
+        requests: Vec<ApprovalRequest>,
+        /// The state to resume.
+        state: AgentState,
+    },
+    /// A budget was spent before the model answered.
+    BudgetSpent {
+        /// Which.
+        spent: Spent,
+        /// The loop's state when it stopped.
+        state: AgentState,
+    },
+}
+
+impl AgentOutcome {
+    /// The state, however the loop ended.
+    pub fn state(&self) -> &AgentState {
+        match self {
+            AgentOutcome::Answered { state, .. }
+            | AgentOutcome::Paused { state, .. }
+            | AgentOutcome::BudgetSpent { state, .. } => state,
+        }
+    }
+}
+
+/// The model–tool loop over one [`Run`]: the run's export is what the model is shown (never a
+/// tool outside its allowed set), each call the model makes goes through
+/// [`Run::call`](registry_core::Run::call) (the gate, the arguments' schema, the policies),
+/// calls of one turn run concurrently and are answered in the model's order, and the loop
+/// repeats until the model answers without calling a tool, a call waits for a person
+/// ([`AgentOutcome::Paused`]), or a [`Budget`] is spent.
+///
+/// The model's output is untrusted: an unknown or hidden tool, malformed or invalid
+/// arguments come back to the model as the run's observation; what a tool returns changes
+/// nothing the model may call (the tools sent are fixed when the run opened).
+#[derive(Debug, Clone)]
+pub struct Agent {
+    config: ModelConfig,
+    budget: Budget,
+    limits: Limits,
+    instructions: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Agent {
+    /// An agent for the model of `config`, with the default budget and limits.
+    pub fn new(config: ModelConfig) -> Result<Agent, AgentError> {
+        if config.base_url.starts_with("https://") && !cfg!(feature = "tls") {
+            return Err(AgentError::Config(format!(
+                "{} is https: build registry-agent with its `tls` feature",
+                config.base_url
+            )));
+        }
+        if !config.base_url.starts_with("http://") && !config.base_url.starts_with("https://") {
+            return Err(AgentError::Config(format!(
+                "the base URL {:?} is not http:// or https://",
+                config.base_url
+            )));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .build()
+            .map_err(|error| AgentError::Config(error.to_string()))?;
+        Ok(Agent {
+            config,
+            budget: Budget::default(),
+            limits: Limits::default(),
+            instructions: None,
+            http,
+        })
+    }
+
+    /// The budget of each loop.
+    #[must_use]
+    pub fn budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The bounds on what the model sends.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The system prompt (instructions) of every request.
+    #[must_use]
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Runs the loop over `run` from `prompt`.
+    pub async fn run(&self, run: &Run, prompt: &str) -> Result<AgentOutcome, AgentFailure> {
+        let state = AgentState {
+            api: self.config.api,
+            conversation: self.config.api.start(prompt),
+            turns: 0,
+            tokens: 0,
+            elapsed_ms: 0,
+            calls: Vec::new(),
+            paused: None,
+        };
+        self.drive(run, state).await
+    }
+
+    /// Continues a paused loop once each of its requests is decided: `verdicts` gives one
+    /// [`Verdict`] per approval request id ([`AgentState::waiting_for`]). Each is passed to
+    /// [`Run::decide`](registry_core::Run::decide) (the call runs then, once, or is denied),
+    /// the turn's results go back to the model in its order, and the loop goes on.
+    ///
+    /// `run` is the run that paused or one reopened for the same subject (a person's
+    /// decision is checked against it). A state that is not paused, of another API, or
+    /// verdicts that do not match its requests one for one, are refused before anything runs.
+    pub async fn resume(
+        &self,
+        run: &Run,
+        mut state: AgentState,
+        verdicts: impl IntoIterator<Item = (String, Verdict)>,
+    ) -> Result<AgentOutcome, AgentFailure> {
+        if state.api != self.config.api {
+            let error = AgentError::Resume(format!(
+                "the state is of {}, this agent speaks {}",
+                state.api, self.config.api
+            ));
+            return Err(AgentFailure::new(error, state));
+        }
+        let Some(slots) = state.paused.take() else {
+            return Err(AgentFailure::new(
+                AgentError::Resume("the state is not paused".into()),
+                state,
+            ));
+        };
+        let mut verdicts: HashMap<String, Verdict> = verdicts.into_iter().collect();
+        let waiting: Vec<&str> = slots
+            .iter()
+            .filter_map(|slot| match slot {
+                Slot::Waiting { approval_id, .. } => Some(approval_id.as_str()),
+                Slot::Done { .. } => None,
+            })
+            .collect();
+        let problem = if let Some(missing) = waiting.iter().find(|id| !verdicts.contains_key(**id))
+        {
+            Some(format!("no verdict for the request {missing}"))
+        } else {
+            verdicts
+                .keys()
+                .find(|id| !waiting.contains(&id.as_str()))
+                .map(|extra| format!("a verdict for {extra}, which this state does not wait for"))
+        };
+        if let Some(problem) = problem {
+            state.paused = Some(slots);
+            return Err(AgentFailure::new(AgentError::Resume(problem), state));
+        }
+        let api = self.config.api;
+        let profile = api.profile();
+        let mut results = Vec::with_capacity(slots.len());
+        for slot in slots {
+            match slot {
+                Slot::Done { result } => results.push(result),
+                Slot::Waiting {
+                    call_id,
+                    name,
+                    approval_id,
+                } => {
+                    // Checked above: every waiting request has its verdict.
+                    let verdict = verdicts
+                        .remove(&approval_id)
+                        .unwrap_or_else(|| Verdict::deny("no verdict was given for this request"));
+                    let decided = run
+                        .decide(&approval_id, verdict)
+                        .instrument(tool_span(&name, &call_id))
+                        .await;
+                    let record = state.calls.iter_mut().rev().find(|record| {
+                        record.id == call_id && record.outcome == "approval_required"
+                    });
+                    match decided {
+                        Ok(observation) => {
+                            if let Some(record) = record {
+                                *record = CallRecord::of(&observation);
+                            }
+                            results.push(profile.render(&observation));
+                        }
+                        // Decided elsewhere, or the store failed: the model is told, and
+                        // nothing runs here.
+                        Err(error) => {
+                            if let Some(record) = record {
+                                record.outcome = "approval_failed".into();
+                            }
+                            results.push(api.refusal(
+                                &call_id,
+                                &format!("the approval could not be applied: {error}"),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        api.append_results(&mut state.conversation, results);
+        self.drive(run, state).await
+    }
+
+    async fn drive(&self, run: &Run, mut state: AgentState) -> Result<AgentOutcome, AgentFailure> {
+        let api = self.config.api;
+        let profile = api.profile();
+        let tools = match run.export(profile) {
+            Ok(tools) => tools,
+            Err(error) => {
+                return Err(AgentFailure::new(
+                    AgentError::Export(error.to_string()),
+                    state,
+                ));
+            }
+        };
+        let started = Instant::now();
+        let spent_before = Duration::from_millis(state.elapsed_ms);
+        let elapsed = |state: &mut AgentState| {
+            let total = spent_before + started.elapsed();
+            state.elapsed_ms = u64::try_from(total.as_millis()).unwrap_or(u64::MAX);
+            total
+        };
+        let url = format!("{}{}", self.config.base_url, api.path());
+        loop {
+            let spent = elapsed(&mut state);
+            if state.turns >= self.budget.turns {
+                return Ok(AgentOutcome::BudgetSpent {
+                    spent: Spent::Turns,
+                    state,
+                });
+            }
+            if self.budget.tokens.is_some_and(|max| state.tokens >= max) {
+                return Ok(AgentOutcome::BudgetSpent {
+                    spent: Spent::Tokens,
+                    state,
+                });
+            }
+            let Some(left) = self
+                .budget
+                .wall_time
+                .checked_sub(spent)
+                .filter(|left| !left.is_zero())
+            else {
+                return Ok(AgentOutcome::BudgetSpent {
+                    spent: Spent::WallTime,
+                    state,
+                });
+            };
+            let body = api.body(&Request {
+                model: &self.config.model,
+                instructions: self.instructions.as_deref(),
+                conversation: &state.conversation,
+                tools: &tools,
+                max_output_tokens: self.config.max_output_tokens,
+            });
+            let span = tracing::info_span!(
+                "chat",
+                otel.name = %format!("chat {}", self.config.model),
+                otel.kind = "client",
+                gen_ai.operation.name = "chat",
+                gen_ai.provider.name = provider_name(api),
+                gen_ai.request.model = %self.config.model,
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                error.r#type = tracing::field::Empty,
+            );
+            let sent = http::send(
+                &self.http,
+                api,
+                &url,
+                self.config.api_key.as_deref(),
+                &body,
+                self.config.retries,
+                self.limits.max_body,
+            );
+            let response = match tokio::time::timeout(left, sent.instrument(span.clone())).await {
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) => {
+                    span.record("error.type", error_type(&error));
+                    elapsed(&mut state);
+                    return Err(AgentFailure::new(error, state));
+                }
+                Err(_) => {
+                    elapsed(&mut state);
+                    return Ok(AgentOutcome::BudgetSpent {
+                        spent: Spent::WallTime,
+                        state,
+                    });
+                }
+            };
+            state.turns += 1;
+            record_usage(&span, api, &response);
+            let read = api.read(&response).and_then(|turn| {
+                profile
+                    .parse_calls(&response)
+                    .map(|calls| (turn, calls))
+                    .map_err(|error| AgentError::Malformed(error.to_string()))
+            });
+            let (turn, calls) = match read {
+                Ok(read) => read,
+                Err(error) => {
+                    span.record("error.type", error_type(&error));
+                    elapsed(&mut state);
+                    return Err(AgentFailure::new(error, state));
+                }
+            };
+            state.tokens = state.tokens.saturating_add(turn.tokens.unwrap_or(0));
+            state.conversation.extend(turn.items);
+            let size =
+                serde_json::to_vec(&state.conversation).map_or(usize::MAX, |bytes| bytes.len());
+            if size > self.limits.max_conversation {
+                let error = AgentError::TooLarge(format!(
+                    "the conversation is {size} bytes, past the bound of {}",
+                    self.limits.max_conversation
+                ));
+                return Err(AgentFailure::new(error, state));
+            }
+            if calls.is_empty() {
+                elapsed(&mut state);
+                return Ok(AgentOutcome::Answered {
+                    answer: turn.text,
+                    state,
+                });
+            }
+            if calls.len() > self.limits.max_calls_per_turn {
+                let error = AgentError::TooLarge(format!(
+                    "the model asked for {} calls in one turn; the bound is {}",
+                    calls.len(),
+                    self.limits.max_calls_per_turn
+                ));
+                return Err(AgentFailure::new(error, state));
+            }
+            let budget = usize::try_from(self.budget.calls).unwrap_or(usize::MAX);
+            if state.calls.len() + calls.len() > budget {
+                elapsed(&mut state);
+                return Ok(AgentOutcome::BudgetSpent {
+                    spent: Spent::Calls,
+                    state,
+                });
+            }
+            let observations = join_all(calls.into_iter().map(|call| execute(run, call))).await;
+            let mut slots = Vec::with_capacity(observations.len());
+            let mut requests = Vec::new();
+            for observation in &observations {
+                state.calls.push(CallRecord::of(observation));
+                match observation.approval() {
+                    Some(request)
+                        if observation.error_kind() == Some(ErrorKind::ApprovalRequired) =>
+                    {
+                        slots.push(Slot::Waiting {
+                            call_id: observation.call_id().to_owned(),
+                            name: observation.tool_name().to_owned(),
+                            approval_id: request.id().to_owned(),
+                        });
+                        requests.push(request.clone());
+                    }
+                    _ => slots.push(Slot::Done {
+                        result: profile.render(observation),
+                    }),
+                }
+            }
+            if !requests.is_empty() {
+                state.paused = Some(slots);
+                elapsed(&mut state);
+                return Ok(AgentOutcome::Paused { requests, state });
+            }
+            let results = slots
+                .into_iter()
+                .filter_map(|slot| match slot {
+                    Slot::Done { result } => Some(result),
+                    Slot::Waiting { .. } => None,
+                })
+                .collect();
+            api.append_results(&mut state.conversation, results);
+        }
+    }
+}
+
+/// A loop that stopped on an error, with its state then (the turns and calls made so far).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentFailure {
+    /// What went wrong.
+    pub error: AgentError,
+    /// The loop's state when it stopped.
+    pub state: Box<AgentState>,
+}
+
+impl AgentFailure {
+    fn new(error: AgentError, state: AgentState) -> AgentFailure {
+        AgentFailure {
+            error,
+            state: Box::new(state),
+        }
+    }
+}
+
+impl std::fmt::Display for AgentFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for AgentFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// One call through the run, in its `execute_tool` span.
+async fn execute(run: &Run, call: ToolCall) -> Observation {
+    let span = tool_span(call.name(), call.id());
+    let observation = run.call(call).instrument(span.clone()).await;
+    if let Some(kind) = observation.error_kind() {
+        span.record("error.type", kind.as_str());
+    }
+    observation
+}
+
+/// The span of one tool's execution, in the GenAI conventions (argument values and results
+/// are not recorded).
+fn tool_span(name: &str, call_id: &str) -> tracing::Span {
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = %format!("execute_tool {name}"),
+        otel.kind = "internal",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %name,
+        gen_ai.tool.call.id = %call_id,
+        gen_ai.tool.type = "function",
+        error.r#type = tracing::field::Empty,
+    )
+}
+
+fn provider_name(api: Api) -> &'static str {
+    match api {
+        Api::OpenAiChat | Api::OpenAiResponses => "openai",
+        Api::Anthropic => "anthropic",
+    }
+}
+
+fn error_type(error: &AgentError) -> &'static str {
+    match error {
+        AgentError::Transport(_) => "transport",
+        AgentError::Api(_) => "api",
+        AgentError::Malformed(_) => "malformed",
+        AgentError::TooLarge(_) => "too_large",
+        AgentError::Config(_) => "config",
+        AgentError::Export(_) => "export",
+        AgentError::Resume(_) => "resume",
+    }
+}
+
+fn record_usage(span: &tracing::Span, api: Api, response: &Value) {
+    let (input, output) = match api {
+        Api::OpenAiChat => ("/usage/prompt_tokens", "/usage/completion_tokens"),
+        Api::OpenAiResponses | Api::Anthropic => ("/usage/input_tokens", "/usage/output_tokens"),
+    };
+    if let Some(tokens) = response.pointer(input).and_then(Value::as_u64) {
+        span.record("gen_ai.usage.input_tokens", tokens);
+    }
+    if let Some(tokens) = response.pointer(output).and_then(Value::as_u64) {
+        span.record("gen_ai.usage.output_tokens", tokens);
+    }
+}

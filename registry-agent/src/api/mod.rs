@@ -1,0 +1,177 @@
+//! The model APIs the loop speaks, each in a file of its own: what a request holds, where it
+//! goes, which headers it needs, and how a response's answer, usage and conversation are read.
+
+mod anthropic;
+mod openai_chat;
+mod openai_responses;
+
+use std::fmt;
+use std::str::FromStr;
+
+use registry_core::Profile;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::AgentError;
+
+/// A model API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Api {
+    /// OpenAI Chat Completions (`POST {base}/chat/completions`), and every server that speaks it.
+    OpenAiChat,
+    /// The OpenAI Responses API (`POST {base}/responses`).
+    OpenAiResponses,
+    /// The Anthropic Messages API (`POST {base}/messages`).
+    Anthropic,
+}
+
+impl Api {
+    /// Every API.
+    pub const ALL: &'static [Api] = &[Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic];
+
+    /// Its name on the command line: `openai-chat`, `openai-responses`, `anthropic`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::OpenAiChat => "openai-chat",
+            Api::OpenAiResponses => "openai-responses",
+            Api::Anthropic => "anthropic",
+        }
+    }
+
+    /// The registry profile its tools are exported in and its calls read with.
+    pub fn profile(self) -> Profile {
+        match self {
+            Api::OpenAiChat => Profile::OpenAiChat { strict: false },
+            Api::OpenAiResponses => Profile::OpenAiResponses { strict: false },
+            Api::Anthropic => Profile::Anthropic,
+        }
+    }
+
+    /// Where requests go, after the base URL.
+    pub(crate) fn path(self) -> &'static str {
+        match self {
+            Api::OpenAiChat => "/chat/completions",
+            Api::OpenAiResponses => "/responses",
+            Api::Anthropic => "/messages",
+        }
+    }
+
+    /// The headers of a request with `key`.
+    pub(crate) fn headers(self, key: Option<&str>) -> Vec<(&'static str, String)> {
+        match self {
+            Api::OpenAiChat | Api::OpenAiResponses => openai_chat::headers(key),
+            Api::Anthropic => anthropic::headers(key),
+        }
+    }
+
+    /// The conversation's first items: the user's prompt.
+    pub(crate) fn start(self, prompt: &str) -> Vec<Value> {
+        match self {
+            Api::OpenAiChat => openai_chat::start(prompt),
+            Api::OpenAiResponses => openai_responses::start(prompt),
+            Api::Anthropic => anthropic::start(prompt),
+        }
+    }
+
+    /// A request's body.
+    pub(crate) fn body(self, request: &Request<'_>) -> Value {
+        match self {
+            Api::OpenAiChat => openai_chat::body(request),
+            Api::OpenAiResponses => openai_responses::body(request),
+            Api::Anthropic => anthropic::body(request),
+        }
+    }
+
+    /// What a response adds to the conversation (the assistant's turn), its answer text and
+    /// its usage; an error naming what was wrong if it is not the API's shape.
+    pub(crate) fn read(self, response: &Value) -> Result<Turn, AgentError> {
+        if let Some(error) = response.get("error") {
+            return Err(AgentError::Api(format!(
+                "the API answered with an error: {}",
+                crate::bounded(&error.to_string())
+            )));
+        }
+        match self {
+            Api::OpenAiChat => openai_chat::read(response),
+            Api::OpenAiResponses => openai_responses::read(response),
+            Api::Anthropic => anthropic::read(response),
+        }
+    }
+
+    /// A result message refusing the call `call_id` with `text`, for what the run did not
+    /// answer itself (an approval that could not be applied).
+    pub(crate) fn refusal(self, call_id: &str, text: &str) -> Value {
+        match self {
+            Api::OpenAiChat => {
+                serde_json::json!({"role": "tool", "tool_call_id": call_id, "content": text})
+            }
+            Api::OpenAiResponses => {
+                serde_json::json!({"type": "function_call_output", "call_id": call_id, "output": text})
+            }
+            Api::Anthropic => serde_json::json!({
+                "type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": true,
+            }),
+        }
+    }
+
+    /// Appends the rendered results of one turn's calls (the profile's result messages, in
+    /// the model's order) to the conversation.
+    pub(crate) fn append_results(self, conversation: &mut Vec<Value>, results: Vec<Value>) {
+        match self {
+            Api::OpenAiChat | Api::OpenAiResponses => conversation.extend(results),
+            Api::Anthropic => anthropic::append_results(conversation, results),
+        }
+    }
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Api {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Api, String> {
+        Api::ALL
+            .iter()
+            .copied()
+            .find(|api| api.name() == text)
+            .ok_or_else(|| {
+                format!("unknown API {text:?}: openai-chat, openai-responses or anthropic")
+            })
+    }
+}
+
+/// What one request to the model is made of.
+pub(crate) struct Request<'a> {
+    pub(crate) model: &'a str,
+    pub(crate) instructions: Option<&'a str>,
+    pub(crate) conversation: &'a [Value],
+    pub(crate) tools: &'a Value,
+    pub(crate) max_output_tokens: u32,
+}
+
+/// What one response holds.
+#[derive(Debug)]
+pub(crate) struct Turn {
+    /// The items the response adds to the conversation, as the API wants them sent back.
+    pub(crate) items: Vec<Value>,
+    /// The answer's text (empty when the model only called tools).
+    pub(crate) text: String,
+    /// Tokens used, input and output together, when the API says.
+    pub(crate) tokens: Option<u64>,
+}
+
+/// A non-negative integer at `pointer`, if there is one.
+fn count(response: &Value, pointer: &str) -> Option<u64> {
+    response.pointer(pointer).and_then(Value::as_u64)
+}
+
+/// `Err` naming `what` was expected at `pointer`.
+fn shape(pointer: &str, what: &str) -> AgentError {
+    AgentError::Malformed(format!("expected {what} at {pointer}"))
+}

@@ -1,0 +1,70 @@
+//! The model–tool loop over one `registry-core` run.
+//!
+//! An [`Agent`] sends the model exactly the run's tools, reads the model's calls with the
+//! run's provider profile, calls each through the run (its allowed set, the arguments'
+//! schema, the gate), answers in the model's order, and repeats until the model answers,
+//! a call waits for a person ([`AgentOutcome::Paused`], resumed with [`Agent::resume`]), or a
+//! [`Budget`] is spent. Model APIs: OpenAI Chat Completions, OpenAI Responses and Anthropic
+//! Messages, at any base URL (so any OpenAI-compatible local server works); 429 and 5xx are
+//! retried with backoff, honouring `Retry-After`. Spans follow the OpenTelemetry GenAI
+//! conventions (`chat {model}`, `execute_tool {name}`); argument values and results are not
+//! recorded.
+//!
+//! ```no_run
+//! use registry_agent::{Agent, AgentOutcome, Api, Budget, ModelConfig};
+//! use registry_core::{Registry, Subject};
+//!
+//! # async fn example(registry: Registry) -> Result<(), Box<dyn std::error::Error>> {
+//! let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["build:read"]));
+//! let agent = Agent::new(
+//!     ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "local-model")
+//!         .api_key_from_env("AGENT_API_KEY"),
+//! )?
+//! .budget(Budget::default().max_turns(8));
+//! match agent.run(&run, "Is the web build green?").await? {
+//!     AgentOutcome::Answered { answer, .. } => println!("{answer}"),
+//!     AgentOutcome::Paused { requests, .. } => println!("{} calls wait for a person", requests.len()),
+//!     AgentOutcome::BudgetSpent { spent, .. } => println!("stopped: {spent} spent"),
+//!     _ => {}
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod agent;
+mod api;
+mod budget;
+mod error;
+mod http;
+
+pub use agent::{Agent, AgentFailure, AgentOutcome, AgentState, CallRecord, Limits, ModelConfig};
+pub use api::Api;
+pub use budget::{Budget, Spent};
+pub use error::AgentError;
+pub use http::Retries;
+
+/// The longest text of a remote error kept in a message.
+const MAX_ERROR_TEXT: usize = 500;
+
+/// `text` cut to [`MAX_ERROR_TEXT`] bytes, its control characters escaped.
+pub(crate) fn bounded(text: &str) -> String {
+    let mut end = text.len().min(MAX_ERROR_TEXT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut: String = text[..end]
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if end < text.len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}

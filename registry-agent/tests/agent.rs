@@ -1,0 +1,619 @@
+//! The loop against a model we control: a scripted fake endpoint (an in-process HTTP server
+//! on loopback) for each API, which replays a conversation and records every request.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use registry_agent::{
+    Agent, AgentError, AgentOutcome, AgentState, Api, Budget, Limits, ModelConfig, Retries, Spent,
+};
+use registry_core::approval::Verdict;
+use registry_core::{DynamicTool, Registry, Subject};
+use serde_json::{Value, json};
+
+/// One scripted answer: status, headers, body.
+type Reply = (u16, Vec<(&'static str, String)>, String);
+
+#[derive(Default)]
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    /// Every request: its headers and its JSON body.
+    requests: Mutex<Vec<(HeaderMap, Value)>>,
+}
+
+async fn answer(
+    State(script): State<Arc<Script>>,
+    headers: HeaderMap,
+    body: String,
+) -> impl IntoResponse {
+    let body: Value = serde_json::from_str(&body).expect("the loop sends JSON");
+    script.requests.lock().unwrap().push((headers, body));
+    let (status, headers, body) = script.replies.lock().unwrap().pop_front().unwrap_or((
+        500,
+        Vec::new(),
+        "{\"error\": \"the script ran out\"}".into(),
+    ));
+    let mut response = (StatusCode::from_u16(status).unwrap(), body).into_response();
+    for (name, value) in headers {
+        response.headers_mut().insert(name, value.parse().unwrap());
+    }
+    response
+        .headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
+    response
+}
+
+/// A fake endpoint replaying `replies`; its base URL.
+async fn fake(replies: Vec<Reply>) -> (String, Arc<Script>) {
+    let script = Arc::new(Script {
+        replies: Mutex::new(replies.into()),
+        requests: Mutex::new(Vec::new()),
+    });
+    let app = axum::Router::new()
+        .fallback(answer)
+        .with_state(script.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, script)
+}
+
+fn ok(body: Value) -> Reply {
+    (200, Vec::new(), body.to_string())
+}
+
+/// A call in `api`'s response shape.
+struct Call {
+    id: &'static str,
+    name: &'static str,
+    arguments: Value,
+}
+
+fn call(id: &'static str, name: &'static str, arguments: Value) -> Call {
+    Call {
+        id,
+        name,
+        arguments,
+    }
+}
+
+/// `api`'s response calling `calls`.
+fn calling(api: Api, calls: &[Call]) -> Reply {
+    ok(match api {
+        Api::OpenAiChat => json!({
+            "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": calls.iter().map(|c| json!({
+                "id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments.to_string()},
+            })).collect::<Vec<_>>()}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20},
+        }),
+        Api::OpenAiResponses => json!({
+            "output": calls.iter().map(|c| json!({
+                "type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments.to_string(),
+            })).collect::<Vec<_>>(),
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        }),
+        Api::Anthropic => json!({
+            "content": calls.iter().map(|c| json!({
+                "type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments,
+            })).collect::<Vec<_>>(),
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        }),
+        _ => unreachable!(),
+    })
+}
+
+/// `api`'s response answering `text`.
+fn answering(api: Api, text: &str) -> Reply {
+    ok(match api {
+        Api::OpenAiChat => json!({
+            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 150, "completion_tokens": 10},
+        }),
+        Api::OpenAiResponses => json!({
+            "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}],
+            "usage": {"input_tokens": 150, "output_tokens": 10},
+        }),
+        Api::Anthropic => json!({
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 150, "output_tokens": 10},
+        }),
+        _ => unreachable!(),
+    })
+}
+
+/// The names of the tools a request offered.
+fn offered(api: Api, body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|tool| {
+                    let name = match api {
+                        Api::OpenAiChat => &tool["function"]["name"],
+                        _ => &tool["name"],
+                    };
+                    name.as_str().unwrap().to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The tool results a request sends back, as (call id, text) in order.
+fn results(api: Api, body: &Value) -> Vec<(String, String)> {
+    let text = |value: &Value| match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    };
+    match api {
+        Api::OpenAiChat => body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                (
+                    m["tool_call_id"].as_str().unwrap().to_owned(),
+                    text(&m["content"]),
+                )
+            })
+            .collect(),
+        Api::OpenAiResponses => body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "function_call_output")
+            .map(|i| {
+                (
+                    i["call_id"].as_str().unwrap().to_owned(),
+                    text(&i["output"]),
+                )
+            })
+            .collect(),
+        Api::Anthropic => body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| {
+                (
+                    b["tool_use_id"].as_str().unwrap().to_owned(),
+                    text(&b["content"]),
+                )
+            })
+            .collect(),
+        _ => unreachable!(),
+    }
+}
+
+/// The registry: a status tool, a deploy that needs a person, and an admin tool the
+/// subject's scopes do not reach (hidden).
+fn registry(deploys: Arc<AtomicUsize>) -> Registry {
+    Registry::builder()
+        .tool(
+            DynamicTool::new("get_status", "Read a project's build status.")
+                .scopes(["build:read"])
+                .read_only()
+                .parameters(json!({
+                    "type": "object",
+                    "properties": {"project": {"type": "string"}},
+                    "required": ["project"],
+                }))
+                .handler(|_, args| {
+                    Ok::<_, String>(json!(format!(
+                        "{}: green",
+                        args["project"].as_str().unwrap_or("?")
+                    )))
+                }),
+        )
+        .tool(
+            DynamicTool::new("deploy", "Deploy a project.")
+                .scopes(["deploy:write"])
+                .destructive()
+                .needs_approval(true)
+                .parameters(json!({
+                    "type": "object",
+                    "properties": {"project": {"type": "string"}},
+                    "required": ["project"],
+                }))
+                .handler(move |_, _| {
+                    deploys.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, String>(json!("deployed"))
+                }),
+        )
+        .tool(
+            DynamicTool::new("drop_database", "Drop a database.")
+                .scopes(["db:admin"])
+                .destructive()
+                .handler(|_, _| Ok::<_, String>(json!("dropped"))),
+        )
+        .build()
+        .unwrap()
+}
+
+fn subject() -> Subject {
+    Subject::new("acme").with_scopes(["build:read", "deploy:write"])
+}
+
+fn agent(api: Api, url: &str) -> Agent {
+    Agent::new(
+        ModelConfig::new(api, url, "test-model")
+            .api_key("sk-test-key-0001")
+            .retries(Retries::default().base_delay(Duration::from_millis(1))),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn every_api_keeps_the_boundary_and_answers_mistakes_as_observations() {
+    for &api in Api::ALL {
+        let (url, script) = fake(vec![
+            calling(
+                api,
+                &[
+                    call("c1", "get_status", json!({"project": "web"})),
+                    call("c2", "drop_database", json!({})),
+                    call("c3", "no_such_tool", json!({})),
+                    call("c4", "get_status", json!({"project": 7})),
+                ],
+            ),
+            answering(api, "web is green."),
+        ])
+        .await;
+        let run = registry(Arc::default()).open_run("r", &subject());
+        let outcome = agent(api, &url).run(&run, "Is web green?").await.unwrap();
+        let AgentOutcome::Answered { answer, state } = outcome else {
+            panic!("{api}: {outcome:?}")
+        };
+        assert_eq!(answer, "web is green.", "{api}");
+        assert_eq!(state.turns(), 2);
+        assert_eq!(state.tokens(), 120 + 160);
+        let outcomes: Vec<(&str, &str, bool)> = state
+            .calls()
+            .iter()
+            .map(|c| (c.name.as_str(), c.outcome.as_str(), c.ran))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("get_status", "ok", true),
+                ("drop_database", "not_allowed", false),
+                ("no_such_tool", "unknown_tool", false),
+                ("get_status", "invalid_arguments", false),
+            ],
+            "{api}"
+        );
+        let requests = script.requests.lock().unwrap();
+        assert_eq!(requests.len(), 2, "{api}");
+        for (headers, body) in requests.iter() {
+            // Only the run's tools, every time: the hidden one never.
+            assert_eq!(offered(api, body), ["deploy", "get_status"], "{api}");
+            assert_eq!(body["model"], "test-model");
+            match api {
+                Api::Anthropic => {
+                    assert_eq!(headers["x-api-key"], "sk-test-key-0001");
+                    assert_eq!(headers["anthropic-version"], "2023-06-01");
+                }
+                _ => assert_eq!(headers["authorization"], "Bearer sk-test-key-0001"),
+            }
+        }
+        // Every call answered, in the model's order, the mistakes as the run's observations.
+        let sent = results(api, &requests[1].1);
+        let ids: Vec<&str> = sent.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["c1", "c2", "c3", "c4"], "{api}");
+        assert!(sent[0].1.contains("web: green"), "{api}: {sent:?}");
+        assert!(sent[3].1.contains("project"), "{api}: {sent:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_approval_pauses_the_loop_and_resume_runs_the_call_once() {
+    for &api in Api::ALL {
+        let deploys = Arc::new(AtomicUsize::new(0));
+        let (url, script) = fake(vec![
+            calling(
+                api,
+                &[
+                    call("d1", "deploy", json!({"project": "web"})),
+                    call("s1", "get_status", json!({"project": "web"})),
+                ],
+            ),
+            answering(api, "Deployed."),
+        ])
+        .await;
+        let registry = registry(deploys.clone());
+        let run = registry.open_run("r", &subject());
+        let agent = agent(api, &url);
+        let outcome = agent.run(&run, "Deploy web.").await.unwrap();
+        let AgentOutcome::Paused { requests, state } = outcome else {
+            panic!("{api}: {outcome:?}")
+        };
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0].tool_name(), "deploy");
+        assert_eq!(
+            deploys.load(Ordering::SeqCst),
+            0,
+            "nothing ran before the person"
+        );
+        assert_eq!(state.waiting_for(), [requests[0].id()]);
+        // Kept as JSON (a file, a database) and read back, as another process would.
+        let kept = serde_json::to_string(&state).unwrap();
+        let state: AgentState = serde_json::from_str(&kept).unwrap();
+
+        // A verdict for a request it does not hold, or none: refused before anything runs.
+        let wrong = agent
+            .resume(
+                &run,
+                state.clone(),
+                [("nope".to_owned(), Verdict::approve())],
+            )
+            .await;
+        assert!(
+            matches!(&wrong, Err(failure) if matches!(failure.error, AgentError::Resume(_))),
+            "{wrong:?}"
+        );
+        // The state comes back, still paused.
+        assert_eq!(wrong.unwrap_err().state.waiting_for(), [requests[0].id()]);
+        assert_eq!(deploys.load(Ordering::SeqCst), 0);
+
+        let outcome = agent
+            .resume(
+                &run,
+                state,
+                [(requests[0].id().to_owned(), Verdict::approve().by("ana"))],
+            )
+            .await
+            .unwrap();
+        let AgentOutcome::Answered { answer, state } = outcome else {
+            panic!("{api}: {outcome:?}")
+        };
+        assert_eq!(answer, "Deployed.");
+        assert_eq!(deploys.load(Ordering::SeqCst), 1, "{api}: ran once");
+        let records: Vec<(&str, &str)> = state
+            .calls()
+            .iter()
+            .map(|c| (c.id.as_str(), c.outcome.as_str()))
+            .collect();
+        assert_eq!(records, [("d1", "ok"), ("s1", "ok")]);
+        let requests = script.requests.lock().unwrap();
+        let sent = results(api, &requests[1].1);
+        assert_eq!(
+            sent.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+            ["d1", "s1"],
+            "{api}: answered in the model's order"
+        );
+        assert!(sent[0].1.contains("deployed"), "{sent:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_denied_approval_is_told_to_the_model_and_nothing_runs() {
+    let api = Api::OpenAiChat;
+    let deploys = Arc::new(AtomicUsize::new(0));
+    let (url, script) = fake(vec![
+        calling(api, &[call("d1", "deploy", json!({"project": "web"}))]),
+        answering(api, "I could not deploy."),
+    ])
+    .await;
+    let registry = registry(deploys.clone());
+    let run = registry.open_run("r", &subject());
+    let agent = agent(api, &url);
+    let AgentOutcome::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap()
+    else {
+        panic!("not paused")
+    };
+    let outcome = agent
+        .resume(
+            &run,
+            state,
+            [(
+                requests[0].id().to_owned(),
+                Verdict::deny("not on a Friday"),
+            )],
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, AgentOutcome::Answered { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(deploys.load(Ordering::SeqCst), 0);
+    assert_eq!(outcome.state().calls()[0].outcome, "denied");
+    let requests = script.requests.lock().unwrap();
+    assert!(
+        results(api, &requests[1].1)[0]
+            .1
+            .contains("not on a Friday")
+    );
+}
+
+#[tokio::test]
+async fn a_model_that_never_stops_calling_hits_the_budget() {
+    let api = Api::Anthropic;
+    let looping: Vec<Reply> = (0..10)
+        .map(|_| calling(api, &[call("c", "get_status", json!({"project": "web"}))]))
+        .collect();
+    let (url, script) = fake(looping.clone()).await;
+    let run = registry(Arc::default()).open_run("r", &subject());
+    let outcome = agent(api, &url)
+        .budget(Budget::default().max_turns(3))
+        .run(&run, "Loop.")
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            outcome,
+            AgentOutcome::BudgetSpent {
+                spent: Spent::Turns,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(script.requests.lock().unwrap().len(), 3);
+
+    let (url, _) = fake(looping.clone()).await;
+    let outcome = agent(api, &url)
+        .budget(Budget::default().max_calls(2))
+        .run(&run, "Loop.")
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            outcome,
+            AgentOutcome::BudgetSpent {
+                spent: Spent::Calls,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.state().calls().len(), 2);
+
+    let (url, _) = fake(looping).await;
+    let outcome = agent(api, &url)
+        .budget(Budget::default().max_tokens(300))
+        .run(&run, "Loop.")
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            outcome,
+            AgentOutcome::BudgetSpent {
+                spent: Spent::Tokens,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_429_is_retried_as_told_and_a_persistent_one_is_an_error() {
+    let api = Api::OpenAiResponses;
+    let busy: Reply = (
+        429,
+        vec![("retry-after", "0".into())],
+        "{\"error\": {\"message\": \"slow down\"}}".into(),
+    );
+    let (url, script) = fake(vec![
+        busy.clone(),
+        (503, Vec::new(), "{}".into()),
+        answering(api, "ok"),
+    ])
+    .await;
+    let run = registry(Arc::default()).open_run("r", &subject());
+    let outcome = agent(api, &url).run(&run, "Hi.").await.unwrap();
+    assert!(
+        matches!(outcome, AgentOutcome::Answered { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(script.requests.lock().unwrap().len(), 3);
+
+    let (url, script) = fake(vec![
+        busy.clone(),
+        busy.clone(),
+        busy.clone(),
+        busy.clone(),
+        busy,
+    ])
+    .await;
+    let error = agent(api, &url).run(&run, "Hi.").await.unwrap_err().error;
+    assert!(
+        matches!(&error, AgentError::Api(text) if text.contains("429") && text.contains("slow down")),
+        "{error}"
+    );
+    assert_eq!(
+        script.requests.lock().unwrap().len(),
+        4,
+        "the first try and three retries"
+    );
+
+    // A 400 is not retried.
+    let (url, script) = fake(vec![(400, Vec::new(), "{\"error\": \"bad\"}".into())]).await;
+    assert!(agent(api, &url).run(&run, "Hi.").await.is_err());
+    assert_eq!(script.requests.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_response_not_of_the_apis_shape_is_an_error_naming_what_was_wrong() {
+    let run = registry(Arc::default()).open_run("r", &subject());
+    let cases: [(Api, Value, &str); 4] = [
+        (Api::OpenAiChat, json!({"id": "x"}), "/choices"),
+        (
+            Api::OpenAiChat,
+            json!({"choices": [{"message": {"content": 3}}]}),
+            "/choices/0/message/content",
+        ),
+        (Api::OpenAiResponses, json!({"output": "text"}), "/output"),
+        (
+            Api::Anthropic,
+            json!({"content": [{"text": "no type"}]}),
+            "/content/0/type",
+        ),
+    ];
+    for (api, body, pointer) in cases {
+        let (url, _) = fake(vec![ok(body)]).await;
+        let error = agent(api, &url).run(&run, "Hi.").await.unwrap_err().error;
+        assert!(
+            matches!(&error, AgentError::Malformed(text) if text.contains(pointer)),
+            "{api}: {error}"
+        );
+    }
+    let (url, _) = fake(vec![(200, Vec::new(), "not json".into())]).await;
+    let error = agent(Api::Anthropic, &url)
+        .run(&run, "Hi.")
+        .await
+        .unwrap_err()
+        .error;
+    assert!(matches!(error, AgentError::Malformed(_)), "{error}");
+}
+
+#[tokio::test]
+async fn the_bounds_hold() {
+    let api = Api::OpenAiChat;
+    let run = registry(Arc::default()).open_run("r", &subject());
+    // Too many calls in one turn: an error, and none runs.
+    let many: Vec<Call> = (0..5)
+        .map(|_| call("c", "get_status", json!({"project": "web"})))
+        .collect();
+    let (url, _) = fake(vec![calling(api, &many)]).await;
+    let limits = Limits::default().max_calls_per_turn(4);
+    let error = agent(api, &url)
+        .limits(limits)
+        .run(&run, "Hi.")
+        .await
+        .unwrap_err()
+        .error;
+    assert!(
+        matches!(&error, AgentError::TooLarge(text) if text.contains("5 calls")),
+        "{error}"
+    );
+    // A body past its bound.
+    let (url, _) = fake(vec![answering(api, &"x".repeat(10_000))]).await;
+    let limits = Limits::default().max_body(4_096);
+    let error = agent(api, &url)
+        .limits(limits)
+        .run(&run, "Hi.")
+        .await
+        .unwrap_err()
+        .error;
+    assert!(matches!(error, AgentError::TooLarge(_)), "{error}");
+    // https without the tls feature, and a URL that is not http.
+    assert!(matches!(
+        Agent::new(ModelConfig::new(api, "ftp://example.com", "m")),
+        Err(AgentError::Config(_))
+    ));
+}
