@@ -60,6 +60,7 @@
 #[doc = include_str!("../../docs/guide/policies.md")]
 pub mod guide {}
 
+mod context;
 #[cfg(unix)]
 mod hangup;
 mod policies;

@@ -80,3 +80,40 @@ fn the_catalog_lists_every_tool_with_its_gate() {
         );
     }
 }
+
+#[test]
+fn the_catalog_prints_the_cedar_schema() {
+    let output = Command::new(mcp_support::example_binary("catalog"))
+        .arg("--cedar-schema")
+        .output()
+        .expect("the catalog runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let schema = String::from_utf8(output.stdout).unwrap();
+    for expected in [
+        "entity Principal = {",
+        "\"tenant\": String,",
+        "entity Tool = {",
+        "\"needs_approval\": Bool,",
+        "action \"list\" appliesTo {",
+        "action \"call\" appliesTo {",
+        // The example tools' arguments, each optional in the union.
+        "\"project\"?: String,",
+        "\"query\"?: String,",
+        "\"caller\": String,",
+    ] {
+        assert!(
+            schema.contains(expected),
+            "{expected:?} missing from:\n{schema}"
+        );
+    }
+    // A bad flag says so.
+    let bad = Command::new(mcp_support::example_binary("catalog"))
+        .arg("--cedar")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}

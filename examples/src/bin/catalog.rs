@@ -2,14 +2,34 @@
 //! examples crate, and the `build-tools` crate) and prints each tool: its name, policy, where
 //! it was declared, and the JSON definition a model is shown.
 //!
-//! Run it with `cargo run -p registry-examples --bin catalog`.
+//! Run it with `cargo run -p registry-examples --bin catalog`; with `--cedar-schema`, it
+//! prints the registry's Cedar schema instead (the vocabulary Cedar policies are validated
+//! against: docs/guide/policies.md), exactly what `registry_cedar::schema(&registry)` gives.
 
 use registry_core::{RegistryError, Tool};
+
+// registry-cedar's schema generator, compiled here by its path: the examples cannot depend on
+// registry-cedar (its cedar-policy turns on serde_json's `preserve_order`, which would reach
+// every crate of this workspace), and the file needs nothing but registry-core and serde_json.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../../registry-cedar/src/schema.rs"]
+mod cedar_schema;
 
 fn main() -> Result<(), RegistryError> {
     let registry = registry_examples::registry()
         .require(["get_status", "deploy", "search_docs"])
         .build()?;
+    match std::env::args().nth(1).as_deref() {
+        None => {}
+        Some("--cedar-schema") => {
+            print!("{}", cedar_schema::schema(&registry));
+            return Ok(());
+        }
+        Some(other) => {
+            eprintln!("catalog: unknown argument {other:?}; usage: catalog [--cedar-schema]");
+            std::process::exit(2);
+        }
+    }
     println!(
         "{} tools registered: {}\n",
         registry.len(),
