@@ -489,6 +489,10 @@ impl Agent {
             state.elapsed_ms = u64::try_from(total.as_millis()).unwrap_or(u64::MAX);
             total
         };
+        let tools = match tools.as_array() {
+            Some(list) if list.is_empty() => None,
+            _ => Some(tools.to_string()),
+        };
         let url = format!("{}{}", self.config.base_url, api.path());
         loop {
             let spent = elapsed(&mut state);
@@ -519,9 +523,21 @@ impl Agent {
                 model: &self.config.model,
                 instructions: self.instructions.as_deref(),
                 conversation: &state.conversation,
-                tools: &tools,
+                tools: tools.as_deref(),
                 max_output_tokens: self.config.max_output_tokens,
             });
+            let body = match body {
+                Ok(body) if body.len() > self.limits.max_conversation => {
+                    let error = AgentError::TooLarge(format!(
+                        "the request is {} bytes, past the conversation's bound of {}",
+                        body.len(),
+                        self.limits.max_conversation
+                    ));
+                    return Err(AgentFailure::new(error, state));
+                }
+                Ok(body) => bytes::Bytes::from(body),
+                Err(error) => return Err(AgentFailure::new(error, state)),
+            };
             let span = tracing::info_span!(
                 "chat",
                 otel.name = %format!("chat {}", self.config.model),
@@ -538,11 +554,26 @@ impl Agent {
                 api,
                 &url,
                 self.config.api_key.as_deref(),
-                &body,
+                body,
                 self.config.retries,
                 self.limits.max_body,
             );
-            let response = match tokio::time::timeout(left, sent.instrument(span.clone())).await {
+            let sent = sent.instrument(span.clone());
+            // The client's own timeout bounds each attempt, and the retries' waits are
+            // bounded too: the wall-time budget needs a timer of its own only when it could
+            // end first (a timer per request costs a wake-up).
+            let retries = self.config.retries;
+            let longest = self
+                .config
+                .timeout
+                .saturating_mul(retries.max_retries.saturating_add(1))
+                .saturating_add(retries.max_delay.saturating_mul(retries.max_retries));
+            let answered = if left < longest {
+                tokio::time::timeout(left, sent).await
+            } else {
+                Ok(sent.await)
+            };
+            let response = match answered {
                 Ok(Ok(response)) => response,
                 Ok(Err(error)) => {
                     span.record("error.type", error_type(&error));
@@ -575,15 +606,6 @@ impl Agent {
             };
             state.tokens = state.tokens.saturating_add(turn.tokens.unwrap_or(0));
             state.conversation.extend(turn.items);
-            let size =
-                serde_json::to_vec(&state.conversation).map_or(usize::MAX, |bytes| bytes.len());
-            if size > self.limits.max_conversation {
-                let error = AgentError::TooLarge(format!(
-                    "the conversation is {size} bytes, past the bound of {}",
-                    self.limits.max_conversation
-                ));
-                return Err(AgentFailure::new(error, state));
-            }
             if calls.is_empty() {
                 elapsed(&mut state);
                 return Ok(AgentOutcome::Answered {

@@ -59,17 +59,16 @@ pub(crate) async fn send(
     api: Api,
     url: &str,
     key: Option<&str>,
-    body: &Value,
+    body: bytes::Bytes,
     retries: Retries,
     max_body: usize,
 ) -> Result<Value, AgentError> {
-    let text = serde_json::to_vec(body).map_err(|error| AgentError::Config(error.to_string()))?;
     let mut attempt = 0;
     loop {
         let mut request = client
             .post(url)
             .header("content-type", "application/json")
-            .body(text.clone());
+            .body(body.clone());
         for (name, value) in api.headers(key) {
             request = request.header(name, value);
         }

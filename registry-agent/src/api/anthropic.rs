@@ -5,6 +5,7 @@
 //! `tool_result` blocks, all in one `user` message. Headers: `x-api-key` and
 //! `anthropic-version: 2023-06-01`.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{Request, Turn, count, shape};
@@ -25,23 +26,22 @@ pub(super) fn start(prompt: &str) -> Vec<Value> {
     vec![json!({"role": "user", "content": prompt})]
 }
 
-pub(super) fn body(request: &Request<'_>) -> Value {
-    let mut body = json!({
-        "model": request.model,
-        "messages": request.conversation,
-        "max_tokens": request.max_output_tokens,
-    });
-    if let Some(instructions) = request.instructions {
-        body["system"] = json!(instructions);
-    }
-    if request
-        .tools
-        .as_array()
-        .is_some_and(|tools| !tools.is_empty())
-    {
-        body["tools"] = request.tools.clone();
-    }
-    body
+pub(super) fn body(request: &Request<'_>) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Body {
+        model: request.model,
+        messages: request.conversation,
+        max_tokens: request.max_output_tokens,
+        system: request.instructions,
+    })
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: &'a [Value],
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<&'a str>,
 }
 
 pub(super) fn read(response: &Value) -> Result<Turn, AgentError> {

@@ -75,13 +75,23 @@ impl Api {
         }
     }
 
-    /// A request's body.
-    pub(crate) fn body(self, request: &Request<'_>) -> Value {
-        match self {
+    /// A request's body, serialized: the API's fields written straight from the conversation
+    /// (nothing cloned), then the tools' JSON text, serialized once per loop.
+    pub(crate) fn body(self, request: &Request<'_>) -> Result<Vec<u8>, AgentError> {
+        let body = match self {
             Api::OpenAiChat => openai_chat::body(request),
             Api::OpenAiResponses => openai_responses::body(request),
             Api::Anthropic => anthropic::body(request),
+        };
+        let mut body = body.map_err(|error| AgentError::Config(error.to_string()))?;
+        if let Some(tools) = request.tools {
+            // The object's closing brace gives way to the tools and its own.
+            body.pop();
+            body.extend_from_slice(b",\"tools\":");
+            body.extend_from_slice(tools.as_bytes());
+            body.push(b'}');
         }
+        Ok(body)
     }
 
     /// What a response adds to the conversation (the assistant's turn), its answer text and
@@ -151,7 +161,8 @@ pub(crate) struct Request<'a> {
     pub(crate) model: &'a str,
     pub(crate) instructions: Option<&'a str>,
     pub(crate) conversation: &'a [Value],
-    pub(crate) tools: &'a Value,
+    /// The tools' JSON array, as text; `None` when the run has none.
+    pub(crate) tools: Option<&'a str>,
     pub(crate) max_output_tokens: u32,
 }
 

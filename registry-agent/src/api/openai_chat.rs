@@ -3,6 +3,7 @@
 //! `usage.prompt_tokens` and `usage.completion_tokens`. Tool results are `role: "tool"`
 //! messages, one per call.
 
+use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::{Request, Turn, count, shape};
@@ -17,25 +18,37 @@ pub(super) fn start(prompt: &str) -> Vec<Value> {
     vec![json!({"role": "user", "content": prompt})]
 }
 
-pub(super) fn body(request: &Request<'_>) -> Value {
-    let mut messages = Vec::with_capacity(request.conversation.len() + 1);
-    if let Some(instructions) = request.instructions {
-        messages.push(json!({"role": "system", "content": instructions}));
+pub(super) fn body(request: &Request<'_>) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Body {
+        model: request.model,
+        messages: Messages {
+            system: request.instructions,
+            conversation: request.conversation,
+        },
+        max_completion_tokens: request.max_output_tokens,
+    })
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Messages<'a>,
+    max_completion_tokens: u32,
+}
+
+/// The system message, if any, then the conversation.
+struct Messages<'a> {
+    system: Option<&'a str>,
+    conversation: &'a [Value],
+}
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let system = self
+            .system
+            .map(|text| json!({"role": "system", "content": text}));
+        serializer.collect_seq(system.iter().chain(self.conversation))
     }
-    messages.extend(request.conversation.iter().cloned());
-    let mut body = json!({
-        "model": request.model,
-        "messages": messages,
-        "max_completion_tokens": request.max_output_tokens,
-    });
-    if request
-        .tools
-        .as_array()
-        .is_some_and(|tools| !tools.is_empty())
-    {
-        body["tools"] = request.tools.clone();
-    }
-    body
 }
 
 pub(super) fn read(response: &Value) -> Result<Turn, AgentError> {

@@ -4,6 +4,7 @@
 //! `usage.input_tokens` and `usage.output_tokens`. Tool results are `function_call_output`
 //! items, one per call.
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::{Request, Turn, count, shape};
@@ -13,25 +14,25 @@ pub(super) fn start(prompt: &str) -> Vec<Value> {
     vec![json!({"role": "user", "content": prompt})]
 }
 
-pub(super) fn body(request: &Request<'_>) -> Value {
-    let mut body = json!({
-        "model": request.model,
-        "input": request.conversation,
-        "max_output_tokens": request.max_output_tokens,
-        // The conversation is sent whole each turn: nothing is kept on the API's side.
-        "store": false,
-    });
-    if let Some(instructions) = request.instructions {
-        body["instructions"] = json!(instructions);
-    }
-    if request
-        .tools
-        .as_array()
-        .is_some_and(|tools| !tools.is_empty())
-    {
-        body["tools"] = request.tools.clone();
-    }
-    body
+pub(super) fn body(request: &Request<'_>) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&Body {
+        model: request.model,
+        input: request.conversation,
+        max_output_tokens: request.max_output_tokens,
+        store: false,
+        instructions: request.instructions,
+    })
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    input: &'a [Value],
+    max_output_tokens: u32,
+    /// The conversation is sent whole each turn: nothing is kept on the API's side.
+    store: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
 }
 
 pub(super) fn read(response: &Value) -> Result<Turn, AgentError> {
