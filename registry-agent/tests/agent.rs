@@ -494,7 +494,13 @@ async fn a_model_that_never_stops_calling_hits_the_budget() {
         .await
         .unwrap();
     assert!(
-        matches!(outcome, AgentOutcome::BudgetSpent { spent: Spent::WallTime, .. }),
+        matches!(
+            outcome,
+            AgentOutcome::BudgetSpent {
+                spent: Spent::WallTime,
+                ..
+            }
+        ),
         "{outcome:?}"
     );
 
