@@ -371,7 +371,23 @@ impl Agent {
             calls: Vec::new(),
             paused: None,
         };
-        self.drive(run, state).await
+        self.drive(run, state)
+            .instrument(self.agent_span(run))
+            .await
+    }
+
+    /// The span of one invocation of the loop (`run` or `resume`), parent of its `chat` and
+    /// `execute_tool` spans; the conversation is the run.
+    fn agent_span(&self, run: &Run) -> tracing::Span {
+        tracing::info_span!(
+            "invoke_agent",
+            otel.name = "invoke_agent",
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.provider.name = provider_name(self.config.api),
+            gen_ai.request.model = %self.config.model,
+            gen_ai.conversation.id = %run.id(),
+        )
     }
 
     /// Continues a paused loop once each of its requests is decided: `verdicts` gives one
@@ -385,8 +401,20 @@ impl Agent {
     pub async fn resume(
         &self,
         run: &Run,
-        mut state: AgentState,
+        state: AgentState,
         verdicts: impl IntoIterator<Item = (String, Verdict)>,
+    ) -> Result<AgentOutcome, AgentFailure> {
+        let verdicts: HashMap<String, Verdict> = verdicts.into_iter().collect();
+        self.resume_in_span(run, state, verdicts)
+            .instrument(self.agent_span(run))
+            .await
+    }
+
+    async fn resume_in_span(
+        &self,
+        run: &Run,
+        mut state: AgentState,
+        mut verdicts: HashMap<String, Verdict>,
     ) -> Result<AgentOutcome, AgentFailure> {
         if state.api != self.config.api {
             let error = AgentError::Resume(format!(
@@ -401,7 +429,6 @@ impl Agent {
                 state,
             ));
         };
-        let mut verdicts: HashMap<String, Verdict> = verdicts.into_iter().collect();
         let waiting: Vec<&str> = slots
             .iter()
             .filter_map(|slot| match slot {
