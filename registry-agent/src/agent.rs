@@ -621,7 +621,7 @@ impl Agent {
                 profile
                     .parse_calls(&response)
                     .map(|calls| (turn, calls))
-                    .map_err(|error| AgentError::Malformed(error.to_string()))
+                    .map_err(|error| AgentError::Malformed(crate::bounded(&error.to_string())))
             });
             let (turn, calls) = match read {
                 Ok(read) => read,

@@ -46,22 +46,15 @@ pub use http::Retries;
 /// The longest text of a remote error kept in a message.
 const MAX_ERROR_TEXT: usize = 500;
 
-/// `text` cut to [`MAX_ERROR_TEXT`] bytes, its control characters escaped.
+/// `text` cut to [`MAX_ERROR_TEXT`] bytes, every control, invisible or reordering character
+/// (NUL, line breaks, bidi overrides) escaped by registry-lint's rule, so that a remote
+/// error cannot forge a log line or hide what it says.
 pub(crate) fn bounded(text: &str) -> String {
     let mut end = text.len().min(MAX_ERROR_TEXT);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let cut: String = text[..end]
-        .chars()
-        .flat_map(|c| {
-            if c.is_control() {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect();
+    let cut = registry_lint::escape(&text[..end]);
     if end < text.len() {
         format!("{cut}…")
     } else {

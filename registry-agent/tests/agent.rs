@@ -563,10 +563,21 @@ async fn a_429_is_retried_as_told_and_a_persistent_one_is_an_error() {
         "the first try and three retries"
     );
 
-    // A 400 is not retried.
-    let (url, script) = fake(vec![(400, Vec::new(), "{\"error\": \"bad\"}".into())]).await;
-    assert!(agent(api, &url).run(&run, "Hi.").await.is_err());
+    // A 400 is not retried; its body's hostile bytes come out escaped.
+    let hostile = "bad\u{0}\nFAKE LOG LINE\u{202e}";
+    let (url, script) = fake(vec![(400, Vec::new(), hostile.into())]).await;
+    let error = agent(api, &url)
+        .run(&run, "Hi.")
+        .await
+        .unwrap_err()
+        .error
+        .to_string();
     assert_eq!(script.requests.lock().unwrap().len(), 1);
+    assert!(
+        error.contains("400") && error.contains("bad\\0\\nFAKE LOG LINE\\u{202e}"),
+        "{error}"
+    );
+    assert!(!error.contains(['\0', '\n', '\u{202e}']), "{error}");
 }
 
 #[tokio::test]

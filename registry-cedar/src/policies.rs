@@ -20,7 +20,7 @@ use registry_core::{Fingerprint, Registry, Subject, Tool};
 use serde_json::Value;
 
 use crate::schema::{Ty, Vocabulary};
-use crate::specialise::{Satisfied, Specialised, satisfied};
+use crate::specialise::Specialised;
 
 /// The type of a subject attribute the application declares to the schema
 /// ([`CedarPolicies::with_subject_attribute`]).
@@ -382,34 +382,19 @@ impl CedarPolicies {
         subject: &Subject,
         tool: &Tool,
     ) -> Visibility {
-        let answer = if !specialised.unusable() && specialised.complete() {
-            Ok(Satisfied {
-                permits: specialised.known().permits.clone(),
-                forbids: specialised.known().forbids.clone(),
-            })
-        } else {
-            entities(bound, subject, tool).and_then(|(principal, resource, entities)| {
-                let request = Request::new(
-                    principal,
-                    bound.list.clone(),
-                    resource,
-                    Context::empty(),
-                    None,
-                )
-                .map_err(|error| error.to_string())?;
-                if specialised.unusable() {
-                    satisfied(
-                        &self.inner.authorizer,
-                        &request,
-                        set.permits.as_ref(),
-                        set.forbids.as_ref(),
-                        &entities,
-                    )
-                } else {
-                    specialised.judge(&self.inner.authorizer, &request, &entities)
-                }
-            })
-        };
+        let whole = [set.permits.as_ref(), set.forbids.as_ref()];
+        let answer = specialised.decide(&self.inner.authorizer, whole, || {
+            let (principal, resource, entities) = entities(bound, subject, tool)?;
+            let request = Request::new(
+                principal,
+                bound.list.clone(),
+                resource,
+                Context::empty(),
+                None,
+            )
+            .map_err(|error| error.to_string())?;
+            Ok((request, entities))
+        });
         match answer {
             Ok(found) if !found.permits.is_empty() && found.forbids.is_empty() => {
                 Visibility::Visible
@@ -490,44 +475,30 @@ impl CedarPolicies {
             );
         };
         let judged = self.call_entry(&bound, &set, call).and_then(|entry| {
-            let specialised = &entry.specialised;
-            if !specialised.unusable() && specialised.complete() {
-                return Ok(Satisfied {
-                    permits: specialised.known().permits.clone(),
-                    forbids: specialised.known().forbids.clone(),
-                });
-            }
-            let context = Context::from_pairs([
-                ("arguments".to_owned(), arguments),
-                (
-                    "caller".to_owned(),
-                    RestrictedExpression::new_string(call.caller().as_str().to_owned()),
-                ),
-                (
-                    "run".to_owned(),
-                    RestrictedExpression::new_string(call.run_id().to_owned()),
-                ),
-            ])
-            .map_err(|error| error.to_string())?;
-            let request = Request::new(
-                entry.principal.clone(),
-                bound.call.clone(),
-                entry.resource.clone(),
-                context,
-                None,
-            )
-            .map_err(|error| error.to_string())?;
-            if specialised.unusable() {
-                satisfied(
-                    &self.inner.authorizer,
-                    &request,
-                    set.permits.as_ref(),
-                    set.forbids.as_ref(),
-                    &entry.entities,
+            let whole = [set.permits.as_ref(), set.forbids.as_ref()];
+            entry.specialised.decide(&self.inner.authorizer, whole, || {
+                let context = Context::from_pairs([
+                    ("arguments".to_owned(), arguments),
+                    (
+                        "caller".to_owned(),
+                        RestrictedExpression::new_string(call.caller().as_str().to_owned()),
+                    ),
+                    (
+                        "run".to_owned(),
+                        RestrictedExpression::new_string(call.run_id().to_owned()),
+                    ),
+                ])
+                .map_err(|error| error.to_string())?;
+                let request = Request::new(
+                    entry.principal.clone(),
+                    bound.call.clone(),
+                    entry.resource.clone(),
+                    context,
+                    None,
                 )
-            } else {
-                specialised.judge(&self.inner.authorizer, &request, &entry.entities)
-            }
+                .map_err(|error| error.to_string())?;
+                Ok((request, &entry.entities))
+            })
         });
         let found = match judged {
             Ok(found) => found,

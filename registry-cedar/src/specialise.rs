@@ -4,6 +4,8 @@
 //! policies, is all a decision evaluates, so a call's cost follows the policies its arguments
 //! can still change, not the size of the set.
 
+use std::borrow::Borrow;
+
 use cedar_policy::{Authorizer, Effect, Entities, Policy, PolicySet, Request};
 use serde_json::Value;
 
@@ -79,24 +81,32 @@ impl Specialised {
         }
     }
 
-    /// Whether a decision must fall back to evaluating the whole set.
-    pub(crate) fn unusable(&self) -> bool {
-        self.unusable
-    }
-
-    /// Whether the known parts decided everything (no residual policy).
-    pub(crate) fn complete(&self) -> bool {
-        self.residual_permits.is_none() && self.residual_forbids.is_none()
-    }
-
-    /// What the known parts satisfied.
-    pub(crate) fn known(&self) -> &Satisfied {
-        &self.known
+    /// What is satisfied for a request: what the known parts satisfied when they decided
+    /// everything (the request is then never made); otherwise the residual policies on the
+    /// whole request, or, when this specialisation is unusable, the whole set (`whole`: its
+    /// permits and its forbids), which also names the error.
+    pub(crate) fn decide<E: Borrow<Entities>>(
+        &self,
+        authorizer: &Authorizer,
+        whole: [Option<&PolicySet>; 2],
+        request: impl FnOnce() -> Result<(Request, E), String>,
+    ) -> Result<Satisfied, String> {
+        if !self.unusable && self.residual_permits.is_none() && self.residual_forbids.is_none() {
+            return Ok(Satisfied {
+                permits: self.known.permits.clone(),
+                forbids: self.known.forbids.clone(),
+            });
+        }
+        let (request, entities) = request()?;
+        if self.unusable {
+            return satisfied(authorizer, &request, whole[0], whole[1], entities.borrow());
+        }
+        self.judge(authorizer, &request, entities.borrow())
     }
 
     /// Everything satisfied for the whole `request`: what the known parts satisfied and what
     /// the residual policies satisfy. An evaluation error is an error (fail closed).
-    pub(crate) fn judge(
+    fn judge(
         &self,
         authorizer: &Authorizer,
         request: &Request,
@@ -119,7 +129,7 @@ impl Specialised {
 /// evaluated apart (Cedar names the satisfied permits only when it allows, the forbids only
 /// when it denies). An evaluation error is an error: a forbid that could not be evaluated
 /// must not let a call through.
-pub(crate) fn satisfied(
+fn satisfied(
     authorizer: &Authorizer,
     request: &Request,
     permits: Option<&PolicySet>,
