@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use registry_core::approval::{ApprovalRequest, Verdict};
+use registry_core::deferred::{DeferredOptions, DeferredSession, SearchAnswer, SessionCall};
 use registry_core::{ErrorKind, Observation, Run, ToolCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -215,8 +216,18 @@ pub struct AgentState {
     /// Wall time spent so far, in milliseconds (pauses excluded).
     elapsed_ms: u64,
     calls: Vec<CallRecord>,
+    /// The searches answered, for a run sent in the deferred form.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    searches: u32,
+    /// The tools those searches loaded, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    loaded: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     paused: Option<Vec<Slot>>,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 impl AgentState {
@@ -238,6 +249,18 @@ impl AgentState {
     /// The conversation as the API takes it (the prompt, the model's turns, the results).
     pub fn conversation(&self) -> &[Value] {
         &self.conversation
+    }
+
+    /// The searches the model made, for a run sent in the deferred form (see
+    /// [`Agent::defer_above`]).
+    pub fn searches(&self) -> u32 {
+        self.searches
+    }
+
+    /// The tools the model's searches loaded, in the order they were loaded (none for a run
+    /// sent whole).
+    pub fn loaded(&self) -> &[String] {
+        &self.loaded
     }
 
     /// The approval requests a paused loop waits for (their ids), in the model's order.
@@ -302,14 +325,26 @@ impl AgentOutcome {
 /// The model's output is untrusted: an unknown or hidden tool, malformed or invalid
 /// arguments come back to the model as the run's observation; what a tool returns changes
 /// nothing the model may call (the tools sent are fixed when the run opened).
+///
+/// A run with many tools (more than 64 unless [`defer_above`](Agent::defer_above) says
+/// otherwise) is sent in the deferred form: the tools loaded first and a search tool, each
+/// search loading, from the run's allowed set only, the tools it finds
+/// ([`Run::deferred`](registry_core::Run::deferred)).
 #[derive(Debug, Clone)]
 pub struct Agent {
     config: ModelConfig,
     budget: Budget,
     limits: Limits,
     instructions: Option<String>,
+    defer_above: usize,
+    deferred: DeferredOptions,
     http: reqwest::Client,
 }
+
+/// Runs with more tools than this are sent in the deferred form, unless the agent says
+/// otherwise: past a few dozen tools, models choose worse, and every request pays for every
+/// definition (OpenAI takes at most 128 in a request).
+pub const DEFER_ABOVE: usize = 64;
 
 impl Agent {
     /// An agent for the model of `config`, with the default budget and limits.
@@ -335,8 +370,36 @@ impl Agent {
             budget: Budget::default(),
             limits: Limits::default(),
             instructions: None,
+            defer_above: DEFER_ABOVE,
+            deferred: DeferredOptions::new(),
             http,
         })
+    }
+
+    /// Runs whose allowed set has more than `tools` tools are sent in the deferred form
+    /// (default [`DEFER_ABOVE`]): `0` sends every run so, `usize::MAX` none.
+    ///
+    /// ```
+    /// use registry_agent::{Agent, Api, ModelConfig};
+    /// use registry_core::deferred::DeferredOptions;
+    ///
+    /// let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "m"))?
+    ///     .defer_above(20)
+    ///     .deferred_options(DeferredOptions::new().load(["get_status"]).results(3));
+    /// # Ok::<(), registry_agent::AgentError>(())
+    /// ```
+    #[must_use]
+    pub fn defer_above(mut self, tools: usize) -> Self {
+        self.defer_above = tools;
+        self
+    }
+
+    /// What a deferred run loads first and how it searches
+    /// ([`DeferredOptions`]).
+    #[must_use]
+    pub fn deferred_options(mut self, options: DeferredOptions) -> Self {
+        self.deferred = options;
+        self
     }
 
     /// The budget of each loop.
@@ -369,6 +432,8 @@ impl Agent {
             tokens: 0,
             elapsed_ms: 0,
             calls: Vec::new(),
+            searches: 0,
+            loaded: Vec::new(),
             paused: None,
         };
         self.drive(run, state)
@@ -500,14 +565,18 @@ impl Agent {
     async fn drive(&self, run: &Run, mut state: AgentState) -> Result<AgentOutcome, AgentFailure> {
         let api = self.config.api;
         let profile = api.profile();
-        let tools = match run.export(profile) {
-            Ok(tools) => tools,
-            Err(error) => {
-                return Err(AgentFailure::new(
-                    AgentError::Export(error.to_string()),
-                    state,
-                ));
+        let session = (run.allowed().len() > self.defer_above).then(|| {
+            // A resumed loop's searches loaded tools: where loading shows in the export
+            // (OpenAI Chat), they are loaded again; elsewhere the conversation holds them.
+            let mut options = self.deferred.clone();
+            if api.loads_in_export() {
+                options = options.load(state.loaded.iter().cloned());
             }
+            run.deferred(profile, options)
+        });
+        let mut tools = match tools_text(run, profile, session.as_ref()) {
+            Ok(tools) => tools,
+            Err(error) => return Err(AgentFailure::new(error, state)),
         };
         let started = Instant::now();
         let spent_before = Duration::from_millis(state.elapsed_ms);
@@ -516,11 +585,8 @@ impl Agent {
             state.elapsed_ms = u64::try_from(total.as_millis()).unwrap_or(u64::MAX);
             total
         };
-        let tools = match tools.as_array() {
-            Some(list) if list.is_empty() => None,
-            _ => Some(tools.to_string()),
-        };
         let url = format!("{}{}", self.config.base_url, api.path());
+        let headers = api.headers(self.config.api_key.as_deref(), session.is_some());
         loop {
             let spent = elapsed(&mut state);
             if state.turns >= self.budget.turns {
@@ -578,9 +644,8 @@ impl Agent {
             );
             let sent = http::send(
                 &self.http,
-                api,
                 &url,
-                self.config.api_key.as_deref(),
+                &headers,
                 body,
                 self.config.retries,
                 self.limits.max_body,
@@ -618,8 +683,13 @@ impl Agent {
             state.turns += 1;
             record_usage(&span, api, &response);
             let read = api.read(&response).and_then(|turn| {
-                profile
-                    .parse_calls(&response)
+                let calls = match &session {
+                    Some(session) => session.parse_calls(&response),
+                    None => profile
+                        .parse_calls(&response)
+                        .map(|calls| calls.into_iter().map(SessionCall::Call).collect()),
+                };
+                calls
                     .map(|calls| (turn, calls))
                     .map_err(|error| AgentError::Malformed(crate::bounded(&error.to_string())))
             });
@@ -649,17 +719,46 @@ impl Agent {
                 return Err(AgentFailure::new(error, state));
             }
             let budget = usize::try_from(self.budget.calls).unwrap_or(usize::MAX);
-            if state.calls.len() + calls.len() > budget {
+            let tool_calls = calls
+                .iter()
+                .filter(|call| matches!(call, SessionCall::Call(_)))
+                .count();
+            if state.calls.len() + tool_calls > budget {
                 elapsed(&mut state);
                 return Ok(AgentOutcome::BudgetSpent {
                     spent: Spent::Calls,
                     state,
                 });
             }
-            let observations = join_all(calls.into_iter().map(|call| execute(run, call))).await;
-            let mut slots = Vec::with_capacity(observations.len());
+            let answers = join_all(
+                calls
+                    .into_iter()
+                    .map(|call| answer(run, session.as_ref(), call)),
+            )
+            .await;
+            let mut slots = Vec::with_capacity(answers.len());
             let mut requests = Vec::new();
-            for observation in &observations {
+            let mut export_changed = false;
+            for answer in answers {
+                let observation = match answer {
+                    Answer::Ran(observation) => observation,
+                    Answer::Searched(search) => {
+                        state.searches = state.searches.saturating_add(1);
+                        state.loaded.extend(search.loaded().iter().cloned());
+                        export_changed |= search.export_changed();
+                        slots.push(Slot::Done {
+                            result: search.into_message(),
+                        });
+                        continue;
+                    }
+                    Answer::Refused { call_id, text } => {
+                        slots.push(Slot::Done {
+                            result: api.refusal(&call_id, &text),
+                        });
+                        continue;
+                    }
+                };
+                let observation = &observation;
                 state.calls.push(CallRecord::of(observation));
                 match observation.approval() {
                     Some(request)
@@ -676,6 +775,12 @@ impl Agent {
                         result: profile.render(observation),
                     }),
                 }
+            }
+            if export_changed {
+                tools = match tools_text(run, profile, session.as_ref()) {
+                    Ok(tools) => tools,
+                    Err(error) => return Err(AgentFailure::new(error, state)),
+                };
             }
             if !requests.is_empty() {
                 state.paused = Some(slots);
@@ -721,6 +826,55 @@ impl std::fmt::Display for AgentFailure {
 impl std::error::Error for AgentFailure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
+    }
+}
+
+/// The tools' JSON array as text, for the next request: the run's export, or the deferred
+/// session's; `None` when there is no tool.
+fn tools_text(
+    run: &Run,
+    profile: registry_core::Profile,
+    session: Option<&DeferredSession>,
+) -> Result<Option<String>, AgentError> {
+    let tools = match session {
+        Some(session) => session.export().map(|tools| tools.to_string()),
+        None => run.export_text(profile),
+    };
+    let tools = tools.map_err(|error| AgentError::Export(error.to_string()))?;
+    Ok((tools != "[]").then_some(tools))
+}
+
+/// What one of the model's calls came to.
+enum Answer {
+    /// A tool call, through the run.
+    Ran(Observation),
+    /// A search of a deferred session.
+    Searched(SearchAnswer),
+    /// Neither: refused with this text.
+    Refused { call_id: String, text: String },
+}
+
+/// One call of the model's: a tool call through the run, or a search of the session.
+async fn answer(run: &Run, session: Option<&DeferredSession>, call: SessionCall) -> Answer {
+    match call {
+        SessionCall::Call(call) => Answer::Ran(execute(run, call).await),
+        SessionCall::Search(search) => match session {
+            Some(session) => {
+                let span = tool_span(session.search_tool_name(), search.id());
+                let _entered = span.enter();
+                Answer::Searched(session.search(&search))
+            }
+            // Only a session reads searches: not reached.
+            None => Answer::Refused {
+                call_id: search.id().to_owned(),
+                text: "there is no search tool in this conversation".to_owned(),
+            },
+        },
+        // A kind of call this version does not know: refused, never run.
+        _ => Answer::Refused {
+            call_id: String::new(),
+            text: "a call this loop cannot read".to_owned(),
+        },
     }
 }
 

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::api::Api;
 use crate::error::AgentError;
 
 /// How requests are retried.
@@ -53,12 +52,11 @@ impl Retries {
     }
 }
 
-/// Sends `body` and returns the response's JSON.
+/// Sends `body` with `headers` and returns the response's JSON.
 pub(crate) async fn send(
     client: &reqwest::Client,
-    api: Api,
     url: &str,
-    key: Option<&str>,
+    headers: &[(&'static str, String)],
     body: bytes::Bytes,
     retries: Retries,
     max_body: usize,
@@ -69,8 +67,8 @@ pub(crate) async fn send(
             .post(url)
             .header("content-type", "application/json")
             .body(body.clone());
-        for (name, value) in api.headers(key) {
-            request = request.header(name, value);
+        for (name, value) in headers {
+            request = request.header(*name, value);
         }
         let response = request
             .send()

@@ -37,7 +37,9 @@ mod budget;
 mod error;
 mod http;
 
-pub use agent::{Agent, AgentFailure, AgentOutcome, AgentState, CallRecord, Limits, ModelConfig};
+pub use agent::{
+    Agent, AgentFailure, AgentOutcome, AgentState, CallRecord, DEFER_ABOVE, Limits, ModelConfig,
+};
 pub use api::Api;
 pub use budget::{Budget, Spent};
 pub use error::AgentError;

@@ -711,3 +711,186 @@ async fn a_result_that_tries_to_instruct_the_model_changes_nothing_it_may_call()
         assert_eq!(offered(api, body), ["read_page"]);
     }
 }
+
+/// A registry of many tools: 150 metrics readers, a rollback that needs a person, and an
+/// admin tool the subject's scopes do not reach (hidden).
+fn large_registry(rollbacks: Arc<AtomicUsize>) -> Registry {
+    let mut builder = Registry::builder();
+    for n in 0..150 {
+        builder = builder.tool(
+            DynamicTool::new(
+                format!("metric_{n:03}"),
+                format!("Read the build metric number {n} of a project."),
+            )
+            .scopes(["build:read"])
+            .read_only()
+            .handler(|_, _| Ok::<_, String>(json!(1))),
+        );
+    }
+    builder
+        .tool(
+            DynamicTool::new(
+                "rollback_deployment",
+                "Roll a deployment back to the previous release.",
+            )
+            .scopes(["deploy:write"])
+            .destructive()
+            .needs_approval(true)
+            .parameters(json!({
+                "type": "object",
+                "properties": {"project": {"type": "string"}},
+                "required": ["project"],
+            }))
+            .handler(move |_, _| {
+                rollbacks.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, String>(json!("rolled back"))
+            }),
+        )
+        .tool(
+            DynamicTool::new("drop_database", "Drop a database and its deployment.")
+                .scopes(["db:admin"])
+                .destructive()
+                .handler(|_, _| Ok::<_, String>(json!("dropped"))),
+        )
+        .build()
+        .unwrap()
+}
+
+/// `api`'s response searching for `query` with the deferred session's search tool.
+fn searching(api: Api, id: &'static str, query: &str) -> Reply {
+    match api {
+        Api::OpenAiResponses => ok(json!({
+            "output": [{
+                "type": "tool_search_call", "call_id": id, "execution": "client",
+                "arguments": {"query": query}, "status": "completed",
+            }],
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        })),
+        _ => calling(api, &[call(id, "search_tools", json!({ "query": query }))]),
+    }
+}
+
+#[tokio::test]
+async fn a_run_of_many_tools_is_sent_deferred_and_searches_load_only_allowed_tools() {
+    for &api in Api::ALL {
+        let rollbacks = Arc::new(AtomicUsize::new(0));
+        let (url, script) = fake(vec![
+            searching(api, "s1", "drop the database"),
+            searching(api, "s2", "roll back a deployment"),
+            calling(
+                api,
+                &[call("r1", "rollback_deployment", json!({"project": "web"}))],
+            ),
+            answering(api, "web is rolled back."),
+        ])
+        .await;
+        let run = large_registry(rollbacks.clone()).open_run("r", &subject());
+        assert_eq!(run.allowed().len(), 151);
+        let outcome = agent(api, &url).run(&run, "Roll web back.").await.unwrap();
+        let AgentOutcome::Paused { requests, state } = outcome else {
+            panic!("{api}: {outcome:?}")
+        };
+        assert_eq!(rollbacks.load(Ordering::SeqCst), 0, "{api}: ran unapproved");
+        assert_eq!(state.searches(), 2, "{api}");
+        assert!(
+            state
+                .loaded()
+                .iter()
+                .any(|name| name == "rollback_deployment"),
+            "{api}: {:?}",
+            state.loaded()
+        );
+        assert!(
+            !state.loaded().iter().any(|name| name == "drop_database"),
+            "{api}"
+        );
+        // Kept and resumed elsewhere: another agent, the state read back from its JSON.
+        let kept = serde_json::to_string(&state).unwrap();
+        let state: AgentState = serde_json::from_str(&kept).unwrap();
+        let verdicts = requests
+            .iter()
+            .map(|request| (request.id().to_owned(), Verdict::approve()));
+        let outcome = agent(api, &url)
+            .resume(&run, state, verdicts)
+            .await
+            .unwrap();
+        let AgentOutcome::Answered { answer, state } = outcome else {
+            panic!("{api}: {outcome:?}")
+        };
+        assert_eq!(answer, "web is rolled back.");
+        assert_eq!(rollbacks.load(Ordering::SeqCst), 1, "{api}");
+        assert_eq!(state.calls().len(), 1, "{api}: searches are not tool calls");
+
+        let requests = script.requests.lock().unwrap().clone();
+        assert_eq!(requests.len(), 4, "{api}");
+        for (headers, body) in requests.iter() {
+            // The hidden tool is never shown, not even by a search that asked for it.
+            assert!(
+                !body.to_string().contains("drop_database"),
+                "{api}: the hidden tool was sent: {body}"
+            );
+            // Far fewer definitions than the run's 151.
+            let sent = body.to_string().matches("metric_").count();
+            match api {
+                // Every allowed tool, those not loaded deferred, under the tool search beta.
+                Api::Anthropic => {
+                    assert_eq!(headers["anthropic-beta"], "advanced-tool-use-2025-11-20");
+                    let tools = body["tools"].as_array().unwrap();
+                    assert_eq!(tools.len(), 152, "{api}");
+                    assert_eq!(tools[151]["name"], "search_tools");
+                    assert!(
+                        tools[..151]
+                            .iter()
+                            .all(|tool| tool["defer_loading"] == true)
+                    );
+                }
+                _ => assert!(sent < 20, "{api}: {sent} metric tools sent"),
+            }
+        }
+        // The first request: the search tool only.
+        match api {
+            Api::OpenAiChat => assert_eq!(offered(api, &requests[0].1), ["search_tools"]),
+            Api::OpenAiResponses => {
+                let tools = requests[0].1["tools"].as_array().unwrap();
+                assert_eq!(tools.len(), 1);
+                assert_eq!(tools[0]["type"], "tool_search");
+                assert_eq!(tools[0]["execution"], "client");
+            }
+            _ => {}
+        }
+        // After the second search, the rollback is loaded: in the tools (OpenAI Chat, also
+        // once resumed), in a tool_search_output (Responses), as a tool_reference
+        // (Anthropic).
+        for (_, body) in &requests[2..] {
+            let text = body.to_string();
+            match api {
+                Api::OpenAiChat => assert!(
+                    offered(api, body).contains(&"rollback_deployment".to_owned()),
+                    "{api}: {:?}",
+                    offered(api, body)
+                ),
+                Api::OpenAiResponses => assert!(
+                    body["input"].as_array().unwrap().iter().any(|item| {
+                        item["type"] == "tool_search_output"
+                            && item.to_string().contains("rollback_deployment")
+                    }),
+                    "{api}: {text}"
+                ),
+                _ => assert!(
+                    text.contains(r#"{"tool_name":"rollback_deployment","type":"tool_reference"}"#)
+                        || text.contains(
+                            r#"{"type":"tool_reference","tool_name":"rollback_deployment"}"#
+                        ),
+                    "{api}: {text}"
+                ),
+            }
+        }
+        // A run under the threshold is sent whole, without the beta.
+        let (url, script) = fake(vec![answering(api, "fine")]).await;
+        let small = registry(Arc::default()).open_run("r2", &subject());
+        agent(api, &url).run(&small, "hi").await.unwrap();
+        let requests = script.requests.lock().unwrap();
+        assert_eq!(offered(api, &requests[0].1), ["deploy", "get_status"]);
+        assert!(requests[0].0.get("anthropic-beta").is_none());
+    }
+}

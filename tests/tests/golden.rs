@@ -49,6 +49,15 @@ fn export_text(profile: Profile) -> String {
     let export = run
         .export(profile)
         .unwrap_or_else(|error| panic!("{profile}: {error}"));
+    // The text form, made from each tool's kept text, is the same bytes; twice, the second
+    // from what the tools kept.
+    for _ in 0..2 {
+        assert_eq!(
+            run.export_text(profile).unwrap(),
+            export.to_string(),
+            "{profile}"
+        );
+    }
     let mut text = serde_json::to_string_pretty(&export).expect("JSON");
     text.push('\n');
     text
@@ -101,7 +110,14 @@ fn the_golden_files_leave_out_only_what_a_profile_cannot_take() {
     for &profile in Profile::ALL {
         let everything = Subject::new("tenant-a")
             .with_scopes([representative::OPEN_SCOPE, representative::TREE_SCOPE]);
-        let error = registry.open_run("all", &everything).export(profile).err();
+        let run = registry.open_run("all", &everything);
+        // The text form fails on the same tools.
+        assert_eq!(
+            run.export_text(profile).err().map(|error| error.to_string()),
+            run.export(profile).err().map(|error| error.to_string()),
+            "{profile}"
+        );
+        let error = run.export(profile).err();
         let mut tools: Vec<String> = error
             .map(|error| {
                 error

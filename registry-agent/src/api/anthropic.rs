@@ -14,8 +14,15 @@ use crate::error::AgentError;
 /// The API version every request names.
 const VERSION: &str = "2023-06-01";
 
-pub(super) fn headers(key: Option<&str>) -> Vec<(&'static str, String)> {
+/// The beta that tools with `defer_loading` and `tool_result`s of `tool_reference` blocks
+/// (a client-side tool search) belong to (Anthropic's tool search tool documentation).
+const TOOL_SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+
+pub(super) fn headers(key: Option<&str>, deferred: bool) -> Vec<(&'static str, String)> {
     let mut headers = vec![("anthropic-version", VERSION.to_owned())];
+    if deferred {
+        headers.push(("anthropic-beta", TOOL_SEARCH_BETA.to_owned()));
+    }
     if let Some(key) = key {
         headers.push(("x-api-key", key.to_owned()));
     }

@@ -58,11 +58,23 @@ impl Api {
         }
     }
 
-    /// The headers of a request with `key`.
-    pub(crate) fn headers(self, key: Option<&str>) -> Vec<(&'static str, String)> {
+    /// The headers of a request with `key`; `deferred` when its tools are a deferred
+    /// session's.
+    pub(crate) fn headers(self, key: Option<&str>, deferred: bool) -> Vec<(&'static str, String)> {
         match self {
             Api::OpenAiChat | Api::OpenAiResponses => openai_chat::headers(key),
-            Api::Anthropic => anthropic::headers(key),
+            Api::Anthropic => anthropic::headers(key, deferred),
+        }
+    }
+
+    /// Whether a deferred session's loaded tools show in its export (appended to the tools
+    /// of the next request), rather than in the conversation (an OpenAI Responses
+    /// `tool_search_output`, an Anthropic `tool_result` of `tool_reference` blocks): a loop
+    /// resumed in another process loads them again.
+    pub(crate) fn loads_in_export(self) -> bool {
+        match self {
+            Api::OpenAiChat => true,
+            Api::OpenAiResponses | Api::Anthropic => false,
         }
     }
 

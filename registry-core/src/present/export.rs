@@ -78,6 +78,55 @@ pub(crate) fn exported_object(profile: Profile, tool: &Tool) -> Result<Value, &[
     Ok(object)
 }
 
+/// The whole tool list of `profile` as JSON text: `export_run(..)?.to_string()`, made from each
+/// tool's object text, kept with the tool once made (Gemini's list, one object holding every
+/// declaration, is made whole).
+pub(crate) fn export_run_text<'a>(
+    profile: Profile,
+    tools: impl Iterator<Item = &'a Tool>,
+) -> Result<String, CompatibilityError> {
+    match profile {
+        Profile::Gemini => return export_run(profile, tools).map(|list| list.to_string()),
+        Profile::Mcp
+        | Profile::OpenAiChat { .. }
+        | Profile::OpenAiResponses { .. }
+        | Profile::Anthropic => {}
+    }
+    let mut tools: Vec<&Tool> = tools.collect();
+    tools.sort_by(|a, b| a.name().cmp(b.name()));
+    let mut texts = Vec::with_capacity(tools.len());
+    let mut problems = Vec::new();
+    for tool in tools {
+        let text = tool.text_cell(profile).get_or_init(|| {
+            exported_object(profile, tool)
+                .ok()
+                .map(|object| object.to_string().into_boxed_str())
+        });
+        match text {
+            Some(text) => texts.push(&**text),
+            None => {
+                if let Err(found) = unpinned_object(profile, tool) {
+                    problems.extend(found.iter().cloned());
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(CompatibilityError(problems));
+    }
+    let mut list =
+        String::with_capacity(2 + texts.iter().map(|text| text.len() + 1).sum::<usize>());
+    list.push('[');
+    for (at, text) in texts.into_iter().enumerate() {
+        if at > 0 {
+            list.push(',');
+        }
+        list.push_str(text);
+    }
+    list.push(']');
+    Ok(list)
+}
+
 /// The whole tool list of `profile`, from its tool objects in name order.
 pub(crate) fn tool_list(profile: Profile, tools: Vec<Value>) -> Value {
     match profile {

@@ -69,6 +69,8 @@ struct Exports {
     lowered: [OnceLock<Result<Value, Vec<Incompatibility>>>; Profile::COUNT],
     /// The digest of the exported tool object, per profile; `None` where it cannot be exported.
     digests: [OnceLock<Option<String>>; Profile::COUNT],
+    /// The exported tool object as JSON text, per profile; `None` where it cannot be exported.
+    texts: [OnceLock<Option<Box<str>>>; Profile::COUNT],
 }
 
 /// Where the arguments schema comes from.
@@ -279,6 +281,11 @@ impl Tool {
                 Output::Given(schema) => schema.clone(),
             })
             .as_ref()
+    }
+
+    /// Where the exported tool object's JSON text for `profile` is kept once computed.
+    pub(crate) fn text_cell(&self, profile: Profile) -> &OnceLock<Option<Box<str>>> {
+        &self.exports().texts[profile.index()]
     }
 
     /// Where the parameters schema lowered for `profile` is kept once computed.
