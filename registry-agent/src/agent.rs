@@ -338,6 +338,7 @@ pub struct Agent {
     instructions: Option<String>,
     defer_above: usize,
     deferred: DeferredOptions,
+    record_content: bool,
     http: reqwest::Client,
 }
 
@@ -372,6 +373,7 @@ impl Agent {
             instructions: None,
             defer_above: DEFER_ABOVE,
             deferred: DeferredOptions::new(),
+            record_content: false,
             http,
         })
     }
@@ -391,6 +393,25 @@ impl Agent {
     #[must_use]
     pub fn defer_above(mut self, tools: usize) -> Self {
         self.defer_above = tools;
+        self
+    }
+
+    /// Records each call's arguments and result on its `execute_tool` span, as the GenAI
+    /// conventions' opt-in attributes `gen_ai.tool.call.arguments` and
+    /// `gen_ai.tool.call.result` (each at most 4 KiB, control and bidi characters escaped).
+    /// Off by default: what a tool is given and returns may be personal or secret, and a
+    /// trace backend keeps it.
+    ///
+    /// ```
+    /// use registry_agent::{Agent, Api, ModelConfig};
+    ///
+    /// let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "m"))?
+    ///     .record_content(true);
+    /// # Ok::<(), registry_agent::AgentError>(())
+    /// ```
+    #[must_use]
+    pub fn record_content(mut self, record: bool) -> Self {
+        self.record_content = record;
         self
     }
 
@@ -730,10 +751,11 @@ impl Agent {
                     state,
                 });
             }
+            let record = self.record_content;
             let answers = join_all(
                 calls
                     .into_iter()
-                    .map(|call| answer(run, session.as_ref(), call)),
+                    .map(|call| answer(run, session.as_ref(), call, record)),
             )
             .await;
             let mut slots = Vec::with_capacity(answers.len());
@@ -855,9 +877,14 @@ enum Answer {
 }
 
 /// One call of the model's: a tool call through the run, or a search of the session.
-async fn answer(run: &Run, session: Option<&DeferredSession>, call: SessionCall) -> Answer {
+async fn answer(
+    run: &Run,
+    session: Option<&DeferredSession>,
+    call: SessionCall,
+    record: bool,
+) -> Answer {
     match call {
-        SessionCall::Call(call) => Answer::Ran(execute(run, call).await),
+        SessionCall::Call(call) => Answer::Ran(execute(run, call, record).await),
         SessionCall::Search(search) => match session {
             Some(session) => {
                 let span = tool_span(session.search_tool_name(), search.id());
@@ -878,12 +905,34 @@ async fn answer(run: &Run, session: Option<&DeferredSession>, call: SessionCall)
     }
 }
 
-/// One call through the run, in its `execute_tool` span.
-async fn execute(run: &Run, call: ToolCall) -> Observation {
+/// The most of a call's arguments or result a span records (with
+/// [`Agent::record_content`]).
+const MAX_RECORDED: usize = 4096;
+
+/// One call through the run, in its `execute_tool` span; its arguments and result recorded
+/// on it if `record`.
+async fn execute(run: &Run, call: ToolCall, record: bool) -> Observation {
     let span = tool_span(call.name(), call.id());
+    if record {
+        let arguments = match (call.arguments_text(), call.arguments()) {
+            (Some(text), _) => text.to_owned(),
+            (None, Some(value)) => value.to_string(),
+            (None, None) => String::new(),
+        };
+        span.record(
+            "gen_ai.tool.call.arguments",
+            crate::bounded_to(&arguments, MAX_RECORDED).as_str(),
+        );
+    }
     let observation = run.call(call).instrument(span.clone()).await;
     if let Some(kind) = observation.error_kind() {
         span.record("error.type", kind.as_str());
+    }
+    if record {
+        span.record(
+            "gen_ai.tool.call.result",
+            crate::bounded_to(&observation.json().to_string(), MAX_RECORDED).as_str(),
+        );
     }
     observation
 }
@@ -899,6 +948,8 @@ fn tool_span(name: &str, call_id: &str) -> tracing::Span {
         gen_ai.tool.name = %name,
         gen_ai.tool.call.id = %call_id,
         gen_ai.tool.type = "function",
+        gen_ai.tool.call.arguments = tracing::field::Empty,
+        gen_ai.tool.call.result = tracing::field::Empty,
         error.r#type = tracing::field::Empty,
     )
 }

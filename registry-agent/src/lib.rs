@@ -8,7 +8,7 @@
 //! Messages, at any base URL (so any OpenAI-compatible local server works); 429 and 5xx are
 //! retried with backoff, honouring `Retry-After`. Spans follow the OpenTelemetry GenAI
 //! conventions (`chat {model}`, `execute_tool {name}`); argument values and results are not
-//! recorded.
+//! recorded unless [`Agent::record_content`] opts in.
 //!
 //! ```no_run
 //! use registry_agent::{Agent, AgentOutcome, Api, Budget, ModelConfig};
@@ -36,6 +36,8 @@ mod api;
 mod budget;
 mod error;
 mod http;
+#[cfg(feature = "rig")]
+pub mod rig;
 
 pub use agent::{
     Agent, AgentFailure, AgentOutcome, AgentState, CallRecord, DEFER_ABOVE, Limits, ModelConfig,
@@ -52,7 +54,13 @@ const MAX_ERROR_TEXT: usize = 500;
 /// (NUL, line breaks, bidi overrides) escaped by registry-lint's rule, so that a remote
 /// error cannot forge a log line or hide what it says.
 pub(crate) fn bounded(text: &str) -> String {
-    let mut end = text.len().min(MAX_ERROR_TEXT);
+    bounded_to(text, MAX_ERROR_TEXT)
+}
+
+/// `text` cut to `max` bytes (at a character's boundary, `…` marking the cut), escaped as
+/// [`bounded`] escapes it.
+pub(crate) fn bounded_to(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
     while !text.is_char_boundary(end) {
         end -= 1;
     }

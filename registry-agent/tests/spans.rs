@@ -155,4 +155,36 @@ async fn the_spans_follow_the_genai_conventions_and_hold_no_values() {
             );
         }
     }
+
+    // Opted in: each call's arguments and result on its own span, and nowhere else.
+    capture.0.lock().unwrap().clear();
+    let run = registry.open_run("run-8", &Subject::new("acme").with_scopes(["read"]));
+    let outcome = agent
+        .record_content(true)
+        .run(&run, "Look it up.")
+        .await
+        .unwrap();
+    assert!(matches!(outcome, AgentOutcome::Answered { .. }));
+    let spans = capture.0.lock().unwrap().clone();
+    let tools: Vec<&Span> = spans.iter().filter(|s| s.name == "execute_tool").collect();
+    assert_eq!(tools.len(), 2);
+    assert_eq!(
+        tools[0].fields["gen_ai.tool.call.arguments"],
+        r#"{"project": "secret-project-x"}"#
+    );
+    assert_eq!(
+        tools[0].fields["gen_ai.tool.call.result"],
+        r#""classified-result""#
+    );
+    assert_eq!(tools[1].fields["gen_ai.tool.call.arguments"], "{}");
+    assert!(
+        tools[1].fields["gen_ai.tool.call.result"].contains("no_such_tool"),
+        "{:?}",
+        tools[1]
+    );
+    for span in spans.iter().filter(|s| s.name != "execute_tool") {
+        for value in span.fields.values() {
+            assert!(!value.contains("secret-project-x"), "{span:?}");
+        }
+    }
 }

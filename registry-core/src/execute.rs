@@ -11,6 +11,7 @@ pub(crate) mod deadline;
 pub(crate) mod execution;
 pub(crate) mod form;
 pub(crate) mod host;
+pub(crate) mod inline;
 pub(crate) mod observation;
 pub(crate) mod pool;
 pub(crate) mod task;

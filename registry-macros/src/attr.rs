@@ -49,6 +49,8 @@ pub(crate) struct ToolAttr {
     /// `non_blocking`: a synchronous function that returns at once, run on the caller's task
     /// instead of a thread of the pool.
     pub(crate) non_blocking: Option<Span>,
+    /// `blocking`: a synchronous function that may block, always run on a thread of the pool.
+    pub(crate) blocking: Option<Span>,
     /// `attributes(data_domain = "finance", environment = ["staging", "production"])`: the
     /// attribute values the tool is for, per key, each checked.
     pub(crate) attributes: Option<Vec<(String, Vec<String>)>>,
@@ -130,6 +132,7 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         ALWAYS_LOADED => set(cx, meta, &mut attr.always_loaded, flag(cx, meta)?),
         TASK => set(cx, meta, &mut attr.task, task_mode(cx, meta)?),
         NON_BLOCKING => set(cx, meta, &mut attr.non_blocking, flag(cx, meta)?),
+        BLOCKING => set(cx, meta, &mut attr.blocking, flag(cx, meta)?),
         ATTRIBUTES => set(cx, meta, &mut attr.attributes, attributes(cx, meta)?),
         CALLABLE_FROM_CODE => set(cx, meta, &mut attr.callable_from_code, flag(cx, meta)?),
         CRATE => set(cx, meta, &mut attr.krate, krate(meta)?),

@@ -56,6 +56,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
         task: attr.task.is_some(),
         task_required: attr.task.is_some_and(|mode| mode.required),
         non_blocking: attr.non_blocking.is_some(),
+        blocking: attr.blocking.is_some(),
         attributes: attr.attributes.clone().unwrap_or_default(),
         callable_from_code: attr.callable_from_code.is_some(),
     }
@@ -95,6 +96,8 @@ pub(crate) struct Spec {
     pub(crate) task_required: bool,
     /// `non_blocking`: checked to be given only on a synchronous function.
     pub(crate) non_blocking: bool,
+    /// `blocking`: checked to be given only on a synchronous function, without `non_blocking`.
+    pub(crate) blocking: bool,
     /// `attributes(...)`: each key with its values, checked while parsing.
     pub(crate) attributes: Vec<(String, Vec<String>)>,
     /// `callable_from_code`.
@@ -426,6 +429,21 @@ fn check_non_blocking(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) {
             span,
             "`non_blocking` is for a synchronous function, which otherwise runs on a thread of \
              the pool; an `async fn` already runs on the caller's task: remove `non_blocking`",
+        ));
+    }
+    if let (Some(span), true) = (attr.blocking, tool.is_async()) {
+        cx.syn_error(syn::Error::new(
+            span,
+            "`blocking` is for a synchronous function, which it keeps on a thread of the pool; \
+             an `async fn` runs on the caller's task and must not block: remove `blocking`, \
+             and wrap what blocks in `tokio::task::spawn_blocking`",
+        ));
+    }
+    if let (Some(_), Some(span)) = (attr.non_blocking, attr.blocking) {
+        cx.syn_error(syn::Error::new(
+            span,
+            "a tool cannot be both `non_blocking` and `blocking`; keep `blocking` if it may \
+             ever wait (I/O, a lock, a sleep), else `non_blocking`",
         ));
     }
 }

@@ -117,6 +117,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
         task,
         task_required,
         non_blocking,
+        blocking,
         callable_from_code,
         ..
     } = spec;
@@ -182,6 +183,7 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
                     task: #task,
                     task_required: #task_required,
                     non_blocking: #non_blocking,
+                    blocking: #blocking,
                     attributes: &[#((#attribute_keys, &[#(#attribute_values),*])),*],
                     callable_from_code: #callable_from_code,
                     params: &[#(#params),*],

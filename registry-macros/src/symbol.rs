@@ -19,6 +19,7 @@ pub(crate) const NAMESPACE: &str = "namespace";
 pub(crate) const ALWAYS_LOADED: &str = "always_loaded";
 pub(crate) const TASK: &str = "task";
 pub(crate) const NON_BLOCKING: &str = "non_blocking";
+pub(crate) const BLOCKING: &str = "blocking";
 pub(crate) const ATTRIBUTES: &str = "attributes";
 pub(crate) const CALLABLE_FROM_CODE: &str = "callable_from_code";
 pub(crate) const CRATE: &str = "crate";
@@ -43,6 +44,7 @@ pub(crate) const KEYS: &[&str] = &[
     ALWAYS_LOADED,
     TASK,
     NON_BLOCKING,
+    BLOCKING,
     ATTRIBUTES,
     CALLABLE_FROM_CODE,
     CRATE,

@@ -1,16 +1,25 @@
 //! The `agent` example's contract (examples/src/bin/agent.rs), driven exactly as its
 //! documentation writes it, against a scripted fake model endpoint (an in-process HTTP
 //! server on loopback) that records every request: the flags, the transcript's JSON, the exit
-//! status, and that the model is never shown a tool outside the run.
+//! status, and that the model is never shown a tool outside the run. With `--otlp`, an
+//! in-process OTLP/HTTP receiver reads back the spans it exports: their parent–child links,
+//! their GenAI attributes, that no argument value is on any of them, and that a collector
+//! that is not there changes neither the exit status nor, past a bound, the time it takes.
 
 mod mcp_support;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use prost::Message;
 use serde_json::{Value, json};
 
 #[derive(Default)]
@@ -38,13 +47,8 @@ async fn answer(State(script): State<Arc<Script>>, body: String) -> impl IntoRes
     )
 }
 
-/// Serves `replies` in order on a thread of its own; its base URL and what it recorded.
-fn fake(replies: Vec<(u16, String)>) -> (String, Arc<Script>) {
-    let script = Arc::new(Script {
-        replies: Mutex::new(replies.into()),
-        requests: Mutex::new(Vec::new()),
-    });
-    let served = script.clone();
+/// Serves `app` on loopback on a thread of its own; its address.
+fn serve(app: axum::Router) -> std::net::SocketAddr {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -54,12 +58,22 @@ fn fake(replies: Vec<(u16, String)>) -> (String, Arc<Script>) {
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
-            let app = axum::Router::new().fallback(answer).with_state(served);
             axum::serve(listener, app).await.unwrap();
         });
     });
-    let addr = rx.recv().unwrap();
-    (format!("http://{addr}/v1"), script)
+    rx.recv().unwrap()
+}
+
+/// Serves `replies` in order on a thread of its own; its base URL and what it recorded.
+fn fake(replies: Vec<(u16, String)>) -> (String, Arc<Script>) {
+    let script = Arc::new(Script {
+        replies: Mutex::new(replies.into()),
+        requests: Mutex::new(Vec::new()),
+    });
+    let app = axum::Router::new()
+        .fallback(answer)
+        .with_state(script.clone());
+    (format!("http://{}/v1", serve(app)), script)
 }
 
 /// An OpenAI Chat Completions response calling `calls` (id, name, arguments).
@@ -87,6 +101,20 @@ fn answering(text: &str) -> (u16, String) {
 
 /// Runs the example with `flags`; its exit code and transcript.
 fn agent(url: &str, scopes: &str, approve: &str, max_turns: &str) -> (i32, Value) {
+    let ran = agent_with(url, scopes, approve, max_turns, &[]);
+    (ran.code, ran.transcript)
+}
+
+/// How one run of the example went.
+struct Ran {
+    code: i32,
+    transcript: Value,
+    stderr: String,
+    took: Duration,
+}
+
+/// Runs the example with `flags` and `extra` ones after them.
+fn agent_with(url: &str, scopes: &str, approve: &str, max_turns: &str, extra: &[&str]) -> Ran {
     let dir = std::env::temp_dir().join(format!(
         "agent-example-{}-{}",
         std::process::id(),
@@ -94,7 +122,9 @@ fn agent(url: &str, scopes: &str, approve: &str, max_turns: &str) -> (i32, Value
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let transcript = dir.join("transcript.json");
-    let output = std::process::Command::new(mcp_support::example_binary("agent"))
+    let binary = mcp_support::example_binary("agent");
+    let started = Instant::now();
+    let output = std::process::Command::new(binary)
         .args([
             "--api",
             "openai-chat",
@@ -107,21 +137,25 @@ fn agent(url: &str, scopes: &str, approve: &str, max_turns: &str) -> (i32, Value
         .args(["--max-turns", max_turns, "--prompt", "Is web green?"])
         .arg("--transcript")
         .arg(&transcript)
+        .args(extra)
         .env("AGENT_API_KEY", "sk-example-key-0001")
         .env_remove("CHAT_WEBHOOK_URL")
+        .env_remove("RUST_LOG")
+        .env_remove("OTEL_EXPORTER_OTLP_HEADERS")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
         .output()
         .expect("the example runs");
-    let written = std::fs::read_to_string(&transcript).unwrap_or_else(|_| {
-        panic!(
-            "no transcript; stderr: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let written = std::fs::read_to_string(&transcript)
+        .unwrap_or_else(|_| panic!("no transcript; stderr: {stderr}"));
     std::fs::remove_dir_all(&dir).unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        serde_json::from_str(&written).unwrap(),
-    )
+    Ran {
+        code: output.status.code().unwrap_or(-1),
+        transcript: serde_json::from_str(&written).unwrap(),
+        stderr,
+        took,
+    }
 }
 
 fn rand_suffix() -> u64 {
@@ -246,4 +280,344 @@ fn a_malformed_response_is_an_error_with_status_1() {
     assert_eq!(code, 1);
     assert_eq!(transcript["outcome"], "error");
     assert_eq!(transcript["turns"], 1);
+}
+
+/// One span as an OTLP receiver got it.
+#[derive(Debug, Clone)]
+struct Received {
+    service: String,
+    name: String,
+    kind: i32,
+    trace_id: Vec<u8>,
+    span_id: Vec<u8>,
+    parent_span_id: Vec<u8>,
+    start: u64,
+    end: u64,
+    attributes: BTreeMap<String, String>,
+    /// Every other text the span carries: its events' names and attributes, its resource's.
+    other_text: Vec<String>,
+}
+
+/// What the receiver recorded: the spans, and each request's content type.
+#[derive(Default)]
+struct Collector {
+    spans: Mutex<Vec<Received>>,
+    content_types: Mutex<Vec<String>>,
+}
+
+fn text(value: Option<&AnyValue>) -> String {
+    match value.and_then(|value| value.value.as_ref()) {
+        Some(any_value::Value::StringValue(text)) => text.clone(),
+        Some(any_value::Value::IntValue(number)) => number.to_string(),
+        Some(any_value::Value::BoolValue(flag)) => flag.to_string(),
+        Some(any_value::Value::DoubleValue(number)) => number.to_string(),
+        Some(other) => format!("{other:?}"),
+        None => String::new(),
+    }
+}
+
+fn attributes(list: &[KeyValue]) -> BTreeMap<String, String> {
+    list.iter()
+        .map(|kv| (kv.key.clone(), text(kv.value.as_ref())))
+        .collect()
+}
+
+/// `POST /v1/traces`: an OTLP/HTTP protobuf export, its spans recorded.
+async fn receive(
+    State(collector): State<Arc<Collector>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
+    let content_type = headers
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    collector.content_types.lock().unwrap().push(content_type);
+    let Ok(request) = ExportTraceServiceRequest::decode(body) else {
+        return (StatusCode::BAD_REQUEST, Vec::new());
+    };
+    let mut spans = collector.spans.lock().unwrap();
+    for resource_spans in request.resource_spans {
+        let resource = attributes(
+            resource_spans
+                .resource
+                .as_ref()
+                .map(|resource| resource.attributes.as_slice())
+                .unwrap_or_default(),
+        );
+        for scope_spans in resource_spans.scope_spans {
+            for span in scope_spans.spans {
+                let mut other_text: Vec<String> = resource.values().cloned().collect();
+                for event in &span.events {
+                    other_text.push(event.name.clone());
+                    other_text.extend(attributes(&event.attributes).into_values());
+                }
+                spans.push(Received {
+                    service: resource.get("service.name").cloned().unwrap_or_default(),
+                    name: span.name.clone(),
+                    kind: span.kind,
+                    trace_id: span.trace_id.clone(),
+                    span_id: span.span_id.clone(),
+                    parent_span_id: span.parent_span_id.clone(),
+                    start: span.start_time_unix_nano,
+                    end: span.end_time_unix_nano,
+                    attributes: attributes(&span.attributes),
+                    other_text,
+                });
+            }
+        }
+    }
+    // An empty ExportTraceServiceResponse: everything accepted.
+    (StatusCode::OK, Vec::new())
+}
+
+/// An OTLP/HTTP receiver on loopback: the base URL `--otlp` takes, and what it records.
+fn receiver() -> (String, Arc<Collector>) {
+    let collector = Arc::new(Collector::default());
+    let app = axum::Router::new()
+        .route("/v1/traces", axum::routing::post(receive))
+        .with_state(collector.clone());
+    (format!("http://{}", serve(app)), collector)
+}
+
+/// The spans named `name`, in the order they started.
+fn named<'a>(spans: &'a [Received], name: &str) -> Vec<&'a Received> {
+    let mut found: Vec<&Received> = spans.iter().filter(|span| span.name == name).collect();
+    found.sort_by_key(|span| span.start);
+    found
+}
+
+fn attribute<'a>(span: &'a Received, key: &str) -> Option<&'a str> {
+    span.attributes.get(key).map(String::as_str)
+}
+
+#[test]
+fn otlp_exports_the_loops_spans_linked_and_without_argument_values() {
+    // Values the model sends that must never be on a span (the first also comes back in
+    // search_docs's result).
+    let secrets = [
+        "needle-query-4711",
+        "needle-project-0815",
+        "needle-env-2323",
+        "needle-typo-9191",
+    ];
+    let (url, script) = fake(vec![
+        calling(&[
+            ("c1", "search_docs", json!({"query": secrets[0]})),
+            (
+                "c2",
+                "deploy",
+                json!({"project": secrets[1], "env": secrets[2]}),
+            ),
+            ("c3", "get_status", json!({"projct": secrets[3]})),
+        ]),
+        answering("web is green."),
+    ]);
+    let (endpoint, collector) = receiver();
+    let ran = agent_with(&url, "build:read", "never", "8", &["--otlp", &endpoint]);
+    assert_eq!(ran.code, 0, "{}\n{}", ran.transcript, ran.stderr);
+    assert!(!ran.stderr.contains("warning"), "{}", ran.stderr);
+    let outcomes: Vec<&str> = ran.transcript["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| call["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["ok", "not_allowed", "invalid_arguments"]);
+
+    // Flushed before the process exited: everything is here once it has.
+    let spans = collector.spans.lock().unwrap().clone();
+    assert!(
+        collector
+            .content_types
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|content_type| content_type == "application/x-protobuf")
+    );
+    assert!(
+        spans
+            .iter()
+            .all(|span| span.service == "registry-agent-example"),
+        "{spans:#?}"
+    );
+
+    // One invocation, the root of one trace.
+    let agents = named(&spans, "invoke_agent");
+    assert_eq!(agents.len(), 1, "{spans:#?}");
+    let root = agents[0];
+    assert!(root.parent_span_id.is_empty(), "{root:?}");
+    assert_eq!(root.trace_id.len(), 16);
+    assert_eq!(
+        attribute(root, "gen_ai.operation.name"),
+        Some("invoke_agent")
+    );
+    assert_eq!(attribute(root, "gen_ai.provider.name"), Some("openai"));
+    assert_eq!(attribute(root, "gen_ai.request.model"), Some("test-model"));
+    assert!(
+        attribute(root, "gen_ai.conversation.id").is_some_and(|id| id.starts_with("agent-")),
+        "{root:?}"
+    );
+    // Nothing else was exported: every span is the invocation or one of its children.
+    assert!(
+        spans.iter().all(|span| span.trace_id == root.trace_id
+            && (span.span_id == root.span_id || span.parent_span_id == root.span_id)),
+        "{spans:#?}"
+    );
+
+    // One chat span per model request, children of the invocation, with the usage the
+    // response reported (the answer reported none).
+    let chats = named(&spans, "chat test-model");
+    assert_eq!(chats.len(), script.requests.lock().unwrap().len());
+    assert_eq!(chats.len(), 2);
+    for chat in &chats {
+        assert_eq!(chat.parent_span_id, root.span_id, "{chat:?}");
+        assert_eq!(chat.trace_id, root.trace_id);
+        assert_eq!(chat.kind, SpanKind::Client as i32, "{chat:?}");
+        assert_eq!(attribute(chat, "gen_ai.operation.name"), Some("chat"));
+        assert_eq!(attribute(chat, "gen_ai.provider.name"), Some("openai"));
+        assert_eq!(attribute(chat, "gen_ai.request.model"), Some("test-model"));
+        assert_eq!(attribute(chat, "error.type"), None, "{chat:?}");
+        assert!(root.start <= chat.start && chat.end <= root.end, "{chat:?}");
+    }
+    assert_eq!(attribute(chats[0], "gen_ai.usage.input_tokens"), Some("10"));
+    assert_eq!(attribute(chats[0], "gen_ai.usage.output_tokens"), Some("5"));
+    assert_eq!(attribute(chats[1], "gen_ai.usage.input_tokens"), None);
+    assert_eq!(attribute(chats[1], "gen_ai.usage.output_tokens"), None);
+
+    // One execute_tool span per call of the model's, refused ones included, between the
+    // request that asked for it and the next one; error.type is the refusal's kind.
+    let mut tools: Vec<&Received> = spans
+        .iter()
+        .filter(|span| attribute(span, "gen_ai.operation.name") == Some("execute_tool"))
+        .collect();
+    tools.sort_by_key(|span| attribute(span, "gen_ai.tool.call.id").map(str::to_owned));
+    let expected = [
+        ("c1", "search_docs", None),
+        ("c2", "deploy", Some("not_allowed")),
+        ("c3", "get_status", Some("invalid_arguments")),
+    ];
+    assert_eq!(tools.len(), expected.len(), "{spans:#?}");
+    for (span, (id, name, error)) in tools.iter().zip(expected) {
+        assert_eq!(span.name, format!("execute_tool {name}"));
+        assert_eq!(span.parent_span_id, root.span_id, "{span:?}");
+        assert_eq!(span.trace_id, root.trace_id);
+        assert_eq!(span.kind, SpanKind::Internal as i32, "{span:?}");
+        assert_eq!(attribute(span, "gen_ai.tool.name"), Some(name));
+        assert_eq!(attribute(span, "gen_ai.tool.call.id"), Some(id));
+        assert_eq!(attribute(span, "gen_ai.tool.type"), Some("function"));
+        assert_eq!(attribute(span, "error.type"), error, "{span:?}");
+        assert!(
+            chats[0].end <= span.start && span.end <= chats[1].start,
+            "{span:?} not between the two requests"
+        );
+    }
+    assert_eq!(spans.len(), 1 + chats.len() + tools.len(), "{spans:#?}");
+
+    // No argument value, no result, and not the key, on any span: not in a name, an
+    // attribute, an event or the resource.
+    for span in &spans {
+        let texts = std::iter::once(&span.name)
+            .chain(span.attributes.keys())
+            .chain(span.attributes.values())
+            .chain(&span.other_text);
+        for text in texts {
+            for secret in secrets
+                .iter()
+                .chain(&["sk-example-key-0001", "guides/deploying.md"])
+            {
+                assert!(!text.contains(secret), "{secret:?} is on {span:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn otlp_flushes_the_spans_on_every_exit_status() {
+    // 3: a spent budget, after two requests.
+    let (url, _) = fake(
+        ["a", "b", "c"]
+            .iter()
+            .map(|id| calling(&[(id, "search_docs", json!({"query": "deploy"}))]))
+            .collect(),
+    );
+    let (endpoint, collector) = receiver();
+    let ran = agent_with(&url, "", "never", "2", &["--otlp", &endpoint]);
+    assert_eq!(ran.code, 3, "{}\n{}", ran.transcript, ran.stderr);
+    let spans = collector.spans.lock().unwrap().clone();
+    assert_eq!(named(&spans, "invoke_agent").len(), 1, "{spans:#?}");
+    assert_eq!(named(&spans, "chat test-model").len(), 2, "{spans:#?}");
+    assert_eq!(
+        named(&spans, "execute_tool search_docs").len(),
+        2,
+        "{spans:#?}"
+    );
+
+    // 1: a malformed response, its chat span marked with the error's type.
+    let (url, _) = fake(vec![(200, "{\"choices\": \"none\"}".into())]);
+    let (endpoint, collector) = receiver();
+    let ran = agent_with(&url, "build:read", "never", "8", &["--otlp", &endpoint]);
+    assert_eq!(ran.code, 1, "{}\n{}", ran.transcript, ran.stderr);
+    assert_eq!(ran.transcript["outcome"], "error");
+    let spans = collector.spans.lock().unwrap().clone();
+    let root = named(&spans, "invoke_agent");
+    assert_eq!(root.len(), 1, "{spans:#?}");
+    let chats = named(&spans, "chat test-model");
+    assert_eq!(chats.len(), 1, "{spans:#?}");
+    assert_eq!(chats[0].parent_span_id, root[0].span_id);
+    assert_eq!(
+        attribute(chats[0], "error.type"),
+        Some("malformed"),
+        "{:?}",
+        chats[0]
+    );
+}
+
+#[test]
+fn an_unreachable_collector_is_a_warning_and_changes_nothing_else() {
+    // A port nothing listens on: bound, then closed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (url, _) = fake(vec![
+        calling(&[("c1", "search_docs", json!({"query": "deploy"}))]),
+        answering("done"),
+    ]);
+    let ran = agent_with(&url, "", "never", "8", &["--otlp", &endpoint]);
+    assert_eq!(ran.code, 0, "{}\n{}", ran.transcript, ran.stderr);
+    assert_eq!(ran.transcript["outcome"], "answered");
+    assert_eq!(ran.transcript["answer"], "done");
+    assert!(
+        ran.stderr
+            .contains("warning: the spans could not all be exported to"),
+        "{}",
+        ran.stderr
+    );
+    // The exporter's bounds: 4 s for a batch with its retries, 7 s for the flush at exit.
+    assert!(ran.took < Duration::from_secs(12), "took {:?}", ran.took);
+
+    // A collector that takes the connection and never answers: each request times out, and
+    // the exporter gives up at its deadline.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", silent.local_addr().unwrap());
+    let (url, _) = fake(vec![answering("done")]);
+    let ran = agent_with(&url, "", "never", "8", &["--otlp", &endpoint]);
+    assert_eq!(ran.code, 0, "{}\n{}", ran.transcript, ran.stderr);
+    assert!(ran.stderr.contains("timed out"), "{}", ran.stderr);
+    assert!(ran.took < Duration::from_secs(12), "took {:?}", ran.took);
+    drop(silent);
+
+    // A flag that is not an http:// URL is refused before anything runs.
+    let output = std::process::Command::new(mcp_support::example_binary("agent"))
+        .args(["--api", "openai-chat", "--base-url", &url, "--model", "m"])
+        .args(["--prompt", "hi", "--otlp", "grpc://127.0.0.1:4317"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--otlp"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

@@ -448,3 +448,324 @@ fn a_quick_pooled_tool_called_back_to_back_that_turns_slow_is_still_answered_at_
     });
     assert_eq!(calls.load(Ordering::SeqCst), 301);
 }
+
+/// Tools that answer at once until told to sleep, each reporting the thread it ran on: the
+/// quick synchronous tools that run on their caller's task while they stay quick
+/// (registry-core's `execute/inline.rs`).
+mod quick {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+
+    /// How long the tools of `turning` sleep, in milliseconds (0: not at all).
+    pub static TURNING_MS: AtomicU64 = AtomicU64::new(0);
+    /// The same for the tools of `many` and `workers`.
+    pub static MANY_MS: AtomicU64 = AtomicU64::new(0);
+    pub static WORKERS_MS: AtomicU64 = AtomicU64::new(0);
+
+    fn work(sleep: &AtomicU64) -> String {
+        let ms = sleep.load(Ordering::SeqCst);
+        if ms > 0 {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        std::thread::current().name().unwrap_or("-").to_owned()
+    }
+
+    pub mod turning {
+        /// Report the thread this call ran on.
+        #[registry_core::tool(public)]
+        fn whereabouts() -> String {
+            super::work(&super::TURNING_MS)
+        }
+
+        /// Report the thread this call ran on; it may block.
+        #[registry_core::tool(public, blocking)]
+        fn whereabouts_blocking() -> String {
+            super::work(&super::TURNING_MS)
+        }
+
+        /// Report the thread this call ran on, reading the call's context.
+        #[registry_core::tool(public)]
+        fn whereabouts_with_context(ctx: &registry_core::ToolContext) -> String {
+            let _ = ctx.call_id();
+            super::work(&super::TURNING_MS)
+        }
+    }
+
+    pub mod many {
+        /// Report the thread this call ran on (first of four).
+        #[registry_core::tool(public)]
+        fn many_a() -> String {
+            super::work(&super::MANY_MS)
+        }
+
+        /// Report the thread this call ran on (second of four).
+        #[registry_core::tool(public)]
+        fn many_b() -> String {
+            super::work(&super::MANY_MS)
+        }
+
+        /// Report the thread this call ran on (third of four).
+        #[registry_core::tool(public)]
+        fn many_c() -> String {
+            super::work(&super::MANY_MS)
+        }
+
+        /// Report the thread this call ran on (fourth of four).
+        #[registry_core::tool(public)]
+        fn many_d() -> String {
+            super::work(&super::MANY_MS)
+        }
+    }
+
+    pub mod workers {
+        /// Report the thread this call ran on (first of two).
+        #[registry_core::tool(public)]
+        fn worker_a() -> String {
+            super::work(&super::WORKERS_MS)
+        }
+
+        /// Report the thread this call ran on (second of two).
+        #[registry_core::tool(public)]
+        fn worker_b() -> String {
+            super::work(&super::WORKERS_MS)
+        }
+    }
+}
+
+/// Where a call of `name` ran: its thread's name, or the error.
+async fn ran_on(run: &registry_core::Run, name: &str) -> String {
+    let observation = run.call(call("c", name)).await;
+    match observation.value() {
+        Some(Value::String(thread)) => thread.clone(),
+        _ => panic!("{name}: {observation:?}"),
+    }
+}
+
+/// Calls `name` until a call runs on `here` (the caller's thread), at most 200 times; how
+/// many ran on the pool before. A run the machine preempts past 50 µs counts as slow, so on
+/// a busy machine it may take more than the one measuring run.
+async fn pooled_until_inline(run: &registry_core::Run, name: &str, here: &str) -> usize {
+    for pooled in 0..200 {
+        let thread = ran_on(run, name).await;
+        if thread == here {
+            return pooled;
+        }
+        assert_eq!(thread, "registry-tool", "{name}");
+    }
+    panic!("{name} never ran on the caller's thread in 200 quick calls");
+}
+
+/// A task that ticks every millisecond until stopped, recording each gap between ticks of
+/// at least `stall`: the times the runtime could not run it.
+fn ticker(
+    stall: Duration,
+) -> (
+    Arc<std::sync::atomic::AtomicBool>,
+    tokio::task::JoinHandle<Vec<Duration>>,
+) {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let ticks = tokio::spawn(async move {
+        let mut stalls = Vec::new();
+        let mut last = Instant::now();
+        while !stopped.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let gap = last.elapsed();
+            if gap >= stall {
+                stalls.push(gap);
+            }
+            last = Instant::now();
+        }
+        stalls
+    });
+    (stop, ticks)
+}
+
+#[test]
+fn a_quick_tool_runs_inline_and_one_that_turns_slow_stalls_one_call_then_goes_back_to_the_pool() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let registry = Registry::builder()
+        .declared_in(["blocking::quick::turning"])
+        .build()
+        .unwrap();
+    assert!(
+        registry
+            .get("whereabouts_blocking")
+            .unwrap()
+            .settings()
+            .blocking
+    );
+    assert!(!registry.get("whereabouts").unwrap().settings().blocking);
+    let run = registry.open_run("run", &subject());
+    let here = std::thread::current().name().unwrap_or("-").to_owned();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // The first call measures it on the pool; once quick there, it runs here.
+        assert!(pooled_until_inline(&run, "whereabouts", &here).await >= 1);
+        let inline = {
+            let mut inline = 0;
+            for _ in 0..20 {
+                inline += usize::from(ran_on(&run, "whereabouts").await == here);
+            }
+            inline
+        };
+        assert!(inline >= 10, "{inline} of 20 quick calls ran inline");
+        // `blocking`, and a tool that reads its context (it may wait on its caller): always
+        // on the pool, however quick.
+        for _ in 0..10 {
+            assert_eq!(ran_on(&run, "whereabouts_blocking").await, "registry-tool");
+            assert_eq!(
+                ran_on(&run, "whereabouts_with_context").await,
+                "registry-tool"
+            );
+        }
+        pooled_until_inline(&run, "whereabouts", &here).await;
+
+        // It turns slow: the first slow call may stall this thread, once; the next ones run
+        // on the pool while the runtime's other tasks go on.
+        quick::TURNING_MS.store(300, Ordering::SeqCst);
+        let (stop, ticks) = ticker(Duration::from_millis(250));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut threads = Vec::new();
+        for _ in 0..4 {
+            threads.push(ran_on(&run, "whereabouts").await);
+        }
+        stop.store(true, Ordering::SeqCst);
+        let stalls = ticks.await.unwrap();
+        quick::TURNING_MS.store(0, Ordering::SeqCst);
+        assert_eq!(
+            threads[0], here,
+            "the first slow call ran inline: {threads:?}"
+        );
+        assert!(
+            threads[1..].iter().all(|thread| thread == "registry-tool"),
+            "{threads:?}"
+        );
+        assert_eq!(stalls.len(), 1, "stalled more than once: {stalls:?}");
+
+        // Quick again: it owes four quick runs on the pool (its first strike) before it
+        // runs here again.
+        let pooled = pooled_until_inline(&run, "whereabouts", &here).await;
+        assert!(
+            pooled >= 4,
+            "inline again after {pooled} quick runs on the pool"
+        );
+    });
+}
+
+#[test]
+fn many_quick_tools_turning_slow_at_once_stall_the_runtime_once() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let registry = Registry::builder()
+        .declared_in(["blocking::quick::many"])
+        .blocking_threads(4)
+        .build()
+        .unwrap();
+    let run = registry.open_run("run", &subject());
+    let here = std::thread::current().name().unwrap_or("-").to_owned();
+    let names = ["many_a", "many_b", "many_c", "many_d"];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for name in names {
+            pooled_until_inline(&run, name, &here).await;
+        }
+        // All four turn slow and are called at once: the first stalls this thread; that
+        // stall sends every tool of the registry back to the pool until it proves quick
+        // there again, so the other three run on the pool, side by side.
+        quick::MANY_MS.store(300, Ordering::SeqCst);
+        let (stop, ticks) = ticker(Duration::from_millis(250));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let started = Instant::now();
+        let (a, b, c, d) = tokio::join!(
+            ran_on(&run, names[0]),
+            ran_on(&run, names[1]),
+            ran_on(&run, names[2]),
+            ran_on(&run, names[3]),
+        );
+        let took = started.elapsed();
+        stop.store(true, Ordering::SeqCst);
+        let stalls = ticks.await.unwrap();
+        quick::MANY_MS.store(0, Ordering::SeqCst);
+        let threads = [a, b, c, d];
+        assert!(
+            threads.iter().filter(|thread| **thread == here).count() <= 1,
+            "{threads:?}"
+        );
+        assert!(stalls.len() <= 1, "stalled more than once: {stalls:?}");
+        // At most one stall, then the others side by side: about two slow calls, not four.
+        assert!(took < Duration::from_millis(1_000), "{took:?}");
+    });
+}
+
+#[test]
+fn on_a_multi_threaded_runtime_a_tool_turning_slow_blocks_one_worker_at_most() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let registry = Registry::builder()
+        .declared_in(["blocking::quick::workers"])
+        .blocking_threads(4)
+        .build()
+        .unwrap();
+    let run = Arc::new(registry.open_run("run", &subject()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for name in ["worker_a", "worker_b"] {
+            let run = run.clone();
+            // Inline on a worker: on whichever thread the task runs, not the pool's.
+            tokio::spawn(async move {
+                for _ in 0..200 {
+                    if ran_on(&run, name).await != "registry-tool" {
+                        return;
+                    }
+                }
+                panic!("{name} never ran inline");
+            })
+            .await
+            .unwrap();
+        }
+        // Both turn slow and are called at once from the two workers: one registry runs
+        // one tool inline at a time, so one worker at most is blocked, and a task keeps
+        // ticking on the other.
+        quick::WORKERS_MS.store(600, Ordering::SeqCst);
+        let (stop, ticks) = ticker(Duration::from_millis(500));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let calls: Vec<_> = ["worker_a", "worker_b"]
+            .into_iter()
+            .map(|name| {
+                let run = run.clone();
+                tokio::spawn(async move { ran_on(&run, name).await })
+            })
+            .collect();
+        let mut threads = Vec::new();
+        for call in calls {
+            threads.push(call.await.unwrap());
+        }
+        stop.store(true, Ordering::SeqCst);
+        let stalls = ticks.await.unwrap();
+        quick::WORKERS_MS.store(0, Ordering::SeqCst);
+        assert!(
+            threads
+                .iter()
+                .filter(|thread| *thread != "registry-tool")
+                .count()
+                <= 1,
+            "{threads:?}"
+        );
+        assert!(stalls.is_empty(), "the ticking task stalled: {stalls:?}");
+    });
+}

@@ -113,7 +113,9 @@ fn the_golden_files_leave_out_only_what_a_profile_cannot_take() {
         let run = registry.open_run("all", &everything);
         // The text form fails on the same tools.
         assert_eq!(
-            run.export_text(profile).err().map(|error| error.to_string()),
+            run.export_text(profile)
+                .err()
+                .map(|error| error.to_string()),
             run.export(profile).err().map(|error| error.to_string()),
             "{profile}"
         );

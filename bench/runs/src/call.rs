@@ -64,6 +64,13 @@ fn add_here(a: i64, b: i64) -> i64 {
     a + b
 }
 
+/// `add` declared `blocking`: `Run::call` always runs it on the registry's pool, as every
+/// synchronous tool ran before quick tools ran inline.
+#[tool(public, read_only, blocking)]
+fn add_pooled(a: i64, b: i64) -> i64 {
+    a + b
+}
+
 /// The arguments of `add`, for calling it directly and through rmcp.
 #[derive(Deserialize, schemars::JsonSchema)]
 struct AddArgs {
@@ -177,6 +184,32 @@ pub fn call() -> Vec<Goal> {
             }
         })
     });
+    // The same on a multi-threaded runtime (two workers), from a task on a worker.
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a multi-threaded runtime");
+    let shared = Arc::new(registry.open_run("run", &Subject::new("tenant-a")));
+    let in_async_multi = median_batches(ITERATIONS, |n| {
+        let run = shared.clone();
+        multi
+            .block_on(multi.spawn(async move {
+                for _ in 0..n {
+                    let call = ToolCall::from_json_text("call_1", "add", black_box(TEXT));
+                    let _ = black_box(run.call(call).await);
+                }
+            }))
+            .expect("the task ends");
+    });
+    let pooled = median_batches(ITERATIONS, |n| {
+        runtime.block_on(async {
+            for _ in 0..n {
+                let call = ToolCall::from_json_text("call_1", "add_pooled", black_box(TEXT));
+                let _ = black_box(run.call(call).await);
+            }
+        })
+    });
     let async_tool = median_batches(ITERATIONS, |n| {
         runtime.block_on(async {
             for _ in 0..n {
@@ -263,6 +296,14 @@ pub fn call() -> Vec<Goal> {
             in_async,
         ),
         (
+            "async: the same on a multi-threaded runtime's worker",
+            in_async_multi,
+        ),
+        (
+            "async, the tool `blocking`: on the pool (current thread)",
+            pooled,
+        ),
+        (
             "async tool: add_async through Run::call (no pool hop)",
             async_tool,
         ),
@@ -321,8 +362,25 @@ pub fn call() -> Vec<Goal> {
             "async `Run::call`, the tool `non_blocking`",
             non_blocking,
             3.5,
-            Some(format!("{:.2}x on the pool", ratio(in_async))),
+            Some(format!("{:.2}x on the pool", ratio(pooled))),
         ),
+        Goal {
+            what: "async text call of a quick synchronous tool (no flag), current thread (issue 38)",
+            ratio: in_async.as_secs_f64() / text.as_secs_f64().max(f64::MIN_POSITIVE),
+            at_most: 1.5,
+            against: "call_blocking",
+            beside: Some(format!(
+                "{:.2}x on the pool",
+                pooled.as_secs_f64() / text.as_secs_f64().max(f64::MIN_POSITIVE)
+            )),
+        },
+        Goal {
+            what: "the same from a multi-threaded runtime's worker (issue 38)",
+            ratio: in_async_multi.as_secs_f64() / text.as_secs_f64().max(f64::MIN_POSITIVE),
+            at_most: 1.5,
+            against: "call_blocking",
+            beside: None,
+        },
         goal(
             "with a call policy and a rate limit",
             gated_text,
@@ -350,7 +408,8 @@ pub fn call_loop(path: &str) {
     };
     let run = registry.open_run("run", &Subject::new("tenant-a").with_agent("bench"));
     if path == "async" || path == "async-pool" {
-        return async_loop(&run, if path == "async" { "add_here" } else { "add" }, calls);
+        let tool = if path == "async" { "add_here" } else { "add_pooled" };
+        return async_loop(&run, tool, calls);
     }
     let arguments: Value = serde_json::from_str(TEXT).expect("valid");
     let started = Instant::now();
@@ -376,7 +435,8 @@ pub fn call_loop(path: &str) {
 
 /// `call-loop async`: `add_here` (`non_blocking`) through `Run::call` on a current-thread
 /// runtime, for `perf record`; prints the size of the call's future first. `call-loop
-/// async-pool`: the same with `add`, which runs on the registry's pool of threads.
+/// async-pool`: the same with `add_pooled` (`blocking`), which runs on the registry's pool of
+/// threads.
 fn async_loop(run: &registry_core::Run, tool: &str, calls: Option<u64>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()

@@ -18,6 +18,14 @@
 //! `{"outcome": "answered"|"paused"|"budget_spent"|"error", "turns": N, "calls": [{"id",
 //! "name", "outcome": "ok"|"<error kind>", "ran": bool}], "answer": "..."}`. The exit status is
 //! 0 when the model answered, 3 when a budget was spent, 1 on an error (2 for bad flags).
+//!
+//! `--otlp ENDPOINT` (an OTLP/HTTP collector's base URL, e.g. `http://127.0.0.1:4318`)
+//! exports the loop's spans (`invoke_agent`, `chat {model}`, `execute_tool {name}`, with the
+//! GenAI semantic conventions' attributes) as OTLP protobuf to `ENDPOINT/v1/traces`, service
+//! `registry-agent-example`, through `tracing-opentelemetry`. The last spans are flushed
+//! before the process exits, whatever its status; an export that fails (a collector that is
+//! down, slow or answers an error) is a warning on stderr, bounded in time (a request 2 s at
+//! most, a batch with its retries 4 s, the flush at exit 7 s), and never changes the status.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,7 +38,7 @@ use serde_json::json;
 const USAGE: &str = "\
 usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model NAME
              [--tenant T] [--scopes A,B] [--approve never|always] [--max-turns N]
-             --prompt TEXT [--transcript FILE]
+             --prompt TEXT [--transcript FILE] [--otlp ENDPOINT]
 
   --api          the model API the server speaks
   --base-url     its base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1
@@ -41,6 +49,8 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
   --max-turns    model requests at most (default 8)
   --prompt       the user's message
   --transcript   write the outcome, turns, calls and answer to FILE as JSON
+  --otlp         export the loop's spans over OTLP/HTTP to ENDPOINT/v1/traces,
+                 e.g. http://127.0.0.1:4318 (a failed export is a warning only)
 The key is read from AGENT_API_KEY. Exit status: 0 answered, 3 budget spent, 1 error.";
 
 #[derive(Debug)]
@@ -54,6 +64,7 @@ struct Args {
     max_turns: u32,
     prompt: String,
     transcript: Option<PathBuf>,
+    otlp: Option<String>,
 }
 
 fn args() -> Result<Args, String> {
@@ -66,6 +77,7 @@ fn args() -> Result<Args, String> {
     let mut max_turns = 8;
     let mut prompt = None;
     let mut transcript = None;
+    let mut otlp = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -97,6 +109,7 @@ fn args() -> Result<Args, String> {
             }
             "--prompt" => prompt = Some(value()?),
             "--transcript" => transcript = Some(PathBuf::from(value()?)),
+            "--otlp" => otlp = Some(otlp::endpoint(&value()?)?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown flag {other:?}")),
         }
@@ -111,6 +124,7 @@ fn args() -> Result<Args, String> {
         max_turns,
         prompt: prompt.ok_or("--prompt is required")?,
         transcript,
+        otlp,
     })
 }
 
@@ -192,12 +206,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
-    if let Err(error) = registry_mcp::logging::init(registry_mcp::logging::LogFormat::Text, &filter)
-    {
-        eprintln!("agent: RUST_LOG: {error}");
-        return ExitCode::from(2);
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -208,7 +216,32 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (code, written) = match runtime.block_on(run(&args)) {
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".to_owned());
+    let exporter = match &args.otlp {
+        None => registry_mcp::logging::init(registry_mcp::logging::LogFormat::Text, &filter)
+            .map(|()| None)
+            .map_err(|error| format!("RUST_LOG: {error}")),
+        Some(endpoint) => otlp::init(endpoint, &filter, runtime.handle().clone()).map(Some),
+    };
+    let exporter = match exporter {
+        Ok(exporter) => exporter,
+        Err(error) => {
+            eprintln!("agent: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = finish(&args, &runtime);
+    // Every exit from here on: the spans still queued go out (or a warning says why not)
+    // while the runtime that sends them is still there.
+    if let Some(exporter) = exporter {
+        exporter.shutdown();
+    }
+    code
+}
+
+/// Runs the loop and writes the transcript; the exit status.
+fn finish(args: &Args, runtime: &tokio::runtime::Runtime) -> ExitCode {
+    let (code, written) = match runtime.block_on(run(args)) {
         Ok(result) => result,
         Err(error) => {
             eprintln!("agent: {error}");
@@ -225,4 +258,202 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     code
+}
+
+/// `--otlp`: the loop's spans, exported over OTLP/HTTP (protobuf) with `tracing-opentelemetry`.
+mod otlp {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
+    use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+    use opentelemetry_sdk::Resource;
+    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use registry_mcp::logging::{self, LogFormat};
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    /// The service the spans are of.
+    pub(crate) const SERVICE_NAME: &str = "registry-agent-example";
+    /// One export request, connection and response body included.
+    const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+    /// One batch, its retries included (the exporter's deadline).
+    const EXPORT_TIMEOUT: Duration = Duration::from_secs(4);
+    /// The flush at exit: past it the process exits without the spans still unsent.
+    const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(7);
+    /// A collector's answer is a few bytes; more than this is not read.
+    const MAX_RESPONSE: usize = 64 * 1024;
+
+    /// The URL the spans are posted to, from `--otlp`'s base URL (one that already ends in
+    /// `/v1/traces` is taken as it is).
+    pub(crate) fn endpoint(base: &str) -> Result<String, String> {
+        let base = base.trim().trim_end_matches('/');
+        let Some(rest) = base.strip_prefix("http://") else {
+            return Err(format!(
+                "--otlp {base:?}: an http:// URL, e.g. http://127.0.0.1:4318 (this example speaks plain HTTP to the collector)"
+            ));
+        };
+        if rest.is_empty() {
+            return Err(format!("--otlp {base:?}: the URL names no host"));
+        }
+        Ok(if base.ends_with("/v1/traces") {
+            base.to_owned()
+        } else {
+            format!("{base}/v1/traces")
+        })
+    }
+
+    /// The exporter's HTTP client: the workspace's reqwest 0.13, its requests run on the
+    /// program's tokio runtime. The SDK's batch processor exports from a thread of its own,
+    /// outside any runtime, where reqwest's async client cannot run (and its blocking client
+    /// is a second stack): each request is spawned on the runtime, and the batch thread waits
+    /// for its answer.
+    #[derive(Debug, Clone)]
+    struct Client {
+        http: reqwest::Client,
+        runtime: tokio::runtime::Handle,
+        /// Why the last export request failed, if it did.
+        failure: Arc<Mutex<Option<String>>>,
+    }
+
+    impl Client {
+        async fn send(
+            http: reqwest::Client,
+            request: Request<Bytes>,
+        ) -> Result<Response<Bytes>, String> {
+            let request = reqwest::Request::try_from(request).map_err(|error| error.to_string())?;
+            let mut response = http
+                .execute(request)
+                .await
+                .map_err(|error| chain(&error.without_url()))?;
+            let mut answer = Response::builder().status(response.status());
+            if let Some(headers) = answer.headers_mut() {
+                *headers = std::mem::take(response.headers_mut());
+            }
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|error| chain(&error))? {
+                if body.len() + chunk.len() > MAX_RESPONSE {
+                    return Err(format!(
+                        "the collector's answer is past {MAX_RESPONSE} bytes"
+                    ));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            answer
+                .body(Bytes::from(body))
+                .map_err(|error| error.to_string())
+        }
+    }
+
+    /// An error and its causes, `: `-separated (reqwest's own text is only the first).
+    fn chain(error: &dyn std::error::Error) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        text
+    }
+
+    #[async_trait::async_trait]
+    impl HttpClient for Client {
+        async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+            let sent = self.runtime.spawn(Self::send(self.http.clone(), request));
+            let result = match sent.await {
+                Ok(result) => result,
+                Err(error) => Err(format!("the export request did not finish: {error}")),
+            };
+            let failure = match &result {
+                Ok(response) if response.status().is_success() => None,
+                Ok(response) => Some(format!("the collector answered {}", response.status())),
+                Err(error) => Some(error.clone()),
+            };
+            *self.failure.lock().unwrap_or_else(|e| e.into_inner()) = failure;
+            result.map_err(HttpError::from)
+        }
+    }
+
+    /// The exporter, to shut down before the process exits.
+    pub(crate) struct Exporter {
+        provider: SdkTracerProvider,
+        endpoint: String,
+        failure: Arc<Mutex<Option<String>>>,
+    }
+
+    impl Exporter {
+        /// Sends the spans still queued, waiting [`SHUTDOWN_TIMEOUT`] at most; a failure is a
+        /// warning on stderr.
+        pub(crate) fn shutdown(self) {
+            let shut = self.provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
+            let failure = self
+                .failure
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            let problem = match shut {
+                Err(error) => Some(error.to_string()),
+                Ok(()) => failure,
+            };
+            if let Some(problem) = problem {
+                eprintln!(
+                    "agent: warning: the spans could not all be exported to {}: {}",
+                    self.endpoint,
+                    logging::escape(&problem)
+                );
+            }
+        }
+    }
+
+    /// Sets the global subscriber: the log lines as without `--otlp` (`filter`, on stderr),
+    /// and registry-agent's spans, whatever `filter` says, to the collector at `endpoint`.
+    pub(crate) fn init(
+        endpoint: &str,
+        filter: &str,
+        runtime: tokio::runtime::Handle,
+    ) -> Result<Exporter, String> {
+        let filter: Targets = filter.parse().map_err(|error| {
+            let error = logging::LogError::Filter(logging::escape(&format!("{error}")).into());
+            format!("RUST_LOG: {error}")
+        })?;
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|error| format!("--otlp: {error}"))?;
+        let failure = Arc::new(Mutex::new(None));
+        let client = Client {
+            http,
+            runtime,
+            failure: failure.clone(),
+        };
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(endpoint)
+            .with_timeout(EXPORT_TIMEOUT)
+            .with_http_client(client)
+            .build()
+            .map_err(|error| format!("--otlp {endpoint}: {error}"))?;
+        let provider = SdkTracerProvider::builder()
+            .with_resource(Resource::builder().with_service_name(SERVICE_NAME).build())
+            .with_batch_exporter(exporter)
+            .build();
+        let spans = tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer(SERVICE_NAME))
+            .with_filter(Targets::new().with_target("registry_agent", tracing::Level::INFO));
+        tracing_subscriber::registry()
+            .with(logging::layer(LogFormat::Text).with_filter(filter))
+            .with(spans)
+            .try_init()
+            .map_err(|_| "a global tracing subscriber is already set".to_owned())?;
+        Ok(Exporter {
+            provider,
+            endpoint: endpoint.to_owned(),
+            failure,
+        })
+    }
 }

@@ -54,6 +54,8 @@ pub struct Declaration {
     /// A synchronous function that returns at once, run on the caller's task
     /// (`non_blocking`).
     pub non_blocking: bool,
+    /// A synchronous function that may block, always run on the pool (`blocking`).
+    pub blocking: bool,
     /// The attribute values the tool is for, per key (`attributes(key = "v" | ["v", ...])`).
     pub attributes: &'static [(&'static str, &'static [&'static str])],
     /// A needs-approval tool code may call (`callable_from_code`).

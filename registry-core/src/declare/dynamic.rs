@@ -771,6 +771,9 @@ impl DynamicTool {
                 task: self.task || self.task_required,
                 task_required: self.task_required,
                 non_blocking: self.non_blocking && matches!(self.handler, Some(Handler::Sync(_))),
+                // A handler built at run time takes the call's context: it runs on the pool
+                // unless `non_blocking`, never inline by measure.
+                blocking: false,
                 attributes: self.attributes,
                 callable_from_code: self.callable_from_code,
             },

@@ -204,6 +204,15 @@ pub struct ToolSettings {
     /// Always `false` for an async tool, which never runs on the pool.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub non_blocking: bool,
+    /// The tool is synchronous and may block (`#[tool(blocking)]`): an async call always runs
+    /// it on a thread of the registry's pool. Without it, a synchronous `#[tool]` function
+    /// that takes no `&ToolContext` runs on its caller's task once it has shown itself quick
+    /// (its runs on the pool within 50 µs), and goes back to the pool the first time it is
+    /// not; see the [guide's performance page](https://docs.rs/registry-core) ("Quick tools
+    /// run inline"). Tools built at run time ([`DynamicTool`](crate::DynamicTool)) run on
+    /// the pool unless `non_blocking`. Always `false` for an async tool.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocking: bool,
     /// The attribute values the tool is for, per key (`#[tool(attributes(environment =
     /// ["staging", "production"]))]`, [`DynamicTool::attribute`](crate::DynamicTool::attribute)):
     /// a subject sees it only if, for every key, its value is one of those listed. Empty: no

@@ -52,6 +52,17 @@ pub(crate) async fn execute(
         if tool.settings().non_blocking {
             return run_inline_within(tool, ctx, arguments, timeout, &cancellation);
         }
+        // A quick tool runs here while it stays quick (execute/inline.rs).
+        let gate = pool.inline_gate();
+        if let Some(slot) = gate.admit(tool) {
+            let started = quanta::Instant::now();
+            let result = run_inline_within(tool, ctx, arguments, timeout, &cancellation);
+            let took = started.elapsed();
+            drop(slot);
+            tool.note_run(took);
+            gate.ran_inline(tool, took);
+            return result;
+        }
         // Boxed: the hop to the pool costs microseconds anyway, and the future of every
         // other call stays small to move.
         return Box::pin(on_pool(tool, ctx, arguments, timeout, pool, &cancellation)).await;
@@ -117,6 +128,7 @@ async fn on_pool(
     let recent = tool.recent_run();
     let quick = recent.is_some_and(|took| took <= QUICK);
     let tool = tool.clone();
+    let noted = pool.clone();
     let dispatch = tracing::dispatcher::get_default(Clone::clone);
     let span = tracing::Span::current();
     // The result is handed over once the thread is idle again (the pool's delivery), so
@@ -126,7 +138,9 @@ async fn on_pool(
             let _entered = span.enter();
             let started = std::time::Instant::now();
             let result = run_sync(&tool, ctx, arguments);
-            tool.note_run(started.elapsed());
+            let took = started.elapsed();
+            tool.note_run(took);
+            noted.inline_gate().ran_on_pool(&tool, took);
             result
         });
         Box::new(move || {

@@ -10,6 +10,7 @@
 //! An own pool rather than Tokio's `spawn_blocking`: registry-core runs without a runtime
 //! too (`Run::call_blocking`), and the bound is the registry's, not a process-wide one.
 
+use crate::execute::inline::InlineGate;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -125,6 +126,8 @@ struct Shared {
     wait: Duration,
     state: Mutex<State>,
     next_worker: AtomicU64,
+    /// Which quick synchronous tools run on their caller's task instead.
+    inline: InlineGate,
 }
 
 #[derive(Default)]
@@ -174,7 +177,13 @@ impl BlockingPool {
             wait,
             state: Mutex::new(State::default()),
             next_worker: AtomicU64::new(0),
+            inline: InlineGate::default(),
         }))
+    }
+
+    /// Which quick synchronous tools of the registry run on their caller's task.
+    pub(crate) fn inline_gate(&self) -> &InlineGate {
+        &self.0.inline
     }
 
     fn state(&self) -> MutexGuard<'_, State> {

@@ -1069,6 +1069,7 @@ fn declared_tool(
         task: declaration.task || declaration.task_required,
         task_required: declaration.task_required,
         non_blocking: declaration.non_blocking && matches!(declaration.execute, Execute::Sync(_)),
+        blocking: declaration.blocking && matches!(declaration.execute, Execute::Sync(_)),
         attributes: declaration
             .attributes
             .iter()

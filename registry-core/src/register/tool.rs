@@ -1,5 +1,6 @@
 //! A tool in a registry: its definition, policy and source. It runs only through a run.
 
+use crate::execute::inline::InlineRecord;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -59,6 +60,8 @@ struct ToolInner {
     /// How long its last run on the pool took, in nanoseconds (saturating; 0: none yet): a
     /// caller of a tool that returns within microseconds waits for it without sleeping.
     recent: AtomicU32,
+    /// Whether it has shown itself quick enough to run on its caller's task.
+    inline: InlineRecord,
     handler: Handler,
 }
 
@@ -141,6 +144,7 @@ impl Tool {
             shape: OnceLock::new(),
             context: declaration.context,
             recent: AtomicU32::new(0),
+            inline: InlineRecord::default(),
             handler: Handler::Declared(declaration.execute),
         }))
     }
@@ -166,6 +170,7 @@ impl Tool {
             shape: OnceLock::new(),
             context: true,
             recent: AtomicU32::new(0),
+            inline: InlineRecord::default(),
             handler: parts.handler,
         }))
     }
@@ -382,6 +387,11 @@ impl Tool {
     /// Whether the tool reads the context of its calls (its id, host, cancellation).
     pub(crate) fn uses_context(&self) -> bool {
         self.0.context
+    }
+
+    /// Whether it has shown itself quick enough to run on its caller's task.
+    pub(crate) fn inline_record(&self) -> &InlineRecord {
+        &self.0.inline
     }
 
     /// How long the tool's last run on the registry's pool took, if it has run there.

@@ -6,4 +6,16 @@ async fn build_status(id: String) -> String {
     id
 }
 
+/// Fetch the logs of a build.
+#[tool(public, blocking)]
+async fn build_logs(id: String) -> String {
+    id
+}
+
+/// Fetch the artifacts of a build.
+#[tool(public, non_blocking, blocking)]
+fn build_artifacts(id: String) -> String {
+    id
+}
+
 fn main() {}

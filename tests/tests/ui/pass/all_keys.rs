@@ -22,7 +22,7 @@ fn fetch(url: String) -> String {
 }
 
 /// Delete a file.
-#[tool(public, destructive)]
+#[tool(public, destructive, blocking)]
 fn delete_file(path: String) -> bool {
     path.is_empty()
 }
@@ -52,6 +52,7 @@ fn main() {
     assert_eq!(policy.namespace.as_deref(), Some("web_tools"));
     assert!(policy.always_loaded);
     assert!(policy.non_blocking);
+    assert!(!policy.blocking);
 
     let hints = registry.get("delete_file").unwrap().settings().hints;
     assert!(hints.destructive && !hints.read_only && !hints.idempotent && !hints.open_world);
@@ -60,4 +61,5 @@ fn main() {
     assert_eq!(policy.namespace, None);
     assert!(!policy.always_loaded);
     assert!(!policy.non_blocking);
+    assert!(policy.blocking);
 }
