@@ -54,13 +54,14 @@ pub(crate) async fn execute(
         }
         // A quick tool runs here while it stays quick (execute/inline.rs).
         let gate = pool.inline_gate();
-        if let Some(slot) = gate.admit(tool) {
+        let eligible = !tool.settings().blocking && !tool.uses_context();
+        if let Some(slot) = eligible.then(|| gate.admit(tool.inline_record())).flatten() {
             let started = quanta::Instant::now();
             let result = run_inline_within(tool, ctx, arguments, timeout, &cancellation);
             let took = started.elapsed();
             drop(slot);
             tool.note_run(took);
-            gate.ran_inline(tool, took);
+            gate.ran_inline(tool.inline_record(), took);
             return result;
         }
         // Boxed: the hop to the pool costs microseconds anyway, and the future of every
@@ -140,7 +141,7 @@ async fn on_pool(
             let result = run_sync(&tool, ctx, arguments);
             let took = started.elapsed();
             tool.note_run(took);
-            noted.inline_gate().ran_on_pool(&tool, took);
+            noted.inline_gate().ran_on_pool(tool.inline_record(), took);
             result
         });
         Box::new(move || {

@@ -25,8 +25,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use crate::register::tool::Tool;
-
 /// The longest run that counts as quick.
 pub(crate) const QUICK: Duration = Duration::from_micros(50);
 
@@ -80,12 +78,10 @@ impl InlineGate {
         }
     }
 
-    /// The inline slot for `tool`, if it may run inline now (see the module's rules).
-    pub(crate) fn admit(&self, tool: &Tool) -> Option<InlineSlot<'_>> {
-        if tool.settings().blocking || tool.uses_context() || tool.is_async() {
-            return None;
-        }
-        let record = tool.inline_record();
+    /// The inline slot for the tool of `record`, if it may run inline now (see the module's
+    /// rules; the caller has checked that it is synchronous, takes no context and is not
+    /// `blocking`).
+    pub(crate) fn admit(&self, record: &InlineRecord) -> Option<InlineSlot<'_>> {
         if record.quick_in.load(Ordering::Relaxed) != self.epoch()
             || record.owed.load(Ordering::Relaxed) > 0
         {
@@ -97,13 +93,12 @@ impl InlineGate {
             .then_some(InlineSlot(self))
     }
 
-    /// Notes an inline run of `tool` that took `took`: past [`QUICK`], the tool goes back to
-    /// the pool, owing quick runs there, and a new epoch starts.
-    pub(crate) fn ran_inline(&self, tool: &Tool, took: Duration) {
+    /// Notes an inline run of the tool of `record` that took `took`: past [`QUICK`], the tool
+    /// goes back to the pool, owing quick runs there, and a new epoch starts.
+    pub(crate) fn ran_inline(&self, record: &InlineRecord, took: Duration) {
         if took <= QUICK {
             return;
         }
-        let record = tool.inline_record();
         let strikes = record
             .strikes
             .fetch_add(1, Ordering::Relaxed)
@@ -117,9 +112,8 @@ impl InlineGate {
             .store(if next == NEVER { 0 } else { next }, Ordering::Release);
     }
 
-    /// Notes a run of `tool` on the pool that took `took`.
-    pub(crate) fn ran_on_pool(&self, tool: &Tool, took: Duration) {
-        let record = tool.inline_record();
+    /// Notes a run of the tool of `record` on the pool that took `took`.
+    pub(crate) fn ran_on_pool(&self, record: &InlineRecord, took: Duration) {
         if took > QUICK {
             record.quick_in.store(NEVER, Ordering::Relaxed);
             return;
