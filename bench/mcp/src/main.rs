@@ -74,8 +74,10 @@ fn add(a: i64, b: i64) -> i64 {
 }
 
 /// Add two numbers (on the registry's pool of threads).
-// A synchronous tool as most are written, without `non_blocking`: each call hops to a thread
-// of the registry's pool and back. `--tool add_on_pool` has the clients call it.
+// A synchronous tool as most are written, without `non_blocking`: its first call runs on the
+// registry's pool, and once shown quick there it runs on the connection's task too, as long as
+// it stays quick (registry-core's execute/inline.rs; before that, every call hopped to the pool
+// and back). `--tool add_on_pool` has the clients call it.
 #[tool(public, read_only)]
 fn add_on_pool(a: i64, b: i64) -> i64 {
     a + b

@@ -243,7 +243,7 @@ fn a_check_for_an_unknown_or_repeated_tool_is_a_build_problem() {
         "{text}"
     );
     assert!(
-        text.contains("tests/tests/readiness.rs"),
+        text.contains("tests/tests/integration/readiness.rs"),
         "the call site: {text}"
     );
 }

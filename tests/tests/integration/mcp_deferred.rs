@@ -5,7 +5,7 @@
 //! tools, the earlier entries unchanged to the byte; a found tool can be called; a hidden tool
 //! is never found; and without the option nothing changes.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::time::Duration;
 

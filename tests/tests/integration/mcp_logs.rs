@@ -6,7 +6,7 @@
 //! The requests are raw HTTP: rmcp's client numbers its requests itself and cannot send an id
 //! chosen by an attacker.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::time::{Duration, Instant};
 

@@ -9,7 +9,7 @@
 // Logging and sampling are deprecated by SEP-2577 in rmcp; this tests them.
 #![allow(deprecated)]
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

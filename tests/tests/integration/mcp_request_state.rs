@@ -4,7 +4,7 @@
 //! gets (`cacheScope: "private"`, the same order every time, only what its token allows),
 //! and `resultType` on the composed application's results.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;

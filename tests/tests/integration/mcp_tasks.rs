@@ -7,7 +7,7 @@
 //! `tasks/update` answers it; a tool declared `task = "required"` is -32021 without the
 //! extension.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! their GenAI attributes, that no argument value is on any of them, and that a collector
 //! that is not there changes neither the exit status nor, past a bound, the time it takes.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};

@@ -6,7 +6,7 @@
 //!
 //! The same server against a real authorization server is `mcp_oauth_idp.rs`.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

@@ -10,7 +10,7 @@
 //!   reason, once its lease has run out, never `working` forever, and the replica that
 //!   failed it writes one audit event of it (`lease_expired`).
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! Most tests serve the example registry in this process with tight [`EdgeLimits`]; the two
 //! about the log start the example server binary and read its stderr.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::net::SocketAddr;
 

@@ -4,7 +4,7 @@
 //! that cannot ask anyone gets. Every tool counts its executions: a call that was not
 //! approved must not have run.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};

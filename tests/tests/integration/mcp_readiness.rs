@@ -2,7 +2,7 @@
 //! revocation, and comes back when it is ready again: the server runs the registry's readiness
 //! checks on its own schedule.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

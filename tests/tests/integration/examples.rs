@@ -1,7 +1,7 @@
 //! The README's demonstration and catalog, run as a user runs them, so that what the README
 //! says they show cannot rot.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::process::Command;
 

@@ -3,7 +3,7 @@
 //! request): bearer tokens, two clients with different subjects at once, pagination, calls,
 //! a revocation announced to old-protocol and 2026-07-28 clients alike, and garbage.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::time::Duration;
 
