@@ -766,7 +766,13 @@ impl Agent {
                     Answer::Ran(observation) => observation,
                     Answer::Searched(search) => {
                         state.searches = state.searches.saturating_add(1);
-                        state.loaded.extend(search.loaded().iter().cloned());
+                        // A session resumed elsewhere may load a tool again: kept once, so
+                        // the list stays within the run's allowed set.
+                        for name in search.loaded() {
+                            if !state.loaded.contains(name) {
+                                state.loaded.push(name.clone());
+                            }
+                        }
                         export_changed |= search.export_changed();
                         slots.push(Slot::Done {
                             result: search.into_message(),
