@@ -279,12 +279,23 @@ impl RegistryServer {
             let origin = approval::digest_of(&request);
             let arguments = Value::Object(request.arguments.unwrap_or_default());
             let call = ToolCall::new(context.id.to_string(), request.name.as_ref(), arguments);
-            let observation = cancel_on(
-                &context.ct,
-                &cancellation,
-                slot.run.call_with(call, call_options.clone()),
-            )
-            .await;
+            // A call the HTTP edge made already, which waits for an approval (`direct.rs`).
+            let decided = context
+                .extensions
+                .get::<axum::http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<crate::direct::Decided>())
+                .filter(|decided| decided.run == slot.seq);
+            let observation = match decided {
+                Some(decided) => decided.observation.clone(),
+                None => {
+                    cancel_on(
+                        &context.ct,
+                        &cancellation,
+                        slot.run.call_with(call, call_options.clone()),
+                    )
+                    .await
+                }
+            };
             if observation.error_kind() == Some(ErrorKind::Cancelled) {
                 // rmcp sends nothing for a cancelled request; this error is dropped too.
                 tracing::info!(client = ?client.id, call = ?context.id.to_string(), "the client cancelled the call");

@@ -11,11 +11,14 @@ use axum::response::Response;
 use http_body_util::BodyExt;
 use registry_core::Registry;
 use rmcp::ServerHandler;
+use rmcp::model::RequestId;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::direct::{Direct, PlainCall};
 use crate::edge::{
     self, CalledTool, EdgeLimits, Inner, Opening, Origins, Peek, Rates, Refusals, RpcId, Sessions,
     rpc_error,
@@ -226,7 +229,7 @@ pub struct HttpServer {
 impl HttpServer {
     /// Checks that the registry can be served over MCP, and binds `config.addr`.
     pub async fn bind(registry: Registry, config: HttpConfig) -> Result<HttpServer, ServeError> {
-        HttpServer::bind_with(registry, config, |tools| tools).await
+        HttpServer::bind_serving(registry, config, |tools| tools, true).await
     }
 
     /// [`bind`](Self::bind), serving to each session the handler `wrap` makes of the
@@ -251,6 +254,21 @@ impl HttpServer {
         S: ServerHandler,
         F: Fn(RegistryServer) -> S + Send + Sync + 'static,
     {
+        HttpServer::bind_serving(registry, config, wrap, false).await
+    }
+
+    /// [`bind_with`](Self::bind_with); `direct`: whether the edge may answer plain calls
+    /// itself (`direct.rs`), only when `wrap` serves the registry's handler as it is.
+    async fn bind_serving<S, F>(
+        registry: Registry,
+        config: HttpConfig,
+        wrap: F,
+        direct: bool,
+    ) -> Result<HttpServer, ServeError>
+    where
+        S: ServerHandler,
+        F: Fn(RegistryServer) -> S + Send + Sync + 'static,
+    {
         if config.loopback_principal.is_some() && !config.addr.ip().is_loopback() {
             return Err(ServeError::Io(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
@@ -270,7 +288,7 @@ impl HttpServer {
         };
         let listener = TcpListener::bind(config.addr).await?;
         let addr = listener.local_addr()?;
-        let router = server.router(&config, validator.map(Ok), wrap);
+        let router = server.router(&config, validator.map(Ok), wrap, direct);
         Ok(HttpServer {
             listener,
             router,
@@ -315,7 +333,7 @@ impl McpServer {
     /// 40 ms on Linux, and a client that reads answers whole is limited to 25 calls per
     /// second per connection.
     pub fn http_router(&self, config: &HttpConfig) -> axum::Router {
-        self.http_router_with(config, |tools| tools)
+        self.router(config, self.lazy_validator(config), |tools| tools, true)
     }
 
     /// [`http_router`](Self::http_router), serving to each session the handler `wrap` makes
@@ -339,22 +357,28 @@ impl McpServer {
         S: ServerHandler,
         F: Fn(RegistryServer) -> S + Send + Sync + 'static,
     {
-        let validator = config.oauth.as_ref().map(|oauth| {
+        self.router(config, self.lazy_validator(config), wrap, false)
+    }
+
+    /// The validator of `config.oauth`, fetching the issuer's keys at the first token.
+    fn lazy_validator(&self, config: &HttpConfig) -> Option<Result<Arc<Validator>, String>> {
+        config.oauth.as_ref().map(|oauth| {
             Validator::lazy(oauth.clone(), self.registry(), &config.path)
                 .map(Arc::new)
                 .map_err(|error| {
                     tracing::error!(%error, "OAuth cannot work: every request is refused");
                     error.to_string()
                 })
-        });
-        self.router(config, validator, wrap)
+        })
     }
 
+    /// The router; `direct`: whether plain calls are answered by the edge (`direct.rs`).
     fn router<S, F>(
         &self,
         config: &HttpConfig,
         validator: Option<Result<Arc<Validator>, String>>,
         wrap: F,
+        direct: bool,
     ) -> axum::Router
     where
         S: ServerHandler,
@@ -370,6 +394,11 @@ impl McpServer {
         manager.session_config.keep_alive = Some(config.limits.session_idle_timeout);
         let manager = Arc::new(manager);
         let sessions = Arc::new(Sessions::new(manager.clone(), &config.limits));
+        let direct = direct.then(|| Direct {
+            shared: self.shared().clone(),
+            sessions: sessions.clone(),
+            manager: manager.clone(),
+        });
         let service = StreamableHttpService::new(
             move || Ok(wrap(server.http_handler())),
             manager,
@@ -407,6 +436,7 @@ impl McpServer {
             limits,
             sessions,
             step_up,
+            direct,
             endpoint: service,
         }));
         let router = axum::Router::new().nest_service(&config.path, stack);
@@ -424,6 +454,8 @@ struct Edge<S: ServerHandler> {
     limits: Limits,
     sessions: Arc<Sessions>,
     step_up: Option<StepUp>,
+    /// The plain calls answered here, unless the handler is wrapped.
+    direct: Option<Direct>,
     endpoint: StreamableHttpService<S, LocalSessionManager>,
 }
 
@@ -446,6 +478,13 @@ impl<S: ServerHandler + Send + 'static> Edge<S> {
     }
 
     async fn endpoint(&self, request: Request) -> Response {
+        let request = match &self.direct {
+            Some(direct) => match direct.answer(request).await {
+                Ok(answered) => return answered,
+                Err(request) => request,
+            },
+            None => request,
+        };
         self.endpoint.handle(request).await.map(Body::new)
     }
 }
@@ -715,6 +754,17 @@ async fn protocol_errors(limits: &Limits, request: Request, next: impl Inner) ->
                 -32602,
                 &format!("invalid params: {problem}"),
             );
+        }
+        if let Some(arguments) = message.plain_call_arguments() {
+            let plain_id = match &id.0 {
+                Value::String(id) => Some(RequestId::String(id.as_str().into())),
+                Value::Number(id) => id.as_i64().map(RequestId::Number),
+                _ => None,
+            };
+            if let Some(id) = plain_id {
+                let arguments = arguments.to_owned();
+                parts.extensions.insert(PlainCall { id, arguments });
+            }
         }
         parts.extensions.insert(id);
         if message.method.is_some() {

@@ -131,6 +131,7 @@ mod approval;
 mod clients;
 mod compose;
 mod content;
+mod direct;
 mod edge;
 mod handler;
 mod headers;

@@ -58,6 +58,7 @@ HTTP:
   --allow-host H    accept this Host header too (repeatable; default loopback names only)
   --max-sessions N  open sessions at once, all tokens together (default 1000)
   --max-sessions-per-token N   open sessions of one token (default 16)
+  --session-idle-ms N   a session no request reached for N ms ends (default 300000)
   --rate N          requests per second per token, 0 for no limit (default 50; burst 2N)
   --request-state-key-file FILE   the key that seals the requestState of approval
                     questions (protocol 2026-07-28): 64 hex digits (`openssl rand -hex 32`);
@@ -237,6 +238,11 @@ impl Args {
                 "--max-sessions-per-token" => {
                     let max = number(&value("--max-sessions-per-token")?)?;
                     parsed.limits = parsed.limits.clone().with_max_sessions_per_principal(max);
+                }
+                "--session-idle-ms" => {
+                    let ms = number(&value("--session-idle-ms")?)?;
+                    parsed.limits = (parsed.limits.clone())
+                        .with_session_idle_timeout(Duration::from_millis(ms));
                 }
                 "--rate" => {
                     let rate: u32 = number(&value("--rate")?)?;

@@ -384,8 +384,34 @@ impl Tool {
         }
     }
 
-    /// Whether the tool reads the context of its calls (its id, host, cancellation).
-    pub(crate) fn uses_context(&self) -> bool {
+    /// Whether the tool reads the context of its calls: a `#[tool]` function that takes a
+    /// `&ToolContext` (its id, cancellation, and the host it may ask questions, sample or
+    /// report progress through), or a [`DynamicTool`](crate::DynamicTool), whose handler
+    /// always takes one. A tool that does not needs nothing of its caller but the arguments:
+    /// a transport may answer its calls without the channel back to the client (the MCP HTTP
+    /// server does so for synchronous ones).
+    ///
+    /// ```standalone_crate
+    /// use registry_core::{Registry, ToolContext, tool};
+    ///
+    /// /// Adds two numbers.
+    /// #[tool(public)]
+    /// fn add(a: i64, b: i64) -> i64 {
+    ///     a + b
+    /// }
+    ///
+    /// /// Says who called.
+    /// #[tool(public)]
+    /// fn whoami(ctx: &ToolContext) -> String {
+    ///     ctx.call_id().to_owned()
+    /// }
+    ///
+    /// let registry = Registry::builder().declared_in([module_path!()]).build()?;
+    /// assert!(!registry.get("add").unwrap().uses_context());
+    /// assert!(registry.get("whoami").unwrap().uses_context());
+    /// # Ok::<(), registry_core::RegistryError>(())
+    /// ```
+    pub fn uses_context(&self) -> bool {
         self.0.context
     }
 

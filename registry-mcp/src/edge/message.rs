@@ -6,6 +6,7 @@ use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// A message, peeked at. Anything but an object (a batch, a string...) peeks as empty.
 #[derive(Default)]
@@ -15,6 +16,11 @@ pub(crate) struct Peek<'a> {
     /// The method, if it is a string.
     pub(crate) method: Option<Cow<'a, str>>,
     pub(crate) params: Params<'a>,
+    /// Whether `jsonrpc` is `"2.0"`.
+    version: bool,
+    /// Whether it has a key other than `jsonrpc`, `id`, `method` and `params`, or one of those
+    /// twice.
+    unusual: bool,
 }
 
 /// The shape of `params`.
@@ -29,6 +35,12 @@ pub(crate) enum Params<'a> {
     Object {
         name: Option<Kind<'a>>,
         arguments: Option<Kind<'a>>,
+        /// The text of `arguments`.
+        arguments_text: Option<&'a str>,
+        /// Whether it has a key other than `name`, `arguments` and `_meta`, or one of those
+        /// twice, or a `_meta` with anything but a `progressToken` (see
+        /// [`plain_call_arguments`](Peek::plain_call_arguments)).
+        unusual: bool,
     },
 }
 
@@ -47,7 +59,10 @@ impl<'a> Peek<'a> {
         if self.method.as_deref() != Some("tools/call") {
             return None;
         }
-        let Params::Object { name, arguments } = &self.params else {
+        let Params::Object {
+            name, arguments, ..
+        } = &self.params
+        else {
             return Some("tools/call needs params, an object with the tool's `name`");
         };
         if !matches!(name, Some(Kind::Str(_))) {
@@ -56,6 +71,38 @@ impl<'a> Peek<'a> {
         match arguments {
             None | Some(Kind::Null | Kind::Object) => None,
             Some(_) => Some("`arguments` of tools/call must be an object"),
+        }
+    }
+
+    /// The text of the arguments of a `tools/call` request in its plainest form, `"{}"` when
+    /// it has none: `jsonrpc` `"2.0"`, a string id or one that fits an `i64`, and params with
+    /// the tool's `name`, at most `arguments` (an object, or null) and a `_meta` that holds
+    /// at most a `progressToken` (which rmcp's client sends with every request: an offer to
+    /// receive progress, which a tool that takes no context never reports). No other key in
+    /// `_meta` (a trace's context, a task's), no `task`, no other key, none given twice. Such
+    /// a call needs nothing of the session but its answer, and the HTTP server may answer it
+    /// itself (`direct.rs`); any other goes to rmcp.
+    pub(crate) fn plain_call_arguments(&self) -> Option<&'a str> {
+        let id_fits = match &self.id {
+            Some(Value::String(_)) => true,
+            Some(Value::Number(number)) => number.is_i64(),
+            _ => false,
+        };
+        if !self.version || self.unusual || !id_fits || self.called_tool().is_none() {
+            return None;
+        }
+        match &self.params {
+            Params::Object {
+                unusual: false,
+                arguments,
+                arguments_text,
+                ..
+            } => match arguments {
+                None | Some(Kind::Null) => Some("{}"),
+                Some(Kind::Object) => *arguments_text,
+                Some(_) => None,
+            },
+            _ => None,
         }
     }
 
@@ -126,8 +173,22 @@ impl<'de> Deserialize<'de> for Peek<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Peek<'de>, A::Error> {
                 let mut peek = Peek::default();
+                let mut seen = [false; 4];
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let known = ["jsonrpc", "id", "method", "params"]
+                        .iter()
+                        .position(|known| *known == key);
+                    match known {
+                        Some(index) if !seen[index] => seen[index] = true,
+                        _ => peek.unusual = true,
+                    }
                     match &*key {
+                        "jsonrpc" => {
+                            peek.version = matches!(
+                                map.next_value::<Kind<'de>>()?,
+                                Kind::Str(version) if version == "2.0"
+                            );
+                        }
                         "id" => {
                             let id: Value = map.next_value()?;
                             peek.id = (id.is_string() || id.is_number()).then_some(id);
@@ -165,17 +226,40 @@ impl<'de> Deserialize<'de> for Params<'de> {
                 f.write_str("JSON")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'de>, A::Error> {
-                let (mut name, mut arguments) = (None, None);
+                let (mut name, mut arguments, mut arguments_text) = (None, None, None);
+                let (mut unusual, mut meta) = (false, false);
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     match &*key {
-                        "name" => name = Some(map.next_value()?),
-                        "arguments" => arguments = Some(map.next_value()?),
+                        "name" => {
+                            unusual |= name.is_some();
+                            name = Some(map.next_value()?);
+                        }
+                        "arguments" => {
+                            unusual |= arguments.is_some();
+                            let text = map.next_value::<&'de RawValue>()?.get();
+                            arguments = Some(match text.as_bytes().first() {
+                                Some(b'{') => Kind::Object,
+                                _ if text == "null" => Kind::Null,
+                                _ => Kind::Other,
+                            });
+                            arguments_text = Some(text);
+                        }
+                        "_meta" => {
+                            unusual |= !map.next_value::<OnlyProgressToken>()?.0 || meta;
+                            meta = true;
+                        }
                         _ => {
+                            unusual = true;
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
                 }
-                Ok(Params::Object { name, arguments })
+                Ok(Params::Object {
+                    name,
+                    arguments,
+                    arguments_text,
+                    unusual,
+                })
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Params<'de>, A::Error> {
                 drain_seq(seq)?;
@@ -184,6 +268,41 @@ impl<'de> Deserialize<'de> for Params<'de> {
             scalars!(Params<'de>, Params::NotObject, visit_str, visit_unit);
         }
         deserializer.deserialize_any(ParamsVisitor)
+    }
+}
+
+/// Whether a `_meta` is an object that holds at most a `progressToken`.
+struct OnlyProgressToken(bool);
+
+impl<'de> Deserialize<'de> for OnlyProgressToken {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetaVisitor;
+        impl<'de> Visitor<'de> for MetaVisitor {
+            type Value = OnlyProgressToken;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let (mut only, mut token) = (true, false);
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    only &= key == "progressToken" && !token;
+                    token = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                Ok(OnlyProgressToken(only))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                drain_seq(seq)?;
+                Ok(OnlyProgressToken(false))
+            }
+            scalars!(
+                OnlyProgressToken,
+                OnlyProgressToken(false),
+                visit_str,
+                visit_unit
+            );
+        }
+        deserializer.deserialize_any(MetaVisitor)
     }
 }
 
@@ -261,6 +380,41 @@ mod tests {
             peek(r#"{"method":"tools\/call","id":"a","params":{"name":"t\u0041"}}"#).called_tool(),
             Some("tA")
         );
+        // The plainest calls, which the edge may answer itself, and what makes one not.
+        let plain = |text: &str| peek(text).plain_call_arguments().map(str::to_owned);
+        assert_eq!(
+            plain(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{ "a" : [1] }}}"#).as_deref(),
+            Some(r#"{ "a" : [1] }"#)
+        );
+        for none in [
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t","_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":4},"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"method":"tools/call","params":{"name":"t","arguments":null}}"#,
+        ] {
+            assert_eq!(plain(none).as_deref(), Some("{}"), "{none}");
+        }
+        for not_plain in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"traceparent":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"progressToken":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressToken":1,"x":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{},"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","task":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","name":"u"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"},"extra":1}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"id":1,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"t"}}"#,
+        ] {
+            assert_eq!(plain(not_plain), None, "{not_plain}");
+        }
         for bad in [
             "{",
             r#"{"id":1,}"#,

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -14,6 +15,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 
 use super::guard::Guarded;
 use super::{AwaitsAnswer, EdgeLimits, Inner, Opening, RpcId};
+use crate::clients::{Client, Shared};
 use crate::tokens::Principal;
 
 /// The header that names a session.
@@ -26,19 +28,43 @@ pub(crate) struct Sessions {
     max_total: usize,
     max_per_principal: usize,
     max_streams: usize,
+    /// How long a session may go without a request reaching rmcp (see
+    /// [`direct_client`](Sessions::direct_client)).
+    touch_every: Duration,
     state: Mutex<Owners>,
 }
 
 #[derive(Debug, Default)]
 struct Owners {
-    /// Session id → its principal's id.
-    owner: HashMap<String, Arc<str>>,
+    /// Session id → who opened it.
+    owner: HashMap<String, Owner>,
     /// Principal id → sessions open or being opened.
     held: HashMap<Arc<str>, usize>,
     /// Sessions being opened, all principals together.
     opening: usize,
     /// Principal id → open streams: GET streams, and POST requests not answered yet.
     streams: HashMap<Arc<str>, usize>,
+}
+
+/// Who opened a session, and what its requests answered without rmcp need.
+struct Owner {
+    /// The principal's key.
+    principal: Arc<str>,
+    /// The principal as it opened the session (its subject, with its scopes).
+    opener: Principal,
+    /// When a request of the session last went to rmcp (its opening, at first).
+    touched: Instant,
+    /// The client the session's direct answers act for, once found.
+    client: Option<Arc<Client>>,
+}
+
+impl std::fmt::Debug for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Owner")
+            .field("principal", &self.principal)
+            .field("touched", &self.touched)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Owners {
@@ -66,6 +92,7 @@ impl Sessions {
             max_total: limits.max_sessions,
             max_per_principal: limits.max_sessions_per_principal,
             max_streams: limits.max_streams_per_principal,
+            touch_every: limits.session_idle_timeout / 4,
             state: Mutex::new(Owners::default()),
         }
     }
@@ -79,10 +106,10 @@ impl Sessions {
         let live = self.manager.sessions.read().await;
         let mut state = self.state();
         let mut gone = Vec::new();
-        state.owner.retain(|id, principal| {
+        state.owner.retain(|id, owner| {
             let keep = live.contains_key(id.as_str());
             if !keep {
-                gone.push(principal.clone());
+                gone.push(owner.principal.clone());
             }
             keep
         });
@@ -123,13 +150,48 @@ impl Sessions {
         self.state()
             .owner
             .get(session)
-            .is_some_and(|owner| &**owner == principal)
+            .is_some_and(|owner| &*owner.principal == principal)
+    }
+
+    /// The client a request of `session` made by `principal` acts for, if the server may
+    /// answer it without rmcp (`direct.rs`): `principal` opened the session, with the same
+    /// subject (another token of theirs, with other scopes, goes to rmcp, which serves it from
+    /// a run of its own scopes). rmcp ends a session that no request reached for
+    /// `EdgeLimits::session_idle_timeout`, so a request of a session whose last request to
+    /// rmcp is a quarter of that old goes to rmcp: `None`, and its time noted.
+    pub(crate) fn direct_client(
+        &self,
+        session: &str,
+        principal: &Principal,
+        shared: &Arc<Shared>,
+    ) -> Option<Arc<Client>> {
+        {
+            let mut state = self.state();
+            let owner = state.owner.get_mut(session)?;
+            if !owner.opener.same_as(principal) || owner.opener.subject() != principal.subject() {
+                return None;
+            }
+            let now = Instant::now();
+            if now.duration_since(owner.touched) >= self.touch_every {
+                owner.touched = now;
+                return None;
+            }
+            if let Some(client) = &owner.client {
+                return Some(client.clone());
+            }
+        }
+        // Found outside this lock (the clients' map has its own).
+        let client = shared.client(principal.issuer(), principal.id(), principal.subject());
+        if let Some(owner) = self.state().owner.get_mut(session) {
+            owner.client = Some(client.clone());
+        }
+        Some(client)
     }
 
     fn forget(&self, session: &str) {
         let mut state = self.state();
-        if let Some(principal) = state.owner.remove(session) {
-            state.release(&principal);
+        if let Some(owner) = state.owner.remove(session) {
+            state.release(&owner.principal);
         }
     }
 
@@ -155,12 +217,16 @@ struct Reservation {
 }
 
 impl Reservation {
-    fn opened(mut self, session: &str) {
+    fn opened(mut self, session: &str, opener: Principal) {
         let mut state = self.sessions.state();
         state.opening = state.opening.saturating_sub(1);
-        state
-            .owner
-            .insert(session.to_owned(), self.principal.clone());
+        let owner = Owner {
+            principal: self.principal.clone(),
+            opener,
+            touched: Instant::now(),
+            client: None,
+        };
+        state.owner.insert(session.to_owned(), owner);
         self.opened = true;
     }
 }
@@ -205,6 +271,7 @@ pub(crate) async fn guard_sessions(
     let Some(principal) = request.extensions().get::<Principal>() else {
         return next.run(request).await;
     };
+    let opener = principal.clone();
     let principal: Arc<str> = principal.key().clone();
     let session = request
         .headers()
@@ -255,7 +322,7 @@ pub(crate) async fn guard_sessions(
             .and_then(|value| value.to_str().ok());
         if let Some(opened) = opened {
             tracing::debug!(client = ?principal, session = ?opened, "a session opened");
-            reservation.opened(opened);
+            reservation.opened(opened, opener);
         }
         return response;
     };

@@ -20,6 +20,7 @@ mod limits;
 mod mcp_approval;
 mod mcp_context;
 mod mcp_deferred;
+mod mcp_direct;
 mod mcp_edge;
 mod mcp_http;
 mod mcp_logs;

@@ -1,0 +1,443 @@
+//! Plain `tools/call` requests of a session, answered by the HTTP edge itself (`direct.rs` in
+//! registry-mcp): the example server, raw requests where the point is the raw request, rmcp's
+//! client where a person approves. The answers must be rmcp's, the calls that need the
+//! session must still reach rmcp, a session in use must not expire, and a call held for an
+//! approval must be decided once.
+
+use crate::mcp_support;
+
+use std::time::{Duration, Instant};
+
+use mcp_support::*;
+use reqwest::StatusCode;
+use rmcp::ServiceExt;
+use rmcp::handler::client::ClientHandler;
+use rmcp::model::{ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData};
+use rmcp::service::{RequestContext, RoleClient};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+/// The example server with the bundled tokens, logging the audit events.
+async fn start(args: &[&str]) -> ExampleServer {
+    let tokens = tokens_file();
+    let mut all: Vec<&std::ffi::OsStr> = vec!["--tokens".as_ref(), tokens.as_os_str()];
+    all.extend(["--log", "info,rmcp=warn"].map(std::ffi::OsStr::new));
+    all.extend(args.iter().map(std::ffi::OsStr::new));
+    start_example(all).await
+}
+
+/// A raw session: its id, opened by `token` with `initialize` and `notifications/initialized`.
+struct Session<'a> {
+    server: &'a ExampleServer,
+    token: &'static str,
+    id: String,
+}
+
+/// How a request was answered.
+#[derive(Debug, PartialEq)]
+enum Form {
+    /// One JSON object: by the edge.
+    Json,
+    /// Server-sent events: by rmcp.
+    Events,
+}
+
+impl<'a> Session<'a> {
+    async fn open(server: &'a ExampleServer, token: &'static str) -> Session<'a> {
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"}}});
+        let response = request(server, token, None, &initialize.to_string(), &[]).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let id = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        within("initialize's answer", response.text())
+            .await
+            .unwrap();
+        let session = Session { server, token, id };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let response = session.post(&initialized.to_string(), &[]).await;
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        session
+    }
+
+    async fn post(&self, body: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        request(self.server, self.token, Some(&self.id), body, headers).await
+    }
+
+    /// Calls `name` with the params `extra` adds to its name and arguments: the status, the
+    /// form of the answer and the JSON-RPC message.
+    async fn call(
+        &self,
+        id: u64,
+        name: &str,
+        arguments: Option<Value>,
+        extra: &[(&str, Value)],
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Form, Value) {
+        let mut params = json!({"name": name});
+        if let Some(arguments) = arguments {
+            params["arguments"] = arguments;
+        }
+        for (key, value) in extra {
+            params[*key] = value.clone();
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        answer(self.post(&body.to_string(), headers).await).await
+    }
+}
+
+async fn request(
+    server: &ExampleServer,
+    token: &str,
+    session: Option<&str>,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = reqwest::Client::new()
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {token}"))
+        .body(body.to_owned());
+    if !headers.iter().any(|(name, _)| *name == "accept") {
+        request = request.header("accept", "application/json, text/event-stream");
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    within("a raw request", request.send())
+        .await
+        .expect("the server answers")
+}
+
+/// The status, form and JSON-RPC message of an answer (an SSE stream's last message).
+async fn answer(response: reqwest::Response) -> (StatusCode, Form, Value) {
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|value| value.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = within("an answer", response.text()).await.unwrap();
+    if kind.starts_with("application/json") {
+        return (status, Form::Json, serde_json::from_str(&text).unwrap());
+    }
+    assert!(
+        kind.starts_with("text/event-stream"),
+        "{status} {kind}: {text}"
+    );
+    let message = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|data| !data.is_empty())
+        .unwrap_or_else(|| panic!("no message in {text:?}"));
+    (status, Form::Events, serde_json::from_str(message).unwrap())
+}
+
+/// The body of a plain `tools/call` request.
+fn call_body(id: u64, name: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": name, "arguments": arguments}})
+    .to_string()
+}
+
+/// The message without its id.
+fn without_id(mut message: Value) -> Value {
+    message.as_object_mut().unwrap().remove("id");
+    message
+}
+
+#[tokio::test]
+async fn plain_calls_are_answered_by_the_edge_exactly_as_rmcp_answers_them() {
+    let server = start(&[]).await;
+    let writer = Session::open(&server, RELEASE_TOKEN).await;
+    let reader = Session::open(&server, SUPPORT_TOKEN).await;
+    // Each call plainly, then with a trace's context in `_meta` (which only rmcp serves): the
+    // same answer.
+    let calls: [(&Session<'_>, &str, Option<Value>, &str); 9] = [
+        (
+            &writer,
+            "search_docs",
+            Some(json!({"query": "deploy"})),
+            "a result",
+        ),
+        (
+            &writer,
+            "search_docs",
+            Some(json!({"query": 5})),
+            "invalid arguments",
+        ),
+        (&writer, "search_docs", None, "no arguments"),
+        (&writer, "search_docs", Some(Value::Null), "null arguments"),
+        (
+            &writer,
+            "changelog",
+            Some(json!({"version": "x"})),
+            "a panic",
+        ),
+        (
+            &writer,
+            "rollback",
+            Some(json!({"env": "staging"})),
+            "a result",
+        ),
+        (
+            &reader,
+            "rollback",
+            Some(json!({"env": "staging"})),
+            "a hidden tool",
+        ),
+        // Async, so rmcp would serve it were it visible: hidden, it is refused here as an
+        // unknown tool is, and the form of the answer does not tell them apart.
+        (
+            &reader,
+            "deploy",
+            Some(json!({"project": "web", "env": "staging"})),
+            "a hidden async tool",
+        ),
+        (&writer, "no_such_tool", Some(json!({})), "an unknown tool"),
+    ];
+    let mut kinds = Vec::new();
+    for (n, (session, name, arguments, what)) in calls.into_iter().enumerate() {
+        let id = 10 + 2 * n as u64;
+        let (status, form, direct) = session.call(id, name, arguments.clone(), &[], &[]).await;
+        assert_eq!(
+            (status, form),
+            (StatusCode::OK, Form::Json),
+            "{what}: {direct}"
+        );
+        assert_eq!(direct["id"], json!(id), "{what}");
+        let meta = [(
+            "_meta",
+            json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
+        )];
+        let (status, form, by_rmcp) = session.call(id + 1, name, arguments, &meta, &[]).await;
+        assert_eq!((status, form), (StatusCode::OK, Form::Events), "{what}");
+        assert_eq!(without_id(direct.clone()), without_id(by_rmcp), "{what}");
+        kinds.push(
+            match (&direct["result"]["isError"], &direct["error"]["code"]) {
+                (Value::Bool(false), _) => "ok",
+                (Value::Bool(true), _) => "isError",
+                (_, code) if *code == json!(-32602) => "-32602",
+                _ => panic!("{what}: {direct}"),
+            },
+        );
+    }
+    assert_eq!(
+        kinds,
+        [
+            "ok", "isError", "isError", "isError", "isError", "ok", "-32602", "-32602", "-32602"
+        ]
+    );
+    // A string id is echoed as it came.
+    let body = r#"{"jsonrpc":"2.0","id":"call-\u00e9","method":"tools/call","params":{"name":"rollback","arguments":{"env":"staging"}}}"#;
+    let (_, form, direct) = answer(writer.post(body, &[]).await).await;
+    assert_eq!(form, Form::Json);
+    assert_eq!(direct["id"], json!("call-é"));
+    assert_eq!(
+        direct["result"]["content"][0]["text"],
+        json!("Staging rolled back")
+    );
+}
+
+#[tokio::test]
+async fn calls_that_need_the_session_or_that_rmcp_would_refuse_still_reach_rmcp() {
+    let server = start(&[]).await;
+    let writer = Session::open(&server, RELEASE_TOKEN).await;
+    let staging = || Some(json!({"env": "staging"}));
+    // An async tool.
+    let (status, form, _) = writer
+        .call(
+            1,
+            "deploy",
+            Some(json!({"project": "web", "env": "staging"})),
+            &[],
+            &[],
+        )
+        .await;
+    assert_eq!((status, form), (StatusCode::OK, Form::Events));
+    // A progress token alone is an offer, which a tool without a context never takes up.
+    let progress = [("_meta", json!({"progressToken": 7}))];
+    let (status, form, message) = writer.call(2, "rollback", staging(), &progress, &[]).await;
+    assert_eq!((status, form), (StatusCode::OK, Form::Json), "{message}");
+    // Anything else in `_meta`, or a task: the session's stream carries them.
+    for (key, value) in [
+        (
+            "_meta",
+            json!({"progressToken": 7, "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
+        ),
+        ("task", json!({"ttl": 60000})),
+    ] {
+        let (status, form, message) = writer
+            .call(2, "rollback", staging(), &[(key, value)], &[])
+            .await;
+        assert_eq!(
+            (status, form),
+            (StatusCode::OK, Form::Events),
+            "{key}: {message}"
+        );
+    }
+    // An `Accept` header that rmcp must judge: a quality, or one media type only.
+    let (status, form, _) = writer
+        .call(
+            3,
+            "rollback",
+            staging(),
+            &[],
+            &[("accept", "application/json;q=0.9, text/event-stream")],
+        )
+        .await;
+    assert_eq!((status, form), (StatusCode::OK, Form::Events));
+    let only_json = writer
+        .post(
+            &call_body(4, "rollback", json!({"env": "staging"})),
+            &[("accept", "application/json")],
+        )
+        .await;
+    assert_eq!(only_json.status(), StatusCode::NOT_ACCEPTABLE);
+    // A protocol header: a revision with sessions is served here, an unknown one is refused
+    // by rmcp.
+    let (status, form, _) = writer
+        .call(
+            5,
+            "rollback",
+            staging(),
+            &[],
+            &[("mcp-protocol-version", "2025-11-25")],
+        )
+        .await;
+    assert_eq!((status, form), (StatusCode::OK, Form::Json));
+    let unknown = writer
+        .post(
+            &call_body(6, "rollback", json!({"env": "staging"})),
+            &[("mcp-protocol-version", "1999-01-01")],
+        )
+        .await;
+    assert_eq!(unknown.status(), StatusCode::BAD_REQUEST);
+    // Not JSON-RPC 2.0, or a key twice: what rmcp cannot parse is refused, not called.
+    for body in [
+        r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"rollback","arguments":{"env":"staging"}}}"#,
+        r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"search_docs","name":"rollback","arguments":{"env":"staging"}}}"#,
+    ] {
+        let (_, _, message) = answer(writer.post(body, &[]).await).await;
+        assert!(message.get("result").is_none(), "{body}: {message}");
+        assert!(message["error"]["code"].is_i64(), "{body}: {message}");
+    }
+    // Another principal's session is unknown; a closed one too.
+    let reader = Session {
+        server: &server,
+        token: SUPPORT_TOKEN,
+        id: writer.id.clone(),
+    };
+    let response = reader
+        .post(&call_body(9, "search_docs", json!({"query": "x"})), &[])
+        .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let closed = reqwest::Client::new()
+        .delete(&server.url)
+        .header("authorization", format!("Bearer {RELEASE_TOKEN}"))
+        .header("mcp-session-id", &writer.id)
+        .send();
+    assert!(
+        within("DELETE", closed)
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    let response = writer
+        .post(&call_body(10, "search_docs", json!({"query": "x"})), &[])
+        .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_session_in_use_does_not_expire_and_an_idle_one_does() {
+    // rmcp ends a session no request reached for 800 ms; the edge answers most calls.
+    let server = start(&["--session-idle-ms", "800"]).await;
+    let writer = Session::open(&server, RELEASE_TOKEN).await;
+    let started = Instant::now();
+    let (mut forms, mut id) = (Vec::new(), 0);
+    while started.elapsed() < Duration::from_millis(2_400) {
+        id += 1;
+        let (status, form, message) = writer
+            .call(id, "rollback", Some(json!({"env": "staging"})), &[], &[])
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "after {:?}: {message}",
+            started.elapsed()
+        );
+        assert_eq!(message["result"]["isError"], json!(false), "{message}");
+        forms.push(form);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    // Every quarter of the idle time, one went to rmcp; the others were answered here.
+    let by_rmcp = forms.iter().filter(|form| **form == Form::Events).count();
+    assert!(
+        (2..=forms.len() / 3).contains(&by_rmcp),
+        "{by_rmcp} of {} calls went to rmcp",
+        forms.len()
+    );
+    tokio::time::sleep(Duration::from_millis(1_600)).await;
+    let response = writer
+        .post(&call_body(0, "rollback", json!({"env": "staging"})), &[])
+        .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
+/// A person who approves every question, counting them.
+#[derive(Clone, Default)]
+struct Approver(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl ClientHandler for Approver {
+    fn get_info(&self) -> ClientConfig {
+        eliciting()
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})))
+    }
+}
+
+#[tokio::test]
+async fn a_plain_call_held_for_approval_is_decided_once_and_asked_on_the_session() {
+    let server = start(&[]).await;
+    let approver = Approver::default();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
+            .auth_header(RELEASE_TOKEN),
+    );
+    let client = within("initialize", approver.clone().serve(transport))
+        .await
+        .expect("the client connects");
+    let result = call(&client, "drop_preview", json!({"name": "pr-7"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "preview pr-7 deleted");
+    assert_eq!(approver.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    within("shutdown", client.cancel()).await.unwrap();
+    // One approval requested (the call was decided once, at the edge), and one run.
+    let lines = server.lines.lock().unwrap().clone();
+    let audited = |what: &str| {
+        lines
+            .iter()
+            .filter(|line| line.contains("drop_preview") && line.contains(what))
+            .count()
+    };
+    assert_eq!(audited(r#"outcome="approval_required""#), 1, "{lines:#?}");
+    assert_eq!(audited(r#"outcome="ok""#), 1, "{lines:#?}");
+}
