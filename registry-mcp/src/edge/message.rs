@@ -424,4 +424,84 @@ mod tests {
             assert!(serde_json::from_str::<Peek<'_>>(bad).is_err(), "{bad}");
         }
     }
+
+    /// Every one-byte change (deleted, or one of a few bytes inserted or put in its place) of
+    /// a few plain calls: whatever `plain_call_arguments` accepts, serde_json reads as the same
+    /// call (version, id, method, only the keys allowed, the same arguments), so the edge never
+    /// answers a call other than the one rmcp would have read.
+    #[test]
+    fn whatever_a_plain_call_is_taken_for_serde_json_reads_the_same() {
+        let bases = [
+            r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"add","arguments":{"a":1,"b":[2,"x"]}}}"#,
+            r#"{"params":{"_meta":{"progressToken":"p"},"arguments":null,"name":"t\u0041"},"method":"tools/call","id":"s","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":-7,"method":"tools/call","params":{"name":"n"}}"#,
+        ];
+        let alphabet = b"{}[]\",:\\ 0a-_.";
+        let (mut accepted, mut tried) = (0, 0);
+        for base in bases {
+            let base = base.as_bytes();
+            let mut variants: Vec<Vec<u8>> = vec![base.to_vec()];
+            for at in 0..base.len() {
+                let mut deleted = base.to_vec();
+                deleted.remove(at);
+                variants.push(deleted);
+                for &byte in alphabet {
+                    let mut inserted = base.to_vec();
+                    inserted.insert(at, byte);
+                    variants.push(inserted);
+                    let mut replaced = base.to_vec();
+                    replaced[at] = byte;
+                    variants.push(replaced);
+                }
+            }
+            for variant in variants {
+                tried += 1;
+                let Ok(peek) = serde_json::from_slice::<Peek<'_>>(&variant) else {
+                    continue;
+                };
+                let Some(arguments) = peek.plain_call_arguments() else {
+                    continue;
+                };
+                accepted += 1;
+                let text = String::from_utf8_lossy(&variant);
+                let value: Value = serde_json::from_slice(&variant).expect("valid JSON");
+                assert_eq!(value["jsonrpc"], "2.0", "{text}");
+                assert_eq!(value["method"], "tools/call", "{text}");
+                assert!(value["id"].is_string() || value["id"].is_i64(), "{text}");
+                assert_eq!(peek.id.as_ref(), Some(&value["id"]), "{text}");
+                let top: Vec<&String> = value.as_object().unwrap().keys().collect();
+                assert!(
+                    top.iter()
+                        .all(|key| ["jsonrpc", "id", "method", "params"].contains(&key.as_str())),
+                    "{text}"
+                );
+                let params = value["params"].as_object().expect("params");
+                assert!(
+                    params
+                        .keys()
+                        .all(|key| ["name", "arguments", "_meta"].contains(&key.as_str())),
+                    "{text}"
+                );
+                assert_eq!(
+                    Some(&params["name"]),
+                    peek.called_tool().map(Value::from).as_ref()
+                );
+                if let Some(meta) = params.get("_meta") {
+                    let meta = meta.as_object().expect("_meta an object");
+                    assert!(meta.keys().all(|key| key == "progressToken"), "{text}");
+                }
+                let expected = match params.get("arguments") {
+                    None | Some(Value::Null) => Value::Object(Default::default()),
+                    Some(arguments) => arguments.clone(),
+                };
+                let read: Value = serde_json::from_str(arguments).expect("arguments parse");
+                assert_eq!(read, expected, "{text}");
+            }
+        }
+        // The mutations reach both sides.
+        assert!(
+            accepted > 30 && accepted < tried / 2,
+            "{accepted} of {tried}"
+        );
+    }
 }
