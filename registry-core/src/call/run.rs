@@ -40,42 +40,67 @@ impl Run {
         self.call_in_trace(call, options).instrument(span)
     }
 
-    async fn call_in_trace(&self, call: ToolCall, options: CallOptions) -> Observation {
-        audit::ready(self.registry.audit_sink()).await;
-        let started = self.clock();
-        let mut resolved = match self.resolve(call, &options) {
-            Ok(resolved) => resolved,
-            Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
-        };
-        // Boxed, as below: only a registry with asynchronous policies pays for their future.
-        let gated = if self.registry.async_call_policies().is_empty() {
-            self.gate(&mut resolved)
-        } else {
-            Box::pin(self.gate_async(&mut resolved)).await
-        };
-        match gated {
-            Ok(None) => {}
-            Ok(Some(reason)) => {
-                // Boxed: the request's future is most of a call's, and a person's approval
-                // is rare; every other call's future stays small to move.
-                let decided = Box::pin(self.request_approval(resolved, reason)).await;
-                return self.finish_traced(decided, started, options.trace.as_ref());
+    /// The call's future. Not an `async fn`, whose arguments its future keeps twice (as
+    /// given, and moved into its body): an `async` block uses them where they are. And the
+    /// tool is awaited through [`execution::start`], whose future keeps only what the wait
+    /// needs: the future was 1,392 bytes, and every call moves it (2026-12-04).
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` here makes the future 1,056 bytes, the `async` block 800"
+    )]
+    fn call_in_trace(
+        &self,
+        call: ToolCall,
+        options: CallOptions,
+    ) -> impl Future<Output = Observation> + Send + '_ {
+        async move {
+            audit::ready(self.registry.audit_sink()).await;
+            let started = self.clock();
+            let mut resolved = match self.resolve(call, &options) {
+                Ok(resolved) => resolved,
+                Err(refused) => {
+                    return self.finish_traced(*refused, started, options.trace.as_ref());
+                }
+            };
+            // Boxed, as below: only a registry with asynchronous policies pays for their
+            // future.
+            let gated = if self.registry.async_call_policies().is_empty() {
+                self.gate(&mut resolved)
+            } else {
+                Box::pin(self.gate_async(&mut resolved)).await
+            };
+            match gated {
+                Ok(None) => {}
+                Ok(Some(reason)) => {
+                    // Boxed: the request's future is most of a call's, and a person's approval
+                    // is rare; every other call's future stays small to move.
+                    let decided = Box::pin(self.request_approval(resolved, reason)).await;
+                    return self.finish_traced(decided, started, options.trace.as_ref());
+                }
+                Err(refused) => {
+                    return self.finish_traced(*refused, started, options.trace.as_ref());
+                }
             }
-            Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
-        }
-        if let Err(refused) = self.admit(&resolved).await {
-            return self.finish_traced(*refused, started, options.trace.as_ref());
-        }
-        let outcome = self
-            .execute(&resolved.entry, resolved.context, resolved.arguments)
+            if let Err(refused) = self.admit(&resolved).await {
+                return self.finish_traced(*refused, started, options.trace.as_ref());
+            }
+            let outcome = execution::start(
+                &resolved.entry.tool,
+                resolved.context,
+                resolved.arguments,
+                self.deadline(&resolved.entry),
+                self.registry.blocking_pool(),
+            )
             .await;
-        self.answer(
-            &resolved.entry,
-            resolved.ticket,
-            outcome,
-            started,
-            options.trace.as_ref(),
-        )
+            let outcome = self.refund_unrun(outcome);
+            self.answer(
+                &resolved.entry,
+                resolved.ticket,
+                outcome,
+                started,
+                options.trace.as_ref(),
+            )
+        }
     }
 
     /// Resolves, gates and executes `call` on this thread, without an async runtime (async

@@ -44,13 +44,82 @@ pub(crate) async fn execute(
     timeout: Option<Duration>,
     pool: &BlockingPool,
 ) -> Result<Payload, Failure> {
+    start(tool, ctx, arguments, timeout, pool).await
+}
+
+/// A call [`start`]ed: ended already, or waiting for the pool or an async tool; awaited, its
+/// result. Only what the wait needs is kept, so that the future of a call that awaits it
+/// stays small to move (an `async fn` here kept the arguments, the tool's context and their
+/// copies in every state: 504 bytes of `Run::call`'s 1,392, 2026-12-04).
+pub(crate) enum Started<'a> {
+    /// It ended here: a synchronous tool run on the caller's thread, a call cancelled before
+    /// it ran, or an async tool that was done at once (`None` once taken).
+    Done(Option<Result<Payload, Failure>>),
+    /// A synchronous tool handed to the pool (boxed: the hop costs microseconds anyway).
+    Pool(Pin<Box<dyn Future<Output = Result<Payload, Failure>> + Send + 'a>>),
+    /// An async tool's future, within the call's deadline and cancellation.
+    Tool {
+        until: Until<CatchUnwind>,
+        timeout: Option<Duration>,
+        cancellation: Cancellation,
+    },
+}
+
+impl Future for Started<'_> {
+    type Output = Result<Payload, Failure>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Started::Done(result) => Poll::Ready(
+                result
+                    .take()
+                    .unwrap_or_else(|| Err(panicked("the call was awaited again".into()))),
+            ),
+            Started::Pool(future) => future.as_mut().poll(cx),
+            Started::Tool {
+                until,
+                timeout,
+                cancellation,
+            } => {
+                let Poll::Ready(ending) = Pin::new(until).poll(cx) else {
+                    return Poll::Pending;
+                };
+                Poll::Ready(match ending {
+                    Ending::Done(Ok(outcome)) => classify(outcome),
+                    Ending::Done(Err(message)) => Err(panicked(message)),
+                    Ending::TimedOut => {
+                        cancellation.cancel();
+                        Err(timed_out(timeout.unwrap_or_default()))
+                    }
+                    Ending::Cancelled => Err(cancelled()),
+                })
+            }
+        }
+    }
+}
+
+/// Starts `tool` as [`execute`] runs it: a synchronous tool that runs on the caller's thread
+/// runs now, to its end; anything else is left to wait for.
+pub(crate) fn start<'a>(
+    tool: &'a Tool,
+    ctx: ToolContext,
+    arguments: CheckedArguments,
+    timeout: Option<Duration>,
+    pool: &'a BlockingPool,
+) -> Started<'a> {
     let cancellation = ctx.cancellation().clone();
     if cancellation.is_cancelled() {
-        return Err(cancelled());
+        return Started::Done(Some(Err(cancelled())));
     }
     if !tool.is_async() {
         if tool.settings().non_blocking {
-            return run_inline_within(tool, ctx, arguments, timeout, &cancellation);
+            return Started::Done(Some(run_inline_within(
+                tool,
+                ctx,
+                arguments,
+                timeout,
+                &cancellation,
+            )));
         }
         // A quick tool runs here while it stays quick (execute/inline.rs).
         let gate = pool.inline_gate();
@@ -62,28 +131,26 @@ pub(crate) async fn execute(
             drop(slot);
             tool.note_run(took);
             gate.ran_inline(tool.inline_record(), took);
-            return result;
+            return Started::Done(Some(result));
         }
-        // Boxed: the hop to the pool costs microseconds anyway, and the future of every
-        // other call stays small to move.
-        return Box::pin(on_pool(tool, ctx, arguments, timeout, pool, &cancellation)).await;
+        return Started::Pool(Box::pin(on_pool(
+            tool,
+            ctx,
+            arguments,
+            timeout,
+            pool,
+            cancellation,
+        )));
     }
     let future = match catch_unwind(AssertUnwindSafe(|| tool.invoke(ctx, arguments))) {
         Ok(Invocation::Pending(future)) => CatchUnwind(future),
-        Ok(Invocation::Done(outcome)) => return classify(outcome),
-        Err(payload) => return Err(panicked(panic_message(&*payload))),
+        Ok(Invocation::Done(outcome)) => return Started::Done(Some(classify(outcome))),
+        Err(payload) => return Started::Done(Some(Err(panicked(panic_message(&*payload))))),
     };
-    let result = match until(future, timeout, &cancellation).await {
-        Ending::Done(result) => result,
-        Ending::TimedOut => {
-            cancellation.cancel();
-            return Err(timed_out(timeout.unwrap_or_default()));
-        }
-        Ending::Cancelled => return Err(cancelled()),
-    };
-    match result {
-        Ok(outcome) => classify(outcome),
-        Err(message) => Err(panicked(message)),
+    Started::Tool {
+        until: Until::new(future, timeout, &cancellation),
+        timeout,
+        cancellation,
     }
 }
 
@@ -123,8 +190,9 @@ async fn on_pool(
     arguments: CheckedArguments,
     timeout: Option<Duration>,
     pool: &BlockingPool,
-    cancellation: &Cancellation,
+    cancellation: Cancellation,
 ) -> Result<Payload, Failure> {
+    let cancellation = &cancellation;
     let (sender, mut receiver) = futures_channel::oneshot::channel();
     let recent = tool.recent_run();
     let quick = recent.is_some_and(|took| took <= QUICK);
@@ -310,7 +378,7 @@ impl<T> Future for CatchUnwind<T> {
 }
 
 /// How a race between a call, its deadline and its cancellation ended.
-enum Ending<T> {
+pub(crate) enum Ending<T> {
     Done(T),
     TimedOut,
     Cancelled,
@@ -322,18 +390,23 @@ async fn until<F: Future + Unpin>(
     limit: Option<Duration>,
     cancellation: &Cancellation,
 ) -> Ending<F::Output> {
-    Until {
-        future,
-        delay: limit.map(Delay::new),
-        cancelled: cancellation.cancelled(),
-    }
-    .await
+    Until::new(future, limit, cancellation).await
 }
 
-struct Until<F> {
+pub(crate) struct Until<F> {
     future: F,
     delay: Option<Delay>,
     cancelled: Cancelled,
+}
+
+impl<F> Until<F> {
+    fn new(future: F, limit: Option<Duration>, cancellation: &Cancellation) -> Self {
+        Until {
+            future,
+            delay: limit.map(Delay::new),
+            cancelled: cancellation.cancelled(),
+        }
+    }
 }
 
 impl<F: Future + Unpin> Future for Until<F> {
