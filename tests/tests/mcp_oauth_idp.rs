@@ -10,6 +10,7 @@
 //! The first run installs `oauth-idp/node_modules` with `npm ci` (npm must be installed; the
 //! test fails, naming it, if it is not).
 
+mod install_lock;
 mod mcp_support;
 
 use std::path::{Path, PathBuf};
@@ -61,11 +62,13 @@ fn node_binary() -> PathBuf {
 }
 
 /// Installs `oauth-idp/node_modules` with `npm ci` unless the packages the lockfile pins are
-/// there already; once per test binary. Panics (never skips) if it cannot.
+/// there already; once per test binary, and one process at a time (nextest runs each test
+/// in its own). Panics (never skips) if it cannot.
 fn install() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         let dir = idp_dir();
+        let _one_at_a_time = install_lock::exclusive(&dir);
         if installed_as_locked(&dir) && node_runs() {
             return;
         }

@@ -4,15 +4,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+
+#[path = "../install_lock/mod.rs"]
+mod install_lock;
 
 /// The entry point `entry` (a path under `node_modules`) of an installed package; every
 /// package is installed with `npm ci` first if it is missing.
 pub fn installed(entry: &str) -> PathBuf {
-    static INSTALLING: Mutex<()> = Mutex::new(());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/upstreams");
     let path = dir.join("node_modules").join(entry);
-    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    // One install at a time, in this process and across the processes of a test runner.
+    let _one_at_a_time = install_lock::exclusive(&dir);
     if !path.exists() {
         let status = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--ignore-scripts"])
