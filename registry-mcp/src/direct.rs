@@ -25,7 +25,10 @@
 //! would refuse (an `Accept` header without both media types, or with parameters; a
 //! protocol header of 2026-07-28 or an unknown one); a session rmcp no longer has; a
 //! principal other than the one that opened the session, or the same with other scopes; a
-//! server whose handler is wrapped ([`HttpServer::bind_with`](crate::HttpServer::bind_with)).
+//! server whose handler is wrapped in a way the edge cannot know
+//! ([`HttpServer::bind_with`](crate::HttpServer::bind_with); a server composed with
+//! [`HttpServer::bind_with_handler`](crate::HttpServer::bind_with_handler) answers
+//! `tools/call` as the registry's handler does, and keeps the edge's answers).
 //! So does one request of a session every quarter of
 //! [`EdgeLimits::session_idle_timeout`](crate::EdgeLimits): rmcp ends a session that no
 //! request reached for that long.

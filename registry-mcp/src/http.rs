@@ -233,8 +233,10 @@ impl HttpServer {
     }
 
     /// [`bind`](Self::bind), serving to each session the handler `wrap` makes of the
-    /// registry's (see [`McpServer::http_router_with`]): say, the registry's tools with an
-    /// application's resources and prompts ([`RegistryServer::with_handler`]).
+    /// registry's (see [`McpServer::http_router_with`]). Since that handler may be anything,
+    /// every request goes to it: the edge answers no plain call itself. For the registry's
+    /// tools with an application's resources and prompts ([`RegistryServer::with_handler`]),
+    /// [`bind_with_handler`](Self::bind_with_handler) keeps those answers.
     ///
     /// ```no_run
     /// # use registry_core::Registry;
@@ -255,6 +257,37 @@ impl HttpServer {
         F: Fn(RegistryServer) -> S + Send + Sync + 'static,
     {
         HttpServer::bind_serving(registry, config, wrap, false).await
+    }
+
+    /// [`bind`](Self::bind), serving the registry's tools and `app`'s own resources, prompts
+    /// and completions as one server ([`RegistryServer::with_handler`], [`Composed`]).
+    ///
+    /// Unlike [`bind_with`](Self::bind_with), whose handler may be anything and so gets
+    /// every request, this keeps the edge's own answers to plain `tools/call` requests
+    /// (`direct.rs`): a composed server answers `tools/call` as the registry's handler alone
+    /// does, so the edge's answer is the one it would give.
+    ///
+    /// ```no_run
+    /// # use registry_core::Registry;
+    /// # use registry_mcp::{HttpConfig, HttpServer, Tokens};
+    /// # async fn serve(registry: Registry, app: impl registry_mcp::rmcp::ServerHandler + Clone) -> Result<(), registry_mcp::ServeError> {
+    /// let config = HttpConfig::new(Tokens::load("tokens.json")?);
+    /// let server = HttpServer::bind_with_handler(registry, config, app).await?;
+    /// server.serve().await
+    /// # }
+    /// ```
+    ///
+    /// [`Composed`]: crate::Composed
+    pub async fn bind_with_handler<H>(
+        registry: Registry,
+        config: HttpConfig,
+        app: H,
+    ) -> Result<HttpServer, ServeError>
+    where
+        H: ServerHandler + Clone,
+    {
+        let compose = move |tools: RegistryServer| tools.with_handler(app.clone());
+        HttpServer::bind_serving(registry, config, compose, true).await
     }
 
     /// [`bind_with`](Self::bind_with); `direct`: whether the edge may answer plain calls
@@ -339,7 +372,9 @@ impl McpServer {
     /// [`http_router`](Self::http_router), serving to each session the handler `wrap` makes
     /// of the registry's: say, [`RegistryServer::with_handler`], to serve an application's
     /// resources and prompts beside the tools (see [`Composed`](crate::Composed)). The bearer
-    /// tokens, sessions and runs are the registry's, whatever `wrap` does.
+    /// tokens, sessions and runs are the registry's, whatever `wrap` does; every request goes
+    /// to `wrap`'s handler ([`http_router_with_handler`](Self::http_router_with_handler) keeps
+    /// the edge's answers to plain calls for a composed server).
     ///
     /// ```no_run
     /// # use registry_mcp::{HttpConfig, McpServer, Tokens};
@@ -358,6 +393,27 @@ impl McpServer {
         F: Fn(RegistryServer) -> S + Send + Sync + 'static,
     {
         self.router(config, self.lazy_validator(config), wrap, false)
+    }
+
+    /// [`http_router`](Self::http_router), serving the registry's tools and `app`'s own
+    /// resources, prompts and completions as one server ([`RegistryServer::with_handler`],
+    /// [`Composed`](crate::Composed)), with the edge's own answers to plain `tools/call`
+    /// requests, which [`http_router_with`](Self::http_router_with) gives up: see
+    /// [`HttpServer::bind_with_handler`].
+    ///
+    /// ```no_run
+    /// # use registry_mcp::{HttpConfig, McpServer, Tokens};
+    /// # fn router(server: McpServer, app: impl registry_mcp::rmcp::ServerHandler + Clone) -> axum::Router {
+    /// let config = HttpConfig::new(Tokens::load("tokens.json").unwrap());
+    /// server.http_router_with_handler(&config, app)
+    /// # }
+    /// ```
+    pub fn http_router_with_handler<H>(&self, config: &HttpConfig, app: H) -> axum::Router
+    where
+        H: ServerHandler + Clone,
+    {
+        let compose = move |tools: RegistryServer| tools.with_handler(app.clone());
+        self.router(config, self.lazy_validator(config), compose, true)
     }
 
     /// The validator of `config.oauth`, fetching the issuer's keys at the first token.

@@ -93,7 +93,9 @@
 //! [`RegistryServer::with_handler`] composes the registry's tools with an application's own
 //! rmcp [`ServerHandler`](rmcp::ServerHandler) (resources, prompts, completions) into one
 //! [`Composed`] server, served with [`McpServer::serve_io_with`],
-//! [`McpServer::http_router_with`] or [`HttpServer::bind_with`].
+//! [`HttpServer::bind_with_handler`] or [`McpServer::http_router_with_handler`] (which keep
+//! the edge's own answers to plain tool calls), or any wrapping of the registry's handler with
+//! [`HttpServer::bind_with`] or [`McpServer::http_router_with`].
 //!
 //! # Tokens from an identity provider
 //!

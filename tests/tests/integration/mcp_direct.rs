@@ -6,14 +6,21 @@
 
 use crate::mcp_support;
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use mcp_support::*;
+use registry_core::{Registry, Subject};
+use registry_mcp::{HttpConfig, HttpServer, McpServer, Principal, ServerOptions, Tokens};
 use reqwest::StatusCode;
+use rmcp::ServerHandler;
 use rmcp::ServiceExt;
 use rmcp::handler::client::ClientHandler;
-use rmcp::model::{ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData};
-use rmcp::service::{RequestContext, RoleClient};
+use rmcp::model::{
+    ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData,
+    ListResourcesResult, PaginatedRequestParams, Resource, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleClient, RoleServer};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
@@ -29,7 +36,7 @@ async fn start(args: &[&str]) -> ExampleServer {
 
 /// A raw session: its id, opened by `token` with `initialize` and `notifications/initialized`.
 struct Session<'a> {
-    server: &'a ExampleServer,
+    url: &'a str,
     token: &'static str,
     id: String,
 }
@@ -44,11 +51,11 @@ enum Form {
 }
 
 impl<'a> Session<'a> {
-    async fn open(server: &'a ExampleServer, token: &'static str) -> Session<'a> {
+    async fn open(url: &'a str, token: &'static str) -> Session<'a> {
         let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
             "clientInfo": {"name": "raw", "version": "1"}}});
-        let response = request(server, token, None, &initialize.to_string(), &[]).await;
+        let response = request(url, token, None, &initialize.to_string(), &[]).await;
         assert_eq!(response.status(), StatusCode::OK);
         let id = response.headers()["mcp-session-id"]
             .to_str()
@@ -57,7 +64,7 @@ impl<'a> Session<'a> {
         within("initialize's answer", response.text())
             .await
             .unwrap();
-        let session = Session { server, token, id };
+        let session = Session { url, token, id };
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let response = session.post(&initialized.to_string(), &[]).await;
         assert_eq!(response.status(), StatusCode::ACCEPTED);
@@ -65,7 +72,7 @@ impl<'a> Session<'a> {
     }
 
     async fn post(&self, body: &str, headers: &[(&str, &str)]) -> reqwest::Response {
-        request(self.server, self.token, Some(&self.id), body, headers).await
+        request(self.url, self.token, Some(&self.id), body, headers).await
     }
 
     /// Calls `name` with the params `extra` adds to its name and arguments: the status, the
@@ -91,14 +98,14 @@ impl<'a> Session<'a> {
 }
 
 async fn request(
-    server: &ExampleServer,
+    url: &str,
     token: &str,
     session: Option<&str>,
     body: &str,
     headers: &[(&str, &str)],
 ) -> reqwest::Response {
     let mut request = reqwest::Client::new()
-        .post(&server.url)
+        .post(url)
         .header("content-type", "application/json")
         .header("authorization", format!("Bearer {token}"))
         .body(body.to_owned());
@@ -157,8 +164,8 @@ fn without_id(mut message: Value) -> Value {
 #[tokio::test]
 async fn plain_calls_are_answered_by_the_edge_exactly_as_rmcp_answers_them() {
     let server = start(&[]).await;
-    let writer = Session::open(&server, RELEASE_TOKEN).await;
-    let reader = Session::open(&server, SUPPORT_TOKEN).await;
+    let writer = Session::open(&server.url, RELEASE_TOKEN).await;
+    let reader = Session::open(&server.url, SUPPORT_TOKEN).await;
     // Each call plainly, then with a trace's context in `_meta` (which only rmcp serves): the
     // same answer.
     let calls: [(&Session<'_>, &str, Option<Value>, &str); 9] = [
@@ -250,7 +257,7 @@ async fn plain_calls_are_answered_by_the_edge_exactly_as_rmcp_answers_them() {
 #[tokio::test]
 async fn calls_that_need_the_session_or_that_rmcp_would_refuse_still_reach_rmcp() {
     let server = start(&[]).await;
-    let writer = Session::open(&server, RELEASE_TOKEN).await;
+    let writer = Session::open(&server.url, RELEASE_TOKEN).await;
     let staging = || Some(json!({"env": "staging"}));
     // An async tool.
     let (status, form, _) = writer
@@ -332,7 +339,7 @@ async fn calls_that_need_the_session_or_that_rmcp_would_refuse_still_reach_rmcp(
     }
     // Another principal's session is unknown; a closed one too.
     let reader = Session {
-        server: &server,
+        url: &server.url,
         token: SUPPORT_TOKEN,
         id: writer.id.clone(),
     };
@@ -362,7 +369,7 @@ async fn calls_that_need_the_session_or_that_rmcp_would_refuse_still_reach_rmcp(
 async fn a_session_in_use_does_not_expire_and_an_idle_one_does() {
     // rmcp ends a session no request reached for 800 ms; the edge answers most calls.
     let server = start(&["--session-idle-ms", "800"]).await;
-    let writer = Session::open(&server, RELEASE_TOKEN).await;
+    let writer = Session::open(&server.url, RELEASE_TOKEN).await;
     let started = Instant::now();
     let (mut forms, mut id) = (Vec::new(), 0);
     while started.elapsed() < Duration::from_millis(2_400) {
@@ -440,4 +447,141 @@ async fn a_plain_call_held_for_approval_is_decided_once_and_asked_on_the_session
     };
     assert_eq!(audited(r#"outcome="approval_required""#), 1, "{lines:#?}");
     assert_eq!(audited(r#"outcome="ok""#), 1, "{lines:#?}");
+}
+
+/// The tool of the composed servers below: synchronous, without a context.
+#[registry_core::tool(public, read_only)]
+fn double(n: i64) -> i64 {
+    n.saturating_mul(2)
+}
+
+/// An application's own part of a composed server: one resource.
+#[derive(Clone)]
+struct Docs;
+
+impl ServerHandler for Docs {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_resources().build())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let guide = Resource::new("docs://guide", "guide");
+        Ok(ListResourcesResult::with_all_items(vec![guide]))
+    }
+}
+
+const COMPOSED_TOKEN: &str = "composed-app-token-0001";
+
+/// How a composed server is made.
+#[derive(Clone, Copy)]
+enum Made {
+    /// `HttpServer::bind_with_handler`.
+    Bound,
+    /// `McpServer::http_router_with_handler`, served by `axum::serve`.
+    Routed,
+    /// `HttpServer::bind_with`, wrapping the registry's handler in the same composition.
+    Wrapped,
+}
+
+/// A server of this module's tool composed with [`Docs`], on loopback and serving: its URL.
+async fn composed(made: Made) -> String {
+    let registry = Registry::builder()
+        .declared_in([module_path!()])
+        .build()
+        .unwrap();
+    let mut tokens = Tokens::new();
+    tokens
+        .insert(COMPOSED_TOKEN, Principal::new("app", Subject::new("acme")))
+        .unwrap();
+    let config = HttpConfig::new(tokens).with_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
+    let server = match made {
+        Made::Bound => HttpServer::bind_with_handler(registry, config, Docs).await,
+        Made::Wrapped => {
+            HttpServer::bind_with(registry, config, |tools| tools.with_handler(Docs)).await
+        }
+        Made::Routed => {
+            let server = McpServer::new(registry, ServerOptions::default()).unwrap();
+            let router = server.http_router_with_handler(&config, Docs);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+            tokio::spawn(async move { axum::serve(listener, router).await });
+            return url;
+        }
+    }
+    .unwrap();
+    let url = server.url();
+    tokio::spawn(server.serve());
+    url
+}
+
+#[tokio::test]
+async fn a_composed_server_keeps_the_edges_answers_and_serves_the_apps_resources() {
+    let (bound, routed, wrapped) = (
+        composed(Made::Bound).await,
+        composed(Made::Routed).await,
+        composed(Made::Wrapped).await,
+    );
+    let kept = [
+        Session::open(&bound, COMPOSED_TOKEN).await,
+        Session::open(&routed, COMPOSED_TOKEN).await,
+    ];
+    let wrapped = Session::open(&wrapped, COMPOSED_TOKEN).await;
+    let meta = [(
+        "_meta",
+        json!({"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}),
+    )];
+    let cases = [
+        (json!({"n": 21}), "a result"),
+        (json!({"n": "x"}), "invalid arguments"),
+    ];
+    for (n, (kept, (arguments, what))) in kept
+        .iter()
+        .flat_map(|kept| cases.iter().cloned().map(move |case| (kept, case)))
+        .enumerate()
+    {
+        let id = 10 + 3 * n as u64;
+        // Composed by `bind_with_handler`: a plain call is answered by the edge...
+        let (status, form, direct) = kept
+            .call(id, "double", Some(arguments.clone()), &[], &[])
+            .await;
+        assert_eq!(
+            (status, form),
+            (StatusCode::OK, Form::Json),
+            "{what}: {direct}"
+        );
+        // ...as the composed handler answers it through rmcp (a trace in `_meta`)...
+        let (status, form, by_rmcp) = kept
+            .call(id + 1, "double", Some(arguments.clone()), &meta, &[])
+            .await;
+        assert_eq!((status, form), (StatusCode::OK, Form::Events), "{what}");
+        assert_eq!(without_id(direct.clone()), without_id(by_rmcp), "{what}");
+        // ...and as a server of the same composition by `bind_with` answers it, whose
+        // handler gets every call.
+        let (status, form, wrapped_answer) = wrapped
+            .call(id + 2, "double", Some(arguments), &[], &[])
+            .await;
+        assert_eq!((status, form), (StatusCode::OK, Form::Events), "{what}");
+        assert_eq!(
+            without_id(direct.clone()),
+            without_id(wrapped_answer),
+            "{what}"
+        );
+        if n % 2 == 0 {
+            assert_eq!(direct["result"]["content"][0]["text"], json!("42"));
+        } else {
+            assert_eq!(direct["result"]["isError"], json!(true), "{direct}");
+        }
+    }
+    // The application's part is the application's, through rmcp.
+    let list = json!({"jsonrpc": "2.0", "id": 30, "method": "resources/list"}).to_string();
+    let (status, form, resources) = answer(kept[0].post(&list, &[]).await).await;
+    assert_eq!((status, form), (StatusCode::OK, Form::Events));
+    assert_eq!(
+        resources["result"]["resources"][0]["uri"],
+        json!("docs://guide")
+    );
 }
