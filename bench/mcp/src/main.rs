@@ -42,7 +42,8 @@
 //! `--client raw|rmcp|both` (both), `--auth static,jwt,jwt-step-up` (all three), `--only-compare` (skip
 //! the in-process and sequential rows), `--tool add|add_on_pool` (`add`, declared
 //! `non_blocking`; `add_on_pool` is the same function without it, run on the registry's
-//! pool of threads).
+//! pool of threads), `--composed` (the registry server composed with an application's
+//! handler by `HttpServer::bind_with_handler`, as a server with resources and prompts is).
 
 mod bare;
 
@@ -89,6 +90,34 @@ static TOOL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 fn tool_name() -> &'static str {
     TOOL.get().map_or("add", String::as_str)
+}
+
+/// Set in the registry server's environment by `--composed`: it serves the registry's tools
+/// composed with an application's handler ([`Docs`]), by `HttpServer::bind_with_handler`.
+const COMPOSED: &str = "BENCH_MCP_COMPOSED";
+
+/// `--composed`'s application: one resource.
+#[derive(Clone)]
+struct Docs;
+
+impl rmcp::ServerHandler for Docs {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        let capabilities = rmcp::model::ServerCapabilities::builder()
+            .enable_resources()
+            .build();
+        rmcp::model::ServerConfig::new(capabilities)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, rmcp::ErrorData> {
+        let guide = rmcp::model::Resource::new("docs://guide", "guide");
+        Ok(rmcp::model::ListResourcesResult::with_all_items(vec![
+            guide,
+        ]))
+    }
 }
 
 /// How the registry server authenticates its clients. Everything that depends on the mode
@@ -382,6 +411,12 @@ impl Options {
                 options.protocols_only = true;
                 continue;
             }
+            if arg == "--composed" {
+                // The registry server's processes inherit it (Server::start_in).
+                // SAFETY: set before the runtime and any other thread of this process start.
+                unsafe { std::env::set_var(COMPOSED, "1") };
+                continue;
+            }
             let value = rest.next().unwrap_or_else(|| panic!("a value after {arg}"));
             let number = || -> usize {
                 value
@@ -459,7 +494,12 @@ fn serve(mode: AuthMode, args: &[String]) {
             .http_config(args)
             .with_addr(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
             .with_limits(limits);
-        let server = HttpServer::bind(registry, config).await.unwrap();
+        let server = if std::env::var_os(COMPOSED).is_some() {
+            HttpServer::bind_with_handler(registry, config, Docs).await
+        } else {
+            HttpServer::bind(registry, config).await
+        }
+        .unwrap();
         let baseline = axum::Router::new().route(
             "/baseline",
             axum::routing::post(|body: axum::body::Bytes| async move {
