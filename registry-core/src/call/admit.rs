@@ -175,6 +175,21 @@ impl Run {
         self.rule(resolved, ruling)
     }
 
+    /// The gate of the async paths (calls and tasks): [`gate`](Self::gate), or
+    /// [`gate_async`](Self::gate_async) when the registry has asynchronous policies. Boxed:
+    /// only a registry with asynchronous policies pays for their future, and every other
+    /// call's future stays small to move.
+    pub(super) async fn gate_any(
+        &self,
+        resolved: &mut Resolved,
+    ) -> Result<Option<String>, Box<Decided>> {
+        if self.registry.async_call_policies().is_empty() {
+            self.gate(resolved)
+        } else {
+            Box::pin(self.gate_async(resolved)).await
+        }
+    }
+
     /// What the synchronous policies and the tool's `needs_approval` decide; the ids of the
     /// policies that decided go on the ticket.
     #[inline]

@@ -110,12 +110,7 @@ impl Run {
             Ok(resolved) => resolved,
             Err(refused) => return Err(self.finish(*refused, started)),
         };
-        let gated = if self.registry.async_call_policies().is_empty() {
-            self.gate(&mut resolved)
-        } else {
-            Box::pin(self.gate_async(&mut resolved)).await
-        };
-        match gated {
+        match self.gate_any(&mut resolved).await {
             Ok(None) => {}
             Ok(Some(reason)) => {
                 let decided = self.request_approval(resolved, reason).await;

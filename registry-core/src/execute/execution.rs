@@ -29,28 +29,10 @@ pub(crate) struct Failure {
     pub(crate) timeout: Option<Duration>,
 }
 
-/// Runs `tool` in an async context. Synchronous tools run on `pool`, never on the caller's
-/// thread (an async worker), unless declared `non_blocking`: those run here, and a deadline
-/// is checked when they return, since nothing can interrupt them. A call that finds every
-/// thread busy waits for one, boundedly, else is refused `Unavailable`. A call whose
-/// cancellation is tripped ends `Cancelled`: an async tool's future is dropped, a synchronous
-/// tool's result discarded (it sees [`ToolContext::is_cancelled`] and may stop). Past its deadline, a call's cancellation is
-/// tripped too, so that a tool left running on its thread can stop; until it returns, its
-/// thread stays busy and counts against the pool.
-pub(crate) async fn execute(
-    tool: &Tool,
-    ctx: ToolContext,
-    arguments: CheckedArguments,
-    timeout: Option<Duration>,
-    pool: &BlockingPool,
-) -> Result<Payload, Failure> {
-    start(tool, ctx, arguments, timeout, pool).await
-}
-
 /// A call [`start`]ed: ended already, or waiting for the pool or an async tool; awaited, its
 /// result. Only what the wait needs is kept, so that the future of a call that awaits it
-/// stays small to move (an `async fn` here kept the arguments, the tool's context and their
-/// copies in every state: 504 bytes of `Run::call`'s 1,392, 2026-12-04).
+/// stays small to move (an `async fn` in its place kept the arguments, the tool's context and
+/// their copies in every state: 504 bytes of `Run::call`'s 1,392, 2026-12-04).
 pub(crate) enum Started<'a> {
     /// It ended here: a synchronous tool run on the caller's thread, a call cancelled before
     /// it ran, or an async tool that was done at once (`None` once taken).
@@ -98,8 +80,16 @@ impl Future for Started<'_> {
     }
 }
 
-/// Starts `tool` as [`execute`] runs it: a synchronous tool that runs on the caller's thread
-/// runs now, to its end; anything else is left to wait for.
+/// Starts `tool` in an async context; the returned future ends the call. A synchronous tool
+/// runs on the caller's thread (an async worker) only when declared `non_blocking`, or while
+/// it stays quick (`execute/inline.rs`): then it runs now, to its end. Any other runs on
+/// `pool`: a call that finds every thread busy waits for one, boundedly, else is refused
+/// `Unavailable`. A call whose cancellation is tripped ends `Cancelled`: an async tool's
+/// future is dropped, a synchronous tool's result discarded (it sees
+/// [`ToolContext::is_cancelled`] and may stop). Past its deadline, a call's cancellation is
+/// tripped too, so that a tool left running on its thread can stop; until it returns, its
+/// thread stays busy and counts against the pool. A synchronous tool on the caller's thread
+/// cannot be interrupted: its deadline is checked when it returns.
 pub(crate) fn start<'a>(
     tool: &'a Tool,
     ctx: ToolContext,
@@ -171,7 +161,7 @@ pub(crate) fn execute_blocking(
         }
         return run_inline_within(tool, ctx, arguments, timeout, &cancellation);
     }
-    pollster::block_on(execute(tool, ctx, arguments, timeout, pool))
+    pollster::block_on(start(tool, ctx, arguments, timeout, pool))
 }
 
 /// A tool whose last run on the pool took at most this long is waited for without yielding

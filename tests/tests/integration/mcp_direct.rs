@@ -148,6 +148,9 @@ async fn answer(response: reqwest::Response) -> (StatusCode, Form, Value) {
     (status, Form::Events, serde_json::from_str(message).unwrap())
 }
 
+/// A tool name with a NUL, a newline and a right-to-left override in it.
+const HOSTILE_NAME: &str = "hostile\0name\ntool\u{202e}gnp.exe";
+
 /// The body of a plain `tools/call` request.
 fn call_body(id: u64, name: &str, arguments: Value) -> String {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -168,7 +171,7 @@ async fn plain_calls_are_answered_by_the_edge_exactly_as_rmcp_answers_them() {
     let reader = Session::open(&server.url, SUPPORT_TOKEN).await;
     // Each call plainly, then with a trace's context in `_meta` (which only rmcp serves): the
     // same answer.
-    let calls: [(&Session<'_>, &str, Option<Value>, &str); 9] = [
+    let calls: [(&Session<'_>, &str, Option<Value>, &str); 10] = [
         (
             &writer,
             "search_docs",
@@ -210,6 +213,13 @@ async fn plain_calls_are_answered_by_the_edge_exactly_as_rmcp_answers_them() {
             "a hidden async tool",
         ),
         (&writer, "no_such_tool", Some(json!({})), "an unknown tool"),
+        // Hostile bytes in the name: answered as rmcp answers them, and logged escaped (below).
+        (
+            &writer,
+            HOSTILE_NAME,
+            Some(json!({})),
+            "an unknown tool with a NUL, a newline and a bidi override",
+        ),
     ];
     let mut kinds = Vec::new();
     for (n, (session, name, arguments, what)) in calls.into_iter().enumerate() {
@@ -240,9 +250,23 @@ async fn plain_calls_are_answered_by_the_edge_exactly_as_rmcp_answers_them() {
     assert_eq!(
         kinds,
         [
-            "ok", "isError", "isError", "isError", "isError", "ok", "-32602", "-32602", "-32602"
+            "ok", "isError", "isError", "isError", "isError", "ok", "-32602", "-32602", "-32602",
+            "-32602"
         ]
     );
+    // The hostile name reached the server's log (its audit of the refusals) only escaped:
+    // no line holds its raw bytes (a line split at its newline would begin with the bidi
+    // override).
+    let lines = server.lines.lock().unwrap().clone();
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.contains("hostile") && line.contains("\\n")),
+        "the hostile call is logged: {lines:#?}"
+    );
+    for line in &lines {
+        assert!(!line.contains(['\0', '\u{202e}']), "{line:?}");
+    }
     // A string id is echoed as it came.
     let body = r#"{"jsonrpc":"2.0","id":"call-\u00e9","method":"tools/call","params":{"name":"rollback","arguments":{"env":"staging"}}}"#;
     let (_, form, direct) = answer(writer.post(body, &[]).await).await;
