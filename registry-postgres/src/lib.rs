@@ -87,6 +87,7 @@ mod policies;
 mod prune;
 mod quotas;
 mod records;
+mod roles;
 mod tasks;
 mod text;
 #[cfg(feature = "throwaway")]
@@ -103,14 +104,17 @@ pub use policies::{
     MAX_POLICY_FILE_BYTES, MAX_POLICY_FILES, MAX_POLICY_NAME_LEN, MAX_POLICY_SET_BYTES,
     PolicySetRecord, ReplicaPolicyStatus, check_policy_files, policy_digest,
 };
-pub use prune::PruneReport;
+pub use prune::{PRUNE_FLOOR, PruneReport};
 pub use quotas::PgQuotaStore;
 pub use records::{
     ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind,
     VerdictOutcome,
 };
+pub use roles::Roles;
 pub use tasks::PgTaskStore;
-pub use upstreams::{MAX_UPSTREAM_OFFERS, UpstreamAcceptance, UpstreamOffer};
+pub use upstreams::{
+    MAX_UPSTREAM_OFFERS, UPSTREAM_OFFER_TTL, UpstreamAcceptance, UpstreamOffer,
+};
 
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]
