@@ -165,7 +165,7 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         tool: Option<String>,
         /// Only events of this kind.
-        #[arg(long, value_parser = ["call", "approval", "change", "projection", "readiness", "dropped", "unwritable", "other"])]
+        #[arg(long, value_parser = ["call", "approval", "change", "projection", "readiness", "dropped", "unwritable", "prune", "other"])]
         kind: Option<String>,
         /// At most this many.
         #[arg(long, value_name = "N", default_value_t = 50, value_parser = limit())]
