@@ -29,6 +29,12 @@
 //! The schema is embedded and applied when the first replica connects, idempotently and under
 //! an advisory lock.
 //!
+//! The database is not the authority: replicas connect as members of a replica role that may
+//! do a replica's work and nothing more, and `registry-admin` as a member of an admin role
+//! ([`ControlPlane::init_roles`], [`Roles`]). PostgreSQL itself refuses a replica's role a
+//! policy push, an upstream acceptance, an operator's verdict and a prune
+//! ([`Error::PermissionDenied`]).
+//!
 //! ```no_run
 //! use registry_core::Registry;
 //! use registry_postgres::{AuditConfig, ControlPlane};
@@ -112,9 +118,7 @@ pub use records::{
 };
 pub use roles::Roles;
 pub use tasks::PgTaskStore;
-pub use upstreams::{
-    MAX_UPSTREAM_OFFERS, UPSTREAM_OFFER_TTL, UpstreamAcceptance, UpstreamOffer,
-};
+pub use upstreams::{MAX_UPSTREAM_OFFERS, UPSTREAM_OFFER_TTL, UpstreamAcceptance, UpstreamOffer};
 
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]

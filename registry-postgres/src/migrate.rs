@@ -59,10 +59,7 @@ fn known() -> i32 {
 /// The schema's version, or `None` when the database has no schema yet.
 async fn current_version(client: &Client) -> Result<Option<i32>, Error> {
     let exists: bool = client
-        .query_one(
-            "SELECT to_regclass('registry_migrations') IS NOT NULL",
-            &[],
-        )
+        .query_one("SELECT to_regclass('registry_migrations') IS NOT NULL", &[])
         .await
         .map_err(Error::db("reading the schema version"))?
         .get(0);

@@ -87,7 +87,11 @@ impl ControlPlane {
     /// [`prune`](Self::prune) with the cutoff given as a time: refused when it is later than
     /// [`PRUNE_FLOOR`] ago.
     pub async fn prune_before(&self, cutoff: SystemTime) -> Result<Option<PruneReport>, Error> {
-        if cutoff > SystemTime::now().checked_sub(PRUNE_FLOOR).unwrap_or(SystemTime::UNIX_EPOCH) {
+        if cutoff
+            > SystemTime::now()
+                .checked_sub(PRUNE_FLOOR)
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        {
             return Err(Error::BelowPruneFloor {
                 asked: format!("before {}", since_epoch(cutoff)),
                 floor: PRUNE_FLOOR,
@@ -96,7 +100,11 @@ impl ControlPlane {
         self.prune_at(cutoff, false).await
     }
 
-    async fn prune_at(&self, cutoff: SystemTime, forced: bool) -> Result<Option<PruneReport>, Error> {
+    async fn prune_at(
+        &self,
+        cutoff: SystemTime,
+        forced: bool,
+    ) -> Result<Option<PruneReport>, Error> {
         // A connection of its own: the session lock goes with it, whatever happens.
         let (client, connection) = self.dedicated().await?;
         let driver = tokio::spawn(connection);

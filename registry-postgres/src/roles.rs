@@ -157,7 +157,10 @@ pub(crate) async fn apply(
     let mut created = Vec::new();
     for name in [&roles.replica, &roles.admin] {
         let exists = client
-            .query_one("SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", &[name])
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)",
+                &[name],
+            )
             .await
             .map_err(Error::db("reading the roles"))?
             .get::<_, bool>(0);

@@ -374,12 +374,23 @@ async fn registry_admin_accepts_an_upstream_change_on_every_replica() {
     assert_ne!(pinned, digest);
     for args in [
         vec!["upstream", "accept", "notes", "--digest", pinned.as_str()],
-        vec!["upstream", "accept", "notes", "--tool", "echo", "--digest", digest.as_str()],
+        vec![
+            "upstream",
+            "accept",
+            "notes",
+            "--tool",
+            "echo",
+            "--digest",
+            digest.as_str(),
+        ],
     ] {
         let refused = admin(&url, &args).await;
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert!(!refused.status.success(), "{args:?}: {stderr}");
-        assert!(stderr.contains("nothing was accepted"), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("nothing was accepted"),
+            "{args:?}: {stderr}"
+        );
     }
 
     // One acceptance, of exactly the digest reviewed; every replica serves the tool again.

@@ -498,7 +498,10 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
         "{done:#?}"
     );
     let left: i64 = client
-        .query_one("SELECT count(*) FROM audit_events WHERE kind <> 'prune'", &[])
+        .query_one(
+            "SELECT count(*) FROM audit_events WHERE kind <> 'prune'",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);
@@ -736,7 +739,11 @@ async fn with_a_replicas_url_registry_admin_is_refused_the_operators_work() {
         .await
         .unwrap();
     let dir = policy_dir("roles");
-    std::fs::write(dir.join("all.cedar"), "permit(principal, action, resource);").unwrap();
+    std::fs::write(
+        dir.join("all.cedar"),
+        "permit(principal, action, resource);",
+    )
+    .unwrap();
 
     // The replica's URL: PostgreSQL refuses each, and the command says what happened.
     for args in [
@@ -759,12 +766,18 @@ async fn with_a_replicas_url_registry_admin_is_refused_the_operators_work() {
     assert!(listed.stdout.contains("Say it"), "{listed:#?}");
     assert!(!listed.stdout.contains('\u{202e}'), "{listed:#?}");
     // A stale digest: refused, nothing accepted.
-    let stale = run(&admin_url, &["upstream", "accept", "notes", "--digest", "sha256:d0"]);
+    let stale = run(
+        &admin_url,
+        &["upstream", "accept", "notes", "--digest", "sha256:d0"],
+    );
     assert_eq!(stale.code, Some(1), "{stale:#?}");
     assert!(stale.stderr.contains("sha256:d1"), "{stale:#?}");
     assert!(owner.upstream_acceptances(0, 10).await.unwrap().is_empty());
     // The digest reviewed: exactly that one.
-    let accepted = run(&admin_url, &["upstream", "accept", "notes", "--digest", "sha256:d1"]);
+    let accepted = run(
+        &admin_url,
+        &["upstream", "accept", "notes", "--digest", "sha256:d1"],
+    );
     assert_ok(&accepted);
     let all = owner.upstream_acceptances(0, 10).await.unwrap();
     assert_eq!(all.len(), 1);

@@ -183,7 +183,11 @@ async fn a_plane_with_a_retention_prunes_on_its_own() {
                 Duration::from_secs(10),
                 "old events pruned",
                 || async {
-                    scalar(&url, "SELECT count(*) FROM audit_events WHERE kind <> 'prune'").await
+                    scalar(
+                        &url,
+                        "SELECT count(*) FROM audit_events WHERE kind <> 'prune'",
+                    )
+                    .await
                         == 3
                 },
             )
@@ -203,7 +207,11 @@ async fn a_prune_below_the_floor_is_refused_unless_forced_and_every_prune_is_aud
         old_audit(&url, "old", 3, 30).await;
 
         // `--older-than 0s`: refused, nothing deleted, nothing recorded.
-        for asked in [Duration::ZERO, DAY, registry_postgres::PRUNE_FLOOR - Duration::from_secs(1)] {
+        for asked in [
+            Duration::ZERO,
+            DAY,
+            registry_postgres::PRUNE_FLOOR - Duration::from_secs(1),
+        ] {
             let refused = plane.prune(asked).await.unwrap_err();
             assert!(
                 matches!(refused, registry_postgres::Error::BelowPruneFloor { .. }),
@@ -242,7 +250,11 @@ async fn a_prune_below_the_floor_is_refused_unless_forced_and_every_prune_is_aud
         // Forced to zero: every event goes but the prunes' own records.
         let forced = plane.prune_forced(Duration::ZERO).await.unwrap().unwrap();
         assert_eq!(forced.audit_events, 5);
-        let kinds: Vec<String> = ids(&url, "SELECT kind || ':' || (event->>'forced') FROM audit_events ORDER BY id").await;
+        let kinds: Vec<String> = ids(
+            &url,
+            "SELECT kind || ':' || (event->>'forced') FROM audit_events ORDER BY id",
+        )
+        .await;
         assert_eq!(kinds, ["prune:false", "prune:true"]);
     })
     .await;

@@ -22,7 +22,9 @@ fn database(url: &str) -> String {
 async fn login(url: &str, login: &str, group: &str) -> String {
     sql(url)
         .await
-        .batch_execute(&format!("CREATE ROLE \"{login}\" LOGIN IN ROLE \"{group}\""))
+        .batch_execute(&format!(
+            "CREATE ROLE \"{login}\" LOGIN IN ROLE \"{group}\""
+        ))
         .await
         .unwrap();
     url.replacen("postgres@", &format!("{login}@"), 1)
@@ -57,7 +59,10 @@ async fn a_replica_role_does_a_replicas_work_and_is_refused_the_operators() {
         let roles = owner.roles().await.unwrap().expect("roles recorded");
         assert_eq!(
             (roles.replica.as_str(), roles.admin.as_str()),
-            (format!("{db}_replica").as_str(), format!("{db}_admin").as_str())
+            (
+                format!("{db}_replica").as_str(),
+                format!("{db}_admin").as_str()
+            )
         );
         let replica_user = format!("{db}_api");
         let admin_user = format!("{db}_ops");
@@ -89,7 +94,11 @@ async fn a_replica_role_does_a_replicas_work_and_is_refused_the_operators() {
         assert!(!run.call(call("c1", "status")).await.is_error());
         // An approval requested (stored), then a task started and read back.
         let asked = run.call(call("c2", "deploy")).await;
-        assert_eq!(asked.error_kind(), Some(ErrorKind::ApprovalRequired), "{asked:?}");
+        assert_eq!(
+            asked.error_kind(),
+            Some(ErrorKind::ApprovalRequired),
+            "{asked:?}"
+        );
         let task = run
             .start_task(ToolCall::new("t1", "later", json!({})))
             .await
@@ -112,10 +121,18 @@ async fn a_replica_role_does_a_replicas_work_and_is_refused_the_operators() {
         replica.refresh_upstream_offers().await.unwrap();
         writer.shutdown(Duration::from_secs(10)).await.unwrap();
         assert!(
-            count(&url, "SELECT count(*) FROM audit_events WHERE replica = 'r1'").await >= 1,
+            count(
+                &url,
+                "SELECT count(*) FROM audit_events WHERE replica = 'r1'"
+            )
+            .await
+                >= 1,
             "the replica's audit was written"
         );
-        assert_eq!(count(&url, "SELECT count(*) FROM registry_approvals").await, 1);
+        assert_eq!(
+            count(&url, "SELECT count(*) FROM registry_approvals").await,
+            1
+        );
         assert_eq!(count(&url, "SELECT count(*) FROM registry_tasks").await, 1);
 
         // Refused by PostgreSQL: a policy push, an acceptance, a prune, a verdict; nothing
@@ -143,7 +160,9 @@ async fn a_replica_role_does_a_replicas_work_and_is_refused_the_operators() {
         );
         let id = asked.approval().unwrap().id().to_owned();
         assert_refused(
-            replica.give_verdict(&id, &Verdict::approve().by("r1")).await,
+            replica
+                .give_verdict(&id, &Verdict::approve().by("r1"))
+                .await,
             &replica_user,
             "give_verdict",
         );
@@ -157,15 +176,29 @@ async fn a_replica_role_does_a_replicas_work_and_is_refused_the_operators() {
                 && message.contains("admin role"),
             "{message}"
         );
-        assert_eq!(count(&url, "SELECT count(*) FROM registry_policy_sets").await, 0);
-        assert_eq!(count(&url, "SELECT count(*) FROM upstream_acceptances").await, 0);
         assert_eq!(
-            count(&url, "SELECT count(*) FROM audit_events WHERE kind = 'prune'").await,
+            count(&url, "SELECT count(*) FROM registry_policy_sets").await,
+            0
+        );
+        assert_eq!(
+            count(&url, "SELECT count(*) FROM upstream_acceptances").await,
+            0
+        );
+        assert_eq!(
+            count(
+                &url,
+                "SELECT count(*) FROM audit_events WHERE kind = 'prune'"
+            )
+            .await,
             0
         );
         assert!(count(&url, "SELECT count(*) FROM audit_events").await >= 1);
         assert_eq!(
-            count(&url, "SELECT count(*) FROM registry_approvals WHERE verdict IS NOT NULL").await,
+            count(
+                &url,
+                "SELECT count(*) FROM registry_approvals WHERE verdict IS NOT NULL"
+            )
+            .await,
             0
         );
 

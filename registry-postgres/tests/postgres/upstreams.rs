@@ -67,7 +67,11 @@ async fn acceptances_are_bound_to_the_digests_the_replicas_report() {
         .await
         .unwrap();
     assert_eq!(
-        (accepted.seq, accepted.tool.as_str(), accepted.definition.as_str()),
+        (
+            accepted.seq,
+            accepted.tool.as_str(),
+            accepted.definition.as_str()
+        ),
         (1, "notes_echo", "sha256:11")
     );
     assert_eq!(accepted.origin, "alice");
@@ -162,7 +166,10 @@ async fn accept_takes_exactly_the_reviewed_digest_and_never_a_dead_replicas_offe
         .unwrap_err();
     assert!(matches!(stale, registry_postgres::Error::NotAccepted(_)));
     let said = stale.to_string();
-    assert!(said.contains("sha256:d1") && said.contains("sha256:d2"), "{said}");
+    assert!(
+        said.contains("sha256:d1") && said.contains("sha256:d2"),
+        "{said}"
+    );
     assert!(accepted(&live).await.is_empty());
 
     // The right digest: exactly that definition, once.
@@ -170,7 +177,10 @@ async fn accept_takes_exactly_the_reviewed_digest_and_never_a_dead_replicas_offe
         .accept_upstream("notes", Some("notes_echo"), "sha256:d2", None, "alice")
         .await
         .unwrap();
-    assert_eq!((one.definition.as_str(), one.annotations.as_str()), ("sha256:d2", "sha256:aa"));
+    assert_eq!(
+        (one.definition.as_str(), one.annotations.as_str()),
+        ("sha256:d2", "sha256:aa")
+    );
     assert_eq!(
         accepted(&live).await,
         [("notes_echo".to_owned(), "sha256:d2".to_owned())]

@@ -375,7 +375,9 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             admin_role,
         } => {
             let names = match (replica_role, admin_role) {
-                (Some(replica), Some(admin)) => Some(registry_postgres::Roles::named(replica, admin)?),
+                (Some(replica), Some(admin)) => {
+                    Some(registry_postgres::Roles::named(replica, admin)?)
+                }
                 _ => None,
             };
             let (roles, created) = plane.init_roles(names.as_ref()).await?;

@@ -160,10 +160,10 @@ pub(crate) fn upstream_offers(records: &[UpstreamOffer], json: bool) -> String {
             }
         ));
     }
-    text.push_str(&format!(
+    text.push_str(
         "\nAccept one after reviewing it: registry-admin upstream accept UPSTREAM --digest DIGEST \
-         [--tool TOOL]; a digest no live replica offers any more is refused.\n"
-    ));
+         [--tool TOOL]; a digest no live replica offers any more is refused.\n",
+    );
     text
 }
 
