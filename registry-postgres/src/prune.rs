@@ -75,7 +75,7 @@ impl ControlPlane {
                 floor: PRUNE_FLOOR,
             });
         }
-        self.prune_before(cutoff(older_than)).await
+        self.prune_at(cutoff(older_than), false).await
     }
 
     /// [`prune`](Self::prune) below the floor: deletes what is older than `older_than`,
