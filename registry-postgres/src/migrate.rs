@@ -34,11 +34,27 @@ pub(crate) const LOCK_KEY: i64 = 0x7265_6769_7374_7279;
 /// them too.
 pub(crate) async fn migrate(client: &mut Client) -> Result<(), Error> {
     let known = known();
-    match current_version(client).await? {
+    let found = current_version(client).await?;
+    match found {
         Some(current) if current == known => return Ok(()),
         Some(found) if found > known => return Err(Error::SchemaTooNew { found, known }),
         _ => {}
     }
+    migrate_locked(client).await.map_err(|error| match error {
+        // A replica's role reaching a schema older than its program's.
+        Error::PermissionDenied { detail, .. } => Error::Migration(format!(
+            "the database's schema is at version {}, this program needs version {known}, \
+                 and the role connecting may not apply it ({detail}); connect once as the \
+                 database's owner (`registry-admin --database OWNER_URL init-roles`) before \
+                 the replicas",
+            found.unwrap_or(0)
+        )),
+        other => other,
+    })
+}
+
+/// [`migrate`] under the migration lock.
+async fn migrate_locked(client: &mut Client) -> Result<(), Error> {
     client
         .execute("SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
         .await

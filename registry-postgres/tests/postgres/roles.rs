@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use registry_core::{DynamicTool, ErrorKind, ToolCall, ToolContext, approval::Verdict};
-use registry_postgres::{AuditConfig, Error, UpstreamOffer};
+use registry_postgres::{AuditConfig, ControlPlane, Error, UpstreamOffer};
 use serde_json::{Value, json};
 
 use crate::common::{Counter, bounded, builder, call, cluster, plane, sql, subject};
@@ -278,6 +278,37 @@ async fn every_table_has_grants_and_init_roles_names_them() {
             registry_postgres::Roles::named("pg_monitor", "x"),
             Err(Error::Roles(_))
         ));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_role_cannot_migrate_and_says_who_must() {
+    let (_cluster, url) = cluster("rolesold");
+    bounded(LIMIT, async {
+        let owner = plane(&url, "owner").await;
+        let roles = owner.roles().await.unwrap().unwrap();
+        let db = database(&url);
+        let replica_url = login(&url, &format!("{db}_api"), &roles.replica).await;
+        // The schema one version behind this program: the replica's role may not apply it.
+        sql(&url)
+            .await
+            .batch_execute(
+                "DELETE FROM registry_migrations WHERE version = (SELECT max(version) FROM registry_migrations)",
+            )
+            .await
+            .unwrap();
+        let refused = ControlPlane::builder(&replica_url)
+            .replica("r1")
+            .connect()
+            .await
+            .unwrap_err();
+        let said = refused.to_string();
+        assert!(matches!(refused, Error::Migration(_)), "{said}");
+        assert!(
+            said.contains("may not apply it") && said.contains("owner"),
+            "{said}"
+        );
     })
     .await;
 }
