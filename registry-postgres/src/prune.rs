@@ -33,6 +33,9 @@ pub struct PruneReport {
     pub changes: u64,
     /// Approval requests decided, or expired, before the cutoff.
     pub approvals: u64,
+    /// Upstream offers of dead replicas: not reported within
+    /// [`UPSTREAM_OFFER_TTL`](crate::UPSTREAM_OFFER_TTL), and before the cutoff.
+    pub offers: u64,
 }
 
 impl ControlPlane {
@@ -41,6 +44,8 @@ impl ControlPlane {
     /// - `audit_events` recorded before the cutoff;
     /// - `registry_approvals` decided before the cutoff, or pending and expired before it
     ///   (nothing can decide them any more);
+    /// - `upstream_offers` of dead replicas: reported before the cutoff and not refreshed
+    ///   within [`UPSTREAM_OFFER_TTL`](crate::UPSTREAM_OFFER_TTL);
     /// - `registry_changes`: a revocation or restoration recorded before the cutoff **only
     ///   when a later revocation or restoration of the same tool exists**. Replacements are
     ///   kept, and so is the newest revocation or restoration of every tool, whatever their
@@ -194,11 +199,27 @@ impl ControlPlane {
                     cutoff,
                 )
                 .await?,
+            offers: self
+                .delete_batches(
+                    client,
+                    "pruning dead replicas' upstream offers",
+                    &format!(
+                        "DELETE FROM upstream_offers WHERE (replica, tool) IN (
+                             SELECT replica, tool FROM upstream_offers
+                              WHERE seen_at < $1
+                                AND seen_at < now() - make_interval(secs => {})
+                              LIMIT $2)",
+                        crate::upstreams::UPSTREAM_OFFER_TTL.as_secs_f64()
+                    ),
+                    cutoff,
+                )
+                .await?,
         };
         let counts = serde_json::json!({
             "audit_events": report.audit_events,
             "changes": report.changes,
             "approvals": report.approvals,
+            "offers": report.offers,
         });
         self.timed("recording what the prune deleted", async {
             client
@@ -278,6 +299,7 @@ pub(crate) fn spawn_retention(plane: Weak<Inner>, retention: Duration, every: Du
                     audit_events = report.audit_events,
                     changes = report.changes,
                     approvals = report.approvals,
+                    offers = report.offers,
                     "pruned what is older than the retention"
                 ),
                 Ok(None) => tracing::debug!("another replica is pruning"),

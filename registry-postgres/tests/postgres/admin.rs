@@ -493,8 +493,8 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     assert_ok(&done);
     assert_eq!(
         done.stdout,
-        "deleted 1500 audit events, 2 superseded changes and 0 decided or expired approval \
-         requests older than 30d\n",
+        "deleted 1500 audit events, 2 superseded changes, 0 decided or expired approval \
+         requests and 0 upstream offers of dead replicas older than 30d\n",
         "{done:#?}"
     );
     let left: i64 = client
@@ -529,7 +529,7 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     let report: Value = serde_json::from_str(done.stdout.trim()).unwrap();
     assert_eq!(
         report,
-        json!({"audit_events": 0, "changes": 0, "approvals": 0})
+        json!({"audit_events": 0, "changes": 0, "approvals": 0, "offers": 0})
     );
 
     for bad in ["30", "thirty days", "-1d", "99999999999999999999d"] {

@@ -229,9 +229,29 @@ async fn a_prune_below_the_floor_is_refused_unless_forced_and_every_prune_is_aud
             "{short:?}"
         );
 
+        // Offers: a dead replica's (reported 30 days ago) and a live one's.
+        sql(&url)
+            .await
+            .batch_execute(
+                "INSERT INTO upstream_offers
+                     (replica, upstream, tool, upstream_tool, definition, annotations, withheld,
+                      seen_at)
+                 VALUES ('dead', 'notes', 'notes_echo', 'echo', 'sha256:1', 'sha256:a', 'new',
+                         now() - interval '30 days'),
+                        ('live', 'notes', 'notes_echo', 'echo', 'sha256:2', 'sha256:a', 'new',
+                         now())",
+            )
+            .await
+            .unwrap();
+
         // At the floor: the old go, and the prune is recorded with what it deleted.
         let report = plane.prune(7 * DAY).await.unwrap().unwrap();
         assert_eq!(report.audit_events, 3);
+        assert_eq!(report.offers, 1);
+        assert_eq!(
+            ids(&url, "SELECT replica FROM upstream_offers").await,
+            ["live"]
+        );
         let row = sql(&url)
             .await
             .query_one(
@@ -244,6 +264,7 @@ async fn a_prune_below_the_floor_is_refused_unless_forced_and_every_prune_is_aud
             (row.get(0), row.get(1), row.get(2));
         assert_eq!((replica.as_str(), outcome.as_str()), ("ops", "pruned"));
         assert_eq!(event["audit_events"], 3);
+        assert_eq!(event["offers"], 1);
         assert_eq!(event["forced"], false);
         assert_eq!(event["user"], "postgres");
 

@@ -500,14 +500,16 @@ async fn prune(
             "audit_events": report.audit_events,
             "changes": report.changes,
             "approvals": report.approvals,
+            "offers": report.offers,
         })));
     }
     Ok(format!(
-        "deleted {} audit events, {} superseded changes and {} decided or expired approval \
-         requests older than {}\n",
+        "deleted {} audit events, {} superseded changes, {} decided or expired approval \
+         requests and {} upstream offers of dead replicas older than {}\n",
         report.audit_events,
         report.changes,
         report.approvals,
+        report.offers,
         show_duration(older_than)
     ))
 }
