@@ -255,6 +255,10 @@ pub struct ToolState {
     pub definition: Option<String>,
     /// The digest of the annotations its upstream offers now.
     pub annotations: Option<String>,
+    /// What its upstream offers now, as the upstream listed it (the tool's JSON): what an
+    /// operator reviews before accepting [`definition`](Self::definition). Untrusted text:
+    /// escape it before printing.
+    pub offered: Option<String>,
 }
 
 /// The state of one upstream's connection, for operators.
@@ -637,6 +641,10 @@ impl Federation {
                         .current
                         .as_ref()
                         .map(|offer| offer.annotations.clone()),
+                    offered: entry
+                        .current
+                        .as_ref()
+                        .and_then(|offer| serde_json::to_string(&offer.tool).ok()),
                 });
             }
         }

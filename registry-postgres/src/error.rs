@@ -79,6 +79,46 @@ pub enum Error {
         /// What is wrong, and how to fix it.
         problem: String,
     },
+    /// PostgreSQL refused a statement for want of a privilege: the role this plane connects
+    /// as may not do it. A replica's role (see [`ControlPlane::init_roles`]) may not push a
+    /// policy set, accept an upstream tool, give an operator's verdict or prune; those are
+    /// the admin role's, with `registry-admin`'s URL.
+    ///
+    /// [`ControlPlane::init_roles`]: crate::ControlPlane::init_roles
+    #[error(
+        "PostgreSQL refused {context} to the role {user:?}: {detail}. It is not this role's to do: \
+         pushing a policy set, accepting an upstream tool, a verdict and pruning are the admin \
+         role's (run them with registry-admin and a URL whose user is a member of the admin role); \
+         a role with no grants at all is not yet a member of either (see `registry-admin init-roles`)"
+    )]
+    PermissionDenied {
+        /// What was being done.
+        context: String,
+        /// The role the plane connected as.
+        user: String,
+        /// PostgreSQL's message (`permission denied for table registry_policy_sets`).
+        detail: String,
+    },
+    /// A prune asked to delete records younger than [`PRUNE_FLOOR`](crate::PRUNE_FLOOR):
+    /// nothing was deleted.
+    #[error(
+        "refusing to prune records younger than the floor of {} days: {asked} was asked; \
+         prune older records, or pass --force (`ControlPlane::prune_forced`) to delete them anyway",
+        floor.as_secs() / 86_400
+    )]
+    BelowPruneFloor {
+        /// What was asked, as said (`--older-than 2h`, or the cutoff).
+        asked: String,
+        /// The floor.
+        floor: std::time::Duration,
+    },
+    /// An upstream acceptance that cannot be recorded as asked (a stale digest, one that names
+    /// several offers): nothing was accepted. The text says why and what to do.
+    #[error("{0}; nothing was accepted")]
+    NotAccepted(String),
+    /// The roles cannot be created or named as asked.
+    #[error("the control plane's roles: {0}")]
+    Roles(String),
     /// A row read from the database is not what this program wrote.
     #[error("a row of {table} could not be read: {detail}")]
     Corrupt {
@@ -92,7 +132,16 @@ pub enum Error {
 impl Error {
     pub(crate) fn db(context: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
         let context = context.into();
-        move |source| Error::Database { context, source }
+        move |source| match source.as_db_error() {
+            Some(db) if *db.code() == tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE => {
+                Error::PermissionDenied {
+                    detail: db.message().to_owned(),
+                    user: String::new(),
+                    context,
+                }
+            }
+            _ => Error::Database { context, source },
+        }
     }
 }
 

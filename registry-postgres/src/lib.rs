@@ -29,6 +29,12 @@
 //! The schema is embedded and applied when the first replica connects, idempotently and under
 //! an advisory lock.
 //!
+//! The database is not the authority: replicas connect as members of a replica role that may
+//! do a replica's work and nothing more, and `registry-admin` as a member of an admin role
+//! ([`ControlPlane::init_roles`], [`Roles`]). PostgreSQL itself refuses a replica's role a
+//! policy push, an upstream acceptance, an operator's verdict and a prune
+//! ([`Error::PermissionDenied`]).
+//!
 //! ```no_run
 //! use registry_core::Registry;
 //! use registry_postgres::{AuditConfig, ControlPlane};
@@ -87,6 +93,7 @@ mod policies;
 mod prune;
 mod quotas;
 mod records;
+mod roles;
 mod tasks;
 mod text;
 #[cfg(feature = "throwaway")]
@@ -103,14 +110,15 @@ pub use policies::{
     MAX_POLICY_FILE_BYTES, MAX_POLICY_FILES, MAX_POLICY_NAME_LEN, MAX_POLICY_SET_BYTES,
     PolicySetRecord, ReplicaPolicyStatus, check_policy_files, policy_digest,
 };
-pub use prune::PruneReport;
+pub use prune::{PRUNE_FLOOR, PruneReport};
 pub use quotas::PgQuotaStore;
 pub use records::{
     ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind,
     VerdictOutcome,
 };
+pub use roles::Roles;
 pub use tasks::PgTaskStore;
-pub use upstreams::{MAX_UPSTREAM_OFFERS, UpstreamAcceptance, UpstreamOffer};
+pub use upstreams::{MAX_UPSTREAM_OFFERS, UPSTREAM_OFFER_TTL, UpstreamAcceptance, UpstreamOffer};
 
 /// The README's examples, compiled as doc tests.
 #[cfg(doctest)]

@@ -162,6 +162,23 @@ impl ControlPlane {
         tokio::time::timeout(timeout, work)
             .await
             .unwrap_or(Err(Error::Timeout(timeout, what)))
+            .map_err(|error| self.name_the_role(error))
+    }
+
+    /// A refusal for want of a privilege, with the role this plane connects as.
+    pub(crate) fn name_the_role(&self, error: Error) -> Error {
+        match error {
+            Error::PermissionDenied {
+                context,
+                user,
+                detail,
+            } if user.is_empty() => Error::PermissionDenied {
+                context,
+                user: self.inner.config.get_user().unwrap_or_default().to_owned(),
+                detail,
+            },
+            other => other,
+        }
     }
 
     /// A new connection of its own (not from the pool), for long-lived listeners and writers.
@@ -266,6 +283,11 @@ impl ControlPlaneBuilder {
     /// replica built with a retention runs the task; an advisory lock makes them prune one
     /// at a time. Default: no retention, nothing is ever deleted (prune with
     /// `registry-admin prune`).
+    ///
+    /// A retention below [`PRUNE_FLOOR`](crate::PRUNE_FLOOR) (7 days) is refused at connect.
+    /// Pruning is the admin role's: a plane connected with a replica's role prunes nothing
+    /// (PostgreSQL refuses it; the task logs why). Give the retention to a plane connected
+    /// as a member of the admin role, or run `registry-admin prune` from a scheduler.
     pub fn retention(mut self, retention: Duration) -> Self {
         self.settings.retention = Some(retention);
         self
@@ -284,6 +306,14 @@ impl ControlPlaneBuilder {
         let half_lease = (self.settings.lease / 2).max(Duration::from_millis(10));
         if self.settings.heartbeat > half_lease {
             self.settings.heartbeat = half_lease;
+        }
+        if let Some(retention) = self.settings.retention
+            && retention < crate::prune::PRUNE_FLOOR
+        {
+            return Err(Error::BelowPruneFloor {
+                asked: format!("a retention of {retention:?}"),
+                floor: crate::prune::PRUNE_FLOOR,
+            });
         }
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             Error::Pool(
@@ -331,7 +361,7 @@ impl ControlPlaneBuilder {
         let migrated = crate::migrate::migrate(&mut client).await;
         drop(client);
         let _ = driver.await;
-        migrated?;
+        migrated.map_err(|error| plane.name_the_role(error))?;
         if let Some(retention) = plane.inner.settings.retention {
             crate::prune::spawn_retention(
                 Arc::downgrade(&plane.inner),

@@ -17,6 +17,11 @@ pub(crate) const PRUNE_BATCH: i64 = 1_000;
 /// at a time ("pruning" in ASCII, and a number).
 const PRUNE_LOCK: i64 = 0x7072_756e_696e_0001;
 
+/// The youngest records a prune deletes unless forced ([`ControlPlane::prune_forced`],
+/// `registry-admin prune --force`): 7 days. A retention below it is refused at connect. The
+/// audit rows that record prunes are kept this long even by a forced prune.
+pub const PRUNE_FLOOR: Duration = Duration::from_secs(7 * 86_400);
+
 /// What a prune deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -28,6 +33,9 @@ pub struct PruneReport {
     pub changes: u64,
     /// Approval requests decided, or expired, before the cutoff.
     pub approvals: u64,
+    /// Upstream offers of dead replicas: not reported within
+    /// [`UPSTREAM_OFFER_TTL`](crate::UPSTREAM_OFFER_TTL), and before the cutoff.
+    pub offers: u64,
 }
 
 impl ControlPlane {
@@ -36,6 +44,8 @@ impl ControlPlane {
     /// - `audit_events` recorded before the cutoff;
     /// - `registry_approvals` decided before the cutoff, or pending and expired before it
     ///   (nothing can decide them any more);
+    /// - `upstream_offers` of dead replicas: reported before the cutoff and not refreshed
+    ///   within [`UPSTREAM_OFFER_TTL`](crate::UPSTREAM_OFFER_TTL);
     /// - `registry_changes`: a revocation or restoration recorded before the cutoff **only
     ///   when a later revocation or restoration of the same tool exists**. Replacements are
     ///   kept, and so is the newest revocation or restoration of every tool, whatever their
@@ -47,6 +57,13 @@ impl ControlPlane {
     /// `None` when another replica or operator is pruning at the moment (one at a time,
     /// under an advisory lock): nothing was done.
     ///
+    /// Below [`PRUNE_FLOOR`] (7 days) it refuses ([`Error::BelowPruneFloor`]) and deletes
+    /// nothing; [`prune_forced`](Self::prune_forced) goes below. Each prune first records
+    /// itself in the audit trail (kind `prune`: who, the cutoff, whether it was forced), then
+    /// deletes, then adds what it deleted to that row; a prune's row is never deleted while
+    /// it is younger than the floor. Pruning is the admin role's: a replica's role is refused
+    /// by PostgreSQL ([`Error::PermissionDenied`]).
+    ///
     /// ```no_run
     /// # async fn prune(plane: registry_postgres::ControlPlane) -> Result<(), registry_postgres::Error> {
     /// use std::time::Duration;
@@ -57,27 +74,56 @@ impl ControlPlane {
     /// # Ok(()) }
     /// ```
     pub async fn prune(&self, older_than: Duration) -> Result<Option<PruneReport>, Error> {
-        let cutoff = SystemTime::now()
-            .checked_sub(older_than)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
-        self.prune_before(cutoff).await
+        if older_than < PRUNE_FLOOR {
+            return Err(Error::BelowPruneFloor {
+                asked: format!("older than {older_than:?}"),
+                floor: PRUNE_FLOOR,
+            });
+        }
+        self.prune_at(cutoff(older_than), false).await
     }
 
-    /// [`prune`](Self::prune) with the cutoff given as a time.
+    /// [`prune`](Self::prune) below the floor: deletes what is older than `older_than`,
+    /// however young (`registry-admin prune --force`). Recorded in the audit trail as forced.
+    pub async fn prune_forced(&self, older_than: Duration) -> Result<Option<PruneReport>, Error> {
+        self.prune_at(cutoff(older_than), true).await
+    }
+
+    /// [`prune`](Self::prune) with the cutoff given as a time: refused when it is later than
+    /// [`PRUNE_FLOOR`] ago.
     pub async fn prune_before(&self, cutoff: SystemTime) -> Result<Option<PruneReport>, Error> {
+        if cutoff
+            > SystemTime::now()
+                .checked_sub(PRUNE_FLOOR)
+                .unwrap_or(SystemTime::UNIX_EPOCH)
+        {
+            return Err(Error::BelowPruneFloor {
+                asked: format!("before {}", since_epoch(cutoff)),
+                floor: PRUNE_FLOOR,
+            });
+        }
+        self.prune_at(cutoff, false).await
+    }
+
+    async fn prune_at(
+        &self,
+        cutoff: SystemTime,
+        forced: bool,
+    ) -> Result<Option<PruneReport>, Error> {
         // A connection of its own: the session lock goes with it, whatever happens.
         let (client, connection) = self.dedicated().await?;
         let driver = tokio::spawn(connection);
-        let result = self.prune_with(&client, cutoff).await;
+        let result = self.prune_with(&client, cutoff, forced).await;
         drop(client);
         let _ = driver.await;
-        result
+        result.map_err(|error| self.name_the_role(error))
     }
 
     async fn prune_with(
         &self,
         client: &tokio_postgres::Client,
         cutoff: SystemTime,
+        forced: bool,
     ) -> Result<Option<PruneReport>, Error> {
         let locked: bool = self
             .timed("taking the prune lock", async {
@@ -91,13 +137,39 @@ impl ControlPlane {
         if !locked {
             return Ok(None);
         }
+        // The trace first: a prune that fails halfway is still recorded.
+        let replica = crate::text::text(self.replica());
+        let floor_secs = PRUNE_FLOOR.as_secs_f64();
+        let audit_id: i64 = self
+            .timed("recording the prune in the audit trail", async {
+                client
+                    .query_one(
+                        "INSERT INTO audit_events (at, replica, kind, outcome, event)
+                         VALUES (now(), $1, 'prune', 'started', jsonb_build_object(
+                             'kind', 'prune', 'cutoff', $2::timestamptz, 'forced', $3::boolean,
+                             'user', session_user::text, 'floor_secs', $4::float8))
+                         RETURNING id",
+                        &[&replica, &cutoff, &forced, &floor_secs],
+                    )
+                    .await
+                    .map_err(Error::db("recording the prune in the audit trail"))
+            })
+            .await?
+            .get(0);
         let report = PruneReport {
             audit_events: self
                 .delete_batches(
                     client,
                     "pruning audit events",
-                    "DELETE FROM audit_events WHERE id IN (
-                         SELECT id FROM audit_events WHERE at < $1 ORDER BY id LIMIT $2)",
+                    // A prune's own record stays for the floor, forced or not.
+                    &format!(
+                        "DELETE FROM audit_events WHERE id IN (
+                             SELECT id FROM audit_events
+                              WHERE at < $1
+                                AND NOT (kind = 'prune'
+                                         AND at >= now() - make_interval(secs => {floor_secs}))
+                              ORDER BY id LIMIT $2)"
+                    ),
                     cutoff,
                 )
                 .await?,
@@ -127,7 +199,39 @@ impl ControlPlane {
                     cutoff,
                 )
                 .await?,
+            offers: self
+                .delete_batches(
+                    client,
+                    "pruning dead replicas' upstream offers",
+                    &format!(
+                        "DELETE FROM upstream_offers WHERE (replica, tool) IN (
+                             SELECT replica, tool FROM upstream_offers
+                              WHERE seen_at < $1
+                                AND seen_at < now() - make_interval(secs => {})
+                              LIMIT $2)",
+                        crate::upstreams::UPSTREAM_OFFER_TTL.as_secs_f64()
+                    ),
+                    cutoff,
+                )
+                .await?,
         };
+        let counts = serde_json::json!({
+            "audit_events": report.audit_events,
+            "changes": report.changes,
+            "approvals": report.approvals,
+            "offers": report.offers,
+        });
+        self.timed("recording what the prune deleted", async {
+            client
+                .execute(
+                    "UPDATE audit_events SET outcome = 'pruned', event = event || $2
+                      WHERE id = $1",
+                    &[&audit_id, &counts],
+                )
+                .await
+                .map_err(Error::db("recording what the prune deleted"))
+        })
+        .await?;
         // The lock goes with the connection anyway; this is for tidiness.
         let _ = client
             .execute("SELECT pg_advisory_unlock($1)", &[&PRUNE_LOCK])
@@ -163,6 +267,21 @@ impl ControlPlane {
     }
 }
 
+/// The cutoff `older_than` before now (the epoch if that is before it).
+fn cutoff(older_than: Duration) -> SystemTime {
+    SystemTime::now()
+        .checked_sub(older_than)
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// `time` as seconds since the epoch, for an error message.
+fn since_epoch(time: SystemTime) -> String {
+    match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(since) => format!("{} s after the epoch", since.as_secs()),
+        Err(_) => "a time before the epoch".to_owned(),
+    }
+}
+
 /// The retention task of a plane built with a retention: prunes every `every`, until the
 /// plane is dropped. Every replica runs one; the advisory lock makes them take turns.
 pub(crate) fn spawn_retention(plane: Weak<Inner>, retention: Duration, every: Duration) {
@@ -180,6 +299,7 @@ pub(crate) fn spawn_retention(plane: Weak<Inner>, retention: Duration, every: Du
                     audit_events = report.audit_events,
                     changes = report.changes,
                     approvals = report.approvals,
+                    offers = report.offers,
                     "pruned what is older than the retention"
                 ),
                 Ok(None) => tracing::debug!("another replica is pruning"),

@@ -354,12 +354,47 @@ async fn registry_admin_accepts_an_upstream_change_on_every_replica() {
         "{offers:?}"
     );
 
+    // The definition itself is shown for review.
+    let offered = offers[0]["offered"].as_str().unwrap_or_default();
+    assert!(offered.contains("\"name\":\"echo\""), "{offers:?}");
+
     // A lock as it was before: a replica started with it later must catch up.
     let stale = dir.join("c.lock");
     std::fs::copy(dir.join("a.lock"), &stale).unwrap();
 
-    // One acceptance, bound to that digest; every replica serves the tool again.
-    let accepted = admin(&url, &["upstream", "accept", "notes", "--tool", "echo"]).await;
+    // The digest reviewed before the rug pull (the pinned one) is no longer offered: refused,
+    // nothing accepted. The upstream's own name is not the registry's.
+    let pinned = std::fs::read_to_string(&stale).unwrap();
+    let pinned = pinned
+        .lines()
+        .find_map(|line| line.strip_prefix("definition = "))
+        .expect("a pinned definition")
+        .trim_matches('"')
+        .to_owned();
+    assert_ne!(pinned, digest);
+    for args in [
+        vec!["upstream", "accept", "notes", "--digest", pinned.as_str()],
+        vec![
+            "upstream",
+            "accept",
+            "notes",
+            "--tool",
+            "echo",
+            "--digest",
+            digest.as_str(),
+        ],
+    ] {
+        let refused = admin(&url, &args).await;
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("nothing was accepted"),
+            "{args:?}: {stderr}"
+        );
+    }
+
+    // One acceptance, of exactly the digest reviewed; every replica serves the tool again.
+    let accepted = admin(&url, &["upstream", "accept", "notes", "--digest", &digest]).await;
     let stdout = String::from_utf8_lossy(&accepted.stdout);
     assert!(
         accepted.status.success(),
@@ -387,11 +422,11 @@ async fn registry_admin_accepts_an_upstream_change_on_every_replica() {
     // Nothing withheld any more: nothing to accept, and it says so.
     let start = std::time::Instant::now();
     loop {
-        let again = admin(&url, &["upstream", "accept", "notes"]).await;
+        let again = admin(&url, &["upstream", "accept", "notes", "--digest", &digest]).await;
         if !again.status.success() {
             let stderr = String::from_utf8_lossy(&again.stderr);
             assert!(
-                stderr.contains("no replica withholds a tool of upstream \"notes\""),
+                stderr.contains("no live replica offers upstream \"notes\""),
                 "{stderr}"
             );
             break;

@@ -97,7 +97,7 @@ Upstream MCP servers, their tools served beside this server's own, through the s
   --accept-upstream NAME  accept the current definitions of upstream NAME into the lock
                     (repeatable)
   With --postgres, the replica reports the tools it withholds for a change or as new, and
-  applies what operators accept with `registry-admin upstream accept NAME [--tool T]`.
+  applies what operators accept with `registry-admin upstream accept NAME --digest D`.
   At run time, SIGHUP reads the --upstreams-lock file again: write the digest the log
   names for a withheld tool into it (or remove an upstream's blocks to trust what it
   offers now), then `kill -HUP PID`; what matches its pin is served without a restart.
@@ -575,6 +575,11 @@ async fn federate(args: &Args) -> Result<Option<Federation>, Box<dyn std::error:
 /// How often a replica reports the upstream tools it withholds and reads the acceptances.
 const UPSTREAMS_POLL: Duration = Duration::from_millis(500);
 
+/// How often an unchanged report of the upstream tools withheld is refreshed: well within
+/// `registry_postgres::UPSTREAM_OFFER_TTL`, after which an offer is taken for a dead
+/// replica's.
+const OFFERS_REFRESH: Duration = Duration::from_secs(10);
+
 /// The most acceptances a replica keeps in memory (operators record them one by one).
 const MAX_KEPT_ACCEPTANCES: usize = 10_000;
 
@@ -582,7 +587,9 @@ const MAX_KEPT_ACCEPTANCES: usize = 10_000;
 type Accepted = (String, String, String, String);
 
 /// `--postgres` with `--upstreams`: reports the upstream tools this replica withholds for a
-/// change or as new to the control plane (`registry-admin upstream list`), and applies the
+/// change or as new to the control plane, each with the definition its upstream offers
+/// (`registry-admin upstream list`), refreshed while unchanged so that the report stays live
+/// (a dead replica's is neither listed nor accepted), and applies the
 /// acceptances operators record there (`registry-admin upstream accept`). An acceptance is of
 /// exact digests, whenever they are offered: every acceptance is read, from the first, and a
 /// withheld tool whose offer has the digests of one is accepted
@@ -590,6 +597,7 @@ type Accepted = (String, String, String, String);
 fn share_upstreams(plane: ControlPlane, federation: Federation) {
     tokio::spawn(async move {
         let mut reported: Option<Vec<UpstreamOffer>> = None;
+        let mut last_report = tokio::time::Instant::now();
         let mut accepted: HashSet<Accepted> = HashSet::new();
         let mut after = 0;
         loop {
@@ -642,20 +650,36 @@ fn share_upstreams(plane: ControlPlane, federation: Federation) {
                     }
                 }
                 let (upstream, name, definition, annotations) = key;
-                offers.push(UpstreamOffer::new(
+                let mut offer = UpstreamOffer::new(
                     upstream,
                     name,
                     tool.upstream_tool,
                     definition,
                     annotations,
                     why.to_string(),
-                ));
+                );
+                if let Some(offered) = tool.offered {
+                    offer = offer.with_offered(offered);
+                }
+                offers.push(offer);
             }
             if reported.as_ref() != Some(&offers) {
                 match plane.report_upstream_offers(&offers).await {
-                    Ok(()) => reported = Some(offers),
+                    Ok(()) => {
+                        reported = Some(offers);
+                        last_report = tokio::time::Instant::now();
+                    }
                     Err(error) => {
                         tracing::warn!(%error, "cannot report the upstream tools withheld")
+                    }
+                }
+            } else if last_report.elapsed() >= OFFERS_REFRESH {
+                // An offer not refreshed within UPSTREAM_OFFER_TTL is a dead replica's: it
+                // is neither listed nor accepted.
+                match plane.refresh_upstream_offers().await {
+                    Ok(()) => last_report = tokio::time::Instant::now(),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot refresh the upstream tools withheld")
                     }
                 }
             }

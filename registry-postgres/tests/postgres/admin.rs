@@ -493,26 +493,43 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     assert_ok(&done);
     assert_eq!(
         done.stdout,
-        "deleted 1500 audit events, 2 superseded changes and 0 decided or expired approval \
-         requests older than 30d\n",
+        "deleted 1500 audit events, 2 superseded changes, 0 decided or expired approval \
+         requests and 0 upstream offers of dead replicas older than 30d\n",
         "{done:#?}"
     );
     let left: i64 = client
-        .query_one("SELECT count(*) FROM audit_events", &[])
+        .query_one(
+            "SELECT count(*) FROM audit_events WHERE kind <> 'prune'",
+            &[],
+        )
         .await
         .unwrap()
         .get(0);
     assert_eq!(left, 1);
+    // The prune left its trace, read with `audit --kind prune`.
+    let trail = run(&url, &["--json", "audit", "--kind", "prune"]);
+    assert_ok(&trail);
+    let prune: Value = serde_json::from_str(trail.stdout.trim()).unwrap();
+    assert_eq!(prune["kind"], "prune", "{trail:#?}");
+    assert_eq!(prune["event"]["audit_events"], 1500, "{trail:#?}");
+
+    // Below the floor: refused, nothing deleted; with --force, done (and recorded).
+    let refused = run(&url, &["prune", "--older-than", "1h"]);
+    assert_eq!(refused.code, Some(1), "{refused:#?}");
+    assert!(
+        refused.stderr.contains("below the floor of 7d") && refused.stderr.contains("--force"),
+        "{refused:#?}"
+    );
     // The newest change of deploy stays: it is still revoked, and restore finds it.
     let changes = run(&url, &["changes"]);
     assert!(changes.stdout.contains("three"), "{changes:#?}");
 
-    let done = run(&url, &["--json", "prune", "--older-than", "1h"]);
+    let done = run(&url, &["--json", "prune", "--older-than", "1h", "--force"]);
     assert_ok(&done);
     let report: Value = serde_json::from_str(done.stdout.trim()).unwrap();
     assert_eq!(
         report,
-        json!({"audit_events": 0, "changes": 0, "approvals": 0})
+        json!({"audit_events": 0, "changes": 0, "approvals": 0, "offers": 0})
     );
 
     for bad in ["30", "thirty days", "-1d", "99999999999999999999d"] {
@@ -680,4 +697,93 @@ async fn policy_push_reaches_a_replica_and_show_escapes_what_it_reports() {
     assert_eq!(pushed["digest"], set.digest.as_str());
     feed.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_replicas_url_registry_admin_is_refused_the_operators_work() {
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_roles").unwrap();
+    let owner = ControlPlane::connect(&url).await.unwrap();
+    let roles = owner.roles().await.unwrap().unwrap();
+    let db = url.rsplit('/').next().unwrap().to_owned();
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!(
+            "CREATE ROLE \"{db}_api\" LOGIN IN ROLE \"{}\";
+             CREATE ROLE \"{db}_ops\" LOGIN IN ROLE \"{}\";",
+            roles.replica, roles.admin
+        ))
+        .await
+        .unwrap();
+    let replica_url = url.replacen("postgres@", &format!("{db}_api@"), 1);
+    let admin_url = url.replacen("postgres@", &format!("{db}_ops@"), 1);
+    let replica = ControlPlane::builder(&replica_url)
+        .replica("api-1")
+        .connect()
+        .await
+        .unwrap();
+    let definition = "{\"name\":\"echo\",\"description\":\"Say it\\n\\u202eback\"}";
+    replica
+        .report_upstream_offers(&[registry_postgres::UpstreamOffer::new(
+            "notes",
+            "notes_echo",
+            "echo",
+            "sha256:d1",
+            "sha256:aa",
+            "withheld: new",
+        )
+        .with_offered(definition)])
+        .await
+        .unwrap();
+    let dir = policy_dir("roles");
+    std::fs::write(
+        dir.join("all.cedar"),
+        "permit(principal, action, resource);",
+    )
+    .unwrap();
+
+    // The replica's URL: PostgreSQL refuses each, and the command says what happened.
+    for args in [
+        vec!["policy", "push", dir.to_str().unwrap()],
+        vec!["upstream", "accept", "notes", "--digest", "sha256:d1"],
+        vec!["prune", "--older-than", "30d"],
+    ] {
+        let done = run(&replica_url, &args);
+        assert_eq!(done.code, Some(1), "{args:?}: {done:#?}");
+        assert!(
+            done.stderr.contains("permission denied") && done.stderr.contains("admin role"),
+            "{args:?}: {done:#?}"
+        );
+    }
+
+    // The admin's URL: the list shows the digest to pass and the definition, escaped.
+    let listed = run(&admin_url, &["upstream", "list", "notes"]);
+    assert_ok(&listed);
+    assert!(listed.stdout.contains("sha256:d1"), "{listed:#?}");
+    assert!(listed.stdout.contains("Say it"), "{listed:#?}");
+    assert!(!listed.stdout.contains('\u{202e}'), "{listed:#?}");
+    // A stale digest: refused, nothing accepted.
+    let stale = run(
+        &admin_url,
+        &["upstream", "accept", "notes", "--digest", "sha256:d0"],
+    );
+    assert_eq!(stale.code, Some(1), "{stale:#?}");
+    assert!(stale.stderr.contains("sha256:d1"), "{stale:#?}");
+    assert!(owner.upstream_acceptances(0, 10).await.unwrap().is_empty());
+    // The digest reviewed: exactly that one.
+    let accepted = run(
+        &admin_url,
+        &["upstream", "accept", "notes", "--digest", "sha256:d1"],
+    );
+    assert_ok(&accepted);
+    let all = owner.upstream_acceptances(0, 10).await.unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].definition, "sha256:d1");
+    let pushed = run(&admin_url, &["policy", "push", dir.to_str().unwrap()]);
+    assert_ok(&pushed);
+    let pruned = run(&admin_url, &["prune", "--older-than", "30d"]);
+    assert_ok(&pruned);
 }

@@ -14,6 +14,7 @@ mod principals;
 mod prune;
 mod quotas;
 mod record;
+mod roles;
 mod smoke;
 mod tasks;
 mod tls;

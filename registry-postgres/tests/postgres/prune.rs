@@ -96,7 +96,10 @@ async fn prune_deletes_what_is_old_and_keeps_what_replicas_need() {
         assert_eq!(report.changes, 2, "the first two changes of deploy");
         assert_eq!(report.approvals, 2);
 
-        assert_eq!(scalar(&url, "SELECT count(*) FROM audit_events").await, 4);
+        assert_eq!(
+            scalar(&url, "SELECT count(*) FROM audit_events WHERE kind <> 'prune'").await,
+            4
+        );
         let kept: Vec<i64> = sql(&url)
             .await
             .query("SELECT seq FROM registry_changes ORDER BY seq", &[])
@@ -141,13 +144,13 @@ async fn one_prune_at_a_time() {
             .execute("SELECT pg_advisory_lock($1)", &[&PRUNE_LOCK])
             .await
             .unwrap();
-        assert_eq!(plane.prune(DAY).await.unwrap(), None);
+        assert_eq!(plane.prune(7 * DAY).await.unwrap(), None);
         assert_eq!(scalar(&url, "SELECT count(*) FROM audit_events").await, 10);
         holder
             .execute("SELECT pg_advisory_unlock($1)", &[&PRUNE_LOCK])
             .await
             .unwrap();
-        let report = plane.prune(DAY).await.unwrap().unwrap();
+        let report = plane.prune(7 * DAY).await.unwrap().unwrap();
         assert_eq!(report.audit_events, 10);
     })
     .await;
@@ -179,11 +182,101 @@ async fn a_plane_with_a_retention_prunes_on_its_own() {
             crate::common::wait_until_async(
                 Duration::from_secs(10),
                 "old events pruned",
-                || async { scalar(&url, "SELECT count(*) FROM audit_events").await == 3 },
+                || async {
+                    scalar(
+                        &url,
+                        "SELECT count(*) FROM audit_events WHERE kind <> 'prune'",
+                    )
+                    .await
+                        == 3
+                },
             )
             .await;
         }
         drop(planes);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prune_below_the_floor_is_refused_unless_forced_and_every_prune_is_audited() {
+    let (_cluster, url) = cluster("prune");
+    bounded(LIMIT, async {
+        let plane = plane(&url, "ops").await;
+        old_audit(&url, "recent", 5, 0).await;
+        old_audit(&url, "old", 3, 30).await;
+
+        // `--older-than 0s`: refused, nothing deleted, nothing recorded.
+        for asked in [
+            Duration::ZERO,
+            DAY,
+            registry_postgres::PRUNE_FLOOR - Duration::from_secs(1),
+        ] {
+            let refused = plane.prune(asked).await.unwrap_err();
+            assert!(
+                matches!(refused, registry_postgres::Error::BelowPruneFloor { .. }),
+                "{refused:?}"
+            );
+            assert!(refused.to_string().contains("--force"), "{refused}");
+        }
+        let cutoff = std::time::SystemTime::now() - DAY;
+        assert!(plane.prune_before(cutoff).await.is_err());
+        assert_eq!(scalar(&url, "SELECT count(*) FROM audit_events").await, 8);
+        // A retention below the floor is refused at connect.
+        let short = ControlPlane::builder(&url).retention(DAY).connect().await;
+        assert!(
+            matches!(short, Err(registry_postgres::Error::BelowPruneFloor { .. })),
+            "{short:?}"
+        );
+
+        // Offers: a dead replica's (reported 30 days ago) and a live one's.
+        sql(&url)
+            .await
+            .batch_execute(
+                "INSERT INTO upstream_offers
+                     (replica, upstream, tool, upstream_tool, definition, annotations, withheld,
+                      seen_at)
+                 VALUES ('dead', 'notes', 'notes_echo', 'echo', 'sha256:1', 'sha256:a', 'new',
+                         now() - interval '30 days'),
+                        ('live', 'notes', 'notes_echo', 'echo', 'sha256:2', 'sha256:a', 'new',
+                         now())",
+            )
+            .await
+            .unwrap();
+
+        // At the floor: the old go, and the prune is recorded with what it deleted.
+        let report = plane.prune(7 * DAY).await.unwrap().unwrap();
+        assert_eq!(report.audit_events, 3);
+        assert_eq!(report.offers, 1);
+        assert_eq!(
+            ids(&url, "SELECT replica FROM upstream_offers").await,
+            ["live"]
+        );
+        let row = sql(&url)
+            .await
+            .query_one(
+                "SELECT replica, outcome, event FROM audit_events WHERE kind = 'prune'",
+                &[],
+            )
+            .await
+            .unwrap();
+        let (replica, outcome, event): (String, String, serde_json::Value) =
+            (row.get(0), row.get(1), row.get(2));
+        assert_eq!((replica.as_str(), outcome.as_str()), ("ops", "pruned"));
+        assert_eq!(event["audit_events"], 3);
+        assert_eq!(event["offers"], 1);
+        assert_eq!(event["forced"], false);
+        assert_eq!(event["user"], "postgres");
+
+        // Forced to zero: every event goes but the prunes' own records.
+        let forced = plane.prune_forced(Duration::ZERO).await.unwrap().unwrap();
+        assert_eq!(forced.audit_events, 5);
+        let kinds: Vec<String> = ids(
+            &url,
+            "SELECT kind || ':' || (event->>'forced') FROM audit_events ORDER BY id",
+        )
+        .await;
+        assert_eq!(kinds, ["prune:false", "prune:true"]);
     })
     .await;
 }

@@ -25,8 +25,10 @@
 //! registry-admin audit --since 2026-11-30T12:00:00Z --json | jq .outcome
 //!
 //! # Upstream MCP servers the replicas federate: what they withhold, and accepting it.
+//! # (each offer with the definition's digest and its text, escaped).
 //! registry-admin upstream list notes
-//! registry-admin upstream accept notes --tool notes_echo
+//! # Accept exactly the definition reviewed: refused if the offer changed since.
+//! registry-admin upstream accept notes --tool notes_echo --digest sha256:5e1f...
 //!
 //! # Cedar policy sets: every replica validates the pushed set and switches to it, or keeps
 //! # its own and reports why.
@@ -34,9 +36,18 @@
 //! registry-admin policy show --text
 //!
 //! # Bound the tables: delete audit events, superseded changes and decided requests
-//! # older than 90 days.
+//! # older than 90 days (never younger than 7 days without --force; each prune is recorded
+//! # in the audit trail first).
 //! registry-admin prune --older-than 90d
+//!
+//! # Once, as the database's owner: the roles replicas and registry-admin connect with.
+//! registry-admin --database postgres://owner@db.internal/registry init-roles
 //! ```
+//!
+//! Roles: replicas connect as members of the replica role (`<database>_replica`), which may
+//! do a replica's work and nothing more; `registry-admin` connects as a member of the admin
+//! role (`<database>_admin`). Pushing a policy set, accepting an upstream tool, a verdict and
+//! pruning with a replica's URL are refused by PostgreSQL.
 //!
 //! Lists print as tables, or with `--json` as one JSON object per line (times in RFC 3339,
 //! UTC). Exit codes: 0 done; 1 refused (a tool no replica has, nothing to restore, a request
@@ -154,7 +165,7 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         tool: Option<String>,
         /// Only events of this kind.
-        #[arg(long, value_parser = ["call", "approval", "change", "projection", "readiness", "dropped", "unwritable", "other"])]
+        #[arg(long, value_parser = ["call", "approval", "change", "projection", "readiness", "dropped", "unwritable", "prune", "other"])]
         kind: Option<String>,
         /// At most this many.
         #[arg(long, value_name = "N", default_value_t = 50, value_parser = limit())]
@@ -175,10 +186,29 @@ enum Command {
     /// Delete what is older than a duration: audit events, approval requests decided or
     /// expired, and revocations and restorations a later one of the same tool supersedes
     /// (replacements and every tool's newest change are kept, for replicas catching up).
+    /// Records younger than 7 days are kept unless --force. The prune is recorded in the
+    /// audit trail (kind `prune`: who, the cutoff, what it deleted) before it deletes.
     Prune {
-        /// How old a record must be to go: 90s, 15m, 2h, 30d.
+        /// How old a record must be to go: 90s, 15m, 2h, 30d (at least 7d without --force).
         #[arg(long, value_name = "DURATION", value_parser = time::parse_duration)]
         older_than: std::time::Duration,
+        /// Prune below the floor of 7 days.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Create the control plane's two roles (NOLOGIN) if they do not exist, and grant each
+    /// exactly its privileges: the replica role (default `<database>_replica`) a replica's
+    /// work; the admin role (default `<database>_admin`) every table. Run it as the
+    /// database's owner (a user with CREATEROLE); then make the login roles members:
+    /// `GRANT <database>_replica TO api_1;` for each replica's user,
+    /// `GRANT <database>_admin TO ops;` for registry-admin's.
+    InitRoles {
+        /// The replica role's name (default: the one recorded, or `<database>_replica`).
+        #[arg(long, value_name = "ROLE", requires = "admin_role")]
+        replica_role: Option<String>,
+        /// The admin role's name (default: the one recorded, or `<database>_admin`).
+        #[arg(long, value_name = "ROLE", requires = "replica_role")]
+        admin_role: Option<String>,
     },
 }
 
@@ -206,22 +236,32 @@ enum PolicyCommand {
 
 #[derive(Debug, Subcommand)]
 enum UpstreamCommand {
-    /// The upstream tools the replicas withhold for a change or as new, with the digests of
-    /// what each replica is offered.
+    /// The upstream tools the live replicas withhold for a change or as new: for each, the
+    /// digest to pass to `upstream accept --digest`, and the definition offered (escaped).
     List {
         /// Only this upstream.
         name: Option<String>,
     },
-    /// Accept what the replicas are offered now of upstream NAME's withheld tools: each
-    /// acceptance is bound to the digests `upstream list` shows, and every replica with that
-    /// upstream pins and serves the tool whose offer has exactly those digests.
+    /// Accept exactly the definition reviewed: the offer of upstream NAME whose definition
+    /// digest is --digest (as `upstream list` shows it). Refused, accepting nothing, when no
+    /// live replica offers that digest now (the offer changed since it was reviewed).
+    /// Every replica with that upstream pins and serves the tool whose offer has exactly
+    /// that digest.
     Accept {
         /// The upstream, as its `name` in the upstreams file.
         #[arg(value_parser = not_empty)]
         name: String,
-        /// Only this tool (the registry's name, notes_echo, or the upstream's, echo).
+        /// The definition's digest, as `upstream list` shows it (sha256:...).
+        #[arg(long, value_name = "DIGEST", value_parser = not_empty)]
+        digest: String,
+        /// The tool, by the registry's name (notes_echo); needed only when the digest is
+        /// offered for several.
         #[arg(long, value_parser = not_empty)]
         tool: Option<String>,
+        /// The annotations' digest reviewed; needed only when the definition is offered with
+        /// several.
+        #[arg(long, value_name = "DIGEST", value_parser = not_empty)]
+        annotations: Option<String>,
     },
 }
 
@@ -329,7 +369,20 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             filter.limit = Some(limit);
             Ok(show::audit(&plane.audit_events(&filter).await?, json))
         }
-        Command::Prune { older_than } => prune(&plane, older_than, json).await,
+        Command::Prune { older_than, force } => prune(&plane, older_than, force, json).await,
+        Command::InitRoles {
+            replica_role,
+            admin_role,
+        } => {
+            let names = match (replica_role, admin_role) {
+                (Some(replica), Some(admin)) => {
+                    Some(registry_postgres::Roles::named(replica, admin)?)
+                }
+                _ => None,
+            };
+            let (roles, created) = plane.init_roles(names.as_ref()).await?;
+            Ok(show::roles(&roles, &created, json))
+        }
         Command::Policy {
             command: PolicyCommand::Push { dir, keep },
         } => push_policies(&plane, &dir, keep, json).await,
@@ -348,22 +401,30 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             json,
         )),
         Command::Upstream {
-            command: UpstreamCommand::Accept { name, tool },
+            command:
+                UpstreamCommand::Accept {
+                    name,
+                    digest,
+                    tool,
+                    annotations,
+                },
         } => {
             let accepted = plane
-                .accept_upstream(&name, tool.as_deref(), &origin())
-                .await?;
-            if accepted.is_empty() {
-                let which = match &tool {
-                    Some(tool) => format!("a tool {tool:?} of upstream {name:?}"),
-                    None => format!("a tool of upstream {name:?}"),
-                };
-                return Err(Failure::Refused(format!(
-                    "no replica withholds {which} for a change or as new; nothing was recorded. \
-                     `registry-admin upstream list` shows what they withhold"
-                )));
-            }
-            Ok(show::upstream_acceptances(&accepted, json))
+                .accept_upstream(
+                    &name,
+                    tool.as_deref(),
+                    &digest,
+                    annotations.as_deref(),
+                    &origin(),
+                )
+                .await
+                .map_err(|error| match error {
+                    Error::NotAccepted(why) => {
+                        Failure::Refused(format!("{}; nothing was accepted", show::clean(&why)))
+                    }
+                    other => Failure::Plane(other),
+                })?;
+            Ok(show::upstream_acceptances(&[accepted], json))
         }
     }
 }
@@ -408,9 +469,26 @@ async fn push_policies(
 async fn prune(
     plane: &ControlPlane,
     older_than: std::time::Duration,
+    force: bool,
     json: bool,
 ) -> Result<String, Failure> {
-    let Some(report) = plane.prune(older_than).await? else {
+    let pruned = if force {
+        plane.prune_forced(older_than).await
+    } else {
+        plane.prune(older_than).await
+    };
+    let report = match pruned {
+        Err(Error::BelowPruneFloor { floor, .. }) => {
+            return Err(Failure::Refused(format!(
+                "--older-than {} is below the floor of {}: records younger than that are kept; \
+                 nothing was deleted. Pass --force to prune them anyway",
+                show_duration(older_than),
+                show_duration(floor)
+            )));
+        }
+        other => other?,
+    };
+    let Some(report) = report else {
         return Err(Failure::Refused(
             "another replica or operator is pruning at the moment; nothing was deleted, try \
              again once it is done"
@@ -422,14 +500,16 @@ async fn prune(
             "audit_events": report.audit_events,
             "changes": report.changes,
             "approvals": report.approvals,
+            "offers": report.offers,
         })));
     }
     Ok(format!(
-        "deleted {} audit events, {} superseded changes and {} decided or expired approval \
-         requests older than {}\n",
+        "deleted {} audit events, {} superseded changes, {} decided or expired approval \
+         requests and {} upstream offers of dead replicas older than {}\n",
         report.audit_events,
         report.changes,
         report.approvals,
+        report.offers,
         show_duration(older_than)
     ))
 }

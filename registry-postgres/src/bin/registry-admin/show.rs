@@ -128,7 +128,7 @@ pub(crate) fn upstream_offers(records: &[UpstreamOffer], json: bool) -> String {
         "upstream",
         "tool",
         "replica",
-        "definition",
+        "digest (--digest)",
         "annotations",
         "why",
     ]);
@@ -142,7 +142,66 @@ pub(crate) fn upstream_offers(records: &[UpstreamOffer], json: bool) -> String {
             cut(&clean(&record.withheld), QUESTION_WIDTH),
         ]);
     }
-    format!("{table}\n")
+    let mut text = format!("{table}\n");
+    // Each distinct definition once, whole: what is accepted is exactly this text.
+    let mut shown = std::collections::BTreeSet::new();
+    for record in records {
+        if !shown.insert((&record.upstream, &record.tool, &record.definition)) {
+            continue;
+        }
+        text.push_str(&format!(
+            "\n{} of upstream {}, definition {}:\n{}\n",
+            clean(&record.tool),
+            clean(&record.upstream),
+            clean(&record.definition),
+            match &record.offered {
+                Some(offered) => clean_lines(&pretty(offered)),
+                None => "(the replica did not report the definition's text)".to_owned(),
+            }
+        ));
+    }
+    text.push_str(
+        "\nAccept one after reviewing it: registry-admin upstream accept UPSTREAM --digest DIGEST \
+         [--tool TOOL]; a digest no live replica offers any more is refused.\n",
+    );
+    text
+}
+
+/// JSON text indented for reading, or as it is when it is not JSON.
+fn pretty(text: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|value| serde_json::to_string_pretty(&value).ok())
+        .unwrap_or_else(|| text.to_owned())
+}
+
+/// The roles `init-roles` granted.
+pub(crate) fn roles(roles: &registry_postgres::Roles, created: &[String], json: bool) -> String {
+    if json {
+        return json_line(&serde_json::json!({
+            "replica": roles.replica,
+            "admin": roles.admin,
+            "created": created,
+        }));
+    }
+    let made = |name: &String| {
+        if created.contains(name) {
+            " (created)"
+        } else {
+            ""
+        }
+    };
+    format!(
+        "replica role: {}{}\nadmin role:   {}{}\nGrants applied. Make each replica's login a \
+         member of the replica role (GRANT \"{}\" TO api_1;) and registry-admin's of the admin \
+         role (GRANT \"{}\" TO ops;); give replicas their URL, and registry-admin its own.\n",
+        clean(&roles.replica),
+        made(&roles.replica),
+        clean(&roles.admin),
+        made(&roles.admin),
+        clean(&roles.replica),
+        clean(&roles.admin),
+    )
 }
 
 /// Acceptances just recorded.
