@@ -43,6 +43,12 @@ pub struct ModelConfig {
     pub timeout: Duration,
     /// How 429 and 5xx answers are retried.
     pub retries: Retries,
+    /// Whether a plain `http://` base URL to a host that is not loopback is accepted (default
+    /// `false`): the key and the whole conversation would travel in clear, readable and
+    /// changeable on the way. `https://` and `http://` to loopback (`localhost`,
+    /// `127.0.0.0/8`, `[::1]`) are always accepted. Set it with
+    /// [`ModelConfig::allow_insecure_http`].
+    pub allow_insecure_http: bool,
 }
 
 impl std::fmt::Debug for ModelConfig {
@@ -55,6 +61,7 @@ impl std::fmt::Debug for ModelConfig {
             .field("max_output_tokens", &self.max_output_tokens)
             .field("timeout", &self.timeout)
             .field("retries", &self.retries)
+            .field("allow_insecure_http", &self.allow_insecure_http)
             .finish()
     }
 }
@@ -70,6 +77,7 @@ impl ModelConfig {
             max_output_tokens: 1024,
             timeout: Duration::from_secs(120),
             retries: Retries::default(),
+            allow_insecure_http: false,
         }
     }
 
@@ -102,6 +110,25 @@ impl ModelConfig {
     #[must_use]
     pub fn max_output_tokens(mut self, tokens: u32) -> Self {
         self.max_output_tokens = tokens;
+        self
+    }
+
+    /// Accepts a plain `http://` base URL to a host that is not loopback, which
+    /// [`Agent::new`] otherwise refuses: the key and the whole conversation then travel in
+    /// clear. Say it only when the network path is trusted (a private link, a service mesh
+    /// that encrypts). `https://` (feature `tls`) and `http://` to loopback (`localhost`,
+    /// `127.0.0.0/8`, `[::1]`: a model served on this machine) need no opt-out.
+    ///
+    /// ```
+    /// use registry_agent::{Agent, Api, ModelConfig};
+    ///
+    /// let config = ModelConfig::new(Api::OpenAiChat, "http://gpu-box.internal:8080/v1", "m");
+    /// assert!(Agent::new(config.clone()).is_err());
+    /// assert!(Agent::new(config.allow_insecure_http()).is_ok());
+    /// ```
+    #[must_use]
+    pub fn allow_insecure_http(mut self) -> Self {
+        self.allow_insecure_http = true;
         self
     }
 }
@@ -342,6 +369,49 @@ pub struct Agent {
     http: reqwest::Client,
 }
 
+/// Refuses a base URL that is not `http://` or `https://`, `https://` without the `tls`
+/// feature, and plain `http://` to a host that is not loopback unless the configuration
+/// allows it.
+fn check_base_url(config: &ModelConfig) -> Result<(), AgentError> {
+    let shown = crate::bounded(&config.base_url);
+    let url = reqwest::Url::parse(&config.base_url).map_err(|error| {
+        AgentError::Config(format!(
+            "the base URL {shown} is not a URL ({error}): give one such as \
+             https://api.openai.com/v1 or http://127.0.0.1:8080/v1"
+        ))
+    })?;
+    match url.scheme() {
+        "https" if cfg!(feature = "tls") => Ok(()),
+        "https" => Err(AgentError::Config(format!(
+            "{shown} is https: build registry-agent with its `tls` feature"
+        ))),
+        "http" if config.allow_insecure_http || is_loopback(&url) => Ok(()),
+        "http" => Err(AgentError::Config(format!(
+            "the base URL {shown} is plain http:// to a host that is not loopback: the key and \
+             the conversation would travel in clear; use https:// (registry-agent's `tls` \
+             feature), or, if the network path is trusted, say so with \
+             `ModelConfig::allow_insecure_http`"
+        ))),
+        other => Err(AgentError::Config(format!(
+            "the base URL {shown} has the scheme {:?}: give an https:// URL (or http:// to \
+             loopback)",
+            crate::bounded(other)
+        ))),
+    }
+}
+
+/// Whether `url`'s host is this machine: `localhost`, `127.0.0.0/8` or `[::1]`.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
 /// Runs with more tools than this are sent in the deferred form, unless the agent says
 /// otherwise: past a few dozen tools, models choose worse, and every request pays for every
 /// definition (OpenAI takes at most 128 in a request).
@@ -349,21 +419,23 @@ pub const DEFER_ABOVE: usize = 64;
 
 impl Agent {
     /// An agent for the model of `config`, with the default budget and limits.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Config`] for a base URL that is not `http://` or `https://`, `https://`
+    /// without the `tls` feature, or plain `http://` to a host that is not loopback unless
+    /// [`ModelConfig::allow_insecure_http`] says the path is trusted. No request is made.
+    ///
+    /// Redirects are never followed: a model API that answers 3xx ends the loop with
+    /// [`AgentError::Api`] naming where it pointed, so the key and the conversation go to the
+    /// base URL's host and no other.
     pub fn new(config: ModelConfig) -> Result<Agent, AgentError> {
-        if config.base_url.starts_with("https://") && !cfg!(feature = "tls") {
-            return Err(AgentError::Config(format!(
-                "{} is https: build registry-agent with its `tls` feature",
-                config.base_url
-            )));
-        }
-        if !config.base_url.starts_with("http://") && !config.base_url.starts_with("https://") {
-            return Err(AgentError::Config(format!(
-                "the base URL {:?} is not http:// or https://",
-                config.base_url
-            )));
-        }
+        check_base_url(&config)?;
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
+            // A redirect would take the key (`x-api-key` is not a header reqwest strips) and,
+            // on 307/308, the whole conversation to another host: never followed.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|error| AgentError::Config(error.to_string()))?;
         Ok(Agent {

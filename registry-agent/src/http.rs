@@ -1,5 +1,6 @@
 //! One request to the model's API: sent with the API's headers, retried on 429 and 5xx with
-//! backoff (honouring `Retry-After`, bounded), its body read up to a bound.
+//! backoff (honouring `Retry-After`, bounded), its body read up to a bound. A redirect is
+//! never followed (the client is built with none): a 3xx is an error naming where it pointed.
 
 use std::time::Duration;
 
@@ -75,6 +76,9 @@ pub(crate) async fn send(
             .await
             .map_err(|error| AgentError::Transport(transport(&error)))?;
         let status = response.status();
+        if status.is_redirection() {
+            return Err(redirected(&response));
+        }
         let retry_after = response
             .headers()
             .get("retry-after")
@@ -107,6 +111,29 @@ pub(crate) async fn send(
         tokio::time::sleep(delay).await;
         attempt += 1;
     }
+}
+
+/// The error for a 3xx answer: the status, the origin that answered and the origin its
+/// `Location` points to (not its path or query, which may carry a token), escaped. The
+/// redirect is not followed: the key and the conversation would go to that other origin.
+fn redirected(response: &reqwest::Response) -> AgentError {
+    let from = response.url().origin().ascii_serialization();
+    let to = match response
+        .headers()
+        .get("location")
+        .map(|value| value.to_str().map(|text| response.url().join(text)))
+    {
+        None => "nowhere (no Location header)".to_owned(),
+        Some(Ok(Ok(target))) => target.origin().ascii_serialization(),
+        Some(_) => "a Location that is not a URL".to_owned(),
+    };
+    AgentError::Api(format!(
+        "the model API at {} answered {} redirecting to {}: redirects are not followed (the \
+         key and the conversation would go there); give the final URL as the base URL",
+        crate::bounded(&from),
+        response.status(),
+        crate::bounded(&to)
+    ))
 }
 
 /// The body, refused past `max` bytes.

@@ -663,6 +663,172 @@ async fn the_bounds_hold() {
     ));
 }
 
+/// Everything a second server received: method, headers, raw body.
+type Received = Arc<Mutex<Vec<(String, HeaderMap, Vec<u8>)>>>;
+
+/// A second server on loopback that records every request whatever its method or body and
+/// answers it as a model of `api` would (so that a followed redirect would end in success);
+/// its origin and what it received.
+async fn collector(api: Api) -> (String, Received) {
+    let received: Received = Arc::default();
+    let record = received.clone();
+    let answer = answering(api, "the conversation reached the collector").2;
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, headers: HeaderMap, body: axum::body::Bytes| {
+            let record = record.clone();
+            let answer = answer.clone();
+            async move {
+                record
+                    .lock()
+                    .unwrap()
+                    .push((method.to_string(), headers, body.to_vec()));
+                (
+                    StatusCode::OK,
+                    [("content-type", "application/json")],
+                    answer,
+                )
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (origin, received)
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_the_key_and_conversation_stay() {
+    let run = registry(Arc::default()).open_run("r", &subject());
+    for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic] {
+        for status in [301, 302, 303, 307, 308] {
+            let (elsewhere, received) = collector(api).await;
+            let location = format!("{elsewhere}/collect?token=kept-out-of-errors");
+            let (url, script) =
+                fake(vec![(status, vec![("location", location)], String::new())]).await;
+            let failure = agent(api, &url)
+                .run(&run, "My secret prompt.")
+                .await
+                .expect_err("a redirect ends the loop with an error");
+            assert!(
+                received.lock().unwrap().is_empty(),
+                "{api} {status}: the other server received {:?}",
+                received.lock().unwrap()
+            );
+            assert_eq!(
+                script.requests.lock().unwrap().len(),
+                1,
+                "{api} {status}: {}",
+                failure.error
+            );
+            let origin = url.trim_end_matches("/v1");
+            assert!(
+                matches!(&failure.error, AgentError::Api(text)
+                    if text.contains(&status.to_string())
+                        && text.contains(&format!("redirecting to {elsewhere}:"))
+                        && text.contains(&format!("at {origin}"))
+                        && text.contains("not followed")
+                        && !text.contains("kept-out-of-errors")),
+                "{api} {status}: {}",
+                failure.error
+            );
+        }
+    }
+
+    // A relative Location names this origin; none at all says so.
+    let api = Api::Anthropic;
+    let (url, _) = fake(vec![(
+        307,
+        vec![("location", "/v2/messages".into())],
+        String::new(),
+    )])
+    .await;
+    let error = agent(api, &url).run(&run, "Hi.").await.unwrap_err().error;
+    let origin = url.trim_end_matches("/v1");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("redirecting to {origin}:")),
+        "{error}"
+    );
+    let (url, _) = fake(vec![(302, Vec::new(), String::new())]).await;
+    let error = agent(api, &url).run(&run, "Hi.").await.unwrap_err().error;
+    assert!(error.to_string().contains("no Location header"), "{error}");
+}
+
+#[test]
+fn plain_http_is_refused_to_a_host_that_is_not_loopback_unless_allowed() {
+    let api = Api::Anthropic;
+    for far in [
+        "http://example.com/v1",
+        "http://10.0.0.5:8080/v1",
+        "http://localhost.evil.example/v1",
+        "http://[::ffff:7f00:1]:8080/v1",
+    ] {
+        let config = ModelConfig::new(api, far, "m").api_key("sk-never-in-clear");
+        let error = Agent::new(config.clone()).expect_err(far);
+        let text = error.to_string();
+        assert!(
+            matches!(error, AgentError::Config(_))
+                && text.contains("plain http://")
+                && text.contains("https://")
+                && text.contains("ModelConfig::allow_insecure_http")
+                && !text.contains("sk-never-in-clear"),
+            "{far}: {text}"
+        );
+        assert!(
+            Agent::new(config.allow_insecure_http()).is_ok(),
+            "{far} with the opt-out"
+        );
+    }
+    for near in [
+        "http://127.0.0.1:8080/v1",
+        "http://127.1.2.3/v1",
+        "http://localhost:8080/v1",
+        "http://LOCALHOST/v1",
+        "http://[::1]:8080/v1",
+    ] {
+        let config = ModelConfig::new(api, near, "m").api_key("sk-local");
+        assert!(!config.allow_insecure_http);
+        assert!(Agent::new(config).is_ok(), "{near}");
+    }
+    for bad in ["not a url", "ftp://example.com/v1", "file:///etc/passwd"] {
+        let config = ModelConfig::new(api, bad, "m").allow_insecure_http();
+        assert!(
+            matches!(Agent::new(config), Err(AgentError::Config(_))),
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_opt_out_sends_over_plain_http_and_without_it_nothing_is_sent() {
+    // `0.0.0.0` is not a loopback address, but a connection to it reaches this machine
+    // (Linux routes it to 127.0.0.1): the refusal and the opt-out end to end, no traffic
+    // leaving the machine.
+    let api = Api::Anthropic;
+    let (url, script) = fake(vec![answering(api, "over a trusted path")]).await;
+    let far = url.replace("127.0.0.1", "0.0.0.0");
+    let config = ModelConfig::new(api, &far, "m").api_key("sk-trusted-path");
+    let error = Agent::new(config.clone()).unwrap_err().to_string();
+    assert!(
+        error.contains(&far) && error.contains("plain http://"),
+        "{error}"
+    );
+    let run = registry(Arc::default()).open_run("r", &subject());
+    let outcome = Agent::new(config.allow_insecure_http())
+        .unwrap()
+        .run(&run, "Hi.")
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcome, AgentOutcome::Answered { answer, .. } if answer == "over a trusted path"),
+        "{outcome:?}"
+    );
+    let requests = script.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].0["x-api-key"], "sk-trusted-path");
+}
+
 #[tokio::test]
 async fn a_result_that_tries_to_instruct_the_model_changes_nothing_it_may_call() {
     let api = Api::OpenAiChat;
