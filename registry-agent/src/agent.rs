@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::api::{Api, Request};
+use crate::api::{Api, Request, ToolChoice};
 use crate::budget::{Budget, Spent};
 use crate::error::AgentError;
 use crate::http::{self, Retries};
@@ -366,6 +366,8 @@ pub struct Agent {
     defer_above: usize,
     deferred: DeferredOptions,
     record_content: bool,
+    tool_choice: Option<ToolChoice>,
+    first_turn_tool_choice: Option<ToolChoice>,
     http: reqwest::Client,
 }
 
@@ -446,6 +448,8 @@ impl Agent {
             defer_above: DEFER_ABOVE,
             deferred: DeferredOptions::new(),
             record_content: false,
+            tool_choice: None,
+            first_turn_tool_choice: None,
             http,
         })
     }
@@ -506,6 +510,39 @@ impl Agent {
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// What every request tells the model about calling tools ([`ToolChoice`]; unset, the
+    /// API's default, `auto`). [`first_turn_tool_choice`](Agent::first_turn_tool_choice)
+    /// overrides it for the loop's first request. A [`ToolChoice::Named`] tool the run may
+    /// not call is refused before any request ([`AgentError::Config`]); so is `Required` or
+    /// `Named` for a run with no tool.
+    ///
+    /// `Required` on every request leaves the model no way to answer: the loop then ends on
+    /// its budget. To make a weak model start with a tool and then answer, use
+    /// `first_turn_tool_choice(ToolChoice::Required)`.
+    ///
+    /// ```
+    /// use registry_agent::{Agent, Api, ModelConfig, ToolChoice};
+    ///
+    /// let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "m"))?
+    ///     .tool_choice(ToolChoice::Auto)
+    ///     .first_turn_tool_choice(ToolChoice::Named("get_status".into()));
+    /// # Ok::<(), registry_agent::AgentError>(())
+    /// ```
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// What the loop's first request (the conversation's first turn, not a resumed loop's
+    /// next one) tells the model about calling tools, instead of
+    /// [`tool_choice`](Agent::tool_choice). Checked as it is.
+    #[must_use]
+    pub fn first_turn_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.first_turn_tool_choice = Some(choice);
         self
     }
 
@@ -671,6 +708,14 @@ impl Agent {
             Ok(tools) => tools,
             Err(error) => return Err(AgentFailure::new(error, state)),
         };
+        for choice in [&self.first_turn_tool_choice, &self.tool_choice]
+            .into_iter()
+            .flatten()
+        {
+            if let Err(error) = check_tool_choice(run, session.as_ref(), tools.is_some(), choice) {
+                return Err(AgentFailure::new(error, state));
+            }
+        }
         let started = Instant::now();
         let spent_before = Duration::from_millis(state.elapsed_ms);
         let elapsed = |state: &mut AgentState| {
@@ -710,6 +755,13 @@ impl Agent {
                 instructions: self.instructions.as_deref(),
                 conversation: &state.conversation,
                 tools: tools.as_deref(),
+                tool_choice: if state.turns == 0 {
+                    self.first_turn_tool_choice
+                        .as_ref()
+                        .or(self.tool_choice.as_ref())
+                } else {
+                    self.tool_choice.as_ref()
+                },
                 max_output_tokens: self.config.max_output_tokens,
             });
             let body = match body {
@@ -926,6 +978,41 @@ impl std::fmt::Display for AgentFailure {
 impl std::error::Error for AgentFailure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
+    }
+}
+
+/// Refuses a tool choice that cannot be sent: a named tool the run may not call (unknown and
+/// hidden read the same), one a deferred run's first request does not hold, or a tool
+/// required of a run that has none.
+fn check_tool_choice(
+    run: &Run,
+    session: Option<&DeferredSession>,
+    has_tools: bool,
+    choice: &ToolChoice,
+) -> Result<(), AgentError> {
+    match choice {
+        ToolChoice::Named(name) if !run.allowed().permits(name) => {
+            Err(AgentError::Config(format!(
+                "the tool choice names {}, which is not a tool this run may call: name one of \
+                 the run's allowed tools, or use auto or required",
+                crate::bounded(name)
+            )))
+        }
+        ToolChoice::Named(name) if session.is_some_and(|session| !session.is_loaded(name)) => {
+            Err(AgentError::Config(format!(
+                "the tool choice names {}, which this run, sent in the deferred form, does not \
+                 load in its first request: load it first (`DeferredOptions::load`), or use \
+                 required",
+                crate::bounded(name)
+            )))
+        }
+        ToolChoice::Named(_) | ToolChoice::Required if !has_tools => {
+            Err(AgentError::Config(format!(
+                "the tool choice is {}, but this run has no tool to send",
+                crate::bounded(choice.as_str())
+            )))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -24,6 +24,11 @@
 //! URL to a host that is not loopback is refused (status 1) unless `--allow-insecure-http`
 //! says the network path is trusted.
 //!
+//! `--tool-choice auto|required|none|NAME` is what every request tells the model about
+//! calling tools, `--first-turn-tool-choice` the same for the first request only (a weak
+//! model that answers around its tools: `--first-turn-tool-choice required`). A NAME the run
+//! may not call is refused before any request (status 1).
+//!
 //! `--otlp ENDPOINT` (an OTLP/HTTP collector's base URL, e.g. `http://127.0.0.1:4318`)
 //! exports the loop's spans (`invoke_agent`, `chat {model}`, `execute_tool {name}`, with the
 //! GenAI semantic conventions' attributes) as OTLP protobuf to `ENDPOINT/v1/traces`, service
@@ -35,7 +40,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use registry_agent::{Agent, AgentFailure, AgentOutcome, AgentState, Api, Budget, ModelConfig};
+use registry_agent::{
+    Agent, AgentFailure, AgentOutcome, AgentState, Api, Budget, ModelConfig, ToolChoice,
+};
 use registry_core::Subject;
 use registry_core::approval::Verdict;
 use serde_json::json;
@@ -44,6 +51,7 @@ const USAGE: &str = "\
 usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model NAME
              [--tenant T] [--scopes A,B] [--approve never|always] [--max-turns N]
              --prompt TEXT [--transcript FILE] [--otlp ENDPOINT] [--allow-insecure-http]
+             [--tool-choice auto|required|none|NAME] [--first-turn-tool-choice ...]
 
   --api          the model API the server speaks
   --base-url     its base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1
@@ -56,6 +64,11 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
   --transcript   write the outcome, turns, calls and answer to FILE as JSON
   --otlp         export the loop's spans over OTLP/HTTP to ENDPOINT/v1/traces,
                  e.g. http://127.0.0.1:4318 (a failed export is a warning only)
+  --tool-choice  what every request tells the model: auto, required (some tool), none,
+                 or a tool's name (one of the run's tools; any other is refused, status 1)
+  --first-turn-tool-choice
+                 the same, for the first request only (e.g. required, then the model's
+                 choice)
   --allow-insecure-http
                  accept a plain http:// base URL to a host that is not loopback (the key
                  and the conversation travel in clear); redirects are never followed
@@ -74,6 +87,8 @@ struct Args {
     transcript: Option<PathBuf>,
     otlp: Option<String>,
     allow_insecure_http: bool,
+    tool_choice: Option<ToolChoice>,
+    first_turn_tool_choice: Option<ToolChoice>,
 }
 
 fn args() -> Result<Args, String> {
@@ -88,6 +103,8 @@ fn args() -> Result<Args, String> {
     let mut transcript = None;
     let mut otlp = None;
     let mut allow_insecure_http = false;
+    let mut tool_choice = None;
+    let mut first_turn_tool_choice = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -121,6 +138,10 @@ fn args() -> Result<Args, String> {
             "--transcript" => transcript = Some(PathBuf::from(value()?)),
             "--otlp" => otlp = Some(otlp::endpoint(&value()?)?),
             "--allow-insecure-http" => allow_insecure_http = true,
+            "--tool-choice" => tool_choice = Some(value()?.parse::<ToolChoice>()?),
+            "--first-turn-tool-choice" => {
+                first_turn_tool_choice = Some(value()?.parse::<ToolChoice>()?);
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown flag {other:?}")),
         }
@@ -137,6 +158,8 @@ fn args() -> Result<Args, String> {
         transcript,
         otlp,
         allow_insecure_http,
+        tool_choice,
+        first_turn_tool_choice,
     })
 }
 
@@ -162,9 +185,15 @@ async fn run(args: &Args) -> Result<(ExitCode, serde_json::Value), Box<dyn std::
     if args.allow_insecure_http {
         config = config.allow_insecure_http();
     }
-    let agent = Agent::new(config)?
-    .budget(Budget::default().max_turns(args.max_turns))
-    .instructions("You operate the build and deploy tools of this project. Use a tool when it helps; answer briefly.");
+    let mut agent = Agent::new(config)?
+        .budget(Budget::default().max_turns(args.max_turns))
+        .instructions("You operate the build and deploy tools of this project. Use a tool when it helps; answer briefly.");
+    if let Some(choice) = &args.tool_choice {
+        agent = agent.tool_choice(choice.clone());
+    }
+    if let Some(choice) = &args.first_turn_tool_choice {
+        agent = agent.first_turn_tool_choice(choice.clone());
+    }
     let mut outcome = agent.run(&run, &args.prompt).await;
     loop {
         match outcome {

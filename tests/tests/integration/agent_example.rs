@@ -282,6 +282,62 @@ fn a_malformed_response_is_an_error_with_status_1() {
     assert_eq!(transcript["turns"], 1);
 }
 
+#[test]
+fn tool_choice_flags_reach_the_request_and_a_hidden_name_is_refused_with_status_1() {
+    let (url, script) = fake(vec![
+        calling(&[("c1", "get_status", json!({"project": "web"}))]),
+        answering("web is green."),
+    ]);
+    let ran = agent_with(
+        &url,
+        "build:read",
+        "never",
+        "8",
+        &[
+            "--first-turn-tool-choice",
+            "required",
+            "--tool-choice",
+            "auto",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let requests = script.requests.lock().unwrap();
+    let sent: Vec<&Value> = requests.iter().map(|r| &r["tool_choice"]).collect();
+    assert_eq!(sent, [&json!("required"), &json!("auto")]);
+    // The assistant's tool-call turn goes back with a string content.
+    assert_eq!(requests[1]["messages"][2]["content"], "", "{}", requests[1]);
+    drop(requests);
+
+    let (url, script) = fake(vec![answering("ok")]);
+    let ran = agent_with(
+        &url,
+        "build:read",
+        "never",
+        "8",
+        &["--tool-choice", "get_status"],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(
+        script.requests.lock().unwrap()[0]["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_status"}})
+    );
+
+    // `deploy` exists but these scopes do not reach it: refused before any request, as an
+    // unknown name is.
+    for name in ["deploy", "no_such_tool"] {
+        let (url, script) = fake(vec![answering("ok")]);
+        let ran = agent_with(&url, "build:read", "never", "8", &["--tool-choice", name]);
+        assert_eq!(ran.code, 1, "{name}: {}", ran.stderr);
+        assert_eq!(ran.transcript["outcome"], "error");
+        assert!(
+            ran.stderr.contains("not a tool this run may call"),
+            "{name}: {}",
+            ran.stderr
+        );
+        assert!(script.requests.lock().unwrap().is_empty(), "{name}");
+    }
+}
+
 /// Everything a second server received: method, headers, raw body.
 type Collected = Arc<Mutex<Vec<(String, HeaderMap, Vec<u8>)>>>;
 
