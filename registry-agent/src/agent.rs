@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::api::{Api, Request};
+use crate::api::{Api, Request, ToolChoice};
 use crate::budget::{Budget, Spent};
 use crate::error::AgentError;
 use crate::http::{self, Retries};
@@ -43,6 +43,12 @@ pub struct ModelConfig {
     pub timeout: Duration,
     /// How 429 and 5xx answers are retried.
     pub retries: Retries,
+    /// Whether a plain `http://` base URL to a host that is not loopback is accepted (default
+    /// `false`): the key and the whole conversation would travel in clear, readable and
+    /// changeable on the way. `https://` and `http://` to loopback (`localhost`,
+    /// `127.0.0.0/8`, `[::1]`) are always accepted. Set it with
+    /// [`ModelConfig::allow_insecure_http`].
+    pub allow_insecure_http: bool,
 }
 
 impl std::fmt::Debug for ModelConfig {
@@ -55,6 +61,7 @@ impl std::fmt::Debug for ModelConfig {
             .field("max_output_tokens", &self.max_output_tokens)
             .field("timeout", &self.timeout)
             .field("retries", &self.retries)
+            .field("allow_insecure_http", &self.allow_insecure_http)
             .finish()
     }
 }
@@ -70,6 +77,7 @@ impl ModelConfig {
             max_output_tokens: 1024,
             timeout: Duration::from_secs(120),
             retries: Retries::default(),
+            allow_insecure_http: false,
         }
     }
 
@@ -102,6 +110,25 @@ impl ModelConfig {
     #[must_use]
     pub fn max_output_tokens(mut self, tokens: u32) -> Self {
         self.max_output_tokens = tokens;
+        self
+    }
+
+    /// Accepts a plain `http://` base URL to a host that is not loopback, which
+    /// [`Agent::new`] otherwise refuses: the key and the whole conversation then travel in
+    /// clear. Say it only when the network path is trusted (a private link, a service mesh
+    /// that encrypts). `https://` (feature `tls`) and `http://` to loopback (`localhost`,
+    /// `127.0.0.0/8`, `[::1]`: a model served on this machine) need no opt-out.
+    ///
+    /// ```
+    /// use registry_agent::{Agent, Api, ModelConfig};
+    ///
+    /// let config = ModelConfig::new(Api::OpenAiChat, "http://gpu-box.internal:8080/v1", "m");
+    /// assert!(Agent::new(config.clone()).is_err());
+    /// assert!(Agent::new(config.allow_insecure_http()).is_ok());
+    /// ```
+    #[must_use]
+    pub fn allow_insecure_http(mut self) -> Self {
+        self.allow_insecure_http = true;
         self
     }
 }
@@ -339,7 +366,52 @@ pub struct Agent {
     defer_above: usize,
     deferred: DeferredOptions,
     record_content: bool,
+    tool_choice: Option<ToolChoice>,
+    first_turn_tool_choice: Option<ToolChoice>,
     http: reqwest::Client,
+}
+
+/// Refuses a base URL that is not `http://` or `https://`, `https://` without the `tls`
+/// feature, and plain `http://` to a host that is not loopback unless the configuration
+/// allows it.
+fn check_base_url(config: &ModelConfig) -> Result<(), AgentError> {
+    let shown = crate::bounded(&config.base_url);
+    let url = reqwest::Url::parse(&config.base_url).map_err(|error| {
+        AgentError::Config(format!(
+            "the base URL {shown} is not a URL ({error}): give one such as \
+             https://api.openai.com/v1 or http://127.0.0.1:8080/v1"
+        ))
+    })?;
+    match url.scheme() {
+        "https" if cfg!(feature = "tls") => Ok(()),
+        "https" => Err(AgentError::Config(format!(
+            "{shown} is https: build registry-agent with its `tls` feature"
+        ))),
+        "http" if config.allow_insecure_http || is_loopback(&url) => Ok(()),
+        "http" => Err(AgentError::Config(format!(
+            "the base URL {shown} is plain http:// to a host that is not loopback: the key and \
+             the conversation would travel in clear; use https:// (registry-agent's `tls` \
+             feature), or, if the network path is trusted, say so with \
+             `ModelConfig::allow_insecure_http`"
+        ))),
+        other => Err(AgentError::Config(format!(
+            "the base URL {shown} has the scheme {:?}: give an https:// URL (or http:// to \
+             loopback)",
+            crate::bounded(other)
+        ))),
+    }
+}
+
+/// Whether `url`'s host is this machine: `localhost`, `127.0.0.0/8` or `[::1]`.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
 }
 
 /// Runs with more tools than this are sent in the deferred form, unless the agent says
@@ -349,21 +421,23 @@ pub const DEFER_ABOVE: usize = 64;
 
 impl Agent {
     /// An agent for the model of `config`, with the default budget and limits.
+    ///
+    /// # Errors
+    ///
+    /// [`AgentError::Config`] for a base URL that is not `http://` or `https://`, `https://`
+    /// without the `tls` feature, or plain `http://` to a host that is not loopback unless
+    /// [`ModelConfig::allow_insecure_http`] says the path is trusted. No request is made.
+    ///
+    /// Redirects are never followed: a model API that answers 3xx ends the loop with
+    /// [`AgentError::Api`] naming where it pointed, so the key and the conversation go to the
+    /// base URL's host and no other.
     pub fn new(config: ModelConfig) -> Result<Agent, AgentError> {
-        if config.base_url.starts_with("https://") && !cfg!(feature = "tls") {
-            return Err(AgentError::Config(format!(
-                "{} is https: build registry-agent with its `tls` feature",
-                config.base_url
-            )));
-        }
-        if !config.base_url.starts_with("http://") && !config.base_url.starts_with("https://") {
-            return Err(AgentError::Config(format!(
-                "the base URL {:?} is not http:// or https://",
-                config.base_url
-            )));
-        }
+        check_base_url(&config)?;
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
+            // A redirect would take the key (`x-api-key` is not a header reqwest strips) and,
+            // on 307/308, the whole conversation to another host: never followed.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|error| AgentError::Config(error.to_string()))?;
         Ok(Agent {
@@ -374,6 +448,8 @@ impl Agent {
             defer_above: DEFER_ABOVE,
             deferred: DeferredOptions::new(),
             record_content: false,
+            tool_choice: None,
+            first_turn_tool_choice: None,
             http,
         })
     }
@@ -434,6 +510,39 @@ impl Agent {
     #[must_use]
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// What every request tells the model about calling tools ([`ToolChoice`]; unset, the
+    /// API's default, `auto`). [`first_turn_tool_choice`](Agent::first_turn_tool_choice)
+    /// overrides it for the loop's first request. A [`ToolChoice::Named`] tool the run may
+    /// not call is refused before any request ([`AgentError::Config`]); so is `Required` or
+    /// `Named` for a run with no tool.
+    ///
+    /// `Required` on every request leaves the model no way to answer: the loop then ends on
+    /// its budget. To make a weak model start with a tool and then answer, use
+    /// `first_turn_tool_choice(ToolChoice::Required)`.
+    ///
+    /// ```
+    /// use registry_agent::{Agent, Api, ModelConfig, ToolChoice};
+    ///
+    /// let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "m"))?
+    ///     .tool_choice(ToolChoice::Auto)
+    ///     .first_turn_tool_choice(ToolChoice::Named("get_status".into()));
+    /// # Ok::<(), registry_agent::AgentError>(())
+    /// ```
+    #[must_use]
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
+    /// What the loop's first request (the conversation's first turn, not a resumed loop's
+    /// next one) tells the model about calling tools, instead of
+    /// [`tool_choice`](Agent::tool_choice). Checked as it is.
+    #[must_use]
+    pub fn first_turn_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.first_turn_tool_choice = Some(choice);
         self
     }
 
@@ -599,6 +708,14 @@ impl Agent {
             Ok(tools) => tools,
             Err(error) => return Err(AgentFailure::new(error, state)),
         };
+        for choice in [&self.first_turn_tool_choice, &self.tool_choice]
+            .into_iter()
+            .flatten()
+        {
+            if let Err(error) = check_tool_choice(run, session.as_ref(), tools.is_some(), choice) {
+                return Err(AgentFailure::new(error, state));
+            }
+        }
         let started = Instant::now();
         let spent_before = Duration::from_millis(state.elapsed_ms);
         let elapsed = |state: &mut AgentState| {
@@ -638,6 +755,13 @@ impl Agent {
                 instructions: self.instructions.as_deref(),
                 conversation: &state.conversation,
                 tools: tools.as_deref(),
+                tool_choice: if state.turns == 0 {
+                    self.first_turn_tool_choice
+                        .as_ref()
+                        .or(self.tool_choice.as_ref())
+                } else {
+                    self.tool_choice.as_ref()
+                },
                 max_output_tokens: self.config.max_output_tokens,
             });
             let body = match body {
@@ -854,6 +978,41 @@ impl std::fmt::Display for AgentFailure {
 impl std::error::Error for AgentFailure {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
+    }
+}
+
+/// Refuses a tool choice that cannot be sent: a named tool the run may not call (unknown and
+/// hidden read the same), one a deferred run's first request does not hold, or a tool
+/// required of a run that has none.
+fn check_tool_choice(
+    run: &Run,
+    session: Option<&DeferredSession>,
+    has_tools: bool,
+    choice: &ToolChoice,
+) -> Result<(), AgentError> {
+    match choice {
+        ToolChoice::Named(name) if !run.allowed().permits(name) => {
+            Err(AgentError::Config(format!(
+                "the tool choice names {}, which is not a tool this run may call: name one of \
+                 the run's allowed tools, or use auto or required",
+                crate::bounded(name)
+            )))
+        }
+        ToolChoice::Named(name) if session.is_some_and(|session| !session.is_loaded(name)) => {
+            Err(AgentError::Config(format!(
+                "the tool choice names {}, which this run, sent in the deferred form, does not \
+                 load in its first request: load it first (`DeferredOptions::load`), or use \
+                 required",
+                crate::bounded(name)
+            )))
+        }
+        ToolChoice::Named(_) | ToolChoice::Required if !has_tools => {
+            Err(AgentError::Config(format!(
+                "the tool choice is {}, but this run has no tool to send",
+                crate::bounded(choice.as_str())
+            )))
+        }
+        _ => Ok(()),
     }
 }
 

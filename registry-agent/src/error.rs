@@ -8,8 +8,8 @@ pub enum AgentError {
     /// The request could not be sent or its answer read (connection, timeout, TLS).
     #[error("the model API could not be reached: {0}")]
     Transport(String),
-    /// The API answered with an error status (after the retries 429 and 5xx get), or an
-    /// `error` object.
+    /// The API answered with an error status (after the retries 429 and 5xx get), a redirect
+    /// (never followed: the message names the origin it pointed to), or an `error` object.
     #[error("{0}")]
     Api(String),
     /// The response is not the API's shape: what was expected, and where (a JSON pointer).
@@ -18,7 +18,9 @@ pub enum AgentError {
     /// A bound was passed: a response body, the calls of one turn, the conversation.
     #[error("{0}")]
     TooLarge(String),
-    /// The configuration cannot work (a URL, a missing feature).
+    /// The configuration cannot work or is refused (a URL that is not one, `https://` without
+    /// the `tls` feature, plain `http://` to a host that is not loopback without
+    /// `ModelConfig::allow_insecure_http`).
     #[error("{0}")]
     Config(String),
     /// The run could not export its tools for the API.

@@ -5,8 +5,11 @@
 //! schema, the gate), answers in the model's order, and repeats until the model answers,
 //! a call waits for a person ([`AgentOutcome::Paused`], resumed with [`Agent::resume`]), or a
 //! [`Budget`] is spent. Model APIs: OpenAI Chat Completions, OpenAI Responses and Anthropic
-//! Messages, at any base URL (so any OpenAI-compatible local server works); 429 and 5xx are
-//! retried with backoff, honouring `Retry-After`. Spans follow the OpenTelemetry GenAI
+//! Messages, at any `https://` base URL or `http://` one on loopback (so any OpenAI-compatible
+//! local server works; plain `http://` elsewhere only with
+//! [`ModelConfig::allow_insecure_http`]), redirects never followed; 429 and 5xx are retried
+//! with backoff, honouring `Retry-After`. [`Agent::tool_choice`] tells the model whether and
+//! which tool to call ([`ToolChoice`]). Spans follow the OpenTelemetry GenAI
 //! conventions (`chat {model}`, `execute_tool {name}`); argument values and results are not
 //! recorded unless [`Agent::record_content`] opts in.
 //!
@@ -42,7 +45,7 @@ pub mod rig;
 pub use agent::{
     Agent, AgentFailure, AgentOutcome, AgentState, CallRecord, DEFER_ABOVE, Limits, ModelConfig,
 };
-pub use api::Api;
+pub use api::{Api, ToolChoice};
 pub use budget::{Budget, Spent};
 pub use error::AgentError;
 pub use http::Retries;

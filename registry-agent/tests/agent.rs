@@ -11,8 +11,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use registry_agent::{
     Agent, AgentError, AgentOutcome, AgentState, Api, Budget, Limits, ModelConfig, Retries, Spent,
+    ToolChoice,
 };
 use registry_core::approval::Verdict;
+use registry_core::deferred::DeferredOptions;
 use registry_core::{DynamicTool, Registry, Subject};
 use serde_json::{Value, json};
 
@@ -661,6 +663,476 @@ async fn the_bounds_hold() {
         Agent::new(ModelConfig::new(api, "ftp://example.com", "m")),
         Err(AgentError::Config(_))
     ));
+}
+
+/// Everything a second server received: method, headers, raw body.
+type Received = Arc<Mutex<Vec<(String, HeaderMap, Vec<u8>)>>>;
+
+/// A second server on loopback that records every request whatever its method or body and
+/// answers it as a model of `api` would (so that a followed redirect would end in success);
+/// its origin and what it received.
+async fn collector(api: Api) -> (String, Received) {
+    let received: Received = Arc::default();
+    let record = received.clone();
+    let answer = answering(api, "the conversation reached the collector").2;
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, headers: HeaderMap, body: axum::body::Bytes| {
+            let record = record.clone();
+            let answer = answer.clone();
+            async move {
+                record
+                    .lock()
+                    .unwrap()
+                    .push((method.to_string(), headers, body.to_vec()));
+                (
+                    StatusCode::OK,
+                    [("content-type", "application/json")],
+                    answer,
+                )
+            }
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (origin, received)
+}
+
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_the_key_and_conversation_stay() {
+    let run = registry(Arc::default()).open_run("r", &subject());
+    for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic] {
+        for status in [301, 302, 303, 307, 308] {
+            let (elsewhere, received) = collector(api).await;
+            let location = format!("{elsewhere}/collect?token=kept-out-of-errors");
+            let (url, script) =
+                fake(vec![(status, vec![("location", location)], String::new())]).await;
+            let failure = agent(api, &url)
+                .run(&run, "My secret prompt.")
+                .await
+                .expect_err("a redirect ends the loop with an error");
+            assert!(
+                received.lock().unwrap().is_empty(),
+                "{api} {status}: the other server received {:?}",
+                received.lock().unwrap()
+            );
+            assert_eq!(
+                script.requests.lock().unwrap().len(),
+                1,
+                "{api} {status}: {}",
+                failure.error
+            );
+            let origin = url.trim_end_matches("/v1");
+            assert!(
+                matches!(&failure.error, AgentError::Api(text)
+                    if text.contains(&status.to_string())
+                        && text.contains(&format!("redirecting to {elsewhere}:"))
+                        && text.contains(&format!("at {origin}"))
+                        && text.contains("not followed")
+                        && !text.contains("kept-out-of-errors")),
+                "{api} {status}: {}",
+                failure.error
+            );
+        }
+    }
+
+    // A relative Location names this origin; none at all says so.
+    let api = Api::Anthropic;
+    let (url, _) = fake(vec![(
+        307,
+        vec![("location", "/v2/messages".into())],
+        String::new(),
+    )])
+    .await;
+    let error = agent(api, &url).run(&run, "Hi.").await.unwrap_err().error;
+    let origin = url.trim_end_matches("/v1");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("redirecting to {origin}:")),
+        "{error}"
+    );
+    let (url, _) = fake(vec![(302, Vec::new(), String::new())]).await;
+    let error = agent(api, &url).run(&run, "Hi.").await.unwrap_err().error;
+    assert!(error.to_string().contains("no Location header"), "{error}");
+}
+
+#[test]
+fn plain_http_is_refused_to_a_host_that_is_not_loopback_unless_allowed() {
+    let api = Api::Anthropic;
+    for far in [
+        "http://example.com/v1",
+        "http://10.0.0.5:8080/v1",
+        "http://localhost.evil.example/v1",
+        "http://[::ffff:7f00:1]:8080/v1",
+    ] {
+        let config = ModelConfig::new(api, far, "m").api_key("sk-never-in-clear");
+        let error = Agent::new(config.clone()).expect_err(far);
+        let text = error.to_string();
+        assert!(
+            matches!(error, AgentError::Config(_))
+                && text.contains("plain http://")
+                && text.contains("https://")
+                && text.contains("ModelConfig::allow_insecure_http")
+                && !text.contains("sk-never-in-clear"),
+            "{far}: {text}"
+        );
+        assert!(
+            Agent::new(config.allow_insecure_http()).is_ok(),
+            "{far} with the opt-out"
+        );
+    }
+    for near in [
+        "http://127.0.0.1:8080/v1",
+        "http://127.1.2.3/v1",
+        "http://localhost:8080/v1",
+        "http://LOCALHOST/v1",
+        "http://[::1]:8080/v1",
+    ] {
+        let config = ModelConfig::new(api, near, "m").api_key("sk-local");
+        assert!(!config.allow_insecure_http);
+        assert!(Agent::new(config).is_ok(), "{near}");
+    }
+    for bad in ["not a url", "ftp://example.com/v1", "file:///etc/passwd"] {
+        let config = ModelConfig::new(api, bad, "m").allow_insecure_http();
+        assert!(
+            matches!(Agent::new(config), Err(AgentError::Config(_))),
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_opt_out_sends_over_plain_http_and_without_it_nothing_is_sent() {
+    // `0.0.0.0` is not a loopback address, but a connection to it reaches this machine
+    // (Linux routes it to 127.0.0.1): the refusal and the opt-out end to end, no traffic
+    // leaving the machine.
+    let api = Api::Anthropic;
+    let (url, script) = fake(vec![answering(api, "over a trusted path")]).await;
+    let far = url.replace("127.0.0.1", "0.0.0.0");
+    let config = ModelConfig::new(api, &far, "m").api_key("sk-trusted-path");
+    let error = Agent::new(config.clone()).unwrap_err().to_string();
+    assert!(
+        error.contains(&far) && error.contains("plain http://"),
+        "{error}"
+    );
+    let run = registry(Arc::default()).open_run("r", &subject());
+    let outcome = Agent::new(config.allow_insecure_http())
+        .unwrap()
+        .run(&run, "Hi.")
+        .await
+        .unwrap();
+    assert!(
+        matches!(&outcome, AgentOutcome::Answered { answer, .. } if answer == "over a trusted path"),
+        "{outcome:?}"
+    );
+    let requests = script.requests.lock().unwrap();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].0["x-api-key"], "sk-trusted-path");
+}
+
+/// What llama-cpp-python's server (0.3) answers a Chat Completions request whose message `at`
+/// has a `content` that is not a string: HTTP 500, pydantic's validation text in the error's
+/// message.
+fn llama_cpp_refusal(at: usize, content: &Value) -> Reply {
+    let message = format!(
+        "1 validation error for CreateChatCompletionRequest\nmessages.{at}.content\n  Input should be a valid string [type=string_type, input_value={content}, input_type=NoneType]"
+    );
+    (
+        500,
+        Vec::new(),
+        json!({"error": {"message": message, "type": "internal_server_error", "param": null, "code": null}})
+            .to_string(),
+    )
+}
+
+/// A Chat Completions endpoint that validates each request as llama-cpp-python's server does
+/// (every message's `content` must be a string) before replaying `replies`.
+async fn validating(replies: Vec<Reply>) -> (String, Arc<Script>) {
+    let script = Arc::new(Script {
+        replies: Mutex::new(replies.into()),
+        requests: Mutex::new(Vec::new()),
+    });
+    let app = axum::Router::new()
+        .fallback(
+            |State(script): State<Arc<Script>>, headers: HeaderMap, body: String| async move {
+                let parsed: Value = serde_json::from_str(&body).expect("the loop sends JSON");
+                script
+                    .requests
+                    .lock()
+                    .unwrap()
+                    .push((headers, parsed.clone()));
+                let messages = parsed["messages"].as_array().cloned().unwrap_or_default();
+                let (status, body) = match messages
+                    .iter()
+                    .position(|message| !message["content"].is_string())
+                {
+                    Some(at) => {
+                        let (status, _, body) = llama_cpp_refusal(at, &messages[at]["content"]);
+                        (status, body)
+                    }
+                    None => {
+                        let (status, _, body) = script.replies.lock().unwrap().pop_front().unwrap();
+                        (status, body)
+                    }
+                };
+                (
+                    StatusCode::from_u16(status).unwrap(),
+                    [("content-type", "application/json")],
+                    body,
+                )
+            },
+        )
+        .with_state(script.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, script)
+}
+
+#[tokio::test]
+async fn a_server_that_validates_content_as_a_string_takes_every_turn() {
+    let api = Api::OpenAiChat;
+    let (url, script) = validating(vec![
+        calling(api, &[call("c1", "get_status", json!({"project": "web"}))]),
+        answering(api, "web is green"),
+    ])
+    .await;
+    let run = registry(Arc::default()).open_run("r", &subject());
+    let outcome = agent(api, &url).run(&run, "Is web green?").await;
+    let outcome = outcome.unwrap_or_else(|failure| panic!("{}", failure.error));
+    assert!(
+        matches!(&outcome, AgentOutcome::Answered { answer, .. } if answer == "web is green"),
+        "{outcome:?}"
+    );
+    let requests = script.requests.lock().unwrap();
+    assert_eq!(requests.len(), 2, "no request was refused and retried");
+    let assistant = &requests[1].1["messages"][1];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(assistant["content"], "", "{assistant}");
+    assert_eq!(assistant["tool_calls"][0]["id"], "c1");
+}
+
+#[tokio::test]
+async fn a_validation_error_names_the_message_and_field_escaped_and_bounded() {
+    let api = Api::OpenAiChat;
+    let run = registry(Arc::default()).open_run("r", &subject());
+    // llama-cpp-python's 500 (retried, then the error).
+    let refusal = llama_cpp_refusal(2, &Value::Null);
+    let (url, _) = fake(vec![
+        refusal.clone(),
+        refusal.clone(),
+        refusal.clone(),
+        refusal,
+    ])
+    .await;
+    let error = agent(api, &url).run(&run, "Hi.").await.unwrap_err().error;
+    let text = error.to_string();
+    assert!(
+        text.contains("it refused messages[2].content (Input should be a valid string)"),
+        "{text}"
+    );
+    // FastAPI's 422, with a hostile place: escaped, and only a few named.
+    let detail: Vec<Value> = (0..5)
+        .map(|at| json!({"loc": ["body", "messages", at, "content\u{202e}\nFAKE"], "msg": "Field required\u{0}", "type": "missing"}))
+        .collect();
+    let (url, _) = fake(vec![(
+        422,
+        Vec::new(),
+        json!({"detail": detail}).to_string(),
+    )])
+    .await;
+    let text = agent(api, &url)
+        .run(&run, "Hi.")
+        .await
+        .unwrap_err()
+        .error
+        .to_string();
+    assert!(
+        text.contains("it refused messages[0].content\\u{202e}\\nFAKE (Field required\\0)")
+            && text.contains("messages[2].content")
+            && !text.contains("it refused messages[3]")
+            && text.contains("2 more"),
+        "{text}"
+    );
+    assert!(!text.contains(['\0', '\n', '\u{202e}']), "{text}");
+    // An OpenAI-style error naming its parameter.
+    let body = json!({"error": {"message": "Invalid type for 'messages[1].content'.", "param": "messages.[1].content", "type": "invalid_request_error"}});
+    let (url, _) = fake(vec![(400, Vec::new(), body.to_string())]).await;
+    let text = agent(api, &url)
+        .run(&run, "Hi.")
+        .await
+        .unwrap_err()
+        .error
+        .to_string();
+    assert!(
+        text.contains("it refused messages[1].content (Invalid type"),
+        "{text}"
+    );
+    // A long place is cut.
+    let long = "x".repeat(10_000);
+    let body = json!({"detail": [{"loc": ["body", long], "msg": "bad"}]});
+    let (url, _) = fake(vec![(422, Vec::new(), body.to_string())]).await;
+    let text = agent(api, &url)
+        .run(&run, "Hi.")
+        .await
+        .unwrap_err()
+        .error
+        .to_string();
+    assert!(text.len() < 1_500, "{}", text.len());
+}
+
+/// The `tool_choice` each API's request carried (absent: `null`).
+fn choices(script: &Script) -> Vec<Value> {
+    script
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, body)| body.get("tool_choice").cloned().unwrap_or(Value::Null))
+        .collect()
+}
+
+#[tokio::test]
+async fn tool_choice_is_sent_in_each_apis_shape_and_first_turn_only_when_asked() {
+    let run = registry(Arc::default()).open_run("r", &subject());
+    for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic] {
+        let named = match api {
+            Api::OpenAiChat => json!({"type": "function", "function": {"name": "get_status"}}),
+            Api::OpenAiResponses => json!({"type": "function", "name": "get_status"}),
+            _ => json!({"type": "tool", "name": "get_status"}),
+        };
+        let (auto, required, none) = match api {
+            Api::Anthropic => (
+                json!({"type": "auto"}),
+                json!({"type": "any"}),
+                json!({"type": "none"}),
+            ),
+            _ => (json!("auto"), json!("required"), json!("none")),
+        };
+        // The first turn forced to a tool, the rest the model's choice.
+        let (url, script) = fake(vec![
+            calling(api, &[call("c1", "get_status", json!({"project": "web"}))]),
+            answering(api, "green"),
+        ])
+        .await;
+        let outcome = agent(api, &url)
+            .first_turn_tool_choice(ToolChoice::Named("get_status".into()))
+            .tool_choice(ToolChoice::Auto)
+            .run(&run, "Hi.")
+            .await
+            .unwrap();
+        assert!(matches!(outcome, AgentOutcome::Answered { .. }), "{api}");
+        assert_eq!(choices(&script), [named, auto], "{api}");
+
+        // First turn only: later requests say nothing.
+        let (url, script) = fake(vec![
+            calling(api, &[call("c1", "get_status", json!({"project": "web"}))]),
+            answering(api, "green"),
+        ])
+        .await;
+        agent(api, &url)
+            .first_turn_tool_choice(ToolChoice::Required)
+            .run(&run, "Hi.")
+            .await
+            .unwrap();
+        assert_eq!(choices(&script), [required.clone(), Value::Null], "{api}");
+
+        // Every turn, and none at all unless asked.
+        for (choice, sent) in [
+            (ToolChoice::None, none.clone()),
+            (ToolChoice::Required, required.clone()),
+        ] {
+            let (url, script) = fake(vec![answering(api, "ok")]).await;
+            agent(api, &url)
+                .tool_choice(choice)
+                .run(&run, "Hi.")
+                .await
+                .unwrap();
+            assert_eq!(choices(&script), [sent], "{api}");
+        }
+        let (url, script) = fake(vec![answering(api, "ok")]).await;
+        agent(api, &url).run(&run, "Hi.").await.unwrap();
+        assert_eq!(choices(&script), [Value::Null], "{api}");
+    }
+}
+
+#[tokio::test]
+async fn a_named_tool_choice_outside_the_allowed_set_is_refused_before_any_request() {
+    let api = Api::Anthropic;
+    let run = registry(Arc::default()).open_run("r", &subject());
+    let mut texts = Vec::new();
+    // Hidden (the subject's scopes do not reach it) and unknown read the same.
+    for name in ["drop_database", "no_such_tool"] {
+        for first_turn in [true, false] {
+            let (url, script) = fake(vec![answering(api, "ok")]).await;
+            let choice = ToolChoice::Named(name.into());
+            let agent = if first_turn {
+                agent(api, &url).first_turn_tool_choice(choice)
+            } else {
+                agent(api, &url).tool_choice(choice)
+            };
+            let failure = agent.run(&run, "Hi.").await.unwrap_err();
+            assert!(
+                matches!(&failure.error, AgentError::Config(text)
+                    if text.contains(name) && text.contains("not a tool this run may call")),
+                "{name}: {}",
+                failure.error
+            );
+            assert!(script.requests.lock().unwrap().is_empty(), "{name}");
+            texts.push(failure.error.to_string().replace(name, "NAME"));
+        }
+    }
+    assert!(texts.windows(2).all(|pair| pair[0] == pair[1]), "{texts:?}");
+
+    // A hostile name is escaped.
+    let (url, _) = fake(Vec::new()).await;
+    let text = agent(api, &url)
+        .tool_choice(ToolChoice::Named("x\n\u{202e}".into()))
+        .run(&run, "Hi.")
+        .await
+        .unwrap_err()
+        .error
+        .to_string();
+    assert!(!text.contains(['\n', '\u{202e}']), "{text}");
+
+    // A run with no tool cannot be made to call one.
+    let empty = registry(Arc::default()).open_run("e", &Subject::new("acme"));
+    let (url, script) = fake(vec![answering(api, "ok")]).await;
+    let error = agent(api, &url)
+        .tool_choice(ToolChoice::Required)
+        .run(&empty, "Hi.")
+        .await
+        .unwrap_err()
+        .error;
+    assert!(error.to_string().contains("no tool"), "{error}");
+    assert!(script.requests.lock().unwrap().is_empty());
+
+    // A run sent in the deferred form: the named tool must be in its first request.
+    let large = large_registry(Arc::default()).open_run("l", &subject());
+    let (url, script) = fake(vec![answering(api, "ok")]).await;
+    let error = agent(api, &url)
+        .first_turn_tool_choice(ToolChoice::Named("rollback_deployment".into()))
+        .run(&large, "Hi.")
+        .await
+        .unwrap_err()
+        .error;
+    assert!(
+        error.to_string().contains("DeferredOptions::load"),
+        "{error}"
+    );
+    assert!(script.requests.lock().unwrap().is_empty());
+    let (url, script) = fake(vec![answering(api, "ok")]).await;
+    agent(api, &url)
+        .deferred_options(DeferredOptions::new().load(["rollback_deployment"]))
+        .first_turn_tool_choice(ToolChoice::Named("rollback_deployment".into()))
+        .run(&large, "Hi.")
+        .await
+        .unwrap();
+    assert_eq!(
+        choices(&script),
+        [json!({"type": "tool", "name": "rollback_deployment"})]
+    );
 }
 
 #[tokio::test]

@@ -19,6 +19,16 @@
 //! "name", "outcome": "ok"|"<error kind>", "ran": bool}], "answer": "..."}`. The exit status is
 //! 0 when the model answered, 3 when a budget was spent, 1 on an error (2 for bad flags).
 //!
+//! The key and the conversation go to the base URL's host only: a redirect is not followed
+//! (the run ends as an error, status 1, naming where it pointed), and a plain `http://` base
+//! URL to a host that is not loopback is refused (status 1) unless `--allow-insecure-http`
+//! says the network path is trusted.
+//!
+//! `--tool-choice auto|required|none|NAME` is what every request tells the model about
+//! calling tools, `--first-turn-tool-choice` the same for the first request only (a weak
+//! model that answers around its tools: `--first-turn-tool-choice required`). A NAME the run
+//! may not call is refused before any request (status 1).
+//!
 //! `--otlp ENDPOINT` (an OTLP/HTTP collector's base URL, e.g. `http://127.0.0.1:4318`)
 //! exports the loop's spans (`invoke_agent`, `chat {model}`, `execute_tool {name}`, with the
 //! GenAI semantic conventions' attributes) as OTLP protobuf to `ENDPOINT/v1/traces`, service
@@ -30,7 +40,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use registry_agent::{Agent, AgentFailure, AgentOutcome, AgentState, Api, Budget, ModelConfig};
+use registry_agent::{
+    Agent, AgentFailure, AgentOutcome, AgentState, Api, Budget, ModelConfig, ToolChoice,
+};
 use registry_core::Subject;
 use registry_core::approval::Verdict;
 use serde_json::json;
@@ -38,7 +50,8 @@ use serde_json::json;
 const USAGE: &str = "\
 usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model NAME
              [--tenant T] [--scopes A,B] [--approve never|always] [--max-turns N]
-             --prompt TEXT [--transcript FILE] [--otlp ENDPOINT]
+             --prompt TEXT [--transcript FILE] [--otlp ENDPOINT] [--allow-insecure-http]
+             [--tool-choice auto|required|none|NAME] [--first-turn-tool-choice ...]
 
   --api          the model API the server speaks
   --base-url     its base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1
@@ -51,6 +64,14 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
   --transcript   write the outcome, turns, calls and answer to FILE as JSON
   --otlp         export the loop's spans over OTLP/HTTP to ENDPOINT/v1/traces,
                  e.g. http://127.0.0.1:4318 (a failed export is a warning only)
+  --tool-choice  what every request tells the model: auto, required (some tool), none,
+                 or a tool's name (one of the run's tools; any other is refused, status 1)
+  --first-turn-tool-choice
+                 the same, for the first request only (e.g. required, then the model's
+                 choice)
+  --allow-insecure-http
+                 accept a plain http:// base URL to a host that is not loopback (the key
+                 and the conversation travel in clear); redirects are never followed
 The key is read from AGENT_API_KEY. Exit status: 0 answered, 3 budget spent, 1 error.";
 
 #[derive(Debug)]
@@ -65,6 +86,9 @@ struct Args {
     prompt: String,
     transcript: Option<PathBuf>,
     otlp: Option<String>,
+    allow_insecure_http: bool,
+    tool_choice: Option<ToolChoice>,
+    first_turn_tool_choice: Option<ToolChoice>,
 }
 
 fn args() -> Result<Args, String> {
@@ -78,6 +102,9 @@ fn args() -> Result<Args, String> {
     let mut prompt = None;
     let mut transcript = None;
     let mut otlp = None;
+    let mut allow_insecure_http = false;
+    let mut tool_choice = None;
+    let mut first_turn_tool_choice = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -110,6 +137,11 @@ fn args() -> Result<Args, String> {
             "--prompt" => prompt = Some(value()?),
             "--transcript" => transcript = Some(PathBuf::from(value()?)),
             "--otlp" => otlp = Some(otlp::endpoint(&value()?)?),
+            "--allow-insecure-http" => allow_insecure_http = true,
+            "--tool-choice" => tool_choice = Some(value()?.parse::<ToolChoice>()?),
+            "--first-turn-tool-choice" => {
+                first_turn_tool_choice = Some(value()?.parse::<ToolChoice>()?);
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown flag {other:?}")),
         }
@@ -125,6 +157,9 @@ fn args() -> Result<Args, String> {
         prompt: prompt.ok_or("--prompt is required")?,
         transcript,
         otlp,
+        allow_insecure_http,
+        tool_choice,
+        first_turn_tool_choice,
     })
 }
 
@@ -145,11 +180,20 @@ async fn run(args: &Args) -> Result<(ExitCode, serde_json::Value), Box<dyn std::
         .with_agent("example-agent");
     let run = registry.open_run(format!("agent-{}", std::process::id()), &subject);
     tracing::info!(tools = ?run.allowed().names().collect::<Vec<_>>(), "the run's tools");
-    let agent = Agent::new(
-        ModelConfig::new(args.api, &args.base_url, &args.model).api_key_from_env("AGENT_API_KEY"),
-    )?
-    .budget(Budget::default().max_turns(args.max_turns))
-    .instructions("You operate the build and deploy tools of this project. Use a tool when it helps; answer briefly.");
+    let mut config =
+        ModelConfig::new(args.api, &args.base_url, &args.model).api_key_from_env("AGENT_API_KEY");
+    if args.allow_insecure_http {
+        config = config.allow_insecure_http();
+    }
+    let mut agent = Agent::new(config)?
+        .budget(Budget::default().max_turns(args.max_turns))
+        .instructions("You operate the build and deploy tools of this project. Use a tool when it helps; answer briefly.");
+    if let Some(choice) = &args.tool_choice {
+        agent = agent.tool_choice(choice.clone());
+    }
+    if let Some(choice) = &args.first_turn_tool_choice {
+        agent = agent.first_turn_tool_choice(choice.clone());
+    }
     let mut outcome = agent.run(&run, &args.prompt).await;
     loop {
         match outcome {

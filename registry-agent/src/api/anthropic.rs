@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Request, Turn, count, shape};
+use super::{Request, ToolChoice, Turn, count, shape};
 use crate::error::AgentError;
 
 /// The API version every request names.
@@ -49,6 +49,17 @@ struct Body<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<&'a str>,
+}
+
+/// `tool_choice` in the Messages API's shape: `{"type": "auto"}`, `{"type": "any"}` (some
+/// tool), `{"type": "none"}`, or `{"type": "tool", "name": ...}`.
+pub(super) fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!({"type": "auto"}),
+        ToolChoice::Required => json!({"type": "any"}),
+        ToolChoice::None => json!({"type": "none"}),
+        ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
+    }
 }
 
 pub(super) fn read(response: &Value) -> Result<Turn, AgentError> {

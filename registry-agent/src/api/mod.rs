@@ -101,6 +101,15 @@ impl Api {
             body.pop();
             body.extend_from_slice(b",\"tools\":");
             body.extend_from_slice(tools.as_bytes());
+            if let Some(choice) = request.tool_choice {
+                let choice = match self {
+                    Api::OpenAiChat => openai_chat::tool_choice(choice),
+                    Api::OpenAiResponses => openai_responses::tool_choice(choice),
+                    Api::Anthropic => anthropic::tool_choice(choice),
+                };
+                body.extend_from_slice(b",\"tool_choice\":");
+                body.extend_from_slice(choice.to_string().as_bytes());
+            }
             body.push(b'}');
         }
         Ok(body)
@@ -168,6 +177,74 @@ impl FromStr for Api {
     }
 }
 
+/// Whether, and which, tool the model must call: each API's `tool_choice`, in its own shape
+/// (OpenAI Chat Completions: `"auto"`, `"required"`, `"none"`, `{"type": "function",
+/// "function": {"name"}}`; OpenAI Responses: the same words, `{"type": "function", "name"}`;
+/// Anthropic: `{"type": "auto"}`, `{"type": "any"}`, `{"type": "none"}`, `{"type": "tool",
+/// "name"}`). Servers that enforce it (llama.cpp's, with a grammar) make a weak model call a
+/// tool it would otherwise answer around.
+///
+/// Set it with [`Agent::tool_choice`](crate::Agent::tool_choice) (every request) or
+/// [`Agent::first_turn_tool_choice`](crate::Agent::first_turn_tool_choice) (the loop's first
+/// request only). A [`Named`](ToolChoice::Named) tool must be one the run may call (and, for a
+/// run sent in the deferred form, one loaded in its first request): otherwise the loop is
+/// refused before any request, and the error does not say whether such a tool exists.
+///
+/// ```
+/// use registry_agent::ToolChoice;
+///
+/// assert_eq!("required".parse::<ToolChoice>(), Ok(ToolChoice::Required));
+/// assert_eq!(
+///     "get_status".parse::<ToolChoice>(),
+///     Ok(ToolChoice::Named("get_status".into()))
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides (the APIs' default when tools are sent).
+    Auto,
+    /// The model must call some tool.
+    Required,
+    /// The model must not call a tool.
+    None,
+    /// The model must call this tool (its name as the run exports it).
+    Named(String),
+}
+
+impl ToolChoice {
+    /// Its command-line form: `auto`, `required`, `none`, or the tool's name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+            ToolChoice::Named(name) => name,
+        }
+    }
+}
+
+impl fmt::Display for ToolChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ToolChoice {
+    type Err = String;
+
+    /// `auto`, `required`, `none`, or any other non-empty text as a tool's name.
+    fn from_str(text: &str) -> Result<ToolChoice, String> {
+        Ok(match text {
+            "auto" => ToolChoice::Auto,
+            "required" => ToolChoice::Required,
+            "none" => ToolChoice::None,
+            "" => return Err("an empty tool choice: auto, required, none or a tool's name".into()),
+            name => ToolChoice::Named(name.to_owned()),
+        })
+    }
+}
+
 /// What one request to the model is made of.
 pub(crate) struct Request<'a> {
     pub(crate) model: &'a str,
@@ -175,6 +252,8 @@ pub(crate) struct Request<'a> {
     pub(crate) conversation: &'a [Value],
     /// The tools' JSON array, as text; `None` when the run has none.
     pub(crate) tools: Option<&'a str>,
+    /// What the model is told about calling them (sent only with tools).
+    pub(crate) tool_choice: Option<&'a ToolChoice>,
     pub(crate) max_output_tokens: u32,
 }
 

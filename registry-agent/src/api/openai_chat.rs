@@ -6,7 +6,7 @@
 use serde::{Serialize, Serializer};
 use serde_json::{Value, json};
 
-use super::{Request, Turn, count, shape};
+use super::{Request, ToolChoice, Turn, count, shape};
 use crate::error::AgentError;
 
 pub(super) fn headers(key: Option<&str>) -> Vec<(&'static str, String)> {
@@ -51,6 +51,17 @@ impl Serialize for Messages<'_> {
     }
 }
 
+/// `tool_choice` in Chat Completions' shape: `"auto"`, `"required"`, `"none"`, or
+/// `{"type": "function", "function": {"name": ...}}`.
+pub(super) fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
+    }
+}
+
 pub(super) fn read(response: &Value) -> Result<Turn, AgentError> {
     let choices = response
         .get("choices")
@@ -69,8 +80,12 @@ pub(super) fn read(response: &Value) -> Result<Turn, AgentError> {
         Some(_) => return Err(shape("/choices/0/message/content", "a string or null")),
     };
     // The message goes back as the assistant's turn; fields the API adds that it does not
-    // take back (refusal, annotations, audio) are dropped.
-    let mut kept = json!({"role": "assistant", "content": message.get("content").cloned().unwrap_or(Value::Null)});
+    // take back (refusal, annotations, audio) are dropped. Its content is always a string,
+    // `""` for a turn of tool calls only: OpenAI's reference takes a string (or null when
+    // `tool_calls` is set), but llama-cpp-python's server validates `content` as a string
+    // (null is HTTP 500, "Input should be a valid string") and its chat templates read it
+    // (absent, they fail), so the empty string is the one form every server takes.
+    let mut kept = json!({"role": "assistant", "content": text});
     if let Some(calls) = message.get("tool_calls") {
         kept["tool_calls"] = calls.clone();
     }

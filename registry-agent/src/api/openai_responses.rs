@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{Request, Turn, count, shape};
+use super::{Request, ToolChoice, Turn, count, shape};
 use crate::error::AgentError;
 
 pub(super) fn start(prompt: &str) -> Vec<Value> {
@@ -33,6 +33,17 @@ struct Body<'a> {
     store: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<&'a str>,
+}
+
+/// `tool_choice` in the Responses API's shape: `"auto"`, `"required"`, `"none"`, or
+/// `{"type": "function", "name": ...}`.
+pub(super) fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Named(name) => json!({"type": "function", "name": name}),
+    }
 }
 
 pub(super) fn read(response: &Value) -> Result<Turn, AgentError> {

@@ -282,6 +282,166 @@ fn a_malformed_response_is_an_error_with_status_1() {
     assert_eq!(transcript["turns"], 1);
 }
 
+#[test]
+fn tool_choice_flags_reach_the_request_and_a_hidden_name_is_refused_with_status_1() {
+    let (url, script) = fake(vec![
+        calling(&[("c1", "get_status", json!({"project": "web"}))]),
+        answering("web is green."),
+    ]);
+    let ran = agent_with(
+        &url,
+        "build:read",
+        "never",
+        "8",
+        &[
+            "--first-turn-tool-choice",
+            "required",
+            "--tool-choice",
+            "auto",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let requests = script.requests.lock().unwrap();
+    let sent: Vec<&Value> = requests.iter().map(|r| &r["tool_choice"]).collect();
+    assert_eq!(sent, [&json!("required"), &json!("auto")]);
+    // The assistant's tool-call turn goes back with a string content.
+    assert_eq!(requests[1]["messages"][2]["content"], "", "{}", requests[1]);
+    drop(requests);
+
+    let (url, script) = fake(vec![answering("ok")]);
+    let ran = agent_with(
+        &url,
+        "build:read",
+        "never",
+        "8",
+        &["--tool-choice", "get_status"],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(
+        script.requests.lock().unwrap()[0]["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_status"}})
+    );
+
+    // `deploy` exists but these scopes do not reach it: refused before any request, as an
+    // unknown name is.
+    for name in ["deploy", "no_such_tool"] {
+        let (url, script) = fake(vec![answering("ok")]);
+        let ran = agent_with(&url, "build:read", "never", "8", &["--tool-choice", name]);
+        assert_eq!(ran.code, 1, "{name}: {}", ran.stderr);
+        assert_eq!(ran.transcript["outcome"], "error");
+        assert!(
+            ran.stderr.contains("not a tool this run may call"),
+            "{name}: {}",
+            ran.stderr
+        );
+        assert!(script.requests.lock().unwrap().is_empty(), "{name}");
+    }
+}
+
+/// Everything a second server received: method, headers, raw body.
+type Collected = Arc<Mutex<Vec<(String, HeaderMap, Vec<u8>)>>>;
+
+/// A second server on loopback that records every request, whatever its method or body, and
+/// answers it as an Anthropic model would (a followed redirect would end in success); its
+/// origin and what it received.
+fn collector() -> (String, Collected) {
+    let received: Collected = Arc::default();
+    let record = received.clone();
+    let app = axum::Router::new().fallback(
+        move |method: axum::http::Method, headers: HeaderMap, body: Bytes| {
+            let record = record.clone();
+            async move {
+                record
+                    .lock()
+                    .unwrap()
+                    .push((method.to_string(), headers, body.to_vec()));
+                (
+                    StatusCode::OK,
+                    [("content-type", "application/json")],
+                    json!({"content": [{"type": "text", "text": "collected"}],
+                           "stop_reason": "end_turn"})
+                    .to_string(),
+                )
+            }
+        },
+    );
+    (format!("http://{}", serve(app)), received)
+}
+
+/// A model endpoint that answers every request with `status` and a `Location` to `to`; its
+/// base URL.
+fn redirecting(status: u16, to: String) -> String {
+    let app = axum::Router::new().fallback(move || {
+        let to = to.clone();
+        async move {
+            (
+                StatusCode::from_u16(status).unwrap(),
+                [("location", to)],
+                String::new(),
+            )
+        }
+    });
+    format!("http://{}/v1", serve(app))
+}
+
+#[test]
+fn a_redirect_is_an_error_with_status_1_and_nothing_reaches_the_other_host() {
+    for status in [302, 307] {
+        let (elsewhere, received) = collector();
+        let url = redirecting(status, format!("{elsewhere}/collect"));
+        // Anthropic: its key travels as `x-api-key`, a header reqwest keeps across hosts.
+        let ran = agent_with(&url, "build:read", "never", "8", &["--api", "anthropic"]);
+        assert_eq!(ran.code, 1, "{status}: {}", ran.stderr);
+        assert_eq!(ran.transcript["outcome"], "error", "{status}");
+        assert!(
+            received.lock().unwrap().is_empty(),
+            "{status}: the other host received {:?}",
+            received.lock().unwrap()
+        );
+        assert!(
+            ran.stderr.contains(&format!("redirecting to {elsewhere}:"))
+                && ran.stderr.contains("not followed"),
+            "{status}: {}",
+            ran.stderr
+        );
+        assert!(
+            !ran.stderr.contains("sk-example-key-0001"),
+            "{}",
+            ran.stderr
+        );
+    }
+}
+
+#[test]
+fn plain_http_to_a_host_that_is_not_loopback_is_refused_with_status_1() {
+    // Refused before any request: no network is needed to see it.
+    let ran = agent_with("http://example.com/v1", "build:read", "never", "8", &[]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert_eq!(ran.transcript["outcome"], "error");
+    assert!(
+        ran.stderr.contains("plain http://") && ran.stderr.contains("allow_insecure_http"),
+        "{}",
+        ran.stderr
+    );
+
+    // `0.0.0.0` is not a loopback address, but a connection to it reaches this machine
+    // (Linux routes it to 127.0.0.1): the refusal and the opt-out end to end, no traffic
+    // leaving the machine.
+    let (url, script) = fake(vec![answering("Web is green.")]);
+    let far = url.replace("127.0.0.1", "0.0.0.0");
+    let ran = agent_with(&far, "build:read", "never", "8", &[]);
+    assert_eq!(ran.code, 1, "{}", ran.stderr);
+    assert!(ran.stderr.contains("plain http://"), "{}", ran.stderr);
+    assert!(
+        script.requests.lock().unwrap().is_empty(),
+        "nothing was sent"
+    );
+    let ran = agent_with(&far, "build:read", "never", "8", &["--allow-insecure-http"]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert_eq!(ran.transcript["answer"], "Web is green.");
+    assert_eq!(script.requests.lock().unwrap().len(), 1);
+}
+
 /// One span as an OTLP receiver got it.
 #[derive(Debug, Clone)]
 struct Received {

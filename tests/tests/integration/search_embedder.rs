@@ -420,6 +420,168 @@ mod openai {
         assert!(error.message().contains(&closed.to_string()), "{error}");
     }
 
+    /// Every connection a second server accepted: the bytes it read first. It answers each
+    /// with a valid vector for one text, so that a followed redirect would succeed.
+    type Connections = Arc<Mutex<Vec<Vec<u8>>>>;
+
+    fn recorder() -> (String, Connections) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let connections: Connections = Arc::default();
+        let record = Arc::clone(&connections);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut first = vec![0; 64 * 1024];
+                let read = stream.read(&mut first).unwrap_or(0);
+                first.truncate(read);
+                record.lock().unwrap().push(first);
+                let answer = json!({"data": [{"index": 0, "embedding": [1.0, 0.0]}]}).to_string();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        (origin, connections)
+    }
+
+    /// An endpoint that answers every request with `status` and `Location: location`; its
+    /// base URL.
+    fn redirecting(status: u16, location: String) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0usize;
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    let header = header.trim_end();
+                    if header.is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = header.split_once(": ")
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let mut stream = reader.get_ref();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                );
+            }
+        });
+        format!("http://{address}/v1")
+    }
+
+    #[test]
+    fn a_redirect_is_not_followed_and_the_key_and_texts_stay() {
+        for status in [301, 302, 303, 307, 308] {
+            let (elsewhere, connections) = recorder();
+            let url = redirecting(status, format!("{elsewhere}/v1/embeddings?token=kept-out"));
+            let embedder = OpenAiEmbedder::new(&url, "m")
+                .unwrap()
+                .api_key("sk-never-elsewhere");
+            let error = embedder.embed(&["a secret query"]).unwrap_err();
+            let message = error.message();
+            assert!(
+                message.contains(&status.to_string())
+                    && message.contains(&format!("redirecting to {elsewhere}:"))
+                    && message.contains("not followed")
+                    && !message.contains("kept-out")
+                    && !message.contains("sk-never-elsewhere"),
+                "{status}: {message}"
+            );
+            // The answer reached the caller after any request to the other server was read.
+            assert!(
+                connections.lock().unwrap().is_empty(),
+                "{status}: the other server received {:?}",
+                connections
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn plain_http_to_a_host_that_is_not_loopback_is_refused_unless_allowed() {
+        // `0.0.0.0` is not a loopback address, but a connection to it reaches this machine
+        // (Linux routes it to 127.0.0.1): the refusal, and the opt-out, seen end to end with
+        // no traffic leaving the machine.
+        let (url, seen) = endpoint(None);
+        let far = url.replace("127.0.0.1", "0.0.0.0");
+        let refused = OpenAiEmbedder::new(&far, "m")
+            .unwrap()
+            .api_key("sk-never-in-clear");
+        let error = refused.embed(&["x"]).unwrap_err();
+        let message = error.message();
+        assert!(
+            message.contains(&far)
+                && message.contains("plain http://")
+                && message.contains("https://")
+                && message.contains("OpenAiEmbedder::allow_insecure_http")
+                && !message.contains("sk-never-in-clear"),
+            "{message}"
+        );
+        assert!(seen.lock().unwrap().is_empty(), "nothing was sent");
+        // Refused the same way for a named host, before any look-up or connection.
+        for named in ["http://example.com/v1", "http://localhost.evil.example/v1"] {
+            let error = OpenAiEmbedder::new(named, "m")
+                .unwrap()
+                .embed(&["x"])
+                .unwrap_err();
+            assert!(error.message().contains("plain http://"), "{error}");
+        }
+
+        let allowed = OpenAiEmbedder::new(&far, "m")
+            .unwrap()
+            .api_key("sk-trusted-path")
+            .allow_insecure_http();
+        assert_eq!(allowed.embed(&["x"]).unwrap().len(), 1);
+        assert_eq!(
+            seen.lock().unwrap()[0].1.as_deref(),
+            Some("Bearer sk-trusted-path")
+        );
+
+        // Loopback needs no opt-out, by name or address.
+        for near in [
+            url.clone(),
+            url.replace("127.0.0.1", "localhost"),
+            url.replace("127.0.0.1", "LocalHost"),
+        ] {
+            let embedder = OpenAiEmbedder::new(&near, "m").unwrap().api_key("sk-local");
+            assert_eq!(embedder.embed(&["x"]).unwrap().len(), 1, "{near}");
+        }
+        let v6 = TcpListener::bind("[::1]:0");
+        if let Ok(listener) = v6 {
+            // The refusal is about the URL: an http://[::1] one is accepted (nothing listens
+            // there, so the error is the connection's, not the refusal).
+            let address = listener.local_addr().unwrap();
+            drop(listener);
+            let error = OpenAiEmbedder::new(format!("http://{address}/v1"), "m")
+                .unwrap()
+                .embed(&["x"])
+                .unwrap_err();
+            assert!(!error.message().contains("plain http://"), "{error}");
+        }
+        for bad in ["ftp://example.com/v1", "not a url", "file:///etc/passwd"] {
+            assert!(OpenAiEmbedder::new(bad, "m").is_err(), "{bad}");
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn it_may_be_called_and_dropped_inside_an_async_runtime() {
         let (url, _) = endpoint(None);

@@ -22,6 +22,13 @@ const QUOTED_BYTES: usize = 200;
 /// runtime (as a search from a server is); each waits at most its timeout (30 s unless set).
 /// The API key is sent as `Authorization: Bearer`, and never shown by `Debug` or an error.
 ///
+/// The key and the texts go to the base URL's host only. A redirect is never followed (a 3xx
+/// is an error naming the origin it pointed to). A plain `http://` base URL to a host that is
+/// not loopback is refused before anything is sent, unless
+/// [`allow_insecure_http`](OpenAiEmbedder::allow_insecure_http) says the network path is
+/// trusted; `https://` (feature `openai-embeddings-tls`) and `http://` to loopback
+/// (`localhost`, `127.0.0.0/8`, `[::1]`: a model served on this machine) need no opt-out.
+///
 /// ```no_run,standalone_crate
 /// use registry_core::search::OpenAiEmbedder;
 /// use registry_core::Registry;
@@ -41,6 +48,9 @@ pub struct OpenAiEmbedder {
     dimensions: Option<usize>,
     timeout: Duration,
     weight: f64,
+    /// Whether the URL is plain `http://` to a host that is not loopback.
+    insecure: bool,
+    allow_insecure_http: bool,
 }
 
 impl std::fmt::Debug for OpenAiEmbedder {
@@ -52,6 +62,7 @@ impl std::fmt::Debug for OpenAiEmbedder {
             .field("dimensions", &self.dimensions)
             .field("timeout", &self.timeout)
             .field("weight", &self.weight)
+            .field("allow_insecure_http", &self.allow_insecure_http)
             .finish()
     }
 }
@@ -63,19 +74,33 @@ impl OpenAiEmbedder {
     /// # Errors
     ///
     /// A base URL that is not `http://` or `https://`, or an HTTP client that cannot be made.
+    /// (A plain `http://` one to a host that is not loopback is accepted here, so that
+    /// [`allow_insecure_http`](OpenAiEmbedder::allow_insecure_http) may follow, but each
+    /// request is refused without it.)
     pub fn new(
         base_url: impl Into<String>,
         model: impl Into<String>,
     ) -> Result<OpenAiEmbedder, EmbedError> {
         let base_url = base_url.into();
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        let parsed = reqwest::Url::parse(&base_url)
+            .ok()
+            .filter(|url| matches!(url.scheme(), "http" | "https"));
+        let Some(parsed) = parsed else {
             return Err(EmbedError::new(format!(
-                "the embeddings base URL {base_url:?} must start with http:// or https://"
+                "the embeddings base URL {} must be a URL that starts with http:// or https://",
+                registry_lint::escape(&base_url)
             )));
-        }
+        };
+        let insecure = parsed.scheme() == "http" && !is_loopback(&parsed);
         let client = std::thread::scope(|scope| {
             scope
-                .spawn(|| reqwest::blocking::Client::builder().build())
+                .spawn(|| {
+                    reqwest::blocking::Client::builder()
+                        // A redirect would take the texts (on 307/308) to a host the
+                        // application never named: never followed.
+                        .redirect(reqwest::redirect::Policy::none())
+                        .build()
+                })
                 .join()
         })
         .map_err(|_| EmbedError::new("making the HTTP client panicked"))?
@@ -88,7 +113,32 @@ impl OpenAiEmbedder {
             dimensions: None,
             timeout: Duration::from_secs(30),
             weight: 1.0,
+            insecure,
+            allow_insecure_http: false,
         })
+    }
+
+    /// Sends requests to a plain `http://` base URL whose host is not loopback, which is
+    /// otherwise refused before anything is sent: the key and the texts (tools' descriptions,
+    /// search queries) then travel in clear, readable and changeable on the way. Say it only
+    /// when the network path is trusted (a private link, a service mesh that encrypts).
+    ///
+    /// ```
+    /// use registry_core::search::{Embedder, OpenAiEmbedder};
+    ///
+    /// let refused = OpenAiEmbedder::new("http://gpu-box.internal:8080/v1", "m")?;
+    /// let error = refused.embed(&["x"]).unwrap_err();
+    /// assert!(error.message().contains("OpenAiEmbedder::allow_insecure_http"));
+    ///
+    /// let trusted = OpenAiEmbedder::new("http://gpu-box.internal:8080/v1", "m")?
+    ///     .allow_insecure_http();
+    /// # let _ = trusted;
+    /// # Ok::<(), registry_core::search::EmbedError>(())
+    /// ```
+    #[must_use]
+    pub fn allow_insecure_http(mut self) -> Self {
+        self.allow_insecure_http = true;
+        self
     }
 
     /// Sends `key` as `Authorization: Bearer key`.
@@ -135,6 +185,15 @@ impl OpenAiEmbedder {
             .client
             .as_ref()
             .ok_or_else(|| EmbedError::new("the embedder was dropped"))?;
+        if self.insecure && !self.allow_insecure_http {
+            return Err(EmbedError::new(format!(
+                "{} is plain http:// to a host that is not loopback: the key and the texts would \
+                 travel in clear, so nothing was sent; use https:// (feature \
+                 `openai-embeddings-tls`), or, if the network path is trusted, say so with \
+                 `OpenAiEmbedder::allow_insecure_http`",
+                self.url
+            )));
+        }
         let mut body = json!({"model": self.model, "input": texts, "encoding_format": "float"});
         if let Some(dimensions) = self.dimensions {
             body["dimensions"] = json!(dimensions);
@@ -147,6 +206,9 @@ impl OpenAiEmbedder {
             .send()
             .map_err(|error| EmbedError::new(format!("{}: {}", self.url, error.without_url())))?;
         let status = response.status();
+        if status.is_redirection() {
+            return Err(redirected(&self.url, &response));
+        }
         let mut bytes = Vec::new();
         response
             .take(MAX_RESPONSE_BYTES + 1)
@@ -164,8 +226,9 @@ impl OpenAiEmbedder {
             let mut quoted = String::from_utf8_lossy(&bytes).into_owned();
             super::cut(&mut quoted, QUOTED_BYTES);
             return Err(EmbedError::new(format!(
-                "{} answered {status}: {quoted}",
-                self.url
+                "{} answered {status}: {}",
+                self.url,
+                registry_lint::escape(&quoted)
             )));
         }
         let answer: Value = serde_json::from_slice(&bytes).map_err(|error| {
@@ -173,6 +236,37 @@ impl OpenAiEmbedder {
         })?;
         vectors(&answer, texts.len()).map_err(|why| EmbedError::new(format!("{}: {why}", self.url)))
     }
+}
+
+/// Whether `url`'s host is this machine: `localhost`, `127.0.0.0/8` or `[::1]`.
+fn is_loopback(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
+/// The error for a 3xx answer: the status and the origin its `Location` points to (not its
+/// path or query, which may carry a token), escaped. The redirect is not followed.
+fn redirected(url: &str, response: &reqwest::blocking::Response) -> EmbedError {
+    let to = match response
+        .headers()
+        .get("location")
+        .map(|value| value.to_str().map(|text| response.url().join(text)))
+    {
+        None => "nowhere (no Location header)".to_owned(),
+        Some(Ok(Ok(target))) => registry_lint::escape(&target.origin().ascii_serialization()),
+        Some(_) => "a Location that is not a URL".to_owned(),
+    };
+    EmbedError::new(format!(
+        "{url} answered {} redirecting to {to}: redirects are not followed (the key and the \
+         texts would go there); give the final URL as the base URL",
+        response.status()
+    ))
 }
 
 /// The vectors of an answer `{"data": [{"index": i, "embedding": [...]}, ...]}`, in the order
