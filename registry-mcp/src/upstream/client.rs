@@ -69,14 +69,25 @@ struct Routes {
 }
 
 /// One forwarded call's progress: where it goes, when it was last relayed, and the latest
-/// one not relayed yet (coalesced).
+/// one not relayed yet (coalesced), relayed by a timer of its own once the interval is over.
 struct Route {
     ctx: ToolContext,
     last: Option<Instant>,
     pending: Option<ProgressNotificationParam>,
+    /// Whether a timer will relay `pending`.
+    timer: bool,
 }
 
 impl Route {
+    fn new(ctx: ToolContext) -> Route {
+        Route {
+            ctx,
+            last: None,
+            pending: None,
+            timer: false,
+        }
+    }
+
     /// `params` relayed now if the last one was relayed long enough ago; otherwise kept as
     /// the pending one, in place of any earlier.
     fn take(&mut self, params: ProgressNotificationParam) -> Option<ProgressNotificationParam> {
@@ -92,6 +103,47 @@ impl Route {
         self.pending = None;
         Some(params)
     }
+
+    /// The pending progress, if any, as relayed now.
+    fn flush(&mut self) -> Option<ProgressNotificationParam> {
+        let pending = self.pending.take()?;
+        self.last = Some(Instant::now());
+        Some(pending)
+    }
+}
+
+/// Relays, once the interval since the last one is over, the progress of the call `token`
+/// held back: at most one such timer a call.
+fn relay_later(progress: Arc<Mutex<Routes>>, token: ProgressToken, last: Option<Instant>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut at = last.map_or_else(Instant::now, |last| last + PROGRESS_INTERVAL);
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep_until(at.into()).await;
+            let flushed = {
+                let mut routes = progress.lock().unwrap_or_else(PoisonError::into_inner);
+                let Some(route) = routes.routes.get_mut(&token) else {
+                    return;
+                };
+                // One relayed meanwhile (the interval was over when it came): wait again.
+                if let Some(last) = route.last
+                    && last.elapsed() < PROGRESS_INTERVAL
+                    && route.pending.is_some()
+                {
+                    at = last + PROGRESS_INTERVAL;
+                    continue;
+                }
+                route.timer = false;
+                route.flush().map(|params| (route.ctx.clone(), params))
+            };
+            if let Some((ctx, params)) = flushed {
+                relay(&ctx, params);
+            }
+            return;
+        }
+    });
 }
 
 /// The most early progress notifications kept.
@@ -129,12 +181,18 @@ impl ClientHandler for Events {
         params.message = params
             .message
             .map(|message| bounded(&message, MAX_PROGRESS_MESSAGE));
+        let token = params.progress_token.clone();
         let (ctx, params) = {
             let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-            match routes.routes.get_mut(&params.progress_token) {
+            match routes.routes.get_mut(&token) {
                 Some(route) => match route.take(params) {
                     Some(params) => (route.ctx.clone(), params),
-                    None => return,
+                    None => {
+                        if !std::mem::replace(&mut route.timer, true) {
+                            relay_later(self.progress.clone(), token, route.last);
+                        }
+                        return;
+                    }
                 },
                 None => {
                     if routes.early.len() >= MAX_EARLY_PROGRESS {
@@ -320,16 +378,16 @@ impl Link {
                     .into_iter()
                     .partition(|params| params.progress_token == token);
                 routes.early = rest.into();
-                let mut route = Route {
-                    ctx: ctx.clone(),
-                    last: None,
-                    pending: None,
-                };
+                let mut route = Route::new(ctx.clone());
                 // Coalesced as if they came now: the first relayed, the latest pending.
                 let early = early
                     .into_iter()
                     .filter_map(|params| route.take(params))
                     .collect();
+                if route.pending.is_some() {
+                    route.timer = true;
+                    relay_later(self.events.progress.clone(), token.clone(), route.last);
+                }
                 routes.routes.insert(token, route);
                 early
             } else {
@@ -349,7 +407,7 @@ impl Link {
             .unwrap_or_else(PoisonError::into_inner)
             .routes
             .get_mut(&guard.token)
-            .and_then(|route| route.pending.take());
+            .and_then(Route::flush);
         if let Some(params) = pending {
             relay(&ctx, params);
         }
