@@ -20,8 +20,11 @@
 //!
 //! - **Names.** An upstream's tool `search` is the registry's `{prefix}_search`, the prefix
 //!   being the upstream's name unless its `prefix` says otherwise. A name the tool-name rule
-//!   refuses is left out (and logged); two upstreams' tools of one name fail the build, as any
-//!   duplicate does.
+//!   refuses is left out (and logged). A name already taken (by the deferred search tool's
+//!   `search_tools`, by a tool of an upstream earlier in the file, or by a tool of the
+//!   application already in the builder given to [`Federation::register`]) is refused,
+//!   logged and audited: the tool that had it is untouched, and the build never fails for a
+//!   name an upstream chose.
 //! - **Places.** A built registry's set of names is fixed, so the federation gives a place
 //!   at start to every tool it can name: each tool the upstream lists, each tool its pins
 //!   name, and each tool the file has a `[upstream.tools.NAME]` table for. A place holds a
@@ -38,23 +41,33 @@
 //!   file's `read_only = true` says so); `destructiveHint`, `idempotentHint` and
 //!   `openWorldHint` are passed on.
 //! - **Calls** are resolved, validated against the schema that was shown, gated and then
-//!   forwarded with rmcp's client; progress comes back, cancellation and deadlines go
-//!   forward (`notifications/cancelled`); the blocks of the answer come back as they were.
-//!   An upstream that is unreachable, closes, or answers with a JSON-RPC error is
-//!   `Unavailable`; its tool's own `isError` is `ExecutionFailed`.
+//!   forwarded with rmcp's client; progress comes back (at most one every 100 ms a call, the
+//!   others coalesced; its message cut and escaped), cancellation and deadlines go forward
+//!   (`notifications/cancelled`); the blocks of the answer come back as they were. An
+//!   upstream that is unreachable, closes, or answers with a JSON-RPC error is `Unavailable`,
+//!   with a text of ours (the upstream's text, cut and escaped, goes to the log only); its
+//!   tool's own `isError` is `ExecutionFailed`, its text cut and escaped.
+//! - **Bounds.** A listing is refused past [`MAX_LIST_PAGES`] pages,
+//!   [`MAX_TOOLS_PER_UPSTREAM`] tools or [`MAX_LISTING_BYTES`] bytes; a tool larger than
+//!   [`MAX_TOOL_BYTES`] is left out; `list_changed` makes a listing at most once every
+//!   [`MIN_REFRESH_INTERVAL`].
 //! - **Health.** Each upstream tool has a readiness check: an upstream that cannot be reached
 //!   (at start or later) has its tools hidden from new runs and its calls `Unavailable` in
 //!   open ones, and is tried again with a growing pause (0.5 s, doubled up to 30 s). An
 //!   upstream unreachable at start does not fail the start; what it offers once reached is
 //!   linted and compared with its pins before anything of it is served.
-//! - **Pinning** ([`UpstreamLock`]). The first time an upstream is listed with no pin naming
-//!   it, its definitions are written to the lock (trust on first use). From then on a
+//! - **Pinning** ([`UpstreamLock`]), by upstream and the upstream's name of the tool. The
+//!   first time an upstream is listed while the lock does not name it, its definitions are
+//!   written to the lock with its `[upstream]` block (trust on first use, logged and
+//!   audited). An upstream the lock names is never trusted anew, even with no pin left, nor
+//!   is one met before that a lock read again no longer names. From then on a
 //!   definition that differs from its pin, at start or after the upstream's
 //!   `notifications/tools/list_changed`, is withheld: not listed and not callable in any run,
 //!   [`Run::explain`] saying why with both digests, audited as a readiness event, until
 //!   [`Federation::accept`] (or `mcp_server --accept-upstream NAME`, or the lock file read
 //!   again with [`Federation::reload_lock`]). A tool new upstream is withheld the same way;
-//!   one removed upstream is revoked.
+//!   one removed upstream is revoked. A change of the annotations alone is a new version:
+//!   withheld the same way and, once accepted, installed (its `destructive` hint with it).
 //! - **Lint.** Every text of an upstream tool (description, title, parameter descriptions, the
 //!   strings of its schemas) passes `registry-lint`; a tool that fails is withheld, its rules
 //!   named, and its texts never reach a model: the registry holds a placeholder in its place.
@@ -331,8 +344,9 @@ async fn reach(
 impl Federation {
     /// Connects to every upstream of `config` (all at once, each within its connect
     /// timeout), lists its tools and compares them with `lock`: an upstream the lock does not
-    /// know, or one named in `accept`, has its current definitions pinned and the lock file
-    /// written. An upstream that cannot be reached does not fail the start: it is logged and
+    /// know (met for the first time: logged and audited), or one named in `accept`, has its
+    /// current definitions pinned and the lock file written. A tool whose registry name is
+    /// `search_tools` or a tool of an upstream earlier in `config` is refused and logged. An upstream that cannot be reached does not fail the start: it is logged and
     /// audited, its tools (those its pins or the file name) are not ready, and it is tried
     /// again once [`attach`](Self::attach)ed. The start fails only for a name in `accept`
     /// that is not an upstream, a `token_env` that is not set, or a lock file that cannot be
