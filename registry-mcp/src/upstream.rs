@@ -201,9 +201,11 @@ impl Entry {
     /// Whether the registry holds `offer` in its place: its definition and its annotations
     /// (an annotation-only change, once accepted, is installed too).
     fn holds(&self, offer: &Offer) -> bool {
-        self.installed.as_ref().is_some_and(|(definition, annotations)| {
-            *definition == offer.definition && *annotations == offer.annotations
-        })
+        self.installed
+            .as_ref()
+            .is_some_and(|(definition, annotations)| {
+                *definition == offer.definition && *annotations == offer.annotations
+            })
     }
 }
 
@@ -487,7 +489,10 @@ impl Federation {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             {
-                let mut taken = upstream.taken.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut taken = upstream
+                    .taken
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
                 for name in tools.keys().filter(|name| builder.has_tool(name)) {
                     taken.insert(name.clone(), "a tool of the application".to_owned());
                 }
@@ -935,7 +940,10 @@ impl Federation {
         let Some(link) = upstream.live() else {
             return;
         };
-        let listed = match link.list(&upstream.config.name, upstream.config.connect_timeout).await {
+        let listed = match link
+            .list(&upstream.config.name, upstream.config.connect_timeout)
+            .await
+        {
             Ok(listed) => listed,
             Err(reason) => {
                 tracing::warn!(upstream = %crate::logging::escape(&upstream.config.name), reason = %crate::logging::escape(&reason), "cannot list the upstream's tools again");
@@ -1122,8 +1130,8 @@ impl Upstream {
             if trust {
                 pin(lock, name_of, offer.tool.name.as_ref(), &offer);
             }
-            let withheld =
-                refused(&offer).or_else(|| compare(lock, name_of, offer.tool.name.as_ref(), &offer));
+            let withheld = refused(&offer)
+                .or_else(|| compare(lock, name_of, offer.tool.name.as_ref(), &offer));
             if !at_start {
                 tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(name_of), tool = %crate::logging::escape(&name), definition = %offer.definition, withheld = %withheld.as_ref().map(ToString::to_string).unwrap_or_else(|| "no: it matches its pin".into()), "a tool new upstream, without a place in the registry: served from the next start once accepted");
             }

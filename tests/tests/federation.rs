@@ -176,8 +176,9 @@ async fn upstream_tools_are_listed_per_subject_with_the_files_policy() {
     // Trusted on first use: the lock file pins each tool with the registry's digest.
     let lock = std::fs::read_to_string(&lock_path).unwrap();
     assert!(
-        lock.contains("[upstream]\nname = notes\n\n[pin]\nupstream = notes\ntool = \"delete_all\"\n")
-            && lock.contains("[pin]\nupstream = notes\ntool = \"echo\"\n"),
+        lock.contains(
+            "[upstream]\nname = notes\n\n[pin]\nupstream = notes\ntool = \"delete_all\"\n"
+        ) && lock.contains("[pin]\nupstream = notes\ntool = \"echo\"\n"),
         "{lock}"
     );
     let pinned = registry.lock();
@@ -923,14 +924,27 @@ async fn a_colliding_name_is_refused_and_logged_and_the_server_still_builds() {
             .map(|fields| fields["taken_by"].clone())
     };
     assert_eq!(by("deploy").as_deref(), Some("a tool of the application"));
-    assert_eq!(by("search_tools").as_deref(), Some("the deferred search tool"));
+    assert_eq!(
+        by("search_tools").as_deref(),
+        Some("the deferred search tool")
+    );
 
     // `gh` + `x_search` and `gh_x` + `search` are both `gh_x_search`: the first upstream in
     // the file keeps the name, and neither overwrites the other's pin.
     let dir = Dir::new("collide-two");
     let lock_path = dir.path("upstreams.lock");
-    let gh = upstream(&dir, "gh", "\"FAKE_EXTRA_TOOLS=x_search\",", "public = true\n");
-    let gh_x = upstream(&dir, "gh_x", "\"FAKE_EXTRA_TOOLS=search\",", "public = true\n");
+    let gh = upstream(
+        &dir,
+        "gh",
+        "\"FAKE_EXTRA_TOOLS=x_search\",",
+        "public = true\n",
+    );
+    let gh_x = upstream(
+        &dir,
+        "gh_x",
+        "\"FAKE_EXTRA_TOOLS=search\",",
+        "public = true\n",
+    );
     let first = Federation::connect(
         UpstreamsConfig::from_toml(&gh_x).unwrap(),
         UpstreamLock::load(&lock_path).unwrap(),
@@ -955,8 +969,13 @@ async fn a_colliding_name_is_refused_and_logged_and_the_server_still_builds() {
     let theirs = pinned_definition(&after, "gh", "x_search").expect("gh's x_search pinned");
     assert_ne!(theirs, pin);
     let run = registry.open_run("r", &Subject::new("acme"));
-    let search = run.call(ToolCall::new("c1", "gh_x_search", json!({}))).await;
-    assert!(search.is_error(), "the fake answers no call of an extra tool");
+    let search = run
+        .call(ToolCall::new("c1", "gh_x_search", json!({})))
+        .await;
+    assert!(
+        search.is_error(),
+        "the fake answers no call of an extra tool"
+    );
     assert_eq!(dir.calls(), ["x_search"]);
     let gh_x_search: Vec<String> = federation
         .tools()
@@ -976,6 +995,7 @@ async fn a_colliding_name_is_refused_and_logged_and_the_server_still_builds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_met_before_is_never_trusted_anew_when_its_pins_are_gone() {
+    tracing_support::traced();
     let dir = Dir::new("retrust");
     let lock_path = dir.path("upstreams.lock");
     drop(
@@ -986,6 +1006,23 @@ async fn an_upstream_met_before_is_never_trusted_anew_when_its_pins_are_gone() {
         )
         .await
         .unwrap(),
+    );
+    // No lock file: every upstream is met for the first time, never silently.
+    let here = std::thread::current().id();
+    assert!(
+        tracing_support::traced()
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|event| event.thread == here
+                && event.level == tracing::Level::WARN
+                && event.target == registry_core::audit::AUDIT_TARGET
+                && event.fields.get("upstream").is_some_and(|u| u == "notes")
+                && event
+                    .fields
+                    .get("lock_file_missing")
+                    .is_some_and(|m| m == "true")),
+        "the first use is logged and audited, saying the lock file is missing"
     );
     // Every pin removed by hand, the upstream's block kept; meanwhile `echo` changed.
     let text = std::fs::read_to_string(&lock_path).unwrap();
@@ -1022,7 +1059,14 @@ async fn an_accepted_annotation_only_change_is_installed() {
         UpstreamLock::load(dir.path("upstreams.lock")).unwrap(),
     )
     .await;
-    assert!(!registry.get("notes_echo").unwrap().settings().hints.destructive);
+    assert!(
+        !registry
+            .get("notes_echo")
+            .unwrap()
+            .settings()
+            .hints
+            .destructive
+    );
     dir.touch("destroy");
     until("the annotation change to be withheld", || {
         federation
@@ -1042,7 +1086,14 @@ async fn an_accepted_annotation_only_change_is_installed() {
         echo.withheld
     );
     federation.accept("notes").await.unwrap();
-    assert!(registry.get("notes_echo").unwrap().settings().hints.destructive);
+    assert!(
+        registry
+            .get("notes_echo")
+            .unwrap()
+            .settings()
+            .hints
+            .destructive
+    );
     let export = registry
         .open_run("after", &reader())
         .export(Profile::Mcp)
@@ -1131,7 +1182,9 @@ async fn ten_thousand_hostile_progress_notifications_are_coalesced_and_escaped()
     .await;
     let run = registry.open_run("r", &reader());
     let started = Instant::now();
-    let chatty = run.call(ToolCall::new("c1", "notes_chatty", json!({}))).await;
+    let chatty = run
+        .call(ToolCall::new("c1", "notes_chatty", json!({})))
+        .await;
     assert_eq!(chatty.blocks(), [Content::text("chatted")]);
     let relayed: Vec<(f64, String)> = PROGRESS
         .lock()
@@ -1157,7 +1210,11 @@ async fn ten_thousand_hostile_progress_notifications_are_coalesced_and_escaped()
         assert!(!hostile(message), "{message:?}");
         assert!(message.len() <= 4096, "{} bytes", message.len());
     }
-    assert!(relayed[0].1.starts_with("\\u{0}\\n\\u{202e}[FORGED] "), "{:?}", relayed[0].1);
+    assert!(
+        relayed[0].1.starts_with("\\u{0}\\n\\u{202e}[FORGED] "),
+        "{:?}",
+        relayed[0].1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1177,7 +1234,10 @@ async fn an_upstream_error_text_reaches_the_model_bounded_and_escaped() {
     assert!(text.len() < 512, "{} bytes", text.len());
     // What the model reads.
     let message = Profile::Anthropic.render(&boom).to_string();
-    assert!(!message.contains("FORGED") && message.len() < 1024, "{message}");
+    assert!(
+        !message.contains("FORGED") && message.len() < 1024,
+        "{message}"
+    );
     // The detail is in the log, bounded and escaped.
     let logged = logged("the upstream answered a call with an error");
     let error = &logged

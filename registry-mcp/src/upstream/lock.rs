@@ -62,8 +62,11 @@ pub struct UpstreamLock {
     missing: bool,
     /// Every upstream met: named in an `[upstream]` block.
     upstreams: BTreeSet<String>,
-    pins: BTreeMap<(String, String), Pin>,
+    pins: Pins,
 }
+
+/// Pins by (upstream, the upstream's name of the tool).
+type Pins = BTreeMap<(String, String), Pin>;
 
 /// A lock file that cannot be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -219,8 +222,7 @@ impl UpstreamLock {
 /// The upstreams met and the pins of a lock text, of format 2 (its first line that is not
 /// a comment is `format = 2`) or format 1 (blocks named after the registry's tool, each
 /// pinning one tool; its upstreams are taken as met).
-#[allow(clippy::type_complexity)]
-fn parse(text: &str) -> Result<(BTreeSet<String>, BTreeMap<(String, String), Pin>), String> {
+fn parse(text: &str) -> Result<(BTreeSet<String>, Pins), String> {
     let mut upstreams = BTreeSet::new();
     let mut pins = BTreeMap::new();
     let mut format_2 = false;
@@ -304,7 +306,6 @@ fn parse(text: &str) -> Result<(BTreeSet<String>, BTreeMap<(String, String), Pin
         keys.insert(key, value);
     }
     finish(current, format_2)?;
-    drop(finish);
     Ok((upstreams, pins))
 }
 
@@ -356,9 +357,15 @@ mod tests {
         let lock = UpstreamLock::from_text(old).unwrap();
         assert!(lock.knows("notes"));
         assert_eq!(lock.pin("notes", "echo"), Some(&pin("notes", "echo")));
-        assert!(lock.text().contains("format = 2\n\n[upstream]\nname = notes\n\n[pin]\n"));
+        assert!(
+            lock.text()
+                .contains("format = 2\n\n[upstream]\nname = notes\n\n[pin]\n")
+        );
         let error = UpstreamLock::from_text("format = 3\n").unwrap_err();
-        assert!(error.contains("line 1: `format = 3` is not a format"), "{error}");
+        assert!(
+            error.contains("line 1: `format = 3` is not a format"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -368,6 +375,9 @@ mod tests {
         let error = parse("stray\n").unwrap_err();
         assert!(error.starts_with("line 1:"), "{error}");
         let error = parse("format = 2\n[upstreams]\nname = a\n").unwrap_err();
-        assert!(error.contains("line 2: [upstreams] is not a block"), "{error}");
+        assert!(
+            error.contains("line 2: [upstreams] is not a block"),
+            "{error}"
+        );
     }
 }
