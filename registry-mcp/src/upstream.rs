@@ -762,9 +762,11 @@ impl Federation {
     fn readiness(&self, upstream: &Upstream, name: &str) -> Result<(), String> {
         if upstream.live().is_none() {
             return Err(match upstream.last_error() {
+                // The reason may hold the upstream's text: cut and escaped.
                 Some(reason) => format!(
-                    "the upstream server {:?} is not connected ({reason}); it is tried again",
-                    upstream.config.name
+                    "the upstream server {:?} is not connected ({}); it is tried again",
+                    upstream.config.name,
+                    client::bounded(&reason, 256)
                 ),
                 None => format!(
                     "the upstream server {:?} is not connected",

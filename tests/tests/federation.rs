@@ -1248,3 +1248,33 @@ async fn an_upstream_error_text_reaches_the_model_bounded_and_escaped() {
     assert!(error.contains("\\u{0}\\n\\u{202e}[FORGED] "), "{error}");
     assert!(error.len() < 8192, "{} bytes", error.len());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_error_is_bounded_and_escaped_where_it_is_shown() {
+    let dir = Dir::new("list-error");
+    let (federation, registry) = federate(
+        config(&dir, "\"FAKE_LIST_ERROR=1\",", POLICY),
+        UpstreamLock::in_memory(),
+    )
+    .await;
+    let reason = federation.upstreams()[0].last_error.clone().unwrap();
+    assert!(reason.starts_with("tools/list failed: "), "{reason}");
+    assert!(
+        !hostile(&reason) && reason.len() < 4096,
+        "{} bytes",
+        reason.len()
+    );
+    // The places the file names say why they are not ready: bounded, escaped.
+    let explained = registry.open_run("e", &reader()).explain().to_string();
+    assert!(
+        explained.contains(
+            "notes_hang: not ready: the upstream server \"notes\" is not connected (tools/list failed: "
+        ),
+        "{explained}"
+    );
+    assert!(
+        !explained.contains(['\0', '\u{202E}']) && explained.len() < 16_384,
+        "{} bytes",
+        explained.len()
+    );
+}

@@ -15,7 +15,8 @@ It misbehaves on request, to show what the registry does about it:
 - in FAKE_DIR, a file `destroy` adds `destructiveHint` to `echo`'s annotations (an
   annotation-only change); a file `storm` makes it send 10,000
   notifications/tools/list_changed;
-- FAKE_PAGES=1 answers tools/list with pages of 1,000 tools that never end;
+- FAKE_PAGES=1 answers tools/list with pages of 1,000 tools that never end; FAKE_LIST_ERROR=1
+  with a JSON-RPC error of 1 MiB with hostile bytes;
 - FAKE_HUGE=1 adds `huge`, whose description is 10 MiB;
 - FAKE_HOSTILE=1 adds `chatty`, which sends 10,000 progress notifications with hostile bytes
   (NUL, newline, U+202E; one of 1 MiB) before its answer, and `boom`, which answers with a
@@ -108,6 +109,9 @@ def tools():
 
 def listing(request_id, params):
     note("lists", "list")
+    if os.environ.get("FAKE_LIST_ERROR") == "1":
+        return send({"jsonrpc": "2.0", "id": request_id,
+                     "error": {"code": -32603, "message": HOSTILE + "x" * (1 << 20)}})
     if os.environ.get("FAKE_PAGES") != "1":
         return result(request_id, {"tools": tools()})
     page = int((params or {}).get("cursor") or "0")
