@@ -157,6 +157,23 @@ fn relay(ctx: &ToolContext, params: ProgressNotificationParam) {
     );
 }
 
+/// An upstream's progress message as it is relayed: cut to [`MAX_PROGRESS_MESSAGE`]
+/// characters and escaped, then withheld if the description lint finds anything in it (a
+/// secret, instructions aimed at the model, an internal address...), naming the rules.
+fn progress_message(message: &str) -> String {
+    let escaped = bounded(message, MAX_PROGRESS_MESSAGE);
+    let findings = registry_lint::check(&escaped);
+    if findings.is_empty() {
+        return escaped;
+    }
+    let mut rules: Vec<&str> = findings.iter().map(|finding| finding.rule.id()).collect();
+    rules.dedup();
+    format!(
+        "(the upstream's progress message is withheld: lint {})",
+        rules.join(", ")
+    )
+}
+
 /// At most `max` characters of `text` from outside, escaped ([`crate::logging::escape`]:
 /// control characters, NUL, line breaks, bidirectional and invisible characters), with `...`
 /// where it was cut.
@@ -177,10 +194,9 @@ impl ClientHandler for Events {
         mut params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        // Text from outside, on its way to the client's model and the log: bounded, escaped.
-        params.message = params
-            .message
-            .map(|message| bounded(&message, MAX_PROGRESS_MESSAGE));
+        // Text from outside, on its way to the client's model and the log: bounded, linted,
+        // escaped.
+        params.message = params.message.map(|message| progress_message(&message));
         let token = params.progress_token.clone();
         let (ctx, params) = {
             let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);

@@ -19,7 +19,8 @@ It misbehaves on request, to show what the registry does about it:
   with a JSON-RPC error of 1 MiB with hostile bytes;
 - FAKE_HUGE=1 adds `huge`, whose description is 10 MiB;
 - FAKE_HOSTILE=1 adds `chatty`, which sends 10,000 progress notifications with hostile bytes
-  (NUL, newline, U+202E; one of 1 MiB) before its answer, and `boom`, which answers with a
+  (NUL, newline, U+202E; one of 1 MiB; every other one with an API key) before its answer,
+  and `boom`, which answers with a
   JSON-RPC error of 1 MiB with hostile bytes.
 Every call is noted in FAKE_DIR/calls, one tool name a line; every tools/list in
 FAKE_DIR/lists.
@@ -164,6 +165,8 @@ def call(request_id, params):
         def chatter():
             for step in range(1, 10001):
                 message = HOSTILE * (90_000 if step == 5000 else 1) + f"step {step}"
+                if step % 2 == 0:
+                    message += " with key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
                 send({"jsonrpc": "2.0", "method": "notifications/progress",
                       "params": {"progressToken": token, "progress": step, "total": 10000,
                                  "message": message}})
