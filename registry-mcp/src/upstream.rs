@@ -42,7 +42,7 @@
 //!   `openWorldHint` are passed on.
 //! - **Calls** are resolved, validated against the schema that was shown, gated and then
 //!   forwarded with rmcp's client; progress comes back (at most one every 100 ms a call, the
-//!   others coalesced; its message cut and escaped), cancellation and deadlines go forward
+//!   others coalesced; its message cut, escaped and linted), cancellation and deadlines go forward
 //!   (`notifications/cancelled`); the blocks of the answer come back as they were. An
 //!   upstream that is unreachable, closes, or answers with a JSON-RPC error is `Unavailable`,
 //!   with a text of ours (the upstream's text, cut and escaped, goes to the log only); its
