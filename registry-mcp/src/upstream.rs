@@ -20,8 +20,11 @@
 //!
 //! - **Names.** An upstream's tool `search` is the registry's `{prefix}_search`, the prefix
 //!   being the upstream's name unless its `prefix` says otherwise. A name the tool-name rule
-//!   refuses is left out (and logged); two upstreams' tools of one name fail the build, as any
-//!   duplicate does.
+//!   refuses is left out (and logged). A name already taken (by the deferred search tool's
+//!   `search_tools`, by a tool of an upstream earlier in the file, or by a tool of the
+//!   application already in the builder given to [`Federation::register`]) is refused,
+//!   logged and audited: the tool that had it is untouched, and the build never fails for a
+//!   name an upstream chose.
 //! - **Places.** A built registry's set of names is fixed, so the federation gives a place
 //!   at start to every tool it can name: each tool the upstream lists, each tool its pins
 //!   name, and each tool the file has a `[upstream.tools.NAME]` table for. A place holds a
@@ -38,23 +41,33 @@
 //!   file's `read_only = true` says so); `destructiveHint`, `idempotentHint` and
 //!   `openWorldHint` are passed on.
 //! - **Calls** are resolved, validated against the schema that was shown, gated and then
-//!   forwarded with rmcp's client; progress comes back, cancellation and deadlines go
-//!   forward (`notifications/cancelled`); the blocks of the answer come back as they were.
-//!   An upstream that is unreachable, closes, or answers with a JSON-RPC error is
-//!   `Unavailable`; its tool's own `isError` is `ExecutionFailed`.
+//!   forwarded with rmcp's client; progress comes back (at most one every 100 ms a call, the
+//!   others coalesced; its message cut, escaped and linted), cancellation and deadlines go forward
+//!   (`notifications/cancelled`); the blocks of the answer come back as they were. An
+//!   upstream that is unreachable, closes, or answers with a JSON-RPC error is `Unavailable`,
+//!   with a text of ours (the upstream's text, cut and escaped, goes to the log only); its
+//!   tool's own `isError` is `ExecutionFailed`, its text cut and escaped.
+//! - **Bounds.** A listing is refused past [`MAX_LIST_PAGES`] pages,
+//!   [`MAX_TOOLS_PER_UPSTREAM`] tools or [`MAX_LISTING_BYTES`] bytes; a tool larger than
+//!   [`MAX_TOOL_BYTES`] is left out; `list_changed` makes a listing at most once every
+//!   [`MIN_REFRESH_INTERVAL`].
 //! - **Health.** Each upstream tool has a readiness check: an upstream that cannot be reached
 //!   (at start or later) has its tools hidden from new runs and its calls `Unavailable` in
 //!   open ones, and is tried again with a growing pause (0.5 s, doubled up to 30 s). An
 //!   upstream unreachable at start does not fail the start; what it offers once reached is
 //!   linted and compared with its pins before anything of it is served.
-//! - **Pinning** ([`UpstreamLock`]). The first time an upstream is listed with no pin naming
-//!   it, its definitions are written to the lock (trust on first use). From then on a
+//! - **Pinning** ([`UpstreamLock`]), by upstream and the upstream's name of the tool. The
+//!   first time an upstream is listed while the lock does not name it, its definitions are
+//!   written to the lock with its `[upstream]` block (trust on first use, logged and
+//!   audited). An upstream the lock names is never trusted anew, even with no pin left, nor
+//!   is one met before that a lock read again no longer names. From then on a
 //!   definition that differs from its pin, at start or after the upstream's
 //!   `notifications/tools/list_changed`, is withheld: not listed and not callable in any run,
 //!   [`Run::explain`] saying why with both digests, audited as a readiness event, until
 //!   [`Federation::accept`] (or `mcp_server --accept-upstream NAME`, or the lock file read
 //!   again with [`Federation::reload_lock`]). A tool new upstream is withheld the same way;
-//!   one removed upstream is revoked.
+//!   one removed upstream is revoked. A change of the annotations alone is a new version:
+//!   withheld the same way and, once accepted, installed (its `destructive` hint with it).
 //! - **Lint.** Every text of an upstream tool (description, title, parameter descriptions, the
 //!   strings of its schemas) passes `registry-lint`; a tool that fails is withheld, its rules
 //!   named, and its texts never reach a model: the registry holds a placeholder in its place.
@@ -78,12 +91,13 @@ use std::time::Duration;
 
 use registry_core::call::ToolError;
 use registry_core::change::ReplaceOptions;
+use registry_core::deferred::SEARCH_TOOL_NAME;
 use registry_core::server::RegistryExt as _;
 use registry_core::{BuildProblem, DynamicTool, Registry, RegistryBuilder};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
-pub use client::MAX_TOOLS_PER_UPSTREAM;
+pub use client::{MAX_LIST_PAGES, MAX_LISTING_BYTES, MAX_TOOL_BYTES, MAX_TOOLS_PER_UPSTREAM};
 pub use config::{
     ConfigError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, MAX_UPSTREAMS, PolicyOverride,
     ToolPolicy, Transport, UpstreamConfig, UpstreamsConfig,
@@ -100,6 +114,10 @@ const MAX_RECONNECT_PAUSE: Duration = Duration::from_secs(30);
 
 /// How often the upstreams' connections are looked at.
 const HEALTH_INTERVAL: Duration = Duration::from_millis(250);
+
+/// The least time between two listings of one upstream after its
+/// `notifications/tools/list_changed`: the notifications in between are taken as one.
+pub const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Upstream MCP servers, connected, their tools ready to be registered (see the
 /// [module](self)). Cheap to clone.
@@ -142,6 +160,10 @@ struct Upstream {
     trust_next: AtomicBool,
     /// The upstream's tools by the registry's name.
     tools: Mutex<BTreeMap<String, Entry>>,
+    /// The registry names this upstream may not have, and who has each (a tool of the
+    /// application, an upstream earlier in the file, the deferred search tool): its tools of
+    /// these names are refused and logged, never given a place.
+    taken: Mutex<BTreeMap<String, String>>,
 }
 
 /// One upstream tool, as the federation knows it.
@@ -154,9 +176,9 @@ struct Entry {
     registered: bool,
     /// Why it is withheld from every run, if it is.
     withheld: Option<Withheld>,
-    /// The digest of the definition the registry holds in its place; `None` while it holds
-    /// a placeholder.
-    installed: Option<String>,
+    /// The digests of the definition and of the annotations the registry holds in its
+    /// place; `None` while it holds a placeholder.
+    installed: Option<(String, String)>,
 }
 
 impl Entry {
@@ -174,6 +196,16 @@ impl Entry {
     /// What the upstream offers, if the tool may be served.
     fn served(&self) -> Option<&Offer> {
         self.current.as_ref().filter(|_| self.withheld.is_none())
+    }
+
+    /// Whether the registry holds `offer` in its place: its definition and its annotations
+    /// (an annotation-only change, once accepted, is installed too).
+    fn holds(&self, offer: &Offer) -> bool {
+        self.installed
+            .as_ref()
+            .is_some_and(|(definition, annotations)| {
+                *definition == offer.definition && *annotations == offer.annotations
+            })
     }
 }
 
@@ -311,15 +343,16 @@ async fn reach(
     events: Events,
 ) -> Result<(Link, Vec<rmcp::model::Tool>), String> {
     let link = Link::connect(config, events).await?;
-    let tools = link.list(config.connect_timeout).await?;
+    let tools = link.list(&config.name, config.connect_timeout).await?;
     Ok((link, tools))
 }
 
 impl Federation {
     /// Connects to every upstream of `config` (all at once, each within its connect
     /// timeout), lists its tools and compares them with `lock`: an upstream the lock does not
-    /// know, or one named in `accept`, has its current definitions pinned and the lock file
-    /// written. An upstream that cannot be reached does not fail the start: it is logged and
+    /// know (met for the first time: logged and audited), or one named in `accept`, has its
+    /// current definitions pinned and the lock file written. A tool whose registry name is
+    /// `search_tools` or a tool of an upstream earlier in `config` is refused and logged. An upstream that cannot be reached does not fail the start: it is logged and
     /// audited, its tools (those its pins or the file name) are not ready, and it is tried
     /// again once [`attach`](Self::attach)ed. The start fails only for a name in `accept`
     /// that is not an upstream, a `token_env` that is not set, or a lock file that cannot be
@@ -358,13 +391,28 @@ impl Federation {
         let connected = futures_join(connecting).await;
         let mut lock = lock;
         let mut upstreams = Vec::new();
+        // The registry names given so far, and to whom: an upstream's tool of one of these
+        // names is refused (the first upstream in the file keeps a name).
+        let mut claimed = BTreeMap::from([(
+            SEARCH_TOOL_NAME.to_owned(),
+            "the deferred search tool".to_owned(),
+        )]);
         for (config, events, reached) in connected {
             let trust = accept.contains(&config.name) || !lock.knows(&config.name);
+            if trust && !accept.contains(&config.name) {
+                tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&config.name), lock_file_missing = lock.is_missing(), "upstream met for the first time (the lock file does not name it): what it lists first is pinned as it is (trust on first use); review the lock file");
+            }
             let mut tools = BTreeMap::new();
             // A place for every tool that can be named now: its pins, the file's tables.
-            for (name, pin) in lock.pins() {
-                if pin.upstream == config.name {
-                    tools.insert(name.clone(), Entry::reserved(&pin.tool));
+            let pinned: Vec<String> = lock
+                .pins()
+                .filter(|pin| pin.upstream == config.name)
+                .map(|pin| pin.tool.clone())
+                .collect();
+            for tool in pinned {
+                let name = config.tool_name(&tool);
+                if registry_core::definition::check_tool_name(&name).is_ok() {
+                    tools.insert(name, Entry::reserved(&tool));
                 }
             }
             for tool in config.tools.keys() {
@@ -382,7 +430,9 @@ impl Federation {
                 last_error: Mutex::new(None),
                 trust_next: AtomicBool::new(trust),
                 tools: Mutex::new(BTreeMap::new()),
+                taken: Mutex::new(claimed.clone()),
             };
+            upstream.refuse_taken(&mut tools);
             match reached {
                 Ok((link, listed)) => {
                     upstream.take_listing(&mut lock, &mut tools, &listed, true);
@@ -404,6 +454,12 @@ impl Federation {
                     tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), tool = %crate::logging::escape(name), reason = %crate::logging::escape(&withheld.to_string()), "upstream tool withheld");
                 }
             }
+            for name in tools.keys() {
+                claimed.insert(
+                    name.clone(),
+                    format!("a tool of the upstream {:?}", upstream.config.name),
+                );
+            }
             *upstream
                 .tools
                 .lock()
@@ -424,12 +480,28 @@ impl Federation {
     /// Adds a place for every upstream tool to `builder`: the upstream's definition for a
     /// tool that may be served, a placeholder for the others; each with the readiness check
     /// that withholds it (pin, lint, not seen yet) or hides it while its upstream is down.
+    ///
+    /// Call it once the application's own tools are in `builder`: an upstream tool whose
+    /// registry name one of them has is refused and logged, and the application's tool kept
+    /// (as an upstream's tool whose name an upstream earlier in the file has, or the deferred
+    /// search tool's `search_tools`, is at [`connect`](Self::connect)), so the build never
+    /// fails for a name an upstream chose.
     pub fn register(&self, mut builder: RegistryBuilder) -> RegistryBuilder {
         for upstream in &self.inner.upstreams {
             let mut tools = upstream
                 .tools
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
+            {
+                let mut taken = upstream
+                    .taken
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                for name in tools.keys().filter(|name| builder.has_tool(name)) {
+                    taken.insert(name.clone(), "a tool of the application".to_owned());
+                }
+            }
+            upstream.refuse_taken(&mut tools);
             for (name, entry) in tools.iter_mut().filter(|(_, entry)| entry.registered) {
                 let (tool, installed) = self.tool(upstream, name, entry);
                 entry.installed = installed;
@@ -540,7 +612,7 @@ impl Federation {
             );
             let Some(offer) = &entry.current else {
                 if only.is_none() {
-                    lock.remove(name);
+                    lock.remove(&up.config.name, &entry.upstream_tool);
                 }
                 continue;
             };
@@ -552,13 +624,7 @@ impl Federation {
             {
                 continue;
             }
-            pin(
-                &mut lock,
-                &up.config.name,
-                name,
-                &entry.upstream_tool,
-                offer,
-            );
+            pin(&mut lock, &up.config.name, &entry.upstream_tool, offer);
             if pending {
                 entry.withheld = None;
                 tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&up.config.name), tool = %crate::logging::escape(name), definition = %offer.definition, annotations = %offer.annotations, "upstream tool accepted");
@@ -574,14 +640,26 @@ impl Federation {
     /// from now on, and compares every upstream tool with them again: a tool that now matches
     /// its pin is served, installed in its place without a restart; one that no longer does
     /// is withheld. An upstream the new lock does not name at all is trusted anew, as at
-    /// start: what it offers now is pinned. `mcp_server` calls it on `SIGHUP`.
+    /// start (what it offers now is pinned), only if this process never met it either: one
+    /// met before (named by the lock it held) keeps being met, its tools without a pin
+    /// withheld as new, and this is logged and audited. `mcp_server` calls it on `SIGHUP`.
     pub async fn reload_lock(&self, lock: UpstreamLock) -> Result<(), FederationError> {
         let _changing = self.inner.changing.lock().await;
         {
             let mut held = self.lock();
+            let met: Vec<bool> = self
+                .inner
+                .upstreams
+                .iter()
+                .map(|upstream| held.knows(&upstream.config.name))
+                .collect();
             *held = lock;
             let lock = &mut *held;
-            for upstream in &self.inner.upstreams {
+            for (upstream, met) in self.inner.upstreams.iter().zip(met) {
+                if met && !lock.knows(&upstream.config.name) {
+                    tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), "the lock read again does not name this upstream, met before: it is not trusted anew; its tools without a pin are withheld until accepted");
+                    lock.meet(&upstream.config.name);
+                }
                 let trust = !lock.knows(&upstream.config.name);
                 if trust && upstream.live().is_none() {
                     // Not listed now: what it lists once reached is trusted.
@@ -596,15 +674,11 @@ impl Federation {
                         continue;
                     };
                     if trust {
-                        pin(
-                            lock,
-                            &upstream.config.name,
-                            name,
-                            &entry.upstream_tool,
-                            offer,
-                        );
+                        pin(lock, &upstream.config.name, &entry.upstream_tool, offer);
                     }
-                    let withheld = refused(offer).or_else(|| compare(lock, name, offer));
+                    let withheld = refused(offer).or_else(|| {
+                        compare(lock, &upstream.config.name, &entry.upstream_tool, offer)
+                    });
                     if withheld != entry.withheld {
                         tracing::info!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(&upstream.config.name), tool = %crate::logging::escape(name), withheld = %withheld.as_ref().map(ToString::to_string).unwrap_or_else(|| "no: it matches its pin".into()), "upstream tool compared with the lock read again");
                     }
@@ -696,9 +770,11 @@ impl Federation {
     fn readiness(&self, upstream: &Upstream, name: &str) -> Result<(), String> {
         if upstream.live().is_none() {
             return Err(match upstream.last_error() {
+                // The reason may hold the upstream's text: cut and escaped.
                 Some(reason) => format!(
-                    "the upstream server {:?} is not connected ({reason}); it is tried again",
-                    upstream.config.name
+                    "the upstream server {:?} is not connected ({}); it is tried again",
+                    upstream.config.name,
+                    client::bounded(&reason, 256)
                 ),
                 None => format!(
                     "the upstream server {:?} is not connected",
@@ -717,7 +793,7 @@ impl Federation {
             return Err(withheld.to_string());
         }
         match entry.served() {
-            Some(offer) if entry.installed.as_ref() == Some(&offer.definition) => Ok(()),
+            Some(offer) if entry.holds(offer) => Ok(()),
             Some(_) => Err("withheld: its accepted definition is being installed".to_owned()),
             None => Err(Withheld::Unseen.to_string()),
         }
@@ -731,7 +807,7 @@ impl Federation {
         upstream: &Arc<Upstream>,
         name: &str,
         entry: &Entry,
-    ) -> (DynamicTool, Option<String>) {
+    ) -> (DynamicTool, Option<(String, String)>) {
         let policy = upstream.config.policy_of(&entry.upstream_tool);
         let Some(offer) = entry.served() else {
             let tool = placeholder(name, &policy).async_result_handler(|_, _| async {
@@ -747,7 +823,7 @@ impl Federation {
             offer.definition.clone(),
         );
         let name = name.to_owned();
-        let installed = Some(digest.clone());
+        let installed = Some((digest.clone(), offer.annotations.clone()));
         let tool = tool.async_result_handler(move |ctx, arguments| {
             let (upstream, tool_name, digest, name) = (
                 upstream.clone(),
@@ -802,6 +878,7 @@ impl Federation {
     async fn follow(self, upstream: Arc<Upstream>) {
         let mut pause = FIRST_RECONNECT_PAUSE;
         let mut was_live = upstream.live().is_some();
+        let mut refreshed: Option<tokio::time::Instant> = None;
         loop {
             let live = upstream.live().is_some();
             if live != was_live {
@@ -814,6 +891,12 @@ impl Federation {
             if live {
                 tokio::select! {
                     () = upstream.events.changed.notified() => {
+                        // Debounced: notifications that come while it waits are one (the
+                        // `Notify` keeps a single permit).
+                        if let Some(last) = refreshed {
+                            tokio::time::sleep_until(last + MIN_REFRESH_INTERVAL).await;
+                        }
+                        refreshed = Some(tokio::time::Instant::now());
                         self.refresh(&upstream).await;
                     }
                     () = tokio::time::sleep(HEALTH_INTERVAL) => {}
@@ -867,7 +950,10 @@ impl Federation {
         let Some(link) = upstream.live() else {
             return;
         };
-        let listed = match link.list(upstream.config.connect_timeout).await {
+        let listed = match link
+            .list(&upstream.config.name, upstream.config.connect_timeout)
+            .await
+        {
             Ok(listed) => listed,
             Err(reason) => {
                 tracing::warn!(upstream = %crate::logging::escape(&upstream.config.name), reason = %crate::logging::escape(&reason), "cannot list the upstream's tools again");
@@ -907,7 +993,7 @@ impl Federation {
             for (name, entry) in tools.iter().filter(|(_, entry)| entry.registered) {
                 let revoked = registry.is_revoked_now(name) == Some(true);
                 match entry.served() {
-                    Some(offer) if entry.installed.as_ref() != Some(&offer.definition) => {
+                    Some(offer) if !entry.holds(offer) => {
                         let (tool, installed) = self.tool(upstream, name, entry);
                         replace.push((name.clone(), tool, installed));
                     }
@@ -961,6 +1047,18 @@ impl Upstream {
         link.as_ref().filter(|link| !link.is_closed()).cloned()
     }
 
+    /// Takes out of `tools` every tool whose registry name is taken, logging each.
+    fn refuse_taken(&self, tools: &mut BTreeMap<String, Entry>) {
+        let taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
+        tools.retain(|name, _| match taken.get(name) {
+            Some(by) => {
+                refuse_taken(&self.config.name, name, by);
+                false
+            }
+            None => true,
+        });
+    }
+
     fn last_error(&self) -> Option<String> {
         self.last_error
             .lock()
@@ -981,11 +1079,19 @@ impl Upstream {
     ) {
         let name_of = &self.config.name;
         let trust = self.trust_next.swap(false, Ordering::AcqRel);
+        if trust {
+            lock.meet(name_of);
+        }
+        let taken = self.taken.lock().unwrap_or_else(PoisonError::into_inner);
         let mut offers = BTreeMap::new();
         for tool in listed {
             let Some((name, offer)) = offer_of(&self.config, tool) else {
                 continue;
             };
+            if let Some(by) = taken.get(&name) {
+                refuse_taken(name_of, &name, by);
+                continue;
+            }
             if offers.contains_key(&name) {
                 tracing::warn!(upstream = %crate::logging::escape(name_of), tool = %crate::logging::escape(&name), "the upstream lists a tool twice; the first is kept");
                 continue;
@@ -999,7 +1105,7 @@ impl Upstream {
                     old.definition == new.definition && old.annotations == new.annotations
                 }
                 // A pinned tool the upstream does not list at start is removed.
-                (None, None) => !(at_start && lock.pin(name).is_some()),
+                (None, None) => !(at_start && lock.pin(name_of, &entry.upstream_tool).is_some()),
                 _ => false,
             };
             if same {
@@ -1008,9 +1114,10 @@ impl Upstream {
             match now {
                 Some(offer) => {
                     if trust {
-                        pin(lock, name_of, name, &entry.upstream_tool, &offer);
+                        pin(lock, name_of, &entry.upstream_tool, &offer);
                     }
-                    let withheld = refused(&offer).or_else(|| compare(lock, name, &offer));
+                    let withheld = refused(&offer)
+                        .or_else(|| compare(lock, name_of, &entry.upstream_tool, &offer));
                     if !at_start {
                         audit_change(name_of, name, entry, &offer, withheld.as_ref());
                     }
@@ -1025,20 +1132,16 @@ impl Upstream {
             }
         }
         if trust {
-            let stale: Vec<String> = tools
-                .iter()
-                .filter(|(_, entry)| entry.current.is_none())
-                .map(|(name, _)| name.clone())
-                .collect();
-            for name in stale {
-                lock.remove(&name);
+            for entry in tools.values().filter(|entry| entry.current.is_none()) {
+                lock.remove(name_of, &entry.upstream_tool);
             }
         }
         for (name, offer) in offers {
             if trust {
-                pin(lock, name_of, &name, offer.tool.name.as_ref(), &offer);
+                pin(lock, name_of, offer.tool.name.as_ref(), &offer);
             }
-            let withheld = refused(&offer).or_else(|| compare(lock, &name, &offer));
+            let withheld = refused(&offer)
+                .or_else(|| compare(lock, name_of, offer.tool.name.as_ref(), &offer));
             if !at_start {
                 tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(name_of), tool = %crate::logging::escape(&name), definition = %offer.definition, withheld = %withheld.as_ref().map(ToString::to_string).unwrap_or_else(|| "no: it matches its pin".into()), "a tool new upstream, without a place in the registry: served from the next start once accepted");
             }
@@ -1055,6 +1158,11 @@ impl Upstream {
         }
     }
 }
+/// Logs and audits an upstream tool refused because its registry name is `by`'s.
+fn refuse_taken(upstream: &str, name: &str, by: &str) {
+    tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(upstream), tool = %crate::logging::escape(name), taken_by = %by, "an upstream tool whose registry name is taken is refused; give the upstream another `prefix` to serve it");
+}
+
 /// Logs and audits a changed upstream definition, with both digests.
 fn audit_change(
     upstream: &str,
@@ -1235,22 +1343,22 @@ fn with_policy(mut tool: DynamicTool, policy: &ToolPolicy) -> DynamicTool {
     tool
 }
 
-/// Pins `offer` as the registry's tool `name` of `upstream`.
-fn pin(lock: &mut UpstreamLock, upstream: &str, name: &str, tool: &str, offer: &Offer) {
+/// Pins `offer` as `upstream`'s tool `tool` (the upstream's name of it).
+fn pin(lock: &mut UpstreamLock, upstream: &str, tool: &str, offer: &Offer) {
     let pinned = Pin {
         upstream: upstream.to_owned(),
         tool: tool.to_owned(),
         definition: offer.definition.clone(),
         annotations: offer.annotations.clone(),
     };
-    if let Err(error) = lock.set(name.to_owned(), pinned) {
+    if let Err(error) = lock.set(pinned) {
         tracing::error!(%error, "cannot pin an upstream tool");
     }
 }
 
 /// Why `offer` is withheld by its pin, if it is.
-fn compare(lock: &UpstreamLock, name: &str, offer: &Offer) -> Option<Withheld> {
-    match lock.pin(name) {
+fn compare(lock: &UpstreamLock, upstream: &str, tool: &str, offer: &Offer) -> Option<Withheld> {
+    match lock.pin(upstream, tool) {
         None => Some(Withheld::New {
             now: offer.definition.clone(),
         }),

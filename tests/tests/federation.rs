@@ -3,7 +3,11 @@
 //! Listing per subject, forwarded calls with their content, approval before forwarding,
 //! timeouts and cancellation relayed, an upstream that dies, a poisoned description withheld,
 //! a definition changed at run time withheld until accepted, a removed tool revoked, and no
-//! call ever reaching a withheld or removed tool.
+//! call ever reaching a withheld or removed tool. A hostile upstream is one neighbour among
+//! others: its colliding names refused, its pins its own, trust on first use never re-armed,
+//! its listings, `list_changed` storms, progress and error texts bounded.
+
+mod tracing_support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -12,7 +16,7 @@ use std::time::{Duration, Instant};
 use registry_core::change::ChangeKind;
 use registry_core::content::{Content, ResourceLink};
 use registry_core::host::{CallHost, CallInfo, Progress};
-use registry_core::{ErrorKind, Profile, Registry, Subject, ToolCall};
+use registry_core::{DynamicTool, ErrorKind, Profile, Registry, Subject, ToolCall};
 use registry_mcp::upstream::{Federation, UpstreamLock, UpstreamsConfig, Withheld};
 use serde_json::json;
 
@@ -114,14 +118,15 @@ async fn until(what: &str, mut done: impl FnMut() -> bool) {
 #[derive(Clone, Default)]
 struct Recorder;
 
-static PROGRESS: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
+static PROGRESS: Mutex<Vec<(String, f64, String)>> = Mutex::new(Vec::new());
 
 impl CallHost for Recorder {
     fn progress(&self, call: &CallInfo<'_>, progress: &Progress) {
-        PROGRESS
-            .lock()
-            .unwrap()
-            .push((call.tool_name.to_owned(), progress.done));
+        PROGRESS.lock().unwrap().push((
+            call.tool_name.to_owned(),
+            progress.done,
+            progress.message.clone().unwrap_or_default(),
+        ));
     }
 }
 
@@ -171,7 +176,9 @@ async fn upstream_tools_are_listed_per_subject_with_the_files_policy() {
     // Trusted on first use: the lock file pins each tool with the registry's digest.
     let lock = std::fs::read_to_string(&lock_path).unwrap();
     assert!(
-        lock.contains("[notes_echo]\nupstream = notes\ntool = \"echo\"\n"),
+        lock.contains(
+            "[upstream]\nname = notes\n\n[pin]\nupstream = notes\ntool = \"delete_all\"\n"
+        ) && lock.contains("[pin]\nupstream = notes\ntool = \"echo\"\n"),
         "{lock}"
     );
     let pinned = registry.lock();
@@ -265,8 +272,8 @@ async fn a_hanging_upstream_times_out_and_a_slow_one_is_told_to_stop() {
         .lock()
         .unwrap()
         .iter()
-        .filter(|(tool, _)| tool == "notes_slow")
-        .map(|(_, done)| *done)
+        .filter(|(tool, _, _)| tool == "notes_slow")
+        .map(|(_, done, _)| *done)
         .collect();
     assert!(progress.starts_with(&[1.0, 2.0]), "{progress:?}");
 
@@ -485,9 +492,9 @@ async fn at_start_a_definition_that_differs_from_its_pin_is_withheld_until_accep
     let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
     let at = lines
         .iter()
-        .position(|line| line == "[notes_echo]")
+        .position(|line| line == "tool = \"echo\"")
         .unwrap();
-    lines[at + 3] = format!("definition = sha256:{}", "0".repeat(64));
+    lines[at + 1] = format!("definition = sha256:{}", "0".repeat(64));
     std::fs::write(&lock_path, lines.join("\n") + "\n").unwrap();
 
     let (federation, registry) = federate(
@@ -656,7 +663,7 @@ async fn an_upstream_never_pinned_and_unreachable_at_start_is_trusted_once_reach
     // served from the next start.
     let lock = std::fs::read_to_string(&lock_path).unwrap();
     assert!(
-        lock.contains("[notes_echo]") && lock.contains("[notes_pictures]"),
+        lock.contains("tool = \"echo\"") && lock.contains("tool = \"pictures\""),
         "{lock}"
     );
     let pictures = federation
@@ -744,7 +751,7 @@ async fn a_tool_new_at_run_time_is_served_once_accepted_without_a_restart() {
     assert!(
         std::fs::read_to_string(&lock_path)
             .unwrap()
-            .contains("[notes_extra]")
+            .contains("tool = \"extra\"")
     );
     assert_eq!(dir.calls(), ["extra"]);
 }
@@ -803,16 +810,479 @@ async fn a_lock_read_again_serves_what_now_matches_its_pin_and_withholds_the_res
     assert_eq!(refused.error_kind(), Some(ErrorKind::Unavailable));
     assert_eq!(dir.calls(), ["echo"]);
 
-    // A lock that no longer names the upstream: what it offers now is trusted, as at start.
-    std::fs::write(&lock_path, "").unwrap();
-    federation
-        .reload_lock(UpstreamLock::load(&lock_path).unwrap())
+    // A lock that no longer names the upstream (emptied, then deleted): met before, it is
+    // not trusted anew; its changed tool stays withheld, as new, and the file names the
+    // upstream again.
+    for lost in [false, true] {
+        if lost {
+            std::fs::remove_file(&lock_path).unwrap();
+        } else {
+            std::fs::write(&lock_path, "").unwrap();
+        }
+        federation
+            .reload_lock(UpstreamLock::load(&lock_path).unwrap())
+            .await
+            .unwrap();
+        assert!(!names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+        let echo = federation
+            .tools()
+            .into_iter()
+            .find(|tool| tool.name == "notes_echo")
+            .unwrap();
+        assert!(
+            matches!(echo.withheld, Some(Withheld::New { .. })),
+            "{:?}",
+            echo.withheld
+        );
+        let rewritten = std::fs::read_to_string(&lock_path).unwrap();
+        assert!(
+            rewritten.contains("[upstream]\nname = notes\n"),
+            "{rewritten}"
+        );
+        assert!(!rewritten.contains(&now), "{rewritten}");
+    }
+    assert_eq!(dir.calls(), ["echo"]);
+}
+
+/// One `[[upstream]]` table: the fake named `name`, started with `env` in `dir`, and `more`.
+fn upstream(dir: &Dir, name: &str, env: &str, more: &str) -> String {
+    format!(
+        "[[upstream]]\nname = {name:?}\ncommand = [\"env\", \"FAKE_DIR={}\", {env} \"python3\", {:?}]\n{more}",
+        dir.0.display(),
+        script().display().to_string(),
+    )
+}
+
+/// The `definition` line of `upstream`'s pin of `tool` in a lock text.
+fn pinned_definition(lock: &str, upstream: &str, tool: &str) -> Option<String> {
+    let block = format!("upstream = {upstream}\ntool = {tool:?}\n");
+    let at = lock.find(&block)? + block.len();
+    lock[at..].lines().next().map(str::to_owned)
+}
+
+/// The events logged with `message`, their fields.
+fn logged(message: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    tracing_support::traced()
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|event| event.fields.get("message").is_some_and(|m| m == message))
+        .map(|event| event.fields.clone())
+        .collect()
+}
+
+/// Whether `text` holds a byte a hostile upstream sends to forge lines or reorder text.
+fn hostile(text: &str) -> bool {
+    text.contains(['\0', '\n', '\u{202E}'])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_colliding_name_is_refused_and_logged_and_the_server_still_builds() {
+    tracing_support::traced();
+    let dir = Dir::new("collide");
+    // `prefix = ""`: the upstream's `deploy` is the application's `deploy`, its
+    // `search_tools` the deferred search tool's name.
+    let config = UpstreamsConfig::from_toml(&upstream(
+        &dir,
+        "notes",
+        "\"FAKE_EXTRA_TOOLS=deploy,search_tools\",",
+        "prefix = \"\"\npublic = true\n",
+    ))
+    .unwrap();
+    let federation = Federation::connect(config, UpstreamLock::in_memory(), &[])
         .await
         .unwrap();
-    assert!(names(&registry, &reader()).contains(&"notes_echo".to_owned()));
-    let repinned = std::fs::read_to_string(&lock_path).unwrap();
+    let local = DynamicTool::new("deploy", "Deploy the application.")
+        .public()
+        .handler(|_, _| Ok::<_, String>(json!("deployed here")));
+    let registry = federation
+        .register(Registry::builder().tool(local))
+        .build()
+        .expect("an upstream's name never fails the build");
+    federation.attach(&registry);
+    registry.check_readiness().await;
+    let run = registry.open_run("r", &Subject::new("acme"));
+    let deploy = run.call(ToolCall::new("c1", "deploy", json!({}))).await;
+    assert_eq!(deploy.error_kind(), None, "{:?}", deploy.error_text());
+    assert_eq!(deploy.value(), Some(&json!("deployed here")));
+    let echo = run
+        .call(ToolCall::new("c2", "echo", json!({"text": "up"})))
+        .await;
+    assert_eq!(echo.blocks(), [Content::text("up")]);
+    assert_eq!(dir.calls(), ["echo"]);
+    let upstream_names: Vec<String> = federation.tools().into_iter().map(|t| t.name).collect();
+    assert!(upstream_names.contains(&"echo".to_owned()));
+    assert!(!upstream_names.contains(&"deploy".to_owned()));
+    assert!(!upstream_names.contains(&"search_tools".to_owned()));
+    let refused = logged(
+        "an upstream tool whose registry name is taken is refused; give the upstream another `prefix` to serve it",
+    );
+    let by = |tool: &str| {
+        refused
+            .iter()
+            .find(|fields| fields["upstream"] == "notes" && fields["tool"] == tool)
+            .map(|fields| fields["taken_by"].clone())
+    };
+    assert_eq!(by("deploy").as_deref(), Some("a tool of the application"));
+    assert_eq!(
+        by("search_tools").as_deref(),
+        Some("the deferred search tool")
+    );
+
+    // `gh` + `x_search` and `gh_x` + `search` are both `gh_x_search`: the first upstream in
+    // the file keeps the name, and neither overwrites the other's pin.
+    let dir = Dir::new("collide-two");
+    let lock_path = dir.path("upstreams.lock");
+    let gh = upstream(
+        &dir,
+        "gh",
+        "\"FAKE_EXTRA_TOOLS=x_search\",",
+        "public = true\n",
+    );
+    let gh_x = upstream(
+        &dir,
+        "gh_x",
+        "\"FAKE_EXTRA_TOOLS=search\",",
+        "public = true\n",
+    );
+    let first = Federation::connect(
+        UpstreamsConfig::from_toml(&gh_x).unwrap(),
+        UpstreamLock::load(&lock_path).unwrap(),
+        &[],
+    )
+    .await
+    .unwrap();
+    drop(first);
+    let before = std::fs::read_to_string(&lock_path).unwrap();
+    let pin = pinned_definition(&before, "gh_x", "search").expect("gh_x's search pinned");
+    let (federation, registry) = federate(
+        UpstreamsConfig::from_toml(&format!("{gh}{gh_x}")).unwrap(),
+        UpstreamLock::load(&lock_path).unwrap(),
+    )
+    .await;
+    let after = std::fs::read_to_string(&lock_path).unwrap();
+    assert_eq!(
+        pinned_definition(&after, "gh_x", "search").as_ref(),
+        Some(&pin),
+        "{after}"
+    );
+    let theirs = pinned_definition(&after, "gh", "x_search").expect("gh's x_search pinned");
+    assert_ne!(theirs, pin);
+    let run = registry.open_run("r", &Subject::new("acme"));
+    let search = run
+        .call(ToolCall::new("c1", "gh_x_search", json!({})))
+        .await;
     assert!(
-        repinned.contains(&format!("definition = {now}")),
-        "{repinned}"
+        search.is_error(),
+        "the fake answers no call of an extra tool"
+    );
+    assert_eq!(dir.calls(), ["x_search"]);
+    let gh_x_search: Vec<String> = federation
+        .tools()
+        .into_iter()
+        .filter(|tool| tool.name == "gh_x_search")
+        .map(|tool| tool.upstream)
+        .collect();
+    assert_eq!(gh_x_search, ["gh"]);
+    assert!(logged(
+        "an upstream tool whose registry name is taken is refused; give the upstream another `prefix` to serve it"
+    )
+    .iter()
+    .any(|fields| fields["upstream"] == "gh_x"
+        && fields["tool"] == "gh_x_search"
+        && fields["taken_by"] == "a tool of the upstream \"gh\""));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_met_before_is_never_trusted_anew_when_its_pins_are_gone() {
+    tracing_support::traced();
+    let dir = Dir::new("retrust");
+    let lock_path = dir.path("upstreams.lock");
+    drop(
+        Federation::connect(
+            config(&dir, "", POLICY),
+            UpstreamLock::load(&lock_path).unwrap(),
+            &[],
+        )
+        .await
+        .unwrap(),
+    );
+    // No lock file: every upstream is met for the first time, never silently.
+    let here = std::thread::current().id();
+    assert!(
+        tracing_support::traced()
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|event| event.thread == here
+                && event.level == tracing::Level::WARN
+                && event.target == registry_core::audit::AUDIT_TARGET
+                && event.fields.get("upstream").is_some_and(|u| u == "notes")
+                && event
+                    .fields
+                    .get("lock_file_missing")
+                    .is_some_and(|m| m == "true")),
+        "the first use is logged and audited, saying the lock file is missing"
+    );
+    // Every pin removed by hand, the upstream's block kept; meanwhile `echo` changed.
+    let text = std::fs::read_to_string(&lock_path).unwrap();
+    let (kept, _) = text.split_once("\n[pin]\n").unwrap();
+    assert!(kept.ends_with("[upstream]\nname = notes\n"), "{kept}");
+    std::fs::write(&lock_path, kept).unwrap();
+    dir.touch("change");
+    let (federation, registry) = federate(
+        config(&dir, "", POLICY),
+        UpstreamLock::load(&lock_path).unwrap(),
+    )
+    .await;
+    assert!(!names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    assert!(
+        federation
+            .tools()
+            .iter()
+            .all(|tool| matches!(tool.withheld, Some(Withheld::New { .. }))),
+        "{:?}",
+        federation.tools()
+    );
+    let lock = std::fs::read_to_string(&lock_path).unwrap();
+    assert!(!lock.contains("\n[pin]\n"), "{lock}");
+    // Accepted by an operator: pinned and served.
+    federation.accept("notes").await.unwrap();
+    assert!(names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accepted_annotation_only_change_is_installed() {
+    let dir = Dir::new("annotations");
+    let (federation, registry) = federate(
+        config(&dir, "", POLICY),
+        UpstreamLock::load(dir.path("upstreams.lock")).unwrap(),
+    )
+    .await;
+    assert!(
+        !registry
+            .get("notes_echo")
+            .unwrap()
+            .settings()
+            .hints
+            .destructive
+    );
+    dir.touch("destroy");
+    until("the annotation change to be withheld", || {
+        federation
+            .tools()
+            .iter()
+            .any(|tool| tool.name == "notes_echo" && tool.withheld.is_some())
+    })
+    .await;
+    let echo = federation
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == "notes_echo")
+        .unwrap();
+    assert!(
+        matches!(&echo.withheld, Some(Withheld::Changed { pinned, .. }) if pinned.starts_with("annotations ")),
+        "{:?}",
+        echo.withheld
+    );
+    federation.accept("notes").await.unwrap();
+    assert!(
+        registry
+            .get("notes_echo")
+            .unwrap()
+            .settings()
+            .hints
+            .destructive
+    );
+    let export = registry
+        .open_run("after", &reader())
+        .export(Profile::Mcp)
+        .unwrap();
+    let echo = export
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "notes_echo")
+        .expect("served once accepted");
+    assert_eq!(echo["annotations"]["destructiveHint"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_listing_is_refused_within_its_bounds() {
+    let dir = Dir::new("pages");
+    let started = Instant::now();
+    let federation = Federation::connect(
+        config(&dir, "\"FAKE_PAGES=1\",", "connect_timeout_ms = 30000\n"),
+        UpstreamLock::in_memory(),
+        &[],
+    )
+    .await
+    .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let status = federation.upstreams();
+    let reason = status[0].last_error.clone().unwrap_or_default();
+    assert!(
+        reason.contains("more than the 1000 tools taken from one upstream"),
+        "{reason}"
+    );
+    assert!(federation.tools().is_empty());
+    // Two pages of 1,000 read, and no more.
+    let lists = std::fs::read_to_string(dir.path("lists")).unwrap();
+    assert_eq!(lists.lines().count(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_of_ten_mib_is_left_out_and_the_others_served() {
+    let dir = Dir::new("huge");
+    let (federation, registry) = federate(
+        config(&dir, "\"FAKE_HUGE=1\",", POLICY),
+        UpstreamLock::in_memory(),
+    )
+    .await;
+    assert!(names(&registry, &reader()).contains(&"notes_echo".to_owned()));
+    assert!(
+        federation
+            .tools()
+            .iter()
+            .all(|tool| tool.name != "notes_huge")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_of_list_changed_makes_a_bounded_number_of_listings() {
+    let dir = Dir::new("storm");
+    let (_federation, _registry) =
+        federate(config(&dir, "", POLICY), UpstreamLock::in_memory()).await;
+    let lists = || {
+        std::fs::read_to_string(dir.path("lists"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    assert_eq!(lists(), 1);
+    let started = Instant::now();
+    dir.touch("storm");
+    until("the 10,000 notifications to be sent", || {
+        dir.path("stormed").exists()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // At most one listing a second, and one more for the notifications of the last second.
+    let bound = 2 + started.elapsed().as_secs() as usize;
+    assert!(lists() <= 1 + bound, "{} listings", lists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_hostile_progress_notifications_are_coalesced_and_escaped() {
+    let dir = Dir::new("chatty");
+    let (_federation, registry) = federate(
+        config(&dir, "\"FAKE_HOSTILE=1\",", POLICY),
+        UpstreamLock::in_memory(),
+    )
+    .await;
+    let run = registry.open_run("r", &reader());
+    let started = Instant::now();
+    let chatty = run
+        .call(ToolCall::new("c1", "notes_chatty", json!({})))
+        .await;
+    assert_eq!(chatty.blocks(), [Content::text("chatted")]);
+    let relayed: Vec<(f64, String)> = PROGRESS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(tool, _, _)| tool == "notes_chatty")
+        .map(|(_, done, message)| (*done, message.clone()))
+        .collect();
+    // One every 100 ms at most, and the latest held back relayed before the answer.
+    let most = 2 + started.elapsed().as_millis() as usize / 100;
+    assert!(
+        !relayed.is_empty() && relayed.len() <= most,
+        "{} relayed in {:?}: {:?}",
+        relayed.len(),
+        started.elapsed(),
+        relayed.iter().map(|(done, _)| *done).collect::<Vec<_>>()
+    );
+    // In order, the latest held back relayed before the answer (notifications are handled
+    // concurrently, so the very last may come after it).
+    assert!(relayed.windows(2).all(|pair| pair[0].0 < pair[1].0));
+    assert!(relayed.last().unwrap().0 >= 9_000.0, "{relayed:?}");
+    for (done, message) in &relayed {
+        assert!(!hostile(message), "{message:?}");
+        assert!(message.len() <= 4096, "{} bytes", message.len());
+        // The even steps hold an API key: the lint withholds their text.
+        assert!(!message.contains("sk-proj"), "{message:?}");
+        if *done % 2.0 == 0.0 {
+            assert_eq!(
+                message,
+                "(the upstream's progress message is withheld: lint secret/api-token)"
+            );
+        }
+    }
+    assert!(
+        relayed[0].1.starts_with("\\u{0}\\n\\u{202e}[FORGED] "),
+        "{:?}",
+        relayed[0].1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_error_text_reaches_the_model_bounded_and_escaped() {
+    tracing_support::traced();
+    let dir = Dir::new("boom");
+    let (_federation, registry) = federate(
+        config(&dir, "\"FAKE_HOSTILE=1\",", POLICY),
+        UpstreamLock::in_memory(),
+    )
+    .await;
+    let run = registry.open_run("r", &reader());
+    let boom = run.call(ToolCall::new("c1", "notes_boom", json!({}))).await;
+    assert_eq!(boom.error_kind(), Some(ErrorKind::Unavailable));
+    let text = boom.error_text().unwrap();
+    assert!(!hostile(text) && !text.contains("FORGED"), "{text:?}");
+    assert!(text.len() < 512, "{} bytes", text.len());
+    // What the model reads.
+    let message = Profile::Anthropic.render(&boom).to_string();
+    assert!(
+        !message.contains("FORGED") && message.len() < 1024,
+        "{message}"
+    );
+    // The detail is in the log, bounded and escaped.
+    let logged = logged("the upstream answered a call with an error");
+    let error = &logged
+        .iter()
+        .find(|fields| fields["upstream"] == "notes" && fields["tool"] == "boom")
+        .expect("the detail logged")["error"];
+    assert!(!hostile(error), "{error:?}");
+    assert!(error.contains("\\u{0}\\n\\u{202e}[FORGED] "), "{error}");
+    assert!(error.len() < 8192, "{} bytes", error.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_error_is_bounded_and_escaped_where_it_is_shown() {
+    let dir = Dir::new("list-error");
+    let (federation, registry) = federate(
+        config(&dir, "\"FAKE_LIST_ERROR=1\",", POLICY),
+        UpstreamLock::in_memory(),
+    )
+    .await;
+    let reason = federation.upstreams()[0].last_error.clone().unwrap();
+    assert!(reason.starts_with("tools/list failed: "), "{reason}");
+    assert!(
+        !hostile(&reason) && reason.len() < 4096,
+        "{} bytes",
+        reason.len()
+    );
+    // The places the file names say why they are not ready: bounded, escaped.
+    let explained = registry.open_run("e", &reader()).explain().to_string();
+    assert!(
+        explained.contains(
+            "notes_hang: not ready: the upstream server \"notes\" is not connected (tools/list failed: "
+        ),
+        "{explained}"
+    );
+    assert!(
+        !explained.contains(['\0', '\u{202E}']) && explained.len() < 16_384,
+        "{} bytes",
+        explained.len()
     );
 }

@@ -185,6 +185,6 @@ async fn the_filesystem_server_reads_through_the_gate_and_writes_only_once_appro
     assert!(
         federation
             .lock_text()
-            .contains("[files_write_file]\nupstream = files\n")
+            .contains("[pin]\nupstream = files\ntool = \"write_file\"\n")
     );
 }

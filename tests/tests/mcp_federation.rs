@@ -119,7 +119,7 @@ async fn upstream_tools_are_served_per_token_beside_the_servers_own() {
 
     // Pinned on first use.
     let pins = std::fs::read_to_string(&lock).unwrap();
-    assert!(pins.contains("[notes_delete_all]"), "{pins}");
+    assert!(pins.contains("tool = \"delete_all\""), "{pins}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

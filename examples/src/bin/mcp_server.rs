@@ -99,8 +99,8 @@ Upstream MCP servers, their tools served beside this server's own, through the s
   With --postgres, the replica reports the tools it withholds for a change or as new, and
   applies what operators accept with `registry-admin upstream accept NAME --digest D`.
   At run time, SIGHUP reads the --upstreams-lock file again: write the digest the log
-  names for a withheld tool into it (or remove an upstream's blocks to trust what it
-  offers now), then `kill -HUP PID`; what matches its pin is served without a restart.
+  names for a withheld tool into it, then `kill -HUP PID`; what matches its pin is served
+  without a restart (an upstream met before is never trusted anew, even with its blocks gone).
   An upstream unreachable at start does not stop the server: its tools are not served
   until it is reached (tried again with a growing pause) and checked against the lock.
 
@@ -690,8 +690,7 @@ fn share_upstreams(plane: ControlPlane, federation: Federation) {
 
 /// `--upstreams-lock FILE`: on `SIGHUP`, reads the lock file again and compares every
 /// upstream tool with it (`Federation::reload_lock`): an operator accepts a change at run
-/// time by writing the digest the log names into the file (or removing an upstream's blocks
-/// to trust what it offers now), then `kill -HUP PID`.
+/// time by writing the digest the log names into the file, then `kill -HUP PID`.
 fn reload_lock_on_hangup(federation: Federation, path: PathBuf) {
     use tokio::signal::unix::{SignalKind, signal};
     let mut hangup = match signal(SignalKind::hangup()) {

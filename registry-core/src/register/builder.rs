@@ -211,6 +211,30 @@ impl RegistryBuilder {
         self
     }
 
+    /// Whether a tool of this name is in the builder now: a declared `#[tool]` it takes, or
+    /// one [`tool`](Self::tool) added. A part that adds tools named by others (an upstream MCP
+    /// server's, say) asks first, and refuses a name already taken rather than failing the
+    /// build with [`BuildProblem::DuplicateName`].
+    ///
+    /// ```standalone_crate
+    /// use registry_core::{DynamicTool, Registry};
+    ///
+    /// let builder = Registry::builder().tool(DynamicTool::new("deploy", "Deploy.").public());
+    /// assert!(builder.has_tool("deploy"));
+    /// assert!(!builder.has_tool("search"));
+    /// ```
+    pub fn has_tool(&self, name: &str) -> bool {
+        let declared = match &self.declared {
+            Selection::None => false,
+            Selection::All => declarations().any(|declaration| declaration.name == name),
+            Selection::Under(paths) => declarations().any(|declaration| {
+                let module = declaration.location.module_path().unwrap_or_default();
+                declaration.name == name && paths.iter().any(|path| is_under(module, path))
+            }),
+        };
+        declared || self.tools.iter().any(|tool| tool.name() == name)
+    }
+
     /// Replaces the tool of the same name with `tool`, and records it with `reason`
     /// ([`Registry::replacements`]). Replacing a name that is not registered is an error.
     pub fn replace(mut self, tool: DynamicTool, reason: impl Into<String>) -> Self {

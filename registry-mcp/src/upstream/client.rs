@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use registry_core::ToolContext;
@@ -14,7 +14,7 @@ use registry_core::content::{Content, ResourceLink, ToolOutput};
 use registry_core::definition::Outcome;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, RequestId, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -27,6 +27,28 @@ use super::config::{Transport, UpstreamConfig};
 
 /// The most tools taken from one upstream.
 pub const MAX_TOOLS_PER_UPSTREAM: usize = 1000;
+
+/// The most pages of one upstream's `tools/list`: past them the listing is refused.
+pub const MAX_LIST_PAGES: usize = 64;
+
+/// The most bytes (as JSON) of the tools taken from one listing: past them the listing is
+/// refused.
+pub const MAX_LISTING_BYTES: usize = 8 << 20;
+
+/// The most bytes (as JSON: name, title, description, schemas, annotations) of one upstream
+/// tool: a larger tool is left out of the listing, and logged.
+pub const MAX_TOOL_BYTES: usize = 256 << 10;
+
+/// The most characters of an upstream's progress message relayed (escaped, then cut).
+const MAX_PROGRESS_MESSAGE: usize = 256;
+
+/// The least time between two progress notifications relayed for one call: those in
+/// between are coalesced, the latest relayed next (or when the call ends).
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The most characters of an upstream's error text kept for the log, or of a tool's own
+/// error (`isError`) passed on.
+const MAX_ERROR_TEXT: usize = 2048;
 
 /// The most calls forwarded to one upstream at once whose progress is relayed.
 const MAX_PROGRESS_ROUTES: usize = 4096;
@@ -42,8 +64,86 @@ pub(crate) struct Events {
 /// (the token is known only once the request is sent).
 #[derive(Default)]
 struct Routes {
-    routes: HashMap<ProgressToken, ToolContext>,
+    routes: HashMap<ProgressToken, Route>,
     early: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
+/// One forwarded call's progress: where it goes, when it was last relayed, and the latest
+/// one not relayed yet (coalesced), relayed by a timer of its own once the interval is over.
+struct Route {
+    ctx: ToolContext,
+    last: Option<Instant>,
+    pending: Option<ProgressNotificationParam>,
+    /// Whether a timer will relay `pending`.
+    timer: bool,
+}
+
+impl Route {
+    fn new(ctx: ToolContext) -> Route {
+        Route {
+            ctx,
+            last: None,
+            pending: None,
+            timer: false,
+        }
+    }
+
+    /// `params` relayed now if the last one was relayed long enough ago; otherwise kept as
+    /// the pending one, in place of any earlier.
+    fn take(&mut self, params: ProgressNotificationParam) -> Option<ProgressNotificationParam> {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL)
+        {
+            self.pending = Some(params);
+            return None;
+        }
+        self.last = Some(now);
+        self.pending = None;
+        Some(params)
+    }
+
+    /// The pending progress, if any, as relayed now.
+    fn flush(&mut self) -> Option<ProgressNotificationParam> {
+        let pending = self.pending.take()?;
+        self.last = Some(Instant::now());
+        Some(pending)
+    }
+}
+
+/// Relays, once the interval since the last one is over, the progress of the call `token`
+/// held back: at most one such timer a call.
+fn relay_later(progress: Arc<Mutex<Routes>>, token: ProgressToken, last: Option<Instant>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let mut at = last.map_or_else(Instant::now, |last| last + PROGRESS_INTERVAL);
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep_until(at.into()).await;
+            let flushed = {
+                let mut routes = progress.lock().unwrap_or_else(PoisonError::into_inner);
+                let Some(route) = routes.routes.get_mut(&token) else {
+                    return;
+                };
+                // One relayed meanwhile (the interval was over when it came): wait again.
+                if let Some(last) = route.last
+                    && last.elapsed() < PROGRESS_INTERVAL
+                    && route.pending.is_some()
+                {
+                    at = last + PROGRESS_INTERVAL;
+                    continue;
+                }
+                route.timer = false;
+                route.flush().map(|params| (route.ctx.clone(), params))
+            };
+            if let Some((ctx, params)) = flushed {
+                relay(&ctx, params);
+            }
+            return;
+        }
+    });
 }
 
 /// The most early progress notifications kept.
@@ -57,6 +157,33 @@ fn relay(ctx: &ToolContext, params: ProgressNotificationParam) {
     );
 }
 
+/// An upstream's progress message as it is relayed: cut to [`MAX_PROGRESS_MESSAGE`]
+/// characters and escaped, then withheld if the description lint finds anything in it (a
+/// secret, instructions aimed at the model, an internal address...), naming the rules.
+fn progress_message(message: &str) -> String {
+    let escaped = bounded(message, MAX_PROGRESS_MESSAGE);
+    let findings = registry_lint::check(&escaped);
+    if findings.is_empty() {
+        return escaped;
+    }
+    let mut rules: Vec<&str> = findings.iter().map(|finding| finding.rule.id()).collect();
+    rules.dedup();
+    format!(
+        "(the upstream's progress message is withheld: lint {})",
+        rules.join(", ")
+    )
+}
+
+/// At most `max` characters of `text` from outside, escaped ([`crate::logging::escape`]:
+/// control characters, NUL, line breaks, bidirectional and invisible characters), with `...`
+/// where it was cut.
+pub(crate) fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}...", crate::logging::escape(&text[..end])),
+        None => crate::logging::escape(text).into_owned(),
+    }
+}
+
 impl ClientHandler for Events {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed.notify_one();
@@ -64,13 +191,25 @@ impl ClientHandler for Events {
 
     async fn on_progress(
         &self,
-        params: ProgressNotificationParam,
+        mut params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let ctx = {
+        // Text from outside, on its way to the client's model and the log: bounded, linted,
+        // escaped.
+        params.message = params.message.map(|message| progress_message(&message));
+        let token = params.progress_token.clone();
+        let (ctx, params) = {
             let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-            match routes.routes.get(&params.progress_token) {
-                Some(ctx) => ctx.clone(),
+            match routes.routes.get_mut(&token) {
+                Some(route) => match route.take(params) {
+                    Some(params) => (route.ctx.clone(), params),
+                    None => {
+                        if !std::mem::replace(&mut route.timer, true) {
+                            relay_later(self.progress.clone(), token, route.last);
+                        }
+                        return;
+                    }
+                },
                 None => {
                     if routes.early.len() >= MAX_EARLY_PROGRESS {
                         routes.early.pop_front();
@@ -147,19 +286,62 @@ impl Link {
         self.peer().is_transport_closed()
     }
 
-    /// Every tool the upstream lists, within `timeout`.
-    pub(crate) async fn list(&self, timeout: Duration) -> Result<Vec<rmcp::model::Tool>, String> {
-        let tools = tokio::time::timeout(timeout, self.peer().list_all_tools())
+    /// Every tool the upstream `upstream` lists, within `timeout`: refused past
+    /// [`MAX_LIST_PAGES`] pages, [`MAX_TOOLS_PER_UPSTREAM`] tools or [`MAX_LISTING_BYTES`]
+    /// bytes, as soon as the bound is passed; a tool larger than [`MAX_TOOL_BYTES`] is left
+    /// out, and logged.
+    pub(crate) async fn list(
+        &self,
+        upstream: &str,
+        timeout: Duration,
+    ) -> Result<Vec<rmcp::model::Tool>, String> {
+        tokio::time::timeout(timeout, self.list_pages(upstream))
             .await
             .map_err(|_| format!("tools/list took longer than {} ms", timeout.as_millis()))?
-            .map_err(|error| format!("tools/list failed: {error}"))?;
-        if tools.len() > MAX_TOOLS_PER_UPSTREAM {
-            return Err(format!(
-                "it lists {} tools, more than the {MAX_TOOLS_PER_UPSTREAM} taken from one upstream",
-                tools.len()
-            ));
+    }
+
+    async fn list_pages(&self, upstream: &str) -> Result<Vec<rmcp::model::Tool>, String> {
+        let mut tools = Vec::new();
+        let mut bytes = 0;
+        let mut cursor = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let page = self
+                .peer()
+                .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                .await
+                .map_err(|error| {
+                    format!(
+                        "tools/list failed: {}",
+                        bounded(&error.to_string(), MAX_PROGRESS_MESSAGE)
+                    )
+                })?;
+            for tool in page.tools {
+                let size = serde_json::to_vec(&tool).map_or(usize::MAX, |json| json.len());
+                if size > MAX_TOOL_BYTES {
+                    tracing::warn!(target: registry_core::audit::AUDIT_TARGET, upstream = %crate::logging::escape(upstream), tool = %bounded(&tool.name, 128), bytes = size, "an upstream tool larger than {MAX_TOOL_BYTES} bytes is left out");
+                    continue;
+                }
+                bytes += size;
+                if bytes > MAX_LISTING_BYTES {
+                    return Err(format!(
+                        "its tools/list is larger than the {MAX_LISTING_BYTES} bytes taken from one upstream"
+                    ));
+                }
+                tools.push(tool);
+                if tools.len() > MAX_TOOLS_PER_UPSTREAM {
+                    return Err(format!(
+                        "it lists more than the {MAX_TOOLS_PER_UPSTREAM} tools taken from one upstream"
+                    ));
+                }
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(tools),
+            }
         }
-        Ok(tools)
+        Err(format!(
+            "its tools/list has more than the {MAX_LIST_PAGES} pages read from one upstream"
+        ))
     }
 
     /// Forwards a call of the upstream's tool `tool`: progress relayed to `ctx`, the
@@ -189,8 +371,9 @@ impl Link {
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
             .map_err(|error| {
+                tracing::warn!(upstream = %crate::logging::escape(upstream), tool = %bounded(tool, 128), error = %bounded(&error.to_string(), MAX_ERROR_TEXT), "a call cannot be sent to the upstream");
                 ToolError::unavailable(format!(
-                    "the upstream server {upstream:?} cannot be reached: {error}"
+                    "the upstream server {upstream:?} cannot be reached; the reason is in the server's log"
                 ))
             })?;
         let mut guard = Forwarded {
@@ -211,7 +394,17 @@ impl Link {
                     .into_iter()
                     .partition(|params| params.progress_token == token);
                 routes.early = rest.into();
-                routes.routes.insert(token, ctx.clone());
+                let mut route = Route::new(ctx.clone());
+                // Coalesced as if they came now: the first relayed, the latest pending.
+                let early = early
+                    .into_iter()
+                    .filter_map(|params| route.take(params))
+                    .collect();
+                if route.pending.is_some() {
+                    route.timer = true;
+                    relay_later(self.events.progress.clone(), token.clone(), route.last);
+                }
+                routes.routes.insert(token, route);
                 early
             } else {
                 Vec::new()
@@ -222,6 +415,18 @@ impl Link {
         }
         let answer = handle.await_response().await;
         guard.id = None;
+        // The latest progress held back is relayed before the answer.
+        let pending = self
+            .events
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .routes
+            .get_mut(&guard.token)
+            .and_then(Route::flush);
+        if let Some(params) = pending {
+            relay(&ctx, params);
+        }
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 let value = serde_json::to_value(&result).unwrap_or_default();
@@ -230,9 +435,14 @@ impl Link {
             Ok(_) => Err(ToolError::unavailable(format!(
                 "the upstream server {upstream:?} answered tools/call with something other than a result"
             ))),
-            Err(error) => Err(ToolError::unavailable(format!(
-                "the upstream server {upstream:?} did not answer: {error}"
-            ))),
+            Err(error) => {
+                // The upstream's text (a JSON-RPC error's message and data, a transport's
+                // error with its URL) goes to the log only, bounded and escaped.
+                tracing::warn!(upstream = %crate::logging::escape(upstream), tool = %bounded(tool, 128), error = %bounded(&error.to_string(), MAX_ERROR_TEXT), "the upstream answered a call with an error");
+                Err(ToolError::unavailable(format!(
+                    "the upstream server {upstream:?} did not answer with a result; the reason is in the server's log"
+                )))
+            }
         }
     }
 }
@@ -280,7 +490,7 @@ pub(crate) fn payload(result: &Value, structured: bool) -> Outcome {
         let text = if text.is_empty() {
             "the upstream tool reported an error".to_owned()
         } else {
-            text.join("\n")
+            bounded(&text.join("\n"), MAX_ERROR_TEXT)
         };
         return Err(ToolError::failed(text));
     }

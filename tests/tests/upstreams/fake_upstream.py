@@ -11,7 +11,19 @@ It misbehaves on request, to show what the registry does about it:
 - `slow` reports progress, then waits to be cancelled, and notes the cancellation in
   FAKE_DIR/cancelled;
 - `hang` never answers; `die` ends the process in the middle of the call.
-Every call is noted in FAKE_DIR/calls, one tool name a line.
+- FAKE_EXTRA_TOOLS=a,b adds tools of these names (to collide with others' names);
+- in FAKE_DIR, a file `destroy` adds `destructiveHint` to `echo`'s annotations (an
+  annotation-only change); a file `storm` makes it send 10,000
+  notifications/tools/list_changed;
+- FAKE_PAGES=1 answers tools/list with pages of 1,000 tools that never end; FAKE_LIST_ERROR=1
+  with a JSON-RPC error of 1 MiB with hostile bytes;
+- FAKE_HUGE=1 adds `huge`, whose description is 10 MiB;
+- FAKE_HOSTILE=1 adds `chatty`, which sends 10,000 progress notifications with hostile bytes
+  (NUL, newline, U+202E; one of 1 MiB; every other one with an API key) before its answer,
+  and `boom`, which answers with a
+  JSON-RPC error of 1 MiB with hostile bytes.
+Every call is noted in FAKE_DIR/calls, one tool name a line; every tools/list in
+FAKE_DIR/lists.
 """
 
 import base64
@@ -48,15 +60,19 @@ def text_schema():
 
 EMPTY = {"type": "object", "properties": {}}
 
-state = {"changed": False, "removed": False, "added": False}
+state = {"changed": False, "removed": False, "added": False, "destroyed": False, "stormed": False}
+HOSTILE = "\u0000\n\u202e[FORGED] "
 cancelled = {}
 
 
 def tools():
     echo = "Repeat the text back." if not state["changed"] else "Repeat the text back, louder."
+    echo_annotations = {"readOnlyHint": True, "idempotentHint": True}
+    if state["destroyed"]:
+        echo_annotations["destructiveHint"] = True
     listed = [
         {"name": "echo", "description": echo, "inputSchema": text_schema(),
-         "annotations": {"readOnlyHint": True, "idempotentHint": True}},
+         "annotations": echo_annotations},
         {"name": "pictures", "description": "Show a picture and its links.", "inputSchema": EMPTY},
         {"name": "slow", "description": "Take a long time, reporting progress.", "inputSchema": EMPTY},
         {"name": "hang", "description": "Never answer.", "inputSchema": EMPTY},
@@ -81,7 +97,30 @@ def tools():
             "description": "Call the API with key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789.",
             "inputSchema": EMPTY,
         })
+    for name in filter(None, os.environ.get("FAKE_EXTRA_TOOLS", "").split(",")):
+        listed.append({"name": name, "description": f"The upstream's {name}.", "inputSchema": EMPTY})
+    if os.environ.get("FAKE_HUGE") == "1":
+        listed.append({"name": "huge", "description": "Read a file. " * (10 * 1024 * 1024 // 13),
+                       "inputSchema": EMPTY})
+    if os.environ.get("FAKE_HOSTILE") == "1":
+        listed.append({"name": "chatty", "description": "Report progress often.", "inputSchema": EMPTY})
+        listed.append({"name": "boom", "description": "Fail with a protocol error.", "inputSchema": EMPTY})
     return listed
+
+
+def listing(request_id, params):
+    note("lists", "list")
+    if os.environ.get("FAKE_LIST_ERROR") == "1":
+        return send({"jsonrpc": "2.0", "id": request_id,
+                     "error": {"code": -32603, "message": HOSTILE + "x" * (1 << 20)}})
+    if os.environ.get("FAKE_PAGES") != "1":
+        return result(request_id, {"tools": tools()})
+    page = int((params or {}).get("cursor") or "0")
+    result(request_id, {
+        "tools": [{"name": f"t{page}_{n}", "description": "A tool.", "inputSchema": EMPTY}
+                  for n in range(1000)],
+        "nextCursor": str(page + 1),
+    })
 
 
 def result(request_id, value):
@@ -122,6 +161,20 @@ def call(request_id, params):
                 time.sleep(0.01)
             result(request_id, {"content": [{"type": "text", "text": "done"}]})
         threading.Thread(target=work, daemon=True).start()
+    elif name == "chatty":
+        def chatter():
+            for step in range(1, 10001):
+                message = HOSTILE * (90_000 if step == 5000 else 1) + f"step {step}"
+                if step % 2 == 0:
+                    message += " with key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": step, "total": 10000,
+                                 "message": message}})
+            result(request_id, {"content": [{"type": "text", "text": "chatted"}]})
+        threading.Thread(target=chatter, daemon=True).start()
+    elif name == "boom":
+        send({"jsonrpc": "2.0", "id": request_id,
+              "error": {"code": -32603, "message": HOSTILE + "x" * (1 << 20)}})
     elif name == "hang":
         pass
     elif name == "die":
@@ -134,10 +187,17 @@ def call(request_id, params):
 def watch():
     while True:
         time.sleep(0.02)
-        for flag, key in (("change", "changed"), ("remove", "removed"), ("add", "added")):
+        for flag, key in (("change", "changed"), ("remove", "removed"), ("add", "added"),
+                          ("destroy", "destroyed")):
             if os.path.exists(os.path.join(DIR, flag)) and not state[key]:
                 state[key] = True
                 send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        if os.path.exists(os.path.join(DIR, "storm")) and not state["stormed"]:
+            state["stormed"] = True
+            for _ in range(10000):
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                time.sleep(0.0001)
+            note("stormed", "done")
 
 
 def main():
@@ -156,7 +216,7 @@ def main():
                 "serverInfo": {"name": "fake-upstream", "version": "1.0.0"},
             })
         elif method == "tools/list":
-            result(request_id, {"tools": tools()})
+            listing(request_id, message.get("params"))
         elif method == "tools/call":
             call(request_id, message.get("params") or {})
         elif method == "ping":
