@@ -34,7 +34,9 @@ pub(crate) use validator::Validator;
 ///   refused, so a public key can never be used as an HMAC secret); `iss` equal to the
 ///   issuer; `aud` naming this server's [`resource`](Self::resource) (RFC 8707), so that a
 ///   token minted for another service is refused here; `exp` and `nbf`, with
-///   [`leeway`](Self::with_leeway); and `sub`.
+///   [`leeway`](Self::with_leeway); `sub`; and `typ`, when the token has one: `at+jwt`
+///   (RFC 9068) or `JWT`, so that an ID token or another kind of JWT signed by the same
+///   issuer is not taken for an access token.
 /// - **Opaque tokens** go to RFC 7662 introspection, if configured ([`Introspection`]).
 /// - **Claims to subject:** `scope` (space-separated; or `scp`, an array or a string) gives the
 ///   subject's scopes; the tenant comes from the claim named by

@@ -1273,3 +1273,53 @@ async fn scopes_supported_names_no_upstream() {
     );
     stop.cancel();
 }
+
+/// L13: a JWT's `typ`, when present, must be an access token's, `at+jwt` (RFC 9068) or
+/// `JWT`: another JWT of the same issuer, for the same audience and well signed (a DPoP
+/// proof, an ID token typed as such, a security event), is refused.
+#[tokio::test]
+async fn a_jwt_typed_as_something_else_than_an_access_token_is_refused() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    let typed = |typ: Option<&str>, sub: &str| {
+        let signer = key_a();
+        let mut header = Header::new(signer.algorithm);
+        header.kid = Some(signer.kid.to_owned());
+        header.typ = typ.map(str::to_owned);
+        jsonwebtoken::encode(&header, &claims(sub, "build:read"), &signer.key).unwrap()
+    };
+    for (n, typ) in [
+        Some("at+jwt"),
+        Some("application/at+jwt"),
+        Some("JWT"),
+        None,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let response = raw(
+            &mcp.url,
+            Some(&typed(typ, &format!("ok-{n}"))),
+            None,
+            INITIALIZE,
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK, "{typ:?}");
+    }
+    for (n, typ) in ["dpop+jwt", "id_token+jwt", "secevent+jwt"]
+        .into_iter()
+        .enumerate()
+    {
+        let response = raw(
+            &mcp.url,
+            Some(&typed(Some(typ), &format!("refused-{n}"))),
+            None,
+            INITIALIZE,
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{typ}");
+        let challenge = challenge(&response);
+        assert!(challenge.contains("invalid_token"), "{typ}: {challenge}");
+        assert!(challenge.contains("`typ`"), "{typ}: {challenge}");
+    }
+}
