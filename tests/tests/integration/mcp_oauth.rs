@@ -1134,6 +1134,31 @@ async fn a_jwks_url_that_redirects_to_another_origin_is_not_followed() {
     assert_eq!(idp.idp.jwks_fetches.load(Ordering::SeqCst), 1);
 }
 
+/// M7, introspection: an endpoint that redirects to another origin (a 307 keeps the POST,
+/// with the token and the server's client credentials) is not followed; the token gets 503,
+/// and the other origin is never asked.
+#[tokio::test]
+async fn an_introspection_endpoint_that_redirects_to_another_origin_is_not_followed() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    idp.idp.introspected.lock().unwrap().insert(
+        "opaque-good-0001".into(),
+        json!({"active": true, "iss": ISSUER, "aud": RESOURCE, "sub": "carol",
+               "tenant": "acme", "scope": "build:read", "exp": now() + 600}),
+    );
+    let redirector = start_redirector(&idp.base).await;
+    let introspection =
+        Introspection::new(format!("{}/introspect", redirector.base), "mcp", "secret");
+    let mcp = serve(
+        OAuth::new(RESOURCE, ISSUER).with_introspection(introspection),
+        false,
+    )
+    .await;
+    let response = raw(&mcp.url, Some("opaque-good-0001"), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(redirector.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(idp.idp.introspections.load(Ordering::SeqCst), 0);
+}
+
 /// T5-5: the `Host` allowlist (against DNS rebinding) is checked first on every route the
 /// server serves: both forms of the MCP endpoint's path, every method, the metadata, a path
 /// it does not serve. A foreign `Host` gets 403 whether or not a valid token comes with it;
