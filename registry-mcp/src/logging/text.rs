@@ -14,8 +14,8 @@ use super::escape::{escape, needs_escape};
 /// name and value passed through [`escape`](super::escape): a field can never end a line, nor
 /// hide or reorder what follows it. A value written with `%` or `?` is quoted too unless it is
 /// one bare word (a number, `true`, `POST`) or already one whole quoted string, so that a
-/// value holding ` outcome=ok` cannot pass for a field of its own. Give it to a `tracing_subscriber::fmt` layer with
-/// `fmt_fields` (as [`layer`](super::layer) does).
+/// value holding ` outcome=ok` cannot pass for a field of its own. Give it to a
+/// `tracing_subscriber::fmt` layer with `fmt_fields` (as [`layer`](super::layer) does).
 ///
 /// ```
 /// use registry_mcp::logging::EscapedFields;

@@ -27,8 +27,8 @@ fn is_access_token_type(typ: &str) -> bool {
     typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("jwt")
 }
 
-/// The claims of `token` once its `typ` (when present), algorithm, signature, `iss`, `aud`, `exp`, `nbf` and `sub`
-/// are checked; otherwise why it is refused.
+/// The claims of `token` once its `typ` (when present), algorithm, signature, `iss`, `aud`,
+/// `exp`, `nbf` and `sub` are checked; otherwise why it is refused.
 pub(crate) async fn validate(
     token: &str,
     oauth: &OAuth,

@@ -222,7 +222,7 @@ const MAX_REDIRECTS: usize = 5;
 /// host and port) of the URL configured, [`MAX_REDIRECTS`] at most. A redirect to another
 /// origin is an error, so the request fails (503 for the token, as for keys that cannot be
 /// fetched): keys from wherever the issuer's server points would be keys from a server
-/// nobody configured (and checked with [`check_url`]), and an introspection request carries
+/// nobody configured (nor checked with [`check_url`]), and an introspection request carries
 /// the token and the server's own credentials.
 fn same_origin_redirects() -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(|attempt| {
