@@ -20,8 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::direct::{Direct, PlainCall};
 use crate::edge::{
-    self, CalledTool, EdgeLimits, Inner, Opening, Origins, Peek, Rates, Refusals, RpcId, Sessions,
-    rpc_error,
+    self, CalledTool, EdgeLimits, HostLayer, Hosts, Inner, Opening, Origins, Peek, Rates, Refusals,
+    RpcId, Sessions, rpc_error,
 };
 use crate::oauth::{OAuth, Refusal, StepUp, Validator, metadata_router, step_up};
 use crate::tokens::{Principal, Tokens, token_digest};
@@ -49,9 +49,12 @@ pub struct HttpConfig {
     pub tokens: Tokens,
     /// What every transport shares.
     pub options: ServerOptions,
-    /// The `Host` header values accepted (against DNS rebinding): host names, or `host:port`.
-    /// Default: `localhost`, `127.0.0.1` and `::1`. A server reached under another name must
-    /// list it; an empty list accepts any.
+    /// The `Host` header values accepted (against DNS rebinding): host names (any port), or
+    /// `host:port`. Default: `localhost`, `127.0.0.1` and `::1`. A server reached under
+    /// another name must list it; an empty list accepts any. Checked first, on every request
+    /// and every route of the router (the MCP endpoint, the OAuth metadata, an unknown path),
+    /// before the token: another `Host` gets 403, a missing or malformed one 400, as rmcp
+    /// answers them.
     pub allowed_hosts: Vec<String>,
     /// The `Origin` header values accepted (against web pages on other sites reaching the
     /// server through a user's browser): `scheme://host:port`, `:*` for any port, the
@@ -442,8 +445,10 @@ impl McpServer {
     {
         self.shared().watch();
         let server = self.clone();
+        // The `Host` allowlist is the edge's, in front of every route (`edge/host.rs`): the
+        // same check, once, so rmcp is given none.
         let rmcp_config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(config.allowed_hosts.clone())
+            .disable_allowed_hosts()
             .with_max_request_body_bytes(config.options.max_message_bytes)
             .with_cancellation_token(config.shutdown.child_token());
         let mut manager = LocalSessionManager::default();
@@ -477,9 +482,10 @@ impl McpServer {
             config.limits.burst,
         ));
         let origins = Arc::new(Origins::new(&config.allowed_origins));
-        // One chain, outermost first: a request meets the Origin check, authentication and
-        // the rate limit (one step), then the body checks, the session checks and step-up,
-        // then rmcp's service. One future for all of it (see `edge/chain.rs`).
+        // One chain, outermost first (behind the router's `Host` check, below): a request
+        // meets the Origin check, authentication and the rate limit (one step), then the
+        // body checks, the session checks and step-up, then rmcp's service. One future for
+        // all of it (see `edge/chain.rs`).
         let stack = EdgeService(Arc::new(Edge {
             credentials: Credentials {
                 origins,
@@ -496,11 +502,14 @@ impl McpServer {
             endpoint: service,
         }));
         let router = axum::Router::new().nest_service(&config.path, stack);
-        match metadata {
+        let router = match metadata {
             // The metadata is public: outside the token check.
             Some(metadata) => router.merge(metadata_router(&metadata)),
             None => router,
-        }
+        };
+        // Before anything else, on every route (and the answer to an unknown path): `Host`.
+        let hosts = Arc::new(Hosts::new(&config.allowed_hosts));
+        router.layer(HostLayer(hosts))
     }
 }
 

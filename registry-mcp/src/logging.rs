@@ -47,8 +47,8 @@ pub use text::EscapedFields;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LogFormat {
-    /// `tracing_subscriber`'s default text format, fields escaped ([`EscapedFields`]). The
-    /// default.
+    /// `tracing_subscriber`'s default text format, fields escaped, and every value that is not
+    /// one bare word quoted ([`EscapedFields`]). The default.
     #[default]
     Text,
     /// One JSON object a line ([`JsonLines`]).
@@ -128,7 +128,8 @@ where
 /// });
 /// let written = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
 /// assert_eq!(written.lines().count(), 1);
-/// assert!(written.contains(r"id=x\nFORGEDLINE outcome=ok"));
+/// // One line, and one field: the forged text is inside its quotes.
+/// assert!(written.contains(r#"id="x\nFORGEDLINE outcome=ok""#));
 /// ```
 pub fn layer_with_writer<S, W>(
     format: LogFormat,
@@ -221,11 +222,11 @@ mod tests {
             assert!(line.chars().all(|c| !needs_escape(c)), "{line:?}");
         }
         assert!(
-            text.contains(r"id=x\nFORGEDLINE outcome=ok tool=deploy"),
+            text.contains(r#"id="x\nFORGEDLINE outcome=ok tool=deploy""#),
             "{text}"
         );
         assert!(text.contains(r"\u{0} and \u{202e}txt.exe"), "{text}");
-        assert!(text.contains(r"peer=a\r\nFORGEDLINE"), "{text}");
+        assert!(text.contains(r#"peer="a\r\nFORGEDLINE""#), "{text}");
     }
 
     #[test]

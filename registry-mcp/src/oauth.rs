@@ -34,7 +34,9 @@ pub(crate) use validator::Validator;
 ///   refused, so a public key can never be used as an HMAC secret); `iss` equal to the
 ///   issuer; `aud` naming this server's [`resource`](Self::resource) (RFC 8707), so that a
 ///   token minted for another service is refused here; `exp` and `nbf`, with
-///   [`leeway`](Self::with_leeway); and `sub`.
+///   [`leeway`](Self::with_leeway); `sub`; and `typ`, when the token has one: `at+jwt`
+///   (RFC 9068) or `JWT`, so that an ID token or another kind of JWT signed by the same
+///   issuer is not taken for an access token.
 /// - **Opaque tokens** go to RFC 7662 introspection, if configured ([`Introspection`]).
 /// - **Claims to subject:** `scope` (space-separated; or `scp`, an array or a string) gives the
 ///   subject's scopes; the tenant comes from the claim named by
@@ -44,7 +46,12 @@ pub(crate) use validator::Validator;
 ///   stays with the `sub` (and tenant) that opened it, whatever token of theirs comes next.
 /// - **Metadata:** RFC 9728 protected-resource metadata at
 ///   `/.well-known/oauth-protected-resource` and its path-suffixed form, naming the
-///   authorization servers and, as `scopes_supported`, every scope the registry's tools ask for.
+///   authorization servers and, as `scopes_supported`, every scope the registry's tools ask for
+///   but the `upstream:{name}` scopes of federated upstreams, which would name each upstream
+///   to anyone (see [`with_scopes_supported`](Self::with_scopes_supported)).
+/// - **Fetches** of the keys and of introspection follow redirects within the URL's origin
+///   only (scheme, host and port): a redirect to another origin fails the fetch, as keys that
+///   cannot be fetched do.
 /// - **Refusals** are RFC 6750's: 401 with `WWW-Authenticate: Bearer
 ///   resource_metadata="..."` (and `error="invalid_token"` when a token was presented), 400
 ///   for a token in the query string, 503 when the keys to check a token cannot be fetched
@@ -203,8 +210,19 @@ impl OAuth {
         self
     }
 
-    /// The scopes the metadata lists as `scopes_supported`. Default: every scope the
-    /// registry's tools ask for.
+    /// The scopes the metadata lists as `scopes_supported`, exactly. Default: every scope the
+    /// registry's tools ask for, but the `upstream:{name}` scopes of federated upstreams
+    /// ([`UpstreamConfig::default_scope`](crate::upstream::UpstreamConfig::default_scope)):
+    /// the metadata is open to anyone, and those name the upstreams. List them here if
+    /// clients must learn them.
+    ///
+    /// ```
+    /// use registry_mcp::OAuth;
+    ///
+    /// let oauth = OAuth::new("https://mcp.example.com/mcp", "https://idp.example.com/")
+    ///     .with_scopes_supported(["build:read", "deploy:write"]);
+    /// # let _ = oauth;
+    /// ```
     pub fn with_scopes_supported<I, S>(mut self, scopes: I) -> Self
     where
         I: IntoIterator<Item = S>,

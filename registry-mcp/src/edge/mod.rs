@@ -1,6 +1,6 @@
 //! The HTTP edge: what stands between the network and rmcp. Each file is one concept:
-//! [`EdgeLimits`] (`limits.rs`), the accept loop (`connections.rs`), the `Origin` check
-//! (`origin.rs`), the request rate (`rate.rs`), session ownership and caps (`sessions.rs`),
+//! [`EdgeLimits`] (`limits.rs`), the accept loop (`connections.rs`), the `Host` check in
+//! front of every route (`host.rs`), the `Origin` check (`origin.rs`), the request rate (`rate.rs`), session ownership and caps (`sessions.rs`),
 //! the bounded log of refusals (`refusals.rs`), the one-pass look at a message's id, method
 //! and params (`message.rs`) and what counts as one source for the limits per IP
 //! (`source.rs`), and the chain the steps make, one future per request (`chain.rs`).
@@ -8,6 +8,7 @@
 mod chain;
 mod connections;
 mod guard;
+mod host;
 mod limits;
 mod message;
 mod origin;
@@ -24,6 +25,7 @@ use serde_json::{Value, json};
 
 pub(crate) use chain::Inner;
 pub(crate) use connections::{Connection, serve};
+pub(crate) use host::{HostLayer, Hosts};
 pub use limits::EdgeLimits;
 pub(crate) use message::Peek;
 pub(crate) use origin::{Origins, check_origin, loopback_origins};

@@ -278,7 +278,7 @@ impl Introspector {
             .send()
             .await
             .and_then(reqwest::Response::error_for_status)
-            .map_err(|error| unavailable(error.to_string()))?;
+            .map_err(|error| unavailable(super::validator::with_causes(&error)))?;
         let bytes = response
             .bytes()
             .await

@@ -16,8 +16,19 @@ pub(crate) fn looks_like_jwt(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// The claims of `token` once its algorithm, signature, `iss`, `aud`, `exp`, `nbf` and `sub`
-/// are checked; otherwise why it is refused.
+/// Whether a JWT's `typ` header names an access token: `at+jwt` (RFC 9068 §2.1), or `JWT`,
+/// which identity providers that predate it still write; a media type, so compared without
+/// regard to case and with or without its `application/` prefix (RFC 7515 §4.1.9).
+fn is_access_token_type(typ: &str) -> bool {
+    let typ = match typ.get(..12) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("application/") => &typ[12..],
+        _ => typ,
+    };
+    typ.eq_ignore_ascii_case("at+jwt") || typ.eq_ignore_ascii_case("jwt")
+}
+
+/// The claims of `token` once its `typ` (when present), algorithm, signature, `iss`, `aud`,
+/// `exp`, `nbf` and `sub` are checked; otherwise why it is refused.
 pub(crate) async fn validate(
     token: &str,
     oauth: &OAuth,
@@ -25,6 +36,16 @@ pub(crate) async fn validate(
 ) -> Result<Map<String, Value>, Refusal> {
     let header = decode_header(token)
         .map_err(|_| Refusal::InvalidToken("the token is not a well-formed JWT".into()))?;
+    if let Some(typ) = &header.typ
+        && !is_access_token_type(typ)
+    {
+        // The value is the sender's: not echoed.
+        return Err(Refusal::InvalidToken(
+            "the token's `typ` is neither `at+jwt` (RFC 9068) nor `JWT`: it is not an access \
+             token (an ID token or another kind of JWT is not accepted here)"
+                .into(),
+        ));
+    }
     let algorithm = header.alg;
     if algorithm.family() == AlgorithmFamily::Hmac || !oauth.algorithms.contains(&algorithm) {
         return Err(Refusal::InvalidToken(format!(
@@ -98,5 +119,30 @@ mod tests {
         assert!(!looks_like_jwt("0123456789abcdef-static"));
         assert!(!looks_like_jwt("a.b"));
         assert!(!looks_like_jwt("a.b.c=="));
+    }
+
+    #[test]
+    fn only_access_token_types_are_accepted() {
+        for ok in [
+            "at+jwt",
+            "AT+JWT",
+            "application/at+jwt",
+            "JWT",
+            "jwt",
+            "Application/JWT",
+        ] {
+            assert!(is_access_token_type(ok), "{ok}");
+        }
+        for refused in [
+            "",
+            "dpop+jwt",
+            "id_token+jwt",
+            "secevent+jwt",
+            "JOSE",
+            "application/",
+            "é",
+        ] {
+            assert!(!is_access_token_type(refused), "{refused}");
+        }
     }
 }

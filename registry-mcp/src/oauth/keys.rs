@@ -213,7 +213,10 @@ impl KeyStore {
                 }
                 .await
                 .map_err(|error| {
-                    OAuthError::Keys(format!("cannot fetch the JWKS at {uri}: {error}"))
+                    OAuthError::Keys(format!(
+                        "cannot fetch the JWKS at {uri}: {}",
+                        super::validator::with_causes(&error)
+                    ))
                 })?;
                 let text = std::str::from_utf8(&fetched).map_err(|_| {
                     OAuthError::Keys(format!("the JWKS at {uri} is not UTF-8 text"))

@@ -11,6 +11,7 @@ use registry_core::Registry;
 use serde_json::{Value, json};
 
 use super::{OAuth, OAuthError};
+use crate::upstream::UPSTREAM_SCOPE_PREFIX;
 
 /// The well-known path of the metadata (RFC 9728 §3).
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
@@ -56,13 +57,17 @@ impl Metadata {
         }
         let scopes: BTreeSet<String> = match &oauth.scopes_supported {
             Some(scopes) => scopes.iter().cloned().collect(),
+            // The registry's own scopes: an upstream's default scope names the upstream, and
+            // the metadata is open to anyone.
             None => registry
                 .iter()
                 .flat_map(|tool| {
                     tool.settings()
                         .scopes
                         .iter()
-                        .map(|scope| scope.as_str().to_owned())
+                        .map(|scope| scope.as_str())
+                        .filter(|scope| !scope.starts_with(UPSTREAM_SCOPE_PREFIX))
+                        .map(str::to_owned)
                         .collect::<Vec<_>>()
                 })
                 .collect(),

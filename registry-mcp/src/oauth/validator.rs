@@ -104,6 +104,7 @@ impl Validator {
         }
         let http = reqwest::Client::builder()
             .timeout(oauth.fetch_timeout)
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|error| OAuthError::Config(format!("cannot make an HTTP client: {error}")))?;
         let keys = oauth.jwks.clone().map(|jwks| {
@@ -212,6 +213,46 @@ fn fetched_urls(oauth: &OAuth) -> Vec<(&'static str, &str)> {
         ));
     }
     urls
+}
+
+/// How many redirects a fetch of the keys or an introspection follows at most.
+const MAX_REDIRECTS: usize = 5;
+
+/// The redirects a fetch of the keys or an introspection follows: within the origin (scheme,
+/// host and port) of the URL configured, [`MAX_REDIRECTS`] at most. A redirect to another
+/// origin is an error, so the request fails (503 for the token, as for keys that cannot be
+/// fetched): keys from wherever the issuer's server points would be keys from a server
+/// nobody configured (nor checked with [`check_url`]), and an introspection request carries
+/// the token and the server's own credentials.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let from = attempt.previous().first().map(reqwest::Url::origin);
+        let to = attempt.url().origin();
+        if from.as_ref() != Some(&to) {
+            attempt.error(format!(
+                "redirected to another origin, {}, which is not followed: configure the URL \
+                 that answers itself",
+                to.ascii_serialization()
+            ))
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// An HTTP client's error with its causes (reqwest's own text leaves them out: a refused
+/// redirect reads "error following redirect" without saying why), for the log.
+pub(crate) fn with_causes(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(error);
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
 }
 
 /// Refuses a URL that is not `https://`, unless it is `http://` to a loopback host (the

@@ -154,10 +154,15 @@ pub struct ToolPolicy {
     pub allow_description: Option<String>,
 }
 
+/// The prefix of an upstream's default scope, `upstream:{name}`: a scope that names an
+/// upstream, and that the OAuth metadata's `scopes_supported` therefore leaves out.
+pub(crate) const UPSTREAM_SCOPE_PREFIX: &str = "upstream:";
+
 impl UpstreamConfig {
-    /// The upstream's default scope, which its tools need when the file names none.
+    /// The upstream's default scope, `upstream:{name}`, which its tools need when the file
+    /// names none. The OAuth metadata's `scopes_supported` leaves it out by default.
     pub fn default_scope(&self) -> String {
-        format!("upstream:{}", self.name)
+        format!("{UPSTREAM_SCOPE_PREFIX}{}", self.name)
     }
 
     /// The name the registry gives the upstream's tool `tool`.

@@ -278,6 +278,109 @@ async fn plain_calls_are_answered_by_the_edge_exactly_as_rmcp_answers_them() {
     );
 }
 
+/// T5-5: the `Host` allowlist (against DNS rebinding) comes first, for a plain call the
+/// edge answers itself as for the rest, before the token is looked at: a destructive tool
+/// called under a foreign `Host` does not run, whatever the token.
+#[tokio::test]
+async fn a_plain_call_under_a_foreign_host_is_refused_before_the_token_and_does_not_run() {
+    let server = start(&[]).await;
+    let writer = Session::open(&server.url, RELEASE_TOKEN).await;
+    let port = server
+        .url
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap();
+    let foreign = format!("evil.example:{port}");
+    let host = [("host", foreign.as_str())];
+    let rollback = call_body(20, "rollback", json!({"env": "staging"}));
+    let forbidden = |what: &str, status: StatusCode, body: &str| {
+        assert_eq!(status, StatusCode::FORBIDDEN, "{what}: {body}");
+        assert!(body.contains("HttpConfig::allowed_hosts"), "{what}: {body}");
+    };
+    // In the session, with the token that opened it: refused, plainly and through rmcp.
+    let response = writer.post(&rollback, &host).await;
+    let status = response.status();
+    forbidden("a plain call", status, &response.text().await.unwrap());
+    let traced = json!({"jsonrpc": "2.0", "id": 21, "method": "tools/call", "params": {
+        "name": "rollback", "arguments": {"env": "staging"},
+        "_meta": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}});
+    let response = writer.post(&traced.to_string(), &host).await;
+    let status = response.status();
+    forbidden("a traced call", status, &response.text().await.unwrap());
+    let list = r#"{"jsonrpc": "2.0", "id": 22, "method": "tools/list"}"#;
+    let response = writer.post(list, &host).await;
+    let status = response.status();
+    forbidden("tools/list", status, &response.text().await.unwrap());
+    // Without a token, or with one that is not valid: the same refusal, not a 401.
+    for token in [None, Some("not-a-token")] {
+        let mut request = reqwest::Client::new()
+            .post(&server.url)
+            .header("host", &foreign)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &writer.id)
+            .body(rollback.clone());
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let response = within("a raw request", request.send()).await.unwrap();
+        let status = response.status();
+        forbidden(
+            &format!("token {token:?}"),
+            status,
+            &response.text().await.unwrap(),
+        );
+    }
+    // The tool never ran: its call was never audited (the log is read in order, so once a
+    // later call's line is in, an earlier one would be). Under the server's own name it
+    // runs, and is.
+    let later = writer
+        .call(
+            23,
+            "search_docs",
+            Some(json!({"query": "deploy"})),
+            &[],
+            &[],
+        )
+        .await;
+    assert_eq!(later.0, StatusCode::OK, "{}", later.2);
+    until_audited(&server, "search_docs").await;
+    assert_eq!(audited(&server, "rollback"), 0);
+    let (status, form, answer) = writer
+        .call(24, "rollback", Some(json!({"env": "staging"})), &[], &[])
+        .await;
+    assert_eq!((status, form), (StatusCode::OK, Form::Json), "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        json!("Staging rolled back")
+    );
+    until_audited(&server, "rollback").await;
+}
+
+/// How many calls of `tool` the server's log audits as run.
+fn audited(server: &ExampleServer, tool: &str) -> usize {
+    let lines = server.lines.lock().unwrap();
+    lines
+        .iter()
+        .filter(|line| line.contains(tool) && line.contains(r#"outcome="ok""#))
+        .count()
+}
+
+/// Waits until the server's log audits a call of `tool` as run.
+async fn until_audited(server: &ExampleServer, tool: &str) {
+    let start = Instant::now();
+    while audited(server, tool) == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{tool} is audited"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn calls_that_need_the_session_or_that_rmcp_would_refuse_still_reach_rmcp() {
     let server = start(&[]).await;

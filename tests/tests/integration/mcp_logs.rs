@@ -123,12 +123,12 @@ async fn a_hostile_request_id_rmcp_logs_cannot_forge_a_text_line() {
     assert_eq!(forged, HOSTILE_IDS.len(), "{lines:?}");
     let all = lines.join("\n");
     assert!(
-        all.contains(r"id=x\nFORGEDLINE outcome=ok tool=deploy"),
+        all.contains(r#"id="x\nFORGEDLINE outcome=ok tool=deploy""#),
         "{all}"
     );
-    assert!(all.contains(r"id=nul\u{0}FORGEDLINE"), "{all}");
+    assert!(all.contains(r#"id="nul\0FORGEDLINE outcome=ok""#), "{all}");
     assert!(
-        all.contains(r"id=bidi\u{202e}FORGEDLINE\u{2066}ok\r\nFORGEDLINE"),
+        all.contains(r#"id="bidi\u{202e}FORGEDLINE\u{2066}ok\r\nFORGEDLINE""#),
         "{all}"
     );
 }
@@ -160,4 +160,122 @@ async fn a_hostile_request_id_rmcp_logs_cannot_forge_a_json_line() {
         .filter(|line| line.contains("FORGEDLINE"))
         .count();
     assert_eq!(forged, HOSTILE_IDS.len(), "{lines:?}");
+}
+
+/// An upstream over stdio that lists no tool, then says its list changed and answers the next
+/// `tools/list` with an error whose message forges fields (the review's N15).
+const FORGING_UPSTREAM: &str = r#"
+import json, sys
+lists = 0
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    def answer(result):
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], **result}), flush=True)
+    if method == "initialize":
+        answer({"result": {"protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {"listChanged": True}},
+                "serverInfo": {"name": "forger", "version": "1"}}})
+    elif method == "tools/list":
+        lists += 1
+        if lists == 1:
+            answer({"result": {"tools": []}})
+            print(json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}), flush=True)
+        else:
+            answer({"error": {"code": -32603, "message": "x outcome=ok principal=token:admin"}})
+    elif "id" in message:
+        answer({"result": {}})
+"#;
+
+/// The names of the `name=value` fields of a text line's tail (after its message): a value is
+/// one bare word, or a quoted string with its escapes.
+fn field_names(tail: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = tail.trim_start();
+    while !rest.is_empty() {
+        let (name, value) = rest.split_once('=').unwrap_or((rest, ""));
+        if name.contains(' ') {
+            // A word that is no field: its own "name".
+            let (word, after) = rest.split_once(' ').unwrap_or((rest, ""));
+            names.push(word.to_owned());
+            rest = after.trim_start();
+            continue;
+        }
+        names.push(name.to_owned());
+        rest = match value.strip_prefix('"') {
+            Some(quoted) => {
+                let mut chars = quoted.char_indices();
+                let mut end = quoted.len();
+                while let Some((at, c)) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => {
+                            end = at + 1;
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                &quoted[end..]
+            }
+            None => value.split_once(' ').map_or("", |(_, after)| after),
+        }
+        .trim_start();
+    }
+    names
+}
+
+/// N15: an upstream's text in a text log line stays inside its field's quotes: the error
+/// message of a real upstream (a child process over stdio), `x outcome=ok
+/// principal=token:admin`, cannot add `outcome` and `principal` fields to the warning.
+#[tokio::test]
+async fn an_upstreams_error_text_cannot_add_a_field_to_a_text_line() {
+    let dir = std::env::temp_dir().join(format!("mcp-logs-n15-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("forger.py");
+    std::fs::write(&script, FORGING_UPSTREAM).unwrap();
+    let upstreams = dir.join("upstreams.toml");
+    std::fs::write(
+        &upstreams,
+        format!(
+            "[[upstream]]\nname = \"forger\"\ncommand = [\"python3\", {:?}]\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let tokens = tokens_file();
+    let server = start_example([
+        "--tokens".as_ref(),
+        tokens.as_os_str(),
+        "--upstreams".as_ref(),
+        upstreams.as_os_str(),
+        "--log-format".as_ref(),
+        "text".as_ref(),
+    ] as [&std::ffi::OsStr; 6])
+    .await;
+    let message = "cannot list the upstream's tools again";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let line = loop {
+        let found = server
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|line| line.contains(message))
+            .cloned();
+        if let Some(line) = found {
+            break line;
+        }
+        assert!(Instant::now() < deadline, "no warning: {:#?}", server.lines);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let tail = line.split_once(message).unwrap().1;
+    assert_eq!(field_names(tail), ["upstream", "reason"], "{line}");
+    assert!(
+        tail.contains("x outcome=ok principal=token:admin"),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -21,8 +21,9 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_support::*;
 use registry_core::Subject;
+use registry_mcp::upstream::{Federation, UpstreamLock, UpstreamsConfig};
 use registry_mcp::{
-    CancellationToken, HttpConfig, HttpServer, Introspection, Jwks, OAuth, Principal,
+    CancellationToken, HttpConfig, HttpServer, Introspection, Jwks, McpServer, OAuth, Principal,
     ServerOptions, Tokens,
 };
 use reqwest::StatusCode;
@@ -136,6 +137,11 @@ async fn start_idp(keys: Vec<Jwk>) -> RunningIdp {
                 };
                 serde_json::to_string(&set).unwrap()
             }),
+        )
+        // Moved within the same origin: a redirect that is followed.
+        .route(
+            "/moved/jwks.json",
+            get(|| async { axum::response::Redirect::temporary("/jwks.json") }),
         )
         .route(
             "/introspect",
@@ -1028,4 +1034,317 @@ async fn another_user_of_the_same_client_app_cannot_decide_an_approval() {
     );
     within("close", alice.cancel()).await.unwrap();
     within("close", bob.cancel()).await.unwrap();
+}
+
+/// A server on another loopback port, so another origin, that redirects every request to
+/// the same path at `target`, counting them.
+struct Redirector {
+    base: String,
+    hits: Arc<AtomicUsize>,
+    stop: CancellationToken,
+}
+
+impl Drop for Redirector {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn start_redirector(target: &str) -> Redirector {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let (counted, target) = (hits.clone(), target.to_owned());
+    let router = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let to = format!("{target}{}", uri.path());
+        async move { axum::response::Redirect::temporary(&to) }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(stopped.cancelled_owned())
+            .await
+            .unwrap();
+    });
+    Redirector { base, hits, stop }
+}
+
+/// M7: the keys are fetched from the origin configured only. A JWKS URL that redirects to
+/// another origin (here the real keys, on another port) is not followed: the server does not
+/// start, and served as a router (keys fetched at the first token) it refuses the token
+/// with 503, as for keys that cannot be fetched. A redirect within the origin is followed.
+#[tokio::test]
+async fn a_jwks_url_that_redirects_to_another_origin_is_not_followed() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let redirector = start_redirector(&idp.base).await;
+    let oauth = OAuth::new(RESOURCE, ISSUER)
+        .with_jwks(Jwks::uri(format!("{}/jwks.json", redirector.base)))
+        .with_refetch_interval(Duration::from_millis(100));
+    let token = mint(&key_a(), &claims("alice", "build:read"));
+    let registry = registry_examples::registry().build().unwrap();
+    let config = HttpConfig::new(Tokens::new())
+        .with_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_oauth(oauth.clone());
+    let error = within("bind", HttpServer::bind(registry.clone(), config))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("cannot fetch the JWKS") && error.contains("redirected to another origin"),
+        "{error}"
+    );
+    assert!(error.contains(&idp.base), "{error}");
+    assert_eq!(redirector.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(idp.idp.jwks_fetches.load(Ordering::SeqCst), 0);
+
+    let stop = CancellationToken::new();
+    let config = HttpConfig::new(Tokens::new())
+        .with_shutdown(stop.clone())
+        .with_oauth(oauth);
+    let router = McpServer::new(registry, ServerOptions::default())
+        .unwrap()
+        .http_router(&config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(stopped.cancelled_owned())
+            .await
+            .unwrap();
+    });
+    let response = raw(&url, Some(&token), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["retry-after"], "5");
+    let body = response.text().await.unwrap();
+    assert!(body.contains("cannot be checked now"), "{body}");
+    assert!(!body.contains("127.0.0.1"), "{body}");
+    assert_eq!(redirector.hits.load(Ordering::SeqCst), 2);
+    assert_eq!(idp.idp.jwks_fetches.load(Ordering::SeqCst), 0);
+    stop.cancel();
+
+    // Moved within the issuer's own origin: followed.
+    let moved =
+        OAuth::new(RESOURCE, ISSUER).with_jwks(Jwks::uri(format!("{}/moved/jwks.json", idp.base)));
+    let mcp = serve(moved, false).await;
+    let response = raw(&mcp.url, Some(&token), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(idp.idp.jwks_fetches.load(Ordering::SeqCst), 1);
+}
+
+/// M7, introspection: an endpoint that redirects to another origin (a 307 keeps the POST,
+/// with the token and the server's client credentials) is not followed; the token gets 503,
+/// and the other origin is never asked.
+#[tokio::test]
+async fn an_introspection_endpoint_that_redirects_to_another_origin_is_not_followed() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    idp.idp.introspected.lock().unwrap().insert(
+        "opaque-good-0001".into(),
+        json!({"active": true, "iss": ISSUER, "aud": RESOURCE, "sub": "carol",
+               "tenant": "acme", "scope": "build:read", "exp": now() + 600}),
+    );
+    let redirector = start_redirector(&idp.base).await;
+    let introspection =
+        Introspection::new(format!("{}/introspect", redirector.base), "mcp", "secret");
+    let mcp = serve(
+        OAuth::new(RESOURCE, ISSUER).with_introspection(introspection),
+        false,
+    )
+    .await;
+    let response = raw(&mcp.url, Some("opaque-good-0001"), None, INITIALIZE).await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(redirector.hits.load(Ordering::SeqCst), 1);
+    assert_eq!(idp.idp.introspections.load(Ordering::SeqCst), 0);
+}
+
+/// T5-5: the `Host` allowlist (against DNS rebinding) is checked first on every route the
+/// server serves: both forms of the MCP endpoint's path, every method, the metadata, a path
+/// it does not serve. A foreign `Host` gets 403 whether or not a valid token comes with it;
+/// under the server's own name each route answers as it always did.
+#[tokio::test]
+async fn a_foreign_host_is_refused_on_every_route_before_the_token() {
+    use reqwest::Method;
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    let token = mint(&key_a(), &claims("alice", "build:read"));
+    let session = open_session(&mcp.url, &token).await;
+    let port = mcp.base.rsplit(':').next().unwrap();
+    let well_known = "/.well-known/oauth-protected-resource";
+    // Each route, and what it answers without a token under the server's own name.
+    let routes = [
+        (Method::POST, "/mcp".to_owned(), StatusCode::UNAUTHORIZED),
+        (Method::GET, "/mcp".to_owned(), StatusCode::UNAUTHORIZED),
+        (Method::DELETE, "/mcp".to_owned(), StatusCode::UNAUTHORIZED),
+        (Method::POST, "/mcp/".to_owned(), StatusCode::UNAUTHORIZED),
+        (Method::GET, well_known.to_owned(), StatusCode::OK),
+        (Method::GET, format!("{well_known}/mcp"), StatusCode::OK),
+        (
+            Method::POST,
+            well_known.to_owned(),
+            StatusCode::METHOD_NOT_ALLOWED,
+        ),
+        (
+            Method::GET,
+            "/no-such-path".to_owned(),
+            StatusCode::NOT_FOUND,
+        ),
+    ];
+    let send = |method: &Method, path: &str, host: Option<&str>, token: Option<&str>| {
+        let mut request = reqwest::Client::new()
+            .request(method.clone(), format!("{}{path}", mcp.base))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .body(tools_call("list_builds", json!({})));
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        within("a request", request.send())
+    };
+    for (method, path, own) in &routes {
+        let response = send(method, path, None, None).await.unwrap();
+        assert_eq!(response.status(), *own, "{method} {path}");
+        for host in [
+            format!("evil.example:{port}"),
+            "evil.example".to_owned(),
+            format!("127.0.0.1.evil.example:{port}"),
+        ] {
+            for token in [None, Some(token.as_str())] {
+                let response = send(method, path, Some(&host), token).await.unwrap();
+                let what = format!("{method} {path} Host: {host}, token {}", token.is_some());
+                assert_eq!(response.status(), StatusCode::FORBIDDEN, "{what}");
+                assert!(
+                    response.headers().get("www-authenticate").is_none(),
+                    "{what}"
+                );
+                let body = response.text().await.unwrap();
+                assert!(body.contains("HttpConfig::allowed_hosts"), "{what}: {body}");
+            }
+        }
+    }
+    // The session is still there, and its call is served under the server's own name.
+    let response = send(&Method::POST, "/mcp", None, Some(&token))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+/// N20: the metadata, open to anyone, names no upstream: `scopes_supported` lists the
+/// registry's own scopes, not an upstream's `upstream:{name}`.
+#[tokio::test]
+async fn scopes_supported_names_no_upstream() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    // An upstream that is down: its tool is held in place (with its scope) all the same.
+    let config = UpstreamsConfig::from_toml(
+        "[[upstream]]\nname = \"secret-crm\"\ncommand = [\"false\"]\n\
+         [upstream.tools.lookup]\ntimeout_ms = 1000\n",
+    )
+    .unwrap();
+    let federation = within(
+        "connect",
+        Federation::connect(config, UpstreamLock::in_memory(), &[]),
+    )
+    .await
+    .unwrap();
+    let registry = federation
+        .register(registry_examples::registry())
+        .build()
+        .unwrap();
+    federation.attach(&registry);
+    let lookup = registry
+        .iter()
+        .find(|tool| tool.name().ends_with("lookup"))
+        .expect("the upstream's tool is in the registry");
+    let scopes: Vec<&str> = lookup
+        .settings()
+        .scopes
+        .iter()
+        .map(|scope| scope.as_str())
+        .collect();
+    assert_eq!(scopes, ["upstream:secret-crm"]);
+    let stop = CancellationToken::new();
+    let config = HttpConfig::new(Tokens::new())
+        .with_addr(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .with_shutdown(stop.clone())
+        .with_oauth(idp.oauth());
+    let server = within("bind", HttpServer::bind(registry, config))
+        .await
+        .unwrap();
+    let base = format!("http://{}", server.local_addr());
+    tokio::spawn(server.serve());
+    let response = within(
+        "metadata",
+        reqwest::Client::new()
+            .get(format!("{base}/.well-known/oauth-protected-resource"))
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = response.text().await.unwrap();
+    assert!(
+        !text.contains("secret-crm") && !text.contains("upstream:"),
+        "{text}"
+    );
+    let metadata: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        metadata["scopes_supported"],
+        json!(["build:read", "build:write", "chat:write", "deploy:write"])
+    );
+    stop.cancel();
+}
+
+/// L13: a JWT's `typ`, when present, must be an access token's, `at+jwt` (RFC 9068) or
+/// `JWT`: another JWT of the same issuer, for the same audience and well signed (a DPoP
+/// proof, an ID token typed as such, a security event), is refused.
+#[tokio::test]
+async fn a_jwt_typed_as_something_else_than_an_access_token_is_refused() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    let typed = |typ: Option<&str>, sub: &str| {
+        let signer = key_a();
+        let mut header = Header::new(signer.algorithm);
+        header.kid = Some(signer.kid.to_owned());
+        header.typ = typ.map(str::to_owned);
+        jsonwebtoken::encode(&header, &claims(sub, "build:read"), &signer.key).unwrap()
+    };
+    for (n, typ) in [
+        Some("at+jwt"),
+        Some("application/at+jwt"),
+        Some("JWT"),
+        None,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let response = raw(
+            &mcp.url,
+            Some(&typed(typ, &format!("ok-{n}"))),
+            None,
+            INITIALIZE,
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::OK, "{typ:?}");
+    }
+    for (n, typ) in ["dpop+jwt", "id_token+jwt", "secevent+jwt"]
+        .into_iter()
+        .enumerate()
+    {
+        let response = raw(
+            &mcp.url,
+            Some(&typed(Some(typ), &format!("refused-{n}"))),
+            None,
+            INITIALIZE,
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "{typ}");
+        let challenge = challenge(&response);
+        assert!(challenge.contains("invalid_token"), "{typ}: {challenge}");
+        assert!(challenge.contains("`typ`"), "{typ}: {challenge}");
+    }
 }
