@@ -66,6 +66,7 @@
 //!
 //! [`Run::explain`]: registry_core::Run::explain
 
+mod child;
 mod client;
 mod config;
 mod lock;
@@ -88,6 +89,7 @@ pub use config::{
     ConfigError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, MAX_UPSTREAMS, PolicyOverride,
     ToolPolicy, Transport, UpstreamConfig, UpstreamsConfig,
 };
+pub use config::{BASE_ENV, MAX_ENV_VARIABLES};
 pub use lock::{LockError, MAX_PINS, Pin, UpstreamLock};
 
 use client::{Events, Link};
