@@ -85,11 +85,11 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 pub use client::MAX_TOOLS_PER_UPSTREAM;
+pub use config::{BASE_ENV, MAX_ENV_VARIABLES};
 pub use config::{
     ConfigError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, MAX_UPSTREAMS, PolicyOverride,
     ToolPolicy, Transport, UpstreamConfig, UpstreamsConfig,
 };
-pub use config::{BASE_ENV, MAX_ENV_VARIABLES};
 pub use lock::{LockError, MAX_PINS, Pin, UpstreamLock};
 
 use client::{Events, Link};

@@ -250,6 +250,77 @@ mod tests {
         assert_eq!(std.get_current_dir(), Some(Path::new("/srv")));
     }
 
+    #[derive(Clone, Default)]
+    struct Buffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// What `log_stderr` writes for `stderr` under a plain formatter, which escapes nothing:
+    /// the escaping is `log_stderr`'s own, whatever subscriber an application installs.
+    fn logged(stderr: &[u8]) -> String {
+        let buffer = Buffer::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap()
+                .block_on(log_stderr("notes".to_owned(), stderr));
+        });
+        String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn stderr_is_logged_escaped_one_event_a_line_and_bounded() {
+        let mut stderr = "hostile\0NUL\nFORGED line\u{202e}eulav\r\n"
+            .as_bytes()
+            .to_vec();
+        stderr.extend(std::iter::repeat_n(b'x', 100_000));
+        stderr.extend_from_slice(b"\nlast, without a newline");
+        let text = logged(&stderr);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(
+            lines
+                .iter()
+                .all(|line| line.contains("upstream stderr") && line.contains("upstream=notes")),
+            "{text}"
+        );
+        assert!(lines[0].contains(r"hostile\u{0}NUL"), "{text}");
+        assert!(
+            lines[1].contains(r"FORGED line\u{202e}eulav") && !lines[1].contains(r"\r"),
+            "{text}"
+        );
+        assert!(lines[2].contains("truncated=true"), "{}", &lines[2][..200]);
+        assert!(lines[2].len() < MAX_STDERR_LINE + 200, "{}", lines[2].len());
+        assert!(lines[3].contains("last, without a newline"), "{text}");
+        assert!(
+            !text.contains('\0') && !text.contains('\u{202e}'),
+            "{text:?}"
+        );
+
+        // A flood: MAX_STDERR_LINES_PER_SECOND lines a second, the rest counted.
+        let flood = "line\n".repeat(500);
+        let text = logged(flood.as_bytes());
+        let logged_lines = text
+            .lines()
+            .filter(|line| line.ends_with("line=line"))
+            .count();
+        assert_eq!(logged_lines, MAX_STDERR_LINES_PER_SECOND as usize, "{text}");
+        assert!(text.contains("dropped=450"), "{text}");
+    }
+
     #[test]
     fn an_own_directory_is_new_empty_private_and_removed() {
         let dir = Workdir::for_upstream("notes", None).unwrap();

@@ -574,7 +574,9 @@ fn check_upstream(
                     return Err(at(
                         text,
                         &key_span,
-                        format!("upstream {name:?}: `{key}` is for a `command` upstream (a child process)"),
+                        format!(
+                            "upstream {name:?}: `{key}` is for a `command` upstream (a child process)"
+                        ),
                         "remove it: an HTTP upstream runs elsewhere",
                     ));
                 }
@@ -1055,7 +1057,10 @@ mod tests {
         assert_eq!(cwd.as_deref(), Some(Path::new("/srv")));
         // The values of `env` are not printed.
         let debug = format!("{:?}", config.upstreams[0].transport);
-        assert!(debug.contains("NOTES_DIR") && !debug.contains("/srv/notes"), "{debug}");
+        assert!(
+            debug.contains("NOTES_DIR") && !debug.contains("/srv/notes"),
+            "{debug}"
+        );
     }
 
     #[test]
