@@ -21,7 +21,7 @@ pub use keys::Jwks;
 
 pub(crate) use metadata::metadata_router;
 pub(crate) use step_up::{StepUp, step_up};
-pub(crate) use validator::Validator;
+pub(crate) use validator::{Validator, is_loopback};
 
 /// How the HTTP transport accepts access tokens issued by an identity provider (Okta, Entra
 /// ID, Auth0, Keycloak...), as the MCP authorization spec asks of a server: an OAuth 2.1

@@ -79,6 +79,7 @@
 //!
 //! [`Run::explain`]: registry_core::Run::explain
 
+mod child;
 mod client;
 mod config;
 mod lock;
@@ -99,6 +100,7 @@ use sha2::{Digest as _, Sha256};
 
 pub use client::{MAX_LIST_PAGES, MAX_LISTING_BYTES, MAX_TOOL_BYTES, MAX_TOOLS_PER_UPSTREAM};
 pub(crate) use config::UPSTREAM_SCOPE_PREFIX;
+pub use config::{BASE_ENV, MAX_ENV_VARIABLES};
 pub use config::{
     ConfigError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, MAX_UPSTREAMS, PolicyOverride,
     ToolPolicy, Transport, UpstreamConfig, UpstreamsConfig,

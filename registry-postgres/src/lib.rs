@@ -105,7 +105,7 @@ pub use approvals::PgApprovalStore;
 pub use audit::{AuditConfig, AuditWriter, PgAuditSink, WhenFull};
 pub use error::Error;
 pub use feed::ChangeFeed;
-pub use plane::{ControlPlane, ControlPlaneBuilder};
+pub use plane::{ControlPlane, ControlPlaneBuilder, MAX_URL_FILE_BYTES};
 pub use policies::{
     MAX_POLICY_FILE_BYTES, MAX_POLICY_FILES, MAX_POLICY_NAME_LEN, MAX_POLICY_SET_BYTES,
     PolicySetRecord, ReplicaPolicyStatus, check_policy_files, policy_digest,

@@ -93,7 +93,68 @@ impl std::fmt::Debug for ControlPlaneBuilder {
     }
 }
 
+/// The largest file [`ControlPlane::url_from_file`] reads.
+pub const MAX_URL_FILE_BYTES: u64 = 64 * 1024;
+
 impl ControlPlane {
+    /// Whether `url` gives a password: `postgres://user:PASSWORD@host/db`, `?password=...`,
+    /// or `password=...` in the key-value form. Such a URL belongs in an environment variable
+    /// (`DATABASE_URL`) or a file ([`url_from_file`](Self::url_from_file)), never on a command
+    /// line, which any process of the same user reads (`/proc/PID/cmdline`), a stdio upstream
+    /// included. A text that is not a URL at all counts as one that may hold a password.
+    ///
+    /// ```
+    /// use registry_postgres::ControlPlane;
+    ///
+    /// assert!(ControlPlane::url_has_password("postgres://registry:pw@db/registry"));
+    /// assert!(ControlPlane::url_has_password("postgres://registry@db/registry?password=pw"));
+    /// assert!(ControlPlane::url_has_password("host=db user=registry password=pw"));
+    /// assert!(!ControlPlane::url_has_password("postgres://registry@db/registry"));
+    /// ```
+    pub fn url_has_password(url: &str) -> bool {
+        url.parse::<tokio_postgres::Config>()
+            .map_or(true, |config| config.get_password().is_some())
+    }
+
+    /// The database URL held by the file at `path` (its first line, without surrounding
+    /// white space), a file of at most [`MAX_URL_FILE_BYTES`]: how a URL with a password is
+    /// given to a program without putting it on its command line.
+    ///
+    /// ```
+    /// use registry_postgres::ControlPlane;
+    ///
+    /// let path = std::env::temp_dir().join(format!("url-doc-{}", std::process::id()));
+    /// std::fs::write(&path, "postgres://registry:pw@db/registry\n").unwrap();
+    /// assert_eq!(
+    ///     ControlPlane::url_from_file(&path).unwrap(),
+    ///     "postgres://registry:pw@db/registry"
+    /// );
+    /// std::fs::remove_file(&path).unwrap();
+    /// ```
+    pub fn url_from_file(path: impl AsRef<std::path::Path>) -> Result<String, String> {
+        use std::io::Read as _;
+        let path = path.as_ref();
+        let shown = path.display();
+        let file =
+            std::fs::File::open(path).map_err(|error| format!("cannot read {shown}: {error}"))?;
+        let mut text = String::new();
+        file.take(MAX_URL_FILE_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(|error| format!("cannot read {shown}: {error}"))?;
+        if text.len() as u64 > MAX_URL_FILE_BYTES {
+            return Err(format!(
+                "{shown} is larger than {MAX_URL_FILE_BYTES} bytes: give a file that holds only the database URL"
+            ));
+        }
+        let url = text.lines().next().unwrap_or_default().trim();
+        if url.is_empty() {
+            return Err(format!(
+                "{shown} is empty: write the database URL on its first line"
+            ));
+        }
+        Ok(url.to_owned())
+    }
+
     /// Connects with the default settings; see [`builder`](Self::builder).
     pub async fn connect(url: &str) -> Result<ControlPlane, Error> {
         ControlPlane::builder(url).connect().await

@@ -107,7 +107,12 @@ Upstream MCP servers, their tools served beside this server's own, through the s
 Sharing one control plane with other replicas (PostgreSQL):
   --postgres URL    keep revocations, approvals, quotas, tasks and audit in this
                     database (postgres://USER@HOST:PORT/DB; the schema is applied if
-                    missing); without it, everything stays in this process's memory
+                    missing); without it (and without DATABASE_URL), everything stays
+                    in this process's memory. A URL with a password is refused here:
+                    any process of this user, a stdio upstream too, reads the command
+                    line; give it in DATABASE_URL or --postgres-url-file
+  --postgres-url-file FILE   the database URL, read from the first line of FILE
+  DATABASE_URL      (environment) the database URL, when neither flag is given
   --task-lease-ms N how long a running task's lease lasts (default 10000): once a
                     replica that runs a task stops renewing it, another marks it failed
   --replica NAME    this replica's name in the records (default host-pid)
@@ -157,6 +162,12 @@ struct Args {
     accept_upstreams: Vec<String>,
 }
 
+/// Where `--postgres` or `--postgres-url-file` says the database is.
+enum Postgres {
+    Url(String),
+    File(PathBuf),
+}
+
 impl Args {
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
@@ -192,6 +203,7 @@ impl Args {
             upstreams_lock: None,
             accept_upstreams: Vec::new(),
         };
+        let mut postgres_flags = Vec::new();
         let mut pending: Option<String> = None;
         while let Some(arg) = pending.take().or_else(|| args.next()) {
             let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
@@ -279,7 +291,21 @@ impl Args {
                         .parse()
                         .map_err(|error| format!("--log-format: {error}"))?;
                 }
-                "--postgres" => parsed.postgres = Some(value("--postgres")?),
+                "--postgres" => {
+                    let url = value("--postgres")?;
+                    if ControlPlane::url_has_password(&url) {
+                        return Err("--postgres: the URL holds a password (or cannot be read), \
+                             and a command line is readable by every process of this user (a \
+                             stdio upstream too): give the URL in the DATABASE_URL environment \
+                             variable or in a file with --postgres-url-file FILE"
+                            .to_owned());
+                    }
+                    postgres_flags.push(Postgres::Url(url));
+                }
+                "--postgres-url-file" => {
+                    let path = value("--postgres-url-file")?;
+                    postgres_flags.push(Postgres::File(path.into()));
+                }
                 "--replica" => parsed.replica = Some(value("--replica")?),
                 "--rate-limit" => parsed.rate_limit = Some(value("--rate-limit")?),
                 "--upstreams" => parsed.upstreams = Some(value("--upstreams")?.into()),
@@ -318,6 +344,19 @@ impl Args {
                 }
             }
         }
+        parsed.postgres = match postgres_flags.pop() {
+            _ if !postgres_flags.is_empty() => {
+                return Err(
+                    "give the database once: --postgres URL or --postgres-url-file FILE".to_owned(),
+                );
+            }
+            Some(Postgres::Url(url)) => Some(url),
+            Some(Postgres::File(path)) => Some(
+                ControlPlane::url_from_file(&path)
+                    .map_err(|error| format!("--postgres-url-file: {error}"))?,
+            ),
+            None => env("DATABASE_URL"),
+        };
         let oauth_flags = parsed.issuer.is_some()
             || parsed.audience.is_some()
             || parsed.tenant_claim.is_some()

@@ -255,6 +255,20 @@ pub(crate) fn with_causes(error: &reqwest::Error) -> String {
     text
 }
 
+/// Whether `url`'s host is this machine: `localhost`, or a loopback address (127.0.0.0/8,
+/// `[::1]`). The one rule for every URL a token or a key may reach in the clear (JWKS,
+/// introspection, an upstream's `token_env`).
+pub(crate) fn is_loopback(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
 /// Refuses a URL that is not `https://`, unless it is `http://` to a loopback host (the
 /// identity provider on this machine, or a sidecar) or `allow_insecure_http` says the path is
 /// trusted: keys or introspection answers fetched in the clear can be forged on the way.
@@ -265,15 +279,7 @@ fn check_url(what: &str, url: &str, allow_insecure_http: bool) -> Result<(), OAu
     match parsed.scheme() {
         "https" => Ok(()),
         "http" => {
-            let loopback = parsed.host_str().is_some_and(|host| {
-                host.eq_ignore_ascii_case("localhost")
-                    || host
-                        .trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .parse::<IpAddr>()
-                        .is_ok_and(|ip| ip.is_loopback())
-            });
-            if loopback || allow_insecure_http {
+            if is_loopback(&parsed) || allow_insecure_http {
                 Ok(())
             } else {
                 Err(OAuthError::Config(format!(

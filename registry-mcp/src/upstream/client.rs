@@ -23,6 +23,7 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
+use super::child::{self, Workdir};
 use super::config::{Transport, UpstreamConfig};
 
 /// The most tools taken from one upstream.
@@ -227,6 +228,8 @@ impl ClientHandler for Events {
 pub(crate) struct Link {
     service: RunningService<RoleClient, Events>,
     events: Events,
+    /// A stdio upstream's directory (dropped after the process it holds).
+    _workdir: Option<Workdir>,
 }
 
 impl Link {
@@ -234,20 +237,35 @@ impl Link {
     pub(crate) async fn connect(config: &UpstreamConfig, events: Events) -> Result<Link, String> {
         let connecting = async {
             match &config.transport {
-                Transport::Command(command) => {
-                    let mut child = tokio::process::Command::new(&command[0]);
-                    child.args(&command[1..]);
-                    let (transport, _) = TokioChildProcess::builder(child)
-                        .stderr(Stdio::inherit())
+                Transport::Command {
+                    command,
+                    env,
+                    pass_env,
+                    cwd,
+                } => {
+                    // Its own environment and directory; its stderr read and logged here.
+                    let workdir = Workdir::for_upstream(&config.name, cwd.as_deref())?;
+                    let process = child::command(command, env, pass_env, workdir.path(), |name| {
+                        std::env::var_os(name)
+                    });
+                    let (transport, stderr) = TokioChildProcess::builder(process)
+                        .stderr(Stdio::piped())
                         .spawn()
                         .map_err(|error| format!("cannot start {:?}: {error}", command[0]))?;
-                    events
+                    if let Some(stderr) = stderr {
+                        tokio::spawn(child::log_stderr(
+                            config.name.clone(),
+                            tokio::io::BufReader::new(stderr),
+                        ));
+                    }
+                    let service = events
                         .clone()
                         .serve(transport)
                         .await
-                        .map_err(|error| format!("the MCP handshake failed: {error}"))
+                        .map_err(|error| format!("the MCP handshake failed: {error}"))?;
+                    Ok::<_, String>((service, Some(workdir)))
                 }
-                Transport::Http { url, token_env } => {
+                Transport::Http { url, token_env, .. } => {
                     let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                     if let Some(variable) = token_env {
                         let token = std::env::var(variable).map_err(|_| {
@@ -258,15 +276,16 @@ impl Link {
                         http = http.auth_header(token);
                     }
                     let transport = StreamableHttpClientTransport::from_config(http);
-                    events
+                    let service = events
                         .clone()
                         .serve(transport)
                         .await
-                        .map_err(|error| format!("the MCP handshake failed: {error}"))
+                        .map_err(|error| format!("the MCP handshake failed: {error}"))?;
+                    Ok((service, None))
                 }
             }
         };
-        let service = tokio::time::timeout(config.connect_timeout, connecting)
+        let (service, workdir) = tokio::time::timeout(config.connect_timeout, connecting)
             .await
             .map_err(|_| {
                 format!(
@@ -274,7 +293,11 @@ impl Link {
                     config.connect_timeout.as_millis()
                 )
             })??;
-        Ok(Link { service, events })
+        Ok(Link {
+            service,
+            events,
+            _workdir: workdir,
+        })
     }
 
     pub(crate) fn peer(&self) -> &Peer<RoleClient> {

@@ -22,6 +22,23 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most upstreams one file may name.
 pub const MAX_UPSTREAMS: usize = 256;
 
+/// The most variables one upstream's `env` table, and its `pass_env` list, may name (each).
+pub const MAX_ENV_VARIABLES: usize = 256;
+
+/// The server's environment variables every stdio upstream is given, when they are set: the
+/// rest of a child's environment is its table's `env` and `pass_env`, nothing else. An
+/// upstream's `token_env` may not name one of them.
+///
+/// ```
+/// use registry_mcp::upstream::BASE_ENV;
+///
+/// assert!(BASE_ENV.contains(&"PATH"));
+/// assert!(!BASE_ENV.contains(&"DATABASE_URL"));
+/// ```
+pub const BASE_ENV: [&str; 9] = [
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+];
+
 /// Every upstream of an upstreams file, in the file's order.
 ///
 /// ```
@@ -77,30 +94,85 @@ pub struct UpstreamConfig {
 }
 
 /// How an upstream is reached.
+///
+/// ```
+/// use registry_mcp::upstream::{Transport, UpstreamsConfig};
+///
+/// let config = UpstreamsConfig::from_toml(r#"
+/// [[upstream]]
+/// name = "notes"
+/// command = ["python3", "/opt/notes/server.py"]
+/// env = { NOTES_DB = "/var/lib/notes/notes.db" }
+/// pass_env = ["NOTES_API_KEY"]
+/// cwd = "/var/lib/notes"
+/// "#).unwrap();
+/// let Transport::Command { command, env, pass_env, cwd, .. } = &config.upstreams[0].transport
+/// else { unreachable!() };
+/// assert_eq!(command[0], "python3");
+/// assert_eq!(env["NOTES_DB"], "/var/lib/notes/notes.db");
+/// assert_eq!(pass_env, &["NOTES_API_KEY"]);
+/// assert_eq!(cwd.as_deref(), Some(std::path::Path::new("/var/lib/notes")));
+/// ```
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Transport {
-    /// A child process speaking MCP on its stdin and stdout: the program and its arguments.
-    Command(Vec<String>),
+    /// A child process speaking MCP on its stdin and stdout. It starts from an empty
+    /// environment: the server's variables of [`BASE_ENV`] and of `pass_env` that are set,
+    /// then `env`'s values; its stderr is read by the server and logged, escaped and bounded.
+    #[non_exhaustive]
+    Command {
+        /// The program and its arguments.
+        command: Vec<String>,
+        /// Variables given to the child with these values (the file's `env = { ... }`).
+        env: BTreeMap<String, String>,
+        /// The server's variables given to the child with the server's values, when set (the
+        /// file's `pass_env = [...]`); never one an upstream's `token_env` names.
+        pass_env: Vec<String>,
+        /// The directory it runs in (the file's `cwd`, an absolute path); without one, a new
+        /// empty directory of its own under the system's temporary directory, made for each
+        /// start of the process and removed when its connection ends.
+        cwd: Option<PathBuf>,
+    },
     /// A streamable-HTTP endpoint, with the bearer token read from the environment variable
     /// `token_env` when connecting (never from the file).
+    #[non_exhaustive]
     Http {
         /// The endpoint, e.g. `http://127.0.0.1:9000/mcp`.
         url: String,
         /// The environment variable holding the bearer token.
         token_env: Option<String>,
+        /// The file says the token may go over plain `http://` to a host that is not
+        /// loopback (`allow_insecure_http = true`): refused otherwise.
+        allow_insecure_http: bool,
     },
 }
 
 impl fmt::Debug for Transport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Transport::Command(command) => f.debug_tuple("Command").field(command).finish(),
+            // The names of `env`'s variables only, as for `token_env`.
+            Transport::Command {
+                command,
+                env,
+                pass_env,
+                cwd,
+            } => f
+                .debug_struct("Command")
+                .field("command", command)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .field("pass_env", pass_env)
+                .field("cwd", cwd)
+                .finish(),
             // The variable's name only: its value is a secret.
-            Transport::Http { url, token_env } => f
+            Transport::Http {
+                url,
+                token_env,
+                allow_insecure_http,
+            } => f
                 .debug_struct("Http")
                 .field("url", url)
                 .field("token_env", token_env)
+                .field("allow_insecure_http", allow_insecure_http)
                 .finish(),
         }
     }
@@ -259,6 +331,13 @@ impl UpstreamsConfig {
             }
         })?;
         let mut upstreams = Vec::new();
+        // Every upstream's `token_env`: no stdio upstream is given one of them.
+        let tokens: Vec<String> = file
+            .upstream
+            .iter()
+            .filter_map(|raw| raw.get_ref().token_env.as_ref())
+            .map(|variable| variable.get_ref().clone())
+            .collect();
         if file.upstream.len() > MAX_UPSTREAMS {
             return Err(at(
                 text,
@@ -270,7 +349,7 @@ impl UpstreamsConfig {
         for raw in file.upstream {
             let span = raw.span();
             let raw = raw.into_inner();
-            let upstream = check_upstream(text, &span, raw)?;
+            let upstream = check_upstream(text, &span, raw, &tokens)?;
             if let Some(other) = upstreams
                 .iter()
                 .find(|other: &&UpstreamConfig| other.name == upstream.name)
@@ -333,6 +412,10 @@ struct RawUpstream {
     command: Option<Spanned<Vec<String>>>,
     url: Option<Spanned<String>>,
     token_env: Option<Spanned<String>>,
+    allow_insecure_http: Option<Spanned<bool>>,
+    env: Option<Spanned<BTreeMap<String, String>>>,
+    pass_env: Option<Spanned<Vec<String>>>,
+    cwd: Option<Spanned<String>>,
     prefix: Option<Spanned<String>>,
     connect_timeout_ms: Option<Spanned<u64>>,
     scopes: Option<Spanned<Vec<String>>>,
@@ -377,6 +460,7 @@ fn check_upstream(
     text: &str,
     span: &Range<usize>,
     raw: RawUpstream,
+    tokens: &[String],
 ) -> Result<UpstreamConfig, ConfigError> {
     let name_span = raw.name.span();
     let name = raw.name.into_inner();
@@ -403,15 +487,66 @@ fn check_upstream(
                     "name the program and its arguments, e.g. `command = [\"python3\", \"server.py\"]`",
                 ));
             }
+            if let Some(nul) = command.iter().find(|arg| arg.contains('\0')) {
+                return Err(at(
+                    text,
+                    &command_span,
+                    format!(
+                        "upstream {name:?}: the argument {:?} of `command` holds a NUL",
+                        crate::logging::escape(nul)
+                    ),
+                    "remove the NUL (`\\u0000`) from it",
+                ));
+            }
             if let Some(token) = &raw.token_env {
                 return Err(at(
                     text,
                     &token.span(),
                     format!("upstream {name:?}: `token_env` is for an HTTP upstream"),
-                    "remove it, or give the child process its token in its own environment",
+                    "remove it; give the child process what it needs with `env = { ... }` or `pass_env = [...]`",
                 ));
             }
-            Transport::Command(command)
+            if let Some(allow) = &raw.allow_insecure_http {
+                return Err(at(
+                    text,
+                    &allow.span(),
+                    format!("upstream {name:?}: `allow_insecure_http` is for an HTTP upstream"),
+                    "remove it",
+                ));
+            }
+            let env = match raw.env {
+                None => BTreeMap::new(),
+                Some(env) => check_env(text, &name, env)?,
+            };
+            let pass_env = match raw.pass_env {
+                None => Vec::new(),
+                Some(pass_env) => check_pass_env(text, &name, pass_env, tokens)?,
+            };
+            let cwd = match raw.cwd {
+                None => None,
+                Some(cwd) => {
+                    let cwd_span = cwd.span();
+                    let cwd = PathBuf::from(cwd.into_inner());
+                    if !cwd.is_absolute() || cwd.as_os_str().to_string_lossy().contains('\0') {
+                        return Err(at(
+                            text,
+                            &cwd_span,
+                            format!(
+                                "upstream {name:?}: `cwd` {:?} is not an absolute path",
+                                crate::logging::escape(&cwd.to_string_lossy())
+                            ),
+                            "give the directory it runs in from the root, e.g. `cwd = \"/var/lib/notes\"`",
+                        ));
+                    }
+                    Some(cwd)
+                }
+            };
+            Transport::Command {
+                command,
+                env,
+                pass_env,
+                cwd,
+            }
         }
         (None, Some(url)) => {
             let url_span = url.span();
@@ -424,15 +559,42 @@ fn check_upstream(
                     "give the server's streamable-HTTP endpoint, e.g. `url = \"http://127.0.0.1:9000/mcp\"`",
                 ));
             }
+            let parsed = reqwest::Url::parse(&url).map_err(|error| {
+                at(
+                    text,
+                    &url_span,
+                    format!(
+                        "upstream {name:?}: {:?} is not a URL ({error})",
+                        crate::logging::escape(&url)
+                    ),
+                    "give the server's streamable-HTTP endpoint, e.g. `url = \"http://127.0.0.1:9000/mcp\"`",
+                )
+            })?;
+            for (key, given) in [
+                ("env", raw.env.as_ref().map(Spanned::span)),
+                ("pass_env", raw.pass_env.as_ref().map(Spanned::span)),
+                ("cwd", raw.cwd.as_ref().map(Spanned::span)),
+            ] {
+                if let Some(key_span) = given {
+                    return Err(at(
+                        text,
+                        &key_span,
+                        format!(
+                            "upstream {name:?}: `{key}` is for a `command` upstream (a child process)"
+                        ),
+                        "remove it: an HTTP upstream runs elsewhere",
+                    ));
+                }
+            }
+            let allow_insecure_http = raw
+                .allow_insecure_http
+                .map(Spanned::into_inner)
+                .unwrap_or(false);
             let token_env = match raw.token_env {
                 Some(variable) => {
                     let variable_span = variable.span();
                     let variable = variable.into_inner();
-                    let ok = !variable.is_empty()
-                        && variable
-                            .chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_');
-                    if !ok {
+                    if !is_variable_name(&variable) {
                         return Err(at(
                             text,
                             &variable_span,
@@ -442,11 +604,40 @@ fn check_upstream(
                             "write the variable's name (e.g. `token_env = \"NOTES_TOKEN\"`), never the token itself",
                         ));
                     }
+                    if BASE_ENV.contains(&variable.as_str()) {
+                        return Err(at(
+                            text,
+                            &variable_span,
+                            format!(
+                                "upstream {name:?}: `token_env` names {variable}, which every stdio upstream is given"
+                            ),
+                            "keep the token in a variable of its own, e.g. `token_env = \"NOTES_TOKEN\"`",
+                        ));
+                    }
+                    // N12: a bearer token in the clear is anyone's on the path.
+                    if parsed.scheme() == "http"
+                        && !crate::oauth::is_loopback(&parsed)
+                        && !allow_insecure_http
+                    {
+                        return Err(at(
+                            text,
+                            &url_span,
+                            format!(
+                                "upstream {name:?}: its token ({variable}) would go over plain http:// to {:?}, a host that is not loopback, where anyone on the path can read it",
+                                crate::logging::escape(parsed.host_str().unwrap_or_default())
+                            ),
+                            "use https:// (with registry-mcp's `tls` feature), or, if the network path is trusted, say so with `allow_insecure_http = true` in this table",
+                        ));
+                    }
                     Some(variable)
                 }
                 None => None,
             };
-            Transport::Http { url, token_env }
+            Transport::Http {
+                url,
+                token_env,
+                allow_insecure_http,
+            }
         }
         (Some(_), Some(url)) => {
             return Err(at(
@@ -518,6 +709,100 @@ fn check_upstream(
         defaults,
         tools,
     })
+}
+
+/// An environment variable's name as the file may write it: letters, digits and `_`, not
+/// starting with a digit.
+fn is_variable_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A stdio upstream's `env = { NAME = "value" }`.
+fn check_env(
+    text: &str,
+    upstream: &str,
+    env: Spanned<BTreeMap<String, String>>,
+) -> Result<BTreeMap<String, String>, ConfigError> {
+    let span = env.span();
+    let env = env.into_inner();
+    if env.len() > MAX_ENV_VARIABLES {
+        return Err(at(
+            text,
+            &span,
+            format!("upstream {upstream:?}: `env` has more than {MAX_ENV_VARIABLES} variables"),
+            "give the child process fewer variables",
+        ));
+    }
+    for (variable, value) in &env {
+        if !is_variable_name(variable) {
+            return Err(at(
+                text,
+                &span,
+                format!(
+                    "upstream {upstream:?}: `env` key {:?} is not a variable name",
+                    crate::logging::escape(variable)
+                ),
+                "use letters, digits and `_`, not starting with a digit, e.g. `env = { NOTES_DIR = \"/srv/notes\" }`",
+            ));
+        }
+        if value.contains('\0') {
+            return Err(at(
+                text,
+                &span,
+                format!("upstream {upstream:?}: `env` value of {variable} holds a NUL"),
+                "remove the NUL (`\\u0000`): an environment variable cannot hold one",
+            ));
+        }
+    }
+    Ok(env)
+}
+
+/// A stdio upstream's `pass_env = ["NAME", ...]`: never a variable an upstream's `token_env`
+/// names.
+fn check_pass_env(
+    text: &str,
+    upstream: &str,
+    pass_env: Spanned<Vec<String>>,
+    tokens: &[String],
+) -> Result<Vec<String>, ConfigError> {
+    let span = pass_env.span();
+    let pass_env = pass_env.into_inner();
+    if pass_env.len() > MAX_ENV_VARIABLES {
+        return Err(at(
+            text,
+            &span,
+            format!(
+                "upstream {upstream:?}: `pass_env` names more than {MAX_ENV_VARIABLES} variables"
+            ),
+            "pass the child process fewer variables",
+        ));
+    }
+    for variable in &pass_env {
+        if !is_variable_name(variable) {
+            return Err(at(
+                text,
+                &span,
+                format!(
+                    "upstream {upstream:?}: `pass_env` entry {:?} is not a variable name",
+                    crate::logging::escape(variable)
+                ),
+                "name the server's variable, e.g. `pass_env = [\"NOTES_API_KEY\"]`",
+            ));
+        }
+        if tokens.contains(variable) {
+            return Err(at(
+                text,
+                &span,
+                format!(
+                    "upstream {upstream:?}: `pass_env` names {variable}, an HTTP upstream's `token_env`: that upstream's token would reach this child process"
+                ),
+                "remove it from `pass_env`; give each upstream a credential of its own",
+            ));
+        }
+    }
+    Ok(pass_env)
 }
 
 fn positive_ms(
@@ -683,6 +968,104 @@ mod tests {
             "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\n[upstream.tools.t]\nallow_description = \" \"\n",
         );
         assert_eq!(error.line, 5);
+    }
+
+    #[test]
+    fn a_token_never_goes_over_plain_http_to_a_host_that_is_not_loopback() {
+        let error = refused(
+            "[[upstream]]\nname = \"remote\"\nurl = \"http://10.0.0.5:9000/mcp\"\ntoken_env = \"REMOTE_TOKEN\"\n",
+        );
+        assert_eq!(error.line, 3, "{error}");
+        assert!(error.message.contains("\"remote\""), "{error}");
+        assert!(error.message.contains("REMOTE_TOKEN"), "{error}");
+        assert!(error.fix.contains("allow_insecure_http = true"), "{error}");
+        assert!(error.fix.contains("https://"), "{error}");
+
+        for url in [
+            "http://127.0.0.1:9000/mcp",
+            "http://127.8.0.1/mcp",
+            "http://localhost:9000/mcp",
+            "http://[::1]:9000/mcp",
+            "https://mcp.example.com/mcp",
+        ] {
+            let text = format!(
+                "[[upstream]]\nname = \"remote\"\nurl = \"{url}\"\ntoken_env = \"REMOTE_TOKEN\"\n"
+            );
+            UpstreamsConfig::from_toml(&text).unwrap_or_else(|error| panic!("{url}: {error}"));
+        }
+        // Without a token nothing secret goes; with the table's word, the operator's choice.
+        UpstreamsConfig::from_toml(
+            "[[upstream]]\nname = \"remote\"\nurl = \"http://10.0.0.5:9000/mcp\"\n",
+        )
+        .unwrap();
+        let allowed = UpstreamsConfig::from_toml(
+            "[[upstream]]\nname = \"remote\"\nurl = \"http://10.0.0.5:9000/mcp\"\ntoken_env = \"REMOTE_TOKEN\"\nallow_insecure_http = true\n",
+        )
+        .unwrap();
+        assert!(matches!(
+            allowed.upstreams[0].transport,
+            Transport::Http {
+                allow_insecure_http: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_stdio_upstream_is_never_given_another_upstreams_token() {
+        let error = refused(
+            "[[upstream]]\nname = \"remote\"\nurl = \"https://h/mcp\"\ntoken_env = \"REMOTE_TOKEN\"\n\
+             [[upstream]]\nname = \"notes\"\ncommand = [\"x\"]\npass_env = [\"HOME2\", \"REMOTE_TOKEN\"]\n",
+        );
+        assert_eq!(error.line, 8, "{error}");
+        assert!(error.message.contains("REMOTE_TOKEN"), "{error}");
+        // Whichever comes first in the file.
+        let error = refused(
+            "[[upstream]]\nname = \"notes\"\ncommand = [\"x\"]\npass_env = [\"REMOTE_TOKEN\"]\n\
+             [[upstream]]\nname = \"remote\"\nurl = \"https://h/mcp\"\ntoken_env = \"REMOTE_TOKEN\"\n",
+        );
+        assert_eq!(error.line, 4, "{error}");
+
+        let error = refused(
+            "[[upstream]]\nname = \"remote\"\nurl = \"https://h/mcp\"\ntoken_env = \"PATH\"\n",
+        );
+        assert_eq!(error.line, 4, "{error}");
+        assert!(error.message.contains("every stdio upstream"), "{error}");
+
+        for (text, line) in [
+            ("command = [\"x\"]\nenv = { \"A B\" = \"1\" }\n", 4),
+            ("command = [\"x\"]\nenv = { A = \"a\\u0000b\" }\n", 4),
+            ("command = [\"x\"]\npass_env = [\"1A\"]\n", 4),
+            ("command = [\"x\"]\ncwd = \"relative/dir\"\n", 4),
+            ("command = [\"x\"]\nallow_insecure_http = true\n", 4),
+            ("url = \"https://h/mcp\"\ncwd = \"/srv\"\n", 4),
+            ("url = \"https://h/mcp\"\nenv = { A = \"1\" }\n", 4),
+            ("url = \"https://h/mcp\"\npass_env = [\"A\"]\n", 4),
+        ] {
+            let error = refused(&format!("[[upstream]]\nname = \"notes\"\n{text}"));
+            assert_eq!(error.line, line, "{text}: {error}");
+        }
+
+        let config = UpstreamsConfig::from_toml(
+            "[[upstream]]\nname = \"notes\"\ncommand = [\"x\"]\nenv = { NOTES_DIR = \"/srv/notes\" }\n\
+             pass_env = [\"NOTES_KEY\"]\ncwd = \"/srv\"\n",
+        )
+        .unwrap();
+        let Transport::Command {
+            env, pass_env, cwd, ..
+        } = &config.upstreams[0].transport
+        else {
+            panic!("a command upstream")
+        };
+        assert_eq!(env["NOTES_DIR"], "/srv/notes");
+        assert_eq!(pass_env, &["NOTES_KEY"]);
+        assert_eq!(cwd.as_deref(), Some(Path::new("/srv")));
+        // The values of `env` are not printed.
+        let debug = format!("{:?}", config.upstreams[0].transport);
+        assert!(
+            debug.contains("NOTES_DIR") && !debug.contains("/srv/notes"),
+            "{debug}"
+        );
     }
 
     #[test]

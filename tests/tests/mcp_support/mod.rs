@@ -355,8 +355,23 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
+    start_example_with(args, |_| {}).await
+}
+
+/// [`start_example`], with the command first changed by `configure` (its environment, its
+/// working directory).
+pub async fn start_example_with<I, S>(
+    args: I,
+    configure: impl FnOnce(&mut tokio::process::Command),
+) -> ExampleServer
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
     use tokio::io::{AsyncBufReadExt, BufReader};
-    let mut child = tokio::process::Command::new(server_binary())
+    let mut command = tokio::process::Command::new(server_binary());
+    configure(&mut command);
+    let mut child = command
         .args(["--http", "127.0.0.1:0"])
         .args(args)
         .stdin(Stdio::null())

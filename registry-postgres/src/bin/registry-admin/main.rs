@@ -2,8 +2,11 @@
 //! registry share (see the [`registry_postgres`] crate). It needs no running server, only
 //! the database: every replica following the change feed sees what it records.
 //!
-//! The database is given with `--database URL` or the `DATABASE_URL` environment variable.
-//! Connecting applies the control plane's schema if the database lacks it.
+//! The database is given with the `DATABASE_URL` environment variable, `--database-url-file
+//! FILE` (its first line), or `--database URL` for a URL without a password: a command line
+//! is readable by every process of the same user (`/proc/PID/cmdline`), so a URL with a
+//! password there is refused. Connecting applies the control plane's schema if the database
+//! lacks it.
 //!
 //! ```text
 //! export DATABASE_URL=postgres://registry@db.internal/registry
@@ -76,16 +79,19 @@ use serde_json::json;
 #[derive(Debug, Parser)]
 #[command(name = "registry-admin", version)]
 struct Cli {
-    /// The control plane's database URL.
+    /// The control plane's database URL, without a password (else `DATABASE_URL` or
+    /// `--database-url-file`).
     #[arg(
         long,
-        help = "The control plane's database: postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, with ?sslmode=verify-full&sslrootcert=CA.pem for TLS (without sslmode: plaintext)",
+        help = "The control plane's database, if its URL has no password: postgres://USER@HOST[:PORT]/DATABASE, with ?sslmode=verify-full&sslrootcert=CA.pem for TLS (without sslmode: plaintext). A URL with a password goes in the DATABASE_URL environment variable or in --database-url-file (a command line is readable by every process of this user); without either flag, DATABASE_URL is used",
         global = true,
-        env = "DATABASE_URL",
-        hide_env_values = true,
-        value_name = "URL"
+        value_name = "URL",
+        conflicts_with = "database_url_file"
     )]
     database: Option<String>,
+    /// A file whose first line is the control plane's database URL.
+    #[arg(long, global = true, value_name = "FILE")]
+    database_url_file: Option<std::path::PathBuf>,
     /// Print records as JSON lines instead of tables.
     #[arg(long, global = true)]
     json: bool,
@@ -303,10 +309,26 @@ async fn main() -> ExitCode {
 
 /// Does what `cli` asks; returns what to print.
 async fn run(cli: Cli) -> Result<String, Failure> {
-    let Some(url) = cli.database.filter(|url| !url.trim().is_empty()) else {
+    let url = match (cli.database, cli.database_url_file) {
+        (Some(url), _) if ControlPlane::url_has_password(&url) => {
+            return Err(Failure::Usage(
+                "--database: the URL holds a password (or cannot be read), and a command line \
+                 is readable by every process of this user: give the URL in the DATABASE_URL \
+                 environment variable or in a file with --database-url-file FILE"
+                    .to_owned(),
+            ));
+        }
+        (Some(url), _) => Some(url),
+        (None, Some(path)) => Some(
+            ControlPlane::url_from_file(&path)
+                .map_err(|error| Failure::Usage(format!("--database-url-file: {error}")))?,
+        ),
+        (None, None) => std::env::var("DATABASE_URL").ok(),
+    };
+    let Some(url) = url.filter(|url| !url.trim().is_empty()) else {
         return Err(Failure::Usage(
-            "no database: pass --database URL or set DATABASE_URL \
-             (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE)"
+            "no database: set DATABASE_URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE), \
+             or pass --database-url-file FILE, or --database URL for a URL without a password"
                 .to_owned(),
         ));
     };
