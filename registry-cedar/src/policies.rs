@@ -151,9 +151,13 @@ struct Inner {
 
 /// A Cedar policy set for a registry: an [`AccessRule`] (the action `list`), a
 /// [`CallPolicy`] (`call`) and a [`registry_core::policy::PolicySet`] (checked against the
-/// registry at build, with Cedar's strict validator and a check that every `Tool::"..."` it
-/// names is registered). A handle: clones share the set, so one kept by the application
-/// reloads the set the registry decides with.
+/// registry at build and before every replacement, with Cedar's strict validator, its
+/// warnings that a policy can never apply, a check that every `Tool::"..."` it names is
+/// registered, and a check that every argument and attribute it reads is one the registry
+/// types: an argument the tools type differently or Cedar cannot type is refused, naming
+/// the tools). Give it with `RegistryBuilder::policies`; given to `access_rule` or
+/// `call_policy`, it fails the build. A handle: clones share the set, so one kept by the
+/// application reloads the set the registry decides with.
 ///
 /// Decisions:
 ///
@@ -166,7 +170,8 @@ struct Inner {
 ///   approval instead of denying, when it is the only thing that forbids the call. The ids of
 ///   the deciding policies are on the call's audit event.
 /// - A policy's id is its `@id("...")` annotation, or else its file and line (`ops.cedar:12`;
-///   `line 12` for [`parse`](Self::parse)).
+///   `line 12` for [`parse`](Self::parse)), and its column too where policies without `@id`
+///   share a line (`line 1:38`).
 ///
 /// Fail closed: a call whose arguments Cedar cannot be shown (an integer outside 64 bits, a
 /// value not of its type, nesting deeper than 16) is denied; a set not validated against a
@@ -232,19 +237,14 @@ impl CedarPolicies {
 
     /// The ids of the policies in force, sorted.
     pub fn ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self
-            .state()
-            .set
-            .meta
-            .keys()
-            .cloned()
-            .collect();
+        let mut ids: Vec<String> = self.state().set.meta.keys().cloned().collect();
         ids.sort();
         ids
     }
 
     /// Replaces the set with the policies of `text`, atomically, once they parse and hold for
-    /// the registry the set is bound to; otherwise the old set stays, the refusal is audited
+    /// the registry the set is bound to (reloads run one at a time, each with a generation of
+    /// its own); otherwise the old set stays, the refusal is audited
     /// (a `tracing` event on the `registry_core::audit` target) and the error says why.
     /// Calls are decided by the set in force when they are made; a run keeps the tools it
     /// was shown when it opened (a call the new set forbids is refused).
@@ -265,7 +265,11 @@ impl CedarPolicies {
         files: impl IntoIterator<Item = (String, String)>,
     ) -> Result<(), CedarError> {
         let files: Vec<(String, String)> = files.into_iter().collect();
-        let _update = self.inner.update.lock().unwrap_or_else(PoisonError::into_inner);
+        let _update = self
+            .inner
+            .update
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let state = self.state();
         let generation = state.set.generation + 1;
         let result = read(&files, generation).and_then(|set| {
@@ -371,8 +375,7 @@ impl CedarPolicies {
             None => {
                 let specialised = Arc::new(self.specialise_list(&bound, &set, subject));
                 let mut cache = self.cache();
-                Self::remembered(&mut cache, subject, epoch).list =
-                    Some(specialised.clone());
+                Self::remembered(&mut cache, subject, epoch).list = Some(specialised.clone());
                 specialised
             }
         };
@@ -509,32 +512,34 @@ impl CedarPolicies {
                 "the call's arguments cannot be shown to the policies (a number outside 64 bits, a value of another type, or nesting too deep), so it was refused".into(),
             );
         };
-        let judged = self.call_entry(&bound, &set, state.epoch, call).and_then(|entry| {
-            let whole = [set.permits.as_ref(), set.forbids.as_ref()];
-            entry.specialised.decide(&self.inner.authorizer, whole, || {
-                let context = Context::from_pairs([
-                    ("arguments".to_owned(), arguments),
-                    (
-                        "caller".to_owned(),
-                        RestrictedExpression::new_string(call.caller().as_str().to_owned()),
-                    ),
-                    (
-                        "run".to_owned(),
-                        RestrictedExpression::new_string(call.run_id().to_owned()),
-                    ),
-                ])
-                .map_err(|error| error.to_string())?;
-                let request = Request::new(
-                    entry.principal.clone(),
-                    bound.call.clone(),
-                    entry.resource.clone(),
-                    context,
-                    None,
-                )
-                .map_err(|error| error.to_string())?;
-                Ok((request, &entry.entities))
-            })
-        });
+        let judged = self
+            .call_entry(&bound, &set, state.epoch, call)
+            .and_then(|entry| {
+                let whole = [set.permits.as_ref(), set.forbids.as_ref()];
+                entry.specialised.decide(&self.inner.authorizer, whole, || {
+                    let context = Context::from_pairs([
+                        ("arguments".to_owned(), arguments),
+                        (
+                            "caller".to_owned(),
+                            RestrictedExpression::new_string(call.caller().as_str().to_owned()),
+                        ),
+                        (
+                            "run".to_owned(),
+                            RestrictedExpression::new_string(call.run_id().to_owned()),
+                        ),
+                    ])
+                    .map_err(|error| error.to_string())?;
+                    let request = Request::new(
+                        entry.principal.clone(),
+                        bound.call.clone(),
+                        entry.resource.clone(),
+                        context,
+                        None,
+                    )
+                    .map_err(|error| error.to_string())?;
+                    Ok((request, &entry.entities))
+                })
+            });
         let found = match judged {
             Ok(found) => found,
             Err(error) => {
@@ -628,7 +633,11 @@ impl RegistryPolicySet for CedarPolicies {
         };
         // The set in force is checked and bound with no reload in between; binding (again, or
         // to the registry a replacement would leave) drops every remembered decision.
-        let _update = self.inner.update.lock().unwrap_or_else(PoisonError::into_inner);
+        let _update = self
+            .inner
+            .update
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let state = self.state();
         let problems = check(&state.set.policies, &bound);
         if !problems.is_empty() {
@@ -982,18 +991,16 @@ fn unread(read: &Read, vocabulary: &Vocabulary) -> Option<String> {
                 "open_world",
                 "needs_approval",
             ];
-            (!fixed.contains(&key.as_str()) && !vocabulary.tool_keys.contains(key)).then(|| {
-                format!("reads {}, an attribute no tool declares", shown())
-            })
+            (!fixed.contains(&key.as_str()) && !vocabulary.tool_keys.contains(key))
+                .then(|| format!("reads {}, an attribute no tool declares", shown()))
         }
-        [var, key] if var == "context" => (!["arguments", "caller", "run"]
-            .contains(&key.as_str()))
-        .then(|| {
-            format!(
-                "reads {}; the call context holds only arguments, caller and run",
-                shown()
-            )
-        }),
+        [var, key] if var == "context" => (!["arguments", "caller", "run"].contains(&key.as_str()))
+            .then(|| {
+                format!(
+                    "reads {}; the call context holds only arguments, caller and run",
+                    shown()
+                )
+            }),
         [var, arguments, name, rest @ ..] if var == "context" && arguments == "arguments" => {
             if let Some(why) = vocabulary.dropped.get(name) {
                 return Some(format!(

@@ -121,6 +121,10 @@ pub(crate) struct Vocabulary {
     pub(crate) tools: Vec<String>,
 }
 
+/// What one tool makes of a property: the tool's name, and the property's type or why Cedar
+/// has none for it.
+type Declared = (String, Result<Ty, String>);
+
 /// The Cedar type of `ty`, as the schema text writes it (a record as `Record`).
 fn type_name(ty: &Ty) -> &'static str {
     match ty {
@@ -138,7 +142,7 @@ impl Vocabulary {
         let mut subject: BTreeMap<String, Ty> = BTreeMap::new();
         let mut tool_keys: Vec<String> = Vec::new();
         // Every property name, with what each tool declaring it makes of it.
-        let mut typed: BTreeMap<String, Vec<(String, Result<Ty, String>)>> = BTreeMap::new();
+        let mut typed: BTreeMap<String, Vec<Declared>> = BTreeMap::new();
         let mut tools = Vec::new();
         for tool in registry.iter() {
             tools.push(tool.name().to_owned());

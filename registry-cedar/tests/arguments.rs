@@ -109,7 +109,8 @@ fn every_way_of_reading_a_dropped_argument_fails_the_build() {
         r#"forbid(principal, action, resource) when { context.arguments == {} };"#,
     ];
     for form in forms {
-        let text = format!("@id(\"all\") permit(principal, action, resource);\n@id(\"reader\") {form}");
+        let text =
+            format!("@id(\"all\") permit(principal, action, resource);\n@id(\"reader\") {form}");
         let built = Registry::builder()
             .tool(pay(&runs))
             .tool(label(&runs))
@@ -154,7 +155,11 @@ fn a_policy_reading_what_cedar_cannot_type_or_what_no_tool_declares_fails_the_bu
     for (text, expected) in cases {
         let built = Registry::builder()
             .tool(pay(&runs))
-            .tool(counted("scale", json!({"ratio": {"type": "number"}}), &runs))
+            .tool(counted(
+                "scale",
+                json!({"ratio": {"type": "number"}}),
+                &runs,
+            ))
             .policies(CedarPolicies::parse(&text).unwrap())
             .build();
         let problems = policy_problems(built);
@@ -205,9 +210,11 @@ fn a_replacement_that_would_drop_an_argument_a_policy_reads_is_refused() {
     let refused = registry.replace(label(&runs), ReplaceOptions::revoke_old_runs("upstream"));
     let problems = policy_problems(refused.map(|_| registry.clone()));
     assert!(
-        problems.iter().any(|problem| problem.contains("large-payments")
-            && problem.contains("label: String")
-            && problem.contains("pay: Long")),
+        problems
+            .iter()
+            .any(|problem| problem.contains("large-payments")
+                && problem.contains("label: String")
+                && problem.contains("pay: Long")),
         "{problems:?}"
     );
     // The same tool retyping it, and dropping it.
@@ -230,7 +237,10 @@ fn a_replacement_that_would_drop_an_argument_a_policy_reads_is_refused() {
         registry.get("label").unwrap().version_fingerprint(),
         label_before
     );
-    assert_eq!(registry.get("pay").unwrap().version_fingerprint(), pay_before);
+    assert_eq!(
+        registry.get("pay").unwrap().version_fingerprint(),
+        pay_before
+    );
     assert_eq!(registry.changes().len(), changes);
     assert_eq!(pay_large(&registry), Some(ErrorKind::Denied));
     assert_eq!(runs.load(Ordering::SeqCst), 0, "pay {{cents: 500000}} ran");
@@ -246,7 +256,10 @@ fn a_replacement_that_would_drop_an_argument_a_policy_reads_is_refused() {
             ReplaceOptions::revoke_old_runs("v2 with a memo"),
         )
         .unwrap();
-    assert_ne!(registry.get("pay").unwrap().version_fingerprint(), pay_before);
+    assert_ne!(
+        registry.get("pay").unwrap().version_fingerprint(),
+        pay_before
+    );
     assert_eq!(pay_large(&registry), Some(ErrorKind::Denied));
     assert_eq!(runs.load(Ordering::SeqCst), 0, "pay {{cents: 500000}} ran");
 }
@@ -258,7 +271,11 @@ fn a_property_name_with_a_line_break_cannot_inject_into_the_schema() {
     let hostile = "x\nentity Tool = {};\n// ";
     let registry = Registry::builder()
         .tool(pay(&runs))
-        .tool(counted("note", json!({(hostile): {"type": "string"}}), &runs))
+        .tool(counted(
+            "note",
+            json!({(hostile): {"type": "string"}}),
+            &runs,
+        ))
         .policies(CedarPolicies::parse(PAY_LIMIT).unwrap())
         .build()
         .expect("a hostile property name no policy reads changes nothing");

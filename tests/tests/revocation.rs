@@ -677,7 +677,11 @@ impl registry_core::policy::PolicySet for ReadsArgument {
     fn validate(&self, registry: &Registry) -> Result<(), Vec<String>> {
         let arguments: Vec<String> = registry
             .get("lookup")
-            .and_then(|tool| tool.definition().parameters["properties"].as_object().cloned())
+            .and_then(|tool| {
+                tool.definition().parameters["properties"]
+                    .as_object()
+                    .cloned()
+            })
             .map(|properties| properties.keys().cloned().collect())
             .unwrap_or_default();
         let holds = arguments.iter().any(|name| name == self.argument);
@@ -706,7 +710,10 @@ fn a_replacement_a_policy_set_refuses_changes_nothing_and_every_set_is_checked_a
         }
     }
     impl registry_core::gate::CallPolicy for Always {
-        fn decide(&self, c: &registry_core::gate::CallRequest<'_>) -> registry_core::gate::Decision {
+        fn decide(
+            &self,
+            c: &registry_core::gate::CallRequest<'_>,
+        ) -> registry_core::gate::Decision {
             self.0.decide(c)
         }
     }
@@ -744,7 +751,10 @@ fn a_replacement_a_policy_set_refuses_changes_nothing_and_every_set_is_checked_a
         registry.get("lookup").unwrap().version_fingerprint(),
         fingerprint
     );
-    assert_eq!(call(&old, "lookup", json!({"key": "k"})), Ok(json!("v1: k")));
+    assert_eq!(
+        call(&old, "lookup", json!({"key": "k"})),
+        Ok(json!("v1: k"))
+    );
     assert_eq!(
         call(&open(&registry, "new"), "lookup", json!({"key": "k"})),
         Ok(json!("v1: k"))

@@ -212,9 +212,8 @@ impl Registry {
         let mut held = Vec::new();
         for (index, set) in self.inner.policy_sets.iter().enumerate() {
             // A validator that panics refuses (fail closed), as a policy that panics denies.
-            let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                set.validate(against)
-            }));
+            let checked =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| set.validate(against)));
             match checked {
                 Ok(Ok(())) => held.push(index),
                 Ok(Err(found)) => problems.extend(found),
