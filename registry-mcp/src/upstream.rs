@@ -938,7 +938,22 @@ impl Federation {
                     }
                 }
                 Err(error) => {
-                    tracing::error!(%error, "cannot install an upstream tool; it stays withheld");
+                    // Refused by the registry (a policy set that would lose an argument it
+                    // reads, say): the old version stays, and the tool is withheld, saying why.
+                    tracing::error!(
+                        tool = %crate::logging::escape(&name),
+                        error = %crate::logging::escape(&error.to_string()),
+                        "cannot install an upstream tool; it stays withheld"
+                    );
+                    let mut tools = upstream
+                        .tools
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if let Some(entry) = tools.get_mut(&name) {
+                        entry.withheld = Some(Withheld::Refused(
+                            error.problems().iter().map(ToString::to_string).collect(),
+                        ));
+                    }
                 }
             }
         }
