@@ -59,7 +59,9 @@
 //!   strings of its schemas) passes `registry-lint`; a tool that fails is withheld, its rules
 //!   named, and its texts never reach a model: the registry holds a placeholder in its place.
 //!   So is a tool the registry's other checks refuse (a schema that does not compile, beyond
-//!   the resource bounds, ...). A schema declaring draft-07 (`$schema`) is taken as 2020-12,
+//!   the resource bounds, ...), and a new definition whose [`Registry::replace`] is refused (a
+//!   policy set that would lose an argument it reads): its problems are logged and shown
+//!   as why it is withheld, and the registry keeps the version it had. A schema declaring draft-07 (`$schema`) is taken as 2020-12,
 //!   MCP's dialect, when nothing in it reads differently there.
 //!   The file's `allow_description = "reason"` exempts one tool, but never from the secret
 //!   rules.
