@@ -27,7 +27,7 @@ use crate::present::profile::Profile;
 use crate::register::error::{BuildProblem, RegistryError};
 use crate::register::lint::Lint;
 use crate::register::policies::PolicySet;
-use crate::register::registry::{Registry, RegistryParts, Replacement};
+use crate::register::registry::{PolicyCheck, Registry, RegistryParts, Replacement};
 use crate::register::schemas::SchemaChecks;
 use crate::register::state::AppState;
 use crate::register::tool::Tool;
@@ -917,7 +917,11 @@ impl RegistryBuilder {
             replacements,
             state: AppState::from_map(self.state),
             access_rules: self.access_rules,
-            policy_sets: self.policy_sets,
+            policy_sets: self
+                .policy_sets
+                .into_iter()
+                .map(|set| -> PolicyCheck { Box::new(move |registry| set.validate(registry)) })
+                .collect(),
             audit: self.audit,
             host: self.host,
             embedder: self.embedder,

@@ -21,7 +21,6 @@ use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
 use crate::present::profile::{CompatibilityError, Profile};
 use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
 use crate::register::error::{BuildProblem, RegistryError};
-use crate::register::policies::PolicySet;
 use crate::register::state::AppState;
 use crate::register::tool::Tool;
 use crate::resolve::guard::ArgumentLimits;
@@ -89,7 +88,7 @@ struct Inner {
     access_rules: Vec<Box<dyn AccessRule>>,
     /// The policy sets given with `RegistryBuilder::policies`: each is checked against the
     /// registry at build and again against every replacement before it is made.
-    policy_sets: Vec<Box<dyn PolicySet>>,
+    policy_sets: Vec<PolicyCheck>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -123,13 +122,18 @@ pub struct Replacement {
     pub reason: String,
 }
 
+/// The check of one policy set against a registry
+/// ([`PolicySet::validate`](crate::policy::PolicySet::validate)), kept by the registry to
+/// check every replacement before it is made.
+pub(crate) type PolicyCheck = Box<dyn Fn(&Registry) -> Result<(), Vec<String>> + Send + Sync>;
+
 /// Everything a registry is made of, assembled by the builder.
 pub(crate) struct RegistryParts {
     pub(crate) tools: Vec<Tool>,
     pub(crate) replacements: Vec<Replacement>,
     pub(crate) state: AppState,
     pub(crate) access_rules: Vec<Box<dyn AccessRule>>,
-    pub(crate) policy_sets: Vec<Box<dyn PolicySet>>,
+    pub(crate) policy_sets: Vec<PolicyCheck>,
     pub(crate) audit: Option<Box<dyn AuditSink>>,
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
@@ -205,15 +209,15 @@ impl Registry {
         })
     }
 
-    /// Checks every policy set against `against` ([`PolicySet::validate`]): every problem,
-    /// and which sets held (by index), in order.
+    /// Checks every policy set against `against`
+    /// ([`PolicySet::validate`](crate::policy::PolicySet::validate)): every problem, and which
+    /// sets held (by index), in order.
     pub(crate) fn validate_policies(&self, against: &Registry) -> (Vec<String>, Vec<usize>) {
         let mut problems = Vec::new();
         let mut held = Vec::new();
-        for (index, set) in self.inner.policy_sets.iter().enumerate() {
+        for (index, check) in self.inner.policy_sets.iter().enumerate() {
             // A validator that panics refuses (fail closed), as a policy that panics denies.
-            let checked =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| set.validate(against)));
+            let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(against)));
             match checked {
                 Ok(Ok(())) => held.push(index),
                 Ok(Err(found)) => problems.extend(found),
@@ -548,10 +552,9 @@ impl Registry {
             let (problems, held) = self.validate_policies(&candidate);
             if !problems.is_empty() {
                 for index in held {
-                    let set = &self.inner.policy_sets[index];
-                    let again = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        set.validate(self)
-                    }));
+                    let check = &self.inner.policy_sets[index];
+                    let again =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(self)));
                     if !matches!(again, Ok(Ok(()))) {
                         tracing::error!(
                             target: audit::AUDIT_TARGET,
