@@ -16,8 +16,14 @@
 //! - the actions `Action::"list"` and `Action::"call"`;
 //! - for `call`, `context.arguments` (a record of the tools' argument properties, each
 //!   optional: integer → Long, string → String, boolean → Bool, array of strings →
-//!   Set<String>, object → Record), `context.caller` (`"model"` or `"code"`) and `context.run`
-//!   (the run id). No namespace.
+//!   Set<String>, object → Record; a property the tools type differently, or that Cedar
+//!   cannot type, is left out, and a policy that reads it fails the build), `context.caller`
+//!   (`"model"` or `"code"`) and `context.run` (the run id). No namespace.
+//!
+//! The set is validated when the registry is built, and again before every
+//! [`Registry::replace`](registry_core::Registry::replace): a policy that reads an argument,
+//! attribute or field the registry does not give it one type for, or that Cedar says can
+//! never apply, is a [`BuildProblem::Policy`](registry_core::BuildProblem::Policy).
 //!
 //! ```
 //! use registry_cedar::CedarPolicies;

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use cedar_policy::{
     Authorizer, Context, Effect, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicyId,
-    PolicySet, Request, RequestBuilder, RestrictedExpression, Schema, ValidationMode, Validator,
+    PolicySet, Request, RequestBuilder, RestrictedExpression, Schema, ValidationMode,
+    ValidationWarning, Validator,
 };
 use registry_core::access::Access;
 use registry_core::access::{AccessRule, AttributeValue, Visibility};
@@ -97,11 +98,23 @@ struct Bound {
     tool_type: EntityTypeName,
 }
 
-/// What the decisions for one subject under one generation of the set keep.
+/// The set in force and the registry vocabulary it was checked against: swapped together,
+/// so that a decision never pairs a set with a vocabulary it was not checked against.
+#[derive(Debug)]
+struct State {
+    set: Arc<Set>,
+    /// `None` until the set is validated against a registry.
+    bound: Option<Arc<Bound>>,
+    /// Which swap this is: the decision cache's key, so that a decision made before a swap
+    /// is never served after it.
+    epoch: u64,
+}
+
+/// What the decisions for one subject under one state keep.
 #[derive(Debug)]
 struct Remembered {
     subject: Subject,
-    generation: u64,
+    epoch: u64,
     /// The set specialised to the subject for `list` (the tool unknown).
     list: Option<Arc<Specialised>>,
     /// `list` decisions, per tool version.
@@ -125,19 +138,26 @@ struct CallEntry {
 
 #[derive(Debug)]
 struct Inner {
-    current: RwLock<Arc<Set>>,
-    bound: RwLock<Option<Arc<Bound>>>,
+    state: RwLock<Arc<State>>,
+    /// Held across every reload and every validation, from reading the state to swapping
+    /// it: two reloads never share a generation, and a reload never checks against a
+    /// vocabulary that a validation is replacing.
+    update: Mutex<()>,
     declared: RwLock<BTreeMap<String, Ty>>,
-    /// Per subject and generation, the most recent last; at most [`LIST_CACHE_SUBJECTS`].
+    /// Per subject and epoch, the most recent last; at most [`LIST_CACHE_SUBJECTS`].
     cache: Mutex<Vec<Remembered>>,
     authorizer: Authorizer,
 }
 
 /// A Cedar policy set for a registry: an [`AccessRule`] (the action `list`), a
 /// [`CallPolicy`] (`call`) and a [`registry_core::policy::PolicySet`] (checked against the
-/// registry at build, with Cedar's strict validator and a check that every `Tool::"..."` it
-/// names is registered). A handle: clones share the set, so one kept by the application
-/// reloads the set the registry decides with.
+/// registry at build and before every replacement, with Cedar's strict validator, its
+/// warnings that a policy can never apply, a check that every `Tool::"..."` it names is
+/// registered, and a check that every argument and attribute it reads is one the registry
+/// types: an argument the tools type differently or Cedar cannot type is refused, naming
+/// the tools). Give it with `RegistryBuilder::policies`; given to `access_rule` or
+/// `call_policy`, it fails the build. A handle: clones share the set, so one kept by the
+/// application reloads the set the registry decides with.
 ///
 /// Decisions:
 ///
@@ -150,7 +170,8 @@ struct Inner {
 ///   approval instead of denying, when it is the only thing that forbids the call. The ids of
 ///   the deciding policies are on the call's audit event.
 /// - A policy's id is its `@id("...")` annotation, or else its file and line (`ops.cedar:12`;
-///   `line 12` for [`parse`](Self::parse)).
+///   `line 12` for [`parse`](Self::parse)), and its column too where policies without `@id`
+///   share a line (`line 1:38`).
 ///
 /// Fail closed: a call whose arguments Cedar cannot be shown (an integer outside 64 bits, a
 /// value not of its type, nesting deeper than 16) is denied; a set not validated against a
@@ -180,8 +201,12 @@ impl CedarPolicies {
     fn of(set: Set) -> Self {
         CedarPolicies {
             inner: Arc::new(Inner {
-                current: RwLock::new(Arc::new(set)),
-                bound: RwLock::new(None),
+                state: RwLock::new(Arc::new(State {
+                    set: Arc::new(set),
+                    bound: None,
+                    epoch: 0,
+                })),
+                update: Mutex::new(()),
                 declared: RwLock::new(BTreeMap::new()),
                 cache: Mutex::new(Vec::new()),
                 authorizer: Authorizer::new(),
@@ -207,22 +232,19 @@ impl CedarPolicies {
 
     /// How many times the set was replaced since it was first read (0 at first).
     pub fn generation(&self) -> u64 {
-        read_lock(&self.inner.current).generation - 1
+        self.state().set.generation - 1
     }
 
     /// The ids of the policies in force, sorted.
     pub fn ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = read_lock(&self.inner.current)
-            .meta
-            .keys()
-            .cloned()
-            .collect();
+        let mut ids: Vec<String> = self.state().set.meta.keys().cloned().collect();
         ids.sort();
         ids
     }
 
     /// Replaces the set with the policies of `text`, atomically, once they parse and hold for
-    /// the registry the set is bound to; otherwise the old set stays, the refusal is audited
+    /// the registry the set is bound to (reloads run one at a time, each with a generation of
+    /// its own); otherwise the old set stays, the refusal is audited
     /// (a `tracing` event on the `registry_core::audit` target) and the error says why.
     /// Calls are decided by the set in force when they are made; a run keeps the tools it
     /// was shown when it opened (a call the new set forbids is refused).
@@ -243,10 +265,16 @@ impl CedarPolicies {
         files: impl IntoIterator<Item = (String, String)>,
     ) -> Result<(), CedarError> {
         let files: Vec<(String, String)> = files.into_iter().collect();
-        let generation = read_lock(&self.inner.current).generation + 1;
+        let _update = self
+            .inner
+            .update
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let state = self.state();
+        let generation = state.set.generation + 1;
         let result = read(&files, generation).and_then(|set| {
-            if let Some(bound) = read_lock(&self.inner.bound).clone() {
-                let problems = check(&set.policies, &bound);
+            if let Some(bound) = &state.bound {
+                let problems = check(&set.policies, bound);
                 if !problems.is_empty() {
                     return Err(CedarError::Invalid(problems));
                 }
@@ -256,12 +284,7 @@ impl CedarPolicies {
         match result {
             Ok(set) => {
                 let ids = set.meta.len();
-                *write(&self.inner.current) = Arc::new(set);
-                self.inner
-                    .cache
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clear();
+                self.swap(&state, Arc::new(set), state.bound.clone());
                 tracing::info!(
                     target: "registry_core::audit",
                     event = "policies_reloaded",
@@ -277,20 +300,32 @@ impl CedarPolicies {
         }
     }
 
-    fn bound(&self) -> Option<Arc<Bound>> {
-        read_lock(&self.inner.bound).clone()
+    /// The state in force.
+    fn state(&self) -> Arc<State> {
+        read_lock(&self.inner.state)
     }
 
-    /// The remembered decisions of `subject` under `generation`, made if missing (the oldest
+    /// Puts `set` and `bound` in force after `old` (the update lock held), and drops every
+    /// decision remembered.
+    fn swap(&self, old: &State, set: Arc<Set>, bound: Option<Arc<Bound>>) {
+        *write(&self.inner.state) = Arc::new(State {
+            set,
+            bound,
+            epoch: old.epoch + 1,
+        });
+        self.cache().clear();
+    }
+
+    /// The remembered decisions of `subject` under `epoch`, made if missing (the oldest
     /// subject goes when the cache is full).
     fn remembered<'c>(
         cache: &'c mut Vec<Remembered>,
         subject: &Subject,
-        generation: u64,
+        epoch: u64,
     ) -> &'c mut Remembered {
         let at = cache
             .iter()
-            .rposition(|known| known.generation == generation && known.subject == *subject);
+            .rposition(|known| known.epoch == epoch && known.subject == *subject);
         let at = match at {
             Some(at) => at,
             None => {
@@ -299,7 +334,7 @@ impl CedarPolicies {
                 }
                 cache.push(Remembered {
                     subject: subject.clone(),
-                    generation,
+                    epoch,
                     list: None,
                     visible: HashMap::new(),
                     calls: HashMap::new(),
@@ -318,16 +353,18 @@ impl CedarPolicies {
     }
 
     fn list(&self, subject: &Subject, tool: &Tool) -> Visibility {
-        let Some(bound) = self.bound() else {
+        let state = self.state();
+        let Some(bound) = state.bound.clone() else {
             return Visibility::Hidden(
                 "the Cedar policies were not validated against this registry".into(),
             );
         };
-        let set = read_lock(&self.inner.current).clone();
+        let set = state.set.clone();
+        let epoch = state.epoch;
         let version = tool.version_fingerprint();
         let specialised = {
             let mut cache = self.cache();
-            let remembered = Self::remembered(&mut cache, subject, set.generation);
+            let remembered = Self::remembered(&mut cache, subject, epoch);
             if let Some(visibility) = remembered.visible.get(&version) {
                 return visibility.clone();
             }
@@ -338,14 +375,13 @@ impl CedarPolicies {
             None => {
                 let specialised = Arc::new(self.specialise_list(&bound, &set, subject));
                 let mut cache = self.cache();
-                Self::remembered(&mut cache, subject, set.generation).list =
-                    Some(specialised.clone());
+                Self::remembered(&mut cache, subject, epoch).list = Some(specialised.clone());
                 specialised
             }
         };
         let visibility = self.decide_list(&bound, &set, &specialised, subject, tool);
         let mut cache = self.cache();
-        Self::remembered(&mut cache, subject, set.generation)
+        Self::remembered(&mut cache, subject, epoch)
             .visible
             .insert(version, visibility.clone());
         visibility
@@ -420,11 +456,12 @@ impl CedarPolicies {
         &self,
         bound: &Bound,
         set: &Set,
+        epoch: u64,
         call: &CallRequest<'_>,
     ) -> Result<Arc<CallEntry>, String> {
         {
             let mut cache = self.cache();
-            let remembered = Self::remembered(&mut cache, call.subject(), set.generation);
+            let remembered = Self::remembered(&mut cache, call.subject(), epoch);
             if let Some(entry) = remembered.calls.get(call.tool_name())
                 && entry.settings == *call.settings()
             {
@@ -453,7 +490,7 @@ impl CedarPolicies {
             specialised,
         });
         let mut cache = self.cache();
-        let calls = &mut Self::remembered(&mut cache, call.subject(), set.generation).calls;
+        let calls = &mut Self::remembered(&mut cache, call.subject(), epoch).calls;
         if calls.len() >= CALL_CACHE_TOOLS {
             calls.clear();
         }
@@ -463,10 +500,11 @@ impl CedarPolicies {
 
     fn decide_call(&self, call: &CallRequest<'_>) -> Determined {
         let deny = |reason: String| Determined::new(Decision::Deny(reason), Vec::new());
-        let Some(bound) = self.bound() else {
+        let state = self.state();
+        let Some(bound) = state.bound.clone() else {
             return deny("the Cedar policies were not validated against this registry".into());
         };
-        let set = read_lock(&self.inner.current).clone();
+        let set = state.set.clone();
         // Checked whatever the policies read: a call whose arguments the policies could not
         // be shown is refused, so that what is allowed does not hang on what a set reads.
         let Some(arguments) = arguments(&bound, call.arguments()) else {
@@ -474,32 +512,34 @@ impl CedarPolicies {
                 "the call's arguments cannot be shown to the policies (a number outside 64 bits, a value of another type, or nesting too deep), so it was refused".into(),
             );
         };
-        let judged = self.call_entry(&bound, &set, call).and_then(|entry| {
-            let whole = [set.permits.as_ref(), set.forbids.as_ref()];
-            entry.specialised.decide(&self.inner.authorizer, whole, || {
-                let context = Context::from_pairs([
-                    ("arguments".to_owned(), arguments),
-                    (
-                        "caller".to_owned(),
-                        RestrictedExpression::new_string(call.caller().as_str().to_owned()),
-                    ),
-                    (
-                        "run".to_owned(),
-                        RestrictedExpression::new_string(call.run_id().to_owned()),
-                    ),
-                ])
-                .map_err(|error| error.to_string())?;
-                let request = Request::new(
-                    entry.principal.clone(),
-                    bound.call.clone(),
-                    entry.resource.clone(),
-                    context,
-                    None,
-                )
-                .map_err(|error| error.to_string())?;
-                Ok((request, &entry.entities))
-            })
-        });
+        let judged = self
+            .call_entry(&bound, &set, state.epoch, call)
+            .and_then(|entry| {
+                let whole = [set.permits.as_ref(), set.forbids.as_ref()];
+                entry.specialised.decide(&self.inner.authorizer, whole, || {
+                    let context = Context::from_pairs([
+                        ("arguments".to_owned(), arguments),
+                        (
+                            "caller".to_owned(),
+                            RestrictedExpression::new_string(call.caller().as_str().to_owned()),
+                        ),
+                        (
+                            "run".to_owned(),
+                            RestrictedExpression::new_string(call.run_id().to_owned()),
+                        ),
+                    ])
+                    .map_err(|error| error.to_string())?;
+                    let request = Request::new(
+                        entry.principal.clone(),
+                        bound.call.clone(),
+                        entry.resource.clone(),
+                        context,
+                        None,
+                    )
+                    .map_err(|error| error.to_string())?;
+                    Ok((request, &entry.entities))
+                })
+            });
         let found = match judged {
             Ok(found) => found,
             Err(error) => {
@@ -540,6 +580,12 @@ impl AccessRule for CedarPolicies {
     fn check(&self, subject: &Subject, tool: &Tool) -> Visibility {
         self.list(subject, tool)
     }
+
+    /// `true`: given to `access_rule`, the set would never be validated, so the build fails
+    /// and says to give it with `RegistryBuilder::policies`.
+    fn is_policy_set(&self) -> bool {
+        true
+    }
 }
 
 impl CallPolicy for CedarPolicies {
@@ -549,6 +595,12 @@ impl CallPolicy for CedarPolicies {
 
     fn determine(&self, call: &CallRequest<'_>) -> Determined {
         self.decide_call(call)
+    }
+
+    /// `true`: given to `call_policy`, the set would never be validated, so the build fails
+    /// and says to give it with `RegistryBuilder::policies`.
+    fn is_policy_set(&self) -> bool {
+        true
     }
 }
 
@@ -579,11 +631,19 @@ impl RegistryPolicySet for CedarPolicies {
             principal_type,
             tool_type,
         };
-        let problems = check(&read_lock(&self.inner.current).policies, &bound);
+        // The set in force is checked and bound with no reload in between; binding (again, or
+        // to the registry a replacement would leave) drops every remembered decision.
+        let _update = self
+            .inner
+            .update
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let state = self.state();
+        let problems = check(&state.set.policies, &bound);
         if !problems.is_empty() {
             return Err(problems);
         }
-        *write(&self.inner.bound) = Some(Arc::new(bound));
+        self.swap(&state, state.set.clone(), Some(Arc::new(bound)));
         Ok(())
     }
 }
@@ -758,13 +818,28 @@ fn type_name(name: &str) -> Result<EntityTypeName, String> {
     EntityTypeName::from_str(name).map_err(|error| error.to_string())
 }
 
-/// Every problem of `policies` against `bound`: Cedar's strict validation, and every
-/// `Tool::"..."` that names no registered tool.
+/// Every problem of `policies` against `bound`: Cedar's strict validation, every warning
+/// that a policy can never apply, every `Tool::"..."` that names no registered tool, and
+/// every read of an argument or attribute the vocabulary does not hold (Cedar types `has` on
+/// a closed record without the attribute as `false`, so such a policy validates and never
+/// applies).
 fn check(policies: &PolicySet, bound: &Bound) -> Vec<String> {
     let mut problems = Vec::new();
     let result = Validator::new(bound.schema.clone()).validate(policies, ValidationMode::Strict);
-    for error in result.validation_errors() {
-        let problem = format!("policy {}: {error}", error.policy_id());
+    let mut found: Vec<String> = result
+        .validation_errors()
+        .map(|error| format!("policy {}: {error}", error.policy_id()))
+        .collect();
+    found.extend(result.validation_warnings().filter_map(|warning| match warning {
+        ValidationWarning::ImpossiblePolicy(_) | ValidationWarning::InvalidActionApplication(_) => {
+            Some(format!(
+                "policy {}: {warning}; a policy that can never apply is refused (does it read an argument or attribute no tool declares?)",
+                warning.policy_id()
+            ))
+        }
+        _ => None,
+    }));
+    for problem in found {
         // Cedar reports a problem once per place it applies (a policy on every action twice).
         if !problems.contains(&problem) {
             problems.push(problem);
@@ -774,10 +849,15 @@ fn check(policies: &PolicySet, bound: &Bound) -> Vec<String> {
     let mut ids: Vec<&cedar_policy::Policy> = policies.policies().collect();
     ids.sort_by_key(|policy| policy.id().to_string());
     for policy in ids {
+        let Ok(json) = policy.to_json() else {
+            problems.push(format!(
+                "policy {}: cannot be read back to be checked",
+                policy.id()
+            ));
+            continue;
+        };
         let mut named = Vec::new();
-        if let Ok(json) = policy.to_json() {
-            tools_named(&json, &mut named);
-        }
+        tools_named(&json, &mut named);
         for name in named {
             if !known.contains(name.as_str()) {
                 problems.push(format!(
@@ -787,8 +867,173 @@ fn check(policies: &PolicySet, bound: &Bound) -> Vec<String> {
                 ));
             }
         }
+        let mut reads = Vec::new();
+        reads_of(&json, false, &mut reads);
+        for read in reads {
+            if let Some(problem) = unread(&read, &bound.vocabulary) {
+                let problem = format!("policy {}: {problem}", policy.id());
+                if !problems.contains(&problem) {
+                    problems.push(problem);
+                }
+            }
+        }
     }
     problems
+}
+
+/// What a policy reads of the request, as a path from a variable (`["context", "arguments",
+/// "cents"]`), or a whole variable or record (`["context"]`, `["context", "arguments"]`) used
+/// as a value.
+#[derive(Debug, PartialEq, Eq)]
+enum Read {
+    Path(Vec<String>),
+    Whole(Vec<String>),
+}
+
+/// The path of an attribute chain from a variable (`context.arguments` is `["context",
+/// "arguments"]`), if `expr` is one.
+fn path_of(expr: &Value) -> Option<Vec<String>> {
+    let object = expr.as_object()?;
+    if let Some(var) = object.get("Var").and_then(Value::as_str) {
+        return Some(vec![var.to_owned()]);
+    }
+    let access = object.get(".")?;
+    let mut path = path_of(access.get("left")?)?;
+    path.push(access.get("attr")?.as_str()?.to_owned());
+    Some(path)
+}
+
+/// Every read of a policy's JSON form (Cedar's EST): each `.` and `has` on a chain from a
+/// variable, and each use of `context` or `context.arguments` as a whole value (`as_left`:
+/// `value` is the left side of an attribute access, not a value of its own).
+fn reads_of(value: &Value, as_left: bool, out: &mut Vec<Read>) {
+    match value {
+        Value::Object(object) => {
+            for (key, inner) in object {
+                match key.as_str() {
+                    "." | "has" => {
+                        if let Some(left) = inner.get("left") {
+                            if let Some(mut path) = path_of(left) {
+                                match inner.get("attr") {
+                                    Some(Value::String(attr)) => path.push(attr.clone()),
+                                    // `has a.b.c`: every attribute of the chain is read.
+                                    Some(Value::Array(attrs)) => path.extend(
+                                        attrs.iter().filter_map(Value::as_str).map(str::to_owned),
+                                    ),
+                                    _ => {}
+                                }
+                                out.push(Read::Path(path));
+                            }
+                            reads_of(left, true, out);
+                        } else {
+                            reads_of(inner, false, out);
+                        }
+                    }
+                    "Var" if !as_left && inner.as_str() == Some("context") => {
+                        out.push(Read::Whole(vec!["context".to_owned()]));
+                    }
+                    _ => reads_of(inner, false, out),
+                }
+            }
+            if !as_left
+                && let Some(path) = path_of(value)
+                && path == ["context", "arguments"]
+            {
+                out.push(Read::Whole(path));
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| reads_of(item, false, out)),
+        _ => {}
+    }
+}
+
+/// Why `read` reads something the vocabulary does not hold, if it does.
+fn unread(read: &Read, vocabulary: &Vocabulary) -> Option<String> {
+    let path = match read {
+        Read::Whole(path) => {
+            return (!vocabulary.dropped.is_empty()).then(|| {
+                let names: Vec<String> = vocabulary
+                    .dropped
+                    .keys()
+                    .map(|name| format!("{:?}", registry_core_escape(name)))
+                    .collect();
+                format!(
+                    "uses {} as a whole value, which lacks the arguments left out of context.arguments ({}); read each argument by name (`context.arguments has NAME && context.arguments.NAME ...`)",
+                    path.join("."),
+                    names.join(", ")
+                )
+            });
+        }
+        Read::Path(path) => path,
+    };
+    let shown = || {
+        path.iter()
+            .map(|part| registry_core_escape(part))
+            .collect::<Vec<_>>()
+            .join(".")
+    };
+    match path.as_slice() {
+        [var, key] if var == "principal" => {
+            let fixed = ["tenant", "scopes", "access", "agent"];
+            (!fixed.contains(&key.as_str()) && !vocabulary.subject.contains_key(key)).then(|| {
+                format!(
+                    "reads {}, which no tool declares as an attribute and which was not declared with CedarPolicies::with_subject_attribute",
+                    shown()
+                )
+            })
+        }
+        [var, key] if var == "resource" => {
+            let fixed = [
+                "scopes",
+                "read_only",
+                "destructive",
+                "idempotent",
+                "open_world",
+                "needs_approval",
+            ];
+            (!fixed.contains(&key.as_str()) && !vocabulary.tool_keys.contains(key))
+                .then(|| format!("reads {}, an attribute no tool declares", shown()))
+        }
+        [var, key] if var == "context" => (!["arguments", "caller", "run"].contains(&key.as_str()))
+            .then(|| {
+                format!(
+                    "reads {}; the call context holds only arguments, caller and run",
+                    shown()
+                )
+            }),
+        [var, arguments, name, rest @ ..] if var == "context" && arguments == "arguments" => {
+            if let Some(why) = vocabulary.dropped.get(name) {
+                return Some(format!(
+                    "reads the argument {:?}, which is left out of context.arguments ({why}), so the policy would never see it; give it one type Cedar has in every tool, or rename it in the tools that differ",
+                    registry_core_escape(name)
+                ));
+            }
+            let Some(mut ty) = vocabulary.arguments.get(name) else {
+                return Some(format!(
+                    "reads the argument {:?}, which no tool declares",
+                    registry_core_escape(name)
+                ));
+            };
+            for field in rest {
+                match ty {
+                    Ty::Record(fields) => match fields.get(field) {
+                        Some((inner, _)) => ty = inner,
+                        None => {
+                            return Some(format!(
+                                "reads {}, which the tools' schema of the argument {:?} does not have",
+                                shown(),
+                                registry_core_escape(name)
+                            ));
+                        }
+                    },
+                    // Cedar's validator refuses an attribute of a value that is not a record.
+                    _ => return None,
+                }
+            }
+            None
+        }
+        _ => None,
+    }
 }
 
 fn registry_core_escape(text: &str) -> String {
@@ -834,7 +1079,9 @@ fn read(files: &[(String, String)], generation: u64) -> Result<Set, CedarError> 
                 .parse::<usize>()
                 .unwrap_or(usize::MAX)
         });
+        // Where each policy starts: its line and its column (in characters, from 1).
         let mut from = 0;
+        let mut placed = Vec::with_capacity(found.len());
         for policy in found {
             let source = policy.to_string();
             let at = text[from..]
@@ -842,10 +1089,22 @@ fn read(files: &[(String, String)], generation: u64) -> Result<Set, CedarError> 
                 .map_or(from, |offset| from + offset);
             from = at + source.len().min(text.len() - at);
             let line = text[..at].matches('\n').count() + 1;
+            let line_start = text[..at].rfind('\n').map_or(0, |newline| newline + 1);
+            let column = text[line_start..at].chars().count() + 1;
+            placed.push((policy, line, column));
+        }
+        for &(policy, line, column) in &placed {
+            // Policies that share a line (Cedar takes them) are told apart by their column.
+            let shared = placed.iter().filter(|(_, other, _)| *other == line).count() > 1;
+            let place = if shared {
+                format!("{line}:{column}")
+            } else {
+                line.to_string()
+            };
             let id = match policy.annotation("id") {
                 Some(id) => id.to_owned(),
-                None if files.len() == 1 && name == "policies" => format!("line {line}"),
-                None => format!("{name}:{line}"),
+                None if files.len() == 1 && name == "policies" => format!("line {place}"),
+                None => format!("{name}:{place}"),
             };
             if meta.contains_key(&id) {
                 return Err(parse_error(format!(

@@ -111,12 +111,29 @@ pub(crate) struct Vocabulary {
     pub(crate) subject: BTreeMap<String, Ty>,
     /// The tools' attribute keys (each an optional `Set<String>`).
     pub(crate) tool_keys: Vec<String>,
-    /// `context.arguments`: the union of every tool's properties, each optional.
+    /// `context.arguments`: every tool property that every tool declaring it types alike,
+    /// each optional.
     pub(crate) arguments: BTreeMap<String, Ty>,
-    /// The properties left out, with why: `tool.property: reason`.
-    pub(crate) left_out: Vec<String>,
+    /// The properties left out of `context.arguments`, each with why (escaped, naming the
+    /// tools): a policy that reads one is refused.
+    pub(crate) dropped: BTreeMap<String, String>,
     /// Every tool name.
     pub(crate) tools: Vec<String>,
+}
+
+/// What one tool makes of a property: the tool's name, and the property's type or why Cedar
+/// has none for it.
+type Declared = (String, Result<Ty, String>);
+
+/// The Cedar type of `ty`, as the schema text writes it (a record as `Record`).
+fn type_name(ty: &Ty) -> &'static str {
+    match ty {
+        Ty::Long => "Long",
+        Ty::String => "String",
+        Ty::Bool => "Bool",
+        Ty::Strings => "Set<String>",
+        Ty::Record(_) => "Record",
+    }
 }
 
 impl Vocabulary {
@@ -124,9 +141,8 @@ impl Vocabulary {
     pub(crate) fn of(registry: &Registry, declared: &BTreeMap<String, Ty>) -> Vocabulary {
         let mut subject: BTreeMap<String, Ty> = BTreeMap::new();
         let mut tool_keys: Vec<String> = Vec::new();
-        let mut arguments: BTreeMap<String, Ty> = BTreeMap::new();
-        let mut conflicting: Vec<String> = Vec::new();
-        let mut left_out = Vec::new();
+        // Every property name, with what each tool declaring it makes of it.
+        let mut typed: BTreeMap<String, Vec<Declared>> = BTreeMap::new();
         let mut tools = Vec::new();
         for tool in registry.iter() {
             tools.push(tool.name().to_owned());
@@ -141,40 +157,54 @@ impl Vocabulary {
                 continue;
             };
             for (name, property) in properties {
-                if !plain(name) {
-                    left_out.push(format!("{}.{name}: not a plain name", tool.name()));
-                    continue;
-                }
-                match of_schema(property, 1) {
-                    Ok(ty) => match arguments.get(name) {
-                        Some(known) if *known != ty => {
-                            left_out.push(format!(
-                                "{}.{name}: another tool gives it another type",
-                                tool.name()
-                            ));
-                            conflicting.push(name.clone());
-                        }
-                        _ => {
-                            arguments.insert(name.clone(), ty);
-                        }
-                    },
-                    Err(reason) => left_out.push(format!("{}.{name}: {reason}", tool.name())),
-                }
+                let ty = if plain(name) {
+                    of_schema(property, 1)
+                } else {
+                    Err("not a plain name (letters, digits and `_`)".to_owned())
+                };
+                typed
+                    .entry(name.clone())
+                    .or_default()
+                    .push((tool.name().to_owned(), ty));
             }
         }
-        for name in conflicting {
-            arguments.remove(&name);
+        let mut arguments = BTreeMap::new();
+        let mut dropped = BTreeMap::new();
+        for (name, declarations) in typed {
+            let first = declarations.first().and_then(|(_, ty)| ty.as_ref().ok());
+            let agreed = declarations
+                .iter()
+                .all(|(_, ty)| ty.as_ref().ok() == first && first.is_some());
+            match first {
+                Some(ty) if agreed => {
+                    arguments.insert(name, ty.clone());
+                }
+                _ => {
+                    let why: Vec<String> = declarations
+                        .iter()
+                        .map(|(tool, ty)| match ty {
+                            Ok(ty) => format!("{tool}: {}", type_name(ty)),
+                            Err(reason) => format!("{tool}: Cedar cannot type it ({reason})"),
+                        })
+                        .collect();
+                    let why = if declarations.iter().all(|(_, ty)| ty.is_err()) {
+                        why.join(", ")
+                    } else {
+                        format!("the tools disagree: {}", why.join(", "))
+                    };
+                    dropped.insert(name, why);
+                }
+            }
         }
         for (key, ty) in declared {
             subject.insert(key.clone(), ty.clone());
         }
         tool_keys.sort();
-        left_out.sort();
         Vocabulary {
             subject,
             tool_keys,
             arguments,
-            left_out,
+            dropped,
             tools,
         }
     }
@@ -184,8 +214,9 @@ impl Vocabulary {
         let mut out = String::from(
             "// The Cedar schema of a tool registry (registry-cedar). Generated; do not edit.\n",
         );
-        for left in &self.left_out {
-            let _ = writeln!(out, "// left out of context.arguments: {left}");
+        // Escaped (`Debug`): a name with a line break must not end the comment (T5-6).
+        for (name, why) in &self.dropped {
+            let _ = writeln!(out, "// left out of context.arguments: {name:?}: {why:?}");
         }
         let mut principal: BTreeMap<String, (Ty, bool)> = BTreeMap::from([
             ("tenant".to_owned(), (Ty::String, true)),
@@ -231,7 +262,9 @@ impl Vocabulary {
 /// The Cedar schema of `registry`, in Cedar's schema syntax: the entity types `Principal` (the
 /// subject) and `Tool`, the actions `list` and `call`, and the `call` context
 /// (`arguments`, `caller`, `run`). Deterministic: the same registry gives the same text. The
-/// tools' argument properties Cedar cannot type are listed as comments at its top.
+/// tools' argument properties left out of `context.arguments` (those Cedar cannot type, and
+/// those tools type differently) are listed as comments at its top, escaped, each with why;
+/// a policy that reads one of them is refused when the registry is built.
 ///
 /// ```
 /// use registry_core::{DynamicTool, Registry};
@@ -253,7 +286,7 @@ impl Vocabulary {
 /// let schema = registry_cedar::schema(&registry);
 /// assert!(schema.contains("\"data_domain\"?: Set<String>"));
 /// assert!(schema.contains("\"cents\"?: Long"));
-/// assert!(schema.contains("left out of context.arguments: refund.ratio"));
+/// assert!(schema.contains(r#"left out of context.arguments: "ratio": "refund: Cedar cannot type it"#));
 /// # Ok::<(), registry_core::RegistryError>(())
 /// ```
 pub fn schema(registry: &Registry) -> String {

@@ -72,7 +72,9 @@
 //!   strings of its schemas) passes `registry-lint`; a tool that fails is withheld, its rules
 //!   named, and its texts never reach a model: the registry holds a placeholder in its place.
 //!   So is a tool the registry's other checks refuse (a schema that does not compile, beyond
-//!   the resource bounds, ...). A schema declaring draft-07 (`$schema`) is taken as 2020-12,
+//!   the resource bounds, ...), and a new definition whose [`Registry::replace`] is refused (a
+//!   policy set that would lose an argument it reads): its problems are logged and shown
+//!   as why it is withheld, and the registry keeps the version it had. A schema declaring draft-07 (`$schema`) is taken as 2020-12,
 //!   MCP's dialect, when nothing in it reads differently there.
 //!   The file's `allow_description = "reason"` exempts one tool, but never from the secret
 //!   rules.
@@ -1035,7 +1037,22 @@ impl Federation {
                     }
                 }
                 Err(error) => {
-                    tracing::error!(%error, "cannot install an upstream tool; it stays withheld");
+                    // Refused by the registry (a policy set that would lose an argument it
+                    // reads, say): the old version stays, and the tool is withheld, saying why.
+                    tracing::error!(
+                        tool = %crate::logging::escape(&name),
+                        error = %crate::logging::escape(&error.to_string()),
+                        "cannot install an upstream tool; it stays withheld"
+                    );
+                    let mut tools = upstream
+                        .tools
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    if let Some(entry) = tools.get_mut(&name) {
+                        entry.withheld = Some(Withheld::Refused(
+                            error.problems().iter().map(ToString::to_string).collect(),
+                        ));
+                    }
                 }
             }
         }

@@ -1286,3 +1286,108 @@ async fn a_listing_error_is_bounded_and_escaped_where_it_is_shown() {
         explained.len()
     );
 }
+
+/// A policy set that reads the argument `text` of `notes_echo` as a string: it holds only
+/// while the tool declares `text` a string (as a Cedar policy comparing it to a string does).
+#[derive(Clone)]
+struct ReadsEchoText;
+
+impl registry_core::access::AccessRule for ReadsEchoText {
+    fn check(&self, _: &Subject, _: &registry_core::Tool) -> registry_core::access::Visibility {
+        registry_core::access::Visibility::Visible
+    }
+}
+
+impl registry_core::gate::CallPolicy for ReadsEchoText {
+    fn decide(&self, _: &registry_core::gate::CallRequest<'_>) -> registry_core::gate::Decision {
+        registry_core::gate::Decision::Allow
+    }
+}
+
+impl registry_core::policy::PolicySet for ReadsEchoText {
+    fn validate(&self, registry: &Registry) -> Result<(), Vec<String>> {
+        let Some(echo) = registry.get("notes_echo") else {
+            return Err(vec![
+                "rule `echo-text` names notes_echo, which is not registered".into(),
+            ]);
+        };
+        let text = &echo.definition().parameters["properties"]["text"]["type"];
+        // The placeholder held before the upstream is seen declares nothing.
+        if text.is_null() || text == "string" {
+            Ok(())
+        } else {
+            Err(vec![format!(
+                "rule `echo-text` reads the argument \"text\" of notes_echo as a String, which the tool now types {text}"
+            )])
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_definition_a_policy_set_refuses_is_not_installed_and_stays_withheld() {
+    let dir = Dir::new("policy-refused");
+    let federation = Federation::connect(
+        config(&dir, "\"FAKE_RETYPE=1\",", POLICY),
+        UpstreamLock::in_memory(),
+        &[],
+    )
+    .await
+    .unwrap();
+    let registry = federation
+        .register(Registry::builder().policies(ReadsEchoText))
+        .build()
+        .unwrap();
+    federation.attach(&registry);
+    registry.check_readiness().await;
+    let fingerprint = registry.get("notes_echo").unwrap().version_fingerprint();
+    let ok = registry
+        .open_run("before", &reader())
+        .call(ToolCall::new("c1", "notes_echo", json!({"text": "a"})))
+        .await;
+    assert_eq!(ok.error_kind(), None);
+
+    // The upstream retypes `text`; an operator accepts the new definition; the registry
+    // refuses it, since the policy set would no longer see `text` as it reads it.
+    dir.touch("change");
+    until("the change to be withheld", || {
+        !names(&registry, &reader()).contains(&"notes_echo".to_owned())
+    })
+    .await;
+    let accepted = federation.accept("notes").await.unwrap();
+    assert!(accepted.contains(&"notes_echo".to_owned()));
+    assert!(
+        !names(&registry, &reader()).contains(&"notes_echo".to_owned()),
+        "the refused definition is served"
+    );
+    assert_eq!(
+        registry.get("notes_echo").unwrap().version_fingerprint(),
+        fingerprint,
+        "the registry holds another version than the one it had"
+    );
+    assert!(
+        !registry
+            .changes()
+            .iter()
+            .any(|change| change.name == "notes_echo"),
+        "{:?}",
+        registry.changes()
+    );
+    let explained = registry.open_run("e", &reader()).explain().to_string();
+    assert!(
+        explained.contains("notes_echo: not ready: withheld: refused: policy: rule `echo-text`"),
+        "{explained}"
+    );
+    let echo = federation
+        .tools()
+        .into_iter()
+        .find(|tool| tool.name == "notes_echo")
+        .unwrap();
+    assert!(matches!(echo.withheld, Some(Withheld::Refused(_))));
+    // Never forwarded with the new definition.
+    let refused = registry
+        .open_run("after", &reader())
+        .call(ToolCall::new("c2", "notes_echo", json!({"text": 5})))
+        .await;
+    assert!(refused.is_error());
+    assert_eq!(dir.calls(), ["echo"]);
+}

@@ -639,3 +639,134 @@ fn a_suspended_registry_runs_nothing_until_it_resumes() {
     assert_eq!(registry.suspended(), None);
     assert_eq!(call(&run, "ping", json!({})), Ok(json!("pong")));
 }
+
+/// A policy set that reads the argument `argument` of `lookup`: it holds only while `lookup`
+/// declares it, and notes the arguments of `lookup` in every registry it is checked against.
+#[derive(Clone)]
+struct ReadsArgument {
+    argument: &'static str,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+}
+
+impl ReadsArgument {
+    fn new(argument: &'static str) -> Self {
+        ReadsArgument {
+            argument,
+            seen: std::sync::Arc::default(),
+        }
+    }
+
+    fn seen(&self) -> Vec<Vec<String>> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl registry_core::access::AccessRule for ReadsArgument {
+    fn check(&self, _: &Subject, _: &registry_core::Tool) -> registry_core::access::Visibility {
+        registry_core::access::Visibility::Visible
+    }
+}
+
+impl registry_core::gate::CallPolicy for ReadsArgument {
+    fn decide(&self, _: &registry_core::gate::CallRequest<'_>) -> registry_core::gate::Decision {
+        registry_core::gate::Decision::Allow
+    }
+}
+
+impl registry_core::policy::PolicySet for ReadsArgument {
+    fn validate(&self, registry: &Registry) -> Result<(), Vec<String>> {
+        let arguments: Vec<String> = registry
+            .get("lookup")
+            .and_then(|tool| {
+                tool.definition().parameters["properties"]
+                    .as_object()
+                    .cloned()
+            })
+            .map(|properties| properties.keys().cloned().collect())
+            .unwrap_or_default();
+        let holds = arguments.iter().any(|name| name == self.argument);
+        self.seen.lock().unwrap().push(arguments);
+        if holds {
+            Ok(())
+        } else {
+            Err(vec![format!(
+                "rule `limit` reads the argument {:?} of lookup, which it no longer declares",
+                self.argument
+            )])
+        }
+    }
+}
+
+#[test]
+fn a_replacement_a_policy_set_refuses_changes_nothing_and_every_set_is_checked_again() {
+    // Two sets: the first holds for any `lookup`, the second reads `key`.
+    let any = ReadsArgument::new("");
+    /// Holds whatever it is shown, noting it.
+    #[derive(Clone)]
+    struct Always(ReadsArgument);
+    impl registry_core::access::AccessRule for Always {
+        fn check(&self, s: &Subject, t: &registry_core::Tool) -> registry_core::access::Visibility {
+            self.0.check(s, t)
+        }
+    }
+    impl registry_core::gate::CallPolicy for Always {
+        fn decide(
+            &self,
+            c: &registry_core::gate::CallRequest<'_>,
+        ) -> registry_core::gate::Decision {
+            self.0.decide(c)
+        }
+    }
+    impl registry_core::policy::PolicySet for Always {
+        fn validate(&self, registry: &Registry) -> Result<(), Vec<String>> {
+            let _ = self.0.validate(registry);
+            Ok(())
+        }
+    }
+    let reads_key = ReadsArgument::new("key");
+    let registry = Registry::builder()
+        .tool(lookup(1, "key"))
+        .policies(Always(any.clone()))
+        .policies(reads_key.clone())
+        .build()
+        .unwrap();
+    let old = open(&registry, "old");
+    let fingerprint = registry.get("lookup").unwrap().version_fingerprint();
+    assert_eq!(reads_key.seen(), [["key"]]);
+
+    // Version 2 takes `query`: the second set refuses it, so nothing changes.
+    let error = registry
+        .replace(lookup(2, "query"), ReplaceOptions::revoke_old_runs("v2"))
+        .unwrap_err();
+    assert!(
+        matches!(error.problems(), [BuildProblem::Policy { message }] if message.contains("\"key\"")),
+        "{error:?}"
+    );
+    // Both were shown the registry as the replacement would leave it; the first, which took
+    // it, was then checked again against the registry as it stays.
+    assert_eq!(reads_key.seen(), [vec!["key"], vec!["query"]]);
+    assert_eq!(any.seen(), [vec!["key"], vec!["query"], vec!["key"]]);
+    assert!(registry.changes().is_empty());
+    assert_eq!(
+        registry.get("lookup").unwrap().version_fingerprint(),
+        fingerprint
+    );
+    assert_eq!(
+        call(&old, "lookup", json!({"key": "k"})),
+        Ok(json!("v1: k"))
+    );
+    assert_eq!(
+        call(&open(&registry, "new"), "lookup", json!({"key": "k"})),
+        Ok(json!("v1: k"))
+    );
+
+    // A version that keeps `key` goes through.
+    registry
+        .replace(lookup(3, "key"), ReplaceOptions::revoke_old_runs("v3"))
+        .unwrap();
+    assert_eq!(reads_key.seen().last().unwrap(), &["key"]);
+    assert_eq!(
+        call(&open(&registry, "newer"), "lookup", json!({"key": "k"})),
+        Ok(json!("v3: k"))
+    );
+}

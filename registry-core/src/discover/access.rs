@@ -43,6 +43,15 @@ pub enum Visibility {
 pub trait AccessRule: Send + Sync + 'static {
     /// Decides whether `subject` may see `tool`.
     fn check(&self, subject: &Subject, tool: &Tool) -> Visibility;
+
+    /// Whether this rule is a [`PolicySet`](crate::policy::PolicySet) that decides nothing
+    /// until it is validated against the registry (a Cedar set hides every tool until then):
+    /// [`RegistryBuilder::access_rule`](crate::RegistryBuilder::access_rule) refuses such a
+    /// rule at build, saying to give it with
+    /// [`RegistryBuilder::policies`](crate::RegistryBuilder::policies). `false` by default.
+    fn is_policy_set(&self) -> bool {
+        false
+    }
 }
 
 impl<F> AccessRule for F

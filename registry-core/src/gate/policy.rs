@@ -184,6 +184,15 @@ pub trait CallPolicy: Send + Sync + 'static {
     fn determine(&self, call: &CallRequest<'_>) -> Determined {
         Determined::new(self.decide(call), Vec::new())
     }
+
+    /// Whether this policy is a [`PolicySet`](crate::policy::PolicySet) that decides nothing
+    /// until it is validated against the registry (a Cedar set denies every call until then):
+    /// [`RegistryBuilder::call_policy`](crate::RegistryBuilder::call_policy) refuses such a
+    /// policy at build, saying to give it with
+    /// [`RegistryBuilder::policies`](crate::RegistryBuilder::policies). `false` by default.
+    fn is_policy_set(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Decision`] and the ids of the policies that made it

@@ -27,7 +27,7 @@ use crate::present::profile::Profile;
 use crate::register::error::{BuildProblem, RegistryError};
 use crate::register::lint::Lint;
 use crate::register::policies::PolicySet;
-use crate::register::registry::{Registry, RegistryParts, Replacement};
+use crate::register::registry::{PolicyCheck, Registry, RegistryParts, Replacement};
 use crate::register::schemas::SchemaChecks;
 use crate::register::state::AppState;
 use crate::register::tool::Tool;
@@ -72,6 +72,8 @@ pub struct RegistryBuilder {
     state: HashMap<TypeId, Arc<dyn Any + Send + Sync>>,
     access_rules: Vec<Box<dyn AccessRule>>,
     policy_sets: Vec<Box<dyn PolicySet>>,
+    /// The methods a policy set was given to instead of `policies`, in order.
+    misplaced_policy_sets: Vec<&'static str>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -107,6 +109,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("state_types", &self.state.len())
             .field("access_rules", &self.access_rules.len())
             .field("policy_sets", &self.policy_sets.len())
+            .field("misplaced_policy_sets", &self.misplaced_policy_sets)
             .field("call_policies", &self.gate.call_policies.len())
             .field("async_call_policies", &self.gate.async_call_policies.len())
             .field("result_checks", &self.gate.result_checks.len())
@@ -304,7 +307,13 @@ impl RegistryBuilder {
     /// let trial = registry.open_run("r1", &Subject::new("trial").with_scopes(["build:read"]));
     /// assert!(!trial.allowed().permits("build_status"));
     /// ```
+    ///
+    /// A [`PolicySet`](crate::policy::PolicySet) (a `registry_cedar::CedarPolicies`) given here
+    /// fails the build: give it with [`policies`](Self::policies), which validates it.
     pub fn access_rule(mut self, rule: impl AccessRule) -> Self {
+        if rule.is_policy_set() {
+            self.misplaced_policy_sets.push("access_rule");
+        }
         self.access_rules.push(Box::new(rule));
         self
     }
@@ -464,7 +473,13 @@ impl RegistryBuilder {
     /// let answer = run.call_blocking(ToolCall::new("c1", "restart", json!({"service": "web"})));
     /// assert_eq!(answer.error_kind(), Some(ErrorKind::ApprovalRequired));
     /// ```
+    ///
+    /// A [`PolicySet`](crate::policy::PolicySet) (a `registry_cedar::CedarPolicies`) given here
+    /// fails the build: give it with [`policies`](Self::policies), which validates it.
     pub fn call_policy(mut self, policy: impl CallPolicy) -> Self {
+        if policy.is_policy_set() {
+            self.misplaced_policy_sets.push("call_policy");
+        }
         self.gate.call_policies.push(Box::new(policy));
         self
     }
@@ -825,6 +840,13 @@ impl RegistryBuilder {
                 }
             }
         }
+        for method in &self.misplaced_policy_sets {
+            problems.push(BuildProblem::Policy {
+                message: format!(
+                    "a policy set was given to `RegistryBuilder::{method}`, where it is never validated against the registry and so hides every tool and denies every call; give it with `RegistryBuilder::policies` instead, which validates it and uses it both as an access rule and as a call policy"
+                ),
+            });
+        }
         let mut schemas = SchemaChecks::default();
         let mut tools: Vec<Tool> = self
             .selected_declarations()
@@ -919,6 +941,11 @@ impl RegistryBuilder {
             replacements,
             state: AppState::from_map(self.state),
             access_rules: self.access_rules,
+            policy_sets: self
+                .policy_sets
+                .into_iter()
+                .map(|set| -> PolicyCheck { Box::new(move |registry| set.validate(registry)) })
+                .collect(),
             audit: self.audit,
             host: self.host,
             embedder: self.embedder,
@@ -937,11 +964,10 @@ impl RegistryBuilder {
         });
         // The policy sets are checked against the registry as built (every tool's schema and
         // attributes known); their problems are listed with the others below.
-        let mut problems: Vec<BuildProblem> = self
-            .policy_sets
-            .iter()
-            .filter_map(|set| set.validate(&registry).err())
-            .flatten()
+        let mut problems: Vec<BuildProblem> = registry
+            .validate_policies(&registry)
+            .0
+            .into_iter()
             .map(|message| BuildProblem::Policy { message })
             .collect();
         // On a thread of their own, so that a check that needs the caller's async runtime fails

@@ -14,7 +14,13 @@ use crate::register::registry::Registry;
 /// Given with [`RegistryBuilder::policies`](crate::RegistryBuilder::policies), which adds it
 /// as an access rule and as a call policy (after those given before it) and calls
 /// [`validate`](Self::validate) once the registry's tools are known; each problem becomes a
-/// [`BuildProblem::Policy`](crate::BuildProblem::Policy), and nothing is built.
+/// [`BuildProblem::Policy`](crate::BuildProblem::Policy), and nothing is built. It is called
+/// again before every [`Registry::replace`], with the registry as the replacement would
+/// leave it: a problem then refuses the replacement, and the old version stays. A set given
+/// to [`access_rule`](crate::RegistryBuilder::access_rule) or
+/// [`call_policy`](crate::RegistryBuilder::call_policy) instead is never validated; a set that
+/// decides nothing until validated says so with
+/// [`AccessRule::is_policy_set`] and [`CallPolicy::is_policy_set`], and the build then fails.
 ///
 /// ```standalone_crate
 /// use registry_core::access::{AccessRule, Visibility};
@@ -63,5 +69,12 @@ use crate::register::registry::Registry;
 pub trait PolicySet: AccessRule + CallPolicy {
     /// Checks the set against `registry`, whose tools are all built: `Err` with every
     /// problem, each naming the rule (its id, or its file and line) and what it named.
+    ///
+    /// `registry` is the registry being built, or, before a [`Registry::replace`], a registry
+    /// of the tools as the replacement would leave them (and nothing else of the real one).
+    /// What a set keeps of a check that held (the types it reads arguments with) is what it
+    /// decides with from then on; when another set refuses the replacement, this one is
+    /// checked again against the registry as it stays. Keep what is derived from the
+    /// tools, never the registry itself.
     fn validate(&self, registry: &Registry) -> Result<(), Vec<String>>;
 }

@@ -20,7 +20,7 @@ use crate::execute::host::CallHost;
 use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
 use crate::present::profile::{CompatibilityError, Profile};
 use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
-use crate::register::error::RegistryError;
+use crate::register::error::{BuildProblem, RegistryError};
 use crate::register::state::AppState;
 use crate::register::tool::Tool;
 use crate::resolve::guard::ArgumentLimits;
@@ -86,6 +86,9 @@ struct Inner {
     state: AppState,
     /// The access policies, all applied: one that hides a tool hides it.
     access_rules: Vec<Box<dyn AccessRule>>,
+    /// The policy sets given with `RegistryBuilder::policies`: each is checked against the
+    /// registry at build and again against every replacement before it is made.
+    policy_sets: Vec<PolicyCheck>,
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     embedder: Option<Arc<dyn Embedder>>,
@@ -119,12 +122,18 @@ pub struct Replacement {
     pub reason: String,
 }
 
+/// The check of one policy set against a registry
+/// ([`PolicySet::validate`](crate::policy::PolicySet::validate)), kept by the registry to
+/// check every replacement before it is made.
+pub(crate) type PolicyCheck = Box<dyn Fn(&Registry) -> Result<(), Vec<String>> + Send + Sync>;
+
 /// Everything a registry is made of, assembled by the builder.
 pub(crate) struct RegistryParts {
     pub(crate) tools: Vec<Tool>,
     pub(crate) replacements: Vec<Replacement>,
     pub(crate) state: AppState,
     pub(crate) access_rules: Vec<Box<dyn AccessRule>>,
+    pub(crate) policy_sets: Vec<PolicyCheck>,
     pub(crate) audit: Option<Box<dyn AuditSink>>,
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
@@ -161,6 +170,7 @@ impl Registry {
                 replacements: parts.replacements,
                 state: parts.state,
                 access_rules: parts.access_rules,
+                policy_sets: parts.policy_sets,
                 audit: parts.audit,
                 host: parts.host,
                 embedder: parts.embedder,
@@ -175,6 +185,49 @@ impl Registry {
                 suspended: RwLock::new(None),
             }),
         }
+    }
+
+    /// A registry of `tools` alone (sorted by name, unique), with nothing else of a
+    /// registry's: what a change would leave, shown to the policy sets before it is made.
+    fn candidate(tools: Vec<Tool>) -> Registry {
+        Registry::from_parts(RegistryParts {
+            tools,
+            replacements: Vec::new(),
+            state: AppState::default(),
+            access_rules: Vec::new(),
+            policy_sets: Vec::new(),
+            audit: None,
+            host: None,
+            embedder: None,
+            limits: ArgumentLimits::default(),
+            gate: GateConfig::default(),
+            tasks: TaskConfig::default(),
+            readiness: Vec::new(),
+            readiness_timeout: crate::gate::DEFAULT_TIMEOUT,
+            pool: BlockingPool::new(1, Duration::ZERO),
+            waits: HostWaits::default(),
+        })
+    }
+
+    /// Checks every policy set against `against`
+    /// ([`PolicySet::validate`](crate::policy::PolicySet::validate)): every problem, and which
+    /// sets held (by index), in order.
+    pub(crate) fn validate_policies(&self, against: &Registry) -> (Vec<String>, Vec<usize>) {
+        let mut problems = Vec::new();
+        let mut held = Vec::new();
+        for (index, check) in self.inner.policy_sets.iter().enumerate() {
+            // A validator that panics refuses (fail closed), as a policy that panics denies.
+            let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(against)));
+            match checked {
+                Ok(Ok(())) => held.push(index),
+                Ok(Err(found)) => problems.extend(found),
+                Err(payload) => problems.push(format!(
+                    "the policy set's validation panicked: {}",
+                    crate::execute::execution::panic_message(&*payload)
+                )),
+            }
+        }
+        (problems, held)
     }
 
     fn snapshot(&self) -> Arc<Snapshot> {
@@ -453,6 +506,13 @@ impl Registry {
     ///
     /// `tool` meets the checks of the builder; a problem is an error and changes nothing, and
     /// is audited as a [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
+    ///
+    /// Every [`PolicySet`](crate::policy::PolicySet) given to the builder is checked against
+    /// the registry as the replacement would leave it
+    /// ([`PolicySet::validate`](crate::policy::PolicySet::validate)) before anything changes:
+    /// a replacement that would make a policy miss what it reads (an argument the new
+    /// version drops or types otherwise) is refused the same way, each problem a
+    /// [`BuildProblem::Policy`], and the old version stays.
     pub fn replace(
         &self,
         tool: DynamicTool,
@@ -473,13 +533,46 @@ impl Registry {
             return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
         };
         let changes = self.lock_changes();
-        let mut current = self.write_snapshot();
+        // Only a change writes the snapshot, and changes are serialized by `changes`: the
+        // snapshot read here is the one replaced below.
+        let current = self.snapshot();
         let old_version = current.version(slot);
         let old_fingerprint = current.tool(slot).fingerprint();
         let old_tool_version = current.tool(slot).version_fingerprint();
         let new_tool = Tool::from_parts(parts);
         let new_tool_version = new_tool.version_fingerprint();
         let next = current.with_replaced(slot, new_tool, old_version + 1);
+        drop(current);
+        if !self.inner.policy_sets.is_empty() {
+            // Every policy set must hold for the registry as the replacement leaves it (an
+            // argument a policy reads must not disappear or change type); otherwise nothing
+            // changes, and each set that took the candidate is checked against the registry
+            // as it stays.
+            let candidate = Registry::candidate(next.tools().cloned().collect());
+            let (problems, held) = self.validate_policies(&candidate);
+            if !problems.is_empty() {
+                for index in held {
+                    let check = &self.inner.policy_sets[index];
+                    let again =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(self)));
+                    if !matches!(again, Ok(Ok(()))) {
+                        tracing::error!(
+                            target: audit::AUDIT_TARGET,
+                            "a policy set no longer holds for the registry after a refused replacement"
+                        );
+                    }
+                }
+                drop(changes);
+                let error = RegistryError::Build(
+                    problems
+                        .into_iter()
+                        .map(|message| BuildProblem::Policy { message })
+                        .collect(),
+                );
+                return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
+            }
+        }
+        let mut current = self.write_snapshot();
         if policy.old_runs == OldRuns::Revoke {
             self.inner.slots[slot]
                 .revoked_through

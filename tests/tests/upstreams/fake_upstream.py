@@ -75,8 +75,12 @@ def tools():
     echo_annotations = {"readOnlyHint": True, "idempotentHint": True}
     if state["destroyed"]:
         echo_annotations["destructiveHint"] = True
+    echo_schema = text_schema()
+    if state["changed"] and os.environ.get("FAKE_RETYPE") == "1":
+        # The changed definition takes `text` as an integer.
+        echo_schema["properties"]["text"]["type"] = "integer"
     listed = [
-        {"name": "echo", "description": echo, "inputSchema": text_schema(),
+        {"name": "echo", "description": echo, "inputSchema": echo_schema,
          "annotations": echo_annotations},
         {"name": "pictures", "description": "Show a picture and its links.", "inputSchema": EMPTY},
         {"name": "slow", "description": "Take a long time, reporting progress.", "inputSchema": EMPTY},
