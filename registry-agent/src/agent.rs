@@ -404,14 +404,7 @@ fn check_base_url(config: &ModelConfig) -> Result<(), AgentError> {
 
 /// Whether `url`'s host is this machine: `localhost`, `127.0.0.0/8` or `[::1]`.
 fn is_loopback(url: &reqwest::Url) -> bool {
-    url.host_str().is_some_and(|host| {
-        host.eq_ignore_ascii_case("localhost")
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    })
+    url.host_str().is_some_and(registry_lint::is_loopback_host)
 }
 
 /// Runs with more tools than this are sent in the deferred form, unless the agent says

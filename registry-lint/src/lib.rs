@@ -53,6 +53,29 @@ mod words;
 
 pub use text::escape;
 
+/// Whether a URL's host (as `url::Url::host_str` gives it: an IPv6 address in brackets) is
+/// this machine: `localhost`, or a loopback address (127.0.0.0/8, `[::1]`). The one rule for
+/// every URL a key or a token may reach over plain `http://` (a model endpoint, an embedder,
+/// JWKS and introspection, an upstream's `token_env`); `0.0.0.0` and `[::ffff:127.0.0.1]` are
+/// not loopback here.
+///
+/// ```
+/// assert!(registry_lint::is_loopback_host("127.0.0.2"));
+/// assert!(registry_lint::is_loopback_host("LocalHost"));
+/// assert!(registry_lint::is_loopback_host("[::1]"));
+/// assert!(!registry_lint::is_loopback_host("localhost.evil.example"));
+/// assert!(!registry_lint::is_loopback_host("0.0.0.0"));
+/// ```
+pub fn is_loopback_host(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .strip_prefix('[')
+            .and_then(|inner| inner.strip_suffix(']'))
+            .unwrap_or(host)
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 pub use attribute::{
     MAX_ATTRIBUTE_KEY, MAX_ATTRIBUTE_VALUE, MAX_ATTRIBUTE_VALUES, MAX_TOOL_ATTRIBUTES,
     check_attribute_key, check_attribute_text,

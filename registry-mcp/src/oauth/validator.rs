@@ -259,14 +259,7 @@ pub(crate) fn with_causes(error: &reqwest::Error) -> String {
 /// `[::1]`). The one rule for every URL a token or a key may reach in the clear (JWKS,
 /// introspection, an upstream's `token_env`).
 pub(crate) fn is_loopback(url: &reqwest::Url) -> bool {
-    url.host_str().is_some_and(|host| {
-        host.eq_ignore_ascii_case("localhost")
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    })
+    url.host_str().is_some_and(registry_lint::is_loopback_host)
 }
 
 /// Refuses a URL that is not `https://`, unless it is `http://` to a loopback host (the

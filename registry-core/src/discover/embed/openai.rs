@@ -240,14 +240,7 @@ impl OpenAiEmbedder {
 
 /// Whether `url`'s host is this machine: `localhost`, `127.0.0.0/8` or `[::1]`.
 fn is_loopback(url: &reqwest::Url) -> bool {
-    url.host_str().is_some_and(|host| {
-        host.eq_ignore_ascii_case("localhost")
-            || host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    })
+    url.host_str().is_some_and(registry_lint::is_loopback_host)
 }
 
 /// The error for a 3xx answer: the status and the origin its `Location` points to (not its
