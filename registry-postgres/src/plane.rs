@@ -110,9 +110,16 @@ impl ControlPlane {
     /// assert!(ControlPlane::url_has_password("postgres://registry@db/registry?password=pw"));
     /// assert!(ControlPlane::url_has_password("host=db user=registry password=pw"));
     /// assert!(!ControlPlane::url_has_password("postgres://registry@db/registry"));
+    /// // The TLS options this crate reads itself are not a reason to refuse.
+    /// assert!(!ControlPlane::url_has_password(
+    ///     "postgres://registry@db/registry?sslmode=verify-full&sslrootcert=/etc/ca.pem"
+    /// ));
     /// ```
     pub fn url_has_password(url: &str) -> bool {
-        url.parse::<tokio_postgres::Config>()
+        // The URL as the driver reads it: without `sslmode` and `sslrootcert`, which this
+        // crate takes out first (tokio-postgres knows neither `verify-full` nor `sslrootcert`).
+        let (rest, _, _) = crate::tls::take_tls_options(url);
+        rest.parse::<tokio_postgres::Config>()
             .map_or(true, |config| config.get_password().is_some())
     }
 

@@ -100,7 +100,7 @@ pub(crate) fn configure(url: &str) -> Result<(tokio_postgres::Config, Connector)
 }
 
 /// `url` without `sslmode` and `sslrootcert`, and their values.
-fn take_tls_options(url: &str) -> (String, Option<String>, Option<String>) {
+pub(crate) fn take_tls_options(url: &str) -> (String, Option<String>, Option<String>) {
     let mut sslmode = None;
     let mut rootcert = None;
     let mut take = |key: &str, value: String| match key {
