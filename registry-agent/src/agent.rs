@@ -49,6 +49,10 @@ pub struct ModelConfig {
     /// `127.0.0.0/8`, `[::1]`) are always accepted. Set it with
     /// [`ModelConfig::allow_insecure_http`].
     pub allow_insecure_http: bool,
+    /// Whether Chat Completions requests also carry the older `max_tokens` beside
+    /// `max_completion_tokens` (default `false`). Set it with
+    /// [`ModelConfig::legacy_max_tokens`].
+    pub legacy_max_tokens: bool,
 }
 
 impl std::fmt::Debug for ModelConfig {
@@ -62,6 +66,7 @@ impl std::fmt::Debug for ModelConfig {
             .field("timeout", &self.timeout)
             .field("retries", &self.retries)
             .field("allow_insecure_http", &self.allow_insecure_http)
+            .field("legacy_max_tokens", &self.legacy_max_tokens)
             .finish()
     }
 }
@@ -78,6 +83,7 @@ impl ModelConfig {
             timeout: Duration::from_secs(120),
             retries: Retries::default(),
             allow_insecure_http: false,
+            legacy_max_tokens: false,
         }
     }
 
@@ -129,6 +135,27 @@ impl ModelConfig {
     #[must_use]
     pub fn allow_insecure_http(mut self) -> Self {
         self.allow_insecure_http = true;
+        self
+    }
+
+    /// Sends the answer's bound under the older name `max_tokens` too, beside
+    /// `max_completion_tokens` (Chat Completions only). OpenAI reads the new name and its
+    /// reasoning models refuse the old one, but some OpenAI-compatible servers read only the
+    /// old one: llama-cpp-python's server (0.3) ignores `max_completion_tokens`, and a small
+    /// model held to a tool's JSON grammar can then write until its context is full, past
+    /// the request's timeout.
+    ///
+    /// ```
+    /// use registry_agent::{Api, ModelConfig};
+    ///
+    /// let config = ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "local")
+    ///     .max_output_tokens(256)
+    ///     .legacy_max_tokens();
+    /// assert!(config.legacy_max_tokens);
+    /// ```
+    #[must_use]
+    pub fn legacy_max_tokens(mut self) -> Self {
+        self.legacy_max_tokens = true;
         self
     }
 }
@@ -756,6 +783,7 @@ impl Agent {
                     self.tool_choice.as_ref()
                 },
                 max_output_tokens: self.config.max_output_tokens,
+                legacy_max_tokens: self.config.legacy_max_tokens,
             });
             let body = match body {
                 Ok(body) if body.len() > self.limits.max_conversation => {

@@ -913,6 +913,48 @@ async fn a_server_that_validates_content_as_a_string_takes_every_turn() {
     assert_eq!(assistant["tool_calls"][0]["id"], "c1");
 }
 
+/// llama-cpp-python's server (0.3) reads the answer's bound only as `max_tokens`: without it,
+/// a small model held to a tool's grammar can write until its context is full.
+#[tokio::test]
+async fn the_bound_of_an_answer_goes_under_its_older_name_too_only_when_asked() {
+    let api = Api::OpenAiChat;
+    let run = registry(Arc::default()).open_run("r", &subject());
+    for legacy in [false, true] {
+        let (url, script) = fake(vec![answering(api, "hi")]).await;
+        let mut config = ModelConfig::new(api, &url, "test-model").max_output_tokens(256);
+        if legacy {
+            config = config.legacy_max_tokens();
+        }
+        let outcome = Agent::new(config).unwrap().run(&run, "Hi.").await;
+        assert!(outcome.is_ok(), "{:?}", outcome.err().map(|f| f.error));
+        let requests = script.requests.lock().unwrap();
+        let body = &requests[0].1;
+        assert_eq!(body["max_completion_tokens"], 256, "{body}");
+        if legacy {
+            assert_eq!(body["max_tokens"], 256, "{body}");
+        } else {
+            assert!(body.get("max_tokens").is_none(), "{body}");
+        }
+    }
+    // The other APIs keep their own names, whatever the setting.
+    for api in [Api::OpenAiResponses, Api::Anthropic] {
+        let (url, script) = fake(vec![answering(api, "hi")]).await;
+        let config = ModelConfig::new(api, &url, "test-model")
+            .max_output_tokens(256)
+            .legacy_max_tokens();
+        let outcome = Agent::new(config).unwrap().run(&run, "Hi.").await;
+        assert!(outcome.is_ok(), "{:?}", outcome.err().map(|f| f.error));
+        let body = &script.requests.lock().unwrap()[0].1;
+        let own = if api == Api::Anthropic {
+            "max_tokens"
+        } else {
+            "max_output_tokens"
+        };
+        assert_eq!(body[own], 256, "{body}");
+        assert!(body.get("max_completion_tokens").is_none(), "{body}");
+    }
+}
+
 #[tokio::test]
 async fn a_validation_error_names_the_message_and_field_escaped_and_bounded() {
     let api = Api::OpenAiChat;

@@ -52,6 +52,7 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
              [--tenant T] [--scopes A,B] [--approve never|always] [--max-turns N]
              --prompt TEXT [--transcript FILE] [--otlp ENDPOINT] [--allow-insecure-http]
              [--tool-choice auto|required|none|NAME] [--first-turn-tool-choice ...]
+             [--max-output-tokens N] [--legacy-max-tokens]
 
   --api          the model API the server speaks
   --base-url     its base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1
@@ -69,6 +70,11 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
   --first-turn-tool-choice
                  the same, for the first request only (e.g. required, then the model's
                  choice)
+  --max-output-tokens
+                 the most tokens one answer may have (default 1024)
+  --legacy-max-tokens
+                 also send that bound as max_tokens (openai-chat), for servers that read
+                 only the older name (llama-cpp-python's)
   --allow-insecure-http
                  accept a plain http:// base URL to a host that is not loopback (the key
                  and the conversation travel in clear); redirects are never followed
@@ -87,6 +93,8 @@ struct Args {
     transcript: Option<PathBuf>,
     otlp: Option<String>,
     allow_insecure_http: bool,
+    max_output_tokens: Option<u32>,
+    legacy_max_tokens: bool,
     tool_choice: Option<ToolChoice>,
     first_turn_tool_choice: Option<ToolChoice>,
 }
@@ -103,6 +111,8 @@ fn args() -> Result<Args, String> {
     let mut transcript = None;
     let mut otlp = None;
     let mut allow_insecure_http = false;
+    let mut max_output_tokens = None;
+    let mut legacy_max_tokens = false;
     let mut tool_choice = None;
     let mut first_turn_tool_choice = None;
     let mut args = std::env::args().skip(1);
@@ -138,6 +148,14 @@ fn args() -> Result<Args, String> {
             "--transcript" => transcript = Some(PathBuf::from(value()?)),
             "--otlp" => otlp = Some(otlp::endpoint(&value()?)?),
             "--allow-insecure-http" => allow_insecure_http = true,
+            "--max-output-tokens" => {
+                let text = value()?;
+                max_output_tokens = Some(
+                    text.parse()
+                        .map_err(|_| format!("--max-output-tokens {text:?}: a whole number"))?,
+                );
+            }
+            "--legacy-max-tokens" => legacy_max_tokens = true,
             "--tool-choice" => tool_choice = Some(value()?.parse::<ToolChoice>()?),
             "--first-turn-tool-choice" => {
                 first_turn_tool_choice = Some(value()?.parse::<ToolChoice>()?);
@@ -158,6 +176,8 @@ fn args() -> Result<Args, String> {
         transcript,
         otlp,
         allow_insecure_http,
+        max_output_tokens,
+        legacy_max_tokens,
         tool_choice,
         first_turn_tool_choice,
     })
@@ -184,6 +204,12 @@ async fn run(args: &Args) -> Result<(ExitCode, serde_json::Value), Box<dyn std::
         ModelConfig::new(args.api, &args.base_url, &args.model).api_key_from_env("AGENT_API_KEY");
     if args.allow_insecure_http {
         config = config.allow_insecure_http();
+    }
+    if let Some(tokens) = args.max_output_tokens {
+        config = config.max_output_tokens(tokens);
+    }
+    if args.legacy_max_tokens {
+        config = config.legacy_max_tokens();
     }
     let mut agent = Agent::new(config)?
         .budget(Budget::default().max_turns(args.max_turns))

@@ -255,6 +255,10 @@ pub(crate) struct Request<'a> {
     /// What the model is told about calling them (sent only with tools).
     pub(crate) tool_choice: Option<&'a ToolChoice>,
     pub(crate) max_output_tokens: u32,
+    /// Chat Completions: `max_tokens` too ([`ModelConfig::legacy_max_tokens`]).
+    ///
+    /// [`ModelConfig::legacy_max_tokens`]: crate::ModelConfig::legacy_max_tokens
+    pub(crate) legacy_max_tokens: bool,
 }
 
 /// What one response holds.

@@ -26,6 +26,9 @@ pub(super) fn body(request: &Request<'_>) -> serde_json::Result<Vec<u8>> {
             conversation: request.conversation,
         },
         max_completion_tokens: request.max_output_tokens,
+        max_tokens: request
+            .legacy_max_tokens
+            .then_some(request.max_output_tokens),
     })
 }
 
@@ -34,6 +37,8 @@ struct Body<'a> {
     model: &'a str,
     messages: Messages<'a>,
     max_completion_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
 }
 
 /// The system message, if any, then the conversation.
