@@ -265,11 +265,7 @@ impl CedarPolicies {
         files: impl IntoIterator<Item = (String, String)>,
     ) -> Result<(), CedarError> {
         let files: Vec<(String, String)> = files.into_iter().collect();
-        let _update = self
-            .inner
-            .update
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _update = self.updating();
         let state = self.state();
         let generation = state.set.generation + 1;
         let result = read(&files, generation).and_then(|set| {
@@ -343,6 +339,14 @@ impl CedarPolicies {
             }
         };
         &mut cache[at]
+    }
+
+    /// The lock every reload and validation holds from reading the state to swapping it.
+    fn updating(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.inner
+            .update
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Vec<Remembered>> {
@@ -633,11 +637,7 @@ impl RegistryPolicySet for CedarPolicies {
         };
         // The set in force is checked and bound with no reload in between; binding (again, or
         // to the registry a replacement would leave) drops every remembered decision.
-        let _update = self
-            .inner
-            .update
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let _update = self.updating();
         let state = self.state();
         let problems = check(&state.set.policies, &bound);
         if !problems.is_empty() {
