@@ -1216,12 +1216,19 @@ async fn ten_thousand_hostile_progress_notifications_are_coalesced_and_escaped()
                 message,
                 "(the upstream's progress message is withheld: lint secret/api-token)"
             );
+        } else {
+            // The odd steps' text is relayed, escaped. Which steps are relayed depends on
+            // timing: under load, the first one relayed may be an even step.
+            assert!(
+                message.starts_with("\\u{0}\\n\\u{202e}[FORGED] "),
+                "{message:?}"
+            );
         }
     }
     assert!(
-        relayed[0].1.starts_with("\\u{0}\\n\\u{202e}[FORGED] "),
-        "{:?}",
-        relayed[0].1
+        relayed.iter().any(|(done, _)| *done % 2.0 == 1.0),
+        "no odd step relayed: {:?}",
+        relayed.iter().map(|(done, _)| *done).collect::<Vec<_>>()
     );
 }
 
