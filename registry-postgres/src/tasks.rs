@@ -21,8 +21,9 @@ use crate::error::Error;
 use crate::plane::ControlPlane;
 use crate::text;
 
-/// The key of the advisory lock every insertion holds ("tasks" in ASCII): the bounds are
-/// counted and the task kept with no other insertion in between, on any replica.
+/// The key of the advisory lock every insertion and every end holds ("tasks" in ASCII): the
+/// bounds are counted and the task kept (or ended, and older ended tasks forgotten) with no
+/// other insertion or end in between, on any replica.
 const INSERT_LOCK: i64 = 0x0074_6173_6b73;
 
 /// The columns a task is read from, in this order (see [`task_of`]).
@@ -31,13 +32,20 @@ const COLUMNS: &str = "record, status, message, progress, updated_at, expires_at
 /// The statuses of a running task, as SQL.
 const RUNNING: &str = "status IN ('working', 'input_required')";
 
+/// The statuses of an ended task, as SQL.
+const ENDED: &str = "status IN ('completed', 'failed', 'cancelled')";
+
 /// The [`TaskStore`] of the control plane: a task started on one replica is read, cancelled
 /// and collected on any other, and the [`TaskLimits`] hold for all of them together.
 ///
 /// - **Bounds across replicas.** [`insert`](TaskStore::insert) counts the owner's running
-///   tasks and all the tasks kept, then keeps the new one, in one transaction under an
+///   tasks and all the running tasks, then keeps the new one, in one transaction under an
 ///   advisory lock: two replicas starting tasks at the same moment cannot both take the last
-///   place.
+///   place. Ended tasks do not count: [`finish`](TaskStore::finish) ends a task under the
+///   same lock and forgets the owner's oldest ended tasks beyond
+///   [`TaskLimits::ended_per_principal`], then the oldest of anyone's beyond
+///   [`TaskLimits::ended`]. (Tasks failed because their lease ran out are ended outside the
+///   lock; the next insertion or end forgets what they put over the bounds.)
 /// - **Cancelling across replicas.** A cancel on replica B ends the task in the table; the
 ///   replica that runs it, A, renews its tasks' leases every
 ///   [heartbeat](crate::ControlPlaneBuilder::heartbeat) (250 ms by default), and a renewal
@@ -437,8 +445,8 @@ async fn insert_task(
 ) -> Result<Insertion, Error> {
     let record = serde_json::to_vec(&task).map_err(corrupt)?;
     let owner = owner(&task)?;
-    let per_principal = i64::try_from(limits.per_principal()).unwrap_or(i64::MAX);
-    let total = i64::try_from(limits.total()).unwrap_or(i64::MAX);
+    let per_principal = count_of(limits.per_principal());
+    let total = count_of(limits.total());
     let lease = millis(plane.settings().task_lease);
     let ttl = millis(task.ttl());
     let progress = task
@@ -460,31 +468,34 @@ async fn insert_task(
         .execute("DELETE FROM registry_tasks WHERE expires_at <= now()", &[])
         .await
         .map_err(Error::db("forgetting expired tasks"))?;
+    // Ended tasks never count: only live ones, whose lease has not run out.
     let row = transaction
         .query_one(
             &format!(
-                "SELECT count(*) FILTER (WHERE owner = $1 AND {RUNNING}
-                                           AND lease_until >= now()),
+                "SELECT count(*) FILTER (WHERE owner = $1),
                         count(*)
-                   FROM registry_tasks"
+                   FROM registry_tasks
+                  WHERE {RUNNING} AND lease_until >= now()"
             ),
             &[&owner],
         )
         .await
         .map_err(Error::db("counting tasks"))?;
-    let running: i64 = row.get(0);
-    let kept: i64 = row.get(1);
+    let mine: i64 = row.get(0);
+    let running: i64 = row.get(1);
     let to_usize = |n: i64| usize::try_from(n).unwrap_or(usize::MAX);
-    if running >= per_principal {
+    if mine >= per_principal {
         return Ok(Insertion::PrincipalFull {
+            running: to_usize(mine),
+        });
+    }
+    if running >= total {
+        return Ok(Insertion::Full {
             running: to_usize(running),
         });
     }
-    if kept >= total {
-        return Ok(Insertion::Full {
-            kept: to_usize(kept),
-        });
-    }
+    // What tasks failed by a lease that ran out put over the bounds on ended tasks.
+    forget_ended(&transaction, &owner, &limits, None).await?;
     transaction
         .execute(
             "INSERT INTO registry_tasks
@@ -515,6 +526,49 @@ async fn insert_task(
         .await
         .map_err(Error::db("keeping a task"))?;
     Ok(Insertion::Stored)
+}
+
+fn count_of(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Forgets, under the [`INSERT_LOCK`] that `transaction` holds, the oldest ended tasks of
+/// `owner` beyond [`TaskLimits::ended_per_principal`], then the oldest of anyone's beyond
+/// [`TaskLimits::ended`] (oldest by when they ended); never task `keep`, the one that just
+/// ended.
+async fn forget_ended(
+    transaction: &tokio_postgres::Transaction<'_>,
+    owner: &[u8],
+    limits: &TaskLimits,
+    keep: Option<&str>,
+) -> Result<(), Error> {
+    transaction
+        .execute(
+            &format!(
+                "DELETE FROM registry_tasks WHERE id IN (
+                     SELECT id FROM registry_tasks
+                      WHERE owner = $1 AND {ENDED}
+                      ORDER BY id = $3 DESC, updated_at DESC, id DESC
+                     OFFSET $2)"
+            ),
+            &[&owner, &count_of(limits.ended_per_principal()), &keep],
+        )
+        .await
+        .map_err(Error::db("forgetting the owner's oldest ended tasks"))?;
+    transaction
+        .execute(
+            &format!(
+                "DELETE FROM registry_tasks WHERE id IN (
+                     SELECT id FROM registry_tasks
+                      WHERE {ENDED}
+                      ORDER BY id = $2 DESC, updated_at DESC, id DESC
+                     OFFSET $1)"
+            ),
+            &[&count_of(limits.ended()), &keep],
+        )
+        .await
+        .map_err(Error::db("forgetting the oldest ended tasks"))?;
+    Ok(())
 }
 
 async fn get_task(plane: ControlPlane, id: String) -> Result<Option<Task>, Error> {
@@ -614,14 +668,22 @@ async fn finish_task(plane: ControlPlane, id: String, end: TaskEnd) -> Result<Fi
     }
     let result = serde_json::to_vec(&KeptResult::from(&end.result)).map_err(corrupt)?;
     let message = end.message.map(String::into_bytes);
-    let client = plane.client().await?;
-    let won = client
+    let mut client = plane.client().await?;
+    let transaction = client
+        .transaction()
+        .await
+        .map_err(Error::db("starting to end a task"))?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&INSERT_LOCK])
+        .await
+        .map_err(Error::db("taking the task lock"))?;
+    let won = transaction
         .query_opt(
             &format!(
                 "UPDATE registry_tasks
                     SET status = $2, message = $3, result = $4, updated_at = $5, expires_at = $6
                   WHERE id = $1 AND {RUNNING}
-              RETURNING {COLUMNS}"
+              RETURNING {COLUMNS}, owner"
             ),
             &[
                 &id,
@@ -635,9 +697,16 @@ async fn finish_task(plane: ControlPlane, id: String, end: TaskEnd) -> Result<Fi
         .await
         .map_err(Error::db("ending a task"))?;
     if let Some(row) = won {
-        return Ok(Finish::Finished(Box::new(task_of(&row)?)));
+        let task = task_of(&row)?;
+        let owner: Vec<u8> = row.get(7);
+        forget_ended(&transaction, &owner, &end.limits, Some(&id)).await?;
+        transaction
+            .commit()
+            .await
+            .map_err(Error::db("ending a task"))?;
+        return Ok(Finish::Finished(Box::new(task)));
     }
-    let row = client
+    let row = transaction
         .query_opt(
             "SELECT status FROM registry_tasks
               WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())",
