@@ -53,8 +53,9 @@ const ENDED: &str = "status IN ('completed', 'failed', 'cancelled')";
 ///   ([`ToolContext::cancelled`](registry_core::ToolContext::cancelled)). A cancel reaches
 ///   the tool within one heartbeat and a round trip, with no notification to lose.
 /// - **Leases.** A running task holds a lease of
-///   [`task_lease`](crate::ControlPlaneBuilder::task_lease) (10 s by default). A replica that
-///   dies stops renewing it; once it has run out, any replica marks the task `failed`, with
+///   [`task_lease`](crate::ControlPlaneBuilder::task_lease) (10 s by default), renewed on a
+///   connection of the store's own, not from the pool, so that a pool busy with reads, polls
+///   and approvals does not let every lease run out. A replica that dies stops renewing it; once it has run out, any replica marks the task `failed`, with
 ///   the reason (which replica, since when), whenever it reads or counts tasks and every
 ///   heartbeat. A task is never left `working` forever. A replica that cannot renew its
 ///   leases for longer than the lease (it lost the database) cancels its own tasks, since
@@ -102,7 +103,8 @@ impl std::fmt::Debug for PgTaskStore {
 impl ControlPlane {
     /// The task store on this plane, shared by every replica (see [`PgTaskStore`]). It
     /// renews the leases of the tasks running here, and marks failed the tasks whose lease
-    /// ran out, on a Tokio task of its own that ends when the last clone is dropped.
+    /// ran out, on a Tokio task and a database connection of its own (besides the pool),
+    /// which end when the last clone is dropped.
     pub fn task_store(&self) -> PgTaskStore {
         let shared = Arc::new(Shared {
             plane: self.clone(),
@@ -125,13 +127,56 @@ impl Shared {
     }
 }
 
+/// The connection of the lease keeper, of its own (not from the pool), and the task that
+/// drives it: renewals never wait for the pool, however busy the pool is with reads, polls
+/// and approvals, so that load on the pool cannot let every lease run out.
+struct LeaseConnection {
+    client: tokio_postgres::Client,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for LeaseConnection {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+impl LeaseConnection {
+    /// The open connection in `slot`, connecting anew if it has none or it closed.
+    async fn of<'a>(
+        slot: &'a mut Option<LeaseConnection>,
+        plane: &ControlPlane,
+    ) -> Result<&'a mut tokio_postgres::Client, Error> {
+        if slot
+            .as_ref()
+            .is_some_and(|connection| connection.client.is_closed())
+        {
+            *slot = None;
+        }
+        if slot.is_none() {
+            let (client, connection) = plane.dedicated().await?;
+            let driver = tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::warn!(%error, "the task lease keeper's connection failed");
+                }
+            });
+            *slot = Some(LeaseConnection { client, driver });
+        }
+        match slot {
+            Some(connection) => Ok(&mut connection.client),
+            None => Err(Error::Pool("no connection for the task leases".to_owned())),
+        }
+    }
+}
+
 /// Every `every`: renews the leases of the tasks running here (tripping the cancellation of
-/// those that ended elsewhere), and fails the tasks whose lease ran out. Ends once the store
-/// is dropped.
+/// those that ended elsewhere), and fails the tasks whose lease ran out, both on a connection
+/// of its own ([`LeaseConnection`]). Ends once the store is dropped.
 async fn keep_leases(shared: Weak<Shared>, every: Duration) {
     let mut last_renewed = Instant::now();
     let mut ticks = tokio::time::interval(every.max(Duration::from_millis(10)));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut connection = None;
     loop {
         ticks.tick().await;
         let Some(shared) = shared.upgrade() else {
@@ -140,11 +185,14 @@ async fn keep_leases(shared: Weak<Shared>, every: Duration) {
         let lease = shared.plane.settings().task_lease;
         match shared
             .plane
-            .timed("renewing task leases", renew(&shared))
+            .timed("renewing task leases", renew(&shared, &mut connection))
             .await
         {
             Ok(()) => last_renewed = Instant::now(),
             Err(error) => {
+                // A connection that failed, or whose query was cut short by the timeout, is
+                // not used again.
+                connection = None;
                 tracing::warn!(%error, "the task leases could not be renewed");
                 if last_renewed.elapsed() > lease {
                     // The other replicas have failed these tasks by now: stop their tools.
@@ -159,14 +207,15 @@ async fn keep_leases(shared: Weak<Shared>, every: Duration) {
                 }
             }
         }
-        if let Err(error) = shared
+        let reaped = shared
             .plane
-            .timed(
-                "failing tasks whose lease ran out",
-                reap(&shared.plane, None),
-            )
-            .await
-        {
+            .timed("failing tasks whose lease ran out", async {
+                let client = LeaseConnection::of(&mut connection, &shared.plane).await?;
+                reap_on(client, &shared.plane, None).await
+            })
+            .await;
+        if let Err(error) = reaped {
+            connection = None;
             tracing::warn!(%error, "the tasks whose lease ran out could not be failed");
         }
     }
@@ -174,13 +223,13 @@ async fn keep_leases(shared: Weak<Shared>, every: Duration) {
 
 /// Renews the leases of the tasks running here; trips the cancellation of each that is no
 /// longer running in the table (cancelled on another replica, or failed by one).
-async fn renew(shared: &Shared) -> Result<(), Error> {
+async fn renew(shared: &Shared, connection: &mut Option<LeaseConnection>) -> Result<(), Error> {
     let ids: Vec<String> = shared.lock().keys().cloned().collect();
     if ids.is_empty() {
         return Ok(());
     }
     let lease = millis(shared.plane.settings().task_lease);
-    let client = shared.plane.client().await?;
+    let client = LeaseConnection::of(connection, &shared.plane).await?;
     let rows = client
         .query(
             &format!(
@@ -211,6 +260,15 @@ async fn renew(shared: &Shared) -> Result<(), Error> {
 /// in the same transaction: the one replica that fails a task writes its event, once.
 async fn reap(plane: &ControlPlane, id: Option<&str>) -> Result<u64, Error> {
     let mut client = plane.client().await?;
+    reap_on(&mut client, plane, id).await
+}
+
+/// [`reap`] on `client`.
+async fn reap_on(
+    client: &mut tokio_postgres::Client,
+    plane: &ControlPlane,
+    id: Option<&str>,
+) -> Result<u64, Error> {
     let transaction = client
         .transaction()
         .await
@@ -242,7 +300,7 @@ async fn reap(plane: &ControlPlane, id: Option<&str>) -> Result<u64, Error> {
         tracing::warn!(task = %task.id(), tool = %crate::text::text(task.tool_name()), %reason, "a task whose lease ran out was marked failed");
         events.push(AuditEvent::Task(TaskEvent::lease_expired(&task, reason)));
     }
-    crate::audit::write_events(&*transaction, plane.replica(), &events)
+    crate::audit::write_events(&transaction, plane.replica(), &events)
         .await
         .map_err(Error::db("auditing tasks whose lease ran out"))?;
     transaction

@@ -776,3 +776,134 @@ async fn a_result_over_the_bound_is_kept_as_an_error_naming_it() {
     })
     .await;
 }
+
+/// N22: replica a's pool (one connection) is jammed, its connection waiting on a table the
+/// test holds locked, for four leases; its task's lease is still renewed (on the lease
+/// keeper's connection of its own), so replica b does not fail the task and a's tool goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jammed_pool_does_not_let_the_leases_run_out() {
+    let (_cluster, url) = cluster("tasks_pool");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let lease = Duration::from_millis(600);
+        let a_plane = ControlPlane::builder(&crate::common::with_connect_timeout(&url))
+            .replica("a-jammed")
+            .heartbeat(Duration::from_millis(50))
+            .task_lease(lease)
+            .timeout(Duration::from_secs(2))
+            .pool_size(1)
+            .connect()
+            .await
+            .expect("the plane connects");
+        let mut builder = Registry::builder().task_store(a_plane.task_store());
+        for tool in tools(&spin) {
+            builder = builder.tool(tool);
+        }
+        let a = builder.build().unwrap();
+        let (_b_plane, b) = replica(&url, "b", &spin, TaskLimits::new(), lease).await;
+        let task = a
+            .open_run("run-a", &ana())
+            .start_task(start("c1", "spin"))
+            .await
+            .unwrap();
+        wait_until(LIMIT, "the tool starts", || {
+            spin.started.load(Ordering::SeqCst)
+        })
+        .await;
+
+        let locker = sql(&url).await;
+        locker
+            .batch_execute("BEGIN; LOCK TABLE registry_policy_sets IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        let jam = {
+            let plane = a_plane.clone();
+            tokio::spawn(async move {
+                loop {
+                    let _ = plane.policies().await;
+                }
+            })
+        };
+        let on_b = b.open_run("run-b", &ana());
+        tokio::time::sleep(lease * 4).await;
+        let seen = on_b.task(task.id()).await.unwrap();
+        assert_eq!(
+            seen.status(),
+            TaskStatus::Working,
+            "a's lease ran out while its pool was busy: {:?}",
+            seen.message()
+        );
+        assert!(spin.cancelled_at().is_none(), "a's tool was cancelled");
+        jam.abort();
+        locker.batch_execute("COMMIT").await.unwrap();
+        spin.stop.store(true, Ordering::SeqCst);
+        let _ = on_b.wait_task(task.id()).await.unwrap();
+    })
+    .await;
+}
+
+/// N22, the stale holder: replica a's renewals are frozen in the database (a trigger keeps
+/// `lease_until`), as if a were paused; its lease runs out and replica b fails the task. a's
+/// tool then ends, and a's late end is refused: the row keeps b's outcome. A task's lease is
+/// never handed to another replica, only ended, so every write of its holder, conditional on
+/// the task still running, is fenced by that end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_holders_late_end_is_refused_and_the_row_keeps_the_failure() {
+    let (_cluster, url) = cluster("tasks_stale");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let lease = Duration::from_millis(600);
+        let (_a_plane, a) = replica(&url, "a-stale", &spin, TaskLimits::new(), lease).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, TaskLimits::new(), lease).await;
+        sql(&url)
+            .await
+            .batch_execute(
+                "CREATE FUNCTION freeze_leases() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN
+                     IF NEW.status = OLD.status AND NEW.lease_until > OLD.lease_until THEN
+                         NEW.lease_until := OLD.lease_until;
+                     END IF;
+                     RETURN NEW;
+                 END $$;
+                 CREATE TRIGGER freeze_leases BEFORE UPDATE ON registry_tasks
+                     FOR EACH ROW EXECUTE FUNCTION freeze_leases();",
+            )
+            .await
+            .unwrap();
+        let on_a = a.open_run("run-a", &ana());
+        let task = on_a.start_task(start("c1", "spin")).await.unwrap();
+        let on_b = b.open_run("run-b", &ana());
+        wait_until_async(lease * 4, "b fails a's task", || async {
+            on_b.task(task.id()).await.unwrap().status() == TaskStatus::Failed
+        })
+        .await;
+        // a learns it at its next renewal: its tool is cancelled, returns, and a ends the
+        // task as its tool said, too late.
+        wait_until(LIMIT, "a's tool is cancelled", || {
+            spin.cancelled_at().is_some()
+        })
+        .await;
+        // The tool returns at once once cancelled; a's end is one statement after it.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let row = sql(&url)
+            .await
+            .query_one(
+                "SELECT status, convert_from(message, 'UTF8'), result IS NULL
+                   FROM registry_tasks WHERE id = $1",
+                &[&task.id()],
+            )
+            .await
+            .unwrap();
+        let (status, message, no_result): (String, String, bool) =
+            (row.get(0), row.get(1), row.get(2));
+        assert_eq!(status, "failed");
+        assert!(
+            message.contains("a-stale") && message.contains("lease"),
+            "{message}"
+        );
+        assert!(no_result, "a's late result was kept");
+        let answer = on_b.task_result(task.id()).await.unwrap();
+        assert_eq!(answer.error_kind(), Some(ErrorKind::Unavailable));
+    })
+    .await;
+}
