@@ -665,7 +665,10 @@ async fn ended_tasks_deny_no_one_and_one_principals_results_push_out_no_one_else
         for n in 0..30 {
             let registry = if n % 2 == 0 { &a } else { &b };
             let run = registry.open_run(format!("run-ana-{n}"), &ana());
-            let task = run.start_task(start(&format!("a{n}"), "quick")).await.unwrap();
+            let task = run
+                .start_task(start(&format!("a{n}"), "quick"))
+                .await
+                .unwrap();
             let _ = run.wait_task(task.id()).await.unwrap();
             ana_ended.push(task.id().to_owned());
         }
@@ -694,9 +697,18 @@ async fn ended_tasks_deny_no_one_and_one_principals_results_push_out_no_one_else
                 kept.push(id.clone());
             }
         }
-        assert_eq!(kept, ana_ended[27..], "ana keeps her three newest ended tasks");
+        assert_eq!(
+            kept,
+            ana_ended[27..],
+            "ana keeps her three newest ended tasks"
+        );
         assert!(
-            bo_on_a.task_result(bo_first.id()).await.unwrap().error_kind().is_none(),
+            bo_on_a
+                .task_result(bo_first.id())
+                .await
+                .unwrap()
+                .error_kind()
+                .is_none(),
             "bo's first result is still kept"
         );
         let rows: Vec<(String, i64)> = sql(&url)
@@ -719,7 +731,10 @@ async fn ended_tasks_deny_no_one_and_one_principals_results_push_out_no_one_else
         // Carol's two ended tasks push out the oldest of all: bo's first.
         let carol = a.open_run("run-carol", &Subject::new("acme").with_principal("carol"));
         for n in 0..2 {
-            let task = carol.start_task(start(&format!("c{n}"), "quick")).await.unwrap();
+            let task = carol
+                .start_task(start(&format!("c{n}"), "quick"))
+                .await
+                .unwrap();
             let _ = carol.wait_task(task.id()).await.unwrap();
         }
         assert!(matches!(
@@ -749,7 +764,10 @@ async fn a_result_over_the_bound_is_kept_as_an_error_naming_it() {
 
         let small = on_a.start_task(start("c1", "quick")).await.unwrap();
         let _ = on_a.wait_task(small.id()).await.unwrap();
-        assert_eq!(on_b.task(small.id()).await.unwrap().status(), TaskStatus::Completed);
+        assert_eq!(
+            on_b.task(small.id()).await.unwrap().status(),
+            TaskStatus::Completed
+        );
 
         let large = on_a.start_task(start("c2", "big")).await.unwrap();
         let _ = on_a.wait_task(large.id()).await.unwrap();

@@ -434,7 +434,9 @@ fn one_principals_ended_tasks_deny_no_one_a_task_nor_push_out_their_results() {
             // Bo's task, ana's earlier ones and this one.
             eventually("the tool started", || executions.get() == n + 2);
             pollster::block_on(ana.cancel_task(task.id())).unwrap();
-            eventually("the cancelled tool stopped", || saw_cancel.get() == n / 2 + 1);
+            eventually("the cancelled tool stopped", || {
+                saw_cancel.get() == n / 2 + 1
+            });
             task
         } else {
             let task = start(&ana, &format!("a{n}"), "count", json!({"n": n})).unwrap();

@@ -382,11 +382,7 @@ impl MemoryTaskStore {
 }
 
 /// Forgets the `n` oldest ended tasks (by when they ended) that `which` picks.
-fn forget_oldest_ended(
-    tasks: &mut HashMap<String, Kept>,
-    n: usize,
-    which: impl Fn(&Task) -> bool,
-) {
+fn forget_oldest_ended(tasks: &mut HashMap<String, Kept>, n: usize, which: impl Fn(&Task) -> bool) {
     if n == 0 {
         return;
     }
@@ -416,11 +412,7 @@ fn keep_ended_bounds(tasks: &mut HashMap<String, Kept>, owner: &Task, limits: &T
     let over = mine.saturating_sub(limits.ended_per_principal());
     let others = |task: &Task| task.id != owner.id;
     forget_oldest_ended(tasks, over, |task| others(task) && task.same_owner(owner));
-    forget_oldest_ended(
-        tasks,
-        (ended - over).saturating_sub(limits.ended()),
-        others,
-    );
+    forget_oldest_ended(tasks, (ended - over).saturating_sub(limits.ended()), others);
 }
 
 /// Forgets the tasks that expired.
