@@ -306,7 +306,8 @@ impl ControlPlaneBuilder {
     }
 
     /// Connections in the pool shared by approvals, quotas and reads (default 16). The change
-    /// feed and the audit writer have one connection each besides.
+    /// feed, the audit writer and the lease keeper of each task store
+    /// ([`ControlPlane::task_store`]) have one connection each besides.
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size.max(1);
         self

@@ -21,8 +21,9 @@ use crate::error::Error;
 use crate::plane::ControlPlane;
 use crate::text;
 
-/// The key of the advisory lock every insertion holds ("tasks" in ASCII): the bounds are
-/// counted and the task kept with no other insertion in between, on any replica.
+/// The key of the advisory lock every insertion and every end holds ("tasks" in ASCII): the
+/// bounds are counted and the task kept (or ended, and older ended tasks forgotten) with no
+/// other insertion or end in between, on any replica.
 const INSERT_LOCK: i64 = 0x0074_6173_6b73;
 
 /// The columns a task is read from, in this order (see [`task_of`]).
@@ -31,13 +32,20 @@ const COLUMNS: &str = "record, status, message, progress, updated_at, expires_at
 /// The statuses of a running task, as SQL.
 const RUNNING: &str = "status IN ('working', 'input_required')";
 
+/// The statuses of an ended task, as SQL.
+const ENDED: &str = "status IN ('completed', 'failed', 'cancelled')";
+
 /// The [`TaskStore`] of the control plane: a task started on one replica is read, cancelled
 /// and collected on any other, and the [`TaskLimits`] hold for all of them together.
 ///
 /// - **Bounds across replicas.** [`insert`](TaskStore::insert) counts the owner's running
-///   tasks and all the tasks kept, then keeps the new one, in one transaction under an
+///   tasks and all the running tasks, then keeps the new one, in one transaction under an
 ///   advisory lock: two replicas starting tasks at the same moment cannot both take the last
-///   place.
+///   place. Ended tasks do not count: [`finish`](TaskStore::finish) ends a task under the
+///   same lock and forgets the owner's oldest ended tasks beyond
+///   [`TaskLimits::ended_per_principal`], then the oldest of anyone's beyond
+///   [`TaskLimits::ended`]. (Tasks failed because their lease ran out are ended outside the
+///   lock; the next insertion or end forgets what they put over the bounds.)
 /// - **Cancelling across replicas.** A cancel on replica B ends the task in the table; the
 ///   replica that runs it, A, renews its tasks' leases every
 ///   [heartbeat](crate::ControlPlaneBuilder::heartbeat) (250 ms by default), and a renewal
@@ -45,8 +53,9 @@ const RUNNING: &str = "status IN ('working', 'input_required')";
 ///   ([`ToolContext::cancelled`](registry_core::ToolContext::cancelled)). A cancel reaches
 ///   the tool within one heartbeat and a round trip, with no notification to lose.
 /// - **Leases.** A running task holds a lease of
-///   [`task_lease`](crate::ControlPlaneBuilder::task_lease) (10 s by default). A replica that
-///   dies stops renewing it; once it has run out, any replica marks the task `failed`, with
+///   [`task_lease`](crate::ControlPlaneBuilder::task_lease) (10 s by default), renewed on a
+///   connection of the store's own, not from the pool, so that a pool busy with reads, polls
+///   and approvals does not let every lease run out. A replica that dies stops renewing it; once it has run out, any replica marks the task `failed`, with
 ///   the reason (which replica, since when), whenever it reads or counts tasks and every
 ///   heartbeat. A task is never left `working` forever. A replica that cannot renew its
 ///   leases for longer than the lease (it lost the database) cancels its own tasks, since
@@ -94,7 +103,8 @@ impl std::fmt::Debug for PgTaskStore {
 impl ControlPlane {
     /// The task store on this plane, shared by every replica (see [`PgTaskStore`]). It
     /// renews the leases of the tasks running here, and marks failed the tasks whose lease
-    /// ran out, on a Tokio task of its own that ends when the last clone is dropped.
+    /// ran out, on a Tokio task and a database connection of its own (besides the pool),
+    /// which end when the last clone is dropped.
     pub fn task_store(&self) -> PgTaskStore {
         let shared = Arc::new(Shared {
             plane: self.clone(),
@@ -117,13 +127,56 @@ impl Shared {
     }
 }
 
+/// The connection of the lease keeper, of its own (not from the pool), and the task that
+/// drives it: renewals never wait for the pool, however busy the pool is with reads, polls
+/// and approvals, so that load on the pool cannot let every lease run out.
+struct LeaseConnection {
+    client: tokio_postgres::Client,
+    driver: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for LeaseConnection {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+impl LeaseConnection {
+    /// The open connection in `slot`, connecting anew if it has none or it closed.
+    async fn of<'a>(
+        slot: &'a mut Option<LeaseConnection>,
+        plane: &ControlPlane,
+    ) -> Result<&'a mut tokio_postgres::Client, Error> {
+        if slot
+            .as_ref()
+            .is_some_and(|connection| connection.client.is_closed())
+        {
+            *slot = None;
+        }
+        if slot.is_none() {
+            let (client, connection) = plane.dedicated().await?;
+            let driver = tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::warn!(%error, "the task lease keeper's connection failed");
+                }
+            });
+            *slot = Some(LeaseConnection { client, driver });
+        }
+        match slot {
+            Some(connection) => Ok(&mut connection.client),
+            None => Err(Error::Pool("no connection for the task leases".to_owned())),
+        }
+    }
+}
+
 /// Every `every`: renews the leases of the tasks running here (tripping the cancellation of
-/// those that ended elsewhere), and fails the tasks whose lease ran out. Ends once the store
-/// is dropped.
+/// those that ended elsewhere), and fails the tasks whose lease ran out, both on a connection
+/// of its own ([`LeaseConnection`]). Ends once the store is dropped.
 async fn keep_leases(shared: Weak<Shared>, every: Duration) {
     let mut last_renewed = Instant::now();
     let mut ticks = tokio::time::interval(every.max(Duration::from_millis(10)));
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut connection = None;
     loop {
         ticks.tick().await;
         let Some(shared) = shared.upgrade() else {
@@ -132,11 +185,14 @@ async fn keep_leases(shared: Weak<Shared>, every: Duration) {
         let lease = shared.plane.settings().task_lease;
         match shared
             .plane
-            .timed("renewing task leases", renew(&shared))
+            .timed("renewing task leases", renew(&shared, &mut connection))
             .await
         {
             Ok(()) => last_renewed = Instant::now(),
             Err(error) => {
+                // A connection that failed, or whose query was cut short by the timeout, is
+                // not used again.
+                connection = None;
                 tracing::warn!(%error, "the task leases could not be renewed");
                 if last_renewed.elapsed() > lease {
                     // The other replicas have failed these tasks by now: stop their tools.
@@ -151,14 +207,15 @@ async fn keep_leases(shared: Weak<Shared>, every: Duration) {
                 }
             }
         }
-        if let Err(error) = shared
+        let reaped = shared
             .plane
-            .timed(
-                "failing tasks whose lease ran out",
-                reap(&shared.plane, None),
-            )
-            .await
-        {
+            .timed("failing tasks whose lease ran out", async {
+                let client = LeaseConnection::of(&mut connection, &shared.plane).await?;
+                reap_on(client, &shared.plane, None).await
+            })
+            .await;
+        if let Err(error) = reaped {
+            connection = None;
             tracing::warn!(%error, "the tasks whose lease ran out could not be failed");
         }
     }
@@ -166,13 +223,13 @@ async fn keep_leases(shared: Weak<Shared>, every: Duration) {
 
 /// Renews the leases of the tasks running here; trips the cancellation of each that is no
 /// longer running in the table (cancelled on another replica, or failed by one).
-async fn renew(shared: &Shared) -> Result<(), Error> {
+async fn renew(shared: &Shared, connection: &mut Option<LeaseConnection>) -> Result<(), Error> {
     let ids: Vec<String> = shared.lock().keys().cloned().collect();
     if ids.is_empty() {
         return Ok(());
     }
     let lease = millis(shared.plane.settings().task_lease);
-    let client = shared.plane.client().await?;
+    let client = LeaseConnection::of(connection, &shared.plane).await?;
     let rows = client
         .query(
             &format!(
@@ -203,6 +260,15 @@ async fn renew(shared: &Shared) -> Result<(), Error> {
 /// in the same transaction: the one replica that fails a task writes its event, once.
 async fn reap(plane: &ControlPlane, id: Option<&str>) -> Result<u64, Error> {
     let mut client = plane.client().await?;
+    reap_on(&mut client, plane, id).await
+}
+
+/// [`reap`] on `client`.
+async fn reap_on(
+    client: &mut tokio_postgres::Client,
+    plane: &ControlPlane,
+    id: Option<&str>,
+) -> Result<u64, Error> {
     let transaction = client
         .transaction()
         .await
@@ -234,7 +300,7 @@ async fn reap(plane: &ControlPlane, id: Option<&str>) -> Result<u64, Error> {
         tracing::warn!(task = %task.id(), tool = %crate::text::text(task.tool_name()), %reason, "a task whose lease ran out was marked failed");
         events.push(AuditEvent::Task(TaskEvent::lease_expired(&task, reason)));
     }
-    crate::audit::write_events(&*transaction, plane.replica(), &events)
+    crate::audit::write_events(&transaction, plane.replica(), &events)
         .await
         .map_err(Error::db("auditing tasks whose lease ran out"))?;
     transaction
@@ -437,8 +503,8 @@ async fn insert_task(
 ) -> Result<Insertion, Error> {
     let record = serde_json::to_vec(&task).map_err(corrupt)?;
     let owner = owner(&task)?;
-    let per_principal = i64::try_from(limits.per_principal()).unwrap_or(i64::MAX);
-    let total = i64::try_from(limits.total()).unwrap_or(i64::MAX);
+    let per_principal = count_of(limits.per_principal());
+    let total = count_of(limits.total());
     let lease = millis(plane.settings().task_lease);
     let ttl = millis(task.ttl());
     let progress = task
@@ -460,31 +526,34 @@ async fn insert_task(
         .execute("DELETE FROM registry_tasks WHERE expires_at <= now()", &[])
         .await
         .map_err(Error::db("forgetting expired tasks"))?;
+    // Ended tasks never count: only live ones, whose lease has not run out.
     let row = transaction
         .query_one(
             &format!(
-                "SELECT count(*) FILTER (WHERE owner = $1 AND {RUNNING}
-                                           AND lease_until >= now()),
+                "SELECT count(*) FILTER (WHERE owner = $1),
                         count(*)
-                   FROM registry_tasks"
+                   FROM registry_tasks
+                  WHERE {RUNNING} AND lease_until >= now()"
             ),
             &[&owner],
         )
         .await
         .map_err(Error::db("counting tasks"))?;
-    let running: i64 = row.get(0);
-    let kept: i64 = row.get(1);
+    let mine: i64 = row.get(0);
+    let running: i64 = row.get(1);
     let to_usize = |n: i64| usize::try_from(n).unwrap_or(usize::MAX);
-    if running >= per_principal {
+    if mine >= per_principal {
         return Ok(Insertion::PrincipalFull {
+            running: to_usize(mine),
+        });
+    }
+    if running >= total {
+        return Ok(Insertion::Full {
             running: to_usize(running),
         });
     }
-    if kept >= total {
-        return Ok(Insertion::Full {
-            kept: to_usize(kept),
-        });
-    }
+    // What tasks failed by a lease that ran out put over the bounds on ended tasks.
+    forget_ended(&transaction, &owner, &limits, None).await?;
     transaction
         .execute(
             "INSERT INTO registry_tasks
@@ -515,6 +584,49 @@ async fn insert_task(
         .await
         .map_err(Error::db("keeping a task"))?;
     Ok(Insertion::Stored)
+}
+
+fn count_of(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Forgets, under the [`INSERT_LOCK`] that `transaction` holds, the oldest ended tasks of
+/// `owner` beyond [`TaskLimits::ended_per_principal`], then the oldest of anyone's beyond
+/// [`TaskLimits::ended`] (oldest by when they ended); never task `keep`, the one that just
+/// ended.
+async fn forget_ended(
+    transaction: &tokio_postgres::Transaction<'_>,
+    owner: &[u8],
+    limits: &TaskLimits,
+    keep: Option<&str>,
+) -> Result<(), Error> {
+    transaction
+        .execute(
+            &format!(
+                "DELETE FROM registry_tasks WHERE id IN (
+                     SELECT id FROM registry_tasks
+                      WHERE owner = $1 AND {ENDED}
+                      ORDER BY id = $3 DESC, updated_at DESC, id DESC
+                     OFFSET $2)"
+            ),
+            &[&owner, &count_of(limits.ended_per_principal()), &keep],
+        )
+        .await
+        .map_err(Error::db("forgetting the owner's oldest ended tasks"))?;
+    transaction
+        .execute(
+            &format!(
+                "DELETE FROM registry_tasks WHERE id IN (
+                     SELECT id FROM registry_tasks
+                      WHERE {ENDED}
+                      ORDER BY id = $2 DESC, updated_at DESC, id DESC
+                     OFFSET $1)"
+            ),
+            &[&count_of(limits.ended()), &keep],
+        )
+        .await
+        .map_err(Error::db("forgetting the oldest ended tasks"))?;
+    Ok(())
 }
 
 async fn get_task(plane: ControlPlane, id: String) -> Result<Option<Task>, Error> {
@@ -614,14 +726,22 @@ async fn finish_task(plane: ControlPlane, id: String, end: TaskEnd) -> Result<Fi
     }
     let result = serde_json::to_vec(&KeptResult::from(&end.result)).map_err(corrupt)?;
     let message = end.message.map(String::into_bytes);
-    let client = plane.client().await?;
-    let won = client
+    let mut client = plane.client().await?;
+    let transaction = client
+        .transaction()
+        .await
+        .map_err(Error::db("starting to end a task"))?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&INSERT_LOCK])
+        .await
+        .map_err(Error::db("taking the task lock"))?;
+    let won = transaction
         .query_opt(
             &format!(
                 "UPDATE registry_tasks
                     SET status = $2, message = $3, result = $4, updated_at = $5, expires_at = $6
                   WHERE id = $1 AND {RUNNING}
-              RETURNING {COLUMNS}"
+              RETURNING {COLUMNS}, owner"
             ),
             &[
                 &id,
@@ -635,9 +755,16 @@ async fn finish_task(plane: ControlPlane, id: String, end: TaskEnd) -> Result<Fi
         .await
         .map_err(Error::db("ending a task"))?;
     if let Some(row) = won {
-        return Ok(Finish::Finished(Box::new(task_of(&row)?)));
+        let task = task_of(&row)?;
+        let owner: Vec<u8> = row.get(7);
+        forget_ended(&transaction, &owner, &end.limits, Some(&id)).await?;
+        transaction
+            .commit()
+            .await
+            .map_err(Error::db("ending a task"))?;
+        return Ok(Finish::Finished(Box::new(task)));
     }
-    let row = client
+    let row = transaction
         .query_opt(
             "SELECT status FROM registry_tasks
               WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())",

@@ -16,8 +16,9 @@ use crate::execute::host::Elicitation;
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::execute::task::host::MAX_TASK_QUESTIONS;
 use crate::execute::task::host::{Questions, TaskHost};
+use crate::execute::task::kept::kept_bytes;
 use crate::execute::task::record::{MAX_ANSWER_BYTES, TaskAnswers, answer_json};
-use crate::execute::task::record::{Task, TaskError, TaskStatus};
+use crate::execute::task::record::{Task, TaskError, TaskLimits, TaskStatus};
 use crate::execute::task::store::{Answering, Finish, Insertion, TaskEnd};
 use crate::execute::task::{Bell, Live, new_task_id};
 use crate::register::registry::Registry;
@@ -51,8 +52,8 @@ impl Run {
     ///   [`ErrorKind::ApprovalRequired`], and starts only when
     ///   [`decide_task`](Self::decide_task) approves it;
     /// - the principal runs [`TaskLimits::per_principal`](crate::task::TaskLimits::per_principal)
-    ///   tasks already, or the store keeps [`TaskLimits::total`](crate::task::TaskLimits::total):
-    ///   [`ErrorKind::RateLimited`];
+    ///   tasks already, or [`TaskLimits::total`](crate::task::TaskLimits::total) tasks run in
+    ///   all (ended tasks do not count): [`ErrorKind::RateLimited`];
     /// - the task store failed, or no thread could be started: [`ErrorKind::Unavailable`].
     ///
     /// A task obeys its tool's own `timeout`, not the run's
@@ -188,13 +189,13 @@ impl Run {
                     format!("{running} tasks of this principal run (at most {per})"),
                 ))
             }
-            Ok(Insertion::Full { kept }) => {
+            Ok(Insertion::Full { running }) => {
                 let total = tasks.limits.total();
                 Some((
                     format!(
-                        "the task of \"{name}\" was not started: the server keeps as many tasks as it may ({total}); nothing was done. Try again once older tasks have expired"
+                        "the task of \"{name}\" was not started: the server runs as many tasks as it may ({total}); nothing was done. Try again once one has ended"
                     ),
-                    format!("the task store keeps {kept} tasks (at most {total})"),
+                    format!("{running} tasks run in the task store (at most {total})"),
                 ))
             }
             Err(error) => {
@@ -216,7 +217,8 @@ impl Run {
             );
             let detail = format!("{total} tasks run in this process");
             let decided = full(text, detail);
-            let _ = tasks.store.finish(&task.id, end_now(&task, &decided)).await;
+            let ended = end_now(&task, &decided, &tasks.limits);
+            let _ = tasks.store.finish(&task.id, ended).await;
             return Err(self.finish(decided, started));
         }
         tasks.store.running(&task.id, live.cancellation.clone());
@@ -280,7 +282,8 @@ impl Run {
             if let Some(budget) = &self.budget {
                 budget.refund();
             }
-            let _ = tasks.store.finish(&task.id, end_now(&task, &decided)).await;
+            let ended = end_now(&task, &decided, &tasks.limits);
+            let _ = tasks.store.finish(&task.id, ended).await;
             return Err(self.finish(decided, started));
         }
         emit(
@@ -387,6 +390,7 @@ impl Run {
             result,
             at: now,
             expires_at: now + task.ttl,
+            limits: tasks.limits,
         };
         match tasks.store.finish(id, end).await? {
             Finish::Finished(task) => {
@@ -607,16 +611,20 @@ impl Job {
         } else {
             super::check::checked(checks, &scope, &entry, ticket, outcome)
         };
-        let status = match decided.observation.error_kind() {
-            None => TaskStatus::Completed,
-            Some(ErrorKind::Cancelled) => TaskStatus::Cancelled,
-            Some(_) => TaskStatus::Failed,
+        let tasks = registry.tasks();
+        let end = end_now(&task, &decided, &tasks.limits);
+        let outcome = end.result.error_kind();
+        // A result too large to keep: the audit says so, with its size.
+        let detail = match &decided.detail {
+            None if outcome != decided.observation.error_kind() => end.message.clone(),
+            detail => detail.clone(),
         };
-        let mut end = end_now(&task, &decided);
-        end.status = status;
-        let store = &registry.tasks().store;
+        let store = &tasks.store;
+        // The tool no longer runs here: its place among this process's tasks is free before
+        // its end frees its place in the store, so a caller that saw the end may start
+        // another at once.
+        tasks.live.remove(&task.id);
         let finished = pollster::block_on(store.finish(&task.id, end));
-        let detail = decided.detail.clone();
         match finished {
             Ok(Finish::Finished(ended)) => emit(
                 &registry,
@@ -624,7 +632,7 @@ impl Job {
                 TaskEventKind::Finished,
                 Report {
                     run_id: &task.run_id,
-                    outcome: decided.observation.error_kind(),
+                    outcome,
                     duration,
                     arguments: arguments.as_ref(),
                     detail,
@@ -638,36 +646,53 @@ impl Job {
                 TaskEventKind::Finished,
                 Report {
                     run_id: &task.run_id,
-                    outcome: decided.observation.error_kind(),
+                    outcome,
                     duration,
                     arguments: arguments.as_ref(),
                     detail: Some(format!("the task store did not keep the end: {error}")),
                 },
             ),
         }
-        registry.tasks().live.remove(&task.id);
         store.stopped(&task.id);
         live.done.cancel();
     }
 }
 
-/// `decided` as the end of `task`, now: failed unless it succeeded.
-fn end_now(task: &Task, decided: &Decided) -> TaskEnd {
+/// `decided` as the end of `task`, now: completed if it succeeded, cancelled if it was
+/// cancelled, failed otherwise, and failed too, saying so, if its result is larger than
+/// `limits` keep ([`TaskLimits::result_bytes`]): never cut.
+fn end_now(task: &Task, decided: &Decided, limits: &TaskLimits) -> TaskEnd {
     let now = SystemTime::now();
-    let observation = decided
+    let mut observation = decided
         .observation
         .clone()
         .with_generated_id(decided.generated_id);
+    let bytes = kept_bytes(&observation);
+    if bytes > limits.result_bytes() {
+        let text = format!(
+            "the result of the task of \"{}\" was not kept: it is {bytes} bytes, more than a task's result may be ({} bytes). Have the tool return less (a link to the content, or a part of it), or raise the bound with TaskLimits::with_result_bytes",
+            task.tool_name,
+            limits.result_bytes()
+        );
+        observation = Observation::error(
+            task.call_id.clone(),
+            task.tool_name.clone(),
+            ErrorKind::ExecutionFailed,
+            text,
+        )
+        .with_generated_id(decided.generated_id);
+    }
     TaskEnd {
-        status: if observation.is_error() {
-            TaskStatus::Failed
-        } else {
-            TaskStatus::Completed
+        status: match observation.error_kind() {
+            None => TaskStatus::Completed,
+            Some(ErrorKind::Cancelled) => TaskStatus::Cancelled,
+            Some(_) => TaskStatus::Failed,
         },
         message: observation.error_text().map(str::to_owned),
         result: observation,
         at: now,
         expires_at: now + task.ttl,
+        limits: *limits,
     }
 }
 

@@ -624,9 +624,11 @@ impl RegistryBuilder {
         self
     }
 
-    /// Bounds tasks: per principal, in total, and how long an ended task's result is kept
-    /// (default: [`TaskLimits::new`]). A task past a bound is refused
-    /// ([`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)) before it starts.
+    /// Bounds tasks: running ones per principal and in total, ended ones (with their
+    /// results) per principal and in total, the bytes of a result, and how long an ended
+    /// task's result is kept (default: [`TaskLimits::new`]). A task past a bound on running
+    /// tasks is refused ([`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)) before it
+    /// starts; ended tasks never refuse one, the oldest are forgotten instead.
     ///
     /// ```
     /// use std::time::Duration;

@@ -91,7 +91,11 @@ fn tools(spin: &Spin) -> Vec<DynamicTool> {
             };
             Ok::<_, String>(json!([word(first)?, word(second)?]))
         });
-    vec![spinning, quick, hostile, asking]
+    let big = DynamicTool::new("big", "Answer with 8 KiB of text.")
+        .public()
+        .task()
+        .handler(|_: &ToolContext, _: Value| Ok::<_, String>(json!("z".repeat(8 * 1024))));
+    vec![spinning, quick, hostile, asking, big]
 }
 
 /// What `ask` asks.
@@ -403,7 +407,7 @@ async fn the_bounds_hold_across_replicas_started_at_once() {
         assert!(
             full.error_text()
                 .unwrap()
-                .contains("keeps as many tasks as it may (3)"),
+                .contains("runs as many tasks as it may (3)"),
             "{full:?}"
         );
         spin.stop.store(true, Ordering::SeqCst);
@@ -632,6 +636,292 @@ async fn a_replica_that_loses_the_database_past_the_lease_cancels_its_own_tools(
         // before the database went away.
         assert!(after >= lease - Duration::from_millis(50), "{after:?}");
         tokio::task::block_in_place(|| cluster.start_again()).expect("the cluster starts again");
+    })
+    .await;
+}
+
+/// N5 across replicas: ana starts and ends ten times the total of tasks, half on each
+/// replica, then fills her share of running ones; bo still starts a task on either replica,
+/// ana keeps only her share of ended tasks (the newest), and bo's result stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_tasks_deny_no_one_and_one_principals_results_push_out_no_one_elses() {
+    let (_cluster, url) = cluster("tasks_ended");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let limits = TaskLimits::new()
+            .with_per_principal(2)
+            .with_total(3)
+            .with_ended_per_principal(3)
+            .with_ended(5);
+        let lease = Duration::from_secs(10);
+        let (_a_plane, a) = replica(&url, "a", &spin, limits, lease).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, limits, lease).await;
+        let bo = Subject::new("acme").with_principal("bo");
+        let bo_on_b = b.open_run("run-bo-b", &bo);
+        let bo_first = bo_on_b.start_task(start("b0", "quick")).await.unwrap();
+        let _ = bo_on_b.wait_task(bo_first.id()).await.unwrap();
+
+        let mut ana_ended = Vec::new();
+        for n in 0..30 {
+            let registry = if n % 2 == 0 { &a } else { &b };
+            let run = registry.open_run(format!("run-ana-{n}"), &ana());
+            let task = run
+                .start_task(start(&format!("a{n}"), "quick"))
+                .await
+                .unwrap();
+            let _ = run.wait_task(task.id()).await.unwrap();
+            ana_ended.push(task.id().to_owned());
+        }
+        let on_a = a.open_run("run-ana", &ana());
+        for n in 0..2 {
+            on_a.start_task(start(&format!("r{n}"), "spin"))
+                .await
+                .unwrap();
+        }
+        let third = on_a.start_task(start("r2", "spin")).await.unwrap_err();
+        assert!(
+            third
+                .error_text()
+                .unwrap()
+                .contains("you run 2 tasks already"),
+            "{third:?}"
+        );
+
+        // Bo still starts tasks, on either replica: thirty ended tasks take no place.
+        let bo_on_a = a.open_run("run-bo-a", &bo);
+        let bo_next = bo_on_a.start_task(start("b1", "quick")).await.unwrap();
+        let _ = bo_on_a.wait_task(bo_next.id()).await.unwrap();
+        let mut kept = Vec::new();
+        for id in &ana_ended {
+            if on_a.task(id).await.is_ok() {
+                kept.push(id.clone());
+            }
+        }
+        assert_eq!(
+            kept,
+            ana_ended[27..],
+            "ana keeps her three newest ended tasks"
+        );
+        assert!(
+            bo_on_a
+                .task_result(bo_first.id())
+                .await
+                .unwrap()
+                .error_kind()
+                .is_none(),
+            "bo's first result is still kept"
+        );
+        let rows: Vec<(String, i64)> = sql(&url)
+            .await
+            .query(
+                "SELECT status, count(*) FROM registry_tasks GROUP BY status ORDER BY status",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        assert_eq!(
+            rows,
+            [("completed".to_owned(), 5), ("working".to_owned(), 2)],
+            "three of ana's ended tasks, two of bo's, ana's two running"
+        );
+
+        // Carol's two ended tasks push out the oldest of all: bo's first.
+        let carol = a.open_run("run-carol", &Subject::new("acme").with_principal("carol"));
+        for n in 0..2 {
+            let task = carol
+                .start_task(start(&format!("c{n}"), "quick"))
+                .await
+                .unwrap();
+            let _ = carol.wait_task(task.id()).await.unwrap();
+        }
+        assert!(matches!(
+            bo_on_a.task(bo_first.id()).await,
+            Err(TaskError::UnknownId { .. })
+        ));
+        assert!(bo_on_a.task(bo_next.id()).await.is_ok());
+        spin.stop.store(true, Ordering::SeqCst);
+    })
+    .await;
+}
+
+/// N23 across replicas: a result larger than `TaskLimits::result_bytes` is not kept: the task
+/// is failed, saying which bound and how to raise it, on every replica, and the row holds no
+/// more than the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_the_bound_is_kept_as_an_error_naming_it() {
+    let (_cluster, url) = cluster("tasks_result_bytes");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let limits = TaskLimits::new().with_result_bytes(4 * 1024);
+        let lease = Duration::from_secs(10);
+        let (_a_plane, a) = replica(&url, "a", &spin, limits, lease).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, limits, lease).await;
+        let on_a = a.open_run("run-a", &ana());
+        let on_b = b.open_run("run-b", &ana());
+
+        let small = on_a.start_task(start("c1", "quick")).await.unwrap();
+        let _ = on_a.wait_task(small.id()).await.unwrap();
+        assert_eq!(
+            on_b.task(small.id()).await.unwrap().status(),
+            TaskStatus::Completed
+        );
+
+        let large = on_a.start_task(start("c2", "big")).await.unwrap();
+        let _ = on_a.wait_task(large.id()).await.unwrap();
+        let ended = on_b.task(large.id()).await.unwrap();
+        assert_eq!(ended.status(), TaskStatus::Failed);
+        let answer = on_b.task_result(large.id()).await.unwrap();
+        assert_eq!(answer.error_kind(), Some(ErrorKind::ExecutionFailed));
+        let text = answer.error_text().unwrap();
+        assert!(
+            text.contains("(4096 bytes)") && text.contains("TaskLimits::with_result_bytes"),
+            "{text}"
+        );
+        assert_eq!(ended.message(), Some(text));
+        let bytes: i32 = sql(&url)
+            .await
+            .query_one(
+                "SELECT octet_length(result) FROM registry_tasks WHERE id = $1",
+                &[&large.id()],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(bytes < 1024, "{bytes} bytes kept");
+    })
+    .await;
+}
+
+/// N22: replica a's pool (one connection) is jammed, its connection waiting on a table the
+/// test holds locked, for four leases; its task's lease is still renewed (on the lease
+/// keeper's connection of its own), so replica b does not fail the task and a's tool goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jammed_pool_does_not_let_the_leases_run_out() {
+    let (_cluster, url) = cluster("tasks_pool");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let lease = Duration::from_millis(600);
+        let a_plane = ControlPlane::builder(&crate::common::with_connect_timeout(&url))
+            .replica("a-jammed")
+            .heartbeat(Duration::from_millis(50))
+            .task_lease(lease)
+            .timeout(Duration::from_secs(2))
+            .pool_size(1)
+            .connect()
+            .await
+            .expect("the plane connects");
+        let mut builder = Registry::builder().task_store(a_plane.task_store());
+        for tool in tools(&spin) {
+            builder = builder.tool(tool);
+        }
+        let a = builder.build().unwrap();
+        let (_b_plane, b) = replica(&url, "b", &spin, TaskLimits::new(), lease).await;
+        let task = a
+            .open_run("run-a", &ana())
+            .start_task(start("c1", "spin"))
+            .await
+            .unwrap();
+        wait_until(LIMIT, "the tool starts", || {
+            spin.started.load(Ordering::SeqCst)
+        })
+        .await;
+
+        let locker = sql(&url).await;
+        locker
+            .batch_execute("BEGIN; LOCK TABLE registry_policy_sets IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        let jam = {
+            let plane = a_plane.clone();
+            tokio::spawn(async move {
+                loop {
+                    let _ = plane.policies().await;
+                }
+            })
+        };
+        let on_b = b.open_run("run-b", &ana());
+        tokio::time::sleep(lease * 4).await;
+        let seen = on_b.task(task.id()).await.unwrap();
+        assert_eq!(
+            seen.status(),
+            TaskStatus::Working,
+            "a's lease ran out while its pool was busy: {:?}",
+            seen.message()
+        );
+        assert!(spin.cancelled_at().is_none(), "a's tool was cancelled");
+        jam.abort();
+        locker.batch_execute("COMMIT").await.unwrap();
+        spin.stop.store(true, Ordering::SeqCst);
+        let _ = on_b.wait_task(task.id()).await.unwrap();
+    })
+    .await;
+}
+
+/// N22, the stale holder: replica a's renewals are frozen in the database (a trigger keeps
+/// `lease_until`), as if a were paused; its lease runs out and replica b fails the task. a's
+/// tool then ends, and a's late end is refused: the row keeps b's outcome. A task's lease is
+/// never handed to another replica, only ended, so every write of its holder, conditional on
+/// the task still running, is fenced by that end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_holders_late_end_is_refused_and_the_row_keeps_the_failure() {
+    let (_cluster, url) = cluster("tasks_stale");
+    bounded(LIMIT, async {
+        let spin = Spin::default();
+        let lease = Duration::from_millis(600);
+        let (_a_plane, a) = replica(&url, "a-stale", &spin, TaskLimits::new(), lease).await;
+        let (_b_plane, b) = replica(&url, "b", &spin, TaskLimits::new(), lease).await;
+        sql(&url)
+            .await
+            .batch_execute(
+                "CREATE FUNCTION freeze_leases() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN
+                     IF NEW.status = OLD.status AND NEW.lease_until > OLD.lease_until THEN
+                         NEW.lease_until := OLD.lease_until;
+                     END IF;
+                     RETURN NEW;
+                 END $$;
+                 CREATE TRIGGER freeze_leases BEFORE UPDATE ON registry_tasks
+                     FOR EACH ROW EXECUTE FUNCTION freeze_leases();",
+            )
+            .await
+            .unwrap();
+        let on_a = a.open_run("run-a", &ana());
+        let task = on_a.start_task(start("c1", "spin")).await.unwrap();
+        let on_b = b.open_run("run-b", &ana());
+        wait_until_async(lease * 4, "b fails a's task", || async {
+            on_b.task(task.id()).await.unwrap().status() == TaskStatus::Failed
+        })
+        .await;
+        // a learns it at its next renewal: its tool is cancelled, returns, and a ends the
+        // task as its tool said, too late.
+        wait_until(LIMIT, "a's tool is cancelled", || {
+            spin.cancelled_at().is_some()
+        })
+        .await;
+        // The tool returns at once once cancelled; a's end is one statement after it.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let row = sql(&url)
+            .await
+            .query_one(
+                "SELECT status, convert_from(message, 'UTF8'), result IS NULL
+                   FROM registry_tasks WHERE id = $1",
+                &[&task.id()],
+            )
+            .await
+            .unwrap();
+        let (status, message, no_result): (String, String, bool) =
+            (row.get(0), row.get(1), row.get(2));
+        assert_eq!(status, "failed");
+        assert!(
+            message.contains("a-stale") && message.contains("lease"),
+            "{message}"
+        );
+        assert!(no_result, "a's late result was kept");
+        let answer = on_b.task_result(task.id()).await.unwrap();
+        assert_eq!(answer.error_kind(), Some(ErrorKind::Unavailable));
     })
     .await;
 }

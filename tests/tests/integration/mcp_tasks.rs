@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use mcp_support::*;
 use registry_core::host::Elicitation;
+use registry_core::task::TaskLimits;
 use registry_core::{DynamicTool, Registry, Subject, ToolContext};
 use registry_mcp::{HttpConfig, HttpServer, Principal, ServerOptions, Tokens};
 use rmcp::model::{
@@ -527,4 +528,65 @@ async fn a_required_task_tool_is_refused_without_the_extension() {
     let id = task_id(&ana, "rebuild").await;
     assert_eq!(ended(&ana, &id).await.task.status(), TaskStatus::Completed);
     within("shutdown", ana.cancel()).await.unwrap();
+}
+
+/// N5 over HTTP: ana ends three times the total of tasks (each followed to its result), then
+/// fills her share of running ones; bo's `tools/call` still gets a task, which completes:
+/// ended tasks take no place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_principals_ended_tasks_leave_another_room_to_start_one() {
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("export", "Export the archive and say how many rows.")
+                .scopes(["jobs:run"])
+                .task()
+                .handler(|_, _| Ok::<_, String>(json!("exported 42 rows"))),
+        )
+        .tool(
+            DynamicTool::new("reindex", "Rebuild the index until cancelled.")
+                .scopes(["jobs:run"])
+                .task()
+                .handler(|ctx: &ToolContext, _| {
+                    pollster::block_on(ctx.cancelled());
+                    Ok::<_, String>(json!("stopped"))
+                }),
+        )
+        .task_limits(
+            TaskLimits::new()
+                .with_per_principal(2)
+                .with_total(4)
+                .with_ended_per_principal(3),
+        )
+        .build()
+        .unwrap();
+    let url = serve(&registry).await;
+    let ana = connect(&url, ANA, true).await;
+    let bo = connect(&url, BO, true).await;
+    for _ in 0..12 {
+        let id = task_id(&ana, "export").await;
+        assert_eq!(ended(&ana, &id).await.task.status(), TaskStatus::Completed);
+    }
+    let running = [
+        task_id(&ana, "reindex").await,
+        task_id(&ana, "reindex").await,
+    ];
+    match start(&ana, "reindex").await {
+        CallToolResponse::Complete(refused) => {
+            assert!(
+                text(&refused).contains("you run 2 tasks already"),
+                "{refused:?}"
+            );
+        }
+        other => panic!("ana's third running task: expected a refusal, got {other:?}"),
+    }
+
+    let id = task_id(&bo, "export").await;
+    assert_eq!(ended(&bo, &id).await.task.status(), TaskStatus::Completed);
+    for id in &running {
+        within("tasks/cancel", ana.cancel_task(CancelTaskParams::new(id)))
+            .await
+            .unwrap();
+    }
+    within("shutdown", ana.cancel()).await.unwrap();
+    within("shutdown", bo.cancel()).await.unwrap();
 }

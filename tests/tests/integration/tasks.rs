@@ -374,25 +374,168 @@ fn tasks_are_bounded_per_principal_and_in_total() {
     assert!(
         full.error_text()
             .unwrap()
-            .contains("keeps as many tasks as it may (3)"),
+            .contains("runs as many tasks as it may (3)"),
         "{full:?}"
     );
     eventually("three tools started", || executions.get() == 3);
     assert_eq!(store.len(), 3);
 
-    // An ended task frees its principal's place, but is still kept (its result) until it
-    // expires: the total stays full.
+    // An ended task frees its principal's place and its place in all: it is still kept
+    // (its result), but ended tasks do not count. (Once its tool has stopped: until then it
+    // holds a place among the tasks this process runs.)
     pollster::block_on(ana.cancel_task(a1.id())).unwrap();
-    let still_full = start(&ana, "a4", "wait_for_cancel", json!({})).unwrap_err();
-    assert!(
-        still_full.error_text().unwrap().contains("keeps as many"),
-        "{still_full:?}"
-    );
-    assert_eq!(store.len(), 3);
-    assert_eq!(executions.get(), 3);
-    pollster::block_on(ana.cancel_task(a2.id())).unwrap();
+    eventually("a1's tool stopped", || saw_cancel.get() == 1);
+    let mut a4 = None;
+    eventually("a4 starts", || {
+        a4 = start(&ana, "a4", "wait_for_cancel", json!({})).ok();
+        a4.is_some()
+    });
+    let a4 = a4.unwrap();
+    eventually("four tools started", || executions.get() == 4);
+    for task in [&a2, &a4] {
+        pollster::block_on(ana.cancel_task(task.id())).unwrap();
+    }
     pollster::block_on(bo.cancel_task(b1.id())).unwrap();
-    eventually("every tool saw its cancel", || saw_cancel.get() == 3);
+    eventually("every tool saw its cancel", || saw_cancel.get() == 4);
+}
+
+/// N5: one principal that starts and ends task after task, then fills its share of running
+/// tasks, denies no one a task (ended tasks do not count against the total), keeps at most
+/// its share of ended tasks (its oldest forgotten first), and pushes out no one else's
+/// result; the ended tasks of all are bounded too, the oldest forgotten first.
+#[test]
+fn one_principals_ended_tasks_deny_no_one_a_task_nor_push_out_their_results() {
+    let (executions, saw_cancel) = (Counter::default(), Counter::default());
+    let store = Arc::new(MemoryTaskStore::new());
+    // A total of four: ana's two running tasks, and one of her cancelled tools that may
+    // still be stopping, leave bo one place.
+    let limits = TaskLimits::new()
+        .with_per_principal(2)
+        .with_total(4)
+        .with_ended_per_principal(4)
+        .with_ended(6);
+    let registry = Registry::builder()
+        .tool(quick("count", &executions))
+        .tool(until_cancelled(&executions, &saw_cancel))
+        .task_store(store.clone())
+        .task_limits(limits)
+        .build()
+        .unwrap();
+    let ana = registry.open_run("run-ana", &subject("ana"));
+    let bo = registry.open_run("run-bo", &subject("bo"));
+    let bo_first = start(&bo, "b0", "count", json!({"n": 0})).unwrap();
+    assert_eq!(wait(&bo, bo_first.id()).json(), &json!({"done": 0}));
+
+    // Ana ends ten times the total of tasks, by cancelling and by letting them finish.
+    let mut ana_ended = Vec::new();
+    for n in 0..30 {
+        let task = if n % 2 == 0 {
+            let task = start(&ana, &format!("a{n}"), "wait_for_cancel", json!({})).unwrap();
+            // Bo's task, ana's earlier ones and this one.
+            eventually("the tool started", || executions.get() == n + 2);
+            pollster::block_on(ana.cancel_task(task.id())).unwrap();
+            eventually("the cancelled tool stopped", || {
+                saw_cancel.get() == n / 2 + 1
+            });
+            task
+        } else {
+            let task = start(&ana, &format!("a{n}"), "count", json!({"n": n})).unwrap();
+            let _ = wait(&ana, task.id());
+            task
+        };
+        ana_ended.push(task.id().to_owned());
+    }
+    // Then fills her share of running tasks.
+    let running: Vec<Task> = (0..2)
+        .map(|n| start(&ana, &format!("r{n}"), "wait_for_cancel", json!({})).unwrap())
+        .collect();
+    let third = start(&ana, "r2", "wait_for_cancel", json!({})).unwrap_err();
+    assert!(
+        third
+            .error_text()
+            .unwrap()
+            .contains("you run 2 tasks already"),
+        "{third:?}"
+    );
+
+    // Bo still starts a task: ana's thirty ended tasks take no place.
+    let bo_next = start(&bo, "b1", "count", json!({"n": 1})).unwrap();
+    assert_eq!(wait(&bo, bo_next.id()).json(), &json!({"done": 1}));
+    // Ana keeps her four newest ended tasks, not one more; bo's first result is still there.
+    let kept: Vec<&String> = ana_ended
+        .iter()
+        .filter(|id| status(&ana, id).is_ok())
+        .collect();
+    assert_eq!(kept, ana_ended[26..].iter().collect::<Vec<_>>());
+    assert_eq!(
+        pollster::block_on(bo.task_result(bo_first.id()))
+            .unwrap()
+            .json(),
+        &json!({"done": 0})
+    );
+    // Two running, four of ana's ended, two of bo's.
+    assert_eq!(store.len(), 8);
+
+    // Ended tasks in all: six. Carol's two push out the oldest, bo's first.
+    let carol = registry.open_run("run-carol", &subject("carol"));
+    for n in 0..2 {
+        let task = start(&carol, &format!("c{n}"), "count", json!({"n": n})).unwrap();
+        let _ = wait(&carol, task.id());
+    }
+    assert_eq!(store.len(), 8);
+    assert!(matches!(
+        status(&bo, bo_first.id()),
+        Err(TaskError::UnknownId { .. })
+    ));
+    assert!(status(&bo, bo_next.id()).is_ok());
+    // Bo's two, ana's thirty and two running, carol's two.
+    eventually("every tool started", || executions.get() == 36);
+    for task in &running {
+        pollster::block_on(ana.cancel_task(task.id())).unwrap();
+    }
+    eventually("every tool saw its cancel", || saw_cancel.get() == 17);
+}
+
+/// N23: a task's result larger than [`TaskLimits::result_bytes`] is not kept, nor cut: the
+/// task fails with a message that names the bound and how to raise it.
+#[test]
+fn a_result_larger_than_the_bound_fails_its_task_saying_so() {
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("echo", "Say the text back, as long as it is.")
+                .scopes(["jobs:run"])
+                .parameters(json!({
+                    "type": "object",
+                    "properties": {"text": {"type": "string"}},
+                    "required": ["text"],
+                }))
+                .task()
+                .handler(|_ctx, args: Value| Ok::<_, String>(args["text"].clone())),
+        )
+        .task_limits(TaskLimits::new().with_result_bytes(1_000))
+        .build()
+        .unwrap();
+    let run = registry.open_run("run-1", &subject("ana"));
+    let small = start(&run, "c1", "echo", json!({"text": "x".repeat(100)})).unwrap();
+    assert_eq!(wait(&run, small.id()).json(), &json!("x".repeat(100)));
+    assert_eq!(
+        status(&run, small.id()).unwrap().status(),
+        TaskStatus::Completed
+    );
+
+    let large = start(&run, "c2", "echo", json!({"text": "y".repeat(5_000)})).unwrap();
+    let answer = wait(&run, large.id());
+    assert_eq!(answer.error_kind(), Some(ErrorKind::ExecutionFailed));
+    assert_eq!(answer.call_id(), "c2");
+    let text = answer.error_text().unwrap();
+    assert!(
+        text.contains("(1000 bytes)") && text.contains("TaskLimits::with_result_bytes"),
+        "{text}"
+    );
+    assert!(!text.contains("yyy"), "the result was kept in part: {text}");
+    let ended = status(&run, large.id()).unwrap();
+    assert_eq!(ended.status(), TaskStatus::Failed);
+    assert_eq!(ended.message(), Some(text));
 }
 
 #[test]
@@ -411,9 +554,10 @@ fn an_ended_task_is_forgotten_after_its_ttl() {
     assert_eq!(wait(&run, task.id()).json(), &json!({"done": 1}));
     let ended = status(&run, task.id()).unwrap();
     assert_eq!(ended.ttl(), ttl);
-    // Kept: the total of one is taken.
-    let refused = start(&run, "c2", "count", json!({"n": 2})).unwrap_err();
-    assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
+    // Kept, but an ended task takes no place of the total of one.
+    let next = start(&run, "c2", "count", json!({"n": 2})).unwrap();
+    assert_eq!(wait(&run, next.id()).json(), &json!({"done": 2}));
+    let next = status(&run, next.id()).unwrap();
 
     eventually("the task expired", || {
         SystemTime::now() > ended.expires_at().unwrap()
@@ -426,10 +570,12 @@ fn an_ended_task_is_forgotten_after_its_ttl() {
         pollster::block_on(run.task_result(task.id())),
         Err(TaskError::UnknownId { .. })
     ));
+    eventually("the second task expired", || {
+        SystemTime::now() > next.expires_at().unwrap()
+    });
     assert!(store.is_empty());
-    // Its place is free again.
-    let next = start(&run, "c3", "count", json!({"n": 3})).unwrap();
-    assert_eq!(wait(&run, next.id()).json(), &json!({"done": 3}));
+    let last = start(&run, "c3", "count", json!({"n": 3})).unwrap();
+    assert_eq!(wait(&run, last.id()).json(), &json!({"done": 3}));
 }
 
 #[test]

@@ -173,6 +173,28 @@ impl KeptResult {
     }
 }
 
+/// How many bytes `observation` takes as [`KeptResult`] JSON, what a store keeps (and what
+/// [`TaskLimits::result_bytes`](crate::task::TaskLimits::result_bytes) bounds), counted
+/// without keeping the text.
+pub(crate) fn kept_bytes(observation: &Observation) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(bytes.len());
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, &KeptResult::from(observation)) {
+        Ok(()) => count.0,
+        // Not one a store could keep either: as large as can be, so it is not kept.
+        Err(_) => usize::MAX,
+    }
+}
+
 impl From<&Observation> for KeptResult {
     fn from(observation: &Observation) -> KeptResult {
         KeptResult {

@@ -324,31 +324,56 @@ impl Task {
     }
 }
 
-/// How many tasks may exist, and how long their results are kept.
+/// How many tasks may exist, how large and how long their results are kept.
 ///
-/// - **per principal**: at most this many tasks of one principal run at once (working or
-///   waiting for input); one more is refused
-///   ([`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)) until one ends. Default 16.
-/// - **in total**: at most this many tasks are kept at once, running and ended with their
-///   results; one more is refused the same way until one expires. Default 1 000.
-/// - **ttl**: an ended task and its result are kept this long, then forgotten (reading it
-///   gives [`TaskError::UnknownId`]). Default one hour.
+/// Running tasks (working or waiting for input) and ended ones (kept with their results
+/// until they expire) are bounded apart, so that results kept for an hour never deny a
+/// place to a new task:
 ///
-/// The store applies the bounds when it keeps a new task
-/// ([`TaskStore::insert`](crate::task::TaskStore::insert)), so a store shared by replicas
-/// bounds them across all of them.
+/// - **per principal**: at most this many tasks of one principal run at once; one more is
+///   refused ([`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)) until one ends.
+///   Default 16.
+/// - **in total**: at most this many tasks run at once, of all principals; one more is
+///   refused the same way until one ends. Ended tasks do not count. Default 1 000.
+/// - **ended per principal**: at most this many ended tasks of one principal are kept with
+///   their results; when one more of its tasks ends, its own oldest ended task is forgotten,
+///   so that one principal's results never take the room of another's. Default 64.
+/// - **ended in total**: at most this many ended tasks are kept in all; when one more ends,
+///   the oldest ended task is forgotten. Default 1 000.
+/// - **result bytes**: the largest result kept, as its [`KeptResult`](crate::task::KeptResult)
+///   JSON. A larger one is not kept, nor cut: the task fails
+///   ([`ErrorKind::ExecutionFailed`](crate::ErrorKind::ExecutionFailed)) with a message
+///   naming the bound and how to raise it. Default 1 MiB.
+/// - **ttl**: an ended task and its result are kept this long at most, then forgotten
+///   (reading it gives [`TaskError::UnknownId`]). Default one hour.
+///
+/// The store applies the bounds on running tasks when it keeps a new task
+/// ([`TaskStore::insert`](crate::task::TaskStore::insert)), and those on ended tasks when a
+/// task ends ([`TaskStore::finish`](crate::task::TaskStore::finish)), so a store shared by
+/// replicas bounds them across all of them.
 ///
 /// ```
 /// use std::time::Duration;
 /// use registry_core::task::TaskLimits;
 ///
-/// let limits = TaskLimits::new().with_per_principal(4).with_total(100).with_ttl(Duration::from_secs(600));
+/// let limits = TaskLimits::new()
+///     .with_per_principal(4)
+///     .with_total(100)
+///     .with_ended_per_principal(10)
+///     .with_ended(200)
+///     .with_result_bytes(64 * 1024)
+///     .with_ttl(Duration::from_secs(600));
 /// assert_eq!((limits.per_principal(), limits.total()), (4, 100));
+/// assert_eq!((limits.ended_per_principal(), limits.ended()), (10, 200));
+/// assert_eq!(limits.result_bytes(), 64 * 1024);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskLimits {
     per_principal: usize,
     total: usize,
+    ended_per_principal: usize,
+    ended: usize,
+    result_bytes: usize,
     ttl: Duration,
 }
 
@@ -357,6 +382,9 @@ impl Default for TaskLimits {
         TaskLimits {
             per_principal: TaskLimits::DEFAULT_PER_PRINCIPAL,
             total: TaskLimits::DEFAULT_TOTAL,
+            ended_per_principal: TaskLimits::DEFAULT_ENDED_PER_PRINCIPAL,
+            ended: TaskLimits::DEFAULT_ENDED,
+            result_bytes: TaskLimits::DEFAULT_RESULT_BYTES,
             ttl: TaskLimits::DEFAULT_TTL,
         }
     }
@@ -365,8 +393,14 @@ impl Default for TaskLimits {
 impl TaskLimits {
     /// Running tasks per principal, by default: 16.
     pub const DEFAULT_PER_PRINCIPAL: usize = 16;
-    /// Tasks kept in all, by default: 1 000.
+    /// Running tasks in all, by default: 1 000.
     pub const DEFAULT_TOTAL: usize = 1_000;
+    /// Ended tasks kept per principal, by default: 64.
+    pub const DEFAULT_ENDED_PER_PRINCIPAL: usize = 64;
+    /// Ended tasks kept in all, by default: 1 000.
+    pub const DEFAULT_ENDED: usize = 1_000;
+    /// The largest result kept, by default: 1 MiB.
+    pub const DEFAULT_RESULT_BYTES: usize = 1024 * 1024;
     /// How long an ended task's result is kept, by default: one hour.
     pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 
@@ -382,10 +416,34 @@ impl TaskLimits {
         self
     }
 
-    /// At most `n` tasks kept in all, running and ended (`0` refuses every task).
+    /// At most `n` running tasks in all (`0` refuses every task). Ended tasks do not count.
     #[must_use]
     pub fn with_total(mut self, n: usize) -> TaskLimits {
         self.total = n;
+        self
+    }
+
+    /// At most `n` ended tasks of one principal kept, its oldest forgotten first (`0` is
+    /// taken as 1: the task that just ended is always kept).
+    #[must_use]
+    pub fn with_ended_per_principal(mut self, n: usize) -> TaskLimits {
+        self.ended_per_principal = n.max(1);
+        self
+    }
+
+    /// At most `n` ended tasks kept in all, the oldest forgotten first (`0` is taken as 1:
+    /// the task that just ended is always kept).
+    #[must_use]
+    pub fn with_ended(mut self, n: usize) -> TaskLimits {
+        self.ended = n.max(1);
+        self
+    }
+
+    /// Keeps results of at most `bytes` (as [`KeptResult`](crate::task::KeptResult) JSON);
+    /// the task of a larger one fails, saying so.
+    #[must_use]
+    pub fn with_result_bytes(mut self, bytes: usize) -> TaskLimits {
+        self.result_bytes = bytes;
         self
     }
 
@@ -401,9 +459,25 @@ impl TaskLimits {
         self.per_principal
     }
 
-    /// Tasks kept in all.
+    /// Running tasks in all.
     pub fn total(&self) -> usize {
         self.total
+    }
+
+    /// Ended tasks kept per principal.
+    pub fn ended_per_principal(&self) -> usize {
+        self.ended_per_principal
+    }
+
+    /// Ended tasks kept in all.
+    pub fn ended(&self) -> usize {
+        self.ended
+    }
+
+    /// The largest result kept, in bytes of its [`KeptResult`](crate::task::KeptResult)
+    /// JSON.
+    pub fn result_bytes(&self) -> usize {
+        self.result_bytes
     }
 
     /// How long an ended task's result is kept.
@@ -417,10 +491,11 @@ impl TaskLimits {
 #[non_exhaustive]
 pub enum TaskError {
     /// No task of this subject has that id: it never existed, it expired (an ended task is
-    /// kept for its [`ttl`](Task::ttl)), or it belongs to another principal, which reads the
-    /// same so that nothing of it leaks.
+    /// kept for its [`ttl`](Task::ttl) at most, and forgotten sooner to keep within
+    /// [`TaskLimits::ended_per_principal`] and [`TaskLimits::ended`]), or it belongs to another
+    /// principal, which reads the same so that nothing of it leaks.
     #[error(
-        "no task with the id {id:?} is known to this subject; it may have expired (an ended task is kept for its ttl), or belong to someone else"
+        "no task with the id {id:?} is known to this subject; it may have expired (an ended task is kept for its ttl at most, and newer ended tasks push out older ones), or belong to someone else"
     )]
     UnknownId {
         /// The id asked for.

@@ -24,10 +24,11 @@ pub enum Insertion {
         /// How many tasks of the principal run.
         running: usize,
     },
-    /// The store keeps [`TaskLimits::total`] tasks already: refused, nothing kept.
+    /// [`TaskLimits::total`] tasks run already, of all principals: refused, nothing kept.
+    /// Ended tasks do not count.
     Full {
-        /// How many tasks are kept.
-        kept: usize,
+        /// How many tasks run.
+        running: usize,
     },
 }
 
@@ -86,6 +87,13 @@ pub struct TaskEnd {
     pub at: SystemTime,
     /// When the task and its result are forgotten: `at` plus the task's ttl.
     pub expires_at: SystemTime,
+    /// The registry's bounds: the store keeps at most
+    /// [`ended_per_principal`](TaskLimits::ended_per_principal) ended tasks of the task's
+    /// owner and [`ended`](TaskLimits::ended) in all, forgetting the owner's oldest ended
+    /// tasks first, then the oldest of anyone's. `result` is within
+    /// [`result_bytes`](TaskLimits::result_bytes) already (the registry fails the task of a
+    /// larger one); a store that measures the result as it keeps it may check again.
+    pub limits: TaskLimits,
 }
 
 /// What the store did with an end ([`TaskStore::finish`]).
@@ -106,22 +114,26 @@ pub enum Finish {
 ///
 /// What a store must guarantee:
 ///
-/// - [`insert`](Self::insert) applies the [`TaskLimits`] atomically with keeping the task
+/// - [`insert`](Self::insert) applies the bounds on running tasks
+///   ([`TaskLimits::per_principal`], [`TaskLimits::total`]) atomically with keeping the task
 ///   (one transaction, or one lock): two tasks started at once cannot both take the last
-///   place;
+///   place. Ended tasks do not count against them;
 /// - [`finish`](Self::finish) ends a task at most once, even when called concurrently (a
 ///   cancel racing the tool's end): one compare-and-set from a status that is not terminal;
+///   and, atomically with it, keeps the bounds on ended tasks ([`TaskEnd::limits`]): the
+///   owner's oldest ended tasks are forgotten first, beyond
+///   [`TaskLimits::ended_per_principal`], then the oldest of anyone's, beyond
+///   [`TaskLimits::ended`];
 /// - an ended task is forgotten, with its result, once its
 ///   [`expires_at`](Task::expires_at) has passed: [`get`](Self::get) and
-///   [`result`](Self::result) answer `None`, and it no longer counts against
-///   [`TaskLimits::total`].
+///   [`result`](Self::result) answer `None`.
 ///
 /// Every method fails closed: a store that cannot answer makes the registry refuse the task
 /// (or the read), never run it unbounded.
 pub trait TaskStore: Send + Sync + 'static {
     /// Keeps a new task, [`TaskStatus::Working`], if `limits` allow it: fewer than
     /// [`TaskLimits::per_principal`] running tasks of the same owner ([`Task::same_owner`]),
-    /// and fewer than [`TaskLimits::total`] tasks kept.
+    /// and fewer than [`TaskLimits::total`] running tasks in all. Ended tasks do not count.
     fn insert<'a>(
         &'a self,
         task: &'a Task,
@@ -140,7 +152,8 @@ pub trait TaskStore: Send + Sync + 'static {
         at: SystemTime,
     ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
-    /// Ends running task `id` as `end` says, atomically, and keeps its result.
+    /// Ends running task `id` as `end` says, atomically, and keeps its result, forgetting
+    /// older ended tasks to keep within [`TaskEnd::limits`] (see the trait's guarantees).
     fn finish<'a>(&'a self, id: &'a str, end: TaskEnd)
     -> BoxFuture<'a, Result<Finish, StoreError>>;
 
@@ -255,10 +268,13 @@ fn settle(task: &mut Task) {
 
 /// The default [`TaskStore`]: in this process's memory, lost when it exits.
 ///
-/// **Bounded**: besides the registry's [`TaskLimits`], it holds at most
-/// [`DEFAULT_MAX_TASKS`](Self::DEFAULT_MAX_TASKS) tasks whatever the limits say
-/// ([`with_max_tasks`](Self::with_max_tasks) sets another); ended tasks are forgotten once
-/// expired, checked whenever a task is kept or read.
+/// **Bounded**: it keeps the registry's [`TaskLimits`] (running tasks counted when one is
+/// kept, ended ones when one ends, the owner's oldest ended forgotten first), and besides
+/// holds at most [`DEFAULT_MAX_TASKS`](Self::DEFAULT_MAX_TASKS) tasks, running and ended,
+/// whatever the limits say ([`with_max_tasks`](Self::with_max_tasks) sets another): a new
+/// task pushes out the oldest ended one, and is refused only when that many run. Ended tasks
+/// are forgotten once expired, checked whenever a task is kept or read. The count and the
+/// keeping of a task are one step under one lock.
 ///
 /// ```
 /// use registry_core::task::MemoryTaskStore;
@@ -296,7 +312,8 @@ impl MemoryTaskStore {
         MemoryTaskStore::default()
     }
 
-    /// Holds at most `max` tasks, running and ended, whatever the registry's limits.
+    /// Holds at most `max` tasks, running and ended, whatever the registry's limits: the
+    /// oldest ended task is forgotten to make room for a new one.
     #[must_use]
     pub fn with_max_tasks(mut self, max: usize) -> Self {
         self.max_tasks = max;
@@ -328,15 +345,25 @@ impl MemoryTaskStore {
                 task.id
             )));
         }
-        let running = tasks
-            .values()
-            .filter(|kept| !kept.task.status.is_terminal() && kept.task.same_owner(task))
-            .count();
-        if running >= limits.per_principal() {
-            return Ok(Insertion::PrincipalFull { running });
+        let (mut running, mut mine) = (0, 0);
+        for kept in tasks.values() {
+            if !kept.task.status.is_terminal() {
+                running += 1;
+                if kept.task.same_owner(task) {
+                    mine += 1;
+                }
+            }
         }
-        if tasks.len() >= limits.total().min(self.max_tasks) {
-            return Ok(Insertion::Full { kept: tasks.len() });
+        if mine >= limits.per_principal() {
+            return Ok(Insertion::PrincipalFull { running: mine });
+        }
+        if running >= limits.total().min(self.max_tasks) {
+            return Ok(Insertion::Full { running });
+        }
+        // Room for the new task among everything held: ended tasks make way, oldest first.
+        if tasks.len() >= self.max_tasks {
+            let over = tasks.len() + 1 - self.max_tasks;
+            forget_oldest_ended(&mut tasks, over, |_| true);
         }
         tasks.insert(
             task.id.clone(),
@@ -352,6 +379,40 @@ impl MemoryTaskStore {
         let now = SystemTime::now();
         tasks.get_mut(id).filter(|kept| !kept.task.is_expired(now))
     }
+}
+
+/// Forgets the `n` oldest ended tasks (by when they ended) that `which` picks.
+fn forget_oldest_ended(tasks: &mut HashMap<String, Kept>, n: usize, which: impl Fn(&Task) -> bool) {
+    if n == 0 {
+        return;
+    }
+    let mut ended: Vec<(SystemTime, String)> = tasks
+        .values()
+        .filter(|kept| kept.task.status.is_terminal() && which(&kept.task))
+        .map(|kept| (kept.task.updated_at, kept.task.id.clone()))
+        .collect();
+    ended.sort_unstable();
+    for (_, id) in ended.into_iter().take(n) {
+        tasks.remove(&id);
+    }
+}
+
+/// Keeps within `limits`' bounds on ended tasks once `owner`'s task has ended: its oldest
+/// ended tasks are forgotten first, beyond [`TaskLimits::ended_per_principal`], then the
+/// oldest of anyone's, beyond [`TaskLimits::ended`]. The task that just ended (`owner`)
+/// stays: the bounds are at least one.
+fn keep_ended_bounds(tasks: &mut HashMap<String, Kept>, owner: &Task, limits: &TaskLimits) {
+    let (mut ended, mut mine) = (0usize, 0usize);
+    for kept in tasks.values().filter(|kept| kept.task.status.is_terminal()) {
+        ended += 1;
+        if kept.task.same_owner(owner) {
+            mine += 1;
+        }
+    }
+    let over = mine.saturating_sub(limits.ended_per_principal());
+    let others = |task: &Task| task.id != owner.id;
+    forget_oldest_ended(tasks, over, |task| others(task) && task.same_owner(owner));
+    forget_oldest_ended(tasks, (ended - over).saturating_sub(limits.ended()), others);
 }
 
 /// Forgets the tasks that expired.
@@ -435,7 +496,9 @@ impl TaskStore for MemoryTaskStore {
         kept.task.updated_at = end.at;
         kept.task.expires_at = Some(end.expires_at);
         kept.result = Some(end.result);
-        ready(Ok(Finish::Finished(Box::new(kept.task.clone()))))
+        let ended = kept.task.clone();
+        keep_ended_bounds(&mut tasks, &ended, &end.limits);
+        ready(Ok(Finish::Finished(Box::new(ended))))
     }
 
     fn result<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Observation>, StoreError>> {
