@@ -40,7 +40,7 @@
 //! use registry_postgres::{AuditConfig, ControlPlane};
 //!
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
-//! let plane = ControlPlane::connect("postgres://registry@db.internal/registry").await?;
+//! let plane = ControlPlane::connect("postgres://registry@db.internal/registry?sslmode=verify-full&sslrootcert=/etc/registry/db-ca.pem").await?;
 //! let (audit, writer) = plane.audit_sink(AuditConfig::default());
 //! let registry = Registry::builder()
 //!     .declared()

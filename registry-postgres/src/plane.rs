@@ -174,9 +174,11 @@ impl ControlPlane {
     /// checking the certificate (as libpq); `verify-ca` checks the chain, `verify-full` the
     /// chain and the host name, against the CA of `sslrootcert=/path/to/ca.pem` (or
     /// `sslrootcert=system`); `prefer` is taken as `require` (never a silent downgrade);
-    /// `allow` is refused. **Without `sslmode` (or with `disable`), the connection is
-    /// plaintext**: anyone on the path could read and forge revocations, verdicts and quota
-    /// answers. Use `sslmode=verify-full` across any network you do not control.
+    /// `allow` is refused. With `sslmode=disable` the connection is plaintext: anyone on the
+    /// path could read and forge revocations, verdicts and quota answers. **Without
+    /// `sslmode`** it is plaintext to this machine (a Unix socket, `localhost`, a loopback
+    /// address) and refused to any other host ([`Error::Url`](crate::Error::Url), naming
+    /// `sslmode=verify-full`). Use `sslmode=verify-full` across any network you do not control.
     ///
     /// ```
     /// use std::time::Duration;

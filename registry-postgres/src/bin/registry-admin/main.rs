@@ -9,7 +9,7 @@
 //! lacks it.
 //!
 //! ```text
-//! export DATABASE_URL=postgres://registry@db.internal/registry
+//! export DATABASE_URL='postgres://registry@db.internal/registry?sslmode=verify-full&sslrootcert=/etc/registry/db-ca.pem'
 //!
 //! # An incident: every replica stops calling `deploy` within moments.
 //! registry-admin revoke deploy --reason "incident 4711"
@@ -44,7 +44,7 @@
 //! registry-admin prune --older-than 90d
 //!
 //! # Once, as the database's owner: the roles replicas and registry-admin connect with.
-//! registry-admin --database postgres://owner@db.internal/registry init-roles
+//! registry-admin --database 'postgres://owner@db.internal/registry?sslmode=verify-full&sslrootcert=/etc/registry/db-ca.pem' init-roles
 //! ```
 //!
 //! Roles: replicas connect as members of the replica role (`<database>_replica`), which may
