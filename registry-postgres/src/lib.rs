@@ -108,9 +108,9 @@ pub use feed::ChangeFeed;
 pub use plane::{ControlPlane, ControlPlaneBuilder, MAX_URL_FILE_BYTES};
 pub use policies::{
     MAX_POLICY_FILE_BYTES, MAX_POLICY_FILES, MAX_POLICY_NAME_LEN, MAX_POLICY_SET_BYTES,
-    PolicySetRecord, ReplicaPolicyStatus, check_policy_files, policy_digest,
+    POLICY_STATUS_TTL, PolicySetRecord, ReplicaPolicyStatus, check_policy_files, policy_digest,
 };
-pub use prune::{PRUNE_FLOOR, PruneReport};
+pub use prune::{DEFAULT_RETENTION, PRUNE_FLOOR, PruneReport};
 pub use quotas::PgQuotaStore;
 pub use records::{
     ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind,

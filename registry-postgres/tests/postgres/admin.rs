@@ -469,7 +469,11 @@ fn bad_input_is_refused_with_a_clear_error_and_no_panic() {
 async fn prune_deletes_old_records_and_prints_the_counts() {
     let cluster = Cluster::shared().unwrap();
     let url = cluster.fresh_database("admin_prune").unwrap();
-    let plane = ControlPlane::connect(&url).await.unwrap();
+    let plane = ControlPlane::builder(&url)
+        .no_retention()
+        .connect()
+        .await
+        .unwrap();
     plane.revoke("deploy", "one", "test").await.unwrap();
     plane.restore("deploy", "two", "test").await.unwrap();
     plane.revoke("deploy", "three", "test").await.unwrap();
@@ -494,7 +498,8 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     assert_eq!(
         done.stdout,
         "deleted 1500 audit events, 2 superseded changes, 0 decided or expired approval \
-         requests and 0 upstream offers of dead replicas older than 30d\n",
+         requests, 0 upstream offers of dead replicas, 0 ended tasks, 0 old policy sets and 0 \
+         policy status rows of dead replicas older than 30d\n",
         "{done:#?}"
     );
     let left: i64 = client
@@ -529,7 +534,8 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     let report: Value = serde_json::from_str(done.stdout.trim()).unwrap();
     assert_eq!(
         report,
-        json!({"audit_events": 0, "changes": 0, "approvals": 0, "offers": 0})
+        json!({"audit_events": 0, "changes": 0, "approvals": 0, "offers": 0, "tasks": 0,
+               "policy_sets": 0, "policy_status": 0})
     );
 
     for bad in ["30", "thirty days", "-1d", "99999999999999999999d"] {

@@ -338,6 +338,8 @@ async fn run(cli: Cli) -> Result<String, Failure> {
         .replica("registry-admin")
         .pool_size(2)
         .timeout(std::time::Duration::from_secs(15))
+        // An operator's command prunes when asked (`prune`), never on its own.
+        .no_retention()
         .connect()
         .await?;
     let json = cli.json;
@@ -523,15 +525,22 @@ async fn prune(
             "changes": report.changes,
             "approvals": report.approvals,
             "offers": report.offers,
+            "tasks": report.tasks,
+            "policy_sets": report.policy_sets,
+            "policy_status": report.policy_status,
         })));
     }
     Ok(format!(
         "deleted {} audit events, {} superseded changes, {} decided or expired approval \
-         requests and {} upstream offers of dead replicas older than {}\n",
+         requests, {} upstream offers of dead replicas, {} ended tasks, {} old policy sets \
+         and {} policy status rows of dead replicas older than {}\n",
         report.audit_events,
         report.changes,
         report.approvals,
         report.offers,
+        report.tasks,
+        report.policy_sets,
+        report.policy_status,
         show_duration(older_than)
     ))
 }
