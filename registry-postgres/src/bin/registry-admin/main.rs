@@ -230,6 +230,17 @@ enum PolicyCommand {
         /// Prune the policy sets older than the newest N after pushing (default: keep all).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         keep: Option<u32>,
+        /// Then wait (30s, or DURATION: 90s, 2m) for every live replica to report the set,
+        /// print each one's outcome, and exit 1 when one refused it or did not report it in
+        /// time (the fleet is then mixed: that replica keeps the policies it runs).
+        #[arg(
+            long,
+            value_name = "DURATION",
+            num_args = 0..=1,
+            default_missing_value = "30s",
+            value_parser = time::parse_duration
+        )]
+        wait: Option<std::time::Duration>,
     },
     /// The newest policy set (generation, digest, who pushed it and when, its files), then
     /// what each replica did with the sets it was given: applied, or refused and why.
@@ -277,6 +288,8 @@ enum Failure {
     Refused(String),
     /// The control plane failed (exit code 1).
     Plane(Error),
+    /// Done, but not as asked (exit code 1): what to print, then why it failed.
+    Partial(String, String),
     /// The command was not complete (exit code 2).
     Usage(String),
 }
@@ -302,6 +315,10 @@ async fn main() -> ExitCode {
         Err(Failure::Refused(message)) => (message, 1),
         Err(Failure::Plane(error)) => (error.to_string(), 1),
         Err(Failure::Usage(message)) => (message, 2),
+        Err(Failure::Partial(output, message)) => {
+            let _ = std::io::stdout().lock().write_all(output.as_bytes());
+            (message, 1)
+        }
     };
     let _ = writeln!(std::io::stderr(), "error: {message}");
     ExitCode::from(code)
@@ -408,8 +425,8 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             Ok(show::roles(&roles, &created, json))
         }
         Command::Policy {
-            command: PolicyCommand::Push { dir, keep },
-        } => push_policies(&plane, &dir, keep, json).await,
+            command: PolicyCommand::Push { dir, keep, wait },
+        } => push_policies(&plane, &dir, keep, wait, json).await,
         Command::Policy {
             command: PolicyCommand::Show { text },
         } => Ok(show::policies(
@@ -457,6 +474,7 @@ async fn push_policies(
     plane: &ControlPlane,
     dir: &std::path::Path,
     keep: Option<u32>,
+    wait: Option<std::time::Duration>,
     json: bool,
 ) -> Result<String, Failure> {
     let files = policy::read_dir(dir).map_err(Failure::Refused)?;
@@ -468,26 +486,85 @@ async fn push_policies(
         Some(keep) => Some(plane.prune_policy_sets(keep as usize).await?),
         None => None,
     };
-    if json {
-        return Ok(show::json_line(&json!({
+    let pushed = if json {
+        show::json_line(&json!({
             "generation": generation,
             "digest": digest,
             "files": names,
             "origin": origin,
             "pruned": pruned,
-        })));
-    }
-    let pruned = match pruned {
-        Some(count) => format!("{count} older policy sets deleted.\n"),
-        None => String::new(),
+        }))
+    } else {
+        let pruned = match pruned {
+            Some(count) => format!("{count} older policy sets deleted.\n"),
+            None => String::new(),
+        };
+        let then = if wait.is_some() {
+            "Waiting for every live replica to validate it and switch to it, or to keep the \
+             policies it runs and report why."
+        } else {
+            "Every replica following the change feed validates it within moments and switches \
+             to it, or keeps the policies it runs and reports why: `registry-admin policy show`."
+        };
+        format!(
+            "pushed policy set generation {generation}: {} file{}, sha256 {digest}\n{then}\n{pruned}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+        )
     };
-    Ok(format!(
-        "pushed policy set generation {generation}: {} file{}, sha256 {digest}\n\
-         Every replica following the change feed validates it within moments and switches to \
-         it, or keeps the policies it runs and reports why: `registry-admin policy show`.\n{pruned}",
-        names.len(),
-        if names.len() == 1 { "" } else { "s" },
-    ))
+    match wait {
+        None => Ok(pushed),
+        Some(limit) => wait_for_replicas(plane, generation, limit, pushed, json).await,
+    }
+}
+
+/// `policy push --wait`: polls the live replicas' status until each has reported
+/// `generation` (or a later one) or `limit` has passed; prints each one's outcome after
+/// `pushed`. A refusal, a replica that did not report in time, or no live replica at all is
+/// a failure (exit 1): the fleet does not run the pushed set everywhere.
+async fn wait_for_replicas(
+    plane: &ControlPlane,
+    generation: i64,
+    limit: std::time::Duration,
+    pushed: String,
+    json: bool,
+) -> Result<String, Failure> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let live = loop {
+        let live: Vec<_> = plane
+            .policy_status()
+            .await?
+            .into_iter()
+            .filter(|status| status.live)
+            .collect();
+        let reported =
+            !live.is_empty() && live.iter().all(|status| status.generation >= generation);
+        if reported || tokio::time::Instant::now() >= deadline {
+            break live;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let (output, refused, silent) = show::push_outcomes(&live, generation, pushed, json);
+    let waited = show_duration(limit);
+    let failure = if live.is_empty() {
+        Some(format!(
+            "no live replica reported generation {generation} within {waited}: nothing is known \
+             to run it (a replica reports once its feed has a validation, `ChangeFeed::on_policies`)"
+        ))
+    } else if refused + silent > 0 {
+        Some(format!(
+            "of {} live replicas, {refused} refused generation {generation} and {silent} did not \
+             report it within {waited}: they keep the policies they run, so the fleet is mixed. \
+             Fix the set and push it again, or upgrade those replicas",
+            live.len()
+        ))
+    } else {
+        None
+    };
+    match failure {
+        Some(message) => Err(Failure::Partial(output, message)),
+        None => Ok(output),
+    }
 }
 
 async fn prune(
