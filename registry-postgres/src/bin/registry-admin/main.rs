@@ -35,12 +35,13 @@
 //!
 //! # Cedar policy sets: every replica validates the pushed set and switches to it, or keeps
 //! # its own and reports why.
-//! registry-admin policy push ./policies
+//! registry-admin policy push ./policies --wait   # exit 1 if a live replica refused it
 //! registry-admin policy show --text
 //!
-//! # Bound the tables: delete audit events, superseded changes and decided requests
-//! # older than 90 days (never younger than 7 days without --force; each prune is recorded
-//! # in the audit trail first).
+//! # Bound the tables: delete audit events, superseded changes, decided requests, ended
+//! # tasks, old policy sets and dead replicas' rows older than 90 days (never younger than 7
+//! # days without --force; each prune is recorded in the audit trail first). Replicas whose
+//! # role may prune do it by default after 30 days; with roles, schedule this command.
 //! registry-admin prune --older-than 90d
 //!
 //! # Once, as the database's owner: the roles replicas and registry-admin connect with.
@@ -190,8 +191,10 @@ enum Command {
         command: PolicyCommand,
     },
     /// Delete what is older than a duration: audit events, approval requests decided or
-    /// expired, and revocations and restorations a later one of the same tool supersedes
-    /// (replacements and every tool's newest change are kept, for replicas catching up).
+    /// expired, revocations and restorations a later one of the same tool supersedes and
+    /// policy pushes a later push supersedes (replacements and every tool's newest change are
+    /// kept, for replicas catching up), dead replicas' upstream offers and policy status,
+    /// ended tasks, and policy sets but the newest and those a replica runs.
     /// Records younger than 7 days are kept unless --force. The prune is recorded in the
     /// audit trail (kind `prune`: who, the cutoff, what it deleted) before it deletes.
     Prune {
