@@ -82,6 +82,7 @@
 // Every public type can be printed (and prints no secret).
 #![warn(missing_debug_implementations)]
 
+mod approval_wake;
 mod approvals;
 mod audit;
 mod changes;

@@ -34,6 +34,8 @@ pub(crate) struct Inner {
     /// there, and so does each of its queries (a task's thread calls it from outside any
     /// runtime).
     pub(crate) handle: tokio::runtime::Handle,
+    /// The waits on approval requests, woken by the database's notifications.
+    pub(crate) approval_wakes: crate::approval_wake::ApprovalWakes,
 }
 
 /// The stream of a connection: TLS, or plaintext when the URL asks for none.
@@ -453,6 +455,7 @@ impl ControlPlaneBuilder {
                 connector,
                 settings: self.settings,
                 handle,
+                approval_wakes: Default::default(),
             }),
         };
         let (mut client, connection) = plane.dedicated().await?;
