@@ -542,3 +542,46 @@ async fn a_verdict_on_one_replica_wakes_a_wait_on_another_at_once() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_listener_drops_every_wait_is_woken_and_questions_poll_until_it_is_back() {
+    use registry_core::server::RegistryExt;
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_plane, registry) = replica(&url, "a", &counter).await;
+        let id = ask(&registry, "c1").await;
+        let wake = watching(&registry, &id).await;
+        // The listener's connection is cut: nothing could tell the wait of a decision made
+        // now, so it is woken (to look, then poll).
+        let cut: i64 = sql(&url)
+            .await
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                  WHERE query = 'LISTEN registry_approvals' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(cut, 1, "one listener per plane");
+        tokio::time::timeout(Duration::from_secs(5), wake)
+            .await
+            .expect("the dropped listener woke the wait");
+        // Listening again, with backoff: waits are woken by notifications again.
+        let wake = watching(&registry, &id).await;
+        sql(&url)
+            .await
+            .execute(
+                "UPDATE registry_approvals SET state = 'expired' WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), wake)
+            .await
+            .expect("the listener is back");
+        assert!(registry.watch_approval("apr_none").is_some());
+    })
+    .await;
+}
