@@ -52,6 +52,9 @@ pub struct PruneReport {
     /// Policy status rows of dead replicas: last seen before the cutoff and not within
     /// [`POLICY_STATUS_TTL`](crate::POLICY_STATUS_TTL).
     pub policy_status: u64,
+    /// Quota buckets last drawn from before the cutoff and full again by now: deleting one
+    /// changes nothing, a bucket is created full.
+    pub quota_buckets: u64,
 }
 
 /// One table a prune deletes from: `victims` selects the keys (`key`) of the rows to go, `$1`
@@ -61,10 +64,13 @@ struct Target {
     table: &'static str,
     key: &'static str,
     victims: String,
+    /// A condition checked again on the row the `DELETE` locks (a row changed since the
+    /// victims were selected is kept when it no longer holds): `""` or `" AND ..."`.
+    recheck: &'static str,
 }
 
 /// Every table a prune deletes from, and what it deletes there.
-fn targets() -> [Target; 7] {
+fn targets() -> [Target; 8] {
     let floor_secs = PRUNE_FLOOR.as_secs_f64();
     let offer_ttl = crate::upstreams::UPSTREAM_OFFER_TTL.as_secs_f64();
     let status_ttl = crate::policies::POLICY_STATUS_TTL.as_secs_f64();
@@ -80,6 +86,7 @@ fn targets() -> [Target; 7] {
                     AND NOT (kind = 'prune' AND at >= now() - make_interval(secs => {floor_secs}))
                   ORDER BY id"
             ),
+            recheck: "",
         },
         Target {
             what: "pruning changes",
@@ -97,6 +104,7 @@ fn targets() -> [Target; 7] {
                                             WHERE n.kind = 'policies' AND n.seq > c.seq)))
                        ORDER BY c.seq"
                 .to_owned(),
+            recheck: "",
         },
         Target {
             what: "pruning approval requests",
@@ -106,6 +114,7 @@ fn targets() -> [Target; 7] {
                        WHERE (state <> 'pending' AND COALESCE(decided_at, expires_at) < $1)
                           OR (state = 'pending' AND expires_at < $1)"
                 .to_owned(),
+            recheck: "",
         },
         Target {
             what: "pruning dead replicas' upstream offers",
@@ -115,12 +124,14 @@ fn targets() -> [Target; 7] {
                 "SELECT replica, tool FROM upstream_offers
                   WHERE seen_at < $1 AND seen_at < now() - make_interval(secs => {offer_ttl})"
             ),
+            recheck: "",
         },
         Target {
             what: "pruning ended tasks",
             table: "registry_tasks",
             key: "id",
             victims: "SELECT id FROM registry_tasks WHERE expires_at < $1".to_owned(),
+            recheck: "",
         },
         Target {
             what: "pruning dead replicas' policy status",
@@ -130,6 +141,7 @@ fn targets() -> [Target; 7] {
                 "SELECT replica FROM registry_policy_status
                   WHERE seen_at < $1 AND seen_at < now() - make_interval(secs => {status_ttl})"
             ),
+            recheck: "",
         },
         Target {
             what: "pruning policy sets",
@@ -142,6 +154,17 @@ fn targets() -> [Target; 7] {
                                           WHERE r.running = s.generation)
                        ORDER BY s.generation"
                 .to_owned(),
+            recheck: "",
+        },
+        Target {
+            what: "pruning quota buckets full again",
+            table: "registry_quota_buckets",
+            key: "key",
+            victims: format!(
+                "SELECT key FROM registry_quota_buckets WHERE at < $1 AND tokens_us + GREATEST(0, (EXTRACT(EPOCH FROM (now() - at)) * 1000000)::bigint) >= capacity_us"
+            ),
+            // A draw between the selection and the delete keeps the bucket.
+            recheck: " AND tokens_us + GREATEST(0, (EXTRACT(EPOCH FROM (now() - at)) * 1000000)::bigint) >= capacity_us",
         },
     ]
 }
@@ -160,6 +183,8 @@ impl ControlPlane {
     ///   however long ago it reported);
     /// - `registry_policy_sets` pushed before the cutoff, but the newest and any set a
     ///   replica whose status is kept runs;
+    /// - `registry_quota_buckets` last drawn from before the cutoff and full again by now
+    ///   (a missing bucket is created full: nothing changes);
     /// - `registry_changes`: a revocation or restoration recorded before the cutoff **only
     ///   when a later revocation or restoration of the same tool exists**. Replacements are
     ///   kept, and so is the newest revocation or restoration of every tool, whatever their
@@ -299,11 +324,11 @@ impl ControlPlane {
             })
             .await?
             .get(0);
-        let mut deleted = [0; 7];
+        let mut deleted = [0; 8];
         for (count, target) in deleted.iter_mut().zip(&targets) {
             let statement = format!(
-                "DELETE FROM {} WHERE {} IN ({} LIMIT $2)",
-                target.table, target.key, target.victims
+                "DELETE FROM {} WHERE {} IN ({} LIMIT $2){}",
+                target.table, target.key, target.victims, target.recheck
             );
             *count = self
                 .delete_batches(client, target.what, &statement, cutoff)
@@ -317,6 +342,7 @@ impl ControlPlane {
             tasks,
             policy_status,
             policy_sets,
+            quota_buckets,
         ] = deleted;
         let report = PruneReport {
             audit_events,
@@ -326,6 +352,7 @@ impl ControlPlane {
             tasks,
             policy_sets,
             policy_status,
+            quota_buckets,
         };
         let counts = serde_json::json!({
             "audit_events": report.audit_events,
@@ -335,6 +362,7 @@ impl ControlPlane {
             "tasks": report.tasks,
             "policy_sets": report.policy_sets,
             "policy_status": report.policy_status,
+            "quota_buckets": report.quota_buckets,
         });
         self.timed("recording what the prune deleted", async {
             client
@@ -443,6 +471,7 @@ pub(crate) fn spawn_retention(plane: Weak<Inner>, retention: Duration, every: Du
                     tasks = report.tasks,
                     policy_sets = report.policy_sets,
                     policy_status = report.policy_status,
+                    quota_buckets = report.quota_buckets,
                     "pruned what is older than the retention"
                 ),
                 Ok(None) => tracing::debug!("another replica is pruning"),

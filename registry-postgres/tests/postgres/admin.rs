@@ -500,8 +500,8 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     assert_eq!(
         done.stdout,
         "deleted 1500 audit events, 2 superseded changes, 0 decided or expired approval \
-         requests, 0 upstream offers of dead replicas, 0 ended tasks, 0 old policy sets and 0 \
-         policy status rows of dead replicas older than 30d\n",
+         requests, 0 upstream offers of dead replicas, 0 ended tasks, 0 old policy sets, 0 \
+         policy status rows of dead replicas and 0 quota buckets full again older than 30d\n",
         "{done:#?}"
     );
     let left: i64 = client
@@ -537,7 +537,7 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     assert_eq!(
         report,
         json!({"audit_events": 0, "changes": 0, "approvals": 0, "offers": 0, "tasks": 0,
-               "policy_sets": 0, "policy_status": 0})
+               "policy_sets": 0, "policy_status": 0, "quota_buckets": 0})
     );
 
     for bad in ["30", "thirty days", "-1d", "99999999999999999999d"] {

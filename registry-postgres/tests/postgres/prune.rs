@@ -328,7 +328,12 @@ async fn rows_of_every_kind(url: &str, plane: &ControlPlane) {
                      now() - interval '41 days', 1000, now() - interval '41 days',
                      now() - interval '40 days'),
                     ('task_running', '\\x00', 'acme', 'deploy', 'working', '\\x00', 'live',
-                     now() + interval '1 hour', 1000, now() - interval '41 days', NULL);",
+                     now() + interval '1 hour', 1000, now() - interval '41 days', NULL);
+             -- Drawn from 40 days ago: full again (goes); empty, with a refill slower than
+             -- that (stays: deleting it would give its subject a full bucket).
+             INSERT INTO registry_quota_buckets (key, tokens_us, at, capacity_us, interval_us)
+             VALUES ('\\x01', 0, now() - interval '40 days', 60000000, 1000000),
+                    ('\\x02', 0, now() - interval '40 days', 9000000000000000, 1000000);",
         )
         .await
         .unwrap();
@@ -363,6 +368,10 @@ async fn left(url: &str) -> Vec<String> {
             "tasks",
             "SELECT string_agg(id, ',' ORDER BY id) FROM registry_tasks",
         ),
+        (
+            "buckets",
+            "SELECT string_agg(encode(key, 'hex'), ',' ORDER BY key) FROM registry_quota_buckets",
+        ),
     ] {
         let row = sql(url).await.query_one(query, &[]).await.unwrap();
         let value: Option<String> = row.get(0);
@@ -396,6 +405,7 @@ async fn a_plane_built_with_defaults_prunes_every_covered_table_on_its_own() {
                 "status: gone,lately,live",
                 "offers: 1",
                 "tasks: task_old,task_running",
+                "buckets: 01,02",
             ]
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -429,6 +439,7 @@ async fn a_plane_built_with_defaults_prunes_every_covered_table_on_its_own() {
             "status: lately,live",
             "offers: 0",
             "tasks: task_running",
+            "buckets: 02",
         ];
         crate::common::wait_until_async(
             Duration::from_secs(20),
@@ -451,6 +462,7 @@ async fn a_plane_built_with_defaults_prunes_every_covered_table_on_its_own() {
         assert_eq!(event["policy_sets"], 1, "{event}");
         assert_eq!(event["policy_status"], 1, "{event}");
         assert_eq!(event["tasks"], 1, "{event}");
+        assert_eq!(event["quota_buckets"], 1, "{event}");
         // Nothing more to prune: later turns record nothing.
         let prunes = scalar(
             &url,

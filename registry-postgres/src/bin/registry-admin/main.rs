@@ -194,7 +194,8 @@ enum Command {
     /// expired, revocations and restorations a later one of the same tool supersedes and
     /// policy pushes a later push supersedes (replacements and every tool's newest change are
     /// kept, for replicas catching up), dead replicas' upstream offers and policy status,
-    /// ended tasks, and policy sets but the newest and those a replica runs.
+    /// ended tasks, policy sets but the newest and those a replica runs, and quota buckets
+    /// full again.
     /// Records younger than 7 days are kept unless --force. The prune is recorded in the
     /// audit trail (kind `prune`: who, the cutoff, what it deleted) before it deletes.
     Prune {
@@ -608,12 +609,13 @@ async fn prune(
             "tasks": report.tasks,
             "policy_sets": report.policy_sets,
             "policy_status": report.policy_status,
+            "quota_buckets": report.quota_buckets,
         })));
     }
     Ok(format!(
         "deleted {} audit events, {} superseded changes, {} decided or expired approval \
-         requests, {} upstream offers of dead replicas, {} ended tasks, {} old policy sets \
-         and {} policy status rows of dead replicas older than {}\n",
+         requests, {} upstream offers of dead replicas, {} ended tasks, {} old policy sets, \
+         {} policy status rows of dead replicas and {} quota buckets full again older than {}\n",
         report.audit_events,
         report.changes,
         report.approvals,
@@ -621,6 +623,7 @@ async fn prune(
         report.tasks,
         report.policy_sets,
         report.policy_status,
+        report.quota_buckets,
         show_duration(older_than)
     ))
 }
