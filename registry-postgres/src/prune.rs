@@ -69,6 +69,11 @@ struct Target {
     recheck: &'static str,
 }
 
+/// A quota bucket full again by now (as `registry_take_tokens` refills it): deleting it
+/// changes nothing, a missing bucket is created full.
+const BUCKET_FULL: &str = " AND tokens_us \
+     + GREATEST(0, (EXTRACT(EPOCH FROM (now() - at)) * 1000000)::bigint) >= capacity_us";
+
 /// Every table a prune deletes from, and what it deletes there.
 fn targets() -> [Target; 8] {
     let floor_secs = PRUNE_FLOOR.as_secs_f64();
@@ -160,11 +165,9 @@ fn targets() -> [Target; 8] {
             what: "pruning quota buckets full again",
             table: "registry_quota_buckets",
             key: "key",
-            victims: format!(
-                "SELECT key FROM registry_quota_buckets WHERE at < $1 AND tokens_us + GREATEST(0, (EXTRACT(EPOCH FROM (now() - at)) * 1000000)::bigint) >= capacity_us"
-            ),
+            victims: format!("SELECT key FROM registry_quota_buckets WHERE at < $1{BUCKET_FULL}"),
             // A draw between the selection and the delete keeps the bucket.
-            recheck: " AND tokens_us + GREATEST(0, (EXTRACT(EPOCH FROM (now() - at)) * 1000000)::bigint) >= capacity_us",
+            recheck: BUCKET_FULL,
         },
     ]
 }
