@@ -129,7 +129,9 @@ pub mod approval {
     //! [`MemoryApprovalStore`]; `registry-postgres` shares one between replicas).
 
     pub use crate::gate::approval::{ApprovalError, ApprovalRequest, ApprovalState, Verdict};
-    pub use crate::gate::store::{ApprovalStore, MemoryApprovalStore, Transition};
+    pub use crate::gate::store::{
+        ApprovalStore, ApprovalWatchers, MemoryApprovalStore, Transition,
+    };
 }
 
 pub mod task {

@@ -265,6 +265,14 @@ pub trait RegistryExt: sealed::Sealed {
         id: &str,
     ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
 
+    /// A wait for approval request `id` to change, registered at once; `None` when the
+    /// approval store cannot tell (the caller polls):
+    /// [`ApprovalStore::watch`](crate::approval::ApprovalStore::watch).
+    fn watch_approval(
+        &self,
+        id: &str,
+    ) -> Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>>;
+
     /// How many revocations and replacements have been made: cheap to poll (an atomic read)
     /// for a server that must tell its clients when their tool lists may have changed.
     fn generation(&self) -> u64;
@@ -300,6 +308,13 @@ impl RegistryExt for Registry {
         id: &str,
     ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send {
         self.approver_outside(id)
+    }
+
+    fn watch_approval(
+        &self,
+        id: &str,
+    ) -> Option<std::pin::Pin<Box<dyn Future<Output = ()> + Send + 'static>>> {
+        self.approval_watch(id)
     }
 
     fn generation(&self) -> u64 {

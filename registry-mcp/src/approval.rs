@@ -80,8 +80,15 @@ enum Answer {
     DecidedElsewhere(String),
 }
 
-/// How often a question waiting for a person looks for a decision made outside it.
+/// How often a question waiting for a person looks for a decision made outside it, when the
+/// approval store cannot wake it ([`ApprovalStore::watch`] answers `None`: a store without
+/// notifications, too many waiting, or a listener whose connection dropped).
+///
+/// [`ApprovalStore::watch`]: registry_core::approval::ApprovalStore::watch
 const OUTSIDE_POLL: Duration = Duration::from_millis(250);
+
+/// How often it looks anyway when the store wakes it: a slow poll, in case a wake is lost.
+const OUTSIDE_FALLBACK: Duration = Duration::from_secs(5);
 
 /// Answers a call that needs approval (`request`, made in `slot`'s run): asks the client's
 /// user if the client supports form elicitation, and otherwise denies it.
@@ -248,12 +255,14 @@ async fn asked_elsewhere(client: &Client, id: &str) -> Option<crate::clients::As
 }
 
 /// Waits for a decision made outside this question: an operator's approval in a shared
-/// store, or the request decided elsewhere (denied from a console, say). Polls the store;
-/// never returns while nothing happens.
+/// store, or the request decided elsewhere (denied from a console, say). Woken by the store
+/// when it can tell ([`RegistryExt::watch_approval`]: a wait registered before the store is
+/// read, so no change falls in between), with a slow poll besides; polled otherwise. Never
+/// returns while nothing happens.
 async fn decided_outside(slot: &RunSlot, id: &str) -> Answer {
     let registry = slot.run.registry();
     loop {
-        tokio::time::sleep(OUTSIDE_POLL).await;
+        let wake = registry.watch_approval(id);
         if let Ok(Some((_, state))) = registry.approval_request(id).await
             && !state.is_pending()
         {
@@ -261,6 +270,12 @@ async fn decided_outside(slot: &RunSlot, id: &str) -> Answer {
         }
         if let Ok(Some(by)) = registry.approved_outside(id).await {
             return Answer::ApprovedBy(by);
+        }
+        match wake {
+            Some(wake) => {
+                let _ = tokio::time::timeout(OUTSIDE_FALLBACK, wake).await;
+            }
+            None => tokio::time::sleep(OUTSIDE_POLL).await,
         }
     }
 }

@@ -348,6 +348,12 @@ impl PgApprovalStore {
 }
 
 impl ApprovalStore for PgApprovalStore {
+    /// Woken by the database (`LISTEN`/`NOTIFY`, one listener connection per plane); see
+    /// `approval_wake.rs`.
+    fn watch(&self, id: &str) -> Option<registry_core::definition::BoxFuture<'static, ()>> {
+        self.plane.watch_approval(id)
+    }
+
     fn insert<'a>(
         &'a self,
         request: &'a ApprovalRequest,

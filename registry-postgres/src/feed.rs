@@ -534,13 +534,28 @@ impl Follower {
 
     /// Gives the newest policy set to the hook each time the feed sees one pushed; after a
     /// failure, tries again every heartbeat.
+    /// While a hook is installed, refreshes this replica's policy status every 20
+    /// heartbeats (at most every 20 s), so that it counts as live
+    /// ([`POLICY_STATUS_TTL`](crate::POLICY_STATUS_TTL)).
     async fn follow_policies(self) {
         let mut stop = self.shared.stop.subscribe();
         let heartbeat = self.plane.settings().heartbeat;
+        let mut refresh =
+            tokio::time::interval((heartbeat * 20).min(crate::policies::POLICY_STATUS_TTL / 3));
+        refresh.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        refresh.tick().await;
         loop {
-            tokio::select! {
-                _ = self.shared.policies_wake.notified() => {}
+            let refreshing = tokio::select! {
+                _ = self.shared.policies_wake.notified() => false,
+                _ = refresh.tick() => true,
                 _ = stop.wait_for(|stopped| *stopped) => return,
+            };
+            if refreshing {
+                let hooked = self.shared.policies.lock().await.hook.is_some();
+                if hooked && let Err(error) = self.plane.refresh_policy_status().await {
+                    tracing::debug!(%error, "the policy status could not be refreshed");
+                }
+                continue;
             }
             if let Err(error) = self.apply_policies().await {
                 tracing::warn!(%error, "the pushed policy set could not be read or reported; trying again");

@@ -40,7 +40,7 @@
 //! use registry_postgres::{AuditConfig, ControlPlane};
 //!
 //! # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
-//! let plane = ControlPlane::connect("postgres://registry@db.internal/registry").await?;
+//! let plane = ControlPlane::connect("postgres://registry@db.internal/registry?sslmode=verify-full&sslrootcert=/etc/registry/db-ca.pem").await?;
 //! let (audit, writer) = plane.audit_sink(AuditConfig::default());
 //! let registry = Registry::builder()
 //!     .declared()
@@ -82,6 +82,7 @@
 // Every public type can be printed (and prints no secret).
 #![warn(missing_debug_implementations)]
 
+mod approval_wake;
 mod approvals;
 mod audit;
 mod changes;
@@ -108,9 +109,9 @@ pub use feed::ChangeFeed;
 pub use plane::{ControlPlane, ControlPlaneBuilder, MAX_URL_FILE_BYTES};
 pub use policies::{
     MAX_POLICY_FILE_BYTES, MAX_POLICY_FILES, MAX_POLICY_NAME_LEN, MAX_POLICY_SET_BYTES,
-    PolicySetRecord, ReplicaPolicyStatus, check_policy_files, policy_digest,
+    POLICY_STATUS_TTL, PolicySetRecord, ReplicaPolicyStatus, check_policy_files, policy_digest,
 };
-pub use prune::{PRUNE_FLOOR, PruneReport};
+pub use prune::{DEFAULT_RETENTION, PRUNE_FLOOR, PruneReport};
 pub use quotas::PgQuotaStore;
 pub use records::{
     ApprovalFilter, ApprovalRecord, AuditFilter, AuditRecord, ChangeRecord, RecordedKind,

@@ -19,6 +19,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0011_upstream_acceptances.sql"),
     include_str!("../migrations/0012_policy_sets.sql"),
     include_str!("../migrations/0013_roles.sql"),
+    include_str!("../migrations/0014_policy_status_seen.sql"),
+    include_str!("../migrations/0015_approval_notify.sql"),
 ];
 
 /// The key of the advisory lock held while migrating (any constant the application does not

@@ -34,6 +34,8 @@ pub(crate) struct Inner {
     /// there, and so does each of its queries (a task's thread calls it from outside any
     /// runtime).
     pub(crate) handle: tokio::runtime::Handle,
+    /// The waits on approval requests, woken by the database's notifications.
+    pub(crate) approval_wakes: crate::approval_wake::ApprovalWakes,
 }
 
 /// The stream of a connection: TLS, or plaintext when the URL asks for none.
@@ -174,9 +176,11 @@ impl ControlPlane {
     /// checking the certificate (as libpq); `verify-ca` checks the chain, `verify-full` the
     /// chain and the host name, against the CA of `sslrootcert=/path/to/ca.pem` (or
     /// `sslrootcert=system`); `prefer` is taken as `require` (never a silent downgrade);
-    /// `allow` is refused. **Without `sslmode` (or with `disable`), the connection is
-    /// plaintext**: anyone on the path could read and forge revocations, verdicts and quota
-    /// answers. Use `sslmode=verify-full` across any network you do not control.
+    /// `allow` is refused. With `sslmode=disable` the connection is plaintext: anyone on the
+    /// path could read and forge revocations, verdicts and quota answers. **Without
+    /// `sslmode`** it is plaintext to this machine (a Unix socket, `localhost`, a loopback
+    /// address) and refused to any other host ([`Error::Url`](crate::Error::Url), naming
+    /// `sslmode=verify-full`). Use `sslmode=verify-full` across any network you do not control.
     ///
     /// ```
     /// use std::time::Duration;
@@ -199,7 +203,7 @@ impl ControlPlane {
                 lease: Duration::from_secs(2),
                 task_lease: Duration::from_secs(10),
                 timeout: Duration::from_secs(2),
-                retention: None,
+                retention: Some(crate::prune::DEFAULT_RETENTION),
                 prune_every: Duration::from_secs(3_600),
             },
             pool_size: 16,
@@ -348,17 +352,46 @@ impl ControlPlaneBuilder {
 
     /// Deletes what is older than `retention` from the control plane's tables, once at
     /// connect and then every [`prune_every`](Self::prune_every), by what
-    /// [`ControlPlane::prune`] deletes (the change log keeps what replicas need). Every
-    /// replica built with a retention runs the task; an advisory lock makes them prune one
-    /// at a time. Default: no retention, nothing is ever deleted (prune with
-    /// `registry-admin prune`).
+    /// [`ControlPlane::prune`] deletes (the change log keeps what replicas need; the newest
+    /// policy set and a live replica's policy status are never deleted). **On by default**,
+    /// with [`DEFAULT_RETENTION`](crate::DEFAULT_RETENTION) (30 days); turn it off with
+    /// [`no_retention`](Self::no_retention). Every replica with a retention runs the task;
+    /// an advisory lock makes them prune one at a time. A turn that finds nothing older than
+    /// the retention records nothing; one that deletes is recorded in the audit trail (kind
+    /// `prune`) before it deletes.
     ///
     /// A retention below [`PRUNE_FLOOR`](crate::PRUNE_FLOOR) (7 days) is refused at connect.
     /// Pruning is the admin role's: a plane connected with a replica's role prunes nothing
-    /// (PostgreSQL refuses it; the task logs why). Give the retention to a plane connected
-    /// as a member of the admin role, or run `registry-admin prune` from a scheduler.
+    /// (it logs that once, with the fix, and stops). With roles, give the retention to a
+    /// plane connected as a member of the admin role, or run `registry-admin prune` from a
+    /// scheduler.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use registry_postgres::ControlPlane;
+    ///
+    /// let ninety_days = ControlPlane::builder("postgres://registry@127.0.0.1/registry")
+    ///     .retention(Duration::from_secs(90 * 86_400));
+    /// # drop(ninety_days);
+    /// ```
     pub fn retention(mut self, retention: Duration) -> Self {
         self.settings.retention = Some(retention);
+        self
+    }
+
+    /// No retention: this plane deletes nothing on its own (the default is
+    /// [`DEFAULT_RETENTION`](crate::DEFAULT_RETENTION)). For a replica whose records an
+    /// operator prunes (`registry-admin prune` from a scheduler), or a tool that only reads;
+    /// `registry-admin` itself connects this way.
+    ///
+    /// ```
+    /// use registry_postgres::ControlPlane;
+    ///
+    /// let builder = ControlPlane::builder("postgres://registry@127.0.0.1/registry").no_retention();
+    /// # drop(builder);
+    /// ```
+    pub fn no_retention(mut self) -> Self {
+        self.settings.retention = None;
         self
     }
 
@@ -423,6 +456,7 @@ impl ControlPlaneBuilder {
                 connector,
                 settings: self.settings,
                 handle,
+                approval_wakes: Default::default(),
             }),
         };
         let (mut client, connection) = plane.dedicated().await?;

@@ -96,7 +96,18 @@ pub struct ReplicaPolicyStatus {
     pub running: Option<i64>,
     /// When it reported.
     pub at: SystemTime,
+    /// When the replica was last seen running: its feed refreshes this while it runs.
+    pub seen_at: SystemTime,
+    /// Whether it was seen within [`POLICY_STATUS_TTL`]: `false` for a replica that has
+    /// stopped (or lost the database), whose row the retention deletes in time.
+    pub live: bool,
 }
+
+/// How long a replica's policy status counts as live without being refreshed: 60 s. A
+/// replica whose feed validates policy sets refreshes it every 20 heartbeats (5 s by
+/// default), at most every 20 s; `registry-admin policy show` marks the others dead, and
+/// `policy push --wait` waits for the live ones only.
+pub const POLICY_STATUS_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The SHA-256, in lowercase hexadecimal, of `files` in name order: for each file, its name,
 /// a NUL byte, the length of its text in bytes as 8 bytes big-endian, and the text. Neither a
@@ -224,8 +235,8 @@ pub fn check_policy_files(files: &[(String, String)]) -> Result<(), Error> {
 
 const SET_COLUMNS: &str = "SELECT generation, at, digest, origin, files FROM registry_policy_sets";
 
-const STATUS_COLUMNS: &str =
-    "SELECT replica, generation, outcome, error, running, at FROM registry_policy_status";
+const STATUS_COLUMNS: &str = "SELECT replica, generation, outcome, error, running, at, seen_at,
+            seen_at >= now() - make_interval(secs => $1) FROM registry_policy_status";
 
 fn set_of(row: &Row) -> Result<PolicySetRecord, Error> {
     let generation: i64 = row.get(0);
@@ -265,6 +276,8 @@ fn status_of(row: &Row) -> ReplicaPolicyStatus {
         error: row.get(3),
         running: row.get(4),
         at: row.get(5),
+        seen_at: row.get(6),
+        live: row.get(7),
     }
 }
 
@@ -366,7 +379,10 @@ impl ControlPlane {
         self.timed("reading the replicas' policy status", async {
             let client = self.client().await?;
             let rows = client
-                .query(&format!("{STATUS_COLUMNS} ORDER BY replica"), &[])
+                .query(
+                    &format!("{STATUS_COLUMNS} ORDER BY replica"),
+                    &[&POLICY_STATUS_TTL.as_secs_f64()],
+                )
                 .await
                 .map_err(Error::db("reading the replicas' policy status"))?;
             Ok(rows.iter().map(status_of).collect())
@@ -394,11 +410,12 @@ impl ControlPlane {
             client
                 .execute(
                     "INSERT INTO registry_policy_status
-                        (replica, generation, outcome, error, running, at)
-                     VALUES ($1, $2, $3, $4, $5, now())
+                        (replica, generation, outcome, error, running, at, seen_at)
+                     VALUES ($1, $2, $3, $4, $5, now(), now())
                      ON CONFLICT (replica) DO UPDATE
                         SET generation = EXCLUDED.generation, outcome = EXCLUDED.outcome,
-                            error = EXCLUDED.error, running = EXCLUDED.running, at = now()",
+                            error = EXCLUDED.error, running = EXCLUDED.running, at = now(),
+                            seen_at = now()",
                     &[&replica, &generation, &outcome, &error, &running],
                 )
                 .await
@@ -408,9 +425,28 @@ impl ControlPlane {
         .await
     }
 
+    /// Marks this replica's policy status as seen now (the feed calls it while it runs), so
+    /// that it counts as live ([`POLICY_STATUS_TTL`]) and the retention keeps it.
+    pub(crate) async fn refresh_policy_status(&self) -> Result<(), Error> {
+        let replica = text::text(self.replica());
+        self.timed("refreshing the policy status", async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "UPDATE registry_policy_status SET seen_at = now() WHERE replica = $1",
+                    &[&replica],
+                )
+                .await
+                .map_err(Error::db("refreshing the policy status"))?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Deletes every policy set but the newest `keep` (at least one is always kept: the one
-    /// replicas run); returns how many were deleted. Old sets are history, kept until this is
-    /// called; [`prune`](Self::prune) leaves them alone.
+    /// replicas run); returns how many were deleted. Besides, the retention
+    /// ([`prune`](Self::prune)) deletes the sets pushed before its cutoff, but the newest and
+    /// those a live replica runs.
     ///
     /// ```no_run
     /// # async fn prune(plane: registry_postgres::ControlPlane) -> Result<(), registry_postgres::Error> {

@@ -2,7 +2,7 @@
 //!
 //! | `sslmode` | what happens |
 //! |---|---|
-//! | not given | plaintext, as before (say `sslmode=disable` to mean it, or ask for TLS) |
+//! | not given | plaintext to this machine (a Unix socket, `localhost`, a loopback address); **refused** to any other host, naming `sslmode=verify-full` (or `sslmode=disable` to mean plaintext) |
 //! | `disable` | plaintext |
 //! | `prefer` | taken as `require`: a connection is encrypted or not made (never downgraded silently) |
 //! | `require` | encrypted; the certificate is not checked, as libpq does (but with `sslrootcert`, as `verify-ca`) |
@@ -69,6 +69,18 @@ pub(crate) fn configure(url: &str) -> Result<(tokio_postgres::Config, Connector)
     let mut config: tokio_postgres::Config = rest
         .parse()
         .map_err(|error: tokio_postgres::Error| Error::Url(error.to_string()))?;
+    if sslmode.is_none()
+        && let Some(remote) = remote_host(&config)
+    {
+        return Err(Error::Url(format!(
+            "the URL names no sslmode and its host {remote:?} is not this machine: the \
+             connection would be plaintext, and anyone on the path could read and forge \
+             revocations, verdicts and quota answers. Add \
+             sslmode=verify-full&sslrootcert=/path/to/ca.pem to the URL (recommended: \
+             encrypted, the certificate and the host name checked), or sslmode=disable to \
+             mean plaintext"
+        )));
+    }
     config.ssl_mode(if mode == Mode::Plain {
         SslMode::Disable
     } else {
@@ -97,6 +109,29 @@ pub(crate) fn configure(url: &str) -> Result<(tokio_postgres::Config, Connector)
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
     Ok((config, MakeRustlsConnect::new(client)))
+}
+
+/// The first host of `config` that is not this machine, if any: a plaintext connection
+/// without an `sslmode` is made only to a Unix socket, `localhost` or a loopback address
+/// (and, with `hostaddr`, only when every address given is a loopback one).
+fn remote_host(config: &tokio_postgres::Config) -> Option<String> {
+    use tokio_postgres::config::Host;
+    let local_name = |name: &str| {
+        let bare = name.trim_start_matches('[').trim_end_matches(']');
+        name.eq_ignore_ascii_case("localhost")
+            || bare
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    let addresses = config.get_hostaddrs();
+    if let Some(address) = addresses.iter().find(|address| !address.is_loopback()) {
+        return Some(address.to_string());
+    }
+    config.get_hosts().iter().find_map(|host| match host {
+        // `hostaddr` decides where a named host's connection goes.
+        Host::Tcp(name) if addresses.is_empty() && !local_name(name) => Some(name.clone()),
+        _ => None,
+    })
 }
 
 /// `url` without `sslmode` and `sslrootcert`, and their values.
@@ -333,6 +368,45 @@ mod tests {
         assert_eq!(rest, "host=h user=u");
         assert_eq!(mode.as_deref(), Some("verify-ca"));
         assert_eq!(root.as_deref(), Some("/ca.pem"));
+    }
+
+    #[test]
+    fn no_sslmode_is_refused_to_a_host_that_is_not_this_machine() {
+        for url in [
+            "postgres://u@db.internal/db",
+            "postgres://u@10.0.0.5:5432/db",
+            "postgres://u@[2001:db8::1]/db",
+            "host=db.internal user=u dbname=db",
+            // A loopback name, but the address it connects to is not.
+            "host=localhost hostaddr=10.0.0.5 user=u",
+            // One remote host among several is enough.
+            "host=127.0.0.1,db.internal user=u",
+            "postgres://u@db.example\u{202e}moc/db",
+        ] {
+            let error = configure(url).err().map(|error| error.to_string());
+            let text = error.as_deref().unwrap_or_default();
+            assert!(
+                text.contains("sslmode=verify-full") && text.contains("sslmode=disable"),
+                "{url}: {error:?}"
+            );
+            assert!(!text.contains('\u{202e}'), "escaped: {text}");
+        }
+        for url in [
+            "postgres://u@127.0.0.1:5432/db",
+            "postgres://u@127.8.9.10/db",
+            "postgres://u@localhost/db",
+            "postgres://u@LocalHost/db",
+            "postgres://u@[::1]:5432/db",
+            "host=/var/run/postgresql user=u",
+            "host=localhost,127.0.0.1 user=u",
+            "host=db.internal hostaddr=127.0.0.1 user=u",
+            // Plaintext said explicitly, or TLS asked for: any host.
+            "postgres://u@db.internal/db?sslmode=disable",
+            "postgres://u@db.internal/db?sslmode=require",
+            "host=db.internal user=u sslmode=disable",
+        ] {
+            assert!(configure(url).is_ok(), "{url}: {:?}", configure(url).err());
+        }
     }
 
     #[test]

@@ -106,8 +106,9 @@ Upstream MCP servers, their tools served beside this server's own, through the s
 
 Sharing one control plane with other replicas (PostgreSQL):
   --postgres URL    keep revocations, approvals, quotas, tasks and audit in this
-                    database (postgres://USER@HOST:PORT/DB; the schema is applied if
-                    missing); without it (and without DATABASE_URL), everything stays
+                    database (postgres://USER@HOST:PORT/DB?sslmode=verify-full&
+                    sslrootcert=CA.pem; without sslmode, refused to a host that is
+                    not this machine; the schema is applied if missing); without it (and without DATABASE_URL), everything stays
                     in this process's memory. A URL with a password is refused here:
                     any process of this user, a stdio upstream too, reads the command
                     line; give it in DATABASE_URL or --postgres-url-file
@@ -116,6 +117,11 @@ Sharing one control plane with other replicas (PostgreSQL):
   --task-lease-ms N how long a running task's lease lasts (default 10000): once a
                     replica that runs a task stops renewing it, another marks it failed
   --replica NAME    this replica's name in the records (default host-pid)
+  --no-retention    do not prune: by default the replica deletes records older than
+                    30 days (audit, decided approvals, superseded changes, ended tasks,
+                    old policy sets, dead replicas' offers and status) every hour, when
+                    its role may (a replica's role may not: run `registry-admin prune
+                    --older-than 30d` from a scheduler, and pass this to say so)
   --audit-when-full block|drop   when the database is slow: calls wait (default)
                     or audit events are dropped and counted
 
@@ -153,6 +159,8 @@ struct Args {
     /// starts and when it sees its cancellation, and `ask_task`, which asks its caller.
     task_tool: Option<PathBuf>,
     task_lease: Option<Duration>,
+    /// `--no-retention`: the plane prunes nothing on its own.
+    no_retention: bool,
     postgres: Option<String>,
     replica: Option<String>,
     rate_limit: Option<String>,
@@ -195,6 +203,7 @@ impl Args {
             revoke_on: None,
             task_tool: None,
             task_lease: None,
+            no_retention: false,
             postgres: None,
             replica: None,
             rate_limit: None,
@@ -307,6 +316,7 @@ impl Args {
                     postgres_flags.push(Postgres::File(path.into()));
                 }
                 "--replica" => parsed.replica = Some(value("--replica")?),
+                "--no-retention" => parsed.no_retention = true,
                 "--rate-limit" => parsed.rate_limit = Some(value("--rate-limit")?),
                 "--upstreams" => parsed.upstreams = Some(value("--upstreams")?.into()),
                 "--upstreams-lock" => {
@@ -553,6 +563,9 @@ async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::
     }
     if let Some(lease) = args.task_lease {
         plane = plane.task_lease(lease);
+    }
+    if args.no_retention {
+        plane = plane.no_retention();
     }
     let plane = plane.connect().await?;
     let (sink, audit) = plane.audit_sink(AuditConfig::default().when_full(args.audit_when_full));

@@ -57,6 +57,25 @@ pub trait ApprovalStore: Send + Sync + 'static {
         Box::pin(std::future::ready(Ok(None)))
     }
 
+    /// A wait for request `id` to change (decided, or approved outside), registered at once:
+    /// a change made after this call resolves it. `None` when the store cannot tell (the
+    /// default), or cannot now (too many waiting, its listener down): the caller then polls
+    /// [`get`](Self::get) and [`approved_outside`](Self::approved_outside). The future may
+    /// also resolve without a change (the store lost track): the caller checks again, and
+    /// keeps a slow poll besides.
+    ///
+    /// ```
+    /// use registry_core::approval::{ApprovalStore, MemoryApprovalStore};
+    ///
+    /// let store = MemoryApprovalStore::new();
+    /// // A wait is registered before the state is read, so no change falls in between.
+    /// assert!(store.watch("apr_1").is_some());
+    /// ```
+    fn watch(&self, id: &str) -> Option<BoxFuture<'static, ()>> {
+        let _ = id;
+        None
+    }
+
     /// How many requests of the same owner as `request` are pending and not expired: of the
     /// same principal ([`ApprovalRequest::principal`]), or, when `request` has none, of the
     /// same tenant and agent without a principal ([`ApprovalRequest::same_owner`]).
@@ -101,6 +120,7 @@ pub struct MemoryApprovalStore {
     requests: Mutex<Requests>,
     max_requests: usize,
     max_bytes: usize,
+    watchers: ApprovalWatchers,
 }
 
 impl Default for MemoryApprovalStore {
@@ -109,7 +129,89 @@ impl Default for MemoryApprovalStore {
             requests: Mutex::default(),
             max_requests: MemoryApprovalStore::DEFAULT_MAX_REQUESTS,
             max_bytes: MemoryApprovalStore::DEFAULT_MAX_BYTES,
+            watchers: ApprovalWatchers::default(),
         }
+    }
+}
+
+/// The waits on approval requests of a store ([`ApprovalStore::watch`]), bounded: at most
+/// [`MAX_WATCHERS`](Self::MAX_WATCHERS) at once (beyond, [`watch`](Self::watch) answers
+/// `None` and the caller polls). A store that learns of changes (its own decisions, a
+/// database's notifications) calls [`wake`](Self::wake); one that lost track of them (a
+/// listener's connection dropped) calls [`wake_all`](Self::wake_all).
+///
+/// ```
+/// use registry_core::approval::ApprovalWatchers;
+///
+/// let watchers = ApprovalWatchers::default();
+/// let wait = watchers.watch("apr_1").unwrap();
+/// watchers.wake("apr_1");
+/// pollster::block_on(wait); // resolved
+/// assert_eq!(watchers.len(), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct ApprovalWatchers {
+    waiting: Mutex<HashMap<String, Vec<futures_channel::oneshot::Sender<()>>>>,
+}
+
+impl ApprovalWatchers {
+    /// The most waits kept at once.
+    pub const MAX_WATCHERS: usize = 4096;
+
+    /// A wait for [`wake`](Self::wake) of `id` (or [`wake_all`](Self::wake_all)); `None` at
+    /// [`MAX_WATCHERS`](Self::MAX_WATCHERS) waits (abandoned ones are forgotten first).
+    pub fn watch(&self, id: &str) -> Option<BoxFuture<'static, ()>> {
+        let mut waiting = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+        if waiting.values().map(Vec::len).sum::<usize>() >= Self::MAX_WATCHERS {
+            waiting.retain(|_, senders| {
+                senders.retain(|sender| !sender.is_canceled());
+                !senders.is_empty()
+            });
+            if waiting.values().map(Vec::len).sum::<usize>() >= Self::MAX_WATCHERS {
+                return None;
+            }
+        }
+        let (sender, receiver) = futures_channel::oneshot::channel();
+        waiting.entry(id.to_owned()).or_default().push(sender);
+        Some(Box::pin(async move {
+            let _ = receiver.await;
+        }))
+    }
+
+    /// Resolves every wait on `id`.
+    pub fn wake(&self, id: &str) {
+        let senders = self
+            .waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        for sender in senders.into_iter().flatten() {
+            let _ = sender.send(());
+        }
+    }
+
+    /// Resolves every wait.
+    pub fn wake_all(&self) {
+        let waiting =
+            std::mem::take(&mut *self.waiting.lock().unwrap_or_else(PoisonError::into_inner));
+        for sender in waiting.into_values().flatten() {
+            let _ = sender.send(());
+        }
+    }
+
+    /// How many waits are kept (abandoned ones included, until they are forgotten).
+    pub fn len(&self) -> usize {
+        self.waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(Vec::len)
+            .sum()
+    }
+
+    /// Whether no wait is kept.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -295,7 +397,14 @@ impl ApprovalStore for MemoryApprovalStore {
             }
             Some(kept) => Transition::AlreadyDecided(kept.state.clone()),
         };
+        if matches!(transition, Transition::Decided(_)) {
+            self.watchers.wake(id);
+        }
         Box::pin(std::future::ready(Ok(transition)))
+    }
+
+    fn watch(&self, id: &str) -> Option<BoxFuture<'static, ()>> {
+        self.watchers.watch(id)
     }
 
     fn pending_count<'a>(
@@ -344,6 +453,10 @@ impl<S: ApprovalStore> ApprovalStore for std::sync::Arc<S> {
         (**self).approved_outside(id)
     }
 
+    fn watch(&self, id: &str) -> Option<BoxFuture<'static, ()>> {
+        (**self).watch(id)
+    }
+
     fn pending_count<'a>(
         &'a self,
         request: &'a ApprovalRequest,
@@ -386,6 +499,39 @@ mod tests {
 
     fn block<T>(future: BoxFuture<'_, T>) -> T {
         pollster::block_on(future)
+    }
+
+    #[test]
+    fn a_decision_wakes_the_waits_on_its_request_and_the_waits_are_bounded() {
+        use std::task::{Context, Waker};
+        let ready = |future: &mut BoxFuture<'static, ()>| {
+            future
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+                .is_ready()
+        };
+        let store = MemoryApprovalStore::new();
+        block(store.insert(&pending(1))).unwrap();
+        block(store.insert(&pending(2))).unwrap();
+        let mut one = store.watch("apr_1").unwrap();
+        let mut two = store.watch("apr_2").unwrap();
+        assert!(!ready(&mut one) && !ready(&mut two));
+        block(store.decide("apr_1", ApprovalState::Expired)).unwrap();
+        assert!(ready(&mut one), "the decision woke the wait on its request");
+        assert!(!ready(&mut two), "and no other");
+        // The bound holds; abandoned waits are forgotten first.
+        drop(two);
+        let mut kept = Vec::new();
+        while let Some(wait) = store.watch("apr_2") {
+            kept.push(wait);
+            assert!(kept.len() <= ApprovalWatchers::MAX_WATCHERS);
+        }
+        assert_eq!(kept.len(), ApprovalWatchers::MAX_WATCHERS);
+        drop(kept.pop());
+        assert!(
+            store.watch("apr_2").is_some(),
+            "an abandoned wait makes room"
+        );
     }
 
     #[test]

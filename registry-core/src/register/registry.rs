@@ -443,6 +443,15 @@ impl Registry {
         self.inner.gate.approvals.get(id).await
     }
 
+    /// A wait for approval request `id` to change, if the approval store can tell
+    /// ([`ApprovalStore::watch`](crate::approval::ApprovalStore::watch)).
+    pub(crate) fn approval_watch(
+        &self,
+        id: &str,
+    ) -> Option<crate::declare::declaration::BoxFuture<'static, ()>> {
+        self.inner.gate.approvals.watch(id)
+    }
+
     /// Who approved pending request `id` outside any run, if the approval store keeps such
     /// approvals ([`ApprovalStore::approved_outside`](crate::approval::ApprovalStore::approved_outside)).
     pub(crate) async fn approver_outside(

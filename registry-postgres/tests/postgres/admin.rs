@@ -9,6 +9,8 @@ use registry_postgres::throwaway::Cluster;
 use registry_postgres::{AuditConfig, ControlPlane};
 use serde_json::{Value, json};
 
+use crate::common::sql;
+
 /// How long one run of the command may take.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -469,7 +471,11 @@ fn bad_input_is_refused_with_a_clear_error_and_no_panic() {
 async fn prune_deletes_old_records_and_prints_the_counts() {
     let cluster = Cluster::shared().unwrap();
     let url = cluster.fresh_database("admin_prune").unwrap();
-    let plane = ControlPlane::connect(&url).await.unwrap();
+    let plane = ControlPlane::builder(&url)
+        .no_retention()
+        .connect()
+        .await
+        .unwrap();
     plane.revoke("deploy", "one", "test").await.unwrap();
     plane.restore("deploy", "two", "test").await.unwrap();
     plane.revoke("deploy", "three", "test").await.unwrap();
@@ -494,7 +500,8 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     assert_eq!(
         done.stdout,
         "deleted 1500 audit events, 2 superseded changes, 0 decided or expired approval \
-         requests and 0 upstream offers of dead replicas older than 30d\n",
+         requests, 0 upstream offers of dead replicas, 0 ended tasks, 0 old policy sets, 0 \
+         policy status rows of dead replicas and 0 quota buckets full again older than 30d\n",
         "{done:#?}"
     );
     let left: i64 = client
@@ -529,7 +536,8 @@ async fn prune_deletes_old_records_and_prints_the_counts() {
     let report: Value = serde_json::from_str(done.stdout.trim()).unwrap();
     assert_eq!(
         report,
-        json!({"audit_events": 0, "changes": 0, "approvals": 0, "offers": 0})
+        json!({"audit_events": 0, "changes": 0, "approvals": 0, "offers": 0, "tasks": 0,
+               "policy_sets": 0, "policy_status": 0, "quota_buckets": 0})
     );
 
     for bad in ["30", "thirty days", "-1d", "99999999999999999999d"] {
@@ -696,6 +704,156 @@ async fn policy_push_reaches_a_replica_and_show_escapes_what_it_reports() {
     assert_eq!(pushed["pruned"], 1);
     assert_eq!(pushed["digest"], set.digest.as_str());
     feed.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run`, on a blocking thread: the replicas' feeds in this process keep running meanwhile.
+async fn run_beside(url: &str, args: &[&str]) -> Done {
+    let url = url.to_owned();
+    let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&url, &args)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_push_wait_reports_each_live_replica_and_fails_on_a_mixed_fleet() {
+    let cluster = Cluster::shared().unwrap();
+    let url = cluster.fresh_database("admin_policy_wait").unwrap();
+    let dir = policy_dir("wait");
+    let path = dir.to_str().unwrap();
+    std::fs::write(
+        dir.join("base.cedar"),
+        "permit(principal, action, resource);",
+    )
+    .unwrap();
+
+    // Two replicas: `api-new` validates every set; `api-old` (an older binary, say, which
+    // lacks a tool the set names) refuses it, with hostile bytes in its words.
+    let mut replicas = Vec::new();
+    let mut feeds = Vec::new();
+    for name in ["api-new", "api-old"] {
+        let plane = ControlPlane::builder(&url)
+            .replica(name)
+            .no_retention()
+            .connect()
+            .await
+            .unwrap();
+        let registry = registry_builder().build().unwrap();
+        let feed = plane.follow(&registry).await.unwrap();
+        let refuses = name == "api-old";
+        feed.on_policies(move |_files: &[(String, String)]| {
+            if refuses {
+                Err("unknown tool `purge`\u{202e}\n\u{1b}[2J".to_owned())
+            } else {
+                Ok(())
+            }
+        })
+        .await
+        .unwrap();
+        replicas.push(plane);
+        feeds.push(feed);
+    }
+    // A replica that died long ago, which refused: not waited for, shown dead.
+    let client = sql(&url).await;
+    client
+        .batch_execute(
+            "INSERT INTO registry_policy_status
+                 (replica, generation, outcome, error, running, at, seen_at)
+             VALUES ('api-gone', 0, 'refused', 'gone', NULL, now() - interval '2 days',
+                     now() - interval '2 days')",
+        )
+        .await
+        .unwrap();
+
+    // Generation 1: api-old refuses it. The push says so and exits 1.
+    let done = run_beside(&url, &["policy", "push", path, "--wait", "20s"]).await;
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(
+        done.stdout
+            .starts_with("pushed policy set generation 1: 1 file, sha256 "),
+        "{done:#?}"
+    );
+    for expected in [
+        "| api-new | applied ",
+        "| api-old | refused ",
+        "api-old refused generation 1: unknown tool `purge`\\u{202e}\\n\\u{1b}[2J\n",
+    ] {
+        assert!(done.stdout.contains(expected), "{expected:?}: {done:#?}");
+    }
+    assert!(!done.stdout.contains("api-gone"), "{done:#?}");
+    assert!(!done.stdout.contains('\u{202e}') && !done.stdout.contains('\u{1b}'));
+    assert!(
+        done.stderr
+            .contains("of 2 live replicas, 1 refused generation 1 and 0 did not report")
+            && done.stderr.contains("mixed"),
+        "{done:#?}"
+    );
+    // `policy show` tells the live replicas from the dead one.
+    let shown = run_beside(&url, &["policy", "show"]).await;
+    assert_ok(&shown);
+    let row = |name: &str| {
+        shown
+            .stdout
+            .lines()
+            .find(|line| line.starts_with(&format!("| {name} ")))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        row("api-new").ends_with("| live                            |"),
+        "{shown:#?}"
+    );
+    assert!(row("api-old").contains("| live "), "{shown:#?}");
+    assert!(row("api-gone").contains("| dead since "), "{shown:#?}");
+
+    // Generation 2, once api-old validates too: every live replica applied it, exit 0.
+    feeds[1]
+        .on_policies(|_files: &[(String, String)]| Ok(()))
+        .await
+        .unwrap();
+    let done = run_beside(&url, &["--json", "policy", "push", path, "--wait"]).await;
+    assert_ok(&done);
+    let lines: Vec<Value> = done
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{done:#?}");
+    assert_eq!(lines[0]["generation"], 2);
+    for line in &lines[1..] {
+        assert_eq!(line["outcome"], "applied", "{done:#?}");
+        assert_eq!(line["running"], 2, "{done:#?}");
+    }
+
+    // A live replica that does not report in time (its feed stopped validating, say):
+    // named, and exit 1.
+    client
+        .batch_execute(
+            "INSERT INTO registry_policy_status
+                 (replica, generation, outcome, error, running, at, seen_at)
+             VALUES ('api-stuck', 2, 'applied', NULL, 2, now(), now())",
+        )
+        .await
+        .unwrap();
+    let done = run_beside(&url, &["policy", "push", path, "--wait", "1s"]).await;
+    assert_eq!(done.code, Some(1), "{done:#?}");
+    assert!(
+        done.stdout.contains("| api-stuck | not reported "),
+        "{done:#?}"
+    );
+    assert!(
+        done.stderr
+            .contains("0 refused generation 3 and 1 did not report it within 1s"),
+        "{done:#?}"
+    );
+    for feed in &feeds {
+        feed.shutdown().await;
+    }
+    drop(replicas);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -477,3 +477,111 @@ async fn a_database_that_is_down_refuses_approvals_and_runs_nothing() {
     })
     .await;
 }
+
+/// A wait on `registry`'s approval store for `id`, once its listener listens.
+async fn watching(
+    registry: &Registry,
+    id: &str,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>> {
+    use registry_core::server::RegistryExt;
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(wake) = registry.watch_approval(id) {
+            return wake;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the listener never listened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verdict_on_one_replica_wakes_a_wait_on_another_at_once() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (plane_a, registry_a) = replica(&url, "a", &counter).await;
+        let (_plane_b, registry_b) = replica(&url, "b", &counter).await;
+        let approved = ask(&registry_a, "c1").await;
+        let denied = ask(&registry_a, "c2").await;
+        let untouched = ask(&registry_a, "c3").await;
+
+        // Replica b waits on all three; an operator decides two of them through replica a.
+        // The old wait polled every 250 ms; a wake is a notification, nothing polls.
+        let mut latencies = Vec::new();
+        for (id, verdict) in [
+            (&approved, Verdict::approve().by("op")),
+            (&denied, Verdict::deny("not today").by("op")),
+        ] {
+            let wake = watching(&registry_b, id).await;
+            let other = watching(&registry_b, &untouched).await;
+            let started = std::time::Instant::now();
+            plane_a.give_verdict(id, &verdict).await.unwrap();
+            tokio::time::timeout(Duration::from_secs(5), wake)
+                .await
+                .expect("the verdict woke the wait");
+            latencies.push(started.elapsed());
+            // A wait on another request is not woken.
+            assert!(
+                tokio::time::timeout(Duration::from_millis(300), other)
+                    .await
+                    .is_err()
+            );
+        }
+        // Well under the old poll interval (250 ms), measured from before the verdict's
+        // transaction to the wake.
+        assert!(
+            latencies
+                .iter()
+                .all(|latency| *latency < Duration::from_millis(150)),
+            "{latencies:?}"
+        );
+        eprintln!("woken after {latencies:?}");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_listener_drops_every_wait_is_woken_and_questions_poll_until_it_is_back() {
+    use registry_core::server::RegistryExt;
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_plane, registry) = replica(&url, "a", &counter).await;
+        let id = ask(&registry, "c1").await;
+        let wake = watching(&registry, &id).await;
+        // The listener's connection is cut: nothing could tell the wait of a decision made
+        // now, so it is woken (to look, then poll).
+        let cut: i64 = sql(&url)
+            .await
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                  WHERE query = 'LISTEN registry_approvals' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(cut, 1, "one listener per plane");
+        tokio::time::timeout(Duration::from_secs(5), wake)
+            .await
+            .expect("the dropped listener woke the wait");
+        // Listening again, with backoff: waits are woken by notifications again.
+        let wake = watching(&registry, &id).await;
+        sql(&url)
+            .await
+            .execute(
+                "UPDATE registry_approvals SET state = 'expired' WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), wake)
+            .await
+            .expect("the listener is back");
+        assert!(registry.watch_approval("apr_none").is_some());
+    })
+    .await;
+}

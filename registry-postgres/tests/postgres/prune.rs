@@ -280,3 +280,206 @@ async fn a_prune_below_the_floor_is_refused_unless_forced_and_every_prune_is_aud
     })
     .await;
 }
+
+/// Rows older than the default retention in every table a prune covers, and rows it must
+/// keep: the newest policy set (however old), a live replica's policy status (however long
+/// ago it reported), a dead replica's status seen lately, a set a kept status runs.
+async fn rows_of_every_kind(url: &str, plane: &ControlPlane) {
+    // Three policy sets and their `policies` changes.
+    for text in [
+        "permit(principal, action, resource);",
+        "forbid(principal, action, resource);",
+        "permit(principal, action, resource) when { true };",
+    ] {
+        plane
+            .push_policies([("base.cedar".to_owned(), text.to_owned())], "test")
+            .await
+            .unwrap();
+    }
+    plane.revoke("deploy", "one", "test").await.unwrap();
+    plane.restore("deploy", "two", "test").await.unwrap();
+    old_audit(url, "old", 20, 40).await;
+    old_audit(url, "new", 2, 0).await;
+    approval(url, "apr_old_denied", "denied", -39, Some(39)).await;
+    approval(url, "apr_new_denied", "denied", 1, Some(0)).await;
+    sql(url)
+        .await
+        .batch_execute(
+            "UPDATE registry_changes SET at = now() - interval '40 days';
+             UPDATE registry_policy_sets SET at = now() - interval '40 days';
+             -- 'live' reported long ago and is seen now; 'gone' is dead and ran set 1;
+             -- 'lately' died a minute and a half ago and runs set 2.
+             INSERT INTO registry_policy_status
+                 (replica, generation, outcome, error, running, at, seen_at)
+             VALUES ('live', 3, 'applied', NULL, 3, now() - interval '40 days', now()),
+                    ('gone', 1, 'applied', NULL, 1, now() - interval '40 days',
+                     now() - interval '40 days'),
+                    ('lately', 3, 'refused', 'no', 2, now() - interval '40 days',
+                     now() - interval '90 seconds');
+             INSERT INTO upstream_offers
+                 (replica, upstream, tool, upstream_tool, definition, annotations, withheld,
+                  seen_at)
+             VALUES ('gone', 'notes', 'notes_echo', 'echo', 'sha256:1', 'sha256:a', 'new',
+                     now() - interval '40 days');
+             INSERT INTO registry_tasks
+                 (id, owner, tenant, tool, status, record, replica, lease_until, ttl_ms,
+                  updated_at, expires_at)
+             VALUES ('task_old', '\\x00', 'acme', 'deploy', 'completed', '\\x00', 'gone',
+                     now() - interval '41 days', 1000, now() - interval '41 days',
+                     now() - interval '40 days'),
+                    ('task_running', '\\x00', 'acme', 'deploy', 'working', '\\x00', 'live',
+                     now() + interval '1 hour', 1000, now() - interval '41 days', NULL);
+             -- Drawn from 40 days ago: full again (goes); empty, with a refill slower than
+             -- that (stays: deleting it would give its subject a full bucket).
+             INSERT INTO registry_quota_buckets (key, tokens_us, at, capacity_us, interval_us)
+             VALUES ('\\x01', 0, now() - interval '40 days', 60000000, 1000000),
+                    ('\\x02', 0, now() - interval '40 days', 9000000000000000, 1000000);",
+        )
+        .await
+        .unwrap();
+}
+
+/// What is left of the rows of [`rows_of_every_kind`], table by table.
+async fn left(url: &str) -> Vec<String> {
+    let mut left = Vec::new();
+    for (table, query) in [
+        (
+            "audit",
+            "SELECT count(*)::text FROM audit_events WHERE kind <> 'prune'",
+        ),
+        (
+            "approvals",
+            "SELECT string_agg(id, ',' ORDER BY id) FROM registry_approvals",
+        ),
+        (
+            "changes",
+            "SELECT string_agg(kind, ',' ORDER BY seq) FROM registry_changes",
+        ),
+        (
+            "sets",
+            "SELECT string_agg(generation::text, ',' ORDER BY generation) FROM registry_policy_sets",
+        ),
+        (
+            "status",
+            "SELECT string_agg(replica, ',' ORDER BY replica) FROM registry_policy_status",
+        ),
+        ("offers", "SELECT count(*)::text FROM upstream_offers"),
+        (
+            "tasks",
+            "SELECT string_agg(id, ',' ORDER BY id) FROM registry_tasks",
+        ),
+        (
+            "buckets",
+            "SELECT string_agg(encode(key, 'hex'), ',' ORDER BY key) FROM registry_quota_buckets",
+        ),
+    ] {
+        let row = sql(url).await.query_one(query, &[]).await.unwrap();
+        let value: Option<String> = row.get(0);
+        left.push(format!("{table}: {}", value.unwrap_or_default()));
+    }
+    left
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plane_built_with_defaults_prunes_every_covered_table_on_its_own() {
+    let (_cluster, url) = cluster("prune");
+    bounded(LIMIT, async {
+        let url = crate::common::with_connect_timeout(&url);
+        // Turned off explicitly: nothing goes, however often it would prune.
+        let off = ControlPlane::builder(&url)
+            .replica("off")
+            .no_retention()
+            .prune_every(Duration::from_millis(20))
+            .connect()
+            .await
+            .unwrap();
+        rows_of_every_kind(&url, &off).await;
+        let before = left(&url).await;
+        assert_eq!(
+            before,
+            [
+                "audit: 22",
+                "approvals: apr_new_denied,apr_old_denied",
+                "changes: policies,policies,policies,revoke,restore",
+                "sets: 1,2,3",
+                "status: gone,lately,live",
+                "offers: 1",
+                "tasks: task_old,task_running",
+                "buckets: 01,02",
+            ]
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(left(&url).await, before, "no retention: nothing pruned");
+        assert_eq!(
+            scalar(
+                &url,
+                "SELECT count(*) FROM audit_events WHERE kind = 'prune'"
+            )
+            .await,
+            0
+        );
+
+        // Built with the defaults (only the period shortened): the default retention, 30
+        // days, prunes every covered table without being asked.
+        let default = ControlPlane::builder(&url)
+            .replica("default")
+            .prune_every(Duration::from_millis(50))
+            .connect()
+            .await
+            .unwrap();
+        let expected = [
+            "audit: 2",
+            "approvals: apr_new_denied",
+            // The newest push and the newest change of deploy stay, whatever their age.
+            "changes: policies,restore",
+            // The newest set stays, and set 2, which a kept status runs.
+            "sets: 2,3",
+            // The live replica's status stays, however long ago it reported; so does a dead
+            // replica's seen within the retention.
+            "status: lately,live",
+            "offers: 0",
+            "tasks: task_running",
+            "buckets: 02",
+        ];
+        crate::common::wait_until_async(
+            Duration::from_secs(20),
+            "the default retention pruned",
+            || async { left(&url).await == expected },
+        )
+        .await;
+        // Recorded in the audit trail, with what it deleted.
+        let event: serde_json::Value = sql(&url)
+            .await
+            .query_one(
+                "SELECT event FROM audit_events WHERE kind = 'prune' AND replica = 'default'
+                  ORDER BY id LIMIT 1",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(event["audit_events"], 20, "{event}");
+        assert_eq!(event["policy_sets"], 1, "{event}");
+        assert_eq!(event["policy_status"], 1, "{event}");
+        assert_eq!(event["tasks"], 1, "{event}");
+        assert_eq!(event["quota_buckets"], 1, "{event}");
+        // Nothing more to prune: later turns record nothing.
+        let prunes = scalar(
+            &url,
+            "SELECT count(*) FROM audit_events WHERE kind = 'prune'",
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            scalar(
+                &url,
+                "SELECT count(*) FROM audit_events WHERE kind = 'prune'"
+            )
+            .await,
+            prunes
+        );
+        assert_eq!(left(&url).await, expected);
+        drop((off, default));
+    })
+    .await;
+}

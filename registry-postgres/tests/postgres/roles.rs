@@ -312,3 +312,46 @@ async fn a_replica_role_cannot_migrate_and_says_who_must() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicas_default_retention_deletes_nothing_and_records_nothing() {
+    let (_cluster, url) = cluster("rolesretention");
+    bounded(LIMIT, async {
+        let owner = plane(&url, "owner").await;
+        let roles = owner.roles().await.unwrap().unwrap();
+        let db = database(&url);
+        let replica_url = login(&url, &format!("{db}_api"), &roles.replica).await;
+        sql(&url)
+            .await
+            .batch_execute(
+                "INSERT INTO audit_events (at, replica, kind, event)
+                 SELECT now() - interval '40 days', 'old', 'call', '{}'::jsonb
+                   FROM generate_series(1, 5)",
+            )
+            .await
+            .unwrap();
+        // Built with the defaults: the retention is on, and its role may not prune.
+        let replica = ControlPlane::builder(&replica_url)
+            .replica("r1")
+            .prune_every(Duration::from_millis(20))
+            .connect()
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let client = sql(&url).await;
+        let count = |query: &'static str| {
+            let client = &client;
+            async move { client.query_one(query, &[]).await.unwrap().get::<_, i64>(0) }
+        };
+        assert_eq!(
+            count("SELECT count(*) FROM audit_events WHERE kind = 'call'").await,
+            5
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM audit_events WHERE kind = 'prune'").await,
+            0
+        );
+        drop(replica);
+    })
+    .await;
+}

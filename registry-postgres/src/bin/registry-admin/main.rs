@@ -9,7 +9,7 @@
 //! lacks it.
 //!
 //! ```text
-//! export DATABASE_URL=postgres://registry@db.internal/registry
+//! export DATABASE_URL='postgres://registry@db.internal/registry?sslmode=verify-full&sslrootcert=/etc/registry/db-ca.pem'
 //!
 //! # An incident: every replica stops calling `deploy` within moments.
 //! registry-admin revoke deploy --reason "incident 4711"
@@ -35,16 +35,17 @@
 //!
 //! # Cedar policy sets: every replica validates the pushed set and switches to it, or keeps
 //! # its own and reports why.
-//! registry-admin policy push ./policies
+//! registry-admin policy push ./policies --wait   # exit 1 if a live replica refused it
 //! registry-admin policy show --text
 //!
-//! # Bound the tables: delete audit events, superseded changes and decided requests
-//! # older than 90 days (never younger than 7 days without --force; each prune is recorded
-//! # in the audit trail first).
+//! # Bound the tables: delete audit events, superseded changes, decided requests, ended
+//! # tasks, old policy sets and dead replicas' rows older than 90 days (never younger than 7
+//! # days without --force; each prune is recorded in the audit trail first). Replicas whose
+//! # role may prune do it by default after 30 days; with roles, schedule this command.
 //! registry-admin prune --older-than 90d
 //!
 //! # Once, as the database's owner: the roles replicas and registry-admin connect with.
-//! registry-admin --database postgres://owner@db.internal/registry init-roles
+//! registry-admin --database 'postgres://owner@db.internal/registry?sslmode=verify-full&sslrootcert=/etc/registry/db-ca.pem' init-roles
 //! ```
 //!
 //! Roles: replicas connect as members of the replica role (`<database>_replica`), which may
@@ -190,8 +191,11 @@ enum Command {
         command: PolicyCommand,
     },
     /// Delete what is older than a duration: audit events, approval requests decided or
-    /// expired, and revocations and restorations a later one of the same tool supersedes
-    /// (replacements and every tool's newest change are kept, for replicas catching up).
+    /// expired, revocations and restorations a later one of the same tool supersedes and
+    /// policy pushes a later push supersedes (replacements and every tool's newest change are
+    /// kept, for replicas catching up), dead replicas' upstream offers and policy status,
+    /// ended tasks, policy sets but the newest and those a replica runs, and quota buckets
+    /// full again.
     /// Records younger than 7 days are kept unless --force. The prune is recorded in the
     /// audit trail (kind `prune`: who, the cutoff, what it deleted) before it deletes.
     Prune {
@@ -230,6 +234,17 @@ enum PolicyCommand {
         /// Prune the policy sets older than the newest N after pushing (default: keep all).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         keep: Option<u32>,
+        /// Then wait (30s, or DURATION: 90s, 2m) for every live replica to report the set,
+        /// print each one's outcome, and exit 1 when one refused it or did not report it in
+        /// time (the fleet is then mixed: that replica keeps the policies it runs).
+        #[arg(
+            long,
+            value_name = "DURATION",
+            num_args = 0..=1,
+            default_missing_value = "30s",
+            value_parser = time::parse_duration
+        )]
+        wait: Option<std::time::Duration>,
     },
     /// The newest policy set (generation, digest, who pushed it and when, its files), then
     /// what each replica did with the sets it was given: applied, or refused and why.
@@ -277,6 +292,8 @@ enum Failure {
     Refused(String),
     /// The control plane failed (exit code 1).
     Plane(Error),
+    /// Done, but not as asked (exit code 1): what to print, then why it failed.
+    Partial(String, String),
     /// The command was not complete (exit code 2).
     Usage(String),
 }
@@ -302,6 +319,10 @@ async fn main() -> ExitCode {
         Err(Failure::Refused(message)) => (message, 1),
         Err(Failure::Plane(error)) => (error.to_string(), 1),
         Err(Failure::Usage(message)) => (message, 2),
+        Err(Failure::Partial(output, message)) => {
+            let _ = std::io::stdout().lock().write_all(output.as_bytes());
+            (message, 1)
+        }
     };
     let _ = writeln!(std::io::stderr(), "error: {message}");
     ExitCode::from(code)
@@ -338,6 +359,8 @@ async fn run(cli: Cli) -> Result<String, Failure> {
         .replica("registry-admin")
         .pool_size(2)
         .timeout(std::time::Duration::from_secs(15))
+        // An operator's command prunes when asked (`prune`), never on its own.
+        .no_retention()
         .connect()
         .await?;
     let json = cli.json;
@@ -406,8 +429,8 @@ async fn run(cli: Cli) -> Result<String, Failure> {
             Ok(show::roles(&roles, &created, json))
         }
         Command::Policy {
-            command: PolicyCommand::Push { dir, keep },
-        } => push_policies(&plane, &dir, keep, json).await,
+            command: PolicyCommand::Push { dir, keep, wait },
+        } => push_policies(&plane, &dir, keep, wait, json).await,
         Command::Policy {
             command: PolicyCommand::Show { text },
         } => Ok(show::policies(
@@ -455,6 +478,7 @@ async fn push_policies(
     plane: &ControlPlane,
     dir: &std::path::Path,
     keep: Option<u32>,
+    wait: Option<std::time::Duration>,
     json: bool,
 ) -> Result<String, Failure> {
     let files = policy::read_dir(dir).map_err(Failure::Refused)?;
@@ -466,26 +490,85 @@ async fn push_policies(
         Some(keep) => Some(plane.prune_policy_sets(keep as usize).await?),
         None => None,
     };
-    if json {
-        return Ok(show::json_line(&json!({
+    let pushed = if json {
+        show::json_line(&json!({
             "generation": generation,
             "digest": digest,
             "files": names,
             "origin": origin,
             "pruned": pruned,
-        })));
-    }
-    let pruned = match pruned {
-        Some(count) => format!("{count} older policy sets deleted.\n"),
-        None => String::new(),
+        }))
+    } else {
+        let pruned = match pruned {
+            Some(count) => format!("{count} older policy sets deleted.\n"),
+            None => String::new(),
+        };
+        let then = if wait.is_some() {
+            "Waiting for every live replica to validate it and switch to it, or to keep the \
+             policies it runs and report why."
+        } else {
+            "Every replica following the change feed validates it within moments and switches \
+             to it, or keeps the policies it runs and reports why: `registry-admin policy show`."
+        };
+        format!(
+            "pushed policy set generation {generation}: {} file{}, sha256 {digest}\n{then}\n{pruned}",
+            names.len(),
+            if names.len() == 1 { "" } else { "s" },
+        )
     };
-    Ok(format!(
-        "pushed policy set generation {generation}: {} file{}, sha256 {digest}\n\
-         Every replica following the change feed validates it within moments and switches to \
-         it, or keeps the policies it runs and reports why: `registry-admin policy show`.\n{pruned}",
-        names.len(),
-        if names.len() == 1 { "" } else { "s" },
-    ))
+    match wait {
+        None => Ok(pushed),
+        Some(limit) => wait_for_replicas(plane, generation, limit, pushed, json).await,
+    }
+}
+
+/// `policy push --wait`: polls the live replicas' status until each has reported
+/// `generation` (or a later one) or `limit` has passed; prints each one's outcome after
+/// `pushed`. A refusal, a replica that did not report in time, or no live replica at all is
+/// a failure (exit 1): the fleet does not run the pushed set everywhere.
+async fn wait_for_replicas(
+    plane: &ControlPlane,
+    generation: i64,
+    limit: std::time::Duration,
+    pushed: String,
+    json: bool,
+) -> Result<String, Failure> {
+    let deadline = tokio::time::Instant::now() + limit;
+    let live = loop {
+        let live: Vec<_> = plane
+            .policy_status()
+            .await?
+            .into_iter()
+            .filter(|status| status.live)
+            .collect();
+        let reported =
+            !live.is_empty() && live.iter().all(|status| status.generation >= generation);
+        if reported || tokio::time::Instant::now() >= deadline {
+            break live;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let (output, refused, silent) = show::push_outcomes(&live, generation, pushed, json);
+    let waited = show_duration(limit);
+    let failure = if live.is_empty() {
+        Some(format!(
+            "no live replica reported generation {generation} within {waited}: nothing is known \
+             to run it (a replica reports once its feed has a validation, `ChangeFeed::on_policies`)"
+        ))
+    } else if refused + silent > 0 {
+        Some(format!(
+            "of {} live replicas, {refused} refused generation {generation} and {silent} did not \
+             report it within {waited}: they keep the policies they run, so the fleet is mixed. \
+             Fix the set and push it again, or upgrade those replicas",
+            live.len()
+        ))
+    } else {
+        None
+    };
+    match failure {
+        Some(message) => Err(Failure::Partial(output, message)),
+        None => Ok(output),
+    }
 }
 
 async fn prune(
@@ -523,15 +606,24 @@ async fn prune(
             "changes": report.changes,
             "approvals": report.approvals,
             "offers": report.offers,
+            "tasks": report.tasks,
+            "policy_sets": report.policy_sets,
+            "policy_status": report.policy_status,
+            "quota_buckets": report.quota_buckets,
         })));
     }
     Ok(format!(
         "deleted {} audit events, {} superseded changes, {} decided or expired approval \
-         requests and {} upstream offers of dead replicas older than {}\n",
+         requests, {} upstream offers of dead replicas, {} ended tasks, {} old policy sets, \
+         {} policy status rows of dead replicas and {} quota buckets full again older than {}\n",
         report.audit_events,
         report.changes,
         report.approvals,
         report.offers,
+        report.tasks,
+        report.policy_sets,
+        report.policy_status,
+        report.quota_buckets,
         show_duration(older_than)
     ))
 }

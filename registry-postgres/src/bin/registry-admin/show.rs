@@ -289,7 +289,7 @@ pushed: {} by {}
 ",
         );
     } else {
-        let mut replicas = table(["replica", "generation", "outcome", "runs", "at"]);
+        let mut replicas = table(["replica", "generation", "outcome", "runs", "at", "seen"]);
         for report in status {
             replicas.add_row([
                 clean(&report.replica),
@@ -299,6 +299,7 @@ pushed: {} by {}
                     .running
                     .map_or_else(|| "-".to_owned(), |at| at.to_string()),
                 format_utc(report.at, false),
+                seen(report),
             ]);
         }
         out.push_str(&format!(
@@ -325,6 +326,68 @@ pushed: {} by {}
         }
     }
     out
+}
+
+/// Whether a replica is alive: `live`, or `dead since` when it was last seen.
+fn seen(report: &ReplicaPolicyStatus) -> String {
+    if report.live {
+        "live".to_owned()
+    } else {
+        format!("dead since {}", format_utc(report.seen_at, false))
+    }
+}
+
+/// `policy push --wait`: `pushed`, then each live replica's outcome for `generation`; and how
+/// many refused it and how many did not report it.
+pub(crate) fn push_outcomes(
+    live: &[ReplicaPolicyStatus],
+    generation: i64,
+    pushed: String,
+    json: bool,
+) -> (String, usize, usize) {
+    let mut out = pushed;
+    let (mut refused, mut silent) = (0, 0);
+    let mut outcomes = table(["replica", "outcome", "runs"]);
+    let mut refusals = String::new();
+    for report in live {
+        let runs = report
+            .running
+            .map_or_else(|| "-".to_owned(), |at| at.to_string());
+        let outcome = if report.generation < generation {
+            silent += 1;
+            "not reported"
+        } else if report.generation > generation {
+            // A later push reached it first: this one is superseded there.
+            "given a later set"
+        } else if report.applied {
+            "applied"
+        } else {
+            refused += 1;
+            if let Some(error) = &report.error {
+                refusals.push_str(&format!(
+                    "{} refused generation {generation}: {}\n",
+                    clean(&report.replica),
+                    clean(error)
+                ));
+            }
+            "refused"
+        };
+        if json {
+            out.push_str(&json_line(&serde_json::json!({
+                "replica": report.replica,
+                "outcome": outcome,
+                "generation": report.generation,
+                "running": report.running,
+                "error": report.error,
+            })));
+        } else {
+            outcomes.add_row([clean(&report.replica), outcome.to_owned(), runs]);
+        }
+    }
+    if !json && !live.is_empty() {
+        out.push_str(&format!("{outcomes}\n{refusals}"));
+    }
+    (out, refused, silent)
 }
 
 /// One JSON object, on one line, with its times in RFC 3339 UTC.

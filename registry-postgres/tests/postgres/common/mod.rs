@@ -29,7 +29,8 @@ pub(crate) fn own_cluster(db: &str) -> (Cluster, String) {
     (cluster, url)
 }
 
-/// A plane with fast timings (heartbeat 50 ms, lease 500 ms, timeout 1 s). Opening a
+/// A plane with fast timings (heartbeat 50 ms, lease 500 ms, timeout 1 s), without the
+/// default retention (the tests of retention build their planes themselves). Opening a
 /// connection may take 10 s: on a loaded machine (CI builds beside the tests) a server's new
 /// backend has taken longer than a second to start, and that is not what the tests measure.
 pub(crate) async fn plane(url: &str, replica: &str) -> ControlPlane {
@@ -50,6 +51,7 @@ async fn plane_with_timeout(url: &str, replica: &str, timeout: Duration) -> Cont
         .heartbeat(Duration::from_millis(50))
         .lease(Duration::from_millis(500))
         .timeout(timeout)
+        .no_retention()
         .connect()
         .await
         .expect("the plane connects")
