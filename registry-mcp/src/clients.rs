@@ -204,10 +204,24 @@ impl Shared {
             run,
             generation,
             seq,
+            cursor_id: cursor_id(seq),
             tools: OnceLock::new(),
             deferred: OnceLock::new(),
         })
     }
+}
+
+/// A run's random name in its page cursors. Without an operating-system random source, a
+/// digest of the run's number, the time and an address: unguessable enough for a name that
+/// guards nothing (a cursor of another run is refused as stale either way), and no counter.
+fn cursor_id(seq: u64) -> u128 {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("{seq}{:?}{:p}", SystemTime::now(), &bytes));
+        bytes.copy_from_slice(&digest[..16]);
+    }
+    u128::from_le_bytes(bytes)
 }
 
 /// How many revocations and replacements the registry has seen.
@@ -268,8 +282,11 @@ pub(crate) struct RunSlot {
     fingerprint: Fingerprint,
     /// The registry's change count when it was opened.
     generation: u64,
-    /// The number of the run in this server, which page cursors name.
+    /// The number of the run in this server (never shown to a client).
     pub(crate) seq: u64,
+    /// The run's name in its page cursors: random, so that a cursor tells nothing of how
+    /// many runs the server opened, nor of any other run.
+    pub(crate) cursor_id: u128,
     /// The run's MCP tool list, made once (without deferred loading).
     tools: OnceLock<Result<Arc<[Tool]>, String>>,
     /// With deferred loading, the client's session of this run: what it loaded.

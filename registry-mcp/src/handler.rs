@@ -550,17 +550,22 @@ pub(crate) fn call_result(observation: &Observation) -> Result<CallToolResult, E
 /// it is (see `RegistryServer::search`).
 const SEARCH_ATTEMPTS: u32 = 3;
 
-/// A cursor naming `offset` in the tool list of `slot`'s run. Its format is private: clients
-/// pass it back as they got it.
+/// A cursor naming `offset` in the tool list of `slot`'s run: the run's random cursor name
+/// and the offset. Its format is private: clients pass it back as they got it.
 fn cursor_for(slot: &RunSlot, offset: usize) -> String {
-    format!("{:x}.{:x}", slot.seq, offset)
+    format!("{:032x}.{:x}", slot.cursor_id, offset)
 }
 
+/// The offset `cursor` names in the tool list of `slot`'s run: an error for a cursor that is
+/// not one, or is of another run (stale, or forged).
 fn parse_cursor(cursor: &str, slot: &RunSlot) -> Result<usize, ErrorData> {
-    let (seq, offset) = cursor.split_once('.').ok_or_else(invalid_cursor)?;
-    let seq = u64::from_str_radix(seq, 16).map_err(|_| invalid_cursor())?;
+    let (run, offset) = cursor.split_once('.').ok_or_else(invalid_cursor)?;
+    if run.len() != 32 {
+        return Err(invalid_cursor());
+    }
+    let run = u128::from_str_radix(run, 16).map_err(|_| invalid_cursor())?;
     let offset = usize::from_str_radix(offset, 16).map_err(|_| invalid_cursor())?;
-    if seq != slot.seq {
+    if run != slot.cursor_id {
         return Err(ErrorData::invalid_params(
             "the cursor is stale: the tool list changed; list the tools again without a cursor",
             None,
