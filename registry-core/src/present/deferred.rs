@@ -759,7 +759,8 @@ impl DeferredSession {
     /// Records what became of the previous search, if none of its tools was called, and of
     /// this one if it found nothing; keeps this one's tools to see if one is called.
     fn audit_search(&self, call: &SearchCall, query: &str, hits: &[SearchHit]) {
-        let (query_bytes, query_hash) = crate::audit::argument_fingerprint(&json!(query));
+        let (query_bytes, query_hash) =
+            crate::audit::argument_fingerprint(self.registry.audit_key(), &json!(query));
         let event = DiscoveryEvent {
             run_id: self.allowed.run_id().to_owned(),
             tenant: self.tenant.clone(),
