@@ -487,3 +487,59 @@ async fn a_slow_embedder_blocks_no_worker_of_a_current_thread_runtime() {
 async fn a_slow_embedder_holds_no_lock_of_the_client() {
     a_slow_embedder_holds_no_worker_and_no_lock().await;
 }
+
+/// [`WordEmbedder`](registry_tests::WordEmbedder)'s vectors, a query holding "slowly" taking
+/// 300 ms; counts how many such queries it embeds at once, and the most it did.
+#[derive(Default)]
+struct Counting {
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    words: registry_tests::WordEmbedder,
+}
+
+/// A [`Counting`] the test keeps a handle on.
+struct Shared(std::sync::Arc<Counting>);
+
+impl registry_core::search::Embedder for Shared {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, registry_core::search::EmbedError> {
+        use std::sync::atomic::Ordering;
+        let counting = &self.0;
+        if texts.iter().any(|text| text.contains("slowly")) {
+            let now = counting.now.fetch_add(1, Ordering::SeqCst) + 1;
+            counting.most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(300));
+            counting.now.fetch_sub(1, Ordering::SeqCst);
+        }
+        counting.words.embed(texts)
+    }
+}
+
+/// The most searches a server embeds at once (`EMBEDDING_SEARCHES` in registry-mcp).
+const EMBEDDING_SEARCHES: usize = 16;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_sixteen_searches_are_embedded_at_once_and_the_rest_wait_their_turn() {
+    let counting = std::sync::Arc::new(Counting::default());
+    let registry = registry_of(Registry::builder().embedder(Shared(counting.clone())));
+    let server = deferred_server(&registry);
+    let mut clients = Vec::new();
+    for n in 0..EMBEDDING_SEARCHES + 8 {
+        clients.push(connect(&server, &format!("client-{n}"), ops()).await.0);
+    }
+    let searches: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let peer = client.peer().clone();
+            tokio::spawn(async move { search(&peer, "roll back a deployment slowly").await })
+        })
+        .collect();
+    for searching in searches {
+        let result = within("a search", searching).await.unwrap();
+        assert_eq!(found_names(&found(&result))[0], "rollback_deploy");
+    }
+    let most = counting.most.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        (2..=EMBEDDING_SEARCHES).contains(&most),
+        "{most} queries embedded at once"
+    );
+}
