@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use registry_core::approval::{ApprovalRequest, Verdict};
-use registry_core::deferred::{DeferredOptions, DeferredSession, SearchAnswer, SessionCall};
+use registry_core::deferred::{
+    DeferredOptions, DeferredSession, EmbeddedQuery, QueryEmbedding, SearchAnswer, SessionCall,
+};
 use registry_core::{ErrorKind, Observation, Run, ToolCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -1074,8 +1076,12 @@ async fn answer(
         SessionCall::Search(search) => match session {
             Some(session) => {
                 let span = tool_span(session.search_tool_name(), search.id());
+                let embedded = match session.embedding(&search) {
+                    Some(embedding) => embed(embedding).instrument(span.clone()).await,
+                    None => None,
+                };
                 let _entered = span.enter();
-                Answer::Searched(session.search(&search))
+                Answer::Searched(session.search_embedded(&search, embedded.as_ref()))
             }
             // Only a session reads searches: not reached.
             None => Answer::Refused {
@@ -1088,6 +1094,23 @@ async fn answer(
             call_id: String::new(),
             text: "a call this loop cannot read".to_owned(),
         },
+    }
+}
+
+/// A search's query embedded by the registry's embedder (which may block: a local model, an
+/// endpoint) on a blocking thread of the Tokio runtime, never on the loop's worker; on the
+/// caller's thread only outside a Tokio runtime. `None` if the blocking thread failed (the
+/// search is then lexical).
+async fn embed(embedding: QueryEmbedding) -> Option<EmbeddedQuery> {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return Some(embedding.embed());
+    };
+    match runtime.spawn_blocking(move || embedding.embed()).await {
+        Ok(embedded) => Some(embedded),
+        Err(error) => {
+            tracing::warn!(%error, "a search's embedding did not finish: the search is lexical");
+            None
+        }
     }
 }
 

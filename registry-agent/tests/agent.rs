@@ -1229,7 +1229,14 @@ async fn a_result_that_tries_to_instruct_the_model_changes_nothing_it_may_call()
 /// A registry of many tools: 150 metrics readers, a rollback that needs a person, and an
 /// admin tool the subject's scopes do not reach (hidden).
 fn large_registry(rollbacks: Arc<AtomicUsize>) -> Registry {
-    let mut builder = Registry::builder();
+    large_registry_of(Registry::builder(), rollbacks)
+}
+
+/// [`large_registry`]'s tools in `builder`.
+fn large_registry_of(
+    mut builder: registry_core::RegistryBuilder,
+    rollbacks: Arc<AtomicUsize>,
+) -> Registry {
     for n in 0..150 {
         builder = builder.tool(
             DynamicTool::new(
@@ -1407,4 +1414,95 @@ async fn a_run_of_many_tools_is_sent_deferred_and_searches_load_only_allowed_too
         assert_eq!(offered(api, &requests[0].1), ["deploy", "get_status"]);
         assert!(requests[0].0.get("anthropic-beta").is_none());
     }
+}
+
+/// How long [`Slow`] takes to embed a query holding "slowly".
+const BLOCK: Duration = Duration::from_millis(1500);
+
+/// Counts letters, taking [`BLOCK`] for a query holding "slowly" (a slow endpoint, a busy
+/// local model); counts those it was given.
+#[derive(Default)]
+struct Slow {
+    slow: AtomicUsize,
+}
+
+impl registry_core::search::Embedder for Slow {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, registry_core::search::EmbedError> {
+        if texts.iter().any(|text| text.contains("slowly")) {
+            self.slow.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(BLOCK);
+        }
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let mut vector = vec![0.0; 27];
+                for b in text.bytes() {
+                    vector[if b.is_ascii_lowercase() {
+                        usize::from(b - b'a')
+                    } else {
+                        26
+                    }] += 1.0;
+                }
+                vector
+            })
+            .collect())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_search_with_a_slow_embedder_does_not_block_the_runtime() {
+    let api = Api::OpenAiChat;
+    let (url, _script) = fake(vec![
+        searching(api, "s1", "roll back a deployment slowly"),
+        answering(api, "found it."),
+    ])
+    .await;
+    let slow = Arc::new(Slow::default());
+    struct Shared(Arc<Slow>);
+    impl registry_core::search::Embedder for Shared {
+        fn embed(
+            &self,
+            texts: &[&str],
+        ) -> Result<Vec<Vec<f32>>, registry_core::search::EmbedError> {
+            self.0.embed(texts)
+        }
+    }
+    let registry = large_registry_of(
+        Registry::builder().embedder(Shared(slow.clone())),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let run = registry.open_run("r", &subject());
+    // A task of the same (one-thread) runtime, ticking: the longest it waited between ticks
+    // is how long the runtime's only worker was kept from it.
+    let longest = Arc::new(Mutex::new(Duration::ZERO));
+    let ticker = tokio::spawn({
+        let longest = longest.clone();
+        async move {
+            let mut last = std::time::Instant::now();
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                let gap = last.elapsed();
+                last = std::time::Instant::now();
+                let mut longest = longest.lock().unwrap();
+                *longest = (*longest).max(gap);
+            }
+        }
+    });
+    let outcome = agent(api, &url).run(&run, "Roll web back.").await.unwrap();
+    ticker.abort();
+    let AgentOutcome::Answered { answer, state } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(answer, "found it.");
+    assert_eq!(state.searches(), 1);
+    assert_eq!(
+        slow.slow.load(Ordering::SeqCst),
+        1,
+        "the query was embedded"
+    );
+    let longest = *longest.lock().unwrap();
+    assert!(
+        longest < BLOCK / 3,
+        "the runtime's worker was kept {longest:?} while the embedder blocked for {BLOCK:?}"
+    );
 }

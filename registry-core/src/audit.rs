@@ -6,7 +6,11 @@
 //! it is a plain word, quoted and escaped (`Debug`) otherwise, so that a name or id chosen
 //! by a client cannot start a line or forge a field of its own.
 
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::{Digest, Sha256};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -86,7 +90,9 @@ pub struct DiscoveryEvent {
     pub call_id: String,
     /// The size of the query, in bytes.
     pub query_bytes: usize,
-    /// A hash (XXH3-64, hex) of the query as JSON: equal queries, equal hash.
+    /// A hash (HMAC-SHA-256 under the registry's audit key, its first 8 bytes in hex) of
+    /// the query as JSON: equal queries, equal hash, under one key
+    /// ([`RegistryBuilder::audit_hash_key`](crate::RegistryBuilder::audit_hash_key)).
     pub query_hash: String,
     /// The tools the search found (of the run's allowed set), best first; none for
     /// [`DiscoveryKind::NothingFound`].
@@ -217,7 +223,9 @@ pub struct ApprovalEvent {
     pub by: Option<String>,
     /// Why it needed approval, or why it was denied.
     pub reason: String,
-    /// A hash (XXH3-64, hex) of the requested arguments as JSON; never the values.
+    /// A hash (HMAC-SHA-256 under the registry's audit key, its first 8 bytes in hex) of the
+    /// requested arguments as JSON; never the values
+    /// ([`RegistryBuilder::audit_hash_key`](crate::RegistryBuilder::audit_hash_key)).
     pub argument_hash: String,
     /// The version of the tool the request is bound to, and that runs if it is approved
     /// ([`Tool::version_fingerprint`](crate::Tool::version_fingerprint)).
@@ -285,7 +293,9 @@ pub struct TaskEvent {
     pub duration: Duration,
     /// The arguments' size as JSON, in bytes; never the values.
     pub argument_bytes: usize,
-    /// A hash (XXH3-64, hex) of the arguments as JSON; never the values.
+    /// A hash (HMAC-SHA-256 under the registry's audit key, its first 8 bytes in hex) of the
+    /// arguments as JSON; never the values
+    /// ([`RegistryBuilder::audit_hash_key`](crate::RegistryBuilder::audit_hash_key)).
     pub argument_hash: String,
     /// What only operators see: a panic's message, a store's error.
     pub detail: Option<String>,
@@ -389,7 +399,9 @@ pub struct CallEvent {
     pub duration: Duration,
     /// The size of the arguments as JSON, in bytes (0 when they did not parse).
     pub argument_bytes: usize,
-    /// A hash (XXH3-64, hex) of the arguments as JSON: equal arguments, equal hash.
+    /// A hash (HMAC-SHA-256 under the registry's audit key, its first 8 bytes in hex) of the
+    /// arguments as JSON: equal arguments, equal hash, under one key
+    /// ([`RegistryBuilder::audit_hash_key`](crate::RegistryBuilder::audit_hash_key)).
     pub argument_hash: String,
     /// What the model was not told: a panic's message, a failure's text, a policy's reason.
     pub detail: Option<String>,
@@ -741,13 +753,59 @@ pub(crate) fn now() -> SystemTime {
 /// How many characters of a model-chosen name or call id the audit log keeps.
 pub(crate) const AUDITED_NAME: usize = 256;
 
-/// The size and hash of the arguments as compact JSON, for the audit log.
-pub(crate) fn argument_fingerprint(arguments: &Value) -> (usize, String) {
+/// The key of the audit log's hashes of arguments and queries: HMAC-SHA-256, so that a
+/// reader of the log cannot find low-entropy arguments (a yes or no, a small number, a name
+/// from a short list) by hashing guesses, as an unkeyed hash would let them. The registry's
+/// ([`RegistryBuilder::audit_hash_key`](crate::RegistryBuilder::audit_hash_key)), or one
+/// drawn at random once per process.
+#[derive(Clone)]
+pub(crate) struct AuditKey(Hmac<Sha256>);
+
+impl AuditKey {
+    /// HMAC under `key`.
+    pub(crate) fn new(key: &[u8]) -> AuditKey {
+        match <Hmac<Sha256> as KeyInit>::new_from_slice(key) {
+            Ok(keyed) => AuditKey(keyed),
+            Err(_) => unreachable!("HMAC takes a key of any length"),
+        }
+    }
+
+    /// The key of this process, drawn at random the first time it is asked for. Without an
+    /// operating-system random source, a digest of the time and an address: hashes are then
+    /// still keyed by a value no reader of the log is given.
+    pub(crate) fn of_process() -> AuditKey {
+        static KEY: OnceLock<AuditKey> = OnceLock::new();
+        KEY.get_or_init(|| {
+            let mut key = [0u8; 32];
+            if getrandom::fill(&mut key).is_err() {
+                let fallback = Sha256::digest(format!("{:p}{:?}", &key, SystemTime::now()));
+                key.copy_from_slice(&fallback);
+                tracing::error!("no random source for the audit hash key; using a fallback");
+            }
+            AuditKey::new(&key)
+        })
+        .clone()
+    }
+
+    /// The first 8 bytes of `bytes`' HMAC, in hex (16 digits).
+    fn hash(&self, bytes: &[u8]) -> String {
+        let mut keyed = self.0.clone();
+        keyed.update(bytes);
+        let tag = keyed.finalize().into_bytes();
+        tag[..8].iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+}
+
+impl std::fmt::Debug for AuditKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuditKey(..)")
+    }
+}
+
+/// The size and keyed hash of the arguments as compact JSON, for the audit log.
+pub(crate) fn argument_fingerprint(key: &AuditKey, arguments: &Value) -> (usize, String) {
     let json = serde_json::to_vec(arguments).unwrap_or_default();
-    (
-        json.len(),
-        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&json)),
-    )
+    (json.len(), key.hash(&json))
 }
 
 /// At most `max` characters of `text`, for echoing untrusted names.

@@ -229,8 +229,8 @@ pub mod deferred {
     //! ([`Run::deferred`](crate::Run::deferred)).
 
     pub use crate::present::deferred::{
-        DeferredOptions, DeferredSession, GOOD_SIMILARITY, NO_MATCH_COVERAGE, SEARCH_TOOL_NAME,
-        SearchAnswer, SearchCall, SessionCall, WEAK_COVERAGE,
+        DeferredOptions, DeferredSession, EmbeddedQuery, GOOD_SIMILARITY, NO_MATCH_COVERAGE,
+        QueryEmbedding, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall, WEAK_COVERAGE,
     };
 }
 

@@ -1,5 +1,6 @@
-//! Internal addresses: private, loopback and link-local IPs, internal host names, localhost
-//! URLs.
+//! Internal addresses: private, shared (CGNAT), loopback, link-local and unspecified IPs, in
+//! dotted decimal or, as a URL's host, in any form a URL parser reads as IPv4 (`2130706433`,
+//! `0x7f000001`, `0177.0.0.1`, `127.1`); internal host names; localhost URLs.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -8,6 +9,7 @@ use crate::{Finding, Rule};
 
 pub(crate) fn check(text: &str, out: &mut Vec<Finding>) {
     ipv4(text, out);
+    url_hosts(text, out);
     ipv6(text, out);
     hosts(text, out);
     localhost(text, out);
@@ -23,6 +25,10 @@ fn internal(ip: IpAddr) -> Option<&'static str> {
                 Some("a loopback address")
             } else if ip.is_link_local() {
                 Some("a link-local address")
+            } else if ip.is_unspecified() {
+                Some("the unspecified address (this host)")
+            } else if ip.octets()[0] == 100 && ip.octets()[1] & 0xc0 == 64 {
+                Some("a shared address (carrier-grade NAT, 100.64.0.0/10)")
             } else {
                 None
             }
@@ -65,13 +71,104 @@ fn ipv4(text: &str, out: &mut Vec<Finding>) {
         let end = run_end(text, at, |c| c.is_ascii_digit() || c == '.');
         let run = text[at..end].trim_end_matches('.');
         let next_is_word = next_char(text, at + run.len()).is_some_and(is_word_char);
+        // Four parts, in decimal or (with a leading 0) octal as URL parsers read them:
+        // `0177.0.0.1` is 127.0.0.1.
         if run.split('.').count() == 4
             && !next_is_word
-            && let Ok(ip) = run.parse::<Ipv4Addr>()
+            && let Some(ip) = run.parse::<Ipv4Addr>().ok().or_else(|| loose_ipv4(run))
         {
             push(text, at..at + run.len(), IpAddr::V4(ip), out);
         }
         at = end.max(at + 1);
+    }
+}
+
+/// The IPv4 address `host` is as a URL's host, as the WHATWG URL parser (browsers, and the
+/// `url` crate behind most HTTP clients) reads it: one to four dot-separated numbers, each
+/// decimal, hexadecimal (`0x`) or octal (a leading `0`), the last filling the bytes left
+/// (`127.1`, `2130706433`, `0x7f000001`, `0177.0.0.1`); a trailing dot allowed.
+fn loose_ipv4(host: &str) -> Option<Ipv4Addr> {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let numbers: Vec<u64> = host.split('.').map(number).collect::<Option<_>>()?;
+    let (last, first) = numbers.split_last()?;
+    if first.len() > 3 || first.iter().any(|part| *part > 255) {
+        return None;
+    }
+    let bits = 8 * (4 - first.len());
+    if *last >= 1 << bits {
+        return None;
+    }
+    let value = (first.iter())
+        .enumerate()
+        .fold(*last, |value, (index, part)| {
+            value | (part << (8 * (3 - index)))
+        });
+    u32::try_from(value).ok().map(Ipv4Addr::from)
+}
+
+/// One part of a [`loose_ipv4`] address.
+fn number(part: &str) -> Option<u64> {
+    let (digits, radix) = match part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+        Some(hex) => (hex, 16),
+        None if part.len() > 1 && part.starts_with('0') => (&part[1..], 8),
+        None => (part, 10),
+    };
+    if digits.is_empty() {
+        // `0x` alone is 0; an empty part is no number.
+        return (radix == 16).then_some(0);
+    }
+    if digits.len() > 16 || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()
+}
+
+/// Where a URL's authority ends.
+fn authority_end(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '/' | '?' | '#' | '"' | '\'' | '`' | '<' | '>' | '(' | ')' | '{' | '}' | '|' | '\\'
+        )
+}
+
+/// The host of every URL (`scheme://[userinfo@]host[:port]`) written as IPv4 in a form other
+/// than four dotted decimals (those [`ipv4`] finds), or as `[::]`.
+fn url_hosts(text: &str, out: &mut Vec<Finding>) {
+    for (index, _) in text.match_indices("://") {
+        let start = index + 3;
+        let end = text[start..]
+            .find(authority_end)
+            .map_or(text.len(), |offset| start + offset);
+        let authority = &text[start..end];
+        let host_start = authority.rfind('@').map_or(start, |at| start + at + 1);
+        let rest = &text[host_start..end];
+        if let Some(inner) = rest.strip_prefix('[') {
+            if let Some(close) = inner.find(']')
+                && let Ok(ip) = inner[..close].parse::<Ipv6Addr>()
+                && ip.is_unspecified()
+            {
+                let range = host_start..host_start + close + 2;
+                let shown = excerpt(text, range.clone());
+                let what = "the unspecified address (this host)";
+                out.push(Finding::new(Rule::PrivateIp, range, what, shown));
+            }
+            continue;
+        }
+        let host = rest.split(':').next().unwrap_or_default();
+        let dotted = host.strip_suffix('.').unwrap_or(host);
+        if dotted.split('.').count() == 4 && dotted.chars().all(|c| c.is_ascii_digit() || c == '.')
+        {
+            continue; // four dotted decimals: `ipv4` read them
+        }
+        if let Some(ip) = loose_ipv4(host) {
+            push(
+                text,
+                host_start..host_start + host.len(),
+                IpAddr::V4(ip),
+                out,
+            );
+        }
     }
 }
 

@@ -163,7 +163,9 @@ pub enum Rule {
     Jwt,
     /// `scheme://user:password@host`.
     UrlPassword,
-    /// An IPv4 or IPv6 address in a private, loopback or link-local range.
+    /// An IPv4 or IPv6 address in a private, shared (100.64/10), loopback, link-local or
+    /// unspecified range; IPv4 as a URL's host in any form a URL parser reads
+    /// (`http://2130706433/`, `http://0x7f000001/`, `http://0177.0.0.1/`).
     PrivateIp,
     /// A host name under `.internal`, `.local`, `.corp`, `.lan` or `.localhost`.
     InternalHost,

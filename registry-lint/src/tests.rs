@@ -224,6 +224,50 @@ fn private_ip_addresses() {
             "(10.0.0.1)",
         ],
     );
+}
+
+/// Before, 100.64/10, `0.0.0.0` and IPv4 written other than in four dotted decimals (which a
+/// URL parser, and so an HTTP client, reads as the same address) passed.
+#[test]
+fn shared_unspecified_and_other_forms_of_ipv4_are_internal() {
+    for (text, what) in [
+        ("http://100.64.0.1/", "a shared address"),
+        ("Reach 100.127.255.254 for it.", "a shared address"),
+        ("http://0.0.0.0/", "the unspecified address"),
+        ("Listens on 0.0.0.0:8080.", "the unspecified address"),
+        ("http://[::]:9000/", "the unspecified address"),
+        ("http://2130706433/", "a loopback address"),
+        ("http://0x7f000001/", "a loopback address"),
+        ("http://0X7F000001:80/path", "a loopback address"),
+        ("http://0177.0.0.1/", "a loopback address"),
+        ("Calls 0177.0.0.1 first.", "a loopback address"),
+        ("http://0x7f.1/", "a loopback address"),
+        ("http://127.1/", "a loopback address"),
+        (
+            "http://ops@0xa9fea9fe/latest/meta-data",
+            "a link-local address",
+        ),
+        ("https://012.0.0.1./", "a private IP address"),
+        ("http://3232235777/admin", "a private IP address"),
+    ] {
+        let finding = only(text);
+        assert_eq!(finding.rule, Rule::PrivateIp, "{text}");
+        assert!(finding.message.contains(what), "{text}: {finding:?}");
+    }
+    let finding = only("See http://2130706433/ now.");
+    assert_eq!(finding.range, 11..21);
+    passes(&[
+        "http://100.128.0.1/",
+        "100.63.255.255",
+        "http://8.8.8.8/",
+        "http://134744072/",
+        "http://0x08080808/",
+        "http://example.com:8080/",
+        "http://0x7f000001.example.com/",
+        "Version 01.02.03.04 fixed it.",
+        "http://256.0.0.1/",
+        "http://0x100000000/",
+    ]);
     passes(&[
         "Version 10.2.3 fixed it.",
         "8.8.8.8 is a public resolver.",

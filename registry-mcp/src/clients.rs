@@ -10,7 +10,9 @@ use registry_core::server::RegistryExt;
 use registry_core::{
     Fingerprint, Profile, Registry, Run, Subject,
     approval::ApprovalRequest,
-    deferred::{DeferredOptions, DeferredSession, SearchAnswer, SearchCall},
+    deferred::{
+        DeferredOptions, DeferredSession, EmbeddedQuery, QueryEmbedding, SearchAnswer, SearchCall,
+    },
 };
 use rmcp::model::{CallToolRequestParams, Tool};
 use rmcp::{Peer, RoleServer};
@@ -39,7 +41,15 @@ pub(crate) struct Shared {
     watching: AtomicBool,
     /// How many clients the map may hold before unused ones are forgotten.
     sweep_at: AtomicUsize,
+    /// Permits for searches whose query the embedder is embedding, at most
+    /// [`EMBEDDING_SEARCHES`] at once.
+    embeddings: Arc<tokio::sync::Semaphore>,
 }
+
+/// The most searches whose embedding is made at once, across a server's clients, each on a
+/// blocking thread of the runtime; a search past it waits (asynchronously) for one to end. A
+/// slow embedder then holds at most this many blocking threads, and no async worker.
+pub(crate) const EMBEDDING_SEARCHES: usize = 16;
 
 /// The fewest clients at which unused ones are forgotten.
 const CLIENTS_BEFORE_SWEEP: usize = 1024;
@@ -62,7 +72,29 @@ impl Shared {
             runs_opened: AtomicU64::new(0),
             watching: AtomicBool::new(false),
             sweep_at: AtomicUsize::new(CLIENTS_BEFORE_SWEEP),
+            embeddings: Arc::new(tokio::sync::Semaphore::new(EMBEDDING_SEARCHES)),
         })
+    }
+
+    /// Makes a search's embedding on a blocking thread of the runtime, never on an async
+    /// worker, at most [`EMBEDDING_SEARCHES`] at once (the permit is held until the embedder
+    /// returns, even if the request is given up meanwhile). `None` if the runtime could not
+    /// run it: the search is then lexical.
+    pub(crate) async fn embed(&self, embedding: QueryEmbedding) -> Option<EmbeddedQuery> {
+        let permit = self.embeddings.clone().acquire_owned().await.ok()?;
+        let made = tokio::task::spawn_blocking(move || {
+            let embedded = embedding.embed();
+            drop(permit);
+            embedded
+        })
+        .await;
+        match made {
+            Ok(embedded) => Some(embedded),
+            Err(error) => {
+                tracing::warn!(%error, "a search's embedding did not finish: the search is lexical");
+                None
+            }
+        }
     }
 
     /// The client named `id` acting as `subject`, created (with its first run) the first
@@ -172,10 +204,24 @@ impl Shared {
             run,
             generation,
             seq,
+            cursor_id: cursor_id(seq),
             tools: OnceLock::new(),
             deferred: OnceLock::new(),
         })
     }
+}
+
+/// A run's random name in its page cursors. Without an operating-system random source, a
+/// digest of the run's number, the time and an address: unguessable enough for a name that
+/// guards nothing (a cursor of another run is refused as stale either way), and no counter.
+fn cursor_id(seq: u64) -> u128 {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(format!("{seq}{:?}{:p}", SystemTime::now(), &bytes));
+        bytes.copy_from_slice(&digest[..16]);
+    }
+    u128::from_le_bytes(bytes)
 }
 
 /// How many revocations and replacements the registry has seen.
@@ -199,6 +245,22 @@ pub(crate) struct Client {
     asked: Mutex<HashMap<String, Asked>>,
 }
 
+/// A search call as [`Client::search`] read it.
+pub(crate) enum Search {
+    /// Answered already: the search needed no embedder.
+    Answered(SearchAnswer),
+    /// To answer with [`Client::finish_search`] once its query is embedded
+    /// ([`Shared::embed`]).
+    Embed(PendingSearch, QueryEmbedding),
+}
+
+/// A search waiting for its query's embedding.
+pub(crate) struct PendingSearch {
+    /// The run whose session the embedding is made for.
+    slot: Arc<RunSlot>,
+    call: SearchCall,
+}
+
 /// An approval question waiting for the client's answer in a retried call.
 pub(crate) struct Asked {
     /// The run that made the call, which decides it.
@@ -220,8 +282,11 @@ pub(crate) struct RunSlot {
     fingerprint: Fingerprint,
     /// The registry's change count when it was opened.
     generation: u64,
-    /// The number of the run in this server, which page cursors name.
+    /// The number of the run in this server (never shown to a client).
     pub(crate) seq: u64,
+    /// The run's name in its page cursors: random, so that a cursor tells nothing of how
+    /// many runs the server opened, nor of any other run.
+    pub(crate) cursor_id: u128,
     /// The run's MCP tool list, made once (without deferred loading).
     tools: OnceLock<Result<Arc<[Tool]>, String>>,
     /// With deferred loading, the client's session of this run: what it loaded.
@@ -320,17 +385,19 @@ impl Client {
         lock(&self.runs).current.clone()
     }
 
-    /// If the server loads tools on demand and `request` calls the search tool: the answer of
-    /// the deferred session of the run calls are served from, `id` its call id. Answered under
-    /// the lock that [`relist`](Self::relist) takes to carry the loaded tools over to a new
-    /// run, so that nothing a search loads is lost to it. A call of another tool is told to
+    /// If the server loads tools on demand and `request` calls the search tool: its answer by
+    /// the deferred session of the run calls are served from, `id` its call id, or, if the
+    /// search needs the embedder, what to embed before it is answered
+    /// ([`finish_search`](Self::finish_search)). Read under the lock that
+    /// [`relist`](Self::relist) takes to carry the loaded tools over to a new run, which is
+    /// held only for that: never while the embedder works. A call of another tool is told to
     /// the session, so a search that led to it is not audited as one that found nothing used.
     pub(crate) fn search(
         &self,
         options: &ServerOptions,
         id: String,
         request: &CallToolRequestParams,
-    ) -> Option<SearchAnswer> {
+    ) -> Option<Search> {
         let runs = lock(&self.runs);
         let session = runs.current.deferred(options)?;
         if request.name != session.search_tool_name() {
@@ -339,7 +406,52 @@ impl Client {
             return None;
         }
         let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
-        Some(session.search(&SearchCall::new(id, arguments)))
+        let call = SearchCall::new(id, arguments);
+        Some(match session.embedding(&call) {
+            None => Search::Answered(session.search_embedded(&call, None)),
+            Some(embedding) => Search::Embed(
+                PendingSearch {
+                    slot: runs.current.clone(),
+                    call,
+                },
+                embedding,
+            ),
+        })
+    }
+
+    /// The answer to `pending`, whose query is `embedded` now, by the deferred session of
+    /// the run calls are served from, under the lock [`relist`](Self::relist) takes: the
+    /// lock is held only to load what the search found. If that run is no longer the one the
+    /// embedding was made for (the client listed its tools again meanwhile), `pending` is
+    /// given back to be embedded for the new run's snapshot, unless `last`: then it is
+    /// answered by the new run (lexically if that snapshot's tools are not embedded yet).
+    pub(crate) fn finish_search(
+        &self,
+        options: &ServerOptions,
+        pending: PendingSearch,
+        embedded: Option<&EmbeddedQuery>,
+        last: bool,
+    ) -> Result<Option<SearchAnswer>, (PendingSearch, QueryEmbedding)> {
+        let runs = lock(&self.runs);
+        if !last && !Arc::ptr_eq(&runs.current, &pending.slot) {
+            let Some(session) = runs.current.deferred(options) else {
+                return Ok(None);
+            };
+            return match session.embedding(&pending.call) {
+                Some(embedding) => Err((
+                    PendingSearch {
+                        slot: runs.current.clone(),
+                        call: pending.call,
+                    },
+                    embedding,
+                )),
+                None => Ok(Some(session.search_embedded(&pending.call, None))),
+            };
+        }
+        Ok(runs
+            .current
+            .deferred(options)
+            .map(|session| session.search_embedded(&pending.call, embedded)))
     }
 
     /// The run a fresh `tools/list` is served from: after a change in the registry, a new run

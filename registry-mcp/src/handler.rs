@@ -7,6 +7,7 @@ use registry_core::server::RunExt;
 use registry_core::{
     ErrorKind, Observation, ToolCall,
     call::{CallOptions, Cancellation},
+    deferred::SearchAnswer,
 };
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Extensions,
@@ -19,7 +20,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::approval;
-use crate::clients::{Client, RunSlot, Shared};
+use crate::clients::{Client, RunSlot, Search, Shared};
 use crate::host::{McpHost, Session, level_of};
 use crate::tokens::Principal;
 
@@ -213,6 +214,35 @@ impl RegistryServer {
         capabilities
     }
 
+    /// If the server loads tools on demand and `request` calls the search tool, its answer:
+    /// the query embedded first, if the registry has an embedder, on a blocking thread and
+    /// outside the client's lock on its runs ([`Shared::embed`]); then answered by the run
+    /// calls are served from. The client listing its tools again meanwhile (a new run, maybe
+    /// of a new snapshot) has the query embedded again for it, at most [`SEARCH_ATTEMPTS`]
+    /// times in all.
+    async fn search(
+        &self,
+        client: &Client,
+        id: String,
+        request: &CallToolRequestParams,
+    ) -> Option<SearchAnswer> {
+        let options = &self.shared.options;
+        let (mut pending, mut embedding) = match client.search(options, id, request)? {
+            Search::Answered(answer) => return Some(answer),
+            Search::Embed(pending, embedding) => (pending, embedding),
+        };
+        let mut attempt = 1;
+        loop {
+            let embedded = self.shared.embed(embedding).await;
+            let last = attempt >= SEARCH_ATTEMPTS;
+            match client.finish_search(options, pending, embedded.as_ref(), last) {
+                Ok(answer) => return answer,
+                Err(again) => (pending, embedding) = again,
+            }
+            attempt += 1;
+        }
+    }
+
     /// Runs a `tools/call`: the run's answer, with the call's progress, logs and questions
     /// going to the client and the client's `notifications/cancelled` cancelling it.
     async fn call(
@@ -233,7 +263,7 @@ impl RegistryServer {
             crate::headers::check(definition, request.arguments.as_ref(), parts)?;
         }
         if request.request_state.is_none()
-            && let Some(answer) = client.search(options, context.id.to_string(), &request)
+            && let Some(answer) = self.search(client, context.id.to_string(), &request).await
         {
             let result = serde_json::from_value::<CallToolResult>(answer.message().clone())
                 .map_err(|error| {
@@ -516,17 +546,26 @@ pub(crate) fn call_result(observation: &Observation) -> Result<CallToolResult, E
     Ok(crate::content::call_tool_result(observation))
 }
 
-/// A cursor naming `offset` in the tool list of `slot`'s run. Its format is private: clients
-/// pass it back as they got it.
+/// How many times a search's query is embedded at most, when the client's run changes while
+/// it is (see `RegistryServer::search`).
+const SEARCH_ATTEMPTS: u32 = 3;
+
+/// A cursor naming `offset` in the tool list of `slot`'s run: the run's random cursor name
+/// and the offset. Its format is private: clients pass it back as they got it.
 fn cursor_for(slot: &RunSlot, offset: usize) -> String {
-    format!("{:x}.{:x}", slot.seq, offset)
+    format!("{:032x}.{:x}", slot.cursor_id, offset)
 }
 
+/// The offset `cursor` names in the tool list of `slot`'s run: an error for a cursor that is
+/// not one, or is of another run (stale, or forged).
 fn parse_cursor(cursor: &str, slot: &RunSlot) -> Result<usize, ErrorData> {
-    let (seq, offset) = cursor.split_once('.').ok_or_else(invalid_cursor)?;
-    let seq = u64::from_str_radix(seq, 16).map_err(|_| invalid_cursor())?;
+    let (run, offset) = cursor.split_once('.').ok_or_else(invalid_cursor)?;
+    if run.len() != 32 {
+        return Err(invalid_cursor());
+    }
+    let run = u128::from_str_radix(run, 16).map_err(|_| invalid_cursor())?;
     let offset = usize::from_str_radix(offset, 16).map_err(|_| invalid_cursor())?;
-    if seq != slot.seq {
+    if run != slot.cursor_id {
         return Err(ErrorData::invalid_params(
             "the cursor is stale: the tool list changed; list the tools again without a cursor",
             None,

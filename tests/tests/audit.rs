@@ -83,6 +83,59 @@ fn registry() -> (Registry, Events) {
     (tools().audit_sink(sink).build().unwrap(), events)
 }
 
+/// The argument hash of a call of `note` with `arguments`, in a registry of `builder`.
+fn hash_of(builder: RegistryBuilder, arguments: &Value) -> String {
+    let events = Events::default();
+    let sink = {
+        let events = events.clone();
+        move |event: &AuditEvent| events.lock().unwrap().push(event.clone())
+    };
+    let registry = builder.audit_sink(sink).build().unwrap();
+    let run = registry.open_run("run-1", &Subject::new("tenant-a"));
+    let observation = run.call_blocking(ToolCall::new("c1", "note", arguments.clone()));
+    assert_eq!(observation.error_kind(), None, "{observation:?}");
+    let calls = calls(&events);
+    assert_eq!(calls.len(), 1);
+    calls[0].argument_hash.clone()
+}
+
+/// Before, the argument hash was an unkeyed XXH3-64: whoever read the log could hash each
+/// guess of a low-entropy argument (a yes or no, a count) and find the one called with. Now
+/// it is an HMAC under the registry's key: the same arguments hash the same under one key,
+/// and differently under another, so a guess cannot be checked without the key.
+#[test]
+fn the_argument_hash_is_keyed() {
+    let yes = json!({"note": "yes"});
+    let one = [1u8; 32];
+    let other = [2u8; 32];
+    let under_one = hash_of(tools().audit_hash_key(one), &yes);
+    assert_eq!(under_one.len(), 16);
+    assert!(under_one.chars().all(|c| c.is_ascii_hexdigit()));
+    assert_eq!(hash_of(tools().audit_hash_key(one), &yes), under_one);
+    assert_ne!(hash_of(tools().audit_hash_key(other), &yes), under_one);
+    assert_ne!(
+        hash_of(tools().audit_hash_key(one), &json!({"note": "no"})),
+        under_one
+    );
+    // The unkeyed hash a reader could compute from a guess is not what is recorded.
+    let json = serde_json::to_vec(&yes).unwrap();
+    let unkeyed = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(&json));
+    assert_ne!(under_one, unkeyed);
+    let process = hash_of(tools(), &yes);
+    assert_ne!(process, unkeyed);
+    // Without a key, one drawn at random per process: the registries of one process agree.
+    assert_eq!(hash_of(tools(), &yes), process);
+    assert_ne!(process, under_one);
+    // A key too short to keep guesses out is refused at build, saying how long to make it.
+    let error = tools().audit_hash_key(b"short").build().unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("the audit hash key is 5 bytes long; give at least 16"),
+        "{error}"
+    );
+}
+
 fn calls(events: &Events) -> Vec<CallEvent> {
     events
         .lock()

@@ -167,6 +167,69 @@ async fn long_lists_come_in_pages_and_a_cursor_of_an_old_run_is_refused() {
     within("shutdown", client.cancel()).await.unwrap();
 }
 
+/// The run a cursor names (what comes before its `.`), as a number.
+fn cursor_run(cursor: &str) -> u128 {
+    let (run, _) = cursor.split_once('.').expect("a run and an offset");
+    assert_eq!(
+        run.len(),
+        32,
+        "a 128-bit random name, not a counter: {cursor}"
+    );
+    u128::from_str_radix(run, 16).unwrap()
+}
+
+#[tokio::test]
+async fn a_cursor_names_its_run_at_random_and_a_forged_one_is_refused() {
+    let mut builder = Registry::builder();
+    for i in 0..150 {
+        builder = builder.tool(
+            DynamicTool::new(format!("tool_{i:03}"), "One of many.")
+                .public()
+                .read_only()
+                .handler(|_ctx, _args| Ok::<_, String>(json!("ok"))),
+        );
+    }
+    let registry = builder.build().unwrap();
+    let (server, client) = connect(&registry, Subject::new("t"), ()).await;
+    let first = within("tools/list", client.list_tools(None)).await.unwrap();
+    let first = first.next_cursor.expect("a second page");
+    // A change, and a list from the start: a new run, whose cursor says nothing of the
+    // number of runs opened (the old cursor named runs 1 and 2).
+    registry.revoke("tool_000", "retired").unwrap();
+    server.check_changes().await;
+    let second = within("tools/list", client.list_tools(None)).await.unwrap();
+    let second = second.next_cursor.expect("a second page");
+    let (one, two) = (cursor_run(&first), cursor_run(&second));
+    assert_ne!(one, two);
+    assert!(one.abs_diff(two) > 1 << 64, "{first} then {second}");
+    // The current cursor works; a neighbour of it, forged, is refused as stale; a cursor that
+    // is not one is refused as invalid.
+    let page = |cursor: String| PaginatedRequestParams::default().with_cursor(Some(cursor));
+    let listed = within("tools/list", client.list_tools(Some(page(second.clone()))))
+        .await
+        .unwrap();
+    assert_eq!(listed.tools[0].name, "tool_101");
+    let (_, offset) = second.split_once('.').unwrap();
+    for forged in [two.wrapping_add(1), two.wrapping_sub(1), one] {
+        let forged = format!("{forged:032x}.{offset}");
+        let refused = within("tools/list", client.list_tools(Some(page(forged))))
+            .await
+            .unwrap_err();
+        assert!(invalid_params(refused).contains("stale"));
+    }
+    for garbage in [
+        format!("2.{offset}"),
+        "nonsense".to_owned(),
+        format!("{two:x}.zz"),
+    ] {
+        let refused = within("tools/list", client.list_tools(Some(page(garbage))))
+            .await
+            .unwrap_err();
+        assert!(invalid_params(refused).contains("invalid cursor"));
+    }
+    within("shutdown", client.cancel()).await.unwrap();
+}
+
 #[tokio::test]
 async fn a_replacement_reaches_a_client_when_it_lists_again() {
     let registry = Registry::builder()

@@ -61,7 +61,9 @@ impl Run {
             given => Pending::Parsed(parse(given)),
         };
         let fingerprint = match &pending {
-            Pending::Parsed(Ok(arguments)) if audit => Some(argument_fingerprint(arguments)),
+            Pending::Parsed(Ok(arguments)) if audit => {
+                Some(argument_fingerprint(self.registry.audit_key(), arguments))
+            }
             _ => None,
         };
         let refuse = |kind, text, detail, version| {

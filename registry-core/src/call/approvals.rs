@@ -383,7 +383,10 @@ impl Run {
         self.audit_approval(&request, kind, by.as_deref());
         let mut ticket = self.ticket(&request);
         if was_edited && crate::audit::wanted(self.origin().audit_sink()) {
-            ticket.arguments = Some(crate::audit::argument_fingerprint(&arguments));
+            ticket.arguments = Some(crate::audit::argument_fingerprint(
+                self.origin().audit_key(),
+                &arguments,
+            ));
         }
         let resolved = Resolved {
             entry: entry.clone(),
@@ -444,8 +447,9 @@ impl Run {
 
     /// The ticket of a request's call, to answer it.
     fn ticket(&self, request: &ApprovalRequest) -> Ticket {
-        let arguments = crate::audit::wanted(self.origin().audit_sink())
-            .then(|| crate::audit::argument_fingerprint(&request.arguments));
+        let arguments = crate::audit::wanted(self.origin().audit_sink()).then(|| {
+            crate::audit::argument_fingerprint(self.origin().audit_key(), &request.arguments)
+        });
         let structured = self
             .allowed()
             .find(&request.tool_name)
@@ -505,7 +509,11 @@ impl Run {
                 tool: request.tool_name.clone(),
                 by: by.map(str::to_owned),
                 reason,
-                argument_hash: crate::audit::argument_fingerprint(&request.arguments).1,
+                argument_hash: crate::audit::argument_fingerprint(
+                    self.origin().audit_key(),
+                    &request.arguments,
+                )
+                .1,
                 tool_version: request.definition,
             }),
         );

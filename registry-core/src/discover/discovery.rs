@@ -467,6 +467,12 @@ impl Snapshot {
             .as_ref()
     }
 
+    /// The vectors of this snapshot's tools if they were computed already (by
+    /// [`vectors`](Self::vectors)): never calls the embedder.
+    pub(crate) fn built_vectors(&self) -> Option<&Vectors> {
+        self.vectors.get().and_then(Option::as_ref)
+    }
+
     /// This snapshot with slot `slot` holding `tool` at `version`.
     pub(crate) fn with_replaced(&self, slot: usize, tool: Tool, version: u64) -> Snapshot {
         let mut entries = self.entries.clone();

@@ -22,11 +22,21 @@ use crate::register::tool::Tool;
 /// local model, or a client of a hosted one
 /// (`search::OpenAiEmbedder`, with the feature `openai-embeddings`).
 ///
-/// `embed` returns one vector per text, in order, all of one length. It is called from the
-/// thread that searches (so it may block; it must not need the caller's async runtime): once
-/// per registry snapshot for its tools, in batches of at most [`MAX_BATCH`] texts, and once
-/// per search for the query. It must be deterministic for search to be: the same text, the
-/// same vector.
+/// `embed` returns one vector per text, in order, all of one length. It is called once per
+/// registry snapshot for its tools, in batches of at most [`MAX_BATCH`] texts, and once per
+/// search for the query. It must be deterministic for search to be: the same text, the same
+/// vector.
+///
+/// It may block (a local model computing, a blocking HTTP client waiting), and must not need
+/// the caller's async runtime: [`Run::search`](crate::Run::search) and
+/// `DeferredSession::search` call it on their caller's thread, while `registry-mcp`'s server
+/// and `registry-agent`'s loop make a search's embedding apart
+/// (`DeferredSession::embedding`, then `QueryEmbedding::embed` on
+/// `tokio::task::spawn_blocking`), never on an async worker nor under a lock, and answer the
+/// search once it is made (`DeferredSession::search_embedded`). The trait stays synchronous
+/// on purpose: an `async fn` in a trait used as `dyn Embedder` would need boxed futures in
+/// every implementation, and a local model's work is CPU-bound, which belongs on a blocking
+/// thread in any case.
 ///
 /// ```
 /// use registry_core::search::{EmbedError, Embedder};
@@ -242,6 +252,11 @@ impl Vectors {
             }
         }
         Ok(vectors)
+    }
+
+    /// How many values each vector has.
+    pub(crate) fn dimensions(&self) -> usize {
+        self.dimensions
     }
 
     /// The query's unit vector, checked against the tools' length.

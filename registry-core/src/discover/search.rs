@@ -114,13 +114,70 @@ impl Run {
 }
 
 /// The at most `k` tools of `allowed` (projected from `snapshot`) that best match `query`,
-/// leaving out those its calls would refuse before validation (revoked, not ready).
+/// leaving out those its calls would refuse before validation (revoked, not ready). Calls
+/// the embedder, if the registry has one, on this thread.
 pub(crate) fn search(
     registry: &Registry,
     snapshot: &Snapshot,
     allowed: &AllowedSet,
     query: &str,
     k: usize,
+) -> Vec<SearchHit> {
+    let vector = query_vector(registry, snapshot, query);
+    search_with(registry, snapshot, allowed, query, k, vector.as_ref())
+}
+
+/// A query's unit vector by the registry's embedder, made before the search that uses it
+/// (off the async workers, outside any lock), for the text the search reads of the query.
+#[derive(Debug, Clone)]
+pub(crate) struct QueryVector {
+    /// The query as embedded: its first [`MAX_QUERY_BYTES`].
+    text: String,
+    vector: Vec<f32>,
+}
+
+/// The query as the embedder is given it: its first [`MAX_QUERY_BYTES`], or `None` if that
+/// is blank.
+fn embedded_text(query: &str) -> Option<String> {
+    let mut text = query.to_owned();
+    cut(&mut text, MAX_QUERY_BYTES);
+    (!text.trim().is_empty()).then_some(text)
+}
+
+/// `query`'s vector, if the registry has an embedder that can embed both it and `snapshot`'s
+/// tools (whose vectors are built first, once per snapshot). Calls the embedder on this
+/// thread, and may block as long as it does; a failure is logged, and `None` makes the
+/// search lexical.
+pub(crate) fn query_vector(
+    registry: &Registry,
+    snapshot: &Snapshot,
+    query: &str,
+) -> Option<QueryVector> {
+    let embedder = registry.embedder()?;
+    let text = embedded_text(query)?;
+    let vectors = snapshot.vectors(embedder)?;
+    match vectors.query(embedder, &text) {
+        Ok(vector) => Some(QueryVector { text, vector }),
+        Err(error) => {
+            tracing::warn!(
+                error = ?error.message(),
+                "the embedder could not embed a query: the search is lexical"
+            );
+            None
+        }
+    }
+}
+
+/// [`search`] with the query's vector made beforehand ([`query_vector`]): never calls the
+/// embedder. The search is lexical if `vector` is `None`, is not of `query`, or if the
+/// vectors of `snapshot`'s tools are not built yet or have another length.
+pub(crate) fn search_with(
+    registry: &Registry,
+    snapshot: &Snapshot,
+    allowed: &AllowedSet,
+    query: &str,
+    k: usize,
+    vector: Option<&QueryVector>,
 ) -> Vec<SearchHit> {
     if k == 0 || allowed.is_empty() {
         return Vec::new();
@@ -135,7 +192,7 @@ pub(crate) fn search(
         .map(|entry| entry.slot)
         .collect();
     let index = snapshot.index();
-    match semantic(registry, snapshot, query) {
+    match semantic(registry, snapshot, query, vector) {
         None => {
             let ranked = index.ranked(query, &candidates, k);
             let found = ranked.found.iter().map(|found| (*found, None)).collect();
@@ -143,7 +200,7 @@ pub(crate) fn search(
         }
         Some((vectors, vector, weight)) => {
             let ranked = index.ranked(query, &candidates, k.max(FUSION_DEPTH));
-            let fused = fuse(&ranked, (vectors, &vector, weight), &candidates, k);
+            let fused = fuse(&ranked, (vectors, vector, weight), &candidates, k);
             hits(entries, &ranked, fused)
         }
     }
@@ -160,30 +217,27 @@ pub(crate) const FUSION_DEPTH: usize = 50;
 /// 0.916 → 0.933 against 60).
 pub(crate) const RRF_K: f64 = 10.0;
 
-/// The snapshot's vectors and the query's, if the registry has an embedder that can embed
-/// both (a failure is logged, and the search is lexical).
+/// The snapshot's vectors, `vector` and the embedder's weight, if the registry has an
+/// embedder, `vector` is of `query`, and the snapshot's vectors are built and of its length.
 fn semantic<'a>(
     registry: &Registry,
     snapshot: &'a Snapshot,
     query: &str,
-) -> Option<(&'a Vectors, Vec<f32>, f64)> {
+    vector: Option<&'a QueryVector>,
+) -> Option<(&'a Vectors, &'a [f32], f64)> {
     let embedder = registry.embedder()?;
-    let vectors = snapshot.vectors(embedder)?;
-    let mut text = query.to_owned();
-    cut(&mut text, MAX_QUERY_BYTES);
-    if text.trim().is_empty() {
+    let vector = vector?;
+    if embedded_text(query).as_deref() != Some(vector.text.as_str()) {
         return None;
     }
-    match vectors.query(embedder, &text) {
-        Ok(vector) => Some((vectors, vector, crate::discover::embed::weight_of(embedder))),
-        Err(error) => {
-            tracing::warn!(
-                error = ?error.message(),
-                "the embedder could not embed a query: the search is lexical"
-            );
-            None
-        }
-    }
+    let vectors = snapshot.built_vectors()?;
+    (vector.vector.len() == vectors.dimensions()).then(|| {
+        (
+            vectors,
+            vector.vector.as_slice(),
+            crate::discover::embed::weight_of(embedder),
+        )
+    })
 }
 
 /// The `k` best of the lexical ranking and the [`FUSION_DEPTH`] candidates nearest the query

@@ -21,7 +21,7 @@ use crate::declare::dynamic::DynamicTool;
 use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::Snapshot;
 use crate::discover::run::Run;
-use crate::discover::search::{SearchHit, search};
+use crate::discover::search::{QueryVector, SearchHit, query_vector, search_with};
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::present::export::{exported_object, tool_list};
 use crate::present::profile::{CompatibilityError, Incompatibility, Profile};
@@ -583,19 +583,73 @@ impl DeferredSession {
     /// is never sent more: what would not fit is not loaded, and the answer says so. Invalid
     /// arguments (not `{"query": "<text>"}`) are answered as an error the model can correct,
     /// or, for OpenAI Responses, whose answer holds tools only, with no tools.
+    ///
+    /// With an embedder, this calls it on this thread (the query, and the first time the
+    /// snapshot's tools): an async server or loop should make the embedding first, off its
+    /// workers, with [`embedding`](Self::embedding), then answer with
+    /// [`search_embedded`](Self::search_embedded).
     pub fn search(&self, call: &SearchCall) -> SearchAnswer {
+        let embedded = self.embedding(call).map(QueryEmbedding::embed);
+        self.search_embedded(call, embedded.as_ref())
+    }
+
+    /// What [`search`](Self::search) of `call` needs of the registry's embedder, to be made
+    /// apart from the search (on a blocking thread, outside any lock of the caller's) with
+    /// [`QueryEmbedding::embed`]; `None` if it needs nothing: the registry has no embedder,
+    /// or `call` holds no query.
+    ///
+    /// ```
+    /// use registry_core::deferred::{DeferredOptions, SearchCall};
+    /// use registry_core::{DynamicTool, Profile, Registry, Subject};
+    /// use serde_json::json;
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(DynamicTool::new("rollback", "Roll a deployment back.").public()
+    ///         .handler(|_ctx, _args| Ok::<_, String>(json!("done"))))
+    ///     .build()
+    ///     .unwrap();
+    /// let run = registry.open_run("run-1", &Subject::new("acme"));
+    /// let session = run.deferred(Profile::Mcp, DeferredOptions::new());
+    /// let call = SearchCall::new("c1", json!({"query": "undo a deployment"}));
+    /// // Without an embedder there is nothing to embed: the search is lexical.
+    /// let embedded = session.embedding(&call).map(|pending| pending.embed());
+    /// assert!(embedded.is_none());
+    /// let answer = session.search_embedded(&call, embedded.as_ref());
+    /// assert_eq!(answer.loaded(), ["rollback"]);
+    /// ```
+    pub fn embedding(&self, call: &SearchCall) -> Option<QueryEmbedding> {
+        self.registry.embedder()?;
+        let query = call.query().ok()?;
+        Some(QueryEmbedding {
+            registry: self.registry.clone(),
+            snapshot: self.snapshot.clone(),
+            query: query.to_owned(),
+        })
+    }
+
+    /// [`search`](Self::search) with the query's embedding made beforehand
+    /// ([`embedding`](Self::embedding)): never calls the embedder, so it may be answered on an
+    /// async worker and under a lock. The search is lexical if `embedded` is `None`, is of
+    /// another query, or was made for another registry snapshot than this session's whose
+    /// tools' vectors are not built yet.
+    pub fn search_embedded(
+        &self,
+        call: &SearchCall,
+        embedded: Option<&EmbeddedQuery>,
+    ) -> SearchAnswer {
         let query = match call.query() {
             Ok(query) => query,
             Err(problem) => return self.invalid(call, &problem),
         };
         // A tool the profile cannot express is never found (a startup `Registry::check`
         // keeps there from being any): a few more are asked for to make up for them.
-        let mut hits = search(
+        let mut hits = search_with(
             &self.registry,
             &self.snapshot,
             &self.allowed,
             query,
             self.results + SPARE,
+            embedded.and_then(|embedded| embedded.vector.as_ref()),
         );
         hits.retain(|hit| hit.tool().lowered(self.profile).is_ok());
         hits.truncate(self.results);
@@ -705,7 +759,8 @@ impl DeferredSession {
     /// Records what became of the previous search, if none of its tools was called, and of
     /// this one if it found nothing; keeps this one's tools to see if one is called.
     fn audit_search(&self, call: &SearchCall, query: &str, hits: &[SearchHit]) {
-        let (query_bytes, query_hash) = crate::audit::argument_fingerprint(&json!(query));
+        let (query_bytes, query_hash) =
+            crate::audit::argument_fingerprint(self.registry.audit_key(), &json!(query));
         let event = DiscoveryEvent {
             run_id: self.allowed.run_id().to_owned(),
             tenant: self.tenant.clone(),
@@ -937,6 +992,51 @@ impl SearchCall {
             Some(query) if problems.is_empty() => Ok(query),
             _ => Err(problems.join("; ")),
         }
+    }
+}
+
+/// The embedding a deferred session's search needs, taken from the session
+/// ([`DeferredSession::embedding`]) to be made apart from it: it owns what it needs, so it
+/// can be moved to a blocking thread (`tokio::task::spawn_blocking(move || pending.embed())`).
+pub struct QueryEmbedding {
+    registry: Registry,
+    snapshot: Arc<Snapshot>,
+    query: String,
+}
+
+impl std::fmt::Debug for QueryEmbedding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueryEmbedding")
+            .field("query_bytes", &self.query.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl QueryEmbedding {
+    /// Calls the registry's embedder: for the query, and, the first time a search of this
+    /// registry snapshot needs them, for its tools (built once per snapshot, then shared).
+    /// Blocks as long as the embedder does, so call it where blocking is allowed. An embedder
+    /// that fails is logged, and the search it is given to is lexical.
+    #[must_use]
+    pub fn embed(self) -> EmbeddedQuery {
+        EmbeddedQuery {
+            vector: query_vector(&self.registry, &self.snapshot, &self.query),
+        }
+    }
+}
+
+/// A query's embedding, made by [`QueryEmbedding::embed`], for
+/// [`DeferredSession::search_embedded`].
+#[derive(Clone)]
+pub struct EmbeddedQuery {
+    vector: Option<QueryVector>,
+}
+
+impl std::fmt::Debug for EmbeddedQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedQuery")
+            .field("embedded", &self.vector.is_some())
+            .finish()
     }
 }
 

@@ -33,6 +33,9 @@ use crate::register::state::AppState;
 use crate::register::tool::Tool;
 use crate::resolve::guard::ArgumentLimits;
 
+/// The shortest key [`RegistryBuilder::audit_hash_key`] takes, in bytes.
+const MIN_AUDIT_KEY: usize = 16;
+
 /// Assembles a [`Registry`]: declared tools (all, or those under given modules), tools built
 /// at run time, explicit replacements, and tools that must be present.
 ///
@@ -75,6 +78,9 @@ pub struct RegistryBuilder {
     /// The methods a policy set was given to instead of `policies`, in order.
     misplaced_policy_sets: Vec<&'static str>,
     audit: Option<Box<dyn AuditSink>>,
+    audit_key: Option<crate::audit::AuditKey>,
+    /// The length of an audit hash key too short to take.
+    short_audit_key: Option<usize>,
     host: Option<Arc<dyn CallHost>>,
     embedder: Option<Arc<dyn Embedder>>,
     limits: ArgumentLimits,
@@ -322,6 +328,34 @@ impl RegistryBuilder {
     /// `tracing`.
     pub fn audit_sink(mut self, sink: impl AuditSink) -> Self {
         self.audit = Some(Box::new(sink));
+        self
+    }
+
+    /// The key of the audit log's hashes of call arguments and search queries
+    /// (`argument_hash`, `query_hash`: HMAC-SHA-256 under `key`, its first 8 bytes in hex).
+    /// Keyed, so that a reader of the log cannot find low-entropy arguments (a yes or no, a
+    /// small number, a name from a short list) by hashing guesses; equal arguments still have
+    /// equal hashes under one key, which is what correlating calls needs.
+    ///
+    /// Without it, the key is drawn at random once per process: hashes then compare within
+    /// one process (every registry of it) and not across processes or restarts. Replicas whose
+    /// audit events are compared (a shared `PgAuditSink`, say) must be given the same key,
+    /// kept secret like any credential: at least 32 random bytes, from the deployment's
+    /// secrets. A key shorter than 16 bytes is refused at build.
+    ///
+    /// ```
+    /// use registry_core::Registry;
+    ///
+    /// let key = [7u8; 32]; // in a deployment: read from its secrets, never written in code
+    /// let registry = Registry::builder().allow_empty().audit_hash_key(key).build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn audit_hash_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        let key = key.as_ref();
+        if key.len() < MIN_AUDIT_KEY {
+            self.short_audit_key = Some(key.len());
+        }
+        self.audit_key = Some(crate::audit::AuditKey::new(key));
         self
     }
 
@@ -842,6 +876,9 @@ impl RegistryBuilder {
                 }
             }
         }
+        if let Some(bytes) = self.short_audit_key {
+            problems.push(BuildProblem::ShortAuditKey { bytes });
+        }
         for method in &self.misplaced_policy_sets {
             problems.push(BuildProblem::Policy {
                 message: format!(
@@ -949,6 +986,9 @@ impl RegistryBuilder {
                 .map(|set| -> PolicyCheck { Box::new(move |registry| set.validate(registry)) })
                 .collect(),
             audit: self.audit,
+            audit_key: self
+                .audit_key
+                .unwrap_or_else(crate::audit::AuditKey::of_process),
             host: self.host,
             embedder: self.embedder,
             limits: self.limits,

@@ -305,6 +305,15 @@ pub enum BuildProblem {
         /// What the policy set's validator said.
         message: String,
     },
+    /// [`RegistryBuilder::audit_hash_key`](crate::RegistryBuilder::audit_hash_key) was given
+    /// a key too short to keep guesses from being hashed.
+    #[error(
+        "the audit hash key is {bytes} bytes long; give at least 16 (32 random bytes from the deployment's secrets), or no key for one drawn at random per process"
+    )]
+    ShortAuditKey {
+        /// How long the key given was.
+        bytes: usize,
+    },
     /// `read_only` and `destructive` together.
     #[error(
         "tool {tool:?} is marked both read-only and destructive; keep the one that is true ({site})"

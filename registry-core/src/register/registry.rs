@@ -10,7 +10,9 @@ use crate::execute::pool::BlockingPool;
 use crate::execute::task::TaskConfig;
 use std::time::Duration;
 
-use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
+use crate::audit::{
+    self, AuditEvent, AuditKey, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent,
+};
 use crate::declare::dynamic::DynamicTool;
 use crate::declare::source::Source;
 use crate::discover::discovery::{SlotState, Snapshot, Unavailable};
@@ -92,6 +94,8 @@ struct Inner {
     audit: Option<Box<dyn AuditSink>>,
     host: Option<Arc<dyn CallHost>>,
     embedder: Option<Arc<dyn Embedder>>,
+    /// The key of the audit log's hashes of arguments and queries.
+    audit_key: AuditKey,
     limits: ArgumentLimits,
     gate: GateConfig,
     tasks: TaskConfig,
@@ -137,6 +141,7 @@ pub(crate) struct RegistryParts {
     pub(crate) audit: Option<Box<dyn AuditSink>>,
     pub(crate) host: Option<Arc<dyn CallHost>>,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) audit_key: AuditKey,
     pub(crate) limits: ArgumentLimits,
     pub(crate) gate: GateConfig,
     pub(crate) tasks: TaskConfig,
@@ -174,6 +179,7 @@ impl Registry {
                 audit: parts.audit,
                 host: parts.host,
                 embedder: parts.embedder,
+                audit_key: parts.audit_key,
                 limits: parts.limits,
                 gate: parts.gate,
                 tasks: parts.tasks,
@@ -199,6 +205,7 @@ impl Registry {
             audit: None,
             host: None,
             embedder: None,
+            audit_key: AuditKey::of_process(),
             limits: ArgumentLimits::default(),
             gate: GateConfig::default(),
             tasks: TaskConfig::default(),
@@ -958,6 +965,11 @@ impl Registry {
 
     pub(crate) fn audit_sink(&self) -> Option<&dyn AuditSink> {
         self.inner.audit.as_deref()
+    }
+
+    /// The key of the audit log's hashes of arguments and queries.
+    pub(crate) fn audit_key(&self) -> &AuditKey {
+        &self.inner.audit_key
     }
 
     /// The host of this registry's calls, if the application installed one.

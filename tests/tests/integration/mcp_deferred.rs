@@ -10,7 +10,7 @@ use crate::mcp_support;
 use std::time::Duration;
 
 use mcp_support::*;
-use registry_core::{DynamicTool, Registry, Subject, deferred::DeferredOptions};
+use registry_core::{DynamicTool, Registry, RegistryBuilder, Subject, deferred::DeferredOptions};
 use registry_mcp::{McpServer, ServerOptions};
 use rmcp::model::{CallToolResult, Tool};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
@@ -72,7 +72,12 @@ fn tool(name: &str, description: &str, scope: &str) -> DynamicTool {
 
 /// Build tools an `ops` subject may use, one always loaded, and a secret one it may not.
 fn registry() -> Registry {
-    Registry::builder()
+    registry_of(Registry::builder())
+}
+
+/// [`registry`]'s tools in `builder`.
+fn registry_of(builder: RegistryBuilder) -> Registry {
+    builder
         .tool(
             tool(
                 "get_status",
@@ -400,4 +405,141 @@ async fn a_2026_07_28_client_hears_of_what_its_search_loaded_on_its_subscription
     tool_list_changed(&mut subscription).await;
     assert!(names(&list_all(&client).await.0).contains(&"restart_server".to_owned()));
     within("shutdown", client.cancel()).await.unwrap();
+}
+
+/// How long [`Slow`] takes to embed a query holding "slowly".
+const BLOCK: Duration = Duration::from_millis(1500);
+
+/// [`WordEmbedder`](registry_tests::WordEmbedder)'s vectors, taking [`BLOCK`] for a query
+/// holding "slowly" (as a slow endpoint or a busy local model would), and saying when it
+/// began.
+struct Slow {
+    began: std::sync::Arc<std::sync::Mutex<Option<std::time::Instant>>>,
+    words: registry_tests::WordEmbedder,
+}
+
+impl registry_core::search::Embedder for Slow {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, registry_core::search::EmbedError> {
+        if texts.iter().any(|text| text.contains("slowly")) {
+            *self.began.lock().unwrap() = Some(std::time::Instant::now());
+            std::thread::sleep(BLOCK);
+        }
+        self.words.embed(texts)
+    }
+}
+
+/// While client `one`'s search waits for a slow embedder, `one` itself (whose runs the
+/// search reads) and client `two` are answered at once: the embedding is made on a blocking
+/// thread, with the client's lock on its runs released.
+async fn a_slow_embedder_holds_no_worker_and_no_lock() {
+    let began = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let registry = registry_of(Registry::builder().embedder(Slow {
+        began: began.clone(),
+        words: registry_tests::WordEmbedder::default(),
+    }));
+    let server = deferred_server(&registry);
+    let (one, _) = connect(&server, "one", ops()).await;
+    let (two, _) = connect(&server, "two", ops()).await;
+    // The snapshot's vectors built, by a quick search.
+    search(&one, "restart a server").await;
+
+    let searching = {
+        let peer = one.peer().clone();
+        tokio::spawn(async move { search(&peer, "roll back a deployment slowly").await })
+    };
+    let began = within("the embedder called", async {
+        loop {
+            if let Some(began) = *began.lock().unwrap() {
+                break began;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    // The same client lists its tools (`relist` takes its runs' lock) and calls a tool, and
+    // the other client lists: all answered well within the embedder's block, counted from
+    // the moment it began (a blocked worker would keep this task from even seeing that).
+    let listed = list_all(&one).await.0;
+    assert!(names(&listed).contains(&"search_tools".to_owned()));
+    let status = call(&one, "get_status", json!({})).await.unwrap();
+    assert_eq!(text(&status), "get_status done");
+    assert_eq!(
+        names(&list_all(&two).await.0),
+        ["get_status", "search_tools"]
+    );
+    let waited = began.elapsed();
+    assert!(
+        waited < BLOCK / 3,
+        "answered {waited:?} after the embedder began blocking for {BLOCK:?}"
+    );
+    // The search is answered once the embedder is done, by meaning and words.
+    let result = within("the slow search", searching).await.unwrap();
+    assert_eq!(found_names(&found(&result))[0], "rollback_deploy");
+    assert!(began.elapsed() >= BLOCK);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_slow_embedder_blocks_no_worker_of_a_current_thread_runtime() {
+    a_slow_embedder_holds_no_worker_and_no_lock().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_embedder_holds_no_lock_of_the_client() {
+    a_slow_embedder_holds_no_worker_and_no_lock().await;
+}
+
+/// [`WordEmbedder`](registry_tests::WordEmbedder)'s vectors, a query holding "slowly" taking
+/// 300 ms; counts how many such queries it embeds at once, and the most it did.
+#[derive(Default)]
+struct Counting {
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    words: registry_tests::WordEmbedder,
+}
+
+/// A [`Counting`] the test keeps a handle on.
+struct Shared(std::sync::Arc<Counting>);
+
+impl registry_core::search::Embedder for Shared {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, registry_core::search::EmbedError> {
+        use std::sync::atomic::Ordering;
+        let counting = &self.0;
+        if texts.iter().any(|text| text.contains("slowly")) {
+            let now = counting.now.fetch_add(1, Ordering::SeqCst) + 1;
+            counting.most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(300));
+            counting.now.fetch_sub(1, Ordering::SeqCst);
+        }
+        counting.words.embed(texts)
+    }
+}
+
+/// The most searches a server embeds at once (`EMBEDDING_SEARCHES` in registry-mcp).
+const EMBEDDING_SEARCHES: usize = 16;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_most_sixteen_searches_are_embedded_at_once_and_the_rest_wait_their_turn() {
+    let counting = std::sync::Arc::new(Counting::default());
+    let registry = registry_of(Registry::builder().embedder(Shared(counting.clone())));
+    let server = deferred_server(&registry);
+    let mut clients = Vec::new();
+    for n in 0..EMBEDDING_SEARCHES + 8 {
+        clients.push(connect(&server, &format!("client-{n}"), ops()).await.0);
+    }
+    let searches: Vec<_> = clients
+        .iter()
+        .map(|client| {
+            let peer = client.peer().clone();
+            tokio::spawn(async move { search(&peer, "roll back a deployment slowly").await })
+        })
+        .collect();
+    for searching in searches {
+        let result = within("a search", searching).await.unwrap();
+        assert_eq!(found_names(&found(&result))[0], "rollback_deploy");
+    }
+    let most = counting.most.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        (2..=EMBEDDING_SEARCHES).contains(&most),
+        "{most} queries embedded at once"
+    );
 }

@@ -18,8 +18,9 @@ const QUOTED_BYTES: usize = 200;
 /// An [`Embedder`] that calls an OpenAI-compatible `/embeddings` endpoint, one request per
 /// batch, with the model's name, the texts as `input` and `encoding_format: "float"`.
 ///
-/// Its requests run on a thread of their own, so it may be called from inside an async
-/// runtime (as a search from a server is); each waits at most its timeout (30 s unless set).
+/// Its requests run on a thread of their own, so it needs no runtime of its caller's; the
+/// calling thread waits for each at most its timeout (30 s unless set), so an async caller
+/// calls it on a blocking thread (`registry-mcp` and `registry-agent` do: see [`Embedder`]).
 /// The API key is sent as `Authorization: Bearer`, and never shown by `Debug` or an error.
 ///
 /// The key and the texts go to the base URL's host only. A redirect is never followed (a 3xx
