@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0011_upstream_acceptances.sql"),
     include_str!("../migrations/0012_policy_sets.sql"),
     include_str!("../migrations/0013_roles.sql"),
+    include_str!("../migrations/0014_approval_arguments_bytes.sql"),
 ];
 
 /// The key of the advisory lock held while migrating (any constant the application does not
