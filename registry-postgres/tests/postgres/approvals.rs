@@ -770,3 +770,50 @@ async fn approved_arguments_come_back_byte_for_byte() {
     })
     .await;
 }
+
+/// A row written before migration 14 (no `body`, the whole request in `request`) is still
+/// read and decided; one whose arguments the migration dropped reads as discarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_written_before_the_exact_columns_is_still_decided() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_plane, registry) = replica(&url, "a", &counter).await;
+        let old = ask(&registry, "c1").await;
+        let dropped = ask(&registry, "c2").await;
+        let client = sql(&url).await;
+        client
+            .execute(
+                "UPDATE registry_approvals
+                    SET request = convert_from(body, 'UTF8')::jsonb
+                                  || jsonb_build_object('arguments', convert_from(arguments, 'UTF8')::jsonb),
+                        body = NULL, arguments = NULL, arguments_hash = NULL
+                  WHERE id = $1",
+                &[&old],
+            )
+            .await
+            .unwrap();
+        client
+            .execute(
+                "UPDATE registry_approvals
+                    SET request = convert_from(body, 'UTF8')::jsonb, body = NULL,
+                        arguments = NULL, arguments_hash = NULL
+                  WHERE id = $1",
+                &[&dropped],
+            )
+            .await
+            .unwrap();
+        let (request, _) = registry.approval_request(&dropped).await.unwrap().unwrap();
+        assert!(request.arguments().is_null());
+        assert!(request.discarded().is_some());
+        let run = registry.open_run("run-old", &subject());
+        let done = run.decide(&old, Verdict::approve()).await.unwrap();
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(counter.get(), 1);
+        // Without arguments, an approval runs nothing.
+        let refused = run.decide(&dropped, Verdict::approve()).await.unwrap();
+        assert_eq!(refused.error_kind(), Some(ErrorKind::InvalidArguments));
+        assert_eq!(counter.get(), 1);
+    })
+    .await;
+}
