@@ -325,14 +325,14 @@ async fn decide(
         Answer::Approved => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, "the client's user approved");
             settled(
-                run.decide_with(id, Verdict::approve().by(client.id.as_ref()), call)
+                run.decide_with(id, Verdict::approve().by(client.approver()), call)
                     .await,
             )
         }
         Answer::Declined(reason) => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, reason = ?reason, "the client's user declined");
             settled(
-                run.decide(id, Verdict::deny(reason).by(client.id.as_ref()))
+                run.decide(id, Verdict::deny(reason).by(client.approver()))
                     .await,
             )
         }
@@ -341,9 +341,10 @@ async fn decide(
             settled(run.decide_with(id, Verdict::approve().by(by), call).await)
         }
         Answer::DecidedElsewhere(state) => {
+            // Who decided stays in the log: the client is told it was decided elsewhere.
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, state = ?state, "decided elsewhere");
             Ok(tool_error(format!(
-                "the call to \"{tool}\" was decided elsewhere ({state}); nothing was done here"
+                "the call to \"{tool}\" was decided elsewhere; nothing was done here"
             )))
         }
         Answer::NotObtained(why) => {
@@ -400,7 +401,12 @@ fn settled(decided: Result<Observation, ApprovalError>) -> Result<CallToolResult
                     .to_owned(),
             ))
         }
-        Err(error) => Ok(tool_error(error.to_string())),
+        // The error's text names how a request was decided, never who (see
+        // `ApprovalError::AlreadyDecided`); the whole error goes to the log.
+        Err(error) => {
+            tracing::info!(error = ?error, "an approval could not be applied");
+            Ok(tool_error(error.to_string()))
+        }
     }
 }
 
