@@ -18,8 +18,7 @@ use crate::http::{self, Retries};
 
 /// What the model is told of an approval that could not be applied (decided elsewhere, a
 /// store that failed): nothing of who decided or of the store, which go to the log.
-pub(crate) const APPROVAL_NOT_APPLIED: &str =
-    "the approval could not be applied (it was decided elsewhere, or cannot be applied now); nothing was done";
+pub(crate) const APPROVAL_NOT_APPLIED: &str = "the approval could not be applied (it was decided elsewhere, or cannot be applied now); nothing was done";
 
 /// Where the model is and how to reach it.
 ///

@@ -1429,7 +1429,10 @@ async fn an_approval_decided_elsewhere_is_told_to_the_model_without_who_decided(
     };
     let id = requests[0].id().to_owned();
     let elsewhere = run
-        .decide(&id, Verdict::deny("change freeze").by("ana@ops.example.com"))
+        .decide(
+            &id,
+            Verdict::deny("change freeze").by("ana@ops.example.com"),
+        )
         .await
         .unwrap();
     assert!(elsewhere.is_error());

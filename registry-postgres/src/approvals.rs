@@ -324,7 +324,9 @@ impl PgApprovalStore {
                 &[&OWNER_LOCK, &owner],
             )
             .await
-            .map_err(Error::db("taking the lock on the owner's approval requests"))?;
+            .map_err(Error::db(
+                "taking the lock on the owner's approval requests",
+            ))?;
         let mine = "((principal = $1) OR ($1 IS NULL AND principal IS NULL AND tenant = $2
                       AND agent IS NOT DISTINCT FROM $3))";
         // The owner's requests that expired undecided will not run: their arguments go.
@@ -338,7 +340,9 @@ impl PgApprovalStore {
                 &[&principal, &tenant, &agent],
             )
             .await
-            .map_err(Error::db("discarding the arguments of expired approval requests"))?;
+            .map_err(Error::db(
+                "discarding the arguments of expired approval requests",
+            ))?;
         let row = transaction
             .query_one(
                 &format!(
@@ -420,7 +424,9 @@ impl PgApprovalStore {
         let client = self.plane.client().await?;
         let row = client
             .query_opt(
-                &format!("SELECT {REQUEST_COLUMNS}, decision FROM registry_approvals WHERE id = $1"),
+                &format!(
+                    "SELECT {REQUEST_COLUMNS}, decision FROM registry_approvals WHERE id = $1"
+                ),
                 &[&text::text(id)],
             )
             .await
@@ -510,9 +516,7 @@ impl PgApprovalStore {
 
 /// The owner of `request` as the table writes it: the lock's key, the tenant, agent and
 /// principal columns.
-fn owner_of(
-    request: &ApprovalRequest,
-) -> (String, String, Option<String>, Option<String>) {
+fn owner_of(request: &ApprovalRequest) -> (String, String, Option<String>, Option<String>) {
     let tenant = text::owned(request.tenant().to_owned());
     let agent = request.agent().map(|agent| text::owned(agent.to_owned()));
     let principal = request
@@ -520,7 +524,11 @@ fn owner_of(
         .map(|principal| text::owned(principal.to_owned()));
     let owner = match &principal {
         Some(principal) => format!("p{principal}"),
-        None => format!("t{}:{tenant}{}", tenant.len(), agent.as_deref().unwrap_or("")),
+        None => format!(
+            "t{}:{tenant}{}",
+            tenant.len(),
+            agent.as_deref().unwrap_or("")
+        ),
     };
     (owner, tenant, agent, principal)
 }
@@ -667,8 +675,8 @@ fn request_from(row: &Row, legacy: usize, exact: usize) -> Result<ApprovalReques
     };
     match arguments {
         Some(arguments) => {
-            let arguments = serde_json::from_slice(&arguments)
-                .map_err(|error| corrupt("arguments", error))?;
+            let arguments =
+                serde_json::from_slice(&arguments).map_err(|error| corrupt("arguments", error))?;
             map.insert("arguments".to_owned(), arguments);
         }
         None if exact || !map.contains_key("arguments") => {

@@ -1467,9 +1467,10 @@ fn concurrent_calls_of_one_principal_never_pass_the_pending_bound() {
         .count();
     assert_eq!(asked, 4, "{kinds:?}");
     assert!(
-        kinds
-            .iter()
-            .all(|kind| matches!(kind, Some(ErrorKind::ApprovalRequired | ErrorKind::RateLimited))),
+        kinds.iter().all(|kind| matches!(
+            kind,
+            Some(ErrorKind::ApprovalRequired | ErrorKind::RateLimited)
+        )),
         "{kinds:?}"
     );
     assert_eq!(pending_in(&store), 4);
@@ -1560,7 +1561,8 @@ fn one_principal_filling_its_share_leaves_room_for_another() {
 
         // A denial frees alice's bytes at once (not a minute later): only the digest stays.
         let digest = asked[0].argument_digest();
-        deny(mode, &alice, asked[0].id(), "no").unwrap();
+        let denied = deny(mode, &alice, asked[0].id(), "no").unwrap();
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
         let (kept, state) = store
             .requests()
             .into_iter()
@@ -1575,7 +1577,11 @@ fn one_principal_filling_its_share_leaves_room_for_another() {
 
         // The share of requests: small ones, up to three kept (denied ones count for the grace).
         let third = call(mode, &alice, deploy("a-small", "staging"));
-        assert_eq!(third.error_kind(), Some(ErrorKind::RateLimited), "{third:?}");
+        assert_eq!(
+            third.error_kind(),
+            Some(ErrorKind::RateLimited),
+            "{third:?}"
+        );
 
         // Larger than one request may be: refused as such, whoever asks.
         let carol = registry.open_run("run-carol", &person("token:carol"));
@@ -1678,7 +1684,8 @@ fn a_request_decided_already_does_not_name_who_decided() {
             Verdict::deny("no").by("ana@example.com"),
         ] {
             let request = pending(mode, &run, "c1");
-            run.decide_blocking(request.id(), verdict).unwrap();
+            let decided = run.decide_blocking(request.id(), verdict).unwrap();
+            assert_eq!(decided.call_id(), "c1");
             let error = approve(mode, &run, request.id()).unwrap_err();
             let text = error.to_string();
             assert!(!text.contains("ana"), "{text}");

@@ -6,8 +6,7 @@ use serde_json::Value;
 
 use super::admit::{Ruling, decide_async, validate};
 use super::answer::{
-    Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text,
-    unavailable_text,
+    Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text, unavailable_text,
 };
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;

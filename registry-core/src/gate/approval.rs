@@ -266,11 +266,7 @@ impl ArgumentDigest {
 impl fmt::Display for ArgumentDigest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.hash {
-            Some(hash) => write!(
-                f,
-                "(arguments discarded: {} bytes, hash {hash})",
-                self.size
-            ),
+            Some(hash) => write!(f, "(arguments discarded: {} bytes, hash {hash})", self.size),
             None => write!(f, "(arguments discarded: {} bytes)", self.size),
         }
     }

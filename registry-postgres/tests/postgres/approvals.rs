@@ -5,14 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::{Counter, bounded, builder, call, cluster, own_cluster, plane, sql, subject};
-use registry_core::server::RegistryExt;
-use serde_json::json;
 use registry_core::approval::Verdict;
+use registry_core::server::RegistryExt;
 use registry_core::{
     ErrorKind, Registry,
     approval::{ApprovalError, ApprovalState},
 };
 use registry_postgres::{ApprovalFilter, ControlPlane, VerdictOutcome};
+use serde_json::json;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -580,10 +580,18 @@ async fn one_principal_filling_its_share_leaves_room_for_another() {
         // Bytes: two requests of 400 fit alice's 1000, the third does not.
         for index in 0..2 {
             let asked = alice.call(sized(&format!("a{index}"), 400)).await;
-            assert_eq!(asked.error_kind(), Some(ErrorKind::ApprovalRequired), "{asked:?}");
+            assert_eq!(
+                asked.error_kind(),
+                Some(ErrorKind::ApprovalRequired),
+                "{asked:?}"
+            );
         }
         let refused = alice.call(sized("a2", 400)).await;
-        assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited), "{refused:?}");
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::RateLimited),
+            "{refused:?}"
+        );
         assert!(
             refused
                 .error_text()
@@ -592,13 +600,25 @@ async fn one_principal_filling_its_share_leaves_room_for_another() {
             "{refused:?}"
         );
         let asked = bob.call(sized("b0", 400)).await;
-        assert_eq!(asked.error_kind(), Some(ErrorKind::ApprovalRequired), "{asked:?}");
+        assert_eq!(
+            asked.error_kind(),
+            Some(ErrorKind::ApprovalRequired),
+            "{asked:?}"
+        );
 
         // Pending: alice's third small request fills her bound of 3; bob still asks.
         let asked = alice.call(call("a3", "deploy")).await;
-        assert_eq!(asked.error_kind(), Some(ErrorKind::ApprovalRequired), "{asked:?}");
+        assert_eq!(
+            asked.error_kind(),
+            Some(ErrorKind::ApprovalRequired),
+            "{asked:?}"
+        );
         let refused = alice.call(call("a4", "deploy")).await;
-        assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited), "{refused:?}");
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::RateLimited),
+            "{refused:?}"
+        );
         assert!(
             refused
                 .error_text()
@@ -607,12 +627,19 @@ async fn one_principal_filling_its_share_leaves_room_for_another() {
             "{refused:?}"
         );
         let asked = bob.call(call("b1", "deploy")).await;
-        assert_eq!(asked.error_kind(), Some(ErrorKind::ApprovalRequired), "{asked:?}");
+        assert_eq!(
+            asked.error_kind(),
+            Some(ErrorKind::ApprovalRequired),
+            "{asked:?}"
+        );
 
         // One request larger than the store keeps: refused, and nothing stored.
         let large = bob.call(sized("b2", 700)).await;
         assert_eq!(large.error_kind(), Some(ErrorKind::Denied), "{large:?}");
-        assert!(large.error_text().unwrap().contains("too large"), "{large:?}");
+        assert!(
+            large.error_text().unwrap().contains("too large"),
+            "{large:?}"
+        );
         assert_eq!(pending_rows(&url, "token:alice").await, 3);
         assert_eq!(pending_rows(&url, "token:bob").await, 2);
         assert_eq!(counter.get(), 0);
@@ -698,7 +725,10 @@ async fn a_request_denied_or_expired_keeps_only_the_digest_of_its_arguments() {
         assert_eq!(records.len(), 3);
         for record in &records {
             assert!(!record.question.contains(secret), "{record:?}");
-            assert!(record.question.contains("arguments discarded"), "{record:?}");
+            assert!(
+                record.question.contains("arguments discarded"),
+                "{record:?}"
+            );
         }
     })
     .await;
@@ -717,10 +747,12 @@ fn stash(counter: &Counter) -> registry_core::DynamicTool {
             "additionalProperties": false
         }))
         .needs_approval(true)
-        .handler(move |_: &registry_core::ToolContext, args: serde_json::Value| {
-            counter.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            Ok::<_, String>(args["text"].clone())
-        })
+        .handler(
+            move |_: &registry_core::ToolContext, args: serde_json::Value| {
+                counter.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok::<_, String>(args["text"].clone())
+            },
+        )
 }
 
 /// Issue 45 (N10): an argument holding NUL and U+202E, approved through `PgApprovalStore`
@@ -766,7 +798,10 @@ async fn approved_arguments_come_back_byte_for_byte() {
             .await
             .unwrap()
             .get(0);
-        assert_eq!(stored, serde_json::to_vec(&json!({ "text": text })).unwrap());
+        assert_eq!(
+            stored,
+            serde_json::to_vec(&json!({ "text": text })).unwrap()
+        );
     })
     .await;
 }

@@ -208,7 +208,12 @@ impl Drop for Mcp {
 }
 
 async fn serve(oauth: OAuth, step_up: bool) -> Mcp {
-    serve_registry(registry_examples::registry().build().unwrap(), oauth, step_up).await
+    serve_registry(
+        registry_examples::registry().build().unwrap(),
+        oauth,
+        step_up,
+    )
+    .await
 }
 
 /// [`serve`] of `registry`.
