@@ -77,7 +77,7 @@ enum Answer {
     /// Someone approved outside the question (an operator, in a store shared by replicas).
     ApprovedBy(String),
     /// The request was decided elsewhere: its state.
-    DecidedElsewhere(String),
+    DecidedElsewhere(registry_core::approval::ApprovalState),
 }
 
 /// How often a question waiting for a person looks for a decision made outside it.
@@ -257,7 +257,7 @@ async fn decided_outside(slot: &RunSlot, id: &str) -> Answer {
         if let Ok(Some((_, state))) = registry.approval_request(id).await
             && !state.is_pending()
         {
-            return Answer::DecidedElsewhere(state.to_string());
+            return Answer::DecidedElsewhere(state);
         }
         if let Ok(Some(by)) = registry.approved_outside(id).await {
             return Answer::ApprovedBy(by);
@@ -341,10 +341,12 @@ async fn decide(
             settled(run.decide_with(id, Verdict::approve().by(by), call).await)
         }
         Answer::DecidedElsewhere(state) => {
-            // Who decided stays in the log: the client is told it was decided elsewhere.
-            tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, state = ?state, "decided elsewhere");
+            // Who decided stays in the log: the client is told how (approved, denied...),
+            // not by whom.
+            tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, state = ?state.to_string(), "decided elsewhere");
             Ok(tool_error(format!(
-                "the call to \"{tool}\" was decided elsewhere; nothing was done here"
+                "the call to \"{tool}\" was decided elsewhere ({}); nothing was done here",
+                state.kind()
             )))
         }
         Answer::NotObtained(why) => {
