@@ -18,6 +18,10 @@ use crate::budget::{Budget, Spent};
 use crate::error::AgentError;
 use crate::http::{self, Retries};
 
+/// What the model is told of an approval that could not be applied (decided elsewhere, a
+/// store that failed): nothing of who decided or of the store, which go to the log.
+pub(crate) const APPROVAL_NOT_APPLIED: &str = "the approval could not be applied (it was decided elsewhere, or cannot be applied now); nothing was done";
+
 /// Where the model is and how to reach it.
 ///
 /// ```
@@ -695,16 +699,20 @@ impl Agent {
                             }
                             results.push(profile.render(&observation));
                         }
-                        // Decided elsewhere, or the store failed: the model is told, and
-                        // nothing runs here.
+                        // Decided elsewhere, or the store failed: the model is told so in
+                        // a generic text (the error may name who decided, or the store's
+                        // address), the detail goes to the log, and nothing runs here.
                         Err(error) => {
                             if let Some(record) = record {
                                 record.outcome = "approval_failed".into();
                             }
-                            results.push(api.refusal(
-                                &call_id,
-                                &format!("the approval could not be applied: {error}"),
-                            ));
+                            tracing::warn!(
+                                approval = ?approval_id,
+                                call_id = ?call_id,
+                                error = ?error.to_string(),
+                                "the approval could not be applied"
+                            );
+                            results.push(api.refusal(&call_id, APPROVAL_NOT_APPLIED));
                         }
                     }
                 }

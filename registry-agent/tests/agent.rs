@@ -1506,3 +1506,48 @@ async fn a_search_with_a_slow_embedder_does_not_block_the_runtime() {
         "the runtime's worker was kept {longest:?} while the embedder blocked for {BLOCK:?}"
     );
 }
+
+/// Issue 45 (L4): a request decided elsewhere while the loop was paused (a person in a
+/// console) is told to the model in a generic text: not who decided it, nor the error.
+#[tokio::test]
+async fn an_approval_decided_elsewhere_is_told_to_the_model_without_who_decided() {
+    let api = Api::OpenAiChat;
+    let deploys = Arc::new(AtomicUsize::new(0));
+    let (url, script) = fake(vec![
+        calling(api, &[call("d1", "deploy", json!({"project": "web"}))]),
+        answering(api, "I could not deploy."),
+    ])
+    .await;
+    let registry = registry(deploys.clone());
+    let run = registry.open_run("r", &subject());
+    let agent = agent(api, &url);
+    let AgentOutcome::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap()
+    else {
+        panic!("not paused")
+    };
+    let id = requests[0].id().to_owned();
+    let elsewhere = run
+        .decide(
+            &id,
+            Verdict::deny("change freeze").by("ana@ops.example.com"),
+        )
+        .await
+        .unwrap();
+    assert!(elsewhere.is_error());
+    let outcome = agent
+        .resume(&run, state, [(id.clone(), Verdict::approve())])
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, AgentOutcome::Answered { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(deploys.load(Ordering::SeqCst), 0);
+    assert_eq!(outcome.state().calls()[0].outcome, "approval_failed");
+    let requests = script.requests.lock().unwrap();
+    let told = &results(api, &requests[1].1)[0].1;
+    assert!(told.contains("could not be applied"), "{told}");
+    for detail in ["ana", "ops.example.com", "apr_", "already decided"] {
+        assert!(!told.contains(detail), "{detail:?} in {told}");
+    }
+}

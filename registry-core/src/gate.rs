@@ -34,7 +34,7 @@ pub use result_check::{RedactSecrets, ResultCheck, ResultDecision, ToolResult};
 pub(crate) use approval::{ApprovalError, ApprovalRequest, ApprovalState};
 pub(crate) use policy::PolicyArguments;
 pub(crate) use readiness::Check;
-pub(crate) use store::{ApprovalStore, MemoryApprovalStore, Transition};
+pub(crate) use store::{ApprovalStore, Insertion, MemoryApprovalStore, Transition};
 
 pub(crate) use approval::{DEFAULT_MAX_PENDING, DEFAULT_TTL, new_id, unix_ms};
 pub(crate) use quota::Budget;

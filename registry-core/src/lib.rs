@@ -128,9 +128,11 @@ pub mod approval {
     //! answer to its call. Requests wait in an [`ApprovalStore`] (in memory by default,
     //! [`MemoryApprovalStore`]; `registry-postgres` shares one between replicas).
 
-    pub use crate::gate::approval::{ApprovalError, ApprovalRequest, ApprovalState, Verdict};
+    pub use crate::gate::approval::{
+        ApprovalError, ApprovalRequest, ApprovalState, ArgumentDigest, Verdict,
+    };
     pub use crate::gate::store::{
-        ApprovalStore, ApprovalWatchers, MemoryApprovalStore, Transition,
+        ApprovalStore, ApprovalWatchers, Insertion, MemoryApprovalStore, Transition,
     };
 }
 

@@ -77,7 +77,7 @@ enum Answer {
     /// Someone approved outside the question (an operator, in a store shared by replicas).
     ApprovedBy(String),
     /// The request was decided elsewhere: its state.
-    DecidedElsewhere(String),
+    DecidedElsewhere(registry_core::approval::ApprovalState),
 }
 
 /// How often a question waiting for a person looks for a decision made outside it, when the
@@ -266,7 +266,7 @@ async fn decided_outside(slot: &RunSlot, id: &str) -> Answer {
         if let Ok(Some((_, state))) = registry.approval_request(id).await
             && !state.is_pending()
         {
-            return Answer::DecidedElsewhere(state.to_string());
+            return Answer::DecidedElsewhere(state);
         }
         if let Ok(Some(by)) = registry.approved_outside(id).await {
             return Answer::ApprovedBy(by);
@@ -340,14 +340,14 @@ async fn decide(
         Answer::Approved => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, "the client's user approved");
             settled(
-                run.decide_with(id, Verdict::approve().by(client.id.as_ref()), call)
+                run.decide_with(id, Verdict::approve().by(client.approver()), call)
                     .await,
             )
         }
         Answer::Declined(reason) => {
             tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, reason = ?reason, "the client's user declined");
             settled(
-                run.decide(id, Verdict::deny(reason).by(client.id.as_ref()))
+                run.decide(id, Verdict::deny(reason).by(client.approver()))
                     .await,
             )
         }
@@ -356,9 +356,12 @@ async fn decide(
             settled(run.decide_with(id, Verdict::approve().by(by), call).await)
         }
         Answer::DecidedElsewhere(state) => {
-            tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, state = ?state, "decided elsewhere");
+            // Who decided stays in the log: the client is told how (approved, denied...),
+            // not by whom.
+            tracing::info!(client = ?client.id, tool = ?tool, approval = ?id, state = ?state.to_string(), "decided elsewhere");
             Ok(tool_error(format!(
-                "the call to \"{tool}\" was decided elsewhere ({state}); nothing was done here"
+                "the call to \"{tool}\" was decided elsewhere ({}); nothing was done here",
+                state.kind()
             )))
         }
         Answer::NotObtained(why) => {
@@ -415,7 +418,12 @@ fn settled(decided: Result<Observation, ApprovalError>) -> Result<CallToolResult
                     .to_owned(),
             ))
         }
-        Err(error) => Ok(tool_error(error.to_string())),
+        // The error's text names how a request was decided, never who (see
+        // `ApprovalError::AlreadyDecided`); the whole error goes to the log.
+        Err(error) => {
+            tracing::info!(error = ?error, "an approval could not be applied");
+            Ok(tool_error(error.to_string()))
+        }
     }
 }
 

@@ -126,7 +126,12 @@ impl Shared {
                 Ordering::Relaxed,
             );
         }
-        let client = Arc::new(Client::new(self, key.1.clone(), subject.clone()));
+        let client = Arc::new(Client::new(
+            self,
+            key.0.clone(),
+            key.1.clone(),
+            subject.clone(),
+        ));
         clients.insert(key, client.clone());
         client
     }
@@ -232,6 +237,8 @@ fn registry_generation(registry: &Registry) -> u64 {
 /// One subject's connections and the runs they are served from.
 pub(crate) struct Client {
     pub(crate) id: Arc<str>,
+    /// The issuer of the client's access token; `None` for a static token.
+    pub(crate) issuer: Option<Arc<str>>,
     pub(crate) subject: Subject,
     runs: Mutex<Runs>,
     /// Connections that went through `initialize` (protocol versions before 2026-07-28):
@@ -351,10 +358,16 @@ fn mcp_tools(export: serde_json::Value) -> Result<Arc<[Tool]>, String> {
 }
 
 impl Client {
-    fn new(shared: &Arc<Shared>, id: Arc<str>, subject: Subject) -> Client {
+    fn new(
+        shared: &Arc<Shared>,
+        issuer: Option<Arc<str>>,
+        id: Arc<str>,
+        subject: Subject,
+    ) -> Client {
         let current = shared.open(&id, &subject, registry_generation(&shared.registry));
         Client {
             id,
+            issuer,
             subject,
             runs: Mutex::new(Runs {
                 current,
@@ -363,6 +376,16 @@ impl Client {
             peers: Mutex::new(Vec::new()),
             visible: watch::channel(0).0,
             asked: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Who approves or denies when this client's user answers an approval question, as the
+    /// request's state and the audit log record it: `{issuer}#{id}` for an access token (two
+    /// issuers' same subject are two approvers), the token entry's id for a static token.
+    pub(crate) fn approver(&self) -> String {
+        match &self.issuer {
+            Some(issuer) => format!("{issuer}#{}", self.id),
+            None => self.id.as_ref().to_owned(),
         }
     }
 

@@ -3,7 +3,9 @@
 use std::time::SystemTime;
 
 use registry_core::{
-    approval::{ApprovalRequest, ApprovalState, ApprovalStore, Transition},
+    approval::{
+        ApprovalRequest, ApprovalState, ApprovalStore, ArgumentDigest, Insertion, Transition,
+    },
     gate::StoreError,
 };
 use serde_json::Value;
@@ -23,28 +25,62 @@ pub(crate) const VERDICTS: &str = "registry_verdicts";
 /// once across all of them (one conditional `UPDATE`): of two replicas approving at the same
 /// moment, one runs the call and the other is told it was decided already.
 ///
-/// The request is kept whole, arguments included, since an approved call runs with exactly
-/// them; the audit trail never holds argument values. When the database cannot answer, the
-/// call that needs approval is refused, and an approval is not applied (the gate fails closed).
+/// - **Exactly what was asked.** The request and its arguments are kept as `bytea`, apart
+///   (columns `body` and `arguments`): they read back byte for byte (NUL included), so an
+///   approved call runs with exactly the arguments the model sent (the registry validates
+///   them again before it runs). The audit trail never holds argument values.
+/// - **Arguments discarded once they will not run.** A request denied, expired or revoked
+///   keeps its arguments' digest only (`arguments_size`, `arguments_hash`: the audit log's
+///   `argument_hash`); operators' views say "arguments discarded".
+/// - **Bounded per owner, atomically.** [`insert_bounded`](ApprovalStore::insert_bounded)
+///   counts the owner's requests (a principal's, or a tenant's and agent's without one) and
+///   keeps the new one in one transaction, under an advisory lock on the owner: concurrent
+///   calls on any replicas never leave more than the bound pending. Each owner has a share:
+///   [`DEFAULT_MAX_REQUESTS_PER_PRINCIPAL`](Self::DEFAULT_MAX_REQUESTS_PER_PRINCIPAL)
+///   requests pending or decided within the last minute, whose arguments take at most
+///   [`DEFAULT_MAX_BYTES_PER_PRINCIPAL`](Self::DEFAULT_MAX_BYTES_PER_PRINCIPAL)
+///   ([`with_shares`](Self::with_shares)); one request's arguments take at most
+///   [`DEFAULT_MAX_REQUEST_BYTES`](Self::DEFAULT_MAX_REQUEST_BYTES)
+///   ([`with_max_request_bytes`](Self::with_max_request_bytes)). The rows of decided
+///   requests go with the plane's retention ([`ControlPlane::prune`]).
+///
+/// When the database cannot answer, the call that needs approval is refused, and an
+/// approval is not applied (the gate fails closed).
 ///
 /// ```no_run
 /// # async fn build(plane: registry_postgres::ControlPlane) -> Result<(), registry_core::RegistryError> {
 /// let registry = registry_core::Registry::builder()
 ///     .declared()
-///     .approval_store(plane.approval_store())
+///     .approval_store(plane.approval_store().with_shares(100, 1 << 20))
 ///     .build()?;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct PgApprovalStore {
     plane: ControlPlane,
+    max_requests_per_owner: usize,
+    max_bytes_per_owner: usize,
+    max_request_bytes: usize,
 }
 
+/// The class of the advisory locks taken on an owner's requests while one is inserted
+/// ("appr" in ASCII); the second key is the hash of the owner.
+const OWNER_LOCK: i32 = 0x6170_7072;
+
+/// How long a decided request counts against its owner's share: one minute, as in memory.
+const SHARE_WINDOW_SECS: f64 = 60.0;
+
+/// The columns a request is read from, in this order (see [`request_from`]).
+const REQUEST_COLUMNS: &str = "request, body, arguments, arguments_size, arguments_hash";
+
 impl ControlPlane {
-    /// The approval store on this plane.
+    /// The approval store on this plane, with the default shares.
     pub fn approval_store(&self) -> PgApprovalStore {
         PgApprovalStore {
             plane: self.clone(),
+            max_requests_per_owner: PgApprovalStore::DEFAULT_MAX_REQUESTS_PER_PRINCIPAL,
+            max_bytes_per_owner: PgApprovalStore::DEFAULT_MAX_BYTES_PER_PRINCIPAL,
+            max_request_bytes: PgApprovalStore::DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 
@@ -56,7 +92,8 @@ impl ControlPlane {
             let rows = client
                 .query(
                     "SELECT id, tool, tenant, agent, reason, request, state, decision,
-                            requested_at, expires_at, verdict, origin, principal
+                            requested_at, expires_at, verdict, origin, principal,
+                            body, arguments, arguments_size, arguments_hash
                        FROM registry_approvals
                       WHERE NOT $1 OR (state = 'pending' AND expires_at > now())
                       ORDER BY requested_at DESC LIMIT $2",
@@ -132,7 +169,7 @@ impl ControlPlane {
                 transaction
                     .execute(
                         "UPDATE registry_approvals SET state = 'expired', decision = $2,
-                                decided_at = now() WHERE id = $1",
+                                decided_at = now(), arguments = NULL WHERE id = $1",
                         &[&id, &decision],
                     )
                     .await
@@ -164,7 +201,8 @@ impl ControlPlane {
                         .execute(
                             "UPDATE registry_approvals SET verdict = 'deny', verdict_by = $2,
                                     verdict_reason = $3, verdict_at = now(), state = 'denied',
-                                    decision = $4, decided_at = now() WHERE id = $1",
+                                    decision = $4, decided_at = now(), arguments = NULL
+                              WHERE id = $1",
                             &[&id, by, reason, &decision],
                         )
                         .await
@@ -224,37 +262,159 @@ impl ControlPlane {
 }
 
 impl PgApprovalStore {
-    async fn insert_request(&self, request: &ApprovalRequest) -> Result<(), Error> {
-        let body = serde_json::to_value(request).map_err(|error| Error::Corrupt {
+    /// How many requests (pending, or decided within the last minute) one principal holds at
+    /// most by default: 500, as [`MemoryApprovalStore`](registry_core::approval::MemoryApprovalStore).
+    pub const DEFAULT_MAX_REQUESTS_PER_PRINCIPAL: usize = 500;
+    /// How many bytes of arguments (as JSON) one principal's requests hold at most by
+    /// default: 4 MiB.
+    pub const DEFAULT_MAX_BYTES_PER_PRINCIPAL: usize = 4 << 20;
+    /// How many bytes of arguments (as JSON) one request holds at most by default: 256 KiB.
+    pub const DEFAULT_MAX_REQUEST_BYTES: usize = 256 << 10;
+
+    /// Holds at most `max_requests` requests of one principal (or of one tenant and agent
+    /// without a principal), pending or decided within the last minute, whose arguments take
+    /// at most `max_bytes` as JSON: one principal cannot fill the database for the others.
+    pub fn with_shares(mut self, max_requests: usize, max_bytes: usize) -> Self {
+        self.max_requests_per_owner = max_requests;
+        self.max_bytes_per_owner = max_bytes;
+        self
+    }
+
+    /// Holds no request whose arguments take more than `max_bytes` as JSON.
+    pub fn with_max_request_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_request_bytes = max_bytes;
+        self
+    }
+
+    /// Keeps `request` within its owner's share and, given `max_pending`, its bound of
+    /// pending requests: counted and kept in one transaction, under the owner's lock.
+    async fn insert_request(
+        &self,
+        request: &ApprovalRequest,
+        max_pending: Option<usize>,
+    ) -> Result<Insertion, Error> {
+        let corrupt = |error: serde_json::Error| Error::Corrupt {
             table: "registry_approvals",
             detail: error.to_string(),
-        })?;
-        let body = text::json(body);
-        let client = self.plane.client().await?;
-        client
+        };
+        let mut value = serde_json::to_value(request).map_err(corrupt)?;
+        if let Some(map) = value.as_object_mut() {
+            map.remove("arguments");
+        }
+        let body = serde_json::to_vec(&value).map_err(corrupt)?;
+        let arguments = serde_json::to_vec(request.arguments()).map_err(corrupt)?;
+        if arguments.len() > self.max_request_bytes {
+            return Ok(Insertion::TooLarge {
+                bytes: arguments.len(),
+                max: self.max_request_bytes,
+            });
+        }
+        let digest = request.argument_digest();
+        let size = i64::try_from(digest.size()).unwrap_or(i64::MAX);
+        let operators = text::json(value);
+        let (owner, tenant, agent, principal) = owner_of(request);
+        let mut client = self.plane.client().await?;
+        let transaction = client
+            .transaction()
+            .await
+            .map_err(Error::db("keeping an approval request"))?;
+        transaction
+            .execute(
+                "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+                &[&OWNER_LOCK, &owner],
+            )
+            .await
+            .map_err(Error::db(
+                "taking the lock on the owner's approval requests",
+            ))?;
+        let mine = "((principal = $1) OR ($1 IS NULL AND principal IS NULL AND tenant = $2
+                      AND agent IS NOT DISTINCT FROM $3))";
+        // The owner's requests that expired undecided will not run: their arguments go.
+        transaction
+            .execute(
+                &format!(
+                    "UPDATE registry_approvals SET arguments = NULL
+                      WHERE {mine} AND state = 'pending' AND expires_at <= now()
+                        AND arguments IS NOT NULL"
+                ),
+                &[&principal, &tenant, &agent],
+            )
+            .await
+            .map_err(Error::db(
+                "discarding the arguments of expired approval requests",
+            ))?;
+        let row = transaction
+            .query_one(
+                &format!(
+                    "SELECT count(*) FILTER (WHERE state = 'pending' AND expires_at > now()),
+                            count(*),
+                            COALESCE(sum(octet_length(arguments)), 0)::bigint
+                       FROM registry_approvals
+                      WHERE {mine}
+                        AND (state = 'pending'
+                             OR decided_at > now() - make_interval(secs => {SHARE_WINDOW_SECS}))"
+                ),
+                &[&principal, &tenant, &agent],
+            )
+            .await
+            .map_err(Error::db("counting the owner's approval requests"))?;
+        let count = |index: usize| usize::try_from(row.get::<_, i64>(index)).unwrap_or(usize::MAX);
+        let (pending, kept, kept_bytes) = (count(0), count(1), count(2));
+        if let Some(max_pending) = max_pending
+            && pending >= max_pending
+        {
+            return Ok(Insertion::TooManyPending { pending });
+        }
+        if kept >= self.max_requests_per_owner {
+            return Ok(Insertion::ShareFull {
+                detail: format!(
+                    "this principal holds {kept} approval requests pending or decided within a minute, its share (PgApprovalStore::with_shares); decide or let expire the waiting ones"
+                ),
+            });
+        }
+        if kept_bytes + arguments.len() > self.max_bytes_per_owner {
+            return Ok(Insertion::ShareFull {
+                detail: format!(
+                    "this principal's approval requests hold {kept_bytes} bytes of arguments, {} more asked, its share is {} (PgApprovalStore::with_shares); decide or let expire the waiting ones",
+                    arguments.len(),
+                    self.max_bytes_per_owner
+                ),
+            });
+        }
+        transaction
             .execute(
                 "INSERT INTO registry_approvals
                      (id, tool, tenant, agent, run_id, call_id, reason, request,
-                      requested_at, expires_at, origin, principal)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                      requested_at, expires_at, origin, principal,
+                      body, arguments, arguments_size, arguments_hash)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                         $13, $14, $15, $16)",
                 &[
                     &text::text(request.id()),
                     &text::text(request.tool_name()),
-                    &text::text(request.tenant()),
-                    &text::opt(request.agent()),
+                    &tenant,
+                    &agent,
                     &text::text(request.run_id()),
                     &text::text(request.call_id()),
                     &text::text(request.reason()),
-                    &body,
+                    &operators,
                     &request.requested_at(),
                     &request.expires_at(),
                     &text::text(self.plane.replica()),
-                    &text::opt(request.principal()),
+                    &principal,
+                    &body,
+                    &arguments,
+                    &size,
+                    &digest.hash(),
                 ],
             )
             .await
             .map_err(Error::db("keeping an approval request"))?;
-        Ok(())
+        transaction
+            .commit()
+            .await
+            .map_err(Error::db("keeping an approval request"))?;
+        Ok(Insertion::Inserted)
     }
 
     async fn get_request(
@@ -264,14 +424,16 @@ impl PgApprovalStore {
         let client = self.plane.client().await?;
         let row = client
             .query_opt(
-                "SELECT request, decision FROM registry_approvals WHERE id = $1",
+                &format!(
+                    "SELECT {REQUEST_COLUMNS}, decision FROM registry_approvals WHERE id = $1"
+                ),
                 &[&text::text(id)],
             )
             .await
             .map_err(Error::db("reading an approval request"))?;
         let Some(row) = row else { return Ok(None) };
-        let request = request_of(row.get(0))?;
-        let decision: Option<Value> = row.get(1);
+        let request = request_from(&row, 0, 1)?;
+        let decision: Option<Value> = row.get(5);
         let state = match decision {
             None => ApprovalState::Pending,
             Some(decision) => state_of(decision)?,
@@ -311,6 +473,7 @@ impl PgApprovalStore {
 
     async fn decide_request(&self, id: &str, state: ApprovalState) -> Result<Transition, Error> {
         let word = state_word(&state);
+        let discard = state.discards_arguments();
         let decision = serde_json::to_value(&state).map_err(|error| Error::Corrupt {
             table: "registry_approvals",
             detail: error.to_string(),
@@ -319,16 +482,20 @@ impl PgApprovalStore {
         let id = text::text(id);
         let id = &*id;
         let client = self.plane.client().await?;
+        // A request that will not run keeps its arguments' digest only.
         let won = client
             .query_opt(
-                "UPDATE registry_approvals SET state = $2, decision = $3, decided_at = now()
-                  WHERE id = $1 AND state = 'pending' RETURNING request",
-                &[&id, &word, &decision],
+                &format!(
+                    "UPDATE registry_approvals SET state = $2, decision = $3, decided_at = now(),
+                            arguments = CASE WHEN $4 THEN NULL ELSE arguments END
+                      WHERE id = $1 AND state = 'pending' RETURNING {REQUEST_COLUMNS}"
+                ),
+                &[&id, &word, &decision, &discard],
             )
             .await
             .map_err(Error::db("deciding an approval request"))?;
         if let Some(row) = won {
-            return Ok(Transition::Decided(Box::new(request_of(row.get(0))?)));
+            return Ok(Transition::Decided(Box::new(request_from(&row, 0, 1)?)));
         }
         let row = client
             .query_opt(
@@ -347,6 +514,25 @@ impl PgApprovalStore {
     }
 }
 
+/// The owner of `request` as the table writes it: the lock's key, the tenant, agent and
+/// principal columns.
+fn owner_of(request: &ApprovalRequest) -> (String, String, Option<String>, Option<String>) {
+    let tenant = text::owned(request.tenant().to_owned());
+    let agent = request.agent().map(|agent| text::owned(agent.to_owned()));
+    let principal = request
+        .principal()
+        .map(|principal| text::owned(principal.to_owned()));
+    let owner = match &principal {
+        Some(principal) => format!("p{principal}"),
+        None => format!(
+            "t{}:{tenant}{}",
+            tenant.len(),
+            agent.as_deref().unwrap_or("")
+        ),
+    };
+    (owner, tenant, agent, principal)
+}
+
 impl ApprovalStore for PgApprovalStore {
     /// Woken by the database (`LISTEN`/`NOTIFY`, one listener connection per plane); see
     /// `approval_wake.rs`.
@@ -359,8 +545,39 @@ impl ApprovalStore for PgApprovalStore {
         request: &'a ApprovalRequest,
     ) -> registry_core::definition::BoxFuture<'a, Result<(), StoreError>> {
         Box::pin(async move {
+            let insertion = self
+                .plane
+                .timed(
+                    "keeping an approval request",
+                    self.insert_request(request, None),
+                )
+                .await
+                .map_err(StoreError::from)?;
+            match insertion {
+                Insertion::Inserted => Ok(()),
+                Insertion::ShareFull { detail } => Err(StoreError::new(detail)),
+                Insertion::TooLarge { bytes, max } => Err(StoreError::new(format!(
+                    "the approval request's arguments take {bytes} bytes, more than the {max} one request may hold (PgApprovalStore::with_max_request_bytes)"
+                ))),
+                Insertion::TooManyPending { pending } => Err(StoreError::new(format!(
+                    "{pending} approval requests of this principal are pending"
+                ))),
+                _ => Err(StoreError::new("the approval request was not kept")),
+            }
+        })
+    }
+
+    fn insert_bounded<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        max_pending: usize,
+    ) -> registry_core::definition::BoxFuture<'a, Result<Insertion, StoreError>> {
+        Box::pin(async move {
             self.plane
-                .timed("keeping an approval request", self.insert_request(request))
+                .timed(
+                    "keeping an approval request",
+                    self.insert_request(request, Some(max_pending)),
+                )
                 .await
                 .map_err(StoreError::from)
         })
@@ -437,11 +654,47 @@ fn state_word(state: &ApprovalState) -> &'static str {
     }
 }
 
-fn request_of(value: Value) -> Result<ApprovalRequest, Error> {
-    serde_json::from_value(value).map_err(|error| Error::Corrupt {
+/// The request read from `row`: its exact bytes (`body`, `arguments`, `arguments_size` and
+/// `arguments_hash`, from column `exact` on), or, for a row written before version 16 of the
+/// schema, its `request` (jsonb, column `legacy`). Arguments discarded read as `null`, with
+/// their digest.
+fn request_from(row: &Row, legacy: usize, exact: usize) -> Result<ApprovalRequest, Error> {
+    let corrupt = |what: &str, error: serde_json::Error| Error::Corrupt {
         table: "registry_approvals",
-        detail: format!("request: {error}"),
-    })
+        detail: format!("{what}: {error}"),
+    };
+    let legacy: Value = row.get(legacy);
+    let body: Option<Vec<u8>> = row.get(exact);
+    let arguments: Option<Vec<u8>> = row.get(exact + 1);
+    let size: Option<i64> = row.get(exact + 2);
+    let hash: Option<String> = row.get(exact + 3);
+    let exact = body.is_some();
+    let mut value = match body {
+        Some(body) => serde_json::from_slice(&body).map_err(|error| corrupt("body", error))?,
+        None => legacy,
+    };
+    let Some(map) = value.as_object_mut() else {
+        return Err(Error::Corrupt {
+            table: "registry_approvals",
+            detail: "request: not a JSON object".to_owned(),
+        });
+    };
+    match arguments {
+        Some(arguments) => {
+            let arguments =
+                serde_json::from_slice(&arguments).map_err(|error| corrupt("arguments", error))?;
+            map.insert("arguments".to_owned(), arguments);
+        }
+        None if exact || !map.contains_key("arguments") => {
+            let size = u64::try_from(size.unwrap_or(0)).unwrap_or(0);
+            let digest = ArgumentDigest::from_parts(size, hash);
+            let digest = serde_json::to_value(digest).map_err(|error| corrupt("digest", error))?;
+            map.insert("arguments".to_owned(), Value::Null);
+            map.insert("discarded".to_owned(), digest);
+        }
+        None => {}
+    }
+    serde_json::from_value(value).map_err(|error| corrupt("request", error))
 }
 
 fn state_of(value: Value) -> Result<ApprovalState, Error> {
@@ -452,7 +705,7 @@ fn state_of(value: Value) -> Result<ApprovalState, Error> {
 }
 
 fn record_of(row: &Row) -> Result<ApprovalRecord, Error> {
-    let request = request_of(row.get(5))?;
+    let request = request_from(row, 5, 13)?;
     let decision: Option<Value> = row.get(7);
     let decided_by = decision.and_then(|decision| {
         decision

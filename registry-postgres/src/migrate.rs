@@ -21,6 +21,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0013_roles.sql"),
     include_str!("../migrations/0014_policy_status_seen.sql"),
     include_str!("../migrations/0015_approval_notify.sql"),
+    include_str!("../migrations/0016_approval_arguments_bytes.sql"),
 ];
 
 /// The key of the advisory lock held while migrating (any constant the application does not

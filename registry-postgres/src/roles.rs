@@ -28,10 +28,11 @@ const GRANTS: &[(&str, &str, &str)] = &[
     ("registry_changes", "SELECT, INSERT", ADMIN),
     // `ChangeFeed::follow` records this replica's tools.
     ("registry_tools", "SELECT, INSERT, UPDATE", ADMIN),
-    // Requests and their decisions; the operators' verdict columns are the admin's.
+    // Requests and their decisions (a request that will not run loses its `arguments`);
+    // the operators' verdict columns are the admin's.
     (
         "registry_approvals",
-        "SELECT, INSERT, UPDATE (state, decision, decided_at)",
+        "SELECT, INSERT, UPDATE (state, decision, decided_at, arguments)",
         ADMIN,
     ),
     ("registry_quota_buckets", "SELECT, INSERT, UPDATE", ADMIN),

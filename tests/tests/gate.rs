@@ -11,8 +11,8 @@ use registry_core::server::RegistryExt;
 use registry_core::{
     DynamicTool, ErrorKind, Observation, Registry, RegistryBuilder, Run, Subject, ToolCall,
     approval::{
-        ApprovalError, ApprovalRequest, ApprovalState, ApprovalStore, MemoryApprovalStore,
-        Transition,
+        ApprovalError, ApprovalRequest, ApprovalState, ApprovalStore, Insertion,
+        MemoryApprovalStore, Transition,
     },
     audit::{ApprovalEvent, ApprovalEventKind, AuditEvent},
     change::ReplaceOptions,
@@ -1383,5 +1383,319 @@ fn a_policy_reads_one_argument_as_the_whole_value_has_it() {
         }
         assert_eq!(seen[0].1, Ok(Some("late\0".to_owned())), "{mode:?}");
         assert_eq!(seen[1].1, Ok(None), "{mode:?}");
+    }
+}
+
+/// A memory store whose `pending_count` takes its time: a registry that counted, then
+/// inserted, would let every concurrent call through the count before any was kept.
+struct SlowCount(Arc<MemoryApprovalStore>);
+
+impl ApprovalStore for SlowCount {
+    fn insert<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.insert(r)
+    }
+    fn insert_bounded<'a>(
+        &'a self,
+        r: &'a ApprovalRequest,
+        max_pending: usize,
+    ) -> BoxFuture<'a, Result<Insertion, StoreError>> {
+        self.0.insert_bounded(r, max_pending)
+    }
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>> {
+        self.0.get(id)
+    }
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        state: ApprovalState,
+    ) -> BoxFuture<'a, Result<Transition, StoreError>> {
+        self.0.decide(id, state)
+    }
+    fn pending_count<'a>(
+        &'a self,
+        r: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        // Counted now, answered later: the count is stale by the time it is read.
+        let counted = pollster::block_on(self.0.pending_count(r));
+        std::thread::sleep(Duration::from_millis(50));
+        Box::pin(std::future::ready(counted))
+    }
+}
+
+fn pending_in(store: &MemoryApprovalStore) -> usize {
+    store
+        .requests()
+        .iter()
+        .filter(|(_, state)| state.is_pending())
+        .count()
+}
+
+/// Issue 45 (M2): the pending bound is counted and kept in one step of the store. 32
+/// concurrent calls of one principal leave exactly the bound pending, through the registry
+/// (whose store counts slowly) and on the memory store itself.
+#[test]
+fn concurrent_calls_of_one_principal_never_pass_the_pending_bound() {
+    let executions = Executions::default();
+    let store = Arc::new(MemoryApprovalStore::new());
+    let registry = Arc::new(
+        builder(&executions)
+            .approval_store(SlowCount(store.clone()))
+            .max_pending_approvals(4)
+            .build()
+            .unwrap(),
+    );
+    let barrier = Arc::new(std::sync::Barrier::new(32));
+    let threads: Vec<_> = (0..32)
+        .map(|index| {
+            let registry = registry.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let run = registry.open_run(format!("run-{index}"), &person("token:alice"));
+                barrier.wait();
+                run.call_blocking(deploy(&format!("c{index}"), "production"))
+                    .error_kind()
+            })
+        })
+        .collect();
+    let kinds: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let asked = kinds
+        .iter()
+        .filter(|kind| **kind == Some(ErrorKind::ApprovalRequired))
+        .count();
+    assert_eq!(asked, 4, "{kinds:?}");
+    assert!(
+        kinds.iter().all(|kind| matches!(
+            kind,
+            Some(ErrorKind::ApprovalRequired | ErrorKind::RateLimited)
+        )),
+        "{kinds:?}"
+    );
+    assert_eq!(pending_in(&store), 4);
+
+    // The memory store alone, 32 threads at once.
+    let store = Arc::new(MemoryApprovalStore::new());
+    let registry = builder(&executions).build().unwrap();
+    let run = registry.open_run("run-template", &person("token:bob"));
+    let template = pending(Mode::Sync, &run, "t");
+    let barrier = Arc::new(std::sync::Barrier::new(32));
+    let threads: Vec<_> = (0..32)
+        .map(|index| {
+            let store = store.clone();
+            let barrier = barrier.clone();
+            let mut request = serde_json::to_value(&template).unwrap();
+            request["id"] = json!(format!("apr_{index:032x}"));
+            let request: ApprovalRequest = serde_json::from_value(request).unwrap();
+            std::thread::spawn(move || {
+                barrier.wait();
+                pollster::block_on(store.insert_bounded(&request, 4)).unwrap()
+            })
+        })
+        .collect();
+    let inserted = threads
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .filter(|insertion| *insertion == Insertion::Inserted)
+        .count();
+    assert_eq!(inserted, 4);
+    assert_eq!(pending_in(&store), 4);
+}
+
+/// `deploy` of a project named with `len` characters.
+fn deploy_sized(id: &str, len: usize) -> ToolCall {
+    ToolCall::new(
+        id,
+        "deploy",
+        json!({"project": "p".repeat(len), "env": "production"}),
+    )
+}
+
+/// Issue 45 (N4): one principal filling its share of the store (bytes, then requests) does
+/// not stop another principal's approval request; a request denied frees its bytes at once
+/// and keeps only its digest (N7); one request larger than the store keeps is refused,
+/// saying so.
+#[test]
+fn one_principal_filling_its_share_leaves_room_for_another() {
+    for mode in MODES {
+        let executions = Executions::default();
+        // Room for five large requests in all, two per principal.
+        let store = Arc::new(
+            MemoryApprovalStore::new()
+                .with_limits(100, 2_500)
+                .with_shares(3, 1_000)
+                .with_max_request_bytes(600),
+        );
+        let registry = builder(&executions)
+            .approval_store(store.clone())
+            .build()
+            .unwrap();
+        let alice = registry.open_run("run-alice", &person("token:alice"));
+        let mut asked = Vec::new();
+        let mut refused = None;
+        for index in 0..10 {
+            let observation = call(mode, &alice, deploy_sized(&format!("a{index}"), 400));
+            match observation.approval() {
+                Some(request) => asked.push(request.clone()),
+                None => {
+                    refused = Some(observation);
+                    break;
+                }
+            }
+        }
+        assert_eq!(asked.len(), 2, "{mode:?}");
+        let refused = refused.expect("alice's share fills");
+        assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
+        let text = refused.error_text().unwrap();
+        assert!(text.contains("take all the room they may"), "{text}");
+
+        // Bob still asks, with large arguments too.
+        let bob = registry.open_run("run-bob", &person("token:bob"));
+        let observation = call(mode, &bob, deploy_sized("b1", 400));
+        assert_eq!(
+            observation.error_kind(),
+            Some(ErrorKind::ApprovalRequired),
+            "{observation:?}"
+        );
+
+        // A denial frees alice's bytes at once (not a minute later): only the digest stays.
+        let digest = asked[0].argument_digest();
+        let denied = deny(mode, &alice, asked[0].id(), "no").unwrap();
+        assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
+        let (kept, state) = store
+            .requests()
+            .into_iter()
+            .find(|(request, _)| request.id() == asked[0].id())
+            .unwrap();
+        assert!(matches!(state, ApprovalState::Denied { .. }));
+        assert!(kept.arguments().is_null(), "{kept:?}");
+        assert_eq!(kept.discarded(), Some(&digest));
+        assert!(kept.question().contains("arguments discarded"));
+        let again = call(mode, &alice, deploy_sized("a-again", 400));
+        assert_eq!(again.error_kind(), Some(ErrorKind::ApprovalRequired));
+
+        // The share of requests: small ones, up to three kept (denied ones count for the grace).
+        let third = call(mode, &alice, deploy("a-small", "staging"));
+        assert_eq!(
+            third.error_kind(),
+            Some(ErrorKind::RateLimited),
+            "{third:?}"
+        );
+
+        // Larger than one request may be: refused as such, whoever asks.
+        let carol = registry.open_run("run-carol", &person("token:carol"));
+        let large = call(mode, &carol, deploy_sized("c1", 700));
+        assert_eq!(large.error_kind(), Some(ErrorKind::Denied), "{large:?}");
+        let text = large.error_text().unwrap();
+        assert!(text.contains("too large"), "{text}");
+        assert!(text.contains("at most 600 bytes"), "{text}");
+        assert_eq!(executions.count(), 0);
+    }
+}
+
+/// A store that gives back other arguments than it was given (a database's sanitizer, a
+/// custom store): `env` comes back as `prod`, which the schema does not allow.
+struct Altering(MemoryApprovalStore);
+
+impl ApprovalStore for Altering {
+    fn insert<'a>(&'a self, r: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.0.insert(r)
+    }
+    fn get<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<(ApprovalRequest, ApprovalState)>, StoreError>> {
+        Box::pin(async move {
+            let found = self.0.get(id).await?;
+            Ok(found.map(|(request, state)| {
+                let mut value = serde_json::to_value(&request).unwrap();
+                if value["arguments"].is_object() {
+                    value["arguments"]["env"] = json!("prod");
+                }
+                (serde_json::from_value(value).unwrap(), state)
+            }))
+        })
+    }
+    fn decide<'a>(
+        &'a self,
+        id: &'a str,
+        state: ApprovalState,
+    ) -> BoxFuture<'a, Result<Transition, StoreError>> {
+        self.0.decide(id, state)
+    }
+    fn pending_count<'a>(
+        &'a self,
+        r: &'a ApprovalRequest,
+    ) -> BoxFuture<'a, Result<usize, StoreError>> {
+        self.0.pending_count(r)
+    }
+}
+
+/// Issue 45 (N10): the arguments an approved call runs with are validated again as the
+/// store gives them back; altered so that they no longer fit, the call is refused with the
+/// problems, the request is denied, and nothing runs.
+#[test]
+fn arguments_a_store_altered_are_validated_again_before_an_approved_call_runs() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions)
+            .approval_store(Altering(MemoryApprovalStore::new()))
+            .build()
+            .unwrap();
+        let run = registry.open_run("run-1", &subject());
+        let request = pending(mode, &run, "c1");
+        let refused = approve(mode, &run, request.id()).unwrap();
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::InvalidArguments),
+            "{refused:?}"
+        );
+        assert_eq!(refused.call_id(), "c1");
+        let text = refused.error_text().unwrap();
+        assert!(text.contains("/env"), "{text}");
+        assert_eq!(executions.count(), 0, "{mode:?}");
+        // Settled: a second approval finds it decided, and still nothing runs.
+        let error = approve(mode, &run, request.id()).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ApprovalError::AlreadyDecided {
+                    state: ApprovalState::Denied { .. },
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(executions.count(), 0);
+    }
+}
+
+/// Issue 45 (L4): the text of a request decided already says how, never who decided (it
+/// reaches clients and models); the state itself still holds who, for the log.
+#[test]
+fn a_request_decided_already_does_not_name_who_decided() {
+    for mode in MODES {
+        let executions = Executions::default();
+        let registry = builder(&executions).build().unwrap();
+        let run = registry.open_run("run-1", &subject());
+        for verdict in [
+            Verdict::approve().by("ana@example.com"),
+            Verdict::deny("no").by("ana@example.com"),
+        ] {
+            let request = pending(mode, &run, "c1");
+            let decided = run.decide_blocking(request.id(), verdict).unwrap();
+            assert_eq!(decided.call_id(), "c1");
+            let error = approve(mode, &run, request.id()).unwrap_err();
+            let text = error.to_string();
+            assert!(!text.contains("ana"), "{text}");
+            assert!(text.contains("already decided"), "{text}");
+            match error {
+                ApprovalError::AlreadyDecided { state, .. } => {
+                    assert!(state.to_string().contains("ana@example.com"), "{state}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

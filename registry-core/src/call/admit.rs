@@ -7,8 +7,9 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::answer::{
-    Decided, Resolved, Ticket, approval_required_text, approval_unavailable, code_cannot_wait_text,
-    denied_text, humane, humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
+    Decided, Resolved, Ticket, approval_required_text, approval_share_full_text,
+    approval_too_large_text, approval_unavailable, code_cannot_wait_text, denied_text, humane,
+    humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
 };
 use crate::audit::{self, ApprovalEventKind, argument_fingerprint, truncate};
 use crate::discover::discovery::Entry;
@@ -19,8 +20,8 @@ use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
 use crate::gate::async_policy::CatchUnwind;
 use crate::gate::{
-    ApprovalRequest, AsyncCallPolicy, CallRequest, Decision, PolicyArguments, QuotaDecision,
-    QuotaKey, RateLimit,
+    ApprovalRequest, AsyncCallPolicy, CallRequest, Decision, Insertion, PolicyArguments,
+    QuotaDecision, QuotaKey, RateLimit,
 };
 use crate::resolve::call::{CallHeader, Caller, Given, ToolCall};
 use crate::resolve::checked::CheckedArguments;
@@ -358,6 +359,9 @@ impl Run {
         } = resolved;
         let gate = self.registry.gate();
         let now = SystemTime::now();
+        let arguments = arguments.into_value();
+        let digest =
+            crate::gate::approval::ArgumentDigest::keyed(self.registry.audit_key(), &arguments);
         let request = crate::gate::new_id().map(|id| ApprovalRequest {
             id,
             run_id: self.id().to_owned(),
@@ -367,7 +371,9 @@ impl Run {
             call_id: ticket.call_id.clone(),
             generated_id: ticket.generated_id,
             tool_name: entry.tool.name().to_owned(),
-            arguments: arguments.into_value(),
+            arguments,
+            discarded: None,
+            digest: Some(digest),
             reason,
             allowed_set: self.allowed.fingerprint(),
             definition: entry.tool.version_fingerprint(),
@@ -380,28 +386,42 @@ impl Run {
             Ok(request) => request,
             Err(error) => return approval_unavailable(ticket, &name, &error),
         };
-        // At most `max_pending` waiting per principal; a store that cannot count refuses.
-        match gate.approvals.pending_count(&request).await {
-            Ok(waiting) if waiting >= gate.max_pending => {
-                let text = too_many_approvals_text(&name, gate.max_pending);
-                let mut decided = ticket.refused(ErrorKind::RateLimited, text);
-                decided.detail = Some(format!(
-                    "{waiting} approval requests of this subject are pending (at most {})",
-                    gate.max_pending
-                ));
-                return decided;
-            }
-            Ok(_) => {}
-            Err(error) => return approval_unavailable(ticket, &name, &error),
-        }
-        let stored = gate.approvals.insert(&request).await.map(|()| request);
-        match stored {
-            Ok(request) => {
+        // At most `max_pending` waiting per principal, counted and kept in one step of the
+        // store; a store that cannot count refuses.
+        let inserted = gate
+            .approvals
+            .insert_bounded(&request, gate.max_pending)
+            .await;
+        match inserted {
+            Ok(Insertion::Inserted) => {
                 self.audit_approval(&request, ApprovalEventKind::Requested, None);
                 let text = approval_required_text(&name, &request.reason);
                 let mut decided = ticket.refused(ErrorKind::ApprovalRequired, text);
                 decided.approval_id = Some(request.id.clone());
                 decided.observation = decided.observation.with_approval(request);
+                decided
+            }
+            Ok(Insertion::TooManyPending { pending }) => {
+                let text = too_many_approvals_text(&name, gate.max_pending);
+                let mut decided = ticket.refused(ErrorKind::RateLimited, text);
+                decided.detail = Some(format!(
+                    "{pending} approval requests of this subject are pending (at most {})",
+                    gate.max_pending
+                ));
+                decided
+            }
+            Ok(Insertion::ShareFull { detail }) => {
+                let text = approval_share_full_text(&name);
+                let mut decided = ticket.refused(ErrorKind::RateLimited, text);
+                decided.detail = Some(format!("approval store: {detail}"));
+                decided
+            }
+            Ok(Insertion::TooLarge { bytes, max }) => {
+                let text = approval_too_large_text(&name, max);
+                let mut decided = ticket.refused(ErrorKind::Denied, text);
+                decided.detail = Some(format!(
+                    "approval store: the arguments take {bytes} bytes, at most {max} per request"
+                ));
                 decided
             }
             Err(error) => approval_unavailable(ticket, &name, &error),

@@ -185,6 +185,20 @@ pub(super) fn too_many_approvals_text(name: &str, max: usize) -> String {
     )
 }
 
+/// The text of a call whose principal's share of the approval store is full.
+pub(super) fn approval_share_full_text(name: &str) -> String {
+    format!(
+        "the call to \"{name}\" needs a person's approval, but this user's approval requests already take all the room they may; nothing was done. Ask the person to decide the waiting ones, or wait until they expire, then call again"
+    )
+}
+
+/// The text of a call whose arguments are too large to be kept for a person's approval.
+pub(super) fn approval_too_large_text(name: &str, max: usize) -> String {
+    format!(
+        "the call to \"{name}\" needs a person's approval, but its arguments are too large to be shown to a person (at most {max} bytes as JSON); nothing was done. Call it again with smaller arguments"
+    )
+}
+
 /// The answer to a call whose approval cannot be asked for: the store failed.
 pub(super) fn approval_unavailable(
     ticket: Ticket,

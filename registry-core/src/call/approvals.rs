@@ -5,7 +5,9 @@ use std::time::{Instant, SystemTime};
 use serde_json::Value;
 
 use super::admit::{Ruling, decide_async, validate};
-use super::answer::{Decided, Resolved, Ticket, denied_text, revoked_text, unavailable_text};
+use super::answer::{
+    Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text, unavailable_text,
+};
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
@@ -313,7 +315,30 @@ impl Run {
         } = approved;
         let was_edited = edited.is_some();
         let arguments = match edited {
-            None => request.arguments.clone(),
+            None => {
+                // The arguments as the store gave them back: checked again, as the call's
+                // were, so that a store that changed them (a database's sanitizer, a custom
+                // store) cannot run what was never validated.
+                let mut arguments = request.arguments.clone();
+                let checked = if request.discarded.is_some() {
+                    Err(vec![crate::resolve::tool_error::ArgumentProblem::new(
+                        "",
+                        "the approval store kept no arguments for this request",
+                    )])
+                } else {
+                    self.origin()
+                        .limits()
+                        .check(&arguments)
+                        .map_err(|problem| vec![problem])
+                        .and_then(|_| validate(&entry.tool, &mut arguments))
+                };
+                if let Err(problems) = checked {
+                    return self
+                        .refuse_stored(id, &request, problems, started, &options)
+                        .await;
+                }
+                arguments
+            }
             Some(mut arguments) => {
                 let checked = self
                     .origin()
@@ -429,6 +454,43 @@ impl Run {
         })))
     }
 
+    /// Refuses an approved request whose stored arguments do not validate: it is denied (so
+    /// it runs at no later approval either), and the call is answered as invalid.
+    async fn refuse_stored(
+        &self,
+        id: &str,
+        request: &ApprovalRequest,
+        problems: Vec<crate::resolve::tool_error::ArgumentProblem>,
+        started: Option<Instant>,
+        options: &CallOptions,
+    ) -> Result<Settled, ApprovalError> {
+        let reason = "the arguments read back from the approval store do not validate against the tool's schema";
+        let state = ApprovalState::Denied {
+            by: None,
+            reason: reason.to_owned(),
+        };
+        let decided_request = self.transition(id, state).await?;
+        self.audit_approval(&decided_request, ApprovalEventKind::Denied, None);
+        let text = invalid_arguments_text(&request.tool_name, &problems);
+        let mut decided = self
+            .ticket(request)
+            .refused(ErrorKind::InvalidArguments, text);
+        decided.observation = decided.observation.with_problems(problems.clone());
+        decided.detail = Some(format!(
+            "{reason}: {}",
+            problems
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+        Ok(Settled::Answered(self.finish_traced(
+            decided,
+            started,
+            options.trace.as_ref(),
+        )))
+    }
+
     /// Moves request `id` out of pending; losing the race is `AlreadyDecided`.
     async fn transition(
         &self,
@@ -448,7 +510,9 @@ impl Run {
     /// The ticket of a request's call, to answer it.
     fn ticket(&self, request: &ApprovalRequest) -> Ticket {
         let arguments = crate::audit::wanted(self.origin().audit_sink()).then(|| {
-            crate::audit::argument_fingerprint(self.origin().audit_key(), &request.arguments)
+            let digest = request.argument_digest();
+            let size = usize::try_from(digest.size()).unwrap_or(usize::MAX);
+            (size, digest.hash().unwrap_or_default().to_owned())
         });
         let structured = self
             .allowed()
@@ -509,11 +573,11 @@ impl Run {
                 tool: request.tool_name.clone(),
                 by: by.map(str::to_owned),
                 reason,
-                argument_hash: crate::audit::argument_fingerprint(
-                    self.origin().audit_key(),
-                    &request.arguments,
-                )
-                .1,
+                argument_hash: request
+                    .argument_digest()
+                    .hash()
+                    .unwrap_or_default()
+                    .to_owned(),
                 tool_version: request.definition,
             }),
         );

@@ -36,7 +36,17 @@ pub struct ApprovalRequest {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) generated_id: bool,
     pub(crate) tool_name: String,
+    /// `null` once discarded ([`discarded`](Self::discarded) then says what they were).
+    #[serde(default)]
     pub(crate) arguments: Value,
+    /// What is left of arguments discarded when the request was denied, expired or was
+    /// revoked: their digest, not their values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) discarded: Option<ArgumentDigest>,
+    /// The digest of the arguments, made with the registry's audit key when the request was
+    /// (absent in requests stored before it was kept: their digest has a size only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) digest: Option<ArgumentDigest>,
     pub(crate) reason: String,
     pub(crate) allowed_set: Fingerprint,
     pub(crate) definition: Fingerprint,
@@ -72,9 +82,47 @@ impl ApprovalRequest {
         self.caller
     }
 
-    /// The arguments it would run with, validated against the tool's schema.
+    /// The arguments it would run with, validated against the tool's schema; `null` once
+    /// they were discarded ([`discarded`](Self::discarded)).
     pub fn arguments(&self) -> &Value {
         &self.arguments
+    }
+
+    /// The digest of the arguments (their size and hash as compact JSON, the same as the
+    /// audit log's `argument_hash`): of the arguments held, or of those discarded.
+    pub fn argument_digest(&self) -> ArgumentDigest {
+        match (&self.discarded, &self.digest) {
+            (Some(digest), _) | (None, Some(digest)) => digest.clone(),
+            (None, None) => ArgumentDigest::unhashed(&self.arguments),
+        }
+    }
+
+    /// `Some` once the arguments were discarded: what is left of them, their digest. A store
+    /// discards them when the request is denied, expires or is revoked
+    /// ([`discard_arguments`](Self::discard_arguments)): nothing will run with them, and a
+    /// store keeps no argument values longer than a call may need them.
+    pub fn discarded(&self) -> Option<&ArgumentDigest> {
+        self.discarded.as_ref()
+    }
+
+    /// Replaces the arguments by their digest: for a store, when the request leaves pending
+    /// other than approved (denied, expired, revoked). Done twice, it changes nothing.
+    ///
+    /// ```
+    /// # use registry_core::approval::ApprovalRequest;
+    /// # fn example(mut request: ApprovalRequest) {
+    /// let digest = request.argument_digest();
+    /// request.discard_arguments();
+    /// assert!(request.arguments().is_null());
+    /// assert_eq!(request.discarded(), Some(&digest));
+    /// assert!(request.question().contains("arguments discarded"));
+    /// # }
+    /// ```
+    pub fn discard_arguments(&mut self) {
+        if self.discarded.is_none() {
+            self.discarded = Some(self.argument_digest());
+            self.arguments = Value::Null;
+        }
     }
 
     /// Why it needs approval: the tool is marked `needs_approval`, or a call policy's reason.
@@ -155,11 +203,86 @@ impl ApprovalRequest {
     }
 
     /// A one-line question for a person: `Allow "deploy" with {"env":"production"}? (reason)`.
+    /// Once the arguments were discarded it says so, with their size and hash, in their
+    /// place.
     pub fn question(&self) -> String {
-        format!(
-            "Allow \"{}\" with {}? ({})",
-            self.tool_name, self.arguments, self.reason
-        )
+        match &self.discarded {
+            None => format!(
+                "Allow \"{}\" with {}? ({})",
+                self.tool_name, self.arguments, self.reason
+            ),
+            Some(digest) => format!(
+                "Allow \"{}\" with {}? ({})",
+                self.tool_name, digest, self.reason
+            ),
+        }
+    }
+}
+
+/// The digest of a request's arguments: their size and keyed hash as compact JSON (the
+/// audit log's `argument_size` and `argument_hash`, under the registry's
+/// [`audit_hash_key`](crate::RegistryBuilder::audit_hash_key)), made when the request is,
+/// and what a store keeps of the arguments of a request that was denied, expired or was
+/// revoked.
+///
+/// ```
+/// use registry_core::approval::ArgumentDigest;
+///
+/// let digest = ArgumentDigest::from_parts(20, Some("00c0ffee00c0ffee".into()));
+/// assert_eq!(digest.size(), 20);
+/// assert_eq!(digest.hash().map(str::len), Some(16));
+/// assert!(digest.to_string().starts_with("(arguments discarded: 20 bytes, hash "));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArgumentDigest {
+    size: u64,
+    /// Absent for arguments discarded by a database migration, which could not hash them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hash: Option<String>,
+}
+
+impl ArgumentDigest {
+    /// The digest of `arguments` under the registry's audit key.
+    pub(crate) fn keyed(key: &crate::audit::AuditKey, arguments: &Value) -> ArgumentDigest {
+        let (size, hash) = crate::audit::argument_fingerprint(key, arguments);
+        ArgumentDigest {
+            size: u64::try_from(size).unwrap_or(u64::MAX),
+            hash: Some(hash),
+        }
+    }
+
+    /// The size of `arguments`, without a hash: for a request stored before its digest was.
+    fn unhashed(arguments: &Value) -> ArgumentDigest {
+        let size = serde_json::to_vec(arguments).map_or(0, |json| json.len());
+        ArgumentDigest {
+            size: u64::try_from(size).unwrap_or(u64::MAX),
+            hash: None,
+        }
+    }
+
+    /// A digest as a store read it back: the size, and the hash if it was recorded.
+    pub fn from_parts(size: u64, hash: Option<String>) -> ArgumentDigest {
+        ArgumentDigest { size, hash }
+    }
+
+    /// The arguments' size in bytes, as compact JSON.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Their keyed hash as compact JSON, in hex (the audit log's `argument_hash`); `None`
+    /// when the store could not record it.
+    pub fn hash(&self) -> Option<&str> {
+        self.hash.as_deref()
+    }
+}
+
+impl fmt::Display for ArgumentDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.hash {
+            Some(hash) => write!(f, "(arguments discarded: {} bytes, hash {hash})", self.size),
+            None => write!(f, "(arguments discarded: {} bytes)", self.size),
+        }
     }
 }
 
@@ -197,6 +320,36 @@ impl ApprovalState {
     /// Whether it is still waiting.
     pub fn is_pending(&self) -> bool {
         matches!(self, ApprovalState::Pending)
+    }
+
+    /// The state's name alone, without who decided or why: `pending`, `approved`, `denied`,
+    /// `expired` or `revoked`. What a client or a model may be told; the
+    /// [`Display`](fmt::Display) form, which names who decided, is for operators and logs.
+    ///
+    /// ```
+    /// use registry_core::approval::ApprovalState;
+    ///
+    /// let state = ApprovalState::Denied { by: Some("ana".into()), reason: "no".into() };
+    /// assert_eq!(state.kind(), "denied");
+    /// assert_eq!(state.to_string(), "denied by ana");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ApprovalState::Pending => "pending",
+            ApprovalState::Approved { .. } => "approved",
+            ApprovalState::Denied { .. } => "denied",
+            ApprovalState::Expired => "expired",
+            ApprovalState::Revoked => "revoked",
+        }
+    }
+
+    /// Whether the request left pending without running: denied, expired or revoked. Its
+    /// arguments are discarded then ([`ApprovalRequest::discard_arguments`]).
+    pub fn discards_arguments(&self) -> bool {
+        matches!(
+            self,
+            ApprovalState::Denied { .. } | ApprovalState::Expired | ApprovalState::Revoked
+        )
     }
 }
 
@@ -325,8 +478,10 @@ pub enum ApprovalError {
         /// The id given.
         id: String,
     },
-    /// The request was decided already: an approval runs its call at most once.
-    #[error("the approval request {id:?} was already decided ({state}); a call runs at most once")]
+    /// The request was decided already: an approval runs its call at most once. The text
+    /// names how (approved, denied, expired, revoked) but never who decided: it may reach a
+    /// client or a model; [`state`](Self::AlreadyDecided::state) holds who, for the log.
+    #[error("the approval request {id:?} was already decided ({}); a call runs at most once", .state.kind())]
     AlreadyDecided {
         /// The id.
         id: String,

@@ -19,16 +19,79 @@ pub enum Transition {
     Unknown,
 }
 
+/// What [`ApprovalStore::insert_bounded`] did with a new request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Insertion {
+    /// The request is kept, pending.
+    Inserted,
+    /// Not kept: its owner ([`ApprovalRequest::same_owner`]) has `pending` requests pending
+    /// already, the most it may.
+    TooManyPending {
+        /// How many of the owner's requests are pending.
+        pending: usize,
+    },
+    /// Not kept: the owner's share of the store is full (its requests, or the bytes of
+    /// their arguments); other owners' requests are still kept. `detail` says which, for the
+    /// log.
+    ShareFull {
+        /// What is full, and how to make room.
+        detail: String,
+    },
+    /// Not kept: its arguments alone are larger than the store keeps for one request.
+    TooLarge {
+        /// The arguments' size as compact JSON.
+        bytes: usize,
+        /// The most the store keeps for one request.
+        max: usize,
+    },
+}
+
 /// Keeps approval requests and their states; the in-memory [`MemoryApprovalStore`] is the
 /// default, and a database-backed store lets another process (a restarted server, another
 /// replica) decide a request.
 ///
-/// The one guarantee a store must give: [`decide`](Self::decide) moves a request out of
-/// [`ApprovalState::Pending`] at most once, even when called concurrently (one transaction, or
-/// one compare-and-set), so that an approved call runs at most once.
+/// The guarantees a store must give:
+///
+/// - [`decide`](Self::decide) moves a request out of [`ApprovalState::Pending`] at most
+///   once, even when called concurrently (one transaction, or one compare-and-set), so that
+///   an approved call runs at most once;
+/// - [`insert_bounded`](Self::insert_bounded) counts the owner's pending requests and keeps
+///   the new one in one atomic step, so that concurrent calls of one principal never leave
+///   more than the bound pending (the default implementation counts, then inserts: a store
+///   shared by concurrent callers overrides it);
+/// - [`get`](Self::get) gives the arguments back exactly as they were inserted (the registry
+///   validates them again against the tool's schema before an approved call runs, and
+///   refuses the call if they changed so that they no longer fit);
+/// - a request denied, expired or revoked keeps its arguments' digest only
+///   ([`ApprovalRequest::discard_arguments`]), not their values.
 pub trait ApprovalStore: Send + Sync + 'static {
     /// Keeps a new pending request.
     fn insert<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Keeps a new pending request unless its owner ([`ApprovalRequest::same_owner`])
+    /// already has `max_pending` requests pending and not expired, or the store's share for
+    /// the owner is full; the count and the insertion are one atomic step (under a lock, in
+    /// one transaction). What the registry calls, with
+    /// [`max_pending_approvals`](crate::RegistryBuilder::max_pending_approvals).
+    ///
+    /// The default counts with [`pending_count`](Self::pending_count), then keeps the request
+    /// with [`insert`](Self::insert): two steps, so concurrent calls of one owner may pass
+    /// `max_pending` together. A store that more than one caller writes to at once
+    /// overrides it ([`MemoryApprovalStore`] and registry-postgres's store do).
+    fn insert_bounded<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        max_pending: usize,
+    ) -> BoxFuture<'a, Result<Insertion, StoreError>> {
+        Box::pin(async move {
+            let pending = self.pending_count(request).await?;
+            if pending >= max_pending {
+                return Ok(Insertion::TooManyPending { pending });
+            }
+            self.insert(request).await.map(|()| Insertion::Inserted)
+        })
+    }
 
     /// The request with id `id`, and its state.
     fn get<'a>(
@@ -79,8 +142,9 @@ pub trait ApprovalStore: Send + Sync + 'static {
     /// How many requests of the same owner as `request` are pending and not expired: of the
     /// same principal ([`ApprovalRequest::principal`]), or, when `request` has none, of the
     /// same tenant and agent without a principal ([`ApprovalRequest::same_owner`]).
-    /// `request` itself is not stored yet. The registry asks before storing a request, to
-    /// keep [`max_pending_approvals`](crate::RegistryBuilder::max_pending_approvals).
+    /// `request` itself is not stored yet. The default
+    /// [`insert_bounded`](Self::insert_bounded) asks before storing a request, to keep
+    /// [`max_pending_approvals`](crate::RegistryBuilder::max_pending_approvals).
     ///
     /// The default cannot count, and says so: a call that needs approval is then refused
     /// (the gate fails closed). Every store must implement it.
@@ -100,19 +164,40 @@ pub trait ApprovalStore: Send + Sync + 'static {
 /// Share one (in an `Arc`) between registries built one after the other to let a rebuilt
 /// registry decide requests made before.
 ///
-/// **Bounded.** A decided request is kept for one minute after its decision, and an expired
-/// one for one minute after it expired ([`GRACE`](Self::GRACE)), so that a late decision is
-/// told it was decided or expired; after that it is forgotten (a decision then gets "unknown
-/// id"). The store holds at most [`DEFAULT_MAX_REQUESTS`](Self::DEFAULT_MAX_REQUESTS)
-/// requests whose arguments take at most [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES) as
-/// JSON, pending and recently decided together ([`with_limits`](Self::with_limits) sets
-/// others); a request beyond either is refused with a [`StoreError`], and the call that asked
-/// is refused ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)).
+/// **Bounded, in total and per principal.** A decided request is kept for one minute after
+/// its decision, and an expired one for one minute after it expired ([`GRACE`](Self::GRACE)),
+/// so that a late decision is told it was decided or expired; after that it is forgotten (a
+/// decision then gets "unknown id"). A request denied, expired or revoked keeps its
+/// arguments' digest only, from that moment ([`ApprovalRequest::discard_arguments`]): its
+/// bytes are free at once.
+///
+/// - In total, the store holds at most [`DEFAULT_MAX_REQUESTS`](Self::DEFAULT_MAX_REQUESTS)
+///   requests whose arguments take at most [`DEFAULT_MAX_BYTES`](Self::DEFAULT_MAX_BYTES)
+///   as JSON, pending and recently decided together ([`with_limits`](Self::with_limits) sets
+///   others); a request beyond either is refused with a [`StoreError`], and the call that
+///   asked is refused ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)).
+/// - Each owner (a principal, or a tenant and agent without one:
+///   [`ApprovalRequest::same_owner`]) has a share of it:
+///   [`DEFAULT_MAX_REQUESTS_PER_PRINCIPAL`](Self::DEFAULT_MAX_REQUESTS_PER_PRINCIPAL)
+///   requests and [`DEFAULT_MAX_BYTES_PER_PRINCIPAL`](Self::DEFAULT_MAX_BYTES_PER_PRINCIPAL)
+///   of arguments ([`with_shares`](Self::with_shares)). Beyond its share, the owner's call
+///   is refused ([`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited)), and other
+///   owners' requests are still kept.
+/// - One request's arguments take at most
+///   [`DEFAULT_MAX_REQUEST_BYTES`](Self::DEFAULT_MAX_REQUEST_BYTES) as JSON (arguments for a
+///   person to read; [`with_max_request_bytes`](Self::with_max_request_bytes)); a larger
+///   request is refused ([`ErrorKind::Denied`](crate::ErrorKind::Denied), saying so).
+///
+/// The owner's pending requests are counted and the request kept under one lock
+/// ([`ApprovalStore::insert_bounded`]): concurrent calls never pass the bound together.
 ///
 /// ```
 /// use registry_core::approval::MemoryApprovalStore;
 ///
-/// let store = MemoryApprovalStore::new().with_limits(1000, 16 << 20);
+/// let store = MemoryApprovalStore::new()
+///     .with_limits(1000, 16 << 20)
+///     .with_shares(100, 1 << 20)
+///     .with_max_request_bytes(64 << 10);
 /// assert_eq!(store.len(), 0);
 /// ```
 #[derive(Debug)]
@@ -121,6 +206,9 @@ pub struct MemoryApprovalStore {
     max_requests: usize,
     max_bytes: usize,
     watchers: ApprovalWatchers,
+    max_requests_per_owner: usize,
+    max_bytes_per_owner: usize,
+    max_request_bytes: usize,
 }
 
 impl Default for MemoryApprovalStore {
@@ -130,6 +218,9 @@ impl Default for MemoryApprovalStore {
             max_requests: MemoryApprovalStore::DEFAULT_MAX_REQUESTS,
             max_bytes: MemoryApprovalStore::DEFAULT_MAX_BYTES,
             watchers: ApprovalWatchers::default(),
+            max_requests_per_owner: MemoryApprovalStore::DEFAULT_MAX_REQUESTS_PER_PRINCIPAL,
+            max_bytes_per_owner: MemoryApprovalStore::DEFAULT_MAX_BYTES_PER_PRINCIPAL,
+            max_request_bytes: MemoryApprovalStore::DEFAULT_MAX_REQUEST_BYTES,
         }
     }
 }
@@ -228,7 +319,7 @@ struct Kept {
     state: ApprovalState,
     /// When it left pending.
     decided_at: Option<SystemTime>,
-    /// Its arguments' size as JSON.
+    /// Its arguments' size as JSON (0 once discarded).
     bytes: usize,
 }
 
@@ -240,6 +331,17 @@ impl Kept {
     }
 }
 
+impl Requests {
+    /// Replaces the arguments of `id` by their digest, and frees their bytes.
+    fn discard(&mut self, id: &str) {
+        if let Some(kept) = self.map.get_mut(id) {
+            kept.request.discard_arguments();
+            self.bytes = self.bytes.saturating_sub(kept.bytes);
+            kept.bytes = 0;
+        }
+    }
+}
+
 impl MemoryApprovalStore {
     /// How long a request is kept after its decision, or after it expired undecided: one
     /// minute.
@@ -248,6 +350,15 @@ impl MemoryApprovalStore {
     pub const DEFAULT_MAX_REQUESTS: usize = 10_000;
     /// How many bytes of arguments (as JSON) the store holds at most by default: 64 MiB.
     pub const DEFAULT_MAX_BYTES: usize = 64 << 20;
+    /// How many requests (pending, and decided or expired within [`GRACE`](Self::GRACE)) one
+    /// principal holds at most by default: 500, a twentieth of the store.
+    pub const DEFAULT_MAX_REQUESTS_PER_PRINCIPAL: usize = 500;
+    /// How many bytes of arguments (as JSON) one principal's requests hold at most by
+    /// default: 4 MiB, a sixteenth of the store.
+    pub const DEFAULT_MAX_BYTES_PER_PRINCIPAL: usize = 4 << 20;
+    /// How many bytes of arguments (as JSON) one request holds at most by default: 256 KiB,
+    /// more than a person reads.
+    pub const DEFAULT_MAX_REQUEST_BYTES: usize = 256 << 10;
 
     /// An empty store, with the default limits.
     pub fn new() -> Self {
@@ -259,6 +370,21 @@ impl MemoryApprovalStore {
     pub fn with_limits(mut self, max_requests: usize, max_bytes: usize) -> Self {
         self.max_requests = max_requests;
         self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Holds at most `max_requests` requests of one principal (or of one tenant and agent
+    /// without a principal: [`ApprovalRequest::same_owner`]), whose arguments take at most
+    /// `max_bytes` as JSON: one principal cannot fill the store for the others.
+    pub fn with_shares(mut self, max_requests: usize, max_bytes: usize) -> Self {
+        self.max_requests_per_owner = max_requests;
+        self.max_bytes_per_owner = max_bytes;
+        self
+    }
+
+    /// Holds no request whose arguments take more than `max_bytes` as JSON.
+    pub fn with_max_request_bytes(mut self, max_bytes: usize) -> Self {
+        self.max_request_bytes = max_bytes;
         self
     }
 
@@ -287,22 +413,38 @@ impl MemoryApprovalStore {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Forgets the requests decided, or expired, more than [`GRACE`](Self::GRACE) ago.
+    /// Forgets the requests decided, or expired, more than [`GRACE`](Self::GRACE) ago, and
+    /// discards the arguments of those expired undecided.
     fn prune(requests: &mut Requests) {
         let now = SystemTime::now();
         let mut freed = 0;
         requests.map.retain(|_, kept| {
             let stale = kept.stale(now);
-            if stale {
+            if stale || (kept.state.is_pending() && kept.request.expires_at <= now) {
                 freed += kept.bytes;
+                kept.bytes = 0;
+                kept.request.discard_arguments();
             }
             !stale
         });
         requests.bytes = requests.bytes.saturating_sub(freed);
     }
 
-    fn insert_now(&self, request: &ApprovalRequest) -> Result<(), StoreError> {
+    /// Keeps `request`, within the store's limits and its owner's share, and, given
+    /// `max_pending`, under its owner's bound of pending requests: counted and kept under one
+    /// lock.
+    fn insert_now(
+        &self,
+        request: &ApprovalRequest,
+        max_pending: Option<usize>,
+    ) -> Result<Insertion, StoreError> {
         let bytes = json_size(&request.arguments);
+        if bytes > self.max_request_bytes {
+            return Ok(Insertion::TooLarge {
+                bytes,
+                max: self.max_request_bytes,
+            });
+        }
         let mut requests = self.lock();
         // Amortized: prune when the map has doubled since the last time, and when full.
         let len = requests.map.len();
@@ -315,6 +457,39 @@ impl MemoryApprovalStore {
                 "an approval request with the id {:?} exists already",
                 request.id
             )));
+        }
+        // The owner's share, and its pending requests: one pass, under the lock.
+        let now = SystemTime::now();
+        let (mut kept, mut kept_bytes, mut pending) = (0, 0, 0);
+        for other in requests.map.values() {
+            // Forgotten already, as far as anyone can tell, though not yet pruned.
+            if !other.stale(now) && other.request.same_owner(request) {
+                kept += 1;
+                kept_bytes += other.bytes;
+                if other.state.is_pending() && other.request.expires_at > now {
+                    pending += 1;
+                }
+            }
+        }
+        if let Some(max_pending) = max_pending
+            && pending >= max_pending
+        {
+            return Ok(Insertion::TooManyPending { pending });
+        }
+        if kept >= self.max_requests_per_owner {
+            return Ok(Insertion::ShareFull {
+                detail: format!(
+                    "this principal holds {kept} approval requests waiting or just decided, its share of the in-memory store (MemoryApprovalStore::with_shares); decide or let expire the waiting ones"
+                ),
+            });
+        }
+        if kept_bytes + bytes > self.max_bytes_per_owner {
+            return Ok(Insertion::ShareFull {
+                detail: format!(
+                    "this principal's approval requests hold {kept_bytes} bytes of arguments, {bytes} more asked, its share is {} (MemoryApprovalStore::with_shares); decide or let expire the waiting ones",
+                    self.max_bytes_per_owner
+                ),
+            });
         }
         if requests.map.len() >= self.max_requests {
             return Err(StoreError::new(format!(
@@ -338,7 +513,7 @@ impl MemoryApprovalStore {
                 bytes,
             },
         );
-        Ok(())
+        Ok(Insertion::Inserted)
     }
 }
 
@@ -364,7 +539,29 @@ fn json_size(value: &serde_json::Value) -> usize {
 
 impl ApprovalStore for MemoryApprovalStore {
     fn insert<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Result<(), StoreError>> {
-        Box::pin(std::future::ready(self.insert_now(request)))
+        let inserted = self
+            .insert_now(request, None)
+            .and_then(|insertion| match insertion {
+                Insertion::Inserted => Ok(()),
+                Insertion::ShareFull { detail } => Err(StoreError::new(detail)),
+                Insertion::TooLarge { bytes, max } => Err(StoreError::new(format!(
+                    "the approval request's arguments take {bytes} bytes, more than the {max} one request may hold (MemoryApprovalStore::with_max_request_bytes)"
+                ))),
+                Insertion::TooManyPending { pending } => Err(StoreError::new(format!(
+                    "{pending} approval requests of this principal are pending"
+                ))),
+            });
+        Box::pin(std::future::ready(inserted))
+    }
+
+    fn insert_bounded<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        max_pending: usize,
+    ) -> BoxFuture<'a, Result<Insertion, StoreError>> {
+        Box::pin(std::future::ready(
+            self.insert_now(request, Some(max_pending)),
+        ))
     }
 
     fn get<'a>(
@@ -387,7 +584,9 @@ impl ApprovalStore for MemoryApprovalStore {
         state: ApprovalState,
     ) -> BoxFuture<'a, Result<Transition, StoreError>> {
         let now = SystemTime::now();
-        let transition = match self.lock().map.get_mut(id) {
+        let mut requests = self.lock();
+        let discard = state.discards_arguments();
+        let transition = match requests.map.get_mut(id) {
             Some(kept) if kept.stale(now) => Transition::Unknown,
             None => Transition::Unknown,
             Some(kept) if kept.state.is_pending() => {
@@ -397,6 +596,12 @@ impl ApprovalStore for MemoryApprovalStore {
             }
             Some(kept) => Transition::AlreadyDecided(kept.state.clone()),
         };
+        // Nothing will run with the arguments of a request denied, expired or revoked: only
+        // their digest is kept, and their bytes are free at once.
+        if discard && matches!(transition, Transition::Decided(_)) {
+            requests.discard(id);
+        }
+        drop(requests);
         if matches!(transition, Transition::Decided(_)) {
             self.watchers.wake(id);
         }
@@ -446,6 +651,14 @@ impl<S: ApprovalStore> ApprovalStore for std::sync::Arc<S> {
         (**self).decide(id, state)
     }
 
+    fn insert_bounded<'a>(
+        &'a self,
+        request: &'a ApprovalRequest,
+        max_pending: usize,
+    ) -> BoxFuture<'a, Result<Insertion, StoreError>> {
+        (**self).insert_bounded(request, max_pending)
+    }
+
     fn approved_outside<'a>(
         &'a self,
         id: &'a str,
@@ -482,6 +695,8 @@ mod tests {
             generated_id: false,
             tool_name: "deploy".into(),
             arguments: serde_json::json!({}),
+            discarded: None,
+            digest: None,
             reason: "test".into(),
             allowed_set: Fingerprint::of_bytes(b"set"),
             definition: Fingerprint::of_bytes(b"definition"),

@@ -693,11 +693,13 @@ impl RegistryBuilder {
     /// expire ([`approval_ttl`](Self::approval_ttl)), then call again. `0` refuses every call
     /// that needs approval.
     ///
-    /// The count is the approval store's ([`ApprovalStore::pending_count`]), so a store
-    /// shared by replicas bounds the principal across all of them; a store that cannot count
-    /// refuses the call ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)). Calls
-    /// asking at the same moment are counted before any of them is stored, so the bound may
-    /// be passed by as many calls as the principal has in flight at once.
+    /// The count is the approval store's, and it keeps the request in the same atomic step
+    /// ([`ApprovalStore::insert_bounded`]): calls asking at the same moment never pass the
+    /// bound together, and a store shared by replicas bounds the principal across all of
+    /// them; a store that cannot count refuses the call
+    /// ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)). A store that keeps the
+    /// default `insert_bounded` counts, then inserts: there, calls asking at the same moment
+    /// may pass the bound together.
     ///
     /// ```standalone_crate
     /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
@@ -718,7 +720,7 @@ impl RegistryBuilder {
     /// assert_eq!(second.error_kind(), Some(ErrorKind::RateLimited));
     /// ```
     ///
-    /// [`ApprovalStore::pending_count`]: crate::approval::ApprovalStore::pending_count
+    /// [`ApprovalStore::insert_bounded`]: crate::approval::ApprovalStore::insert_bounded
     pub fn max_pending_approvals(mut self, n: usize) -> Self {
         self.gate.max_pending = n;
         self

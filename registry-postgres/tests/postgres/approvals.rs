@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use crate::common::{Counter, bounded, builder, call, cluster, own_cluster, plane, sql, subject};
 use registry_core::approval::Verdict;
+use registry_core::server::RegistryExt;
 use registry_core::{
     ErrorKind, Registry,
     approval::{ApprovalError, ApprovalState},
 };
 use registry_postgres::{ApprovalFilter, ControlPlane, VerdictOutcome};
+use serde_json::json;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -474,6 +476,379 @@ async fn a_database_that_is_down_refuses_approvals_and_runs_nothing() {
         let _ = done;
         assert_eq!(counter.get(), 1);
         assert_eq!(state_of(&url, &waiting).await, "approved");
+    })
+    .await;
+}
+
+/// A person of tenant `acme`, agent `release-bot`.
+fn person(principal: &str) -> registry_core::Subject {
+    subject().with_principal(principal)
+}
+
+/// A replica whose approvals are bounded: `max_pending` per principal, and `store`'s shares.
+async fn bounded_replica(
+    url: &str,
+    counter: &Counter,
+    max_pending: usize,
+    store: impl FnOnce(registry_postgres::PgApprovalStore) -> registry_postgres::PgApprovalStore,
+) -> (ControlPlane, Registry) {
+    let plane = crate::common::patient_plane(url, "bounded").await;
+    let registry = builder(counter)
+        .approval_store(store(plane.approval_store()))
+        .max_pending_approvals(max_pending)
+        .build()
+        .unwrap();
+    (plane, registry)
+}
+
+async fn pending_rows(url: &str, principal: &str) -> i64 {
+    sql(url)
+        .await
+        .query_one(
+            "SELECT count(*) FROM registry_approvals WHERE state = 'pending' AND principal = $1",
+            &[&principal],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Issue 45 (M2): 32 concurrent calls of one principal, on a multi-threaded runtime, leave
+/// exactly the bound pending: the count and the insertion are one transaction under a lock
+/// on the principal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_calls_of_one_principal_never_pass_the_pending_bound() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_plane, registry) = bounded_replica(&url, &counter, 4, |store| store).await;
+        let registry = Arc::new(registry);
+        for round in 0..3 {
+            let principal = format!("token:alice-{round}");
+            let barrier = Arc::new(tokio::sync::Barrier::new(32));
+            let tasks: Vec<_> = (0..32)
+                .map(|index| {
+                    let run = registry.open_run(format!("run-{index}"), &person(&principal));
+                    let barrier = barrier.clone();
+                    tokio::spawn(async move {
+                        barrier.wait().await;
+                        run.call(call(&format!("c{index}"), "deploy"))
+                            .await
+                            .error_kind()
+                    })
+                })
+                .collect();
+            let mut kinds = Vec::new();
+            for task in tasks {
+                kinds.push(task.await.unwrap());
+            }
+            let asked = kinds
+                .iter()
+                .filter(|kind| **kind == Some(ErrorKind::ApprovalRequired))
+                .count();
+            assert_eq!(asked, 4, "round {round}: {kinds:?}");
+            assert!(
+                kinds.iter().all(|kind| matches!(
+                    kind,
+                    Some(ErrorKind::ApprovalRequired | ErrorKind::RateLimited)
+                )),
+                "round {round}: {kinds:?}"
+            );
+            assert_eq!(pending_rows(&url, &principal).await, 4, "round {round}");
+        }
+        assert_eq!(counter.get(), 0);
+    })
+    .await;
+}
+
+/// Issue 45 (N4): one principal filling its share (its bytes of arguments, then its pending
+/// bound) does not stop another principal's approval request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_principal_filling_its_share_leaves_room_for_another() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_plane, registry) = bounded_replica(&url, &counter, 3, |store| {
+            store.with_shares(100, 1_000).with_max_request_bytes(600)
+        })
+        .await;
+        let sized = |id: &str, len: usize| {
+            registry_core::ToolCall::new(id, "deploy", json!({"project": "p".repeat(len)}))
+        };
+        let alice = registry.open_run("run-alice", &person("token:alice"));
+        let bob = registry.open_run("run-bob", &person("token:bob"));
+        // Bytes: two requests of 400 fit alice's 1000, the third does not.
+        for index in 0..2 {
+            let asked = alice.call(sized(&format!("a{index}"), 400)).await;
+            assert_eq!(
+                asked.error_kind(),
+                Some(ErrorKind::ApprovalRequired),
+                "{asked:?}"
+            );
+        }
+        let refused = alice.call(sized("a2", 400)).await;
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::RateLimited),
+            "{refused:?}"
+        );
+        assert!(
+            refused
+                .error_text()
+                .unwrap()
+                .contains("take all the room they may"),
+            "{refused:?}"
+        );
+        let asked = bob.call(sized("b0", 400)).await;
+        assert_eq!(
+            asked.error_kind(),
+            Some(ErrorKind::ApprovalRequired),
+            "{asked:?}"
+        );
+
+        // Pending: alice's third small request fills her bound of 3; bob still asks.
+        let asked = alice.call(call("a3", "deploy")).await;
+        assert_eq!(
+            asked.error_kind(),
+            Some(ErrorKind::ApprovalRequired),
+            "{asked:?}"
+        );
+        let refused = alice.call(call("a4", "deploy")).await;
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::RateLimited),
+            "{refused:?}"
+        );
+        assert!(
+            refused
+                .error_text()
+                .unwrap()
+                .contains("too many approvals are waiting"),
+            "{refused:?}"
+        );
+        let asked = bob.call(call("b1", "deploy")).await;
+        assert_eq!(
+            asked.error_kind(),
+            Some(ErrorKind::ApprovalRequired),
+            "{asked:?}"
+        );
+
+        // One request larger than the store keeps: refused, and nothing stored.
+        let large = bob.call(sized("b2", 700)).await;
+        assert_eq!(large.error_kind(), Some(ErrorKind::Denied), "{large:?}");
+        assert!(
+            large.error_text().unwrap().contains("too large"),
+            "{large:?}"
+        );
+        assert_eq!(pending_rows(&url, "token:alice").await, 3);
+        assert_eq!(pending_rows(&url, "token:bob").await, 2);
+        assert_eq!(counter.get(), 0);
+    })
+    .await;
+}
+
+/// Issue 45 (N7): a request denied (through a run, or by an operator) or expired keeps its
+/// arguments' digest only, in the table; operators see "arguments discarded".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_denied_or_expired_keeps_only_the_digest_of_its_arguments() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let plane = crate::common::patient_plane(&url, "a").await;
+        let ttl = Duration::from_millis(1500);
+        let registry = builder(&counter)
+            .approval_store(plane.approval_store())
+            .approval_ttl(ttl)
+            .build()
+            .unwrap();
+        let secret = "the-secret-project";
+        let ask_secret = |id: &'static str| {
+            let run = registry.open_run(format!("run-{id}"), &subject());
+            async move {
+                let observation = run
+                    .call(registry_core::ToolCall::new(
+                        id,
+                        "deploy",
+                        json!({ "project": secret }),
+                    ))
+                    .await;
+                observation.approval().expect("a request").clone()
+            }
+        };
+        let denied = ask_secret("c1").await;
+        let by_operator = ask_secret("c2").await;
+        let expired = ask_secret("c3").await;
+        let digest = denied.argument_digest();
+
+        let run = registry.open_run("run-a", &subject());
+        let answer = run.decide(denied.id(), Verdict::deny("no")).await.unwrap();
+        assert_eq!(answer.error_kind(), Some(ErrorKind::Denied));
+        let outcome = plane
+            .give_verdict(by_operator.id(), &Verdict::deny("freeze").by("ops"))
+            .await
+            .unwrap();
+        assert_eq!(outcome, VerdictOutcome::Given);
+        tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+        let answer = run.decide(expired.id(), Verdict::approve()).await.unwrap();
+        assert_eq!(answer.error_kind(), Some(ErrorKind::Denied));
+        assert_eq!(counter.get(), 0);
+
+        for id in [denied.id(), by_operator.id(), expired.id()] {
+            let row = sql(&url)
+                .await
+                .query_one(
+                    "SELECT state, arguments IS NULL, request::text, arguments_size,
+                            arguments_hash, position($2::bytea in body)
+                       FROM registry_approvals WHERE id = $1",
+                    &[&id, &secret.as_bytes()],
+                )
+                .await
+                .unwrap();
+            let state: String = row.get(0);
+            assert!(["denied", "expired"].contains(&state.as_str()), "{state}");
+            assert!(row.get::<_, bool>(1), "{id}: arguments kept");
+            let request: String = row.get(2);
+            assert!(!request.contains(secret), "{request}");
+            assert_eq!(row.get::<_, Option<i64>>(3), Some(digest.size() as i64));
+            assert_eq!(row.get::<_, Option<String>>(4).as_deref(), digest.hash());
+            assert_eq!(row.get::<_, i32>(5), 0, "the body holds no argument");
+        }
+        // What the core and operators read back: the digest in the arguments' place.
+        let (request, _) = registry
+            .approval_request(denied.id())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(request.arguments().is_null());
+        assert_eq!(request.discarded(), Some(&digest));
+        let records = plane.approvals(&ApprovalFilter::default()).await.unwrap();
+        assert_eq!(records.len(), 3);
+        for record in &records {
+            assert!(!record.question.contains(secret), "{record:?}");
+            assert!(
+                record.question.contains("arguments discarded"),
+                "{record:?}"
+            );
+        }
+    })
+    .await;
+}
+
+/// `stash`: needs approval, takes a `text` of at most 5 characters and answers it as it got
+/// it.
+fn stash(counter: &Counter) -> registry_core::DynamicTool {
+    let counter = counter.clone();
+    registry_core::DynamicTool::new("stash", "Stash a short text.")
+        .public()
+        .parameters(json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "maxLength": 5}},
+            "required": ["text"],
+            "additionalProperties": false
+        }))
+        .needs_approval(true)
+        .handler(
+            move |_: &registry_core::ToolContext, args: serde_json::Value| {
+                counter.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok::<_, String>(args["text"].clone())
+            },
+        )
+}
+
+/// Issue 45 (N10): an argument holding NUL and U+202E, approved through `PgApprovalStore`
+/// on another replica, runs with exactly the characters the model sent (the database's
+/// sanitizer, which writes NUL as `\u{0}`, would have made it 9 characters, past the
+/// schema's `maxLength` of 5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approved_arguments_come_back_byte_for_byte() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let mut registries = Vec::new();
+        for name in ["a", "b"] {
+            let plane = crate::common::patient_plane(&url, name).await;
+            let registry = builder(&counter)
+                .tool(stash(&counter))
+                .approval_store(plane.approval_store())
+                .build()
+                .unwrap();
+            registries.push((plane, registry));
+        }
+        let text = "a\u{0}\u{202e}b\u{0}";
+        let run_a = registries[0].1.open_run("run-a", &subject());
+        let asked = run_a
+            .call(registry_core::ToolCall::new(
+                "c1",
+                "stash",
+                json!({ "text": text }),
+            ))
+            .await;
+        let id = asked.approval().expect("a request").id().to_owned();
+        let run_b = registries[1].1.open_run("run-b", &subject());
+        let done = run_b.decide(&id, Verdict::approve()).await.unwrap();
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(done.json(), &json!(text));
+        assert_eq!(counter.get(), 1);
+        let stored: Vec<u8> = sql(&url)
+            .await
+            .query_one(
+                "SELECT arguments FROM registry_approvals WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            stored,
+            serde_json::to_vec(&json!({ "text": text })).unwrap()
+        );
+    })
+    .await;
+}
+
+/// A row written before migration 16 (no `body`, the whole request in `request`) is still
+/// read and decided; one whose arguments the migration dropped reads as discarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_written_before_the_exact_columns_is_still_decided() {
+    let (_cluster, url) = cluster("approvals");
+    bounded(LIMIT, async {
+        let counter = Counter::default();
+        let (_plane, registry) = replica(&url, "a", &counter).await;
+        let old = ask(&registry, "c1").await;
+        let dropped = ask(&registry, "c2").await;
+        let client = sql(&url).await;
+        client
+            .execute(
+                "UPDATE registry_approvals
+                    SET request = convert_from(body, 'UTF8')::jsonb
+                                  || jsonb_build_object('arguments', convert_from(arguments, 'UTF8')::jsonb),
+                        body = NULL, arguments = NULL, arguments_hash = NULL
+                  WHERE id = $1",
+                &[&old],
+            )
+            .await
+            .unwrap();
+        client
+            .execute(
+                "UPDATE registry_approvals
+                    SET request = convert_from(body, 'UTF8')::jsonb, body = NULL,
+                        arguments = NULL, arguments_hash = NULL
+                  WHERE id = $1",
+                &[&dropped],
+            )
+            .await
+            .unwrap();
+        let (request, _) = registry.approval_request(&dropped).await.unwrap().unwrap();
+        assert!(request.arguments().is_null());
+        assert!(request.discarded().is_some());
+        let run = registry.open_run("run-old", &subject());
+        let done = run.decide(&old, Verdict::approve()).await.unwrap();
+        assert!(!done.is_error(), "{done:?}");
+        assert_eq!(counter.get(), 1);
+        // Without arguments, an approval runs nothing.
+        let refused = run.decide(&dropped, Verdict::approve()).await.unwrap();
+        assert_eq!(refused.error_kind(), Some(ErrorKind::InvalidArguments));
+        assert_eq!(counter.get(), 1);
     })
     .await;
 }

@@ -412,9 +412,15 @@ async fn nul_everywhere_is_written_escaped_and_what_follows_too() {
             .expect("an approval request")
             .id()
             .to_owned();
-        // Kept with its texts escaped, the request no longer names this run exactly: it
-        // cannot be decided by it, and expires (fail closed).
-        assert!(run.decide(&id, Verdict::deny("no\0way")).await.is_err());
+        // Kept byte for byte (its body is `bytea`; only the operators' columns are escaped),
+        // the request still names this run exactly: the run decides it (before issue 45 it
+        // could not, and the request expired).
+        let denied = run.decide(&id, Verdict::deny("no\0way")).await.unwrap();
+        assert_eq!(
+            denied.error_kind(),
+            Some(registry_core::ErrorKind::Denied),
+            "{denied:?}"
+        );
         for index in 0..5 {
             let done = run
                 .call(crate::common::echo_call(&format!("after-{index}"), "hi"))

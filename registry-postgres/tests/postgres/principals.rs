@@ -146,7 +146,9 @@ async fn a_request_stored_before_principals_is_decided_only_without_one() {
         sql(&url)
             .await
             .execute(
-                "UPDATE registry_approvals SET principal = NULL, request = request - 'principal'
+                "UPDATE registry_approvals SET principal = NULL, request = request - 'principal',
+                        body = convert_to(
+                            (convert_from(body, 'UTF8')::jsonb - 'principal')::text, 'UTF8')
                   WHERE id = $1",
                 &[&id],
             )

@@ -705,3 +705,43 @@ async fn a_failing_approval_store_is_not_named_to_the_client() {
     assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing ran");
     within("shutdown", client.cancel()).await.unwrap();
 }
+
+/// Issue 45 (L4): a request decided elsewhere while its question waits (an operator's
+/// console writing to the shared store) is answered "decided elsewhere", without who decided
+/// it; who did stays in the state and the log.
+#[tokio::test]
+async fn a_call_decided_elsewhere_does_not_name_who_decided() {
+    use registry_core::approval::ApprovalStore;
+
+    let tools = tools();
+    let person = Person::new(Reply::Silence);
+    let client = connect(&tools.registry, ServerOptions::default(), person.clone()).await;
+    let calling = tokio::spawn({
+        let peer = client.peer().clone();
+        async move {
+            let params = CallToolRequestParams::new("deploy")
+                .with_arguments(object(json!({"env": "production"})));
+            peer.call_tool(params).await
+        }
+    });
+    let id = loop {
+        let pending = tools.store.requests();
+        if let Some((request, _)) = pending.first() {
+            break request.id().to_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let denied = ApprovalState::Denied {
+        by: Some("ana@ops.example.com".to_owned()),
+        reason: "change freeze".to_owned(),
+    };
+    tools.store.decide(&id, denied).await.unwrap();
+    let result = within("tools/call", calling).await.unwrap().unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = text(&result);
+    assert!(text.contains("decided elsewhere"), "{text}");
+    assert!(!text.contains("ana"), "{text}");
+    assert!(!text.contains("ops.example.com"), "{text}");
+    assert_eq!(tools.deploys.load(Ordering::SeqCst), 0, "nothing ran");
+    within("shutdown", client.cancel()).await.unwrap();
+}

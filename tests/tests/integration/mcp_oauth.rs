@@ -208,7 +208,16 @@ impl Drop for Mcp {
 }
 
 async fn serve(oauth: OAuth, step_up: bool) -> Mcp {
-    let registry = registry_examples::registry().build().unwrap();
+    serve_registry(
+        registry_examples::registry().build().unwrap(),
+        oauth,
+        step_up,
+    )
+    .await
+}
+
+/// [`serve`] of `registry`.
+async fn serve_registry(registry: registry_core::Registry, oauth: OAuth, step_up: bool) -> Mcp {
     registry.check_readiness().await;
     let stop = CancellationToken::new();
     let config = HttpConfig::new(Tokens::new())
@@ -979,10 +988,16 @@ async fn modern_with(
 /// answer still decides it.
 #[tokio::test]
 async fn another_user_of_the_same_client_app_cannot_decide_an_approval() {
+    use registry_core::approval::{ApprovalState, MemoryApprovalStore};
     use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses};
 
     let idp = start_idp(vec![key_a().jwk]).await;
-    let mcp = serve(idp.oauth(), false).await;
+    let store = Arc::new(MemoryApprovalStore::new());
+    let registry = registry_examples::registry()
+        .approval_store(store.clone())
+        .build()
+        .unwrap();
+    let mcp = serve_registry(registry, idp.oauth(), false).await;
     let scope = "build:read deploy:write";
     let alice_token = mint(&key_a(), &claims("alice", scope));
     let bob_token = mint(&key_a(), &claims("bob", scope));
@@ -1031,6 +1046,16 @@ async fn another_user_of_the_same_client_app_cannot_decide_an_approval() {
         text(&done).contains("preview pr-7 deleted"),
         "{}",
         text(&done)
+    );
+    // Issue 45 (L13): the approver is recorded with the token's issuer, so that another
+    // issuer's `alice` is another approver.
+    let states: Vec<ApprovalState> = store.requests().into_iter().map(|(_, s)| s).collect();
+    assert_eq!(
+        states,
+        [ApprovalState::Approved {
+            by: Some(format!("{ISSUER}#alice")),
+            edited: false
+        }]
     );
     within("close", alice.cancel()).await.unwrap();
     within("close", bob.cancel()).await.unwrap();
