@@ -194,8 +194,9 @@ impl HttpConfig {
 /// Each token stands for a subject, and all requests and sessions of one token are served
 /// from one run opened for it (a new one after the registry changed, when the client lists
 /// its tools again). A body that is not JSON gets 400 with JSON-RPC error -32700, JSON that
-/// is not a JSON-RPC message 400 with -32600, a body larger than
-/// [`ServerOptions::max_message_bytes`] 413; the server keeps serving. What one client may
+/// is not a JSON-RPC message 400 with -32600 (so do a batch and an `id` that is not a string,
+/// a number or null), a body larger than [`ServerOptions::max_message_bytes`] or with more
+/// values than [`EdgeLimits::max_message_values`] 413; the server keeps serving. What one client may
 /// take (connections, time, sessions, streams, requests) is bounded by
 /// [`HttpConfig::limits`], and a session answers only the token that opened it.
 ///
@@ -467,6 +468,7 @@ impl McpServer {
         );
         let limits = Limits {
             max_body: config.options.max_message_bytes,
+            max_values: config.limits.max_message_values,
             body_read_timeout: config.limits.body_read_timeout,
         };
         let metadata = match &validator {
@@ -746,6 +748,7 @@ fn bearer_token(value: &HeaderValue) -> Option<&str> {
 
 struct Limits {
     max_body: usize,
+    max_values: usize,
     body_read_timeout: Duration,
 }
 
@@ -809,6 +812,40 @@ async fn protocol_errors(limits: &Limits, request: Request, next: impl Inner) ->
             );
         }
     };
+    // What rmcp would parse into a `Value` per element (and its own buffer besides) is refused
+    // here, before it does: a body that is not one JSON object (a batch), an id that is not a
+    // string, a number or null, more values than the limit.
+    if !message.object {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32600,
+            "invalid request: the body is not a JSON-RPC request, notification or response \
+             (one JSON object; batches are not accepted)",
+        );
+    }
+    if let Some(problem) = message.bad_id {
+        tracing::debug!("a message with a bad id: {problem}");
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32600,
+            &format!("invalid request: {problem}"),
+        );
+    }
+    if !edge::within_values(&bytes, limits.max_values) {
+        tracing::debug!("a message with more JSON values than the limit");
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            message.id.clone().map(RpcId).as_ref(),
+            -32600,
+            &format!(
+                "the message holds more than {} JSON values (EdgeLimits::max_message_values): \
+                 send less data",
+                limits.max_values
+            ),
+        );
+    }
     if let Some(id) = message.id.clone() {
         let id = RpcId(id);
         if let Some(problem) = message.malformed_call() {

@@ -50,6 +50,14 @@ pub struct EdgeLimits {
     /// How long a client may take to send a POST body. Default 30 s. A slower one gets 408
     /// with JSON-RPC error -32600.
     pub body_read_timeout: Duration,
+    /// The most JSON values one request's message may hold: every array, object, string,
+    /// number, boolean and null, and every key of an object, counts as one. Default 100,000.
+    /// Counted before anything builds the message, since whatever builds it (rmcp's parser,
+    /// the arguments' validation) allocates per value: under this bound a message of
+    /// [`ServerOptions::max_message_bytes`](crate::ServerOptions::max_message_bytes) costs a
+    /// few times its own size, whatever its shape. One over it gets 413 with JSON-RPC error
+    /// -32600 naming the limit. Raise it for tools that take large arrays.
+    pub max_message_values: usize,
     /// The largest request line and headers, in bytes. Default 16 KiB. Larger ones get 431
     /// and the connection is closed.
     pub max_header_bytes: usize,
@@ -86,6 +94,7 @@ impl Default for EdgeLimits {
             idle_timeout: Duration::from_secs(60),
             body_read_timeout: Duration::from_secs(30),
             max_header_bytes: 16 * 1024,
+            max_message_values: 100_000,
             max_sessions: 1000,
             max_sessions_per_principal: 16,
             session_idle_timeout: Duration::from_secs(300),
@@ -123,6 +132,8 @@ with! {
     with_idle_timeout: idle_timeout: Duration;
     /// Sets [`body_read_timeout`](Self::body_read_timeout).
     with_body_read_timeout: body_read_timeout: Duration;
+    /// Sets [`max_message_values`](Self::max_message_values).
+    with_max_message_values: max_message_values: usize;
     /// Sets [`max_header_bytes`](Self::max_header_bytes).
     with_max_header_bytes: max_header_bytes: usize;
     /// Sets [`max_sessions`](Self::max_sessions).

@@ -1068,3 +1068,161 @@ async fn subscriptions_listen_streams_count_against_the_principals_stream_cap() 
     let (tools, _) = list_all(third.peer()).await;
     assert_eq!(names(&tools), WRITER_TOOLS);
 }
+
+/// The peak memory (`VmHWM`) of process `pid`, in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmHWM:"))
+        .expect("VmHWM in /proc/PID/status");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|kib| kib.parse().ok())
+        .expect("VmHWM in kB");
+    kib * 1024
+}
+
+/// `head`, then `unit` (given its index) as many times as fits in `size` bytes with `tail`.
+fn filled(head: &str, unit: impl Fn(usize) -> String, tail: &str, size: usize) -> String {
+    let mut body = head.to_owned();
+    let mut index = 0;
+    loop {
+        let next = unit(index);
+        if body.len() + next.len() + tail.len() > size {
+            break;
+        }
+        body.push_str(&next);
+        index += 1;
+    }
+    body.push_str(tail);
+    body
+}
+
+/// Issue 45, L11: every message is bounded before it is built. Eight shapes of hostile body,
+/// each about 8 MiB (the default `max_message_bytes`), sent four at a time with a valid token
+/// in a session of the example server (a child process, no rate limit): each is refused with
+/// a 4xx naming what was wrong, and the server's peak memory stays under 200 MB. Before the
+/// edge read `id` without building it, counted values and refused batches, the first shape
+/// alone took about 108 MB per request (rmcp's parser, and the registry's for a plain call's
+/// arguments, build a `Value` and more per element).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_bodies_of_any_shape_are_refused_within_bounded_memory() {
+    const SIZE: usize = 8 * 1024 * 1024 - 1024;
+    let server = start_logged(&["--rate", "0"]).await;
+    let session = open_session(&server.url, RELEASE_TOKEN).await.unwrap();
+    let before = peak_memory(server.pid());
+    let zeros = |_| "0,".to_owned();
+    let list_tail = r#"0],"method":"tools/list"}"#;
+    let level = format!("[{}", "0,".repeat(SIZE / 200 - 1));
+    let nested = format!(
+        r#"{{"jsonrpc":"2.0","id":{}0{},"method":"tools/list"}}"#,
+        level.repeat(100),
+        "]".repeat(100)
+    );
+    let shapes: Vec<(&str, String, &str)> = vec![
+        (
+            "an id of zeros",
+            filled(r#"{"jsonrpc":"2.0","id":["#, zeros, list_tail, SIZE),
+            "`id` is an array",
+        ),
+        (
+            "an object id",
+            filled(
+                r#"{"jsonrpc":"2.0","id":{"#,
+                |index| format!(r#""{index}":0,"#),
+                r#""end":0},"method":"tools/list"}"#,
+                SIZE,
+            ),
+            "`id` is an object",
+        ),
+        ("arrays nested 100 deep in the id", nested, "`id` is an array"),
+        (
+            "a long string id",
+            filled(
+                r#"{"jsonrpc":"2.0","id":""#,
+                |_| "a".to_owned(),
+                r#"","method":"tools/list"}"#,
+                SIZE,
+            ),
+            "longer than 1024 bytes",
+        ),
+        (
+            "tools/list with huge params",
+            filled(
+                r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"x":["#,
+                zeros,
+                "0]}}",
+                SIZE,
+            ),
+            "max_message_values",
+        ),
+        (
+            "a plain call with 4 MiB of arguments",
+            filled(
+                r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_status","arguments":{"project":"web","x":["#,
+                zeros,
+                "0]}}}",
+                4 * 1024 * 1024 - 1024,
+            ),
+            "max_message_values",
+        ),
+        (
+            "a call with a huge _meta",
+            filled(
+                r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"get_status","arguments":{"project":"web"},"_meta":{"x":["#,
+                zeros,
+                "0]}}}",
+                SIZE,
+            ),
+            "max_message_values",
+        ),
+        (
+            "a batch",
+            filled(
+                "[",
+                |index| format!(r#"{{"jsonrpc":"2.0","id":{index},"method":"tools/list"}},"#),
+                r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}]"#,
+                SIZE,
+            ),
+            "batches are not accepted",
+        ),
+    ];
+    for (shape, body, problem) in shapes {
+        assert!(body.len() <= SIZE, "{shape}");
+        let body = std::sync::Arc::new(body);
+        let sent: Vec<_> = (0..4)
+            .map(|_| {
+                let (url, session, body) = (server.url.clone(), session.clone(), body.clone());
+                tokio::spawn(async move {
+                    let response = post(&url, RELEASE_TOKEN, Some(&session), &body).await;
+                    let status = response.status();
+                    (status, within("an answer", response.text()).await.unwrap())
+                })
+            })
+            .collect();
+        for answer in sent {
+            let (status, text) = answer.await.unwrap();
+            assert!(
+                status.is_client_error(),
+                "{shape}: {status} {}",
+                &text[..text.len().min(300)]
+            );
+            assert!(
+                text.len() < 1024 && text.contains(problem),
+                "{shape}: {}",
+                &text[..text.len().min(300)]
+            );
+        }
+    }
+    let peak = peak_memory(server.pid());
+    eprintln!("peak memory: {before} bytes before, {peak} bytes after");
+    assert!(
+        peak < 200_000_000,
+        "the server's peak memory reached {peak} bytes (from {before})"
+    );
+    // The server still serves the session.
+    let listed = message(post(&server.url, RELEASE_TOKEN, Some(&session), LIST).await).await;
+    assert!(listed.get("result").is_some(), "{listed}");
+}
