@@ -41,6 +41,16 @@ pub struct EdgeLimits {
     /// accepted. Clients that hold connections open without authenticating (or with bad
     /// tokens) cannot take the places of those that did.
     pub max_unauthenticated_connections: usize,
+    /// Open TCP connections from one source (as for
+    /// [`max_connections_per_ip`](Self::max_connections_per_ip)) on which no request has yet
+    /// presented a valid token. Default 8, far below
+    /// [`max_unauthenticated_connections`](Self::max_unauthenticated_connections), so that
+    /// one address cannot hold every unauthenticated place and keep new clients out. A new
+    /// connection from a source over it is closed as soon as it is accepted; clients from
+    /// other sources, and connections that authenticated, are still served. Behind a reverse
+    /// proxy every connection comes from the proxy's address: raise it to
+    /// `max_unauthenticated_connections`.
+    pub max_unauthenticated_connections_per_ip: usize,
     /// How long a client may take to send a request's line and headers, from the moment the
     /// server waits for them. Default 10 s. A slower one (slowloris) is disconnected.
     pub header_read_timeout: Duration,
@@ -90,6 +100,7 @@ impl Default for EdgeLimits {
             max_connections: 1024,
             max_connections_per_ip: 256,
             max_unauthenticated_connections: 256,
+            max_unauthenticated_connections_per_ip: 8,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             body_read_timeout: Duration::from_secs(30),
@@ -126,6 +137,8 @@ with! {
     with_max_connections_per_ip: max_connections_per_ip: usize;
     /// Sets [`max_unauthenticated_connections`](Self::max_unauthenticated_connections).
     with_max_unauthenticated_connections: max_unauthenticated_connections: usize;
+    /// Sets [`max_unauthenticated_connections_per_ip`](Self::max_unauthenticated_connections_per_ip).
+    with_max_unauthenticated_connections_per_ip: max_unauthenticated_connections_per_ip: usize;
     /// Sets [`header_read_timeout`](Self::header_read_timeout).
     with_header_read_timeout: header_read_timeout: Duration;
     /// Sets [`idle_timeout`](Self::idle_timeout).

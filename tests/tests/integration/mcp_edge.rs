@@ -153,10 +153,13 @@ async fn still_served(edge: &Edge) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_and_slowloris_connections_are_closed_while_a_client_is_served() {
+    // Every socket comes from 127.0.0.1: the unauthenticated share of one address is lifted,
+    // so that the timeouts alone are tested.
     let edge = serve(
         EdgeLimits::default()
             .with_header_read_timeout(Duration::from_secs(1))
-            .with_idle_timeout(Duration::from_secs(1)),
+            .with_idle_timeout(Duration::from_secs(1))
+            .with_max_unauthenticated_connections_per_ip(256),
     )
     .await;
     // 40 sockets that send nothing, 40 that send half a request and stop.
@@ -217,6 +220,7 @@ async fn connections_over_the_limit_are_closed_at_once_and_clients_under_it_serv
     let edge = serve(
         EdgeLimits::default()
             .with_max_connections(20)
+            .with_max_unauthenticated_connections_per_ip(256)
             .with_idle_timeout(Duration::from_secs(30))
             .with_header_read_timeout(Duration::from_secs(30)),
     )
@@ -864,10 +868,10 @@ async fn unauthenticated_connections_are_capped_apart_from_authenticated_ones() 
         );
         authenticated.push(socket);
     }
-    // Two unauthenticated: one idle, one whose token is bad (refused, still unauthenticated).
+    // Two unauthenticated, idle (one refused for a bad token would be closed: see
+    // `one_ip_cannot_hold_every_unauthenticated_place`).
     let _idle = TcpStream::connect(edge.addr).await.unwrap();
-    let mut bad = TcpStream::connect(edge.addr).await.unwrap();
-    assert_eq!(raw_request(&mut bad, "not-a-token", "{}").await, 401);
+    let bad = TcpStream::connect(edge.addr).await.unwrap();
     for _ in 0..3 {
         let mut over = TcpStream::connect(edge.addr).await.unwrap();
         assert!(
@@ -879,7 +883,7 @@ async fn unauthenticated_connections_are_capped_apart_from_authenticated_ones() 
     for socket in &mut authenticated {
         assert_eq!(raw_request(socket, RELEASE_TOKEN, "not json").await, 400);
     }
-    // Once the bad one goes, a new connection gets its place and can authenticate.
+    // Once one goes, a new connection gets its place and can authenticate.
     drop(bad);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -887,6 +891,67 @@ async fn unauthenticated_connections_are_capped_apart_from_authenticated_ones() 
         if !closed_at_once_quick(&mut again).await {
             assert_eq!(
                 raw_request(&mut again, SUPPORT_TOKEN, "not json").await,
+                400
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place was not given back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 45, N9/M4: one address holds at most `max_unauthenticated_connections_per_ip` of the
+/// unauthenticated places, so another address still connects and is served; a connection
+/// refused for its token is closed after the 401, giving its place back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_ip_cannot_hold_every_unauthenticated_place() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_max_unauthenticated_connections(16)
+            .with_max_unauthenticated_connections_per_ip(4)
+            .with_header_read_timeout(Duration::from_secs(20))
+            .with_idle_timeout(Duration::from_secs(20)),
+    )
+    .await;
+    // 127.0.0.2 tries to take every unauthenticated place: only its share stays open.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(connect_from([127, 0, 0, 2], edge.addr).await);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..16 {
+        let mut over = connect_from([127, 0, 0, 2], edge.addr).await;
+        assert!(
+            closed_at_once(&mut over).await,
+            "a fifth unauthenticated connection from 127.0.0.2 stayed open"
+        );
+    }
+    // Another source connects and is served.
+    let mut other = connect_from([127, 0, 0, 3], edge.addr).await;
+    assert!(!closed_at_once_quick(&mut other).await);
+    assert_eq!(
+        raw_request(&mut other, SUPPORT_TOKEN, "not json").await,
+        400
+    );
+    // A connection refused for its token is answered 401 with `Connection: close`, and
+    // closed: its place goes back to its source, which can then authenticate.
+    let mut bad = held.pop().unwrap();
+    let request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer not-a-token\r\n\
+                   Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    bad.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    within("the 401 and the close", bad.read_to_end(&mut answer))
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 401"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = connect_from([127, 0, 0, 2], edge.addr).await;
+        if !closed_at_once_quick(&mut again).await {
+            assert_eq!(
+                raw_request(&mut again, RELEASE_TOKEN, "not json").await,
                 400
             );
             break;
