@@ -74,13 +74,13 @@ pub struct EdgeLimits {
     /// Open MCP sessions at once, all principals together. Default 1000 (each costs about
     /// 60 KB). A new session over the limit is refused with 503 and JSON-RPC error -32000.
     pub max_sessions: usize,
-    /// Open MCP sessions of one principal (one bearer token). Default 16. A new session
+    /// Open MCP sessions of one principal (one bearer token) in one tenant. Default 16. A new session
     /// over the limit is refused with 429 and JSON-RPC error -32000; the principal's open
     /// sessions are kept.
     pub max_sessions_per_principal: usize,
     /// How long a session may go without a message before it is closed. Default 5 min.
     pub session_idle_timeout: Duration,
-    /// Open streams of one principal: GET streams (server-sent events), and POST requests in a
+    /// Open streams of one principal in one tenant: GET streams (server-sent events), and POST requests in a
     /// session while their answers are streamed (`subscriptions/listen`, a call in progress).
     /// Default 32. One more gets 429 with JSON-RPC error -32000 (with the request's id); an
     /// answer sent whole gives its place back at once.
