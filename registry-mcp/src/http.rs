@@ -73,6 +73,11 @@ pub struct HttpConfig {
     /// (the default): every request needs a token. See
     /// [`with_loopback_principal`](Self::with_loopback_principal).
     pub loopback_principal: Option<Principal>,
+    /// Whether every request needs a token, from loopback too: `true` turns
+    /// [`loopback_principal`](Self::loopback_principal) off, whatever sets it. Default
+    /// `false`. A server behind a TCP forwarder on the same host must set it: see
+    /// [`require_token_on_loopback`](Self::require_token_on_loopback).
+    pub require_token_on_loopback: bool,
     /// Access tokens from an identity provider, checked as an OAuth 2.1 resource server does
     /// (see [`OAuth`]), besides the static [`tokens`](Self::tokens). `None` (the default):
     /// only the static tokens.
@@ -92,6 +97,7 @@ impl HttpConfig {
             limits: EdgeLimits::default(),
             shutdown: CancellationToken::new(),
             loopback_principal: None,
+            require_token_on_loopback: false,
             oauth: None,
         }
     }
@@ -158,6 +164,11 @@ impl HttpConfig {
     /// loopback peer (`127.0.0.0/8`, `::1`): for local development, and for clients such as
     /// the MCP conformance suite that send no token.
     ///
+    /// A raw TCP forwarder on the same host (`socat`, `ssh -L`, `kubectl port-forward`) is not
+    /// detectable: a request through one comes from loopback and acts as `principal`. A
+    /// server behind one must set [`require_token_on_loopback`](Self::require_token_on_loopback),
+    /// which turns this off.
+    ///
     /// It fails closed: [`HttpServer::bind`] refuses it on an address that is not loopback;
     /// a peer that is not loopback, or whose address is unknown (a router served without
     /// `ConnectInfo<SocketAddr>`), still needs a token; so does a request carrying
@@ -175,6 +186,32 @@ impl HttpConfig {
     /// ```
     pub fn with_loopback_principal(mut self, principal: Principal) -> Self {
         self.loopback_principal = Some(principal);
+        self
+    }
+
+    /// Requires a token from every request, from a loopback peer too: the
+    /// [`loopback_principal`](Self::loopback_principal), if any, is never given.
+    ///
+    /// **A server behind a TCP forwarder on the same host must set it.** A forwarder that
+    /// copies bytes (`socat`, `ssh -L`/`-R`, `kubectl port-forward`, a TCP load balancer's
+    /// agent, a container runtime's port proxy) connects from loopback on behalf of whoever
+    /// reached it, and adds no header that says so (unlike an HTTP reverse proxy's
+    /// `Forwarded` or `X-Forwarded-For`, which refuse the loopback principal already): without
+    /// this, a request without a token through it acts as the loopback principal. Set it in
+    /// every deployment whose listening address is reachable through something else than
+    /// local clients, even if nothing sets a loopback principal today.
+    ///
+    /// ```
+    /// use registry_core::Subject;
+    /// use registry_mcp::{HttpConfig, Principal, Tokens};
+    ///
+    /// let config = HttpConfig::new(Tokens::new())
+    ///     .with_loopback_principal(Principal::new("local", Subject::new("dev")))
+    ///     .require_token_on_loopback();
+    /// assert!(config.require_token_on_loopback);
+    /// ```
+    pub fn require_token_on_loopback(mut self) -> Self {
+        self.require_token_on_loopback = true;
         self
     }
 
@@ -306,7 +343,10 @@ impl HttpServer {
         S: ServerHandler,
         F: Fn(RegistryServer) -> S + Send + Sync + 'static,
     {
-        if config.loopback_principal.is_some() && !config.addr.ip().is_loopback() {
+        if config.loopback_principal.is_some()
+            && !config.require_token_on_loopback
+            && !config.addr.ip().is_loopback()
+        {
             return Err(ServeError::Io(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!(
@@ -492,7 +532,10 @@ impl McpServer {
             credentials: Credentials {
                 origins,
                 tokens: config.tokens.clone(),
-                loopback: config.loopback_principal.clone(),
+                loopback: config
+                    .loopback_principal
+                    .clone()
+                    .filter(|_| !config.require_token_on_loopback),
                 validator,
                 refusals: Refusals::new("requests without a valid bearer token"),
                 rates,

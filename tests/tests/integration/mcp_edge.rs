@@ -1072,6 +1072,86 @@ async fn the_loopback_principal_is_refused_to_forwarded_requests() {
     shutdown.cancel();
 }
 
+/// A TCP forwarder on loopback in front of `target`, as `socat` or `ssh -L` are: it copies
+/// bytes both ways and adds nothing. Its address; it stops with `stop`.
+async fn tcp_forwarder(target: SocketAddr, stop: CancellationToken) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = stop.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((mut inbound, _)) = accepted else {
+                continue;
+            };
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = TcpStream::connect(target).await else {
+                    return;
+                };
+                tokio::select! {
+                    () = stop.cancelled() => {}
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 45, M9: a raw TCP forwarder on the same host is not detectable. Through one, a
+/// request without a token acts as the loopback principal (the known behaviour
+/// `HttpConfig::require_token_on_loopback` exists for); with that option it is refused 401,
+/// through the forwarder and directly, while a token is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_tcp_forwarder_require_token_on_loopback_refuses_requests_without_a_token() {
+    async fn start(require_token: bool) -> (SocketAddr, CancellationToken) {
+        let registry = registry_examples::registry().build().unwrap();
+        let shutdown = CancellationToken::new();
+        let mut config = HttpConfig::new(Tokens::load(tokens_file()).unwrap())
+            .with_addr("127.0.0.1:0".parse().unwrap())
+            .with_loopback_principal(registry_mcp::Principal::new(
+                "local",
+                registry_core::Subject::new("acme").with_scopes(["build:read"]),
+            ))
+            .with_shutdown(shutdown.clone());
+        if require_token {
+            config = config.require_token_on_loopback();
+        }
+        let server = HttpServer::bind(registry, config).await.unwrap();
+        let addr = server.local_addr();
+        tokio::spawn(server.serve());
+        (addr, shutdown)
+    }
+    async fn initialize(addr: SocketAddr, token: Option<&str>) -> StatusCode {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        within("a request", request.send()).await.unwrap().status()
+    }
+    // Without the option: the forwarder's tokenless client acts as the loopback principal.
+    let (server, shutdown) = start(false).await;
+    let forwarder = tcp_forwarder(server, shutdown.clone()).await;
+    assert_eq!(initialize(forwarder, None).await, StatusCode::OK);
+    shutdown.cancel();
+    // With it: refused, through the forwarder and directly; a token is still served.
+    let (server, shutdown) = start(true).await;
+    let forwarder = tcp_forwarder(server, shutdown.clone()).await;
+    for addr in [forwarder, server] {
+        assert_eq!(initialize(addr, None).await, StatusCode::UNAUTHORIZED);
+        assert_eq!(initialize(addr, Some(SUPPORT_TOKEN)).await, StatusCode::OK);
+    }
+    shutdown.cancel();
+}
+
 /// A 2026-07-28 client of `token` (no session: each request stands alone).
 async fn discover(
     edge: &Edge,
