@@ -576,7 +576,10 @@ mod tests {
         assert!(states.open(&second, "alice", &call()).is_ok());
         let used = states.inner.used.lock().unwrap();
         assert_eq!(used.nonces.len(), 1);
-        assert_eq!(used.per_principal.values().copied().collect::<Vec<_>>(), [1]);
+        assert_eq!(
+            used.per_principal.values().copied().collect::<Vec<_>>(),
+            [1]
+        );
     }
 
     #[test]

@@ -326,11 +326,9 @@ impl<'de> Deserialize<'de> for OnlyProgressToken {
 /// every call; a client numbers its requests or names them with a UUID.
 const MAX_ID_BYTES: usize = 1024;
 
-const BAD_ID_BOOLEAN: &str =
-    "`id` is a boolean; a JSON-RPC id must be a string, a number or null";
+const BAD_ID_BOOLEAN: &str = "`id` is a boolean; a JSON-RPC id must be a string, a number or null";
 const BAD_ID_ARRAY: &str = "`id` is an array; a JSON-RPC id must be a string, a number or null";
-const BAD_ID_OBJECT: &str =
-    "`id` is an object; a JSON-RPC id must be a string, a number or null";
+const BAD_ID_OBJECT: &str = "`id` is an object; a JSON-RPC id must be a string, a number or null";
 const BAD_ID_NUMBER: &str = "`id` is a number JSON cannot hold";
 
 /// A message's `id`: a string or a number kept, null, or what is wrong with it (skipped,
@@ -366,10 +364,11 @@ impl<'de> Deserialize<'de> for Id {
             }
             fn visit_f64<E>(self, number: f64) -> Result<Id, E> {
                 // JSON has no NaN nor infinity: every number it reads is finite.
-                Ok(serde_json::Number::from_f64(number)
-                    .map_or(Id::Bad(BAD_ID_NUMBER), |number| {
+                Ok(
+                    serde_json::Number::from_f64(number).map_or(Id::Bad(BAD_ID_NUMBER), |number| {
                         Id::Scalar(Value::Number(number))
-                    }))
+                    }),
+                )
             }
             fn visit_unit<E>(self) -> Result<Id, E> {
                 Ok(Id::Null)
@@ -546,7 +545,10 @@ mod tests {
         for (id, kept) in [
             ("null", None),
             ("-1.5", Some(Value::from(-1.5))),
-            (&format!("{:?}", "x".repeat(1024)), Some(Value::from("x".repeat(1024)))),
+            (
+                &format!("{:?}", "x".repeat(1024)),
+                Some(Value::from("x".repeat(1024))),
+            ),
         ] {
             let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
             let peeked = peek(&text);

@@ -1282,7 +1282,11 @@ async fn hostile_bodies_of_any_shape_are_refused_within_bounded_memory() {
             ),
             "`id` is an object",
         ),
-        ("arrays nested 100 deep in the id", nested, "`id` is an array"),
+        (
+            "arrays nested 100 deep in the id",
+            nested,
+            "`id` is an array",
+        ),
         (
             "a long string id",
             filled(
