@@ -69,7 +69,12 @@ impl Tally {
         if open >= self.max_per_source {
             return Err(Over::PerSource);
         }
-        if unauthenticated >= self.max_unauthenticated_per_source {
+        // A source's share is enforced once half the unauthenticated places are taken: below
+        // that, a client may open more at once (parallel requests on new connections, each
+        // unauthenticated until its first request is read); above it, no source holds more
+        // than its share of what is left, so other sources still connect.
+        let contended = state.unauthenticated * 2 >= self.max_unauthenticated;
+        if contended && unauthenticated >= self.max_unauthenticated_per_source {
             return Err(Over::UnauthenticatedPerSource);
         }
         if state.unauthenticated >= self.max_unauthenticated {

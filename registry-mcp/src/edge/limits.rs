@@ -43,12 +43,15 @@ pub struct EdgeLimits {
     pub max_unauthenticated_connections: usize,
     /// Open TCP connections from one source (as for
     /// [`max_connections_per_ip`](Self::max_connections_per_ip)) on which no request has yet
-    /// presented a valid token. Default 8, far below
-    /// [`max_unauthenticated_connections`](Self::max_unauthenticated_connections), so that
-    /// one address cannot hold every unauthenticated place and keep new clients out. A new
-    /// connection from a source over it is closed as soon as it is accepted; clients from
-    /// other sources, and connections that authenticated, are still served. Behind a reverse
-    /// proxy every connection comes from the proxy's address: raise it to
+    /// presented a valid token, once half of
+    /// [`max_unauthenticated_connections`](Self::max_unauthenticated_connections) are taken.
+    /// Default 8, far below that limit, so that one address cannot hold every
+    /// unauthenticated place and keep new clients out: it holds at most half of them, and
+    /// then no more than its share. A new connection from a source over it is closed as soon
+    /// as it is accepted; clients from other sources, and connections that authenticated, are
+    /// still served. Below half, a client may open more at once (parallel requests, each on a
+    /// new connection that is unauthenticated until its first request is read). Behind a
+    /// reverse proxy every connection comes from the proxy's address: raise it to
     /// `max_unauthenticated_connections`.
     pub max_unauthenticated_connections_per_ip: usize,
     /// How long a client may take to send a request's line and headers, from the moment the
