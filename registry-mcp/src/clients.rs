@@ -61,7 +61,8 @@ impl Shared {
         let states = match &options.request_state_key {
             Some(key) => crate::RequestStates::with_key(key, ttl, capacity),
             None => crate::RequestStates::new(ttl, capacity),
-        };
+        }
+        .with_capacity_per_principal(options.request_state_capacity_per_principal);
         Arc::new(Shared {
             registry,
             options,

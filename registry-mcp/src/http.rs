@@ -73,6 +73,11 @@ pub struct HttpConfig {
     /// (the default): every request needs a token. See
     /// [`with_loopback_principal`](Self::with_loopback_principal).
     pub loopback_principal: Option<Principal>,
+    /// Whether every request needs a token, from loopback too: `true` turns
+    /// [`loopback_principal`](Self::loopback_principal) off, whatever sets it. Default
+    /// `false`. A server behind a TCP forwarder on the same host must set it: see
+    /// [`require_token_on_loopback`](Self::require_token_on_loopback).
+    pub require_token_on_loopback: bool,
     /// Access tokens from an identity provider, checked as an OAuth 2.1 resource server does
     /// (see [`OAuth`]), besides the static [`tokens`](Self::tokens). `None` (the default):
     /// only the static tokens.
@@ -92,6 +97,7 @@ impl HttpConfig {
             limits: EdgeLimits::default(),
             shutdown: CancellationToken::new(),
             loopback_principal: None,
+            require_token_on_loopback: false,
             oauth: None,
         }
     }
@@ -158,6 +164,11 @@ impl HttpConfig {
     /// loopback peer (`127.0.0.0/8`, `::1`): for local development, and for clients such as
     /// the MCP conformance suite that send no token.
     ///
+    /// A raw TCP forwarder on the same host (`socat`, `ssh -L`, `kubectl port-forward`) is not
+    /// detectable: a request through one comes from loopback and acts as `principal`. A
+    /// server behind one must set [`require_token_on_loopback`](Self::require_token_on_loopback),
+    /// which turns this off.
+    ///
     /// It fails closed: [`HttpServer::bind`] refuses it on an address that is not loopback;
     /// a peer that is not loopback, or whose address is unknown (a router served without
     /// `ConnectInfo<SocketAddr>`), still needs a token; so does a request carrying
@@ -178,6 +189,32 @@ impl HttpConfig {
         self
     }
 
+    /// Requires a token from every request, from a loopback peer too: the
+    /// [`loopback_principal`](Self::loopback_principal), if any, is never given.
+    ///
+    /// **A server behind a TCP forwarder on the same host must set it.** A forwarder that
+    /// copies bytes (`socat`, `ssh -L`/`-R`, `kubectl port-forward`, a TCP load balancer's
+    /// agent, a container runtime's port proxy) connects from loopback on behalf of whoever
+    /// reached it, and adds no header that says so (unlike an HTTP reverse proxy's
+    /// `Forwarded` or `X-Forwarded-For`, which refuse the loopback principal already): without
+    /// this, a request without a token through it acts as the loopback principal. Set it in
+    /// every deployment whose listening address is reachable through something else than
+    /// local clients, even if nothing sets a loopback principal today.
+    ///
+    /// ```
+    /// use registry_core::Subject;
+    /// use registry_mcp::{HttpConfig, Principal, Tokens};
+    ///
+    /// let config = HttpConfig::new(Tokens::new())
+    ///     .with_loopback_principal(Principal::new("local", Subject::new("dev")))
+    ///     .require_token_on_loopback();
+    /// assert!(config.require_token_on_loopback);
+    /// ```
+    pub fn require_token_on_loopback(mut self) -> Self {
+        self.require_token_on_loopback = true;
+        self
+    }
+
     /// Accepts access tokens from an identity provider as `oauth` says, and serves RFC 9728
     /// protected-resource metadata. Static tokens, if any, are still accepted.
     pub fn with_oauth(mut self, oauth: OAuth) -> Self {
@@ -194,8 +231,9 @@ impl HttpConfig {
 /// Each token stands for a subject, and all requests and sessions of one token are served
 /// from one run opened for it (a new one after the registry changed, when the client lists
 /// its tools again). A body that is not JSON gets 400 with JSON-RPC error -32700, JSON that
-/// is not a JSON-RPC message 400 with -32600, a body larger than
-/// [`ServerOptions::max_message_bytes`] 413; the server keeps serving. What one client may
+/// is not a JSON-RPC message 400 with -32600 (so do a batch and an `id` that is not a string,
+/// a number or null), a body larger than [`ServerOptions::max_message_bytes`] or with more
+/// values than [`EdgeLimits::max_message_values`] 413; the server keeps serving. What one client may
 /// take (connections, time, sessions, streams, requests) is bounded by
 /// [`HttpConfig::limits`], and a session answers only the token that opened it.
 ///
@@ -305,7 +343,10 @@ impl HttpServer {
         S: ServerHandler,
         F: Fn(RegistryServer) -> S + Send + Sync + 'static,
     {
-        if config.loopback_principal.is_some() && !config.addr.ip().is_loopback() {
+        if config.loopback_principal.is_some()
+            && !config.require_token_on_loopback
+            && !config.addr.ip().is_loopback()
+        {
             return Err(ServeError::Io(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!(
@@ -467,6 +508,7 @@ impl McpServer {
         );
         let limits = Limits {
             max_body: config.options.max_message_bytes,
+            max_values: config.limits.max_message_values,
             body_read_timeout: config.limits.body_read_timeout,
         };
         let metadata = match &validator {
@@ -490,7 +532,10 @@ impl McpServer {
             credentials: Credentials {
                 origins,
                 tokens: config.tokens.clone(),
-                loopback: config.loopback_principal.clone(),
+                loopback: config
+                    .loopback_principal
+                    .clone()
+                    .filter(|_| !config.require_token_on_loopback),
                 validator,
                 refusals: Refusals::new("requests without a valid bearer token"),
                 rates,
@@ -746,6 +791,7 @@ fn bearer_token(value: &HeaderValue) -> Option<&str> {
 
 struct Limits {
     max_body: usize,
+    max_values: usize,
     body_read_timeout: Duration,
 }
 
@@ -809,6 +855,40 @@ async fn protocol_errors(limits: &Limits, request: Request, next: impl Inner) ->
             );
         }
     };
+    // What rmcp would parse into a `Value` per element (and its own buffer besides) is refused
+    // here, before it does: a body that is not one JSON object (a batch), an id that is not a
+    // string, a number or null, more values than the limit.
+    if !message.object {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32600,
+            "invalid request: the body is not a JSON-RPC request, notification or response \
+             (one JSON object; batches are not accepted)",
+        );
+    }
+    if let Some(problem) = message.bad_id {
+        tracing::debug!("a message with a bad id: {problem}");
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32600,
+            &format!("invalid request: {problem}"),
+        );
+    }
+    if !edge::within_values(&bytes, limits.max_values) {
+        tracing::debug!("a message with more JSON values than the limit");
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            message.id.clone().map(RpcId).as_ref(),
+            -32600,
+            &format!(
+                "the message holds more than {} JSON values (EdgeLimits::max_message_values): \
+                 send less data",
+                limits.max_values
+            ),
+        );
+    }
     if let Some(id) = message.id.clone() {
         let id = RpcId(id);
         if let Some(problem) = message.malformed_call() {

@@ -160,7 +160,10 @@ pub use handler::RegistryServer;
 pub use http::{HttpConfig, HttpServer, serve_http};
 pub use oauth::{Algorithm, Introspection, Jwks, OAuth, OAuthError};
 pub use options::ServerOptions;
-pub use request_state::{RequestDigest, RequestStateError, RequestStateKey, RequestStates};
+pub use request_state::{
+    DEFAULT_REQUEST_STATES_PER_PRINCIPAL, RequestDigest, RequestStateError, RequestStateKey,
+    RequestStates,
+};
 pub use stdio::serve_stdio;
 pub use tokens::{MIN_TOKEN_LEN, Principal, TokenError, Tokens};
 

@@ -88,6 +88,12 @@ pub struct ServerOptions {
     /// used twice; when that many live ones are remembered, further retries are refused
     /// until some expire. Default 10 000.
     pub request_state_capacity: usize,
+    /// How many of the used `requestState`s remembered may be one principal's: one whose
+    /// share is full of live ones has its retries refused (-32602, saying to try again when
+    /// some expire) while other principals' retries still succeed. Default 250
+    /// ([`DEFAULT_REQUEST_STATES_PER_PRINCIPAL`](crate::DEFAULT_REQUEST_STATES_PER_PRINCIPAL)),
+    /// at most [`request_state_capacity`](Self::request_state_capacity).
+    pub request_state_capacity_per_principal: usize,
     /// The key that seals `requestState`s; `None` (the default): a random key per process,
     /// so a retry must reach the process that asked. Replicas behind one address share one
     /// (see [`RequestStates`](crate::RequestStates)).
@@ -113,6 +119,7 @@ impl Default for ServerOptions {
             step_up_scopes: false,
             request_state_ttl: Duration::from_secs(10 * 60),
             request_state_capacity: 10_000,
+            request_state_capacity_per_principal: crate::DEFAULT_REQUEST_STATES_PER_PRINCIPAL,
             request_state_key: None,
         }
     }
@@ -153,6 +160,20 @@ impl ServerOptions {
     pub fn with_request_states(mut self, ttl: Duration, capacity: usize) -> Self {
         self.request_state_ttl = ttl;
         self.request_state_capacity = capacity.max(1);
+        self
+    }
+
+    /// Sets how many of the used `requestState`s remembered may be one principal's (at
+    /// least 1; see [`request_state_capacity_per_principal`](Self::request_state_capacity_per_principal)).
+    ///
+    /// ```
+    /// use registry_mcp::ServerOptions;
+    ///
+    /// let options = ServerOptions::default().with_request_state_capacity_per_principal(20);
+    /// assert_eq!(options.request_state_capacity_per_principal, 20);
+    /// ```
+    pub fn with_request_state_capacity_per_principal(mut self, share: usize) -> Self {
+        self.request_state_capacity_per_principal = share.max(1);
         self
     }
 

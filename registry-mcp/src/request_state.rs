@@ -14,14 +14,17 @@
 //!   nor for another tool or other arguments;
 //! - **short-lived**: it carries its expiry (a TTL from when it was sealed);
 //! - **used at most once**: each state has a random nonce, and an opened state's nonce is
-//!   remembered until the state expires, in a store of bounded size; a second retry with the
-//!   same state is refused. When the store is full of live nonces, states are refused until
-//!   some expire (the server fails closed rather than forgetting).
+//!   remembered until the state expires, in a store of bounded size, in which each principal
+//!   has a share; a second retry with the same state is refused. When the store, or the
+//!   principal's share of it, is full of live nonces, states are refused (that principal's
+//!   only, for a full share) until some expire: the server fails closed rather than
+//!   forgetting, and one principal cannot fill the store for the others.
 //!
 //! A refused state is answered with JSON-RPC error -32602 and a message saying what to do:
 //! call again without it.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -79,9 +82,47 @@ struct Inner {
     keyed: HmacSha256,
     ttl: Duration,
     capacity: usize,
-    /// Nonces of opened states, with when their state expires (milliseconds since the epoch).
-    used: Mutex<HashMap<[u8; 16], u64>>,
+    /// How many of the `capacity` one principal may hold.
+    per_principal: AtomicUsize,
+    used: Mutex<Used>,
 }
+
+/// The nonces of opened states, and how many each principal holds: changed together, under
+/// one lock, so that checking and remembering a nonce is one step.
+#[derive(Default)]
+struct Used {
+    /// Each nonce, with when its state expires (milliseconds since the epoch) and whose it is.
+    nonces: HashMap<[u8; 16], (u64, Owner)>,
+    /// How many nonces each principal holds (none: no entry).
+    per_principal: HashMap<Owner, usize>,
+}
+
+/// A principal, as the store counts it: a digest of its text (fixed size, whatever the text).
+type Owner = [u8; 16];
+
+impl Used {
+    /// Forgets the nonces of states expired at `now`.
+    fn forget_expired(&mut self, now: u64) {
+        let per_principal = &mut self.per_principal;
+        self.nonces.retain(|_, (expires, owner)| {
+            let live = *expires > now;
+            if !live && let Some(count) = per_principal.get_mut(owner) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    per_principal.remove(owner);
+                }
+            }
+            live
+        });
+    }
+
+    fn held_by(&self, owner: &Owner) -> usize {
+        self.per_principal.get(owner).copied().unwrap_or(0)
+    }
+}
+
+/// The default share of one principal in the store of used states (at most the store's size).
+pub const DEFAULT_REQUEST_STATES_PER_PRINCIPAL: usize = 250;
 
 impl std::fmt::Debug for RequestStates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -89,6 +130,10 @@ impl std::fmt::Debug for RequestStates {
         f.debug_struct("RequestStates")
             .field("ttl", &self.inner.ttl)
             .field("capacity", &self.inner.capacity)
+            .field(
+                "per_principal",
+                &self.inner.per_principal.load(Ordering::Relaxed),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -168,6 +213,13 @@ pub enum RequestStateError {
         "too many requestStates are in use on this server; try again shortly, calling again without it"
     )]
     Busy,
+    /// The principal's share of the store of used states is full of live ones (see
+    /// [`RequestStates::with_capacity_per_principal`]): refused rather than forgotten, and
+    /// other principals' states still open.
+    #[error(
+        "too many requestStates of this user are in use; try again when some expire, calling again without it"
+    )]
+    PrincipalBusy,
 }
 
 /// The digest of the request a state was made for: its method, its name (a tool's, a
@@ -236,8 +288,10 @@ struct Body {
 }
 
 impl RequestStates {
-    /// States that live `ttl`, with at most `capacity` used ones remembered, under a random
-    /// key (states sealed by one process do not open in another).
+    /// States that live `ttl`, with at most `capacity` used ones remembered (at most
+    /// [`DEFAULT_REQUEST_STATES_PER_PRINCIPAL`] of them one principal's, or `capacity` if
+    /// less: see [`with_capacity_per_principal`](Self::with_capacity_per_principal)), under a
+    /// random key (states sealed by one process do not open in another).
     pub fn new(ttl: Duration, capacity: usize) -> RequestStates {
         let mut key = [0u8; 32];
         // Without an operating-system random source, no state can be trusted: fail closed
@@ -262,9 +316,39 @@ impl RequestStates {
                 },
                 ttl,
                 capacity: capacity.max(1),
-                used: Mutex::new(HashMap::new()),
+                per_principal: AtomicUsize::new(
+                    DEFAULT_REQUEST_STATES_PER_PRINCIPAL.min(capacity).max(1),
+                ),
+                used: Mutex::new(Used::default()),
             }),
         }
+    }
+
+    /// Sets how many of the used states remembered may be one principal's (at least 1, at
+    /// most the capacity): a principal whose share is full of live states has its next ones
+    /// refused ([`RequestStateError::PrincipalBusy`]) until some expire, while other
+    /// principals' still open. It applies to every clone.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use registry_mcp::{RequestDigest, RequestStateError, RequestStates};
+    /// use serde_json::json;
+    ///
+    /// let states = RequestStates::new(Duration::from_secs(60), 100).with_capacity_per_principal(1);
+    /// let call = RequestDigest::of("tools/call", "deploy", &json!({}));
+    /// let first = states.seal("alice", &call, "1");
+    /// assert!(states.open(&first, "alice", &call).is_ok());
+    /// let second = states.seal("alice", &call, "2");
+    /// assert_eq!(states.open(&second, "alice", &call), Err(RequestStateError::PrincipalBusy));
+    /// // Bob's share is his own.
+    /// let bobs = states.seal("bob", &call, "3");
+    /// assert!(states.open(&bobs, "bob", &call).is_ok());
+    /// ```
+    pub fn with_capacity_per_principal(self, share: usize) -> RequestStates {
+        self.inner
+            .per_principal
+            .store(share.clamp(1, self.inner.capacity), Ordering::Relaxed);
+        self
     }
 
     /// How long a sealed state stays valid.
@@ -323,25 +407,38 @@ impl RequestStates {
         if body.exp <= now {
             return Err(RequestStateError::Expired);
         }
+        let owner = owner_of(principal);
+        let share = self.inner.per_principal.load(Ordering::Relaxed);
+        // Checked and remembered under one lock: two retries with one state cannot both pass,
+        // nor can a principal's retries at once pass its share.
         let mut used = self
             .inner
             .used
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if used.contains_key(&nonce) {
+        if used.nonces.contains_key(&nonce) {
             return Err(RequestStateError::Used);
         }
-        if used.len() >= self.inner.capacity {
-            used.retain(|_, expires| *expires > now);
-            if used.len() >= self.inner.capacity {
-                tracing::warn!(
-                    capacity = self.inner.capacity,
-                    "the store of used requestStates is full; refusing states until some expire"
-                );
-                return Err(RequestStateError::Busy);
-            }
+        if used.nonces.len() >= self.inner.capacity || used.held_by(&owner) >= share {
+            used.forget_expired(now);
         }
-        used.insert(nonce, body.exp);
+        if used.nonces.len() >= self.inner.capacity {
+            tracing::warn!(
+                capacity = self.inner.capacity,
+                "the store of used requestStates is full; refusing states until some expire"
+            );
+            return Err(RequestStateError::Busy);
+        }
+        if used.held_by(&owner) >= share {
+            // The principal is not named: its text is the caller's.
+            tracing::info!(
+                per_principal = share,
+                "a principal's share of used requestStates is full; refusing its states until some expire"
+            );
+            return Err(RequestStateError::PrincipalBusy);
+        }
+        used.nonces.insert(nonce, (body.exp, owner));
+        *used.per_principal.entry(owner).or_insert(0) += 1;
         Ok(body.p)
     }
 
@@ -359,6 +456,14 @@ impl RequestStates {
         mac.update(body.as_bytes());
         mac.finalize().into_bytes().to_vec()
     }
+}
+
+/// The digest the store counts `principal` under.
+fn owner_of(principal: &str) -> Owner {
+    let digest = Sha256::digest(principal.as_bytes());
+    let mut owner = [0u8; 16];
+    owner.copy_from_slice(&digest[..16]);
+    owner
 }
 
 fn millis(time: SystemTime) -> u64 {
@@ -432,6 +537,48 @@ mod tests {
         assert_eq!(
             states.open(&third, "alice", &call()),
             Err(RequestStateError::Busy)
+        );
+    }
+
+    #[test]
+    fn one_principal_fills_its_share_and_not_the_store() {
+        let states = RequestStates::new(Duration::from_secs(60), 4).with_capacity_per_principal(2);
+        for _ in 0..2 {
+            let state = states.seal("alice", &call(), "x");
+            assert!(states.open(&state, "alice", &call()).is_ok());
+        }
+        let over = states.seal("alice", &call(), "x");
+        assert_eq!(
+            states.open(&over, "alice", &call()),
+            Err(RequestStateError::PrincipalBusy)
+        );
+        // Other principals' states still open.
+        for who in ["bob", "carol"] {
+            let state = states.seal(who, &call(), "x");
+            assert!(states.open(&state, who, &call()).is_ok(), "{who}");
+        }
+        // The store is full now (4): anyone is refused, as before.
+        let state = states.seal("dave", &call(), "x");
+        assert_eq!(
+            states.open(&state, "dave", &call()),
+            Err(RequestStateError::Busy)
+        );
+    }
+
+    #[test]
+    fn expired_states_give_their_principals_share_back() {
+        let states =
+            RequestStates::new(Duration::from_millis(50), 10).with_capacity_per_principal(1);
+        let first = states.seal("alice", &call(), "x");
+        assert!(states.open(&first, "alice", &call()).is_ok());
+        std::thread::sleep(Duration::from_millis(80));
+        let second = states.seal("alice", &call(), "x");
+        assert!(states.open(&second, "alice", &call()).is_ok());
+        let used = states.inner.used.lock().unwrap();
+        assert_eq!(used.nonces.len(), 1);
+        assert_eq!(
+            used.per_principal.values().copied().collect::<Vec<_>>(),
+            [1]
         );
     }
 

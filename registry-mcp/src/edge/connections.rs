@@ -1,5 +1,5 @@
 //! The accept loop: a bounded number of connections (in total, per source, and not yet
-//! authenticated), each with a header-read timeout, a header size limit and an idle timeout,
+//! authenticated, in total and per source), each with a header-read timeout, a header size limit and an idle timeout,
 //! served by hyper's HTTP/1 with the router.
 
 use std::collections::HashMap;
@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, StatusCode, header};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
@@ -23,16 +24,24 @@ use tower_service::Service;
 use super::guard::Guarded;
 use super::{EdgeLimits, Source};
 
-/// The connections open, per source and not yet authenticated.
+/// The connections open, per source and not yet authenticated (in all and per source).
 struct Tally {
     max_per_source: usize,
     max_unauthenticated: usize,
+    max_unauthenticated_per_source: usize,
     state: Mutex<TallyState>,
 }
 
 #[derive(Default)]
 struct TallyState {
-    per_source: HashMap<Source, usize>,
+    per_source: HashMap<Source, FromSource>,
+    unauthenticated: usize,
+}
+
+/// The connections open from one source, and how many of them are not yet authenticated.
+#[derive(Default)]
+struct FromSource {
+    open: usize,
     unauthenticated: usize,
 }
 
@@ -42,6 +51,7 @@ enum Over {
     Total,
     PerSource,
     Unauthenticated,
+    UnauthenticatedPerSource,
 }
 
 impl Tally {
@@ -52,14 +62,27 @@ impl Tally {
     /// A place for a new, unauthenticated connection from `source`, or the limit it is over.
     fn admit(self: &Arc<Self>, source: Source) -> Result<Arc<Connection>, Over> {
         let mut state = self.state();
-        let from_source = state.per_source.get(&source).copied().unwrap_or(0);
-        if from_source >= self.max_per_source {
+        let (open, unauthenticated) = state
+            .per_source
+            .get(&source)
+            .map_or((0, 0), |from| (from.open, from.unauthenticated));
+        if open >= self.max_per_source {
             return Err(Over::PerSource);
+        }
+        // A source's share is enforced once half the unauthenticated places are taken: below
+        // that, a client may open more at once (parallel requests on new connections, each
+        // unauthenticated until its first request is read); above it, no source holds more
+        // than its share of what is left, so other sources still connect.
+        let contended = state.unauthenticated * 2 >= self.max_unauthenticated;
+        if contended && unauthenticated >= self.max_unauthenticated_per_source {
+            return Err(Over::UnauthenticatedPerSource);
         }
         if state.unauthenticated >= self.max_unauthenticated {
             return Err(Over::Unauthenticated);
         }
-        *state.per_source.entry(source).or_insert(0) += 1;
+        let from = state.per_source.entry(source).or_default();
+        from.open += 1;
+        from.unauthenticated += 1;
         state.unauthenticated += 1;
         Ok(Arc::new(Connection {
             tally: self.clone(),
@@ -84,19 +107,31 @@ impl Connection {
         if !self.authenticated.swap(true, Ordering::SeqCst) {
             let mut state = self.tally.state();
             state.unauthenticated = state.unauthenticated.saturating_sub(1);
+            if let Some(from) = state.per_source.get_mut(&self.source) {
+                from.unauthenticated = from.unauthenticated.saturating_sub(1);
+            }
         }
+    }
+
+    /// Whether a request on this connection has presented a valid token.
+    fn is_authenticated(&self) -> bool {
+        self.authenticated.load(Ordering::SeqCst)
     }
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
         let mut state = self.tally.state();
-        if !self.authenticated.load(Ordering::SeqCst) {
+        let unauthenticated = !self.authenticated.load(Ordering::SeqCst);
+        if unauthenticated {
             state.unauthenticated = state.unauthenticated.saturating_sub(1);
         }
-        if let Some(count) = state.per_source.get_mut(&self.source) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
+        if let Some(from) = state.per_source.get_mut(&self.source) {
+            from.open = from.open.saturating_sub(1);
+            if unauthenticated {
+                from.unauthenticated = from.unauthenticated.saturating_sub(1);
+            }
+            if from.open == 0 {
                 state.per_source.remove(&self.source);
             }
         }
@@ -116,6 +151,7 @@ pub(crate) async fn serve(
     let tally = Arc::new(Tally {
         max_per_source: limits.max_connections_per_ip,
         max_unauthenticated: limits.max_unauthenticated_connections,
+        max_unauthenticated_per_source: limits.max_unauthenticated_connections_per_ip,
         state: Mutex::default(),
     });
     let tasks = TaskTracker::new();
@@ -154,6 +190,8 @@ pub(crate) async fn serve(
                         max_connections,
                         max_connections_per_ip = tally.max_per_source,
                         max_unauthenticated_connections = tally.max_unauthenticated,
+                        max_unauthenticated_connections_per_ip =
+                            tally.max_unauthenticated_per_source,
                         "closed connections over the connection limits (EdgeLimits)"
                     );
                     last_warning = Some(Instant::now());
@@ -268,11 +306,24 @@ async fn connection(
             request.extensions_mut().insert(place.clone());
             let in_flight = activity.begin();
             let mut router = router.clone();
+            let place = place.clone();
             async move {
-                let response = match router.call(request.map(Body::new)).await {
+                let mut response = match router.call(request.map(Body::new)).await {
                     Ok(response) => response,
                     Err(never) => match never {},
                 };
+                // A connection that has not authenticated and is refused (no or a bad token, a
+                // foreign `Host` or `Origin`) is closed after the answer: it gives its place
+                // back instead of trying again on it.
+                let refused = matches!(
+                    response.status(),
+                    StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+                );
+                if refused && !place.is_authenticated() {
+                    response
+                        .headers_mut()
+                        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
                 Ok::<_, Infallible>(response.map(|body| Guarded::wrap(body, in_flight)))
             }
         })

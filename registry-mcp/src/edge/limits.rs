@@ -41,6 +41,19 @@ pub struct EdgeLimits {
     /// accepted. Clients that hold connections open without authenticating (or with bad
     /// tokens) cannot take the places of those that did.
     pub max_unauthenticated_connections: usize,
+    /// Open TCP connections from one source (as for
+    /// [`max_connections_per_ip`](Self::max_connections_per_ip)) on which no request has yet
+    /// presented a valid token, once half of
+    /// [`max_unauthenticated_connections`](Self::max_unauthenticated_connections) are taken.
+    /// Default 8, far below that limit, so that one address cannot hold every
+    /// unauthenticated place and keep new clients out: it holds at most half of them, and
+    /// then no more than its share. A new connection from a source over it is closed as soon
+    /// as it is accepted; clients from other sources, and connections that authenticated, are
+    /// still served. Below half, a client may open more at once (parallel requests, each on a
+    /// new connection that is unauthenticated until its first request is read). Behind a
+    /// reverse proxy every connection comes from the proxy's address: raise it to
+    /// `max_unauthenticated_connections`.
+    pub max_unauthenticated_connections_per_ip: usize,
     /// How long a client may take to send a request's line and headers, from the moment the
     /// server waits for them. Default 10 s. A slower one (slowloris) is disconnected.
     pub header_read_timeout: Duration,
@@ -50,19 +63,27 @@ pub struct EdgeLimits {
     /// How long a client may take to send a POST body. Default 30 s. A slower one gets 408
     /// with JSON-RPC error -32600.
     pub body_read_timeout: Duration,
+    /// The most JSON values one request's message may hold: every array, object, string,
+    /// number, boolean and null, and every key of an object, counts as one. Default 100,000.
+    /// Counted before anything builds the message, since whatever builds it (rmcp's parser,
+    /// the arguments' validation) allocates per value: under this bound a message of
+    /// [`ServerOptions::max_message_bytes`](crate::ServerOptions::max_message_bytes) costs a
+    /// few times its own size, whatever its shape. One over it gets 413 with JSON-RPC error
+    /// -32600 naming the limit. Raise it for tools that take large arrays.
+    pub max_message_values: usize,
     /// The largest request line and headers, in bytes. Default 16 KiB. Larger ones get 431
     /// and the connection is closed.
     pub max_header_bytes: usize,
     /// Open MCP sessions at once, all principals together. Default 1000 (each costs about
     /// 60 KB). A new session over the limit is refused with 503 and JSON-RPC error -32000.
     pub max_sessions: usize,
-    /// Open MCP sessions of one principal (one bearer token). Default 16. A new session
+    /// Open MCP sessions of one principal (one bearer token) in one tenant. Default 16. A new session
     /// over the limit is refused with 429 and JSON-RPC error -32000; the principal's open
     /// sessions are kept.
     pub max_sessions_per_principal: usize,
     /// How long a session may go without a message before it is closed. Default 5 min.
     pub session_idle_timeout: Duration,
-    /// Open streams of one principal: GET streams (server-sent events), and POST requests in a
+    /// Open streams of one principal in one tenant: GET streams (server-sent events), and POST requests in a
     /// session while their answers are streamed (`subscriptions/listen`, a call in progress).
     /// Default 32. One more gets 429 with JSON-RPC error -32000 (with the request's id); an
     /// answer sent whole gives its place back at once.
@@ -82,10 +103,12 @@ impl Default for EdgeLimits {
             max_connections: 1024,
             max_connections_per_ip: 256,
             max_unauthenticated_connections: 256,
+            max_unauthenticated_connections_per_ip: 8,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             body_read_timeout: Duration::from_secs(30),
             max_header_bytes: 16 * 1024,
+            max_message_values: 100_000,
             max_sessions: 1000,
             max_sessions_per_principal: 16,
             session_idle_timeout: Duration::from_secs(300),
@@ -117,12 +140,16 @@ with! {
     with_max_connections_per_ip: max_connections_per_ip: usize;
     /// Sets [`max_unauthenticated_connections`](Self::max_unauthenticated_connections).
     with_max_unauthenticated_connections: max_unauthenticated_connections: usize;
+    /// Sets [`max_unauthenticated_connections_per_ip`](Self::max_unauthenticated_connections_per_ip).
+    with_max_unauthenticated_connections_per_ip: max_unauthenticated_connections_per_ip: usize;
     /// Sets [`header_read_timeout`](Self::header_read_timeout).
     with_header_read_timeout: header_read_timeout: Duration;
     /// Sets [`idle_timeout`](Self::idle_timeout).
     with_idle_timeout: idle_timeout: Duration;
     /// Sets [`body_read_timeout`](Self::body_read_timeout).
     with_body_read_timeout: body_read_timeout: Duration;
+    /// Sets [`max_message_values`](Self::max_message_values).
+    with_max_message_values: max_message_values: usize;
     /// Sets [`max_header_bytes`](Self::max_header_bytes).
     with_max_header_bytes: max_header_bytes: usize;
     /// Sets [`max_sessions`](Self::max_sessions).

@@ -1,10 +1,15 @@
 //! What the HTTP layers need to know of a JSON-RPC message (its id, its method, the shape of a
-//! `tools/call`'s params), read in one pass that checks the JSON's syntax without building it.
+//! `tools/call`'s params), read in one pass that checks the JSON's syntax without building it;
+//! and how many values it holds ([`within_values`]), counted without building them either.
+//! Nothing here allocates per element of an array or object: a hostile body of any shape costs
+//! its own bytes, not a `Value` per element (issue 45, L11).
 
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -13,6 +18,13 @@ use serde_json::value::RawValue;
 pub(crate) struct Peek<'a> {
     /// The id, if it is a string or a number.
     pub(crate) id: Option<Value>,
+    /// What is wrong with the id, if it is neither a string, a number nor null (JSON-RPC
+    /// allows only those), or a string longer than [`MAX_ID_BYTES`]. Such a message is refused
+    /// by the edge (`protocol_errors`), never handed to rmcp, which would build it as a
+    /// `Value` (and echo a long one in its answer and the audit log).
+    pub(crate) bad_id: Option<&'static str>,
+    /// Whether the message is a JSON object (a batch, a string... is not).
+    pub(crate) object: bool,
     /// The method, if it is a string.
     pub(crate) method: Option<Cow<'a, str>>,
     pub(crate) params: Params<'a>,
@@ -172,7 +184,10 @@ impl<'de> Deserialize<'de> for Peek<'de> {
                 f.write_str("JSON")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Peek<'de>, A::Error> {
-                let mut peek = Peek::default();
+                let mut peek = Peek {
+                    object: true,
+                    ..Peek::default()
+                };
                 let mut seen = [false; 4];
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     let known = ["jsonrpc", "id", "method", "params"]
@@ -189,10 +204,11 @@ impl<'de> Deserialize<'de> for Peek<'de> {
                                 Kind::Str(version) if version == "2.0"
                             );
                         }
-                        "id" => {
-                            let id: Value = map.next_value()?;
-                            peek.id = (id.is_string() || id.is_number()).then_some(id);
-                        }
+                        "id" => match map.next_value::<Id>()? {
+                            Id::Scalar(id) => (peek.id, peek.bad_id) = (Some(id), None),
+                            Id::Null => (peek.id, peek.bad_id) = (None, None),
+                            Id::Bad(what) => (peek.id, peek.bad_id) = (None, Some(what)),
+                        },
                         "method" => {
                             peek.method = match map.next_value::<Kind<'de>>()? {
                                 Kind::Str(method) => Some(method),
@@ -306,6 +322,143 @@ impl<'de> Deserialize<'de> for OnlyProgressToken {
     }
 }
 
+/// The longest string id accepted, in bytes: ids are echoed in every answer and recorded with
+/// every call; a client numbers its requests or names them with a UUID.
+const MAX_ID_BYTES: usize = 1024;
+
+const BAD_ID_BOOLEAN: &str = "`id` is a boolean; a JSON-RPC id must be a string, a number or null";
+const BAD_ID_ARRAY: &str = "`id` is an array; a JSON-RPC id must be a string, a number or null";
+const BAD_ID_OBJECT: &str = "`id` is an object; a JSON-RPC id must be a string, a number or null";
+const BAD_ID_NUMBER: &str = "`id` is a number JSON cannot hold";
+
+/// A message's `id`: a string or a number kept, null, or what is wrong with it (skipped,
+/// never built).
+enum Id {
+    Scalar(Value),
+    Null,
+    Bad(&'static str),
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor;
+        impl<'de> Visitor<'de> for IdVisitor {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("JSON")
+            }
+            fn visit_str<E>(self, text: &str) -> Result<Id, E> {
+                if text.len() > MAX_ID_BYTES {
+                    return Ok(Id::Bad(
+                        "`id` is a string longer than 1024 bytes: number requests, or name \
+                         them with something shorter, such as a UUID",
+                    ));
+                }
+                Ok(Id::Scalar(Value::String(text.to_owned())))
+            }
+            fn visit_i64<E>(self, number: i64) -> Result<Id, E> {
+                Ok(Id::Scalar(Value::from(number)))
+            }
+            fn visit_u64<E>(self, number: u64) -> Result<Id, E> {
+                Ok(Id::Scalar(Value::from(number)))
+            }
+            fn visit_f64<E>(self, number: f64) -> Result<Id, E> {
+                // JSON has no NaN nor infinity: every number it reads is finite.
+                Ok(
+                    serde_json::Number::from_f64(number).map_or(Id::Bad(BAD_ID_NUMBER), |number| {
+                        Id::Scalar(Value::Number(number))
+                    }),
+                )
+            }
+            fn visit_unit<E>(self) -> Result<Id, E> {
+                Ok(Id::Null)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Id, E> {
+                Ok(Id::Bad(BAD_ID_BOOLEAN))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Id, A::Error> {
+                drain_seq(seq)?;
+                Ok(Id::Bad(BAD_ID_ARRAY))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Id, A::Error> {
+                drain_map(map)?;
+                Ok(Id::Bad(BAD_ID_OBJECT))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+/// Whether the JSON text `bytes` holds at most `max` values, counting every array, object,
+/// string, number, boolean and null, and every key of an object: what a parser that builds the
+/// message (rmcp's, into `Value`s and its own buffer; the registry's, for arguments) allocates
+/// per element. Counted without building anything, and stopped at the first value over `max`.
+/// Text that is not JSON counts as over.
+pub(crate) fn within_values(bytes: &[u8], max: usize) -> bool {
+    let mut left = max;
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    Budget(&mut left).deserialize(&mut deserializer).is_ok() && deserializer.end().is_ok()
+}
+
+/// What is left of a count of values; taking one from none is an error.
+struct Budget<'a>(&'a mut usize);
+
+impl Budget<'_> {
+    fn take<E: serde::de::Error>(&mut self) -> Result<(), E> {
+        match self.0.checked_sub(1) {
+            Some(left) => {
+                *self.0 = left;
+                Ok(())
+            }
+            None => Err(E::custom("too many values")),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Budget<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Budget<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E: serde::de::Error>(mut self, _: bool) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_i64<E: serde::de::Error>(mut self, _: i64) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_u64<E: serde::de::Error>(mut self, _: u64) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_f64<E: serde::de::Error>(mut self, _: f64) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_str<E: serde::de::Error>(mut self, _: &str) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_unit<E: serde::de::Error>(mut self) -> Result<(), E> {
+        self.take()
+    }
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.take()?;
+        while seq.next_element_seed(Budget(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        self.take()?;
+        while map.next_key_seed(Budget(&mut *self.0))?.is_some() {
+            map.next_value_seed(Budget(&mut *self.0))?;
+        }
+        Ok(())
+    }
+}
+
 impl<'de> Deserialize<'de> for Kind<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct KindVisitor;
@@ -375,7 +528,32 @@ mod tests {
         }
         let odd = peek(r#"{"id":{"a":1},"method":5,"params":"x"}"#);
         assert!(odd.id.is_none() && odd.method.is_none());
-        assert!(peek(r#"[{"id":1}]"#).id.is_none());
+        assert!(odd.bad_id.unwrap().contains("an object"));
+        let batch = peek(r#"[{"id":1}]"#);
+        assert!(batch.id.is_none() && !batch.object);
+        // An id is a string, a number or null; anything else, or a long string, is named.
+        for (id, problem) in [
+            ("[0,[0,{}]]", "an array"),
+            ("true", "a boolean"),
+            (&format!("{:?}", "x".repeat(1025)), "longer than 1024 bytes"),
+        ] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+            let peeked = peek(&text);
+            assert!(peeked.id.is_none(), "{id}");
+            assert!(peeked.bad_id.unwrap().contains(problem), "{id}");
+        }
+        for (id, kept) in [
+            ("null", None),
+            ("-1.5", Some(Value::from(-1.5))),
+            (
+                &format!("{:?}", "x".repeat(1024)),
+                Some(Value::from("x".repeat(1024))),
+            ),
+        ] {
+            let text = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+            let peeked = peek(&text);
+            assert_eq!((peeked.id, peeked.bad_id), (kept, None), "{id}");
+        }
         assert_eq!(
             peek(r#"{"method":"tools\/call","id":"a","params":{"name":"t\u0041"}}"#).called_tool(),
             Some("tA")
@@ -423,6 +601,22 @@ mod tests {
         ] {
             assert!(serde_json::from_str::<Peek<'_>>(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn values_are_counted_with_every_key_and_stopped_over_the_limit() {
+        let text = r#"{"a":[1,"x",null,true],"b":{"c":{}}}"#;
+        // The object, a, its array and its four values, b, its object, c and its object.
+        assert!(within_values(text.as_bytes(), 11));
+        assert!(!within_values(text.as_bytes(), 10));
+        assert!(within_values(b"7", 1) && !within_values(b"7", 0));
+        // Not JSON, or JSON with something after it, counts as over.
+        assert!(!within_values(b"[1,", 100) && !within_values(b"1 2", 100));
+        // A long array is stopped at the limit, and nesting at serde_json's depth (128).
+        let zeros = format!("[{}0]", "0,".repeat(1_000_000));
+        assert!(!within_values(zeros.as_bytes(), 1000));
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(!within_values(deep.as_bytes(), usize::MAX));
     }
 
     /// Every one-byte change (deleted, or one of a few bytes inserted or put in its place) of

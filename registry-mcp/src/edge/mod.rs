@@ -27,7 +27,7 @@ pub(crate) use chain::Inner;
 pub(crate) use connections::{Connection, serve};
 pub(crate) use host::{HostLayer, Hosts};
 pub use limits::EdgeLimits;
-pub(crate) use message::Peek;
+pub(crate) use message::{Peek, within_values};
 pub(crate) use origin::{Origins, check_origin, loopback_origins};
 pub(crate) use rate::{Rates, limit_rate};
 pub(crate) use refusals::Refusals;

@@ -1,7 +1,9 @@
 //! Who owns each MCP session, and how many each principal may hold: sessions in total and
 //! per principal, streams per principal (GET streams, and POST requests while their answers
 //! are streamed: `subscriptions/listen`, calls in progress). Every request naming a session is checked
-//! against its owner, whatever its method.
+//! against its owner, whatever its method. A principal is counted and owns sessions in one
+//! tenant ([`owner_key`]): the same person acting in another tenant (an OAuth `sub` whose
+//! token names another tenant) is another owner, with caps of its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -38,17 +40,17 @@ pub(crate) struct Sessions {
 struct Owners {
     /// Session id → who opened it.
     owner: HashMap<String, Owner>,
-    /// Principal id → sessions open or being opened.
+    /// Owner key ([`owner_key`]) → sessions open or being opened.
     held: HashMap<Arc<str>, usize>,
     /// Sessions being opened, all principals together.
     opening: usize,
-    /// Principal id → open streams: GET streams, and POST requests not answered yet.
+    /// Owner key → open streams: GET streams, and POST requests not answered yet.
     streams: HashMap<Arc<str>, usize>,
 }
 
 /// Who opened a session, and what its requests answered without rmcp need.
 struct Owner {
-    /// The principal's key.
+    /// The owner's key ([`owner_key`]): its tenant and principal.
     principal: Arc<str>,
     /// The principal as it opened the session (its subject, with its scopes).
     opener: Principal,
@@ -272,7 +274,7 @@ pub(crate) async fn guard_sessions(
         return next.run(request).await;
     };
     let opener = principal.clone();
-    let principal: Arc<str> = principal.key().clone();
+    let principal = owner_key(principal);
     let session = request
         .headers()
         .get(SESSION_ID)
@@ -356,6 +358,14 @@ pub(crate) async fn guard_sessions(
         // A session rmcp closed is still named here until the next sweep; rmcp answers 404.
         _ => next.run(request).await,
     }
+}
+
+/// The key the edge owns sessions and counts sessions and streams under: the principal (its
+/// issuer and id, [`Principal::key`]) in its subject's tenant, unambiguously (the tenant's
+/// length first).
+fn owner_key(principal: &Principal) -> Arc<str> {
+    let tenant = principal.subject().tenant();
+    Arc::from(format!("{}:{tenant}/{}", tenant.len(), principal.key()))
 }
 
 /// A POST request, counted as a stream of `principal` while its answer streams; 429 when

@@ -153,10 +153,13 @@ async fn still_served(edge: &Edge) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_and_slowloris_connections_are_closed_while_a_client_is_served() {
+    // Every socket comes from 127.0.0.1: the unauthenticated share of one address is lifted,
+    // so that the timeouts alone are tested.
     let edge = serve(
         EdgeLimits::default()
             .with_header_read_timeout(Duration::from_secs(1))
-            .with_idle_timeout(Duration::from_secs(1)),
+            .with_idle_timeout(Duration::from_secs(1))
+            .with_max_unauthenticated_connections_per_ip(256),
     )
     .await;
     // 40 sockets that send nothing, 40 that send half a request and stop.
@@ -217,6 +220,7 @@ async fn connections_over_the_limit_are_closed_at_once_and_clients_under_it_serv
     let edge = serve(
         EdgeLimits::default()
             .with_max_connections(20)
+            .with_max_unauthenticated_connections_per_ip(256)
             .with_idle_timeout(Duration::from_secs(30))
             .with_header_read_timeout(Duration::from_secs(30)),
     )
@@ -864,10 +868,10 @@ async fn unauthenticated_connections_are_capped_apart_from_authenticated_ones() 
         );
         authenticated.push(socket);
     }
-    // Two unauthenticated: one idle, one whose token is bad (refused, still unauthenticated).
+    // Two unauthenticated, idle (one refused for a bad token would be closed: see
+    // `one_ip_cannot_hold_every_unauthenticated_place`).
     let _idle = TcpStream::connect(edge.addr).await.unwrap();
-    let mut bad = TcpStream::connect(edge.addr).await.unwrap();
-    assert_eq!(raw_request(&mut bad, "not-a-token", "{}").await, 401);
+    let bad = TcpStream::connect(edge.addr).await.unwrap();
     for _ in 0..3 {
         let mut over = TcpStream::connect(edge.addr).await.unwrap();
         assert!(
@@ -879,7 +883,7 @@ async fn unauthenticated_connections_are_capped_apart_from_authenticated_ones() 
     for socket in &mut authenticated {
         assert_eq!(raw_request(socket, RELEASE_TOKEN, "not json").await, 400);
     }
-    // Once the bad one goes, a new connection gets its place and can authenticate.
+    // Once one goes, a new connection gets its place and can authenticate.
     drop(bad);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -887,6 +891,69 @@ async fn unauthenticated_connections_are_capped_apart_from_authenticated_ones() 
         if !closed_at_once_quick(&mut again).await {
             assert_eq!(
                 raw_request(&mut again, SUPPORT_TOKEN, "not json").await,
+                400
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place was not given back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 45, N9/M4: one address holds at most half the unauthenticated places, and then no
+/// more than `max_unauthenticated_connections_per_ip`, so another address still connects and
+/// is served; a connection refused for its token is closed after the 401, giving its place
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_ip_cannot_hold_every_unauthenticated_place() {
+    let edge = serve(
+        EdgeLimits::default()
+            .with_max_unauthenticated_connections(16)
+            .with_max_unauthenticated_connections_per_ip(4)
+            .with_header_read_timeout(Duration::from_secs(20))
+            .with_idle_timeout(Duration::from_secs(20)),
+    )
+    .await;
+    // 127.0.0.2 tries to take every unauthenticated place: it gets half of them (a burst of
+    // parallel connections is let in until then), and then no more.
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        held.push(connect_from([127, 0, 0, 2], edge.addr).await);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for _ in 0..16 {
+        let mut over = connect_from([127, 0, 0, 2], edge.addr).await;
+        assert!(
+            closed_at_once(&mut over).await,
+            "a ninth unauthenticated connection from 127.0.0.2 stayed open"
+        );
+    }
+    // Another source connects and is served.
+    let mut other = connect_from([127, 0, 0, 3], edge.addr).await;
+    assert!(!closed_at_once_quick(&mut other).await);
+    assert_eq!(
+        raw_request(&mut other, SUPPORT_TOKEN, "not json").await,
+        400
+    );
+    // A connection refused for its token is answered 401 with `Connection: close`, and
+    // closed: its place goes back to its source, which can then authenticate.
+    let mut bad = held.pop().unwrap();
+    let request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer not-a-token\r\n\
+                   Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    bad.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    within("the 401 and the close", bad.read_to_end(&mut answer))
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 401"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut again = connect_from([127, 0, 0, 2], edge.addr).await;
+        if !closed_at_once_quick(&mut again).await {
+            assert_eq!(
+                raw_request(&mut again, RELEASE_TOKEN, "not json").await,
                 400
             );
             break;
@@ -1007,6 +1074,86 @@ async fn the_loopback_principal_is_refused_to_forwarded_requests() {
     shutdown.cancel();
 }
 
+/// A TCP forwarder on loopback in front of `target`, as `socat` or `ssh -L` are: it copies
+/// bytes both ways and adds nothing. Its address; it stops with `stop`.
+async fn tcp_forwarder(target: SocketAddr, stop: CancellationToken) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let accepted = tokio::select! {
+                () = stop.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((mut inbound, _)) = accepted else {
+                continue;
+            };
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                let Ok(mut outbound) = TcpStream::connect(target).await else {
+                    return;
+                };
+                tokio::select! {
+                    () = stop.cancelled() => {}
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// Issue 45, M9: a raw TCP forwarder on the same host is not detectable. Through one, a
+/// request without a token acts as the loopback principal (the known behaviour
+/// `HttpConfig::require_token_on_loopback` exists for); with that option it is refused 401,
+/// through the forwarder and directly, while a token is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_tcp_forwarder_require_token_on_loopback_refuses_requests_without_a_token() {
+    async fn start(require_token: bool) -> (SocketAddr, CancellationToken) {
+        let registry = registry_examples::registry().build().unwrap();
+        let shutdown = CancellationToken::new();
+        let mut config = HttpConfig::new(Tokens::load(tokens_file()).unwrap())
+            .with_addr("127.0.0.1:0".parse().unwrap())
+            .with_loopback_principal(registry_mcp::Principal::new(
+                "local",
+                registry_core::Subject::new("acme").with_scopes(["build:read"]),
+            ))
+            .with_shutdown(shutdown.clone());
+        if require_token {
+            config = config.require_token_on_loopback();
+        }
+        let server = HttpServer::bind(registry, config).await.unwrap();
+        let addr = server.local_addr();
+        tokio::spawn(server.serve());
+        (addr, shutdown)
+    }
+    async fn initialize(addr: SocketAddr, token: Option<&str>) -> StatusCode {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/mcp"))
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        within("a request", request.send()).await.unwrap().status()
+    }
+    // Without the option: the forwarder's tokenless client acts as the loopback principal.
+    let (server, shutdown) = start(false).await;
+    let forwarder = tcp_forwarder(server, shutdown.clone()).await;
+    assert_eq!(initialize(forwarder, None).await, StatusCode::OK);
+    shutdown.cancel();
+    // With it: refused, through the forwarder and directly; a token is still served.
+    let (server, shutdown) = start(true).await;
+    let forwarder = tcp_forwarder(server, shutdown.clone()).await;
+    for addr in [forwarder, server] {
+        assert_eq!(initialize(addr, None).await, StatusCode::UNAUTHORIZED);
+        assert_eq!(initialize(addr, Some(SUPPORT_TOKEN)).await, StatusCode::OK);
+    }
+    shutdown.cancel();
+}
+
 /// A 2026-07-28 client of `token` (no session: each request stands alone).
 async fn discover(
     edge: &Edge,
@@ -1067,4 +1214,166 @@ async fn subscriptions_listen_streams_count_against_the_principals_stream_cap() 
     };
     let (tools, _) = list_all(third.peer()).await;
     assert_eq!(names(&tools), WRITER_TOOLS);
+}
+
+/// The peak memory (`VmHWM`) of process `pid`, in bytes.
+fn peak_memory(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|line| line.starts_with("VmHWM:"))
+        .expect("VmHWM in /proc/PID/status");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|kib| kib.parse().ok())
+        .expect("VmHWM in kB");
+    kib * 1024
+}
+
+/// `head`, then `unit` (given its index) as many times as fits in `size` bytes with `tail`.
+fn filled(head: &str, unit: impl Fn(usize) -> String, tail: &str, size: usize) -> String {
+    let mut body = head.to_owned();
+    let mut index = 0;
+    loop {
+        let next = unit(index);
+        if body.len() + next.len() + tail.len() > size {
+            break;
+        }
+        body.push_str(&next);
+        index += 1;
+    }
+    body.push_str(tail);
+    body
+}
+
+/// Issue 45, L11: every message is bounded before it is built. Eight shapes of hostile body,
+/// each about 8 MiB (the default `max_message_bytes`), sent four at a time with a valid token
+/// in a session of the example server (a child process, no rate limit): each is refused with
+/// a 4xx naming what was wrong, and the server's peak memory stays under 200 MB. Before the
+/// edge read `id` without building it, counted values and refused batches, the first shape
+/// alone took about 108 MB per request (rmcp's parser, and the registry's for a plain call's
+/// arguments, build a `Value` and more per element).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_bodies_of_any_shape_are_refused_within_bounded_memory() {
+    const SIZE: usize = 8 * 1024 * 1024 - 1024;
+    let server = start_logged(&["--rate", "0"]).await;
+    let session = open_session(&server.url, RELEASE_TOKEN).await.unwrap();
+    let before = peak_memory(server.pid());
+    let zeros = |_| "0,".to_owned();
+    let list_tail = r#"0],"method":"tools/list"}"#;
+    let level = format!("[{}", "0,".repeat(SIZE / 200 - 1));
+    let nested = format!(
+        r#"{{"jsonrpc":"2.0","id":{}0{},"method":"tools/list"}}"#,
+        level.repeat(100),
+        "]".repeat(100)
+    );
+    let shapes: Vec<(&str, String, &str)> = vec![
+        (
+            "an id of zeros",
+            filled(r#"{"jsonrpc":"2.0","id":["#, zeros, list_tail, SIZE),
+            "`id` is an array",
+        ),
+        (
+            "an object id",
+            filled(
+                r#"{"jsonrpc":"2.0","id":{"#,
+                |index| format!(r#""{index}":0,"#),
+                r#""end":0},"method":"tools/list"}"#,
+                SIZE,
+            ),
+            "`id` is an object",
+        ),
+        (
+            "arrays nested 100 deep in the id",
+            nested,
+            "`id` is an array",
+        ),
+        (
+            "a long string id",
+            filled(
+                r#"{"jsonrpc":"2.0","id":""#,
+                |_| "a".to_owned(),
+                r#"","method":"tools/list"}"#,
+                SIZE,
+            ),
+            "longer than 1024 bytes",
+        ),
+        (
+            "tools/list with huge params",
+            filled(
+                r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"x":["#,
+                zeros,
+                "0]}}",
+                SIZE,
+            ),
+            "max_message_values",
+        ),
+        (
+            "a plain call with 4 MiB of arguments",
+            filled(
+                r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_status","arguments":{"project":"web","x":["#,
+                zeros,
+                "0]}}}",
+                4 * 1024 * 1024 - 1024,
+            ),
+            "max_message_values",
+        ),
+        (
+            "a call with a huge _meta",
+            filled(
+                r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"get_status","arguments":{"project":"web"},"_meta":{"x":["#,
+                zeros,
+                "0]}}}",
+                SIZE,
+            ),
+            "max_message_values",
+        ),
+        (
+            "a batch",
+            filled(
+                "[",
+                |index| format!(r#"{{"jsonrpc":"2.0","id":{index},"method":"tools/list"}},"#),
+                r#"{"jsonrpc":"2.0","id":0,"method":"tools/list"}]"#,
+                SIZE,
+            ),
+            "batches are not accepted",
+        ),
+    ];
+    for (shape, body, problem) in shapes {
+        assert!(body.len() <= SIZE, "{shape}");
+        let body = std::sync::Arc::new(body);
+        let sent: Vec<_> = (0..4)
+            .map(|_| {
+                let (url, session, body) = (server.url.clone(), session.clone(), body.clone());
+                tokio::spawn(async move {
+                    let response = post(&url, RELEASE_TOKEN, Some(&session), &body).await;
+                    let status = response.status();
+                    (status, within("an answer", response.text()).await.unwrap())
+                })
+            })
+            .collect();
+        for answer in sent {
+            let (status, text) = answer.await.unwrap();
+            assert!(
+                status.is_client_error(),
+                "{shape}: {status} {}",
+                &text[..text.len().min(300)]
+            );
+            assert!(
+                text.len() < 1024 && text.contains(problem),
+                "{shape}: {}",
+                &text[..text.len().min(300)]
+            );
+        }
+    }
+    let peak = peak_memory(server.pid());
+    eprintln!("peak memory: {before} bytes before, {peak} bytes after");
+    assert!(
+        peak < 200_000_000,
+        "the server's peak memory reached {peak} bytes (from {before})"
+    );
+    // The server still serves the session.
+    let listed = message(post(&server.url, RELEASE_TOKEN, Some(&session), LIST).await).await;
+    assert!(listed.get("result").is_some(), "{listed}");
 }

@@ -1373,3 +1373,50 @@ async fn a_jwt_typed_as_something_else_than_an_access_token_is_refused() {
         assert!(challenge.contains("`typ`"), "{typ}: {challenge}");
     }
 }
+
+/// Issue 45, L1: the edge owns sessions per principal *in a tenant*. The same user (issuer
+/// and `sub`) with a token for another tenant is another owner: every method on the first
+/// tenant's session gets 404, as an unknown session (a DELETE would otherwise have closed it:
+/// rmcp closes a session without asking the handler), and the session still serves its
+/// owner; and the caps on sessions are per tenant, so a full cap in one does not refuse the
+/// other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_user_under_another_tenant_cannot_use_or_close_the_session() {
+    let idp = start_idp(vec![key_a().jwk]).await;
+    let mcp = serve(idp.oauth(), false).await;
+    let acme = mint(&key_a(), &claims("alice", "build:read"));
+    let mut in_globex = claims("alice", "build:read");
+    in_globex["tenant"] = json!("globex");
+    let globex = mint(&key_a(), &in_globex);
+    let session = open_session(&mcp.url, &acme).await;
+    let list = r#"{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}"#;
+    let response = raw(&mcp.url, Some(&globex), Some(&session), list).await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let response = within(
+            "a request on the session",
+            reqwest::Client::new()
+                .request(method.clone(), &mcp.url)
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-11-25")
+                .header("authorization", format!("Bearer {globex}"))
+                .header("mcp-session-id", &session)
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{method}");
+    }
+    // The session still serves its owner.
+    let response = raw(&mcp.url, Some(&acme), Some(&session), list).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let text = within("the tools", response.text()).await.unwrap();
+    assert!(text.contains("get_status"), "{text}");
+    // Alice fills her cap of sessions in acme (16, the default): in globex she still opens one.
+    for _ in 1..16 {
+        open_session(&mcp.url, &acme).await;
+    }
+    let refused = raw(&mcp.url, Some(&acme), None, INITIALIZE).await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    open_session(&mcp.url, &globex).await;
+}

@@ -282,3 +282,35 @@ async fn the_applications_results_carry_a_result_type() {
     assert_eq!(names, ["hello"]);
     within("shutdown", alice.cancel()).await.unwrap();
 }
+
+/// Issue 45, N6: the store of used requestStates has a share per principal. Alice approves
+/// twice as many calls as her share while the store has room for all of them: past her share
+/// she is refused (saying so), and the store keeps room, so Bob's approval retry still runs.
+/// Before the share, Alice's states filled the whole store and Bob was refused ("too many
+/// requestStates are in use on this server").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_principal_cannot_fill_the_store_of_used_request_states() {
+    let deploys = Arc::new(AtomicUsize::new(0));
+    let options = ServerOptions::default()
+        .with_request_states(Duration::from_secs(600), 6)
+        .with_request_state_capacity_per_principal(3);
+    let url = serve(registry(&deploys), options).await;
+    let alice = client(&url, ALICE).await;
+    let bob = client(&url, BOB).await;
+    for round in 0..6 {
+        let state = ask(&alice, "production").await;
+        if round < 3 {
+            ran(&alice, approving("production", &state)).await;
+        } else {
+            let message = refused(&alice, approving("production", &state)).await;
+            assert!(message.contains("of this user are in use"), "{message}");
+        }
+    }
+    assert_eq!(deploys.load(Ordering::SeqCst), 3);
+    let state = ask(&bob, "production").await;
+    ran(&bob, approving("production", &state)).await;
+    assert_eq!(deploys.load(Ordering::SeqCst), 4);
+    for client in [alice, bob] {
+        within("shutdown", client.cancel()).await.unwrap();
+    }
+}

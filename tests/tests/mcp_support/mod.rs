@@ -329,6 +329,11 @@ pub struct ExampleServer {
 }
 
 impl ExampleServer {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("the server runs")
+    }
+
     /// Kills the server with SIGKILL (`kill -9`): no shutdown, nothing flushed.
     pub async fn kill_9(&mut self) {
         self.child.kill().await.expect("the server is killed");
