@@ -12,6 +12,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall};
+// `versioned_lookup`'s second version.
+registry_core::link!(inline_v2);
 use serde_json::{Value, json};
 
 /// The tests of this file count the pool's threads of the whole process: one at a time.
@@ -532,6 +534,155 @@ mod quick {
     }
 }
 
+/// A tool whose running time its caller chooses, and the first version of a tool whose
+/// second is declared by the crate `inline-v2`, each reporting the thread it ran on by id.
+mod chosen {
+    use std::time::Duration;
+
+    fn work(ms: u64) -> String {
+        if ms > 0 {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        format!("{:?}", std::thread::current().id())
+    }
+
+    pub mod attacked {
+        /// Look a key up, taking `ms` milliseconds; report the thread this call ran on.
+        #[registry_core::tool(public)]
+        fn chosen_lookup(ms: u64) -> String {
+            super::work(ms)
+        }
+    }
+
+    pub mod v1 {
+        /// Look a key up, taking `ms` milliseconds; report the thread this call ran on.
+        #[registry_core::tool(public)]
+        fn versioned_lookup(ms: u64) -> String {
+            super::work(ms)
+        }
+    }
+}
+
+/// The id of the thread a call of `name` taking `ms` milliseconds ran on, or the error.
+async fn ran_on_id(run: &registry_core::Run, name: &str, ms: u64) -> String {
+    let observation = run.call(ToolCall::new("c", name, json!({"ms": ms}))).await;
+    match observation.value() {
+        Some(Value::String(thread)) => thread.clone(),
+        _ => panic!("{name}: {observation:?}"),
+    }
+}
+
+/// Calls `name` quickly until a call runs on the thread `here` (by id), at most 200 times;
+/// whether one did.
+async fn quick_until_inline(run: &registry_core::Run, name: &str, here: &str) -> bool {
+    for _ in 0..200 {
+        if ran_on_id(run, name, 0).await == here {
+            return true;
+        }
+    }
+    false
+}
+
+/// The review's attack (security review of 2026-12-04, T5-2): one caller makes a tool slow
+/// at will (its running time is an argument) and calls it slowly 20 times, with 100 quick
+/// calls between each. Before, every quick call repaid the tool's debt of 4, 16, 64... quick
+/// runs, so the slow call ran on the runtime's own thread again and again (6 of 20). Now the
+/// version that ran slow there once stays on the pool: at most one stall.
+#[test]
+fn one_caller_choosing_when_a_tool_is_slow_stalls_the_runtime_once_at_most() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let registry = Registry::builder()
+        .declared_in(["blocking::chosen::attacked"])
+        .build()
+        .unwrap();
+    let run = registry.open_run("run", &subject());
+    let here = format!("{:?}", std::thread::current().id());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let on_this_thread = runtime.block_on(async {
+        assert!(
+            quick_until_inline(&run, "chosen_lookup", &here).await,
+            "chosen_lookup never ran on the runtime's thread in 200 quick calls"
+        );
+        let mut on_this_thread = 0;
+        for _ in 0..20 {
+            on_this_thread += usize::from(ran_on_id(&run, "chosen_lookup", 25).await == here);
+            for _ in 0..100 {
+                ran_on_id(&run, "chosen_lookup", 0).await;
+            }
+        }
+        on_this_thread
+    });
+    assert!(
+        on_this_thread <= 1,
+        "{on_this_thread} of 20 slow calls ran on the runtime's own thread"
+    );
+    eprintln!(
+        "{on_this_thread} of 20 slow calls on the runtime's thread, in {:?}",
+        started.elapsed()
+    );
+}
+
+/// The record of a stall follows the tool's version, not its registry or its name: the same
+/// version in another registry, or revoked and restored, stays on the pool; a new version
+/// (another declaration of the name) proves itself and runs inline.
+#[test]
+fn only_a_new_version_of_a_tool_that_stalled_runs_inline_again() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let build = |module: &str| Registry::builder().declared_in([module]).build().unwrap();
+    let first = build("blocking::chosen::v1");
+    let again = build("blocking::chosen::v1");
+    let second = build("inline_v2");
+    let version = |registry: &Registry| {
+        registry
+            .get("versioned_lookup")
+            .unwrap()
+            .version_fingerprint()
+    };
+    assert_eq!(version(&first), version(&again));
+    assert_ne!(version(&first), version(&second));
+    let here = format!("{:?}", std::thread::current().id());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let run = first.open_run("run", &subject());
+        assert!(quick_until_inline(&run, "versioned_lookup", &here).await);
+        // It stalls this thread once (or, if the machine preempted a quick run past the
+        // bound, it stalled already, on a quick run).
+        ran_on_id(&run, "versioned_lookup", 20).await;
+        for _ in 0..50 {
+            assert_ne!(ran_on_id(&run, "versioned_lookup", 0).await, here);
+        }
+        // Revoked and restored: the same version, still on the pool.
+        first.revoke("versioned_lookup", "test").unwrap();
+        first.restore("versioned_lookup", "test").unwrap();
+        let run = first.open_run("run-2", &subject());
+        for _ in 0..50 {
+            assert_ne!(ran_on_id(&run, "versioned_lookup", 0).await, here);
+        }
+        // The same version in another registry of the process: on the pool too.
+        let run = again.open_run("run", &subject());
+        for _ in 0..50 {
+            assert_ne!(ran_on_id(&run, "versioned_lookup", 0).await, here);
+        }
+        // A new version proves itself quick on the pool, then runs here.
+        let run = second.open_run("run", &subject());
+        assert!(
+            quick_until_inline(&run, "versioned_lookup", &here).await,
+            "the new version never ran inline"
+        );
+    });
+}
+
 /// Where a call of `name` ran: its thread's name, or the error.
 async fn ran_on(run: &registry_core::Run, name: &str) -> String {
     let observation = run.call(call("c", name)).await;
@@ -648,13 +799,11 @@ fn a_quick_tool_runs_inline_and_one_that_turns_slow_stalls_one_call_then_goes_ba
         );
         assert_eq!(stalls.len(), 1, "stalled more than once: {stalls:?}");
 
-        // Quick again: it owes four quick runs on the pool (its first strike) before it
-        // runs here again.
-        let pooled = pooled_until_inline(&run, "whereabouts", &here).await;
-        assert!(
-            pooled >= 4,
-            "inline again after {pooled} quick runs on the pool"
-        );
+        // Quick again: the version that stalled this thread stays on the pool for good,
+        // however many quick runs it makes there.
+        for _ in 0..50 {
+            assert_eq!(ran_on(&run, "whereabouts").await, "registry-tool");
+        }
     });
 }
 
