@@ -822,7 +822,7 @@ fn changing_while_deciding(
         )
         .build()
         .unwrap();
-    cell.set(registry.clone()).ok().expect("set once");
+    assert!(cell.set(registry.clone()).is_ok(), "set once");
     registry
 }
 
