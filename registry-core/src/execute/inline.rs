@@ -23,9 +23,10 @@
 //!   run quick on the pool once more before it runs inline, so that many tools turning slow
 //!   at once stall their caller's worker once.
 //!
-//! A run the machine preempts past [`QUICK`] counts as slow too: timing the thread's own CPU
-//! time, or its context switches, would tell the two apart, but costs a system call per run,
-//! as much as the hop saves. On a loaded host a quick tool so ends on the pool soon.
+//! A run the machine preempts past [`QUICK`] counts as slow too: the thread's own CPU time, or
+//! its context switches, would tell the two apart, but reading them is a system call per run
+//! (hundreds of nanoseconds), more than running inline adds to `call_blocking` (about 150). On
+//! a loaded host a quick tool so ends on the pool soon.
 //!
 //! So the worst case is one stall per tool version per process, of that one run's length: a
 //! caller who learns which input makes a tool slow gets one stall from it, not one per so many
