@@ -561,6 +561,14 @@ mod chosen {
             super::work(ms)
         }
     }
+
+    pub mod paced {
+        /// Look a key up, taking `ms` milliseconds; report the thread this call ran on.
+        #[registry_core::tool(public)]
+        fn paced_lookup(ms: u64) -> String {
+            super::work(ms)
+        }
+    }
 }
 
 /// The id of the thread a call of `name` taking `ms` milliseconds ran on, or the error.
@@ -626,6 +634,86 @@ fn one_caller_choosing_when_a_tool_is_slow_stalls_the_runtime_once_at_most() {
         "{on_this_thread} of 20 slow calls on the runtime's thread, in {:?}",
         started.elapsed()
     );
+}
+
+/// How long the first inline run between the inline bound (50 µs) and the stall bound (5 ms)
+/// sends a tool version to the pool: registry-core's `execute::inline::POOLED_FOR`.
+const POOLED_FOR: Duration = Duration::from_secs(1);
+
+/// A run over the inline bound but not a stall (1 ms: a preempted run looks the same) sends
+/// the tool's version to the pool for a time that only the clock ends, and that doubles with
+/// each such run: quick calls by any caller do not bring it back early (before, with a debt
+/// of quick runs, four did; then, with any slow run counted as a stall, nothing did, ever).
+#[test]
+fn a_run_slow_but_not_stalled_sends_the_tool_to_the_pool_for_a_time_only_the_clock_ends() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let build = || {
+        Registry::builder()
+            .declared_in(["blocking::chosen::paced"])
+            .build()
+            .unwrap()
+    };
+    let (registry, elsewhere) = (build(), build());
+    let run = registry.open_run("run", &subject());
+    // Another caller: another run, of another registry of the process.
+    let other = elsewhere.open_run("other", &subject());
+    let here = format!("{:?}", std::thread::current().id());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        assert!(
+            quick_until_inline(&run, "paced_lookup", &here).await,
+            "paced_lookup never ran on the runtime's thread in 200 quick calls"
+        );
+        assert_eq!(
+            ran_on_id(&run, "paced_lookup", 1).await,
+            here,
+            "the 1 ms run did not run inline"
+        );
+        let sent = Instant::now();
+        for i in 0..100 {
+            let caller = if i % 2 == 0 { &run } else { &other };
+            assert_ne!(
+                ran_on_id(caller, "paced_lookup", 0).await,
+                here,
+                "quick call {i} after the slow run ran inline"
+            );
+        }
+        assert!(
+            sent.elapsed() < POOLED_FOR,
+            "100 quick calls took {:?}: the test proves nothing on so slow a host",
+            sent.elapsed()
+        );
+        // Once the clock has run the interval out, a quick run on the pool brings it back.
+        tokio::time::sleep_until((sent + POOLED_FOR + Duration::from_millis(50)).into()).await;
+        assert!(
+            quick_until_inline(&run, "paced_lookup", &here).await,
+            "paced_lookup did not run inline again {:?} after its slow run",
+            sent.elapsed()
+        );
+        // A second such run sends it away for twice as long.
+        assert_eq!(
+            ran_on_id(&run, "paced_lookup", 1).await,
+            here,
+            "the second 1 ms run did not run inline"
+        );
+        let sent = Instant::now();
+        tokio::time::sleep_until((sent + POOLED_FOR.mul_f64(1.2)).into()).await;
+        for i in 0..20 {
+            let caller = if i % 2 == 0 { &run } else { &other };
+            assert_ne!(
+                ran_on_id(caller, "paced_lookup", 0).await,
+                here,
+                "quick call {i}, {:?} after the second slow run, ran inline",
+                sent.elapsed()
+            );
+        }
+        assert!(sent.elapsed() < POOLED_FOR * 2, "{:?}", sent.elapsed());
+    });
 }
 
 /// The record of a stall follows the tool's version, not its registry or its name: the same
