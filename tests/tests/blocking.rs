@@ -595,7 +595,7 @@ async fn quick_until_inline(run: &registry_core::Run, name: &str, here: &str) ->
 /// at will (its running time is an argument) and calls it slowly 20 times, with 100 quick
 /// calls between each. Before, every quick call repaid the tool's debt of 4, 16, 64... quick
 /// runs, so the slow call ran on the runtime's own thread again and again (6 of 20). Now the
-/// version that ran slow there once stays on the pool: at most one stall.
+/// version that stalled there once (a run over 5 ms) stays on the pool: at most one stall.
 #[test]
 fn one_caller_choosing_when_a_tool_is_slow_stalls_the_runtime_once_at_most() {
     let _serial = SERIAL

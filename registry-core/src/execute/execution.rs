@@ -82,8 +82,8 @@ impl Future for Started<'_> {
 
 /// Starts `tool` in an async context; the returned future ends the call. A synchronous tool
 /// runs on the caller's thread (an async worker) only when declared `non_blocking`, or once it
-/// has proved quick and until its version first runs slow there (`execute/inline.rs`): then it
-/// runs now, to its end. Any other runs on
+/// has proved quick, while its version is not sent to the pool for a slow run there
+/// (`execute/inline.rs`): then it runs now, to its end. Any other runs on
 /// `pool`: a call that finds every thread busy waits for one, boundedly, else is refused
 /// `Unavailable`. A call whose cancellation is tripped ends `Cancelled`: an async tool's
 /// future is dropped, a synchronous tool's result discarded (it sees
@@ -112,7 +112,7 @@ pub(crate) fn start<'a>(
                 &cancellation,
             )));
         }
-        // A quick tool runs here until its version first runs slow here (execute/inline.rs).
+        // A quick tool runs here unless its version was sent to the pool (execute/inline.rs).
         let gate = pool.inline_gate();
         let eligible = !tool.settings().blocking && !tool.uses_context();
         if let Some(slot) = eligible.then(|| gate.admit(tool.inline_record())).flatten() {

@@ -37,8 +37,8 @@
 //! of the process.
 //!
 //! So the worst case, per tool version and process, is one stall, of that one run's length,
-//! plus runs between [`QUICK`] and [`STALL`] at most once per interval: in the first `T`
-//! seconds after the first, at most `1 + log2(1 + T)` of them (12 in the first hour), then
+//! plus runs between [`QUICK`] and [`STALL`] at most once per interval: counting from the
+//! first of these, at most `1 + log2(1 + T)` within `T` seconds (12 in the first hour), then
 //! one an hour. A caller who learns which input makes a tool slow gets one stall from it, not
 //! one per so many quick calls. The versions are kept in a table of the process, at most
 //! [`MAX_VERSIONS`]; a version first seen once it is full runs on the pool always (a program
