@@ -356,7 +356,10 @@ mod tests {
             .expect("quick on the pool")
             .end(QUICK + Duration::from_micros(1));
         let first = pooled_until(&record);
-        assert!((before + 1_000..=clock() + 1_000).contains(&first), "{first}");
+        assert!(
+            (before + 1_000..=clock() + 1_000).contains(&first),
+            "{first}"
+        );
         // No quick run anywhere, however many, brings it back early, in any registry.
         let (other_gate, other) = (InlineGate::default(), InlineRecord::default());
         for _ in 0..1_000 {
@@ -418,7 +421,9 @@ mod tests {
         let (slow, other) = (InlineRecord::default(), InlineRecord::default());
         quick_on_pool(&gate, &slow, version);
         quick_on_pool(&gate, &other, version + 1);
-        gate.admit(&slow).expect("quick").end(Duration::from_millis(1));
+        gate.admit(&slow)
+            .expect("quick")
+            .end(Duration::from_millis(1));
         assert!(gate.admit(&other).is_none(), "inline in the old epoch");
         quick_on_pool(&gate, &other, version + 1);
         gate.admit(&other).expect("quick again").end(Duration::ZERO);
