@@ -563,10 +563,19 @@ mod chosen {
     }
 
     pub mod paced {
-        /// Look a key up, taking `ms` milliseconds; report the thread this call ran on.
+        use std::time::{Duration, Instant};
+
+        /// Look a key up, taking `ms` milliseconds of work; report the thread this call ran
+        /// on.
         #[registry_core::tool(public)]
         fn paced_lookup(ms: u64) -> String {
-            super::work(ms)
+            // Spinning, not sleeping: a sleeper woken late on a busy host could pass the
+            // stall bound (5 ms) and turn the test's slow run into a stall.
+            let until = Instant::now() + Duration::from_millis(ms);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            format!("{:?}", std::thread::current().id())
         }
     }
 }
