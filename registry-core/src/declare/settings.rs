@@ -209,7 +209,7 @@ pub struct ToolSettings {
     /// that takes no `&ToolContext` runs on its caller's task once it has shown itself quick
     /// (its runs on the pool within 50 µs). An inline run over 50 µs sends that version of it
     /// back to the pool, in every registry of the process, for a time that doubles with each
-    /// such run (1 s, 2 s, 4 s... at most an hour), and one over 5 ms (a stall) for good: at
+    /// such run (100 ms, 200 ms, 400 ms... at most an hour), and one over 5 ms (a stall) for good: at
     /// most one stall of its caller's worker per tool version per process; see the guide's
     /// `call.md`, "Async and blocking". Tools built at run time
     /// ([`DynamicTool`](crate::DynamicTool)) run on the pool unless `non_blocking`. Always

@@ -17,8 +17,8 @@
 //! - **Slow, not stalled.** An inline run that takes longer than [`QUICK`] but at most
 //!   [`STALL`] (5 ms) sends its tool's version, by its
 //!   [`version_fingerprint`](crate::Tool::version_fingerprint), to the pool, in every registry,
-//!   for a time that doubles with each such run of that version: [`POOLED_FOR`] (1 s), 2 s,
-//!   4 s, ... at most [`POOLED_AT_MOST`] (1 h). Only the clock ends that time: no call, quick or
+//!   for a time that doubles with each such run of that version: [`POOLED_FOR`] (100 ms),
+//!   200 ms, 400 ms, ... at most [`POOLED_AT_MOST`] (1 h). Only the clock ends that time: no call, quick or
 //!   slow, by any caller, shortens it. After it, the version runs inline again once it has
 //!   run quick on the pool.
 //! - **Stalled.** An inline run that takes longer than [`STALL`] is a stall: its version runs
@@ -33,13 +33,13 @@
 //! [`STALL`] as a stall: the thread's own CPU time, or its context switches, would tell them
 //! apart, but reading them is a system call per run (hundreds of nanoseconds), more than
 //! running inline adds to `call_blocking` (about 150). A preemption of a few milliseconds (the
-//! common kind on a loaded host) costs a quick tool a second or more on the pool, not the rest
+//! common kind on a loaded host) costs a quick tool 100 ms or more on the pool, not the rest
 //! of the process.
 //!
 //! So the worst case, per tool version and process, is one stall, of that one run's length,
 //! plus runs between [`QUICK`] and [`STALL`] at most once per interval: counting from the
-//! first of these, at most `1 + log2(1 + T)` within `T` seconds (12 in the first hour), then
-//! one an hour. A caller who learns which input makes a tool slow gets one stall from it, not
+//! first of these, at most `1 + log2(1 + 10 T)` within `T` seconds (16 in the first hour),
+//! then one an hour. A caller who learns which input makes a tool slow gets one stall from it, not
 //! one per so many quick calls. The versions are kept in a table of the process, at most
 //! [`MAX_VERSIONS`]; a version first seen once it is full runs on the pool always (a program
 //! declares far fewer tools: only `#[tool]` functions run inline by measure, and their
@@ -64,7 +64,7 @@ pub(crate) const STALL: Duration = Duration::from_millis(5);
 
 /// How long the first inline run between [`QUICK`] and [`STALL`] sends a version to the pool;
 /// each next one of the same version doubles it, up to [`POOLED_AT_MOST`].
-pub(crate) const POOLED_FOR: Duration = Duration::from_secs(1);
+pub(crate) const POOLED_FOR: Duration = Duration::from_millis(100);
 
 /// The longest time one slow (not stalled) inline run sends a version to the pool.
 pub(crate) const POOLED_AT_MOST: Duration = Duration::from_secs(60 * 60);
@@ -324,25 +324,29 @@ mod tests {
 
     #[test]
     fn the_time_on_the_pool_doubles_with_each_slow_run_up_to_an_hour() {
-        let secs = |demotions| pooled_for(demotions).as_secs();
+        let millis = |demotions| pooled_for(demotions).as_millis();
         assert_eq!(pooled_for(1), POOLED_FOR);
+        assert_eq!(POOLED_FOR, Duration::from_millis(100));
         assert_eq!(
-            (1..=12).map(secs).collect::<Vec<_>>(),
-            [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1_024, 2_048]
+            (1..=16).map(millis).collect::<Vec<_>>(),
+            [
+                100, 200, 400, 800, 1_600, 3_200, 6_400, 12_800, 25_600, 51_200, 102_400, 204_800,
+                409_600, 819_200, 1_638_400, 3_276_800
+            ]
         );
-        assert_eq!(pooled_for(13), POOLED_AT_MOST);
+        assert_eq!(pooled_for(17), POOLED_AT_MOST);
         assert_eq!(POOLED_AT_MOST, Duration::from_secs(3_600));
-        for demotions in [14, 32, 33, 64, 1_000, u32::MAX] {
+        for demotions in [18, 32, 33, 64, 1_000, u32::MAX] {
             assert_eq!(pooled_for(demotions), POOLED_AT_MOST, "{demotions}");
         }
-        // In the first hour: 12 slow runs at most (each waits out the previous ones' times).
+        // In the first hour: 16 slow runs at most (each waits out the previous ones' times).
         let mut at = Duration::ZERO;
         let mut runs = 0;
         while at <= POOLED_AT_MOST {
             runs += 1;
             at += pooled_for(runs);
         }
-        assert_eq!(runs, 12);
+        assert_eq!(runs, 16);
     }
 
     #[test]
@@ -356,10 +360,8 @@ mod tests {
             .expect("quick on the pool")
             .end(QUICK + Duration::from_micros(1));
         let first = pooled_until(&record);
-        assert!(
-            (before + 1_000..=clock() + 1_000).contains(&first),
-            "{first}"
-        );
+        let base = u64::try_from(POOLED_FOR.as_millis()).unwrap();
+        assert!((before + base..=clock() + base).contains(&first), "{first}");
         // No quick run anywhere, however many, brings it back early, in any registry.
         let (other_gate, other) = (InlineGate::default(), InlineRecord::default());
         for _ in 0..1_000 {
@@ -380,7 +382,7 @@ mod tests {
             gate.admit(&record).expect("back").end(STALL);
             let until = pooled_until(&record);
             assert!(
-                (before + 1_000 * factor..=clock() + 1_000 * factor).contains(&until),
+                (before + base * factor..=clock() + base * factor).contains(&until),
                 "slow run {n}: {until} from {before}"
             );
             time_passes(&record);
