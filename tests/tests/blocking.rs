@@ -12,6 +12,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use registry_core::{DynamicTool, ErrorKind, Registry, Subject, ToolCall};
+// `versioned_lookup`'s second version.
+registry_core::link!(inline_v2);
 use serde_json::{Value, json};
 
 /// The tests of this file count the pool's threads of the whole process: one at a time.
@@ -532,6 +534,270 @@ mod quick {
     }
 }
 
+/// A tool whose running time its caller chooses, and the first version of a tool whose
+/// second is declared by the crate `inline-v2`, each reporting the thread it ran on by id.
+mod chosen {
+    use std::time::Duration;
+
+    fn work(ms: u64) -> String {
+        if ms > 0 {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
+        format!("{:?}", std::thread::current().id())
+    }
+
+    pub mod attacked {
+        /// Look a key up, taking `ms` milliseconds; report the thread this call ran on.
+        #[registry_core::tool(public)]
+        fn chosen_lookup(ms: u64) -> String {
+            super::work(ms)
+        }
+    }
+
+    pub mod v1 {
+        /// Look a key up, taking `ms` milliseconds; report the thread this call ran on.
+        #[registry_core::tool(public)]
+        fn versioned_lookup(ms: u64) -> String {
+            super::work(ms)
+        }
+    }
+
+    pub mod paced {
+        use std::time::{Duration, Instant};
+
+        /// Look a key up, taking `ms` milliseconds of work; report the thread this call ran
+        /// on.
+        #[registry_core::tool(public)]
+        fn paced_lookup(ms: u64) -> String {
+            // Spinning, not sleeping: a sleeper woken late on a busy host could pass the
+            // stall bound (5 ms) and turn the test's slow run into a stall.
+            let until = Instant::now() + Duration::from_millis(ms);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            format!("{:?}", std::thread::current().id())
+        }
+    }
+}
+
+/// The id of the thread a call of `name` taking `ms` milliseconds ran on, or the error.
+async fn ran_on_id(run: &registry_core::Run, name: &str, ms: u64) -> String {
+    let observation = run.call(ToolCall::new("c", name, json!({"ms": ms}))).await;
+    match observation.value() {
+        Some(Value::String(thread)) => thread.clone(),
+        _ => panic!("{name}: {observation:?}"),
+    }
+}
+
+/// Calls `name` quickly until a call runs on the thread `here` (by id), at most 200 times;
+/// whether one did.
+async fn quick_until_inline(run: &registry_core::Run, name: &str, here: &str) -> bool {
+    for _ in 0..200 {
+        if ran_on_id(run, name, 0).await == here {
+            return true;
+        }
+    }
+    false
+}
+
+/// The review's attack (security review of 2026-12-04, T5-2): one caller makes a tool slow
+/// at will (its running time is an argument) and calls it slowly 20 times, with 100 quick
+/// calls between each. Before, every quick call repaid the tool's debt of 4, 16, 64... quick
+/// runs, so the slow call ran on the runtime's own thread again and again (6 of 20). Now the
+/// version that stalled there once (a run over 5 ms) stays on the pool: at most one stall.
+#[test]
+fn one_caller_choosing_when_a_tool_is_slow_stalls_the_runtime_once_at_most() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let registry = Registry::builder()
+        .declared_in(["blocking::chosen::attacked"])
+        .build()
+        .unwrap();
+    let run = registry.open_run("run", &subject());
+    let here = format!("{:?}", std::thread::current().id());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let on_this_thread = runtime.block_on(async {
+        assert!(
+            quick_until_inline(&run, "chosen_lookup", &here).await,
+            "chosen_lookup never ran on the runtime's thread in 200 quick calls"
+        );
+        let mut on_this_thread = 0;
+        for _ in 0..20 {
+            on_this_thread += usize::from(ran_on_id(&run, "chosen_lookup", 25).await == here);
+            for _ in 0..100 {
+                ran_on_id(&run, "chosen_lookup", 0).await;
+            }
+        }
+        on_this_thread
+    });
+    assert!(
+        on_this_thread <= 1,
+        "{on_this_thread} of 20 slow calls ran on the runtime's own thread"
+    );
+    eprintln!(
+        "{on_this_thread} of 20 slow calls on the runtime's thread, in {:?}",
+        started.elapsed()
+    );
+}
+
+/// How long the first inline run between the inline bound (50 µs) and the stall bound (5 ms)
+/// sends a tool version to the pool: registry-core's `execute::inline::POOLED_FOR`.
+const POOLED_FOR: Duration = Duration::from_millis(100);
+
+/// A run over the inline bound but not a stall (1 ms: a preempted run looks the same) sends
+/// the tool's version to the pool for a time that only the clock ends, and that doubles with
+/// each such run: quick calls by any caller do not bring it back early (before, with a debt
+/// of quick runs, four did; then, with any slow run counted as a stall, nothing did, ever).
+#[test]
+fn a_run_slow_but_not_stalled_sends_the_tool_to_the_pool_for_a_time_only_the_clock_ends() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let build = || {
+        Registry::builder()
+            .declared_in(["blocking::chosen::paced"])
+            .build()
+            .unwrap()
+    };
+    let (registry, elsewhere) = (build(), build());
+    let run = registry.open_run("run", &subject());
+    // Another caller: another run, of another registry of the process.
+    let other = elsewhere.open_run("other", &subject());
+    let here = format!("{:?}", std::thread::current().id());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        assert!(
+            quick_until_inline(&run, "paced_lookup", &here).await,
+            "paced_lookup never ran on the runtime's thread in 200 quick calls"
+        );
+        assert_eq!(
+            ran_on_id(&run, "paced_lookup", 1).await,
+            here,
+            "the 1 ms run did not run inline"
+        );
+        // The version was sent to the pool before the slow call returned: a call that ends
+        // before `sent + POOLED_FOR` (less a margin for the time between the two) was admitted
+        // within the interval, and must not have run inline.
+        let sent = Instant::now();
+        let margin = Duration::from_millis(20);
+        let mut within = 0;
+        for i in 0.. {
+            let caller = if i % 2 == 0 { &run } else { &other };
+            let thread = ran_on_id(caller, "paced_lookup", 0).await;
+            if sent.elapsed() >= POOLED_FOR - margin {
+                break;
+            }
+            within += 1;
+            assert_ne!(thread, here, "quick call {i} after the slow run ran inline");
+        }
+        assert!(
+            within >= 10,
+            "only {within} quick calls within {POOLED_FOR:?}: the test proves nothing on so \
+             slow a host"
+        );
+        // Once the clock has run the interval out, a quick run on the pool brings it back.
+        tokio::time::sleep_until((sent + POOLED_FOR + margin).into()).await;
+        assert!(
+            quick_until_inline(&run, "paced_lookup", &here).await,
+            "paced_lookup did not run inline again {:?} after its slow run",
+            sent.elapsed()
+        );
+        // A second such run sends it away for twice as long: calls admitted after the first
+        // interval (they start after `sent + POOLED_FOR`) and before the second ends (they
+        // end before `sent + 2 POOLED_FOR`, less the margin) run on the pool.
+        assert_eq!(
+            ran_on_id(&run, "paced_lookup", 1).await,
+            here,
+            "the second 1 ms run did not run inline"
+        );
+        let sent = Instant::now();
+        tokio::time::sleep_until((sent + POOLED_FOR + margin).into()).await;
+        let mut within = 0;
+        for i in 0.. {
+            let caller = if i % 2 == 0 { &run } else { &other };
+            let thread = ran_on_id(caller, "paced_lookup", 0).await;
+            if sent.elapsed() >= POOLED_FOR * 2 - margin {
+                break;
+            }
+            within += 1;
+            assert_ne!(
+                thread,
+                here,
+                "quick call {i}, {:?} after the second slow run, ran inline",
+                sent.elapsed()
+            );
+        }
+        assert!(
+            within >= 10,
+            "only {within} quick calls in the second interval: the test proves nothing on so \
+             slow a host"
+        );
+    });
+}
+
+/// The record of a stall follows the tool's version, not its registry or its name: the same
+/// version in another registry, or revoked and restored, stays on the pool; a new version
+/// (another declaration of the name) proves itself and runs inline.
+#[test]
+fn only_a_new_version_of_a_tool_that_stalled_runs_inline_again() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let build = |module: &str| Registry::builder().declared_in([module]).build().unwrap();
+    let first = build("blocking::chosen::v1");
+    let again = build("blocking::chosen::v1");
+    let second = build("inline_v2");
+    let version = |registry: &Registry| {
+        registry
+            .get("versioned_lookup")
+            .unwrap()
+            .version_fingerprint()
+    };
+    assert_eq!(version(&first), version(&again));
+    assert_ne!(version(&first), version(&second));
+    let here = format!("{:?}", std::thread::current().id());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let run = first.open_run("run", &subject());
+        assert!(quick_until_inline(&run, "versioned_lookup", &here).await);
+        // It stalls this thread once (or, if the machine preempted a quick run past the
+        // bound, it stalled already, on a quick run).
+        ran_on_id(&run, "versioned_lookup", 20).await;
+        for _ in 0..50 {
+            assert_ne!(ran_on_id(&run, "versioned_lookup", 0).await, here);
+        }
+        // Revoked and restored: the same version, still on the pool.
+        first.revoke("versioned_lookup", "test").unwrap();
+        first.restore("versioned_lookup", "test").unwrap();
+        let run = first.open_run("run-2", &subject());
+        for _ in 0..50 {
+            assert_ne!(ran_on_id(&run, "versioned_lookup", 0).await, here);
+        }
+        // The same version in another registry of the process: on the pool too.
+        let run = again.open_run("run", &subject());
+        for _ in 0..50 {
+            assert_ne!(ran_on_id(&run, "versioned_lookup", 0).await, here);
+        }
+        // A new version proves itself quick on the pool, then runs here.
+        let run = second.open_run("run", &subject());
+        assert!(
+            quick_until_inline(&run, "versioned_lookup", &here).await,
+            "the new version never ran inline"
+        );
+    });
+}
+
 /// Where a call of `name` ran: its thread's name, or the error.
 async fn ran_on(run: &registry_core::Run, name: &str) -> String {
     let observation = run.call(call("c", name)).await;
@@ -648,13 +914,11 @@ fn a_quick_tool_runs_inline_and_one_that_turns_slow_stalls_one_call_then_goes_ba
         );
         assert_eq!(stalls.len(), 1, "stalled more than once: {stalls:?}");
 
-        // Quick again: it owes four quick runs on the pool (its first strike) before it
-        // runs here again.
-        let pooled = pooled_until_inline(&run, "whereabouts", &here).await;
-        assert!(
-            pooled >= 4,
-            "inline again after {pooled} quick runs on the pool"
-        );
+        // Quick again: the version that stalled this thread stays on the pool for good,
+        // however many quick runs it makes there.
+        for _ in 0..50 {
+            assert_eq!(ran_on(&run, "whereabouts").await, "registry-tool");
+        }
     });
 }
 

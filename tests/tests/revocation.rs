@@ -770,3 +770,116 @@ fn a_replacement_a_policy_set_refuses_changes_nothing_and_every_set_is_checked_a
         Ok(json!("v3: k"))
     );
 }
+
+/// An asynchronous call policy that, the first time it decides, does something to the
+/// registry (revokes the tool, suspends every call), then allows: what a remote engine's
+/// network round trip leaves time for (security review of 2026-12-03, L8).
+struct ChangesWhileDeciding {
+    registry: std::sync::Arc<std::sync::OnceLock<Registry>>,
+    change: fn(&Registry),
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl registry_core::gate::AsyncCallPolicy for ChangesWhileDeciding {
+    fn determine<'a>(
+        &'a self,
+        _: registry_core::gate::CallRequest<'a>,
+    ) -> registry_core::definition::BoxFuture<'a, registry_core::gate::Determined> {
+        Box::pin(async move {
+            if !self.done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                (self.change)(self.registry.get().expect("set after build"));
+            }
+            registry_core::gate::Determined::new(registry_core::gate::Decision::Allow, Vec::new())
+        })
+    }
+}
+
+/// A registry of one tool, `deploy` (also a task), whose runs `runs` counts, behind a
+/// policy that applies `change` while it decides the first call.
+fn changing_while_deciding(
+    change: fn(&Registry),
+    runs: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> Registry {
+    let cell = std::sync::Arc::new(std::sync::OnceLock::new());
+    let counted = runs.clone();
+    let registry = Registry::builder()
+        .tool(
+            DynamicTool::new("deploy", "Deploy the service.")
+                .public()
+                .task()
+                .handler(move |_, _| {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok::<_, String>(json!("deployed"))
+                }),
+        )
+        .async_call_policy(
+            ChangesWhileDeciding {
+                registry: cell.clone(),
+                change,
+                done: std::sync::atomic::AtomicBool::new(false),
+            },
+            std::time::Duration::from_secs(5),
+        )
+        .build()
+        .unwrap();
+    assert!(cell.set(registry.clone()).is_ok(), "set once");
+    registry
+}
+
+fn revoke_deploy(registry: &Registry) {
+    registry.revoke("deploy", "incident 7").unwrap();
+}
+
+fn suspend_all(registry: &Registry) {
+    registry.suspend("the control plane is unreachable");
+}
+
+#[test]
+fn a_tool_revoked_while_its_call_is_in_the_gate_does_not_run() {
+    type Call = fn(&Run, ToolCall) -> registry_core::Observation;
+    let paths: [(&str, Call); 3] = [
+        ("call", |run, call| pollster::block_on(run.call(call))),
+        ("call_blocking", |run, call| run.call_blocking(call)),
+        ("start_task", |run, call| {
+            pollster::block_on(run.start_task(call)).expect_err("refused, not started")
+        }),
+    ];
+    for (path, call) in paths {
+        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let registry = changing_while_deciding(revoke_deploy, &runs);
+        let run = registry.open_run("run", &Subject::new("acme"));
+        let during = call(&run, ToolCall::new("c1", "deploy", json!({})));
+        // What a call made once the tool is revoked gets (refused before the gate).
+        let after = run.call_blocking(ToolCall::new("c1", "deploy", json!({})));
+        assert_eq!(after.error_kind(), Some(ErrorKind::Revoked), "{path}");
+        assert_eq!(during, after, "{path}");
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0, "{path}");
+    }
+}
+
+#[test]
+fn a_registry_suspended_while_a_call_is_in_the_gate_runs_nothing() {
+    type Call = fn(&Run, ToolCall) -> registry_core::Observation;
+    let paths: [(&str, Call); 3] = [
+        ("call", |run, call| pollster::block_on(run.call(call))),
+        ("call_blocking", |run, call| run.call_blocking(call)),
+        ("start_task", |run, call| {
+            pollster::block_on(run.start_task(call)).expect_err("refused, not started")
+        }),
+    ];
+    for (path, call) in paths {
+        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let registry = changing_while_deciding(suspend_all, &runs);
+        let run = registry.open_run("run", &Subject::new("acme"));
+        let during = call(&run, ToolCall::new("c1", "deploy", json!({})));
+        let after = run.call_blocking(ToolCall::new("c1", "deploy", json!({})));
+        assert_eq!(after.error_kind(), Some(ErrorKind::Unavailable), "{path}");
+        assert_eq!(during, after, "{path}");
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0, "{path}");
+        // Resumed, the tool runs again (the policy changes nothing the second time).
+        registry.resume();
+        let resumed = run.call_blocking(ToolCall::new("c2", "deploy", json!({})));
+        assert_eq!(resumed.json(), &json!("deployed"), "{path}");
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1, "{path}");
+    }
+}

@@ -523,10 +523,18 @@ fn gated_registry(one: bool) -> Registry {
 }
 
 /// The median over 31 batches of the CPU time of one iteration: `batch(n)` runs `n`
-/// iterations, `n = iterations / 31` (at least 1); a warm-up batch first.
+/// iterations, `n = iterations / 31` (at least 1); warm-up batches first, for [`WARM_UP`].
+///
+/// The warm-up is long enough that a quick synchronous tool sent to the pool by a run the
+/// host delayed past 50 µs as the section starts (a new worker thread's first runs often are)
+/// is back inline when the timed batches start: the first such run sends it there for 100 ms
+/// (registry-core's `execute/inline.rs`). What is timed is the steady state.
 fn median_batches(iterations: u32, batch: impl FnMut(u32)) -> Duration {
     median_batches_with(iterations, |n| n, batch)
 }
+
+/// How long [`median_batches`] warms up, at least (one batch at least).
+const WARM_UP: Duration = Duration::from_millis(300);
 
 /// [`median_batches`] with untimed preparation: `setup(n)` makes what `batch` consumes for
 /// `n` iterations.
@@ -540,7 +548,13 @@ fn median_batches_with<T>(
     mut batch: impl FnMut(T),
 ) -> Duration {
     let per_batch = (iterations / 31).max(1);
-    batch(setup(per_batch));
+    let warming = std::time::Instant::now();
+    loop {
+        batch(setup(per_batch));
+        if warming.elapsed() >= WARM_UP {
+            break;
+        }
+    }
     let mut times: Vec<Duration> = (0..31)
         .map(|_| {
             let input = setup(per_batch);

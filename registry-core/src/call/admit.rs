@@ -428,30 +428,67 @@ impl Run {
         }
     }
 
-    /// The run's budget and the tool's rate limit, where a store must be asked.
+    /// The last step before the tool runs, on every path (calls, blocking calls, approved
+    /// calls, tasks): the run's budget and the tool's rate limit, where a store must be
+    /// asked; then revocation and suspension once more ([`still_callable`](Self::still_callable)).
     pub(crate) async fn admit(&self, resolved: &Resolved) -> Result<(), Box<Decided>> {
         match self.admission(resolved) {
-            Admission::Granted => Ok(()),
-            Admission::Refused(decided) => Err(decided),
+            Admission::Granted => {}
+            Admission::Refused(decided) => return Err(decided),
             Admission::Ask(limit) => {
                 let store = self.registry.gate().quotas.store();
                 let answer = store.acquire(self.quota_key(&resolved.entry), limit).await;
-                self.quota_answer(resolved, answer)
+                self.quota_answer(resolved, answer)?;
             }
         }
+        self.still_callable(resolved)
     }
 
+    /// [`admit`](Self::admit) on this thread, without an async runtime.
     pub(super) fn admit_blocking(&self, resolved: &Resolved) -> Result<(), Box<Decided>> {
         match self.admission(resolved) {
-            Admission::Granted => Ok(()),
-            Admission::Refused(decided) => Err(decided),
+            Admission::Granted => {}
+            Admission::Refused(decided) => return Err(decided),
             Admission::Ask(limit) => {
                 let store = self.registry.gate().quotas.store();
                 let answer =
                     pollster::block_on(store.acquire(self.quota_key(&resolved.entry), limit));
-                self.quota_answer(resolved, answer)
+                self.quota_answer(resolved, answer)?;
             }
         }
+        self.still_callable(resolved)
+    }
+
+    /// Revocation and suspension checked again after the gate: the asynchronous policies (up
+    /// to their deadlines), a person's approval and the quota store all take time after
+    /// [`resolve`](Self::resolve) checked them, and a tool revoked, or a registry suspended,
+    /// meanwhile must not run. Refused as `resolve` refuses, the budget given back.
+    fn still_callable(&self, resolved: &Resolved) -> Result<(), Box<Decided>> {
+        let entry = &resolved.entry;
+        let suspension = self.registry.suspension();
+        let revoked = suspension.is_none() && self.registry.is_revoked(entry.slot, entry.version);
+        if suspension.is_none() && !revoked {
+            return Ok(());
+        }
+        if let Some(budget) = &self.budget {
+            budget.refund();
+        }
+        let name = entry.tool.name();
+        let decided = match suspension {
+            Some(reason) => {
+                let text = unavailable_text(name);
+                let mut decided = resolved.ticket.copy().refused(ErrorKind::Unavailable, text);
+                decided.detail = Some(reason);
+                decided
+            }
+            None => {
+                let text = revoked_text(name);
+                let mut decided = resolved.ticket.copy().refused(ErrorKind::Revoked, text);
+                decided.detail = Some("revoked after the call passed the gate".into());
+                decided
+            }
+        };
+        Err(Box::new(decided))
     }
 
     /// Takes from the budget, and from an in-memory rate limit; says when a store must be

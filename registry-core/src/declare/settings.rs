@@ -207,10 +207,13 @@ pub struct ToolSettings {
     /// The tool is synchronous and may block (`#[tool(blocking)]`): an async call always runs
     /// it on a thread of the registry's pool. Without it, a synchronous `#[tool]` function
     /// that takes no `&ToolContext` runs on its caller's task once it has shown itself quick
-    /// (its runs on the pool within 50 µs), and goes back to the pool the first time it is
-    /// not; see the [guide's performance page](https://docs.rs/registry-core) ("Quick tools
-    /// run inline"). Tools built at run time ([`DynamicTool`](crate::DynamicTool)) run on
-    /// the pool unless `non_blocking`. Always `false` for an async tool.
+    /// (its runs on the pool within 50 µs). An inline run over 50 µs sends that version of it
+    /// back to the pool, in every registry of the process, for a time that doubles with each
+    /// such run (100 ms, 200 ms, 400 ms... at most an hour), and one over 5 ms (a stall) for good: at
+    /// most one stall of its caller's worker per tool version per process; see the guide's
+    /// `call.md`, "Async and blocking". Tools built at run time
+    /// ([`DynamicTool`](crate::DynamicTool)) run on the pool unless `non_blocking`. Always
+    /// `false` for an async tool.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub blocking: bool,
     /// The attribute values the tool is for, per key (`#[tool(attributes(environment =

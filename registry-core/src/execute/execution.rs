@@ -81,8 +81,9 @@ impl Future for Started<'_> {
 }
 
 /// Starts `tool` in an async context; the returned future ends the call. A synchronous tool
-/// runs on the caller's thread (an async worker) only when declared `non_blocking`, or while
-/// it stays quick (`execute/inline.rs`): then it runs now, to its end. Any other runs on
+/// runs on the caller's thread (an async worker) only when declared `non_blocking`, or once it
+/// has proved quick, while its version is not sent to the pool for a slow run there
+/// (`execute/inline.rs`): then it runs now, to its end. Any other runs on
 /// `pool`: a call that finds every thread busy waits for one, boundedly, else is refused
 /// `Unavailable`. A call whose cancellation is tripped ends `Cancelled`: an async tool's
 /// future is dropped, a synchronous tool's result discarded (it sees
@@ -111,16 +112,15 @@ pub(crate) fn start<'a>(
                 &cancellation,
             )));
         }
-        // A quick tool runs here while it stays quick (execute/inline.rs).
+        // A quick tool runs here unless its version was sent to the pool (execute/inline.rs).
         let gate = pool.inline_gate();
         let eligible = !tool.settings().blocking && !tool.uses_context();
         if let Some(slot) = eligible.then(|| gate.admit(tool.inline_record())).flatten() {
             let started = quanta::Instant::now();
             let result = run_inline_within(tool, ctx, arguments, timeout, &cancellation);
             let took = started.elapsed();
-            drop(slot);
+            slot.end(took);
             tool.note_run(took);
-            gate.ran_inline(tool.inline_record(), took);
             return Started::Done(Some(result));
         }
         return Started::Pool(Box::pin(on_pool(
@@ -199,7 +199,9 @@ async fn on_pool(
             let result = run_sync(&tool, ctx, arguments);
             let took = started.elapsed();
             tool.note_run(took);
-            noted.inline_gate().ran_on_pool(tool.inline_record(), took);
+            noted
+                .inline_gate()
+                .ran_on_pool(tool.inline_record(), took, || tool.version_fingerprint());
             result
         });
         Box::new(move || {
