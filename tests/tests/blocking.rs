@@ -565,13 +565,14 @@ mod chosen {
     pub mod paced {
         use std::time::{Duration, Instant};
 
-        /// Look a key up, taking `ms` milliseconds of work; report the thread this call ran
-        /// on.
+        /// Look a key up, taking `ms` milliseconds of work (a fraction: the test's slow run is
+        /// 0.2 ms); report the thread this call ran on.
         #[registry_core::tool(public)]
-        fn paced_lookup(ms: u64) -> String {
-            // Spinning, not sleeping: a sleeper woken late on a busy host could pass the
+        fn paced_lookup(ms: f64) -> String {
+            // Spinning, not sleeping, and for 0.2 ms only (four times the inline bound): a
+            // sleeper woken late, or a long spin preempted, on a busy host could pass the
             // stall bound (5 ms) and turn the test's slow run into a stall.
-            let until = Instant::now() + Duration::from_millis(ms);
+            let until = Instant::now() + Duration::from_secs_f64(ms.clamp(0.0, 1_000.0) / 1_000.0);
             while Instant::now() < until {
                 std::hint::spin_loop();
             }
@@ -586,6 +587,18 @@ async fn ran_on_id(run: &registry_core::Run, name: &str, ms: u64) -> String {
     match observation.value() {
         Some(Value::String(thread)) => thread.clone(),
         _ => panic!("{name}: {observation:?}"),
+    }
+}
+
+/// The id of the thread a call of `paced_lookup` taking 0.2 ms (over the inline bound, far
+/// under the stall bound) ran on.
+async fn ran_paced_slowly(run: &registry_core::Run) -> String {
+    let observation = run
+        .call(ToolCall::new("c", "paced_lookup", json!({"ms": 0.2})))
+        .await;
+    match observation.value() {
+        Some(Value::String(thread)) => thread.clone(),
+        _ => panic!("paced_lookup: {observation:?}"),
     }
 }
 
@@ -649,7 +662,7 @@ fn one_caller_choosing_when_a_tool_is_slow_stalls_the_runtime_once_at_most() {
 /// sends a tool version to the pool: registry-core's `execute::inline::POOLED_FOR`.
 const POOLED_FOR: Duration = Duration::from_millis(100);
 
-/// A run over the inline bound but not a stall (1 ms: a preempted run looks the same) sends
+/// A run over the inline bound but not a stall (0.2 ms: a run the host delays looks the same) sends
 /// the tool's version to the pool for a time that only the clock ends, and that doubles with
 /// each such run: quick calls by any caller do not bring it back early (before, with a debt
 /// of quick runs, four did; then, with any slow run counted as a stall, nothing did, ever).
@@ -679,9 +692,9 @@ fn a_run_slow_but_not_stalled_sends_the_tool_to_the_pool_for_a_time_only_the_clo
             "paced_lookup never ran on the runtime's thread in 200 quick calls"
         );
         assert_eq!(
-            ran_on_id(&run, "paced_lookup", 1).await,
+            ran_paced_slowly(&run).await,
             here,
-            "the 1 ms run did not run inline"
+            "the 0.2 ms run did not run inline"
         );
         // The version was sent to the pool before the slow call returned: a call that ends
         // before `sent + POOLED_FOR` (less a margin for the time between the two) was admitted
@@ -714,9 +727,9 @@ fn a_run_slow_but_not_stalled_sends_the_tool_to_the_pool_for_a_time_only_the_clo
         // interval (they start after `sent + POOLED_FOR`) and before the second ends (they
         // end before `sent + 2 POOLED_FOR`, less the margin) run on the pool.
         assert_eq!(
-            ran_on_id(&run, "paced_lookup", 1).await,
+            ran_paced_slowly(&run).await,
             here,
-            "the second 1 ms run did not run inline"
+            "the second 0.2 ms run did not run inline"
         );
         let sent = Instant::now();
         tokio::time::sleep_until((sent + POOLED_FOR + margin).into()).await;

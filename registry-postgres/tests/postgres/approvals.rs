@@ -905,12 +905,13 @@ async fn a_verdict_on_one_replica_wakes_a_wait_on_another_at_once() {
                     .is_err()
             );
         }
-        // Well under the old poll interval (250 ms), measured from before the verdict's
-        // transaction to the wake.
+        // Under the old poll interval (250 ms), measured from before the verdict's
+        // transaction to the wake (a few milliseconds on a quiet host; the margin is for a
+        // loaded one). The wait itself never polls: without the notification it never ends.
         assert!(
             latencies
                 .iter()
-                .all(|latency| *latency < Duration::from_millis(150)),
+                .all(|latency| *latency < Duration::from_millis(240)),
             "{latencies:?}"
         );
         eprintln!("woken after {latencies:?}");
