@@ -642,13 +642,11 @@ impl ApprovalStore for PgApprovalStore {
     }
 }
 
+/// The word of `state` in the `state` column: [`ApprovalState::kind`], one of the five the
+/// table knows.
 fn state_word(state: &ApprovalState) -> &'static str {
-    match state {
-        ApprovalState::Pending => "pending",
-        ApprovalState::Approved { .. } => "approved",
-        ApprovalState::Denied { .. } => "denied",
-        ApprovalState::Expired => "expired",
-        ApprovalState::Revoked => "revoked",
+    match state.kind() {
+        word @ ("pending" | "approved" | "denied" | "expired" | "revoked") => word,
         // A state a newer core adds: recorded as decided all the same.
         _ => "denied",
     }
