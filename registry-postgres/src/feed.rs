@@ -103,6 +103,9 @@ struct Policies {
     handled: i64,
     /// A status that could not be reported: (generation, refusal), reported on the next pass.
     unreported: Option<(i64, Option<String>)>,
+    /// Whether this replica's presence was reported while no set was pushed yet (generation
+    /// 0), so that `registry-admin policy push --wait` waits for it from the first push.
+    present: bool,
 }
 
 impl std::fmt::Debug for ChangeFeed {
@@ -587,6 +590,12 @@ impl Follower {
             }
         }
         let Some(set) = self.plane.policies().await? else {
+            // No set pushed yet: say that this replica validates sets (generation 0, running
+            // none), so that it is live, and waited for, when the first one is pushed.
+            if !policies.present {
+                self.plane.report_policy_status(0, None, None).await?;
+                policies.present = true;
+            }
             return Ok(());
         };
         if set.generation <= policies.handled {

@@ -97,11 +97,18 @@ async fn two_replicas_switch_to_a_pushed_set_and_keep_theirs_on_a_malformed_one(
         let (plane_a, _registry_a, feed_a) = replica(&url, "a").await;
         let (_plane_b, _registry_b, feed_b) = replica(&url, "b").await;
         let (a, b) = (Validator::default(), Validator::default());
-        // Nothing pushed yet: nothing given, nothing reported.
+        // Nothing pushed yet: nothing given; each replica says it is there (generation 0,
+        // running none), so that a push waits for it (`registry-admin policy push --wait`).
         feed_a.on_policies(a.hook()).await.unwrap();
         feed_b.on_policies(b.hook()).await.unwrap();
         assert_eq!((a.given(), b.given()), (0, 0));
-        assert!(plane_a.policy_status().await.unwrap().is_empty());
+        let present = plane_a.policy_status().await.unwrap();
+        assert_eq!(present.len(), 2, "{present:?}");
+        for status in &present {
+            assert_eq!(status.generation, 0, "{status:?}");
+            assert_eq!(status.running, None, "{status:?}");
+            assert!(status.live, "{status:?}");
+        }
         assert!(plane_a.policies().await.unwrap().is_none());
 
         // Given in any order, kept and given in name order.
