@@ -61,6 +61,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// Library code reports failures; it does not unwrap them (tests may). Set here, not in
+// [workspace.lints]: see the root Cargo.toml.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 /// The guide's page on policies (`docs/guide/policies.md`), its examples compiled and run as
 /// this crate's doc tests.
 #[doc = include_str!("../../docs/guide/policies.md")]

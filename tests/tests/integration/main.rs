@@ -38,3 +38,4 @@ mod search_answers;
 mod search_embedder;
 mod search_invariants;
 mod tasks;
+mod workspace_lints;
