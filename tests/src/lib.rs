@@ -276,8 +276,9 @@ pub mod guide {
 /// lexical table has: a product's own verb). Counts its calls.
 #[derive(Debug, Default)]
 pub struct WordEmbedder {
-    /// How many times `embed` was called, and with how many texts in all.
+    /// How many times `embed` was called.
     pub calls: std::sync::atomic::AtomicUsize,
+    /// How many texts `embed` was given, in all.
     pub texts: std::sync::atomic::AtomicUsize,
 }
 
