@@ -34,6 +34,10 @@
 //! # }
 //! ```
 
+// Library code reports failures; it does not unwrap them (tests may). Set here, not in
+// [workspace.lints]: see the root Cargo.toml.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 mod agent;
 mod api;
 mod budget;

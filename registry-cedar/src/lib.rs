@@ -61,10 +61,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// Library code reports failures; it does not unwrap them (tests may). Set here, not in
+// [workspace.lints]: see the root Cargo.toml.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 /// The guide's page on policies (`docs/guide/policies.md`), its examples compiled and run as
-/// this crate's doc tests.
+/// this crate's doc tests. Only for the doc tests: the page is outside this package, which a
+/// build from the published package (`cargo publish`'s verification, docs.rs) does not have.
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/guide/policies.md")]
-pub mod guide {}
+mod guide {}
 
 mod context;
 #[cfg(unix)]

@@ -5,6 +5,8 @@
 //! only their size and a hash. Every text field of an event is written as it is when
 //! it is a plain word, quoted and escaped (`Debug`) otherwise, so that a name or id chosen
 //! by a client cannot start a line or forge a field of its own.
+//!
+//! Tests: `tests/tests/audit.rs`.
 
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};

@@ -13,6 +13,8 @@
 
 //!
 //! Approvals have a module of their own, [`approval`](crate::approval).
+//!
+//! Tests: `tests/tests/gate.rs` and `tests/tests/integration/gate_*.rs`, one file per feature.
 
 pub(crate) mod approval;
 pub(crate) mod async_policy;

@@ -74,10 +74,9 @@
 
 // docs.rs only (it sets `--cfg docsrs`): show beside each feature-gated item the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// Library code reports failures; it does not unwrap them (tests may).
+// Library code reports failures; it does not unwrap them (tests may). Set here, not in
+// [workspace.lints]: see the root Cargo.toml.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
-// Every public type can be printed (and prints no secret).
-#![warn(missing_debug_implementations)]
 
 mod declare;
 mod discover;

@@ -344,6 +344,7 @@ impl RequestStates {
     /// let bobs = states.seal("bob", &call, "3");
     /// assert!(states.open(&bobs, "bob", &call).is_ok());
     /// ```
+    #[must_use]
     pub fn with_capacity_per_principal(self, share: usize) -> RequestStates {
         self.inner
             .per_principal

@@ -73,6 +73,7 @@ impl Principal {
     /// `sub` as the token's issuer names it, and two issuers' (or a static token's) principals
     /// with the same id are not the same one. The subject's principal becomes
     /// `oauth:{n}:{issuer}#{id}` (`n`: the issuer's length in bytes).
+    #[must_use]
     pub fn with_issuer(mut self, issuer: impl Into<Arc<str>>) -> Self {
         let issuer: Arc<str> = issuer.into();
         self.key = Arc::from(format!("{}:{issuer}{}", issuer.len(), self.id));
@@ -87,6 +88,7 @@ impl Principal {
     /// bound on pending approvals; the subject's principal becomes `token:{name}`.
     /// [`Tokens::insert`] refuses an empty name. A principal with an issuer keeps its
     /// issuer's `sub` as it is: this changes nothing there.
+    #[must_use]
     pub fn with_principal_name(mut self, name: impl Into<Arc<str>>) -> Self {
         self.name = name.into();
         if self.issuer.is_none() {

@@ -274,6 +274,7 @@ impl PgApprovalStore {
     /// Holds at most `max_requests` requests of one principal (or of one tenant and agent
     /// without a principal), pending or decided within the last minute, whose arguments take
     /// at most `max_bytes` as JSON: one principal cannot fill the database for the others.
+    #[must_use]
     pub fn with_shares(mut self, max_requests: usize, max_bytes: usize) -> Self {
         self.max_requests_per_owner = max_requests;
         self.max_bytes_per_owner = max_bytes;
@@ -281,6 +282,7 @@ impl PgApprovalStore {
     }
 
     /// Holds no request whose arguments take more than `max_bytes` as JSON.
+    #[must_use]
     pub fn with_max_request_bytes(mut self, max_bytes: usize) -> Self {
         self.max_request_bytes = max_bytes;
         self

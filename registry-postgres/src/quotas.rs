@@ -75,6 +75,7 @@ impl PgQuotaStore {
     /// Takes one token from the database for every call, whatever the limit: nothing is
     /// held locally, at the cost of one round trip (and one lock of the bucket's row) per
     /// call.
+    #[must_use]
     pub fn exact(mut self) -> Self {
         self.leases = None;
         self

@@ -68,6 +68,7 @@ impl UpstreamOffer {
 
     /// The offer with the definition's text, as the upstream gave it (JSON), for the operator
     /// to review before accepting it.
+    #[must_use]
     pub fn with_offered(mut self, definition: impl Into<String>) -> UpstreamOffer {
         self.offered = Some(definition.into());
         self

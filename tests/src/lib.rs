@@ -174,6 +174,29 @@ pub fn tool_objects(profile: registry_core::Profile, export: &Value) -> Vec<Stri
         .collect()
 }
 
+/// What a test reads of the audit trail: the events a registry's sink received.
+pub mod audit {
+    use std::sync::{Arc, Mutex};
+
+    use registry_core::audit::{AuditEvent, CallEvent};
+
+    /// The events an audit sink received, in order: a test's sink pushes each event here.
+    pub type Events = Arc<Mutex<Vec<AuditEvent>>>;
+
+    /// The call events among `events`, in order.
+    pub fn calls(events: &Events) -> Vec<CallEvent> {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|event| match event {
+                AuditEvent::Call(call) => Some(call.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// The workspace README's examples, compiled and run as doc tests
 /// (`cargo test -p registry-tests --doc`). They live here, in a package that is never
 /// published, because a published crate's archive holds only its own directory
@@ -253,8 +276,9 @@ pub mod guide {
 /// lexical table has: a product's own verb). Counts its calls.
 #[derive(Debug, Default)]
 pub struct WordEmbedder {
-    /// How many times `embed` was called, and with how many texts in all.
+    /// How many times `embed` was called.
     pub calls: std::sync::atomic::AtomicUsize,
+    /// How many texts `embed` was given, in all.
     pub texts: std::sync::atomic::AtomicUsize,
 }
 

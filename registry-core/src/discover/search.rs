@@ -1,5 +1,8 @@
 //! Search: the tools of a run's allowed set that best match a query, ranked by the index of
 //! the run's registry snapshot (`index.rs`).
+//!
+//! Tests: `tests/tests/integration/search_invariants.rs`, `search_answers.rs`,
+//! `search_embedder.rs`.
 
 use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::Snapshot;

@@ -183,6 +183,7 @@ impl Cancellation {
     /// call.cancel();
     /// assert!(other_step.is_cancelled());
     /// ```
+    #[must_use]
     pub fn child(&self) -> Cancellation {
         Cancellation {
             inner: Some(Arc::new(Inner {

@@ -344,24 +344,28 @@ impl ResourceLink {
     }
 
     /// With a human-readable title.
+    #[must_use]
     pub fn with_title(mut self, title: impl Into<String>) -> Self {
         self.title = Some(title.into());
         self
     }
 
     /// With a description of the resource.
+    #[must_use]
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
     }
 
     /// With the resource's MIME type.
+    #[must_use]
     pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
         self
     }
 
     /// With the resource's size in bytes.
+    #[must_use]
     pub fn with_size(mut self, size: u64) -> Self {
         self.size = Some(size);
         self
@@ -586,6 +590,7 @@ impl<T> ToolOutput<T> {
     }
 
     /// With `block` after the blocks already there.
+    #[must_use]
     pub fn with(mut self, block: impl Into<Content>) -> Self {
         self.content.push(block.into());
         self

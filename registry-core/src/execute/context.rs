@@ -276,6 +276,7 @@ impl ToolContext {
     /// ctx.progress(1.0, Some(2.0), "half");
     /// assert_eq!(*recorder.0.lock().unwrap(), [1.0]);
     /// ```
+    #[must_use]
     pub fn with_host(mut self, host: impl CallHost) -> Self {
         Arc::make_mut(&mut self.call).host = Arc::new(host);
         self
@@ -291,6 +292,7 @@ impl ToolContext {
     /// cancellation.cancel();
     /// assert!(ctx.is_cancelled());
     /// ```
+    #[must_use]
     pub fn with_cancellation(mut self, cancellation: Cancellation) -> Self {
         Arc::make_mut(&mut self.call).cancellation = cancellation;
         self

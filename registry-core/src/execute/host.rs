@@ -498,6 +498,7 @@ impl SampleRequest {
     }
 
     /// Adds a text message from the user.
+    #[must_use]
     pub fn user(self, text: impl Into<String>) -> SampleRequest {
         self.message(SampleMessage::new(
             SampleRole::User,
@@ -506,6 +507,7 @@ impl SampleRequest {
     }
 
     /// Adds a text message from the assistant.
+    #[must_use]
     pub fn assistant(self, text: impl Into<String>) -> SampleRequest {
         self.message(SampleMessage::new(
             SampleRole::Assistant,
@@ -514,12 +516,14 @@ impl SampleRequest {
     }
 
     /// Adds a message.
+    #[must_use]
     pub fn message(mut self, message: SampleMessage) -> SampleRequest {
         self.messages.push(message);
         self
     }
 
     /// Sets the system prompt.
+    #[must_use]
     pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> SampleRequest {
         self.system_prompt = Some(prompt.into());
         self
@@ -641,6 +645,7 @@ impl SampleReply {
     }
 
     /// Sets why the model stopped.
+    #[must_use]
     pub fn with_stop_reason(mut self, reason: impl Into<String>) -> SampleReply {
         self.stop_reason = Some(reason.into());
         self

@@ -6,6 +6,8 @@
 //! implementation), and the host a running task's tool reaches (`host.rs`: progress and
 //! questions recorded in the store). Starting, polling and cancelling are the call path's
 //! (`call/task.rs`).
+//!
+//! Tests: `tests/tests/integration/tasks.rs` (in process), `durable_tasks.rs` (across replicas).
 
 pub(crate) mod host;
 pub(crate) mod kept;

@@ -1,4 +1,7 @@
 //! Human approval, bound to exactly what was shown and approved.
+//!
+//! Tests: `tests/tests/gate.rs`; the caller kept through an approval,
+//! `tests/tests/integration/approval_callers.rs`.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};

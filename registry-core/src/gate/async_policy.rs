@@ -1,4 +1,6 @@
 //! A call policy that answers asynchronously: a remote policy engine, asked within a deadline.
+//!
+//! Tests: `tests/tests/integration/gate_async_policies.rs`.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};

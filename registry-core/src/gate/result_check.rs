@@ -1,4 +1,6 @@
 //! Checks around a result: what a tool gave back, seen before the model reads it.
+//!
+//! Tests: `tests/tests/integration/gate_result_checks.rs`.
 
 use serde_json::{Map, Value};
 

@@ -367,6 +367,7 @@ impl MemoryApprovalStore {
 
     /// Holds at most `max_requests` requests, whose arguments take at most `max_bytes` as
     /// JSON.
+    #[must_use]
     pub fn with_limits(mut self, max_requests: usize, max_bytes: usize) -> Self {
         self.max_requests = max_requests;
         self.max_bytes = max_bytes;
@@ -376,6 +377,7 @@ impl MemoryApprovalStore {
     /// Holds at most `max_requests` requests of one principal (or of one tenant and agent
     /// without a principal: [`ApprovalRequest::same_owner`]), whose arguments take at most
     /// `max_bytes` as JSON: one principal cannot fill the store for the others.
+    #[must_use]
     pub fn with_shares(mut self, max_requests: usize, max_bytes: usize) -> Self {
         self.max_requests_per_owner = max_requests;
         self.max_bytes_per_owner = max_bytes;
@@ -383,6 +385,7 @@ impl MemoryApprovalStore {
     }
 
     /// Holds no request whose arguments take more than `max_bytes` as JSON.
+    #[must_use]
     pub fn with_max_request_bytes(mut self, max_bytes: usize) -> Self {
         self.max_request_bytes = max_bytes;
         self

@@ -1,6 +1,8 @@
 //! Deferred loading: a session of a run whose first request shows the model a few tools and
 //! a search tool, and which loads, inside the run's allowed set, the tools the model finds.
 //!
+//! Tests: `tests/tests/deferred.rs`, and `tests/tests/integration/mcp_deferred.rs` over MCP.
+//!
 //! | profile | first request (`export`) | the search tool | its answer | loading |
 //! | --- | --- | --- | --- | --- |
 //! | OpenAI Responses | the loaded functions, each in its namespace (`{type: "namespace", name, description, tools}`), then `{type: "tool_search", execution: "client", description, parameters}` | `tool_search_call` items | a `tool_search_output` item whose `tools` are the newly loaded functions, in their namespaces, `defer_loading: true` | in the conversation: `export` does not change |

@@ -5,16 +5,20 @@
 //! own (`tests/tests/*.rs`): in one binary they would see each other's tools. So do those
 //! that install a global `tracing` subscriber (`audit`, `record`, `mcp_trace`), the
 //! PostgreSQL replicas and the federation tests.
+//! What goes where, and how a file is named: `tests/README.md`.
 
 #[path = "../mcp_support/mod.rs"]
 mod mcp_support;
 
 mod agent_example;
+mod approval_callers;
 mod architecture;
 mod concurrency;
 mod durable_tasks;
 mod examples;
+mod gate_async_policies;
 mod gate_invariants;
+mod gate_result_checks;
 mod invariants;
 mod limits;
 mod mcp_approval;
@@ -34,3 +38,4 @@ mod search_answers;
 mod search_embedder;
 mod search_invariants;
 mod tasks;
+mod workspace_lints;
