@@ -12,6 +12,7 @@ mod mcp_support;
 mod agent_example;
 mod architecture;
 mod concurrency;
+mod docs;
 mod durable_tasks;
 mod examples;
 mod gate_invariants;
