@@ -306,3 +306,39 @@ fn the_code_map_has_short_lines() {
          sentence per line and split long ones"
     );
 }
+
+#[test]
+fn the_code_map_has_a_section_per_folder_and_crate() {
+    let architecture = read("ARCHITECTURE.md");
+    let headings: Vec<&str> = architecture
+        .lines()
+        .filter(|line| line.starts_with("### "))
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(root().join("registry-core/src")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let wanted = format!("`registry-core/src/{name}/`");
+            if !headings.iter().any(|heading| heading.contains(&wanted)) {
+                missing.push(wanted);
+            }
+        }
+    }
+    for entry in std::fs::read_dir(root()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("registry-") && path.join("Cargo.toml").is_file() {
+            let wanted = format!("`{name}`");
+            if !headings.iter().any(|heading| heading.contains(&wanted)) {
+                missing.push(wanted);
+            }
+        }
+    }
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md: its code map has no `###` section for {missing:?}; add one short \
+         section for each folder of registry-core/src and each crate"
+    );
+}
