@@ -4,20 +4,21 @@
 //! takes every call through the same steps, each refusal an
 //! [`Observation`](crate::Observation) the model can act on:
 //!
-//! 1. **resolve** (the `resolve/` step): the name against the run's frozen allowed set,
-//!    revocation and readiness, the arguments within their [`ArgumentLimits`] and valid
-//!    against the schema the model was shown ([`ArgumentProblem`]s otherwise);
-//! 2. **gate** (the [`gate`](crate::gate) step): the call policies, a person's approval
-//!    ([`approval`](crate::approval): the call waits until
-//!    [`Run::decide`](crate::Run::decide) settles it), the run's budget and the tool's rate
-//!    limit;
-//! 3. **execute** (the `execute/` step): the tool runs, within its deadline, cancelled by a
-//!    [`Cancellation`], its panics caught, its `Err` a [`ToolError`];
-//! 4. **check** (`call/check.rs`): the result checks
-//!    ([`ResultCheck`](crate::gate::ResultCheck)) pass, redact or withhold what it gave back.
+//! - 5.1 **resolve** (the `resolve/` step): the name against the run's frozen allowed set,
+//!   revocation and readiness, the arguments within their [`ArgumentLimits`] and valid
+//!   against the schema the model was shown ([`ArgumentProblem`]s otherwise);
+//! - 5.2 **gate** (the [`gate`](crate::gate) step): the call policies, a person's approval
+//!   ([`approval`](crate::approval): the call waits until
+//!   [`Run::decide`](crate::Run::decide) settles it), the run's budget and the tool's rate
+//!   limit;
+//! - 5.3 **execute** (the `execute/` step): the tool runs, within its deadline, cancelled by a
+//!   [`Cancellation`], its panics caught, its `Err` a [`ToolError`];
+//! - 5.4 **check** (`call/check.rs`): the result checks
+//!   ([`ResultCheck`](crate::gate::ResultCheck)) pass, redact or withhold what it gave back.
 //!
 //! The orchestration lives here (`call/run.rs`, `call/admit.rs`, `call/approvals.rs`,
-//! `call/answer.rs`); the steps it reaches stay in their folders.
+//! `call/task.rs`, `call/check.rs`, `call/answer.rs`); the steps it reaches stay in their
+//! folders. The numbering is that of `ARCHITECTURE.md`.
 
 mod admit;
 mod answer;

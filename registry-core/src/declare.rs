@@ -1,6 +1,6 @@
 //! Step 1, **declare**: what a tool is made of. `#[tool]` writes a static
 //! [`Declaration`](declaration::Declaration); [`DynamicTool`](dynamic::DynamicTool) builds one at
-//! run time. Each has a definition (name, description, parameters schema), a policy (scopes,
+//! run time. Each has a definition (name, description, parameters schema), its settings (scopes,
 //! tenants, hints, gate flags) and the place it was declared.
 
 pub(crate) mod bounds;

@@ -2,8 +2,7 @@
 //! [`Subject`](subject::Subject) and freezes the [`AllowedSet`](allowed::AllowedSet); `explain`
 //! says why the rest is hidden; `search` finds tools of the allowed set by what they do, in an
 //! index (`index`) built once per registry snapshot, and by meaning with an application's
-//! embedder (`embed`). The run is also where every call is
-//! resolved, gated and executed.
+//! embedder (`embed`). Nothing here runs a call: the call path (step 5) is in `call/`.
 
 pub(crate) mod access;
 pub(crate) mod allowed;

@@ -1,4 +1,4 @@
-//! Step 7, **execute**: a call that passed the gate runs, its panics caught, its deadline
+//! Step 5.3 of a call, **execute**: a call that passed the gate runs, its panics caught, its deadline
 //! kept and its cancellation honoured, with a [`ToolContext`](context::ToolContext) through
 //! which it reaches its [`CallHost`](host::CallHost) (progress, logs, questions, sampling);
 //! every outcome is an [`Observation`](observation::Observation), whose result may hold

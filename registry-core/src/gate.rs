@@ -1,5 +1,5 @@
-//! Step 6, **the gate**: what every call passes after its arguments are validated and before it
-//! runs.
+//! Step 5.2 of a call, **the gate**: what every call passes after its arguments are validated
+//! and before it runs.
 //!
 //! - a per-call policy ([`CallPolicy`]) that allows, denies or asks for approval, and
 //!   asynchronous ones ([`AsyncCallPolicy`]: a remote engine, within a deadline);
@@ -8,8 +8,8 @@
 //! - quotas: a [`RateLimit`] per subject and tool, counted in a [`QuotaStore`], and a run's
 //!   call budget;
 //! - readiness ([`ReadinessCheck`]): a tool that cannot work is not shown, nor run;
-//! - after a tool ran, the result checks ([`ResultCheck`]): each result is passed, redacted or
-//!   withheld before the model reads it.
+//! - after a tool ran, the result checks ([`ResultCheck`], run by step 5.4): each result is
+//!   passed, redacted or withheld before the model reads it.
 
 //!
 //! Approvals have a module of their own, [`approval`](crate::approval).

@@ -19,12 +19,21 @@
 //!    (OpenAI, Anthropic, Gemini, MCP), [`Profile::parse_calls`] and [`Profile::render`];
 //!    [`Run::search`] and [`Run::deferred`] ([`deferred`]) for thousands of tools;
 //! 5. **call** (`call.md`, `gate.md`): [`Run::call`] (or [`Run::call_blocking`] outside an
-//!    async runtime) checks a [`ToolCall`] against the allowed set, validates its arguments
-//!    against the schema the model was shown, passes it through the [`gate`] (call policies,
-//!    [approvals](approval) decided with [`Run::decide`], quotas, readiness), runs it (a
-//!    running tool reaches its [`host`]), and answers with an [`Observation`] the model can
-//!    act on. Every step is [audited](audit). A long-running tool can be started as a
-//!    [`task`] instead ([`Run::start_task`]), through the same gate, and followed by id.
+//!    async runtime) takes a [`ToolCall`] through four steps, each refusal an [`Observation`]
+//!    the model can act on:
+//!    - 5.1 **resolve**: the name against the allowed set, revocation and readiness, the
+//!      arguments validated against the schema the model was shown;
+//!    - 5.2 **gate** ([`gate`]): the call policies, and the rules kept apart from the program
+//!      ([`policy`]), [approvals](approval) decided with [`Run::decide`], the budget and the
+//!      rate limit;
+//!    - 5.3 **execute**: the tool runs (a running tool reaches its [`host`]);
+//!    - 5.4 **check**: the result checks ([`gate::ResultCheck`]) pass, redact or withhold what
+//!      it returned, and the answer is an [`Observation`].
+//!
+//!    Every step is [audited](audit). A long-running tool can be started as a [`task`]
+//!    instead ([`Run::start_task`]), through the same steps, and followed by id.
+//!
+//! The numbering is that of `ARCHITECTURE.md` and the guide.
 //!
 //! ```standalone_crate
 //! use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};

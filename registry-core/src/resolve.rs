@@ -1,4 +1,4 @@
-//! Step 5, **resolve**: a model's call is untrusted input. A [`ToolCall`](call::ToolCall) is
+//! Step 5.1 of a call, **resolve**: a model's call is untrusted input. A [`ToolCall`](call::ToolCall) is
 //! parsed strictly under the registry's limits, and its arguments validated against the schema
 //! the model was shown, each problem worded for the model. A declared tool whose schema has a
 //! [`Shape`](shape::Shape) takes the typed fast path ([`fast`]): its argument text is checked

@@ -1,5 +1,6 @@
-//! Steps 1 to 4 of a call: the allowed set, revocation and readiness, the arguments, then the
-//! gate (the policies, a person's approval, the budget and the rate limit).
+//! Steps 5.1 (resolve) and 5.2 (the gate) of a call: the allowed set, revocation and
+//! readiness, the arguments, then the gate (the policies, a person's approval, the budget and
+//! the rate limit).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, SystemTime};
@@ -32,7 +33,7 @@ use crate::resolve::tool_error::{ArgumentProblem, ToolError};
 const LISTED_NAMES: usize = 50;
 
 impl Run {
-    /// Steps 1 to 3: the allowed set, revocation and readiness, the arguments.
+    /// Step 5.1, resolve: the allowed set, revocation and readiness, the arguments.
     pub(super) fn resolve(
         &self,
         call: ToolCall,
@@ -155,7 +156,7 @@ impl Run {
         })
     }
 
-    /// Step 4, the policies: allow (`Ok(None)`), ask a person (`Ok(Some(reason))`), or deny.
+    /// Step 5.2, the policies: allow (`Ok(None)`), ask a person (`Ok(Some(reason))`), or deny.
     /// The call is borrowed, not moved through: it is a few hundred bytes, and the hot path
     /// used to copy it in and out of this step (issue 22's profile: copies were a sixth of a
     /// call's time).

@@ -1,4 +1,4 @@
-//! Step 4 of a call that ran: the result checks, in order, before the model reads the result.
+//! Step 5.4 of a call that ran: the result checks, in order, before the model reads the result.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

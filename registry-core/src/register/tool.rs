@@ -1,4 +1,4 @@
-//! A tool in a registry: its definition, policy and source. It runs only through a run.
+//! A tool in a registry: its definition, settings and source. It runs only through a run.
 
 use crate::execute::inline::InlineRecord;
 use std::borrow::Cow;

@@ -14,6 +14,7 @@ mod agent_example;
 mod approval_callers;
 mod architecture;
 mod concurrency;
+mod docs;
 mod durable_tasks;
 mod examples;
 mod gate_async_policies;
