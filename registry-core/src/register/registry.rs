@@ -21,7 +21,7 @@ use crate::discover::subject::Subject;
 use crate::execute::host::CallHost;
 use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
 use crate::present::profile::{CompatibilityError, Profile};
-use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
+use crate::register::change::{Change, ChangeKind, OldRuns, RUN_ENDS_KEPT, ReplaceOptions, RunEnd};
 use crate::register::error::{BuildProblem, RegistryError};
 use crate::register::state::AppState;
 use crate::register::tool::Tool;
@@ -41,6 +41,11 @@ use crate::resolve::guard::ArgumentLimits;
 /// - [`replace`](Self::replace): a new version for new runs, while open runs keep calling the
 ///   version they were shown or get `Revoked`, as its
 ///   [`ReplaceOptions`](crate::change::ReplaceOptions) say.
+///
+/// A run learns whether any of these changed what its subject may see or call
+/// ([`Run::is_current`](crate::Run::is_current)), and [`reopen`](Self::reopen) opens its
+/// successor on the registry as it is now; what became of the runs a change caught is in
+/// [`run_ends`](Self::run_ends).
 ///
 /// Besides these, a server can hold every call, of every run, until it resumes
 /// ([`RegistryExt::suspend`](crate::server::RegistryExt::suspend)), and a tool that stops
@@ -84,6 +89,9 @@ struct Inner {
     changes: Mutex<Vec<Change>>,
     /// How many changes were made: read without a lock by whoever watches for them.
     generation: AtomicU64,
+    /// What became of the runs that were no longer current when they ended or were
+    /// reopened, the most recent [`RUN_ENDS_KEPT`].
+    run_ends: Mutex<std::collections::VecDeque<RunEnd>>,
     replacements: Vec<Replacement>,
     state: AppState,
     /// The access policies, all applied: one that hides a tool hides it.
@@ -172,6 +180,7 @@ impl Registry {
                 snapshot: RwLock::new(Arc::new(Snapshot::new(parts.tools, versions))),
                 changes: Mutex::new(Vec::new()),
                 generation: AtomicU64::new(0),
+                run_ends: Mutex::new(std::collections::VecDeque::new()),
                 replacements: parts.replacements,
                 state: parts.state,
                 access_rules: parts.access_rules,
@@ -799,6 +808,40 @@ impl Registry {
     /// Every revocation and replacement since the registry was built, in order.
     pub fn changes(&self) -> Vec<Change> {
         self.lock_changes().clone()
+    }
+
+    /// What became of the runs that were no longer current
+    /// ([`Run::is_current`](crate::Run::is_current)) when they ended, and of every run
+    /// reopened ([`reopen`](Self::reopen)): finished, migrated or stopped, oldest first, the
+    /// most recent [`RUN_ENDS_KEPT`](crate::change::RUN_ENDS_KEPT). Each is also audited as an
+    /// [`AuditEvent::RunEnd`](crate::audit::AuditEvent::RunEnd) event.
+    pub fn run_ends(&self) -> Vec<RunEnd> {
+        self.inner
+            .run_ends
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Keeps `end` (dropping the oldest past the bound) and audits it.
+    pub(crate) fn record_run_end(&self, end: RunEnd) {
+        {
+            let mut ends = self
+                .inner
+                .run_ends
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if ends.len() == RUN_ENDS_KEPT {
+                ends.pop_front();
+            }
+            ends.push_back(end.clone());
+        }
+        let sink = self.audit_sink();
+        if audit::wanted(sink) {
+            audit::emit(sink, AuditEvent::RunEnd(end));
+        }
     }
 
     fn lock_changes(&self) -> std::sync::MutexGuard<'_, Vec<Change>> {
