@@ -935,6 +935,7 @@ impl RegistryBuilder {
                 Err(_) => problems.push(BuildProblem::NothingToReplace { name, site: by }),
             }
         }
+        crate::register::lint::tenant_data(tools.iter(), &mut problems);
         let mut gate = self.gate;
         match self.rate_limit {
             Some((Ok(limit), _)) => gate.rate_limit = Some(limit),

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::declare::source::Source;
 use crate::register::error::BuildProblem;
+use crate::register::tool::Tool;
 
 /// The texts of a tool that a model reads.
 pub(crate) struct Texts<'a> {
@@ -96,6 +97,83 @@ impl Lint<'_> {
     }
 }
 
+/// The tenant-data rule, over every tool of a registry: a tenant that some tool names in its
+/// `tenants` may appear (as a word, case-insensitively) in the texts of a tool, its name
+/// included, only when that tool is restricted to that tenant alone; anywhere else the
+/// subjects of other tenants would read it. Each finding is a
+/// [`BuildProblem::TenantInText`]. A tool with `allow_description` is not checked: its
+/// reason, in the lock file, says why its texts may be shown.
+pub(crate) fn tenant_data<'a>(
+    tools: impl Iterator<Item = &'a Tool> + Clone,
+    problems: &mut Vec<BuildProblem>,
+) {
+    let mut tenants: Vec<(String, &str)> = tools
+        .clone()
+        .flat_map(|tool| tool.settings().tenants.iter())
+        .filter(|tenant| !tenant.is_empty())
+        .map(|tenant| (tenant.to_lowercase(), tenant.as_str()))
+        .collect();
+    if tenants.is_empty() {
+        return;
+    }
+    tenants.sort_unstable();
+    tenants.dedup();
+    for tool in tools {
+        let settings = tool.settings();
+        if settings.allow_description.is_some() {
+            continue;
+        }
+        let mut found = |field: &str, pointer: Option<&str>, text: &str| {
+            let text = text.to_lowercase();
+            for (lowered, tenant) in &tenants {
+                let alone = !settings.tenants.is_empty()
+                    && settings.tenants.iter().all(|own| own == tenant);
+                if alone || !contains_word(&text, lowered) {
+                    continue;
+                }
+                let problem = BuildProblem::TenantInText {
+                    tool: tool.name().to_owned(),
+                    site: tool.source(),
+                    field: field.to_owned(),
+                    pointer: pointer.map(str::to_owned),
+                    tenant: (*tenant).to_owned(),
+                };
+                if !problems.contains(&problem) {
+                    problems.push(problem);
+                }
+            }
+        };
+        let definition = tool.definition_ref();
+        found("name", None, &definition.name);
+        found("description", None, &definition.description);
+        if let Some(title) = &definition.title {
+            found("title", None, title);
+        }
+        schema_texts(
+            &definition.parameters,
+            &mut String::new(),
+            &mut |pointer, text| {
+                found("parameters schema", Some(pointer), text);
+            },
+        );
+        if let Some(output) = tool.output_schema() {
+            schema_texts(output, &mut String::new(), &mut |pointer, text| {
+                found("output schema", Some(pointer), text);
+            });
+        }
+    }
+}
+
+/// Whether `word` (lowercase) is in `text` (lowercase) as a word: neither preceded nor
+/// followed by a letter or digit (`_` separates words, as in a snake_case name).
+fn contains_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(start, _)| {
+        let before = text[..start].chars().next_back();
+        let after = text[start + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
 /// Appends the JSON pointer segment of `key` to `pointer`.
 fn push_token(pointer: &mut String, key: &str) {
     pointer.push('/');
@@ -170,7 +248,25 @@ fn value_texts(value: &Value, pointer: &mut String, found: &mut dyn FnMut(&str, 
 mod tests {
     use serde_json::json;
 
-    use super::schema_texts;
+    use super::{contains_word, schema_texts};
+
+    #[test]
+    fn a_tenant_is_found_as_a_word_only() {
+        for text in [
+            "acme",
+            "for acme.",
+            "acme_report",
+            "(acme)",
+            "globex/acme-eu",
+        ] {
+            assert!(contains_word(text, "acme"), "{text}");
+        }
+        for text in ["acmes", "pacme", "acme2", "", "ac me"] {
+            assert!(!contains_word(text, "acme"), "{text}");
+        }
+        assert!(contains_word("ask tenant-b first", "tenant-b"));
+        assert!(!contains_word("ask tenant-bc first", "tenant-b"));
+    }
 
     #[test]
     fn every_text_a_model_reads_is_found_with_its_pointer() {

@@ -529,8 +529,10 @@ impl Registry {
     /// opened before either keep calling exactly the version they were shown, or get
     /// `Revoked`, as `policy` says; a run never calls a version it was not shown.
     ///
-    /// `tool` meets the checks of the builder; a problem is an error and changes nothing, and
-    /// is audited as a [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
+    /// `tool` meets the checks of the builder, the tenant-data rule
+    /// ([`BuildProblem::TenantInText`]) against the other tools included; a problem is an
+    /// error and changes nothing, and is audited as a
+    /// [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
     ///
     /// Every [`PolicySet`](crate::policy::PolicySet) given to the builder is checked against
     /// the registry as the replacement would leave it
@@ -568,6 +570,15 @@ impl Registry {
         let new_tool_version = new_tool.version_fingerprint();
         let next = current.with_replaced(slot, new_tool, old_version + 1);
         drop(current);
+        // The tenant-data rule holds across tools: checked on the registry as the
+        // replacement would leave it.
+        let mut tenant_problems = Vec::new();
+        crate::register::lint::tenant_data(next.tools(), &mut tenant_problems);
+        if !tenant_problems.is_empty() {
+            drop(changes);
+            let error = RegistryError::Build(tenant_problems);
+            return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
+        }
         if !self.inner.policy_sets.is_empty() {
             // Every policy set must hold for the registry as the replacement leaves it (an
             // argument a policy reads must not disappear or change type); otherwise nothing
