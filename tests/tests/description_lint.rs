@@ -1005,3 +1005,64 @@ fn a_replacement_that_would_carry_tenant_data_is_refused() {
         "Read the ledger."
     );
 }
+
+// Undocumented parameters of a `#[tool]` fn, with `require_documented_parameters` (#55).
+
+mod undocumented {
+    use registry_core::tool;
+
+    /// A filter on the builds listed.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    pub struct Filter {
+        /// Only builds of this branch.
+        pub branch: Option<String>,
+        pub status: String,
+    }
+
+    /// List the builds of a project.
+    #[tool(public, read_only)]
+    pub fn list_builds(
+        /// The project's id, e.g. `web`.
+        project: String,
+        limit: u32,
+        /// Which builds.
+        filter: Filter,
+    ) -> String {
+        format!("{project} {limit} {}", filter.status)
+    }
+}
+
+#[test]
+fn require_documented_parameters_names_the_undocumented_parameters_and_fields_of_a_tool_fn() {
+    let builder = || Registry::builder().declared_in(["description_lint::undocumented"]);
+    builder().build().unwrap();
+    let error = builder()
+        .require_documented_parameters()
+        .build()
+        .unwrap_err();
+    let [
+        BuildProblem::UndocumentedParameters {
+            tool, paths, site, ..
+        },
+    ] = error.problems()
+    else {
+        panic!("{error}");
+    };
+    assert_eq!(
+        (tool.as_str(), paths.as_slice()),
+        (
+            "list_builds",
+            &["filter.status".to_owned(), "limit".to_owned()][..]
+        )
+    );
+    assert!(site.is_declared());
+    assert!(
+        error.to_string().contains(
+            "tool \"list_builds\": parameters with no description: filter.status, limit; \
+             describe each, with a doc comment on the parameter (`/// The project's id.`) or on \
+             the field of its type (`#[tool]` in description_lint::undocumented at "
+        ),
+        "{error}"
+    );
+}

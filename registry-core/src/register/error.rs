@@ -272,6 +272,24 @@ pub enum BuildProblem {
         /// The tenant named, as a tool's `tenants` spells it.
         tenant: String,
     },
+    /// With [`RegistryBuilder::require_documented_parameters`](crate::RegistryBuilder::require_documented_parameters):
+    /// parameters of a tool, or fields of its parameters schema (nested objects, array items
+    /// and `$ref`s followed), have no description, and a model can only guess what they
+    /// mean. Each is named by its path: `project`, `filter.status`, `rows[].id`, `labels.*`.
+    #[error(
+        "tool {tool:?}: {} with no description: {}; describe each, {} ({site})",
+        if paths.len() == 1 { "a parameter" } else { "parameters" },
+        paths.join(", "),
+        describe_fix(site)
+    )]
+    UndocumentedParameters {
+        /// The tool.
+        tool: String,
+        /// Where the tool was built.
+        site: Source,
+        /// The path of each parameter or field with no description, sorted.
+        paths: Vec<String>,
+    },
     /// `DynamicTool::allow_description` was given an empty reason.
     #[error(
         "tool {tool:?}: `allow_description` needs a reason, which is kept with the tool for \
@@ -448,6 +466,15 @@ fn tenants_fix(tenant: &str, site: &Source) -> String {
         format!("`#[tool(tenants = {tenant:?})]`")
     } else {
         format!("`.tenants([{tenant:?}])`")
+    }
+}
+
+/// How to describe a parameter, as the tool was declared.
+fn describe_fix(site: &Source) -> &'static str {
+    if site.is_declared() {
+        "with a doc comment on the parameter (`/// The project's id.`) or on the field of its type"
+    } else {
+        "with a \"description\" in the parameters schema given to `DynamicTool::parameters`, or a doc comment on the field of the type it was derived from"
     }
 }
 

@@ -164,6 +164,99 @@ pub(crate) fn tenant_data<'a>(
     }
 }
 
+/// The opt-in rule of [`RegistryBuilder::require_documented_parameters`](crate::RegistryBuilder::require_documented_parameters):
+/// every parameter of `tool`, and every field of its parameters schema, nested objects,
+/// array items and `$ref`s followed, has a description. One
+/// [`BuildProblem::UndocumentedParameters`] lists every path that has none.
+pub(crate) fn documented_parameters(tool: &Tool, problems: &mut Vec<BuildProblem>) {
+    let schema = &tool.definition_ref().parameters;
+    let mut paths = Vec::new();
+    undocumented(schema, schema, "", &mut Vec::new(), &mut paths);
+    // Sorted, so that the problem reads the same whatever order the schema's keys are in.
+    paths.sort_unstable();
+    paths.dedup();
+    if !paths.is_empty() {
+        problems.push(BuildProblem::UndocumentedParameters {
+            tool: tool.name().to_owned(),
+            site: tool.source(),
+            paths,
+        });
+    }
+}
+
+/// Adds to `found` the path of every property under `schema` (at `path`) with no
+/// description; `refs` are the `$ref`s being followed, so that a recursive type ends.
+fn undocumented<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    path: &str,
+    refs: &mut Vec<&'a str>,
+    found: &mut Vec<String>,
+) {
+    if let Some(target) = reference(root, schema, refs) {
+        undocumented(root, target, path, refs, found);
+        refs.pop();
+    }
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            let path = if path.is_empty() {
+                name.clone()
+            } else {
+                format!("{path}.{name}")
+            };
+            if !described(root, property) {
+                found.push(path.clone());
+            }
+            undocumented(root, property, &path, refs, found);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        undocumented(root, items, &format!("{path}[]"), refs, found);
+    }
+    if let Some(values) = schema.get("additionalProperties") {
+        undocumented(root, values, &format!("{path}.*"), refs, found);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        for variant in schema
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            undocumented(root, variant, path, refs, found);
+        }
+    }
+}
+
+/// The schema `schema`'s same-document `$ref` points at, pushed on `refs`, unless it is
+/// being followed already (a recursive type) or points at nothing.
+fn reference<'a>(root: &'a Value, schema: &'a Value, refs: &mut Vec<&'a str>) -> Option<&'a Value> {
+    let name = schema.get("$ref")?.as_str()?;
+    if refs.contains(&name) {
+        return None;
+    }
+    let target = root.pointer(name.strip_prefix('#')?)?;
+    refs.push(name);
+    Some(target)
+}
+
+/// Whether a property's schema, or the schema its `$ref` points at, has a description that
+/// is not blank.
+fn described(root: &Value, property: &Value) -> bool {
+    let target = property
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|name| root.pointer(name.strip_prefix('#')?));
+    has_description(property) || target.is_some_and(has_description)
+}
+
+fn has_description(schema: &Value) -> bool {
+    schema
+        .get("description")
+        .and_then(Value::as_str)
+        .is_some_and(|text| !text.trim().is_empty())
+}
+
 /// Whether `word` (lowercase) is in `text` (lowercase) as a word: neither preceded nor
 /// followed by a letter or digit (`_` separates words, as in a snake_case name).
 fn contains_word(text: &str, word: &str) -> bool {

@@ -118,6 +118,9 @@ struct Inner {
     held: std::sync::atomic::AtomicBool,
     /// Why they are held.
     suspended: RwLock<Option<Arc<str>>>,
+    /// [`RegistryBuilder::require_documented_parameters`](crate::RegistryBuilder::require_documented_parameters)
+    /// was given: replacements are held to it.
+    require_documented: bool,
 }
 
 /// A record of one tool replaced while the registry was built.
@@ -158,6 +161,8 @@ pub(crate) struct RegistryParts {
     pub(crate) readiness_timeout: Duration,
     pub(crate) pool: BlockingPool,
     pub(crate) waits: HostWaits,
+    /// Whether every parameter must have a description, in replacements too.
+    pub(crate) require_documented: bool,
 }
 
 impl Registry {
@@ -198,6 +203,7 @@ impl Registry {
                 waits: parts.waits,
                 held: std::sync::atomic::AtomicBool::new(false),
                 suspended: RwLock::new(None),
+                require_documented: parts.require_documented,
             }),
         }
     }
@@ -222,6 +228,7 @@ impl Registry {
             readiness_timeout: crate::gate::DEFAULT_TIMEOUT,
             pool: BlockingPool::new(1, Duration::ZERO),
             waits: HostWaits::default(),
+            require_documented: false,
         })
     }
 
@@ -530,7 +537,9 @@ impl Registry {
     /// `Revoked`, as `policy` says; a run never calls a version it was not shown.
     ///
     /// `tool` meets the checks of the builder, the tenant-data rule
-    /// ([`BuildProblem::TenantInText`]) against the other tools included; a problem is an
+    /// ([`BuildProblem::TenantInText`]) against the other tools and
+    /// [`require_documented_parameters`](crate::RegistryBuilder::require_documented_parameters)
+    /// if the builder was given it included; a problem is an
     /// error and changes nothing, and is audited as a
     /// [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
     ///
@@ -571,12 +580,15 @@ impl Registry {
         let next = current.with_replaced(slot, new_tool, old_version + 1);
         drop(current);
         // The tenant-data rule holds across tools: checked on the registry as the
-        // replacement would leave it.
-        let mut tenant_problems = Vec::new();
-        crate::register::lint::tenant_data(next.tools(), &mut tenant_problems);
-        if !tenant_problems.is_empty() {
+        // replacement would leave it; and the builder's opt-in rules.
+        let mut problems = Vec::new();
+        crate::register::lint::tenant_data(next.tools(), &mut problems);
+        if self.inner.require_documented {
+            crate::register::lint::documented_parameters(next.tool(slot), &mut problems);
+        }
+        if !problems.is_empty() {
             drop(changes);
-            let error = RegistryError::Build(tenant_problems);
+            let error = RegistryError::Build(problems);
             return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
         }
         if !self.inner.policy_sets.is_empty() {
