@@ -3,6 +3,8 @@
 //! where the doc comments of parameter and result types (their fields and variants) arrive
 //! through `JsonSchema`, which the `#[tool]` macro does not see.
 
+use std::collections::{BTreeSet, HashMap};
+
 use serde_json::Value;
 
 use crate::declare::source::Source;
@@ -107,28 +109,24 @@ pub(crate) fn tenant_data<'a>(
     tools: impl Iterator<Item = &'a Tool> + Clone,
     problems: &mut Vec<BuildProblem>,
 ) {
-    let mut tenants: Vec<(String, &str)> = tools
-        .clone()
-        .flat_map(|tool| tool.settings().tenants.iter())
-        .filter(|tenant| !tenant.is_empty())
-        .map(|tenant| (tenant.to_lowercase(), tenant.as_str()))
-        .collect();
-    if tenants.is_empty() {
+    let tenants = TenantWords::new(
+        tools
+            .clone()
+            .flat_map(|tool| tool.settings().tenants.iter()),
+    );
+    if tenants.by_lowered.is_empty() {
         return;
     }
-    tenants.sort_unstable();
-    tenants.dedup();
     for tool in tools {
         let settings = tool.settings();
         if settings.allow_description.is_some() {
             continue;
         }
         let mut found = |field: &str, pointer: Option<&str>, text: &str| {
-            let text = text.to_lowercase();
-            for (lowered, tenant) in &tenants {
+            for tenant in tenants.in_text(text) {
                 let alone = !settings.tenants.is_empty()
                     && settings.tenants.iter().all(|own| own == tenant);
-                if alone || !contains_word(&text, lowered) {
+                if alone {
                     continue;
                 }
                 let problem = BuildProblem::TenantInText {
@@ -136,7 +134,7 @@ pub(crate) fn tenant_data<'a>(
                     site: tool.source(),
                     field: field.to_owned(),
                     pointer: pointer.map(str::to_owned),
-                    tenant: (*tenant).to_owned(),
+                    tenant: tenant.to_owned(),
                 };
                 if !problems.contains(&problem) {
                     problems.push(problem);
@@ -257,14 +255,62 @@ fn has_description(schema: &Value) -> bool {
         .is_some_and(|text| !text.trim().is_empty())
 }
 
-/// Whether `word` (lowercase) is in `text` (lowercase) as a word: neither preceded nor
-/// followed by a letter or digit (`_` separates words, as in a snake_case name).
-fn contains_word(text: &str, word: &str) -> bool {
-    text.match_indices(word).any(|(start, _)| {
-        let before = text[..start].chars().next_back();
-        let after = text[start + word.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    })
+/// The tenants of a registry, to find in a text as words.
+struct TenantWords<'a> {
+    /// Each tenant lowercased, and how the tools spell it (tenants are compared exactly, so
+    /// `Acme` and `acme` are two).
+    by_lowered: HashMap<String, BTreeSet<&'a str>>,
+    /// The length of the longest, in bytes.
+    longest: usize,
+}
+
+impl<'a> TenantWords<'a> {
+    fn new(tenants: impl Iterator<Item = &'a String>) -> Self {
+        let mut by_lowered: HashMap<String, BTreeSet<&'a str>> = HashMap::new();
+        for tenant in tenants.filter(|tenant| !tenant.is_empty()) {
+            by_lowered
+                .entry(tenant.to_lowercase())
+                .or_default()
+                .insert(tenant);
+        }
+        let longest = by_lowered.keys().map(String::len).max().unwrap_or(0);
+        TenantWords {
+            by_lowered,
+            longest,
+        }
+    }
+
+    /// The tenants `text` names as words, in any case: each found where neither the
+    /// character before nor the one after is a letter or digit (`_` separates words, as in a
+    /// snake_case name). Every place a word may start is tried against every place within
+    /// the longest tenant where one may end, so the cost is the text's length times that,
+    /// whatever the number of tenants.
+    fn in_text(&self, text: &str) -> BTreeSet<&'a str> {
+        let text = text.to_lowercase();
+        let mut found = BTreeSet::new();
+        let mut previous: Option<char> = None;
+        for (start, first) in text.char_indices() {
+            let starts_word = !previous.is_some_and(char::is_alphanumeric);
+            previous = Some(first);
+            if !starts_word {
+                continue;
+            }
+            let rest = &text[start..];
+            let ends = rest.char_indices().skip(1).map(|(end, c)| (end, Some(c)));
+            for (end, next) in ends.chain([(rest.len(), None)]) {
+                if end > self.longest {
+                    break;
+                }
+                if next.is_some_and(char::is_alphanumeric) {
+                    continue;
+                }
+                if let Some(spellings) = self.by_lowered.get(&rest[..end]) {
+                    found.extend(spellings.iter().copied());
+                }
+            }
+        }
+        found
+    }
 }
 
 /// Appends the JSON pointer segment of `key` to `pointer`.
@@ -341,24 +387,32 @@ fn value_texts(value: &Value, pointer: &mut String, found: &mut dyn FnMut(&str, 
 mod tests {
     use serde_json::json;
 
-    use super::{contains_word, schema_texts};
+    use super::{TenantWords, schema_texts};
 
     #[test]
     fn a_tenant_is_found_as_a_word_only() {
+        let tenants = [
+            "acme".to_owned(),
+            "tenant-b".to_owned(),
+            "Globex".to_owned(),
+        ];
+        let words = TenantWords::new(tenants.iter());
+        let found = |text: &str| words.in_text(text).into_iter().collect::<Vec<_>>();
         for text in [
             "acme",
-            "for acme.",
+            "for ACME.",
             "acme_report",
             "(acme)",
             "globex/acme-eu",
         ] {
-            assert!(contains_word(text, "acme"), "{text}");
+            assert!(found(text).contains(&"acme"), "{text}");
         }
-        for text in ["acmes", "pacme", "acme2", "", "ac me"] {
-            assert!(!contains_word(text, "acme"), "{text}");
+        for text in ["acmes", "pacme", "acme2", "", "ac me", "é-acmeé"] {
+            assert_eq!(found(text), Vec::<&str>::new(), "{text}");
         }
-        assert!(contains_word("ask tenant-b first", "tenant-b"));
-        assert!(!contains_word("ask tenant-bc first", "tenant-b"));
+        assert_eq!(found("ask tenant-b first"), ["tenant-b"]);
+        assert_eq!(found("ask tenant-bc first, or tenant-"), Vec::<&str>::new());
+        assert_eq!(found("globex and acme"), ["Globex", "acme"]);
     }
 
     #[test]
