@@ -111,6 +111,7 @@ impl std::fmt::Debug for Run {
             .field("call_policies", &self.policies.len())
             .field("budget", &self.budget)
             .field("host", &self.host.is_some())
+            .field("reopened_from", &self.reopened_from)
             .finish_non_exhaustive()
     }
 }
