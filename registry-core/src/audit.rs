@@ -48,6 +48,9 @@ pub enum AuditEvent {
     /// A deferred session's search found nothing good, or found tools none of which was then
     /// called: where discovery fails.
     Discovery(DiscoveryEvent),
+    /// A run that was no longer current ended (finished or stopped), or a run was reopened
+    /// (migrated): see [`Registry::run_ends`](crate::Registry::run_ends).
+    RunEnd(crate::change::RunEnd),
 }
 
 /// What became of a search, in a [`DiscoveryEvent`].
@@ -658,6 +661,16 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
             query_bytes = d.query_bytes,
             query_hash = %d.query_hash,
             found = %Logged(&d.found.join(",")),
+        ),
+        AuditEvent::RunEnd(r) => tracing::info!(
+            target: AUDIT_TARGET,
+            event = "run_end",
+            kind = r.kind.as_str(),
+            run_id = %Logged(&r.run_id),
+            tenant = %Logged(&r.tenant),
+            principal = r.principal.as_deref().map(Logged::field),
+            fingerprint = %r.fingerprint,
+            reopened_as = r.reopened_as.as_deref().map(Logged::field),
         ),
         AuditEvent::ChangeRefused(r) => tracing::warn!(
             target: AUDIT_TARGET,

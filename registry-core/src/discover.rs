@@ -13,6 +13,7 @@ pub(crate) mod embed;
 pub(crate) mod explain;
 pub(crate) mod fingerprint;
 pub(crate) mod index;
+pub(crate) mod reopen;
 pub(crate) mod run;
 pub(crate) mod search;
 pub(crate) mod subject;

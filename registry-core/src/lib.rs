@@ -257,9 +257,12 @@ pub mod search {
 
 pub mod change {
     //! Changes to a built registry: revocations, restorations and replacements, each recorded
-    //! ([`Registry::changes`](crate::Registry::changes)).
+    //! ([`Registry::changes`](crate::Registry::changes)); and what became of the runs they
+    //! caught ([`Registry::run_ends`](crate::Registry::run_ends)).
 
-    pub use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
+    pub use crate::register::change::{
+        Change, ChangeKind, OldRuns, RUN_ENDS_KEPT, ReplaceOptions, RunEnd, RunEndKind,
+    };
     pub use crate::register::registry::Replacement;
 }
 

@@ -39,6 +39,9 @@ pub(crate) struct ToolAttr {
     pub(crate) open_world: Option<Span>,
     /// `allow_description = "reason"`: the description lint is overridden, for this reason.
     pub(crate) allow_description: Option<LitStr>,
+    /// `require_docs`: every parameter the model fills must have a doc comment; one that has
+    /// none gets a compile-time warning, spanned on it.
+    pub(crate) require_docs: Option<Span>,
     /// `namespace = "builds"`: the group of deferred tools it is shown in (OpenAI namespaces).
     pub(crate) namespace: Option<LitStr>,
     /// `always_loaded`: in every deferred session's first request, not found by search.
@@ -128,6 +131,7 @@ fn parse_key(cx: &Ctxt, attr: &mut ToolAttr, meta: &ParseNestedMeta) -> syn::Res
         IDEMPOTENT => set(cx, meta, &mut attr.idempotent, flag(cx, meta)?),
         OPEN_WORLD => set(cx, meta, &mut attr.open_world, flag(cx, meta)?),
         ALLOW_DESCRIPTION => set(cx, meta, &mut attr.allow_description, string(meta)?),
+        REQUIRE_DOCS => set(cx, meta, &mut attr.require_docs, flag(cx, meta)?),
         NAMESPACE => set(cx, meta, &mut attr.namespace, string(meta)?),
         ALWAYS_LOADED => set(cx, meta, &mut attr.always_loaded, flag(cx, meta)?),
         TASK => set(cx, meta, &mut attr.task, task_mode(cx, meta)?),
@@ -384,6 +388,8 @@ mod tests {
             ("tasks", "task"),
             ("nonblocking", "non_blocking"),
             ("non_blockng", "non_blocking"),
+            ("require_doc", "require_docs"),
+            ("requires_docs", "require_docs"),
         ] {
             let message = unknown_key_message(typed);
             assert!(

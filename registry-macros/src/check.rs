@@ -59,6 +59,7 @@ pub(crate) fn check(cx: &Ctxt, attr: &ToolAttr, tool: &ToolFn) -> Spec {
         blocking: attr.blocking.is_some(),
         attributes: attr.attributes.clone().unwrap_or_default(),
         callable_from_code: attr.callable_from_code.is_some(),
+        require_docs: attr.require_docs.is_some(),
     }
 }
 
@@ -102,6 +103,8 @@ pub(crate) struct Spec {
     pub(crate) attributes: Vec<(String, Vec<String>)>,
     /// `callable_from_code`.
     pub(crate) callable_from_code: bool,
+    /// `require_docs`: a parameter without a doc comment gets a warning.
+    pub(crate) require_docs: bool,
 }
 
 /// The tool's final name and where it was written.

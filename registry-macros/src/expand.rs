@@ -33,7 +33,8 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     match cx.check() {
         Ok(()) => {
             let registration = registration(&spec, &tool);
-            quote!(#item #registration)
+            let warnings = undocumented_warnings(&spec, &tool);
+            quote!(#item #registration #warnings)
         }
         Err(errors) => quote!(#item #errors),
     }
@@ -199,6 +200,44 @@ fn registration(spec: &Spec, tool: &ToolFn) -> TokenStream {
             }
         };
     }
+}
+
+/// With `require_docs`, a warning on each parameter the model fills that has no doc comment.
+/// A stable proc macro cannot emit a warning, so each is the use of a deprecated constant,
+/// spanned on the parameter: the compiler's `deprecated` lint shows the note there (and a
+/// crate that denies warnings refuses it).
+fn undocumented_warnings(spec: &Spec, tool: &ToolFn) -> TokenStream {
+    if !spec.require_docs {
+        return TokenStream::new();
+    }
+    tool.params
+        .iter()
+        .filter(|param| !matches!(param.kind, ParamKind::Context))
+        .filter(|param| {
+            param
+                .doc
+                .as_ref()
+                .is_none_or(|doc| doc.text.trim().is_empty())
+        })
+        .map(|param| {
+            let name = param.property_name().unwrap_or_default();
+            let note = format!(
+                "the parameter `{name}` of the tool `{}` has no doc comment, and a model reads \
+                 a parameter's description to know what to pass: describe it with `/// ...` \
+                 above it (`#[tool(require_docs)]` asks for this)",
+                spec.name
+            );
+            quote_spanned! {param.arg.span()=>
+                #[doc(hidden)]
+                const _: () = {
+                    #[deprecated(note = #note)]
+                    #[allow(non_upper_case_globals)]
+                    const undocumented_parameter: () = ();
+                    undocumented_parameter
+                };
+            }
+        })
+        .collect()
 }
 
 /// One entry of the parameter list; none for the context.

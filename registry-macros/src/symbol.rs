@@ -15,6 +15,7 @@ pub(crate) const DESTRUCTIVE: &str = "destructive";
 pub(crate) const IDEMPOTENT: &str = "idempotent";
 pub(crate) const OPEN_WORLD: &str = "open_world";
 pub(crate) const ALLOW_DESCRIPTION: &str = "allow_description";
+pub(crate) const REQUIRE_DOCS: &str = "require_docs";
 pub(crate) const NAMESPACE: &str = "namespace";
 pub(crate) const ALWAYS_LOADED: &str = "always_loaded";
 pub(crate) const TASK: &str = "task";
@@ -40,6 +41,7 @@ pub(crate) const KEYS: &[&str] = &[
     IDEMPOTENT,
     OPEN_WORLD,
     ALLOW_DESCRIPTION,
+    REQUIRE_DOCS,
     NAMESPACE,
     ALWAYS_LOADED,
     TASK,

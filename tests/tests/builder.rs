@@ -1005,3 +1005,167 @@ fn a_replacement_at_run_time_that_restricts_nothing_is_refused_and_changes_nothi
         ["acme".to_owned()]
     );
 }
+
+// Undocumented parameters (#55): an opt-in build problem.
+
+/// A tool whose parameters schema has a field with and without a description at every depth.
+fn nested_schema_tool() -> DynamicTool {
+    DynamicTool::new("import_rows", "Import rows into a table.")
+        .public()
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "table": {"type": "string", "description": "The table."},
+                "mode": {"type": "string"},
+                "rows": {
+                    "type": "array",
+                    "description": "The rows.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "integer"},
+                            "note": {"type": "string", "description": "  "}
+                        }
+                    }
+                },
+                "labels": {
+                    "type": "object",
+                    "description": "Labels by name.",
+                    "additionalProperties": {
+                        "type": "object",
+                        "properties": {"color": {"type": "string"}}
+                    }
+                },
+                "range": {"$ref": "#/$defs/Range"},
+                "tree": {"$ref": "#/$defs/Node", "description": "A tree of rows."}
+            },
+            "$defs": {
+                "Range": {
+                    "type": "object",
+                    "description": "A range of ids.",
+                    "properties": {
+                        "from": {"type": "integer", "description": "The first id."},
+                        "to": {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+                    }
+                },
+                "Node": {
+                    "type": "object",
+                    "properties": {
+                        "label": {"type": "string"},
+                        "children": {
+                            "type": "array",
+                            "description": "Its children.",
+                            "items": {"$ref": "#/$defs/Node"}
+                        }
+                    }
+                }
+            }
+        }))
+        .handler(|_ctx, _args| Ok::<_, String>(json!("imported")))
+}
+
+#[test]
+fn require_documented_parameters_names_every_parameter_and_field_without_a_description() {
+    // Off by default.
+    Registry::builder()
+        .tool(nested_schema_tool())
+        .build()
+        .unwrap();
+
+    let error = Registry::builder()
+        .tool(nested_schema_tool())
+        .require_documented_parameters()
+        .build()
+        .unwrap_err();
+    let found: Vec<(&str, Vec<&str>)> = error
+        .problems()
+        .iter()
+        .map(|problem| match problem {
+            BuildProblem::UndocumentedParameters { tool, paths, .. } => {
+                (tool.as_str(), paths.iter().map(String::as_str).collect())
+            }
+            other => panic!("unexpected {other}"),
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [(
+            "import_rows",
+            vec![
+                "labels.*.color",
+                "mode",
+                "range.to",
+                "rows[].id",
+                "rows[].note",
+                "tree.label",
+            ]
+        ),]
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!(
+            "tool \"import_rows\": parameters with no description: labels.*.color, mode, \
+             range.to, rows[].id, rows[].note, tree.label; describe each, with a \"description\" \
+             in the parameters schema given to `DynamicTool::parameters`, or a doc comment on \
+             the field of the type it was derived from ({})",
+            built_at("\"import_rows\"")
+        )),
+        "{message}"
+    );
+
+    // Fully described, it builds.
+    let described = DynamicTool::new("ping", "Answer pong.")
+        .public()
+        .parameters(json!({
+            "type": "object",
+            "properties": {"text": {"type": "string", "description": "What to repeat."}}
+        }))
+        .handler(|_ctx, _args| Ok::<_, String>(json!("pong")));
+    Registry::builder()
+        .tool(described)
+        .require_documented_parameters()
+        .build()
+        .unwrap();
+}
+
+#[test]
+fn a_replacement_is_held_to_require_documented_parameters() {
+    let described = |property: Value| {
+        DynamicTool::new("repeat", "Repeat a text.")
+            .public()
+            .parameters(json!({"type": "object", "properties": {"text": property}}))
+            .handler(|_ctx, args| Ok::<_, String>(args["text"].clone()))
+    };
+    let strict = Registry::builder()
+        .tool(described(
+            json!({"type": "string", "description": "What to repeat."}),
+        ))
+        .require_documented_parameters()
+        .build()
+        .unwrap();
+    let error = strict
+        .replace(
+            described(json!({"type": "string"})),
+            registry_core::change::ReplaceOptions::keep_old_runs("shorter"),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            error.problems(),
+            [BuildProblem::UndocumentedParameters { tool, paths, .. }] if tool == "repeat" && paths == &["text"]
+        ),
+        "{error}"
+    );
+    // A registry built without it takes the same replacement.
+    let lax = Registry::builder()
+        .tool(described(
+            json!({"type": "string", "description": "What to repeat."}),
+        ))
+        .build()
+        .unwrap();
+    lax.replace(
+        described(json!({"type": "string"})),
+        registry_core::change::ReplaceOptions::keep_old_runs("shorter"),
+    )
+    .unwrap();
+}

@@ -861,3 +861,208 @@ fn a_parameter_list_shared_by_tools_is_a_problem_of_each_or_of_none() {
     );
     assert_eq!(problems.len(), 2, "{problems:#?}");
 }
+
+// Tenant data (#37): a tenant named by some tool's `tenants` appears only in the texts of the
+// tools restricted to that tenant alone.
+
+/// A tool of scope `report:read`, for a tenant-data case.
+fn report(name: &str, description: &str) -> DynamicTool {
+    handled(DynamicTool::new(name, description).scopes(["report:read"]))
+}
+
+/// The tenant-data problems of `problems`: tool, text, pointer and tenant.
+fn tenant_problems(problems: &[BuildProblem]) -> Vec<(&str, &str, Option<&str>, &str)> {
+    problems
+        .iter()
+        .map(|problem| match problem {
+            BuildProblem::TenantInText {
+                tool,
+                field,
+                pointer,
+                tenant,
+                ..
+            } => (
+                tool.as_str(),
+                field.as_str(),
+                pointer.as_deref(),
+                tenant.as_str(),
+            ),
+            other => panic!("expected tenant data, got {other}"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_tenant_in_the_texts_of_a_tool_other_tenants_see_is_a_problem_naming_the_place() {
+    let output = json!({
+        "type": "object",
+        "properties": {"total": {"type": "number", "description": "The total, as Globex counts it."}}
+    });
+    let problems = build_problems([
+        report("acme_export", "Export Acme's ledger.").tenants(["acme"]),
+        report("globex_export", "Export the ledger.").tenants(["globex"]),
+        // Every text a model reads, the name included, in any case.
+        report("acme_audit", "Audit the ledger.").tenants(["globex"]),
+        report("ledger", "Read the ledger, as ACME wants it.")
+            .title("Ledger for Acme")
+            .parameters(json!({
+                "type": "object",
+                "properties": {"account": {"type": "string", "description": "An acme account."}},
+                "additionalProperties": false
+            }))
+            .output_schema(output),
+        // Restricted to acme and another tenant: the other tenant's subjects would read it.
+        report("shared", "Acme's shared ledger.").tenants(["acme", "globex"]),
+    ]);
+    assert_eq!(
+        tenant_problems(&problems),
+        [
+            ("acme_audit", "name", None, "acme"),
+            ("ledger", "description", None, "acme"),
+            ("ledger", "title", None, "acme"),
+            (
+                "ledger",
+                "parameters schema",
+                Some("/properties/account/description"),
+                "acme"
+            ),
+            (
+                "ledger",
+                "output schema",
+                Some("/properties/total/description"),
+                "globex"
+            ),
+            ("shared", "description", None, "acme"),
+        ]
+    );
+    let message = problems[1].to_string();
+    assert!(
+        message.starts_with(
+            "tool \"ledger\": the description names the tenant \"acme\", and subjects of other \
+             tenants may see this tool; keep tenant data out of shared texts: reword it, \
+             restrict the tool to that tenant alone (`.tenants([\"acme\"])`), or, if the word \
+             is not tenant data, say why with `DynamicTool::allow_description(\"...\")`"
+        ),
+        "{message}"
+    );
+    assert!(
+        problems[3]
+            .to_string()
+            .contains(" at /properties/account/description ")
+    );
+}
+
+#[test]
+fn a_tenant_in_its_own_tools_in_other_words_or_with_a_reason_passes() {
+    Registry::builder()
+        .tool(report("acme_export", "Export Acme's ledger for ACME.").tenants(["acme"]))
+        // Not as a word; and a tool exempt with a reason (written to the lock file).
+        .tool(report("ledger", "Read the ledgers of acmes and pacme."))
+        .tool(
+            report("operators", "Move ledgers between acme and others.")
+                .allow_description("only operators see this tool, and they know every tenant"),
+        )
+        // No tool names a tenant: no word is tenant data.
+        .build()
+        .unwrap();
+    Registry::builder()
+        .tool(report("acme", "Read acme's ledger."))
+        .build()
+        .unwrap();
+}
+
+#[test]
+fn a_replacement_that_would_carry_tenant_data_is_refused() {
+    let registry = Registry::builder()
+        .tool(report("acme_export", "Export the ledger.").tenants(["acme"]))
+        .tool(report("acme_import", "Import the ledger.").tenants(["acme"]))
+        .tool(report("ledger", "Read the ledger."))
+        .build()
+        .unwrap();
+    let error = registry
+        .replace(
+            report("ledger", "Read the ledger; Acme's first."),
+            ReplaceOptions::keep_old_runs("wording"),
+        )
+        .unwrap_err();
+    assert_eq!(
+        tenant_problems(error.problems()),
+        [("ledger", "description", None, "acme")]
+    );
+    // Nor may a replacement that widens a tool leave its tenant's name for others to read.
+    let error = registry
+        .replace(
+            report("acme_import", "Import the ledger."),
+            ReplaceOptions::keep_old_runs("for everyone"),
+        )
+        .unwrap_err();
+    assert_eq!(
+        tenant_problems(error.problems()),
+        [("acme_import", "name", None, "acme")]
+    );
+    assert_eq!(
+        registry.get("ledger").unwrap().definition().description,
+        "Read the ledger."
+    );
+}
+
+// Undocumented parameters of a `#[tool]` fn, with `require_documented_parameters` (#55).
+
+mod undocumented {
+    use registry_core::tool;
+
+    /// A filter on the builds listed.
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    pub struct Filter {
+        /// Only builds of this branch.
+        pub branch: Option<String>,
+        pub status: String,
+    }
+
+    /// List the builds of a project.
+    #[tool(public, read_only)]
+    pub fn list_builds(
+        /// The project's id, e.g. `web`.
+        project: String,
+        limit: u32,
+        /// Which builds.
+        filter: Filter,
+    ) -> String {
+        format!("{project} {limit} {}", filter.status)
+    }
+}
+
+#[test]
+fn require_documented_parameters_names_the_undocumented_parameters_and_fields_of_a_tool_fn() {
+    let builder = || Registry::builder().declared_in(["description_lint::undocumented"]);
+    builder().build().unwrap();
+    let error = builder()
+        .require_documented_parameters()
+        .build()
+        .unwrap_err();
+    let [
+        BuildProblem::UndocumentedParameters {
+            tool, paths, site, ..
+        },
+    ] = error.problems()
+    else {
+        panic!("{error}");
+    };
+    assert_eq!(
+        (tool.as_str(), paths.as_slice()),
+        (
+            "list_builds",
+            &["filter.status".to_owned(), "limit".to_owned()][..]
+        )
+    );
+    assert!(site.is_declared());
+    assert!(
+        error.to_string().contains(
+            "tool \"list_builds\": parameters with no description: filter.status, limit; \
+             describe each, with a doc comment on the parameter (`/// The project's id.`) or on \
+             the field of its type (`#[tool]` in description_lint::undocumented at "
+        ),
+        "{error}"
+    );
+}

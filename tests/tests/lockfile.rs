@@ -606,3 +606,62 @@ fn the_example_tools_match_their_lock_file() {
     );
     registry.assert_lockfile("../examples/tools.lock");
 }
+
+/// An `allow_description` exemption is in the lock, so that it shows in review; a tool
+/// without one has no such line, as before the line existed.
+#[test]
+fn an_allow_description_exemption_is_in_the_lock() {
+    let reason = "only operators see this tool, at \"10.0.0.1\"";
+    let lock = Registry::builder()
+        .tool(
+            plain("a", "Ping the gateway at 10.0.0.1.")
+                .public()
+                .allow_description(reason),
+        )
+        .tool(plain("b", "B.").public())
+        .build()
+        .unwrap()
+        .lock();
+    let (_, before) = blocks(&lock);
+    assert_eq!(
+        before["a"][..6],
+        [
+            "scopes = (none)",
+            "tenants = *",
+            "public = true",
+            "hints = (none)",
+            "allow_description = \"only operators see this tool, at \\\"10.0.0.1\\\"\"",
+            "gate = (none)",
+        ]
+    );
+    assert!(
+        !before["b"]
+            .iter()
+            .any(|line| line.starts_with("allow_description"))
+    );
+    // A new or changed exemption is a change of that tool's lines alone.
+    let changed = Registry::builder()
+        .tool(
+            plain("a", "Ping the gateway at 10.0.0.1.")
+                .public()
+                .allow_description("operators only"),
+        )
+        .tool(plain("b", "B.").public())
+        .build()
+        .unwrap()
+        .lock();
+    let (_, changed) = blocks(&changed);
+    assert_eq!(
+        value_in(&changed["a"], "allow_description"),
+        "\"operators only\""
+    );
+    assert_eq!(changed["b"], before["b"]);
+}
+
+/// The value of the line `key` in `block`.
+fn value_in<'a>(block: &[&'a str], key: &str) -> &'a str {
+    block
+        .iter()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix(" = "))
+        .unwrap_or_else(|| panic!("no {key} line"))
+}

@@ -883,3 +883,266 @@ fn a_registry_suspended_while_a_call_is_in_the_gate_runs_nothing() {
         assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1, "{path}");
     }
 }
+
+// A run that learns the registry changed under it, and its reopening (#40).
+
+/// A registry of [`registry`]'s tools and a readiness check on `ping` that reads `ready`,
+/// whose audit events go to the returned list.
+fn audited_registry(
+    ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (
+    Registry,
+    std::sync::Arc<std::sync::Mutex<Vec<registry_core::audit::AuditEvent>>>,
+) {
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        move |event: &registry_core::audit::AuditEvent| events.lock().unwrap().push(event.clone())
+    };
+    let registry = Registry::builder()
+        .tool(lookup(1, "key"))
+        .tool(
+            DynamicTool::new("ping", "Answer pong.")
+                .public()
+                .read_only()
+                .handler(|_, _| Ok::<_, String>(json!("pong"))),
+        )
+        .tool(
+            DynamicTool::new("admin_only", "Administer.")
+                .scopes(["admin"])
+                .handler(|_, _| Ok::<_, String>(json!("done"))),
+        )
+        .readiness("ping", move || {
+            if ready.load(std::sync::atomic::Ordering::SeqCst) {
+                Ok(())
+            } else {
+                Err("the pong service is down".to_owned())
+            }
+        })
+        .audit_sink(sink)
+        .build()
+        .unwrap();
+    (registry, events)
+}
+
+#[test]
+fn a_run_is_current_until_something_it_may_see_or_call_changes() {
+    let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (registry, _) = audited_registry(ready.clone());
+
+    // Replacing a tool, whichever way old runs go.
+    for options in [
+        ReplaceOptions::keep_old_runs("v2"),
+        ReplaceOptions::revoke_old_runs("v3"),
+    ] {
+        let run = open(&registry, "replaced");
+        assert!(run.is_current());
+        registry.replace(lookup(2, "key"), options).unwrap();
+        assert!(!run.is_current());
+        assert!(open(&registry, "after").is_current());
+    }
+
+    // Revoking, and restoring: the restored tool is a version the run was not shown.
+    let run = open(&registry, "revoked");
+    registry.revoke("lookup", "incident").unwrap();
+    assert!(!run.is_current());
+    let between = open(&registry, "between");
+    assert!(between.is_current());
+    registry.restore("lookup", "over").unwrap();
+    assert!(!run.is_current());
+    assert!(
+        !between.is_current(),
+        "a restored tool joins what the subject may see"
+    );
+
+    // A change to a tool this subject cannot see leaves the run current.
+    let run = open(&registry, "unrelated");
+    registry.revoke("admin_only", "not for tenant-a").unwrap();
+    assert!(run.is_current());
+    assert!(
+        run.is_current(),
+        "the second answer, from what the first found, agrees"
+    );
+
+    // Readiness: a tool the run was shown stops being ready, then comes back.
+    ready.store(false, std::sync::atomic::Ordering::SeqCst);
+    pollster::block_on(registry.check_readiness());
+    assert!(!run.is_current());
+    let without_ping = open(&registry, "without-ping");
+    ready.store(true, std::sync::atomic::Ordering::SeqCst);
+    pollster::block_on(registry.check_readiness());
+    assert!(
+        run.is_current(),
+        "it is shown the same versions as a new run again"
+    );
+    assert!(!without_ping.is_current(), "ping is back for this subject");
+}
+
+#[test]
+fn reopening_a_run_keeps_its_subject_and_options_and_links_to_it() {
+    use registry_core::change::RunEndKind;
+
+    let (registry, events) = audited_registry(std::sync::Arc::new(true.into()));
+    let subject = Subject::new("tenant-a")
+        .with_scopes(["data:read"])
+        .with_principal("ana")
+        .with_attribute("region", "eu");
+    let run = registry
+        .open_run("session-7", &subject)
+        .with_call_budget(3)
+        .with_call_policy(|call: &registry_core::gate::CallRequest<'_>| {
+            match call.arguments()["key"].as_str() {
+                Some("secret") => registry_core::gate::Decision::Deny("no secrets".into()),
+                _ => registry_core::gate::Decision::Allow,
+            }
+        });
+    assert_eq!(
+        call(&run, "lookup", json!({"key": "a"})).unwrap(),
+        json!("v1: a")
+    );
+    registry
+        .replace(lookup(2, "key"), ReplaceOptions::revoke_old_runs("v2"))
+        .unwrap();
+    assert_eq!(
+        kind(call(&run, "lookup", json!({"key": "a"}))),
+        Some(ErrorKind::Revoked)
+    );
+
+    let next = registry.reopen(&run);
+    assert!(next.is_current());
+    assert_eq!(next.id(), format!("session-7~{}", registry.generation()));
+    assert_eq!(next.reopened_from(), Some("session-7"));
+    assert_eq!(run.reopened_from(), None);
+    assert_eq!(next.subject(), run.subject());
+    assert_eq!(next.subject().principal(), Some("ana"));
+    assert!(next.subject().attribute("region").is_some());
+    assert_eq!(
+        next.subject().attribute("region"),
+        run.subject().attribute("region")
+    );
+    // The current version, through the run's own policy, against the shared budget (one
+    // call of three spent in the old run).
+    assert_eq!(
+        call(&next, "lookup", json!({"key": "a"})).unwrap(),
+        json!("v2: a")
+    );
+    assert_eq!(
+        kind(call(&next, "lookup", json!({"key": "secret"}))),
+        Some(ErrorKind::Denied)
+    );
+    assert_eq!(
+        call(&next, "lookup", json!({"key": "b"})).unwrap(),
+        json!("v2: b")
+    );
+    assert_eq!(
+        kind(call(&next, "lookup", json!({"key": "c"}))),
+        Some(ErrorKind::RateLimited),
+        "the budget is shared, not granted again"
+    );
+
+    // Reopening the reopened run keeps the first id as the prefix.
+    registry.revoke("ping", "down").unwrap();
+    let third = registry.reopen(&next);
+    assert_eq!(third.id(), format!("session-7~{}", registry.generation()));
+    assert_eq!(third.reopened_from(), Some(next.id()));
+
+    // Each reopening is recorded and audited, once: dropping a reopened run adds nothing.
+    let (first_id, next_id, third_id) = (
+        run.id().to_owned(),
+        next.id().to_owned(),
+        third.id().to_owned(),
+    );
+    drop((run, next));
+    let ends = registry.run_ends();
+    let recorded: Vec<_> = ends
+        .iter()
+        .map(|end| (end.run_id.as_str(), end.kind, end.reopened_as.as_deref()))
+        .collect();
+    assert_eq!(
+        recorded,
+        [
+            (
+                first_id.as_str(),
+                RunEndKind::Migrated,
+                Some(next_id.as_str())
+            ),
+            (
+                next_id.as_str(),
+                RunEndKind::Migrated,
+                Some(third_id.as_str())
+            ),
+        ]
+    );
+    assert_eq!(ends[0].principal.as_deref(), Some("ana"));
+    let audited: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            registry_core::audit::AuditEvent::RunEnd(end) => Some(end.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(audited, ends);
+}
+
+#[test]
+fn old_runs_that_end_are_recorded_as_finished_or_stopped_and_current_ones_are_not() {
+    use registry_core::change::RunEndKind;
+
+    let (registry, _) = audited_registry(std::sync::Arc::new(true.into()));
+    let current = open(&registry, "current");
+    drop(current);
+    assert!(
+        registry.run_ends().is_empty(),
+        "a current run ends unrecorded"
+    );
+
+    let kept = open(&registry, "kept");
+    let revoked = open(&registry, "revoked");
+    registry
+        .replace(lookup(2, "key"), ReplaceOptions::keep_old_runs("v2"))
+        .unwrap();
+    // `kept` can still call everything it was shown: it finishes on its versions.
+    assert_eq!(
+        call(&kept, "lookup", json!({"key": "a"})).unwrap(),
+        json!("v1: a")
+    );
+    drop(kept);
+    registry.revoke("ping", "down").unwrap();
+    drop(revoked);
+    let ends: Vec<_> = registry
+        .run_ends()
+        .into_iter()
+        .map(|end| (end.run_id, end.kind))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            ("kept".to_owned(), RunEndKind::Finished),
+            ("revoked".to_owned(), RunEndKind::Stopped),
+        ]
+    );
+    let json = serde_json::to_value(&registry.run_ends()[1]).unwrap();
+    assert_eq!(json["kind"], "stopped");
+    assert_eq!(json["tenant"], "tenant-a");
+}
+
+#[test]
+fn the_record_of_run_ends_is_bounded() {
+    use registry_core::change::RUN_ENDS_KEPT;
+
+    let (registry, _) = audited_registry(std::sync::Arc::new(true.into()));
+    let runs: Vec<Run> = (0..RUN_ENDS_KEPT + 2)
+        .map(|index| open(&registry, &format!("run-{index}")))
+        .collect();
+    registry.revoke("ping", "down").unwrap();
+    drop(runs);
+    let ends = registry.run_ends();
+    assert_eq!(ends.len(), RUN_ENDS_KEPT);
+    assert_eq!(ends[0].run_id, "run-2", "the oldest go first");
+    assert_eq!(
+        ends.last().unwrap().run_id,
+        format!("run-{}", RUN_ENDS_KEPT + 1)
+    );
+}

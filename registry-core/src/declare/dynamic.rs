@@ -258,10 +258,12 @@ impl DynamicTool {
         self
     }
 
-    /// Exempts the tool from the description lint, but for its secret rules, for `reason`,
-    /// which is kept in its policy ([`ToolSettings::allow_description`]) where reviewers see it
-    /// (the `catalog` example prints it). An empty reason is a build problem. A secret is
-    /// refused even so: it is never meant to be shown to every model.
+    /// Exempts the tool from the description lint, but for its secret rules, and from the
+    /// tenant-data rule ([`BuildProblem::TenantInText`](crate::BuildProblem::TenantInText)),
+    /// for `reason`, which is kept in its policy ([`ToolSettings::allow_description`]) and
+    /// written to the lock file ([`Registry::lock`](crate::Registry::lock)), where reviewers
+    /// see it (the `catalog` example prints it too). An empty reason is a build problem. A
+    /// secret is refused even so: it is never meant to be shown to every model.
     ///
     /// Without it, [`build`](crate::RegistryBuilder::build) refuses a tool whose description,
     /// title, or any text of its parameters or output schema (`description`, `title`,

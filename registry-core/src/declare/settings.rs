@@ -165,10 +165,12 @@ pub struct ToolSettings {
     /// registry's default limit, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit: Option<RateLimit>,
-    /// Why the description lint does not apply to this tool: the reason given with
-    /// `#[tool(allow_description = "...")]` or
-    /// [`DynamicTool::allow_description`](crate::DynamicTool::allow_description); `None` when
-    /// its description, title and parameter docs passed the lint.
+    /// Why the description lint (but its secret rules) and the tenant-data rule
+    /// ([`BuildProblem::TenantInText`](crate::BuildProblem::TenantInText)) do not apply to
+    /// this tool: the reason given with `#[tool(allow_description = "...")]` or
+    /// [`DynamicTool::allow_description`](crate::DynamicTool::allow_description), written to
+    /// the lock file ([`Registry::lock`](crate::Registry::lock)) for review; `None` when its
+    /// texts passed them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allow_description: Option<Cow<'static, str>>,
     /// The group the tool is shown in where a provider groups deferred tools (OpenAI's

@@ -12,7 +12,9 @@ use crate::discover::subject::Subject;
 ///
 /// It records where it came from (run id, subject) and a stable fingerprint of exactly what
 /// was shown (names and definitions), so that the model's context, the check of each call and
-/// the audit log refer to one boundary. Refreshing permissions means opening a new run.
+/// the audit log refer to one boundary. Refreshing permissions means opening a new run
+/// ([`Registry::reopen`](crate::Registry::reopen) opens one for the same subject, once
+/// [`Run::is_current`](crate::Run::is_current) says the registry changed).
 #[derive(Clone)]
 pub struct AllowedSet {
     /// The registry's versions the run was projected from.

@@ -41,7 +41,10 @@ use crate::register::registry::Registry;
 /// [`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable) in runs opened before it stopped being ready. A call that waits
 /// for approval runs when [`Run::decide`] says so, with exactly the arguments approved.
 ///
-/// A run is `Send + Sync`: calls may run concurrently.
+/// A run is `Send + Sync`: calls may run concurrently. It keeps what it was shown when the
+/// registry changes; [`Run::is_current`] says whether it still matches, and
+/// [`Registry::reopen`] opens its successor. A run dropped while no longer current is
+/// recorded as finished or stopped ([`Registry::run_ends`]).
 ///
 /// [`ArgumentLimits`]: crate::call::ArgumentLimits
 /// [`CallPolicy`]: crate::gate::CallPolicy
@@ -88,8 +91,14 @@ pub struct Run {
     pub(crate) timeout: Option<Duration>,
     /// The run's own call policies, asked after the registry's.
     pub(crate) policies: Vec<Arc<dyn CallPolicy>>,
-    pub(crate) budget: Option<Budget>,
-    host: Option<Arc<dyn CallHost>>,
+    /// Shared with the runs that reopen this one ([`Registry::reopen`]).
+    pub(crate) budget: Option<Arc<Budget>>,
+    pub(crate) host: Option<Arc<dyn CallHost>>,
+    /// Whether the run is current, and against which change generation of the registry
+    /// that was last found (see [`Run::is_current`]).
+    pub(crate) currency: crate::discover::reopen::Currency,
+    /// The run this one reopened, if it reopened one.
+    pub(crate) reopened_from: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Run {
@@ -102,6 +111,7 @@ impl std::fmt::Debug for Run {
             .field("call_policies", &self.policies.len())
             .field("budget", &self.budget)
             .field("host", &self.host.is_some())
+            .field("reopened_from", &self.reopened_from)
             .finish_non_exhaustive()
     }
 }
@@ -115,14 +125,29 @@ impl Registry {
     /// `read_only` tools), it is not revoked, and the application's [`AccessRule`](crate::access::AccessRule), if any,
     /// does not deny it.
     pub fn open_run(&self, run_id: impl Into<Arc<str>>, subject: &Subject) -> Run {
+        self.open_run_from(run_id.into(), subject, None)
+    }
+
+    /// Opens a run of `subject` named `run_id`, reopening the run named `reopened_from` if
+    /// one is given; audits its projection.
+    pub(crate) fn open_run_from(
+        &self,
+        run_id: Arc<str>,
+        subject: &Subject,
+        reopened_from: Option<Arc<str>>,
+    ) -> Run {
+        // Read before projecting: a change made meanwhile makes the run look changed, and
+        // `is_current` then compares what it was shown with what is current.
+        let generation = self.change_generation();
         let (snapshot, visible) = self.project(subject);
         let scope = Arc::new(RunScope {
-            run_id: run_id.into(),
+            run_id,
             subject: subject.clone(),
             state: self.app_state().clone(),
         });
         let hidden = snapshot.len() - visible.len();
-        let run = Run::new(self.clone(), snapshot, scope, visible);
+        let mut run = Run::new(self.clone(), snapshot, scope, visible, generation);
+        run.reopened_from = reopened_from;
         let sink = self.audit_sink();
         if audit::wanted(sink) {
             audit::emit(
@@ -181,12 +206,14 @@ pub struct Capability<'a> {
 
 /// How many names an unknown-tool answer lists at most.
 impl Run {
-    /// The run of `scope` allowed the `visible` slots (increasing) of `snapshot`.
+    /// The run of `scope` allowed the `visible` slots (increasing) of `snapshot`, projected
+    /// at the registry's change `generation`.
     pub(crate) fn new(
         registry: Registry,
         snapshot: Arc<Snapshot>,
         scope: Arc<RunScope>,
         visible: Vec<usize>,
+        generation: u64,
     ) -> Run {
         let allowed = AllowedSet::new(
             snapshot,
@@ -202,6 +229,8 @@ impl Run {
             policies: Vec::new(),
             budget: None,
             host: None,
+            currency: crate::discover::reopen::Currency::new(generation),
+            reopened_from: None,
         }
     }
 
@@ -248,9 +277,10 @@ impl Run {
 
     /// Allows this run at most `calls` executions in all; past that, every call is answered
     /// [`ErrorKind::RateLimited`](crate::ErrorKind::RateLimited) with no time to retry. Refused calls do not count.
+    /// A run [reopened](Registry::reopen) from this one shares the budget.
     #[must_use = "returns the run with the budget; the run it was called on is gone"]
     pub fn with_call_budget(mut self, calls: u64) -> Run {
-        self.budget = Some(Budget::new(calls));
+        self.budget = Some(Arc::new(Budget::new(calls)));
         self
     }
 

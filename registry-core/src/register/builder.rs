@@ -94,6 +94,9 @@ pub struct RegistryBuilder {
     blocking_wait: Option<Duration>,
     waits: HostWaits,
     allow_empty: bool,
+    /// Every parameter and field must have a description
+    /// ([`require_documented_parameters`](Self::require_documented_parameters)).
+    require_documented: bool,
 }
 
 impl std::fmt::Debug for RegistryBuilder {
@@ -141,6 +144,7 @@ impl std::fmt::Debug for RegistryBuilder {
             .field("blocking_wait", &self.blocking_wait)
             .field("waits", &self.waits)
             .field("tasks", &self.tasks)
+            .field("require_documented_parameters", &self.require_documented)
             .finish_non_exhaustive()
     }
 }
@@ -194,6 +198,39 @@ impl RegistryBuilder {
     /// ```
     pub fn allow_empty(mut self) -> Self {
         self.allow_empty = true;
+        self
+    }
+
+    /// Makes [`build`](Self::build) fail when a tool has a parameter, or its parameters
+    /// schema a field (of a nested object, of array items, behind a `$ref`), with no
+    /// description: one [`BuildProblem::UndocumentedParameters`] per such tool, naming each
+    /// path. A model reads a parameter's description to know what to pass; without one it
+    /// guesses from the name. Every [`Registry::replace`] of the registry is held to it too.
+    ///
+    /// Off by default. The `#[tool]` macro can say the same at compile time, as a warning:
+    /// `#[tool(require_docs)]`.
+    ///
+    /// ```standalone_crate
+    /// use registry_core::{tool, BuildProblem, Registry};
+    ///
+    /// /// Read the current build status of a project.
+    /// #[tool(public, read_only)]
+    /// fn get_status(project: String, branch: Option<String>) -> String {
+    ///     format!("{project}@{branch:?}: green")
+    /// }
+    ///
+    /// // Built without it, the registry takes the tool as it is.
+    /// assert!(Registry::builder().declared().build().is_ok());
+    ///
+    /// let error = Registry::builder().declared().require_documented_parameters().build().unwrap_err();
+    /// let [BuildProblem::UndocumentedParameters { tool, paths, .. }] = error.problems() else {
+    ///     panic!("{error}");
+    /// };
+    /// assert_eq!(tool, "get_status");
+    /// assert_eq!(paths, &["branch", "project"]);
+    /// ```
+    pub fn require_documented_parameters(mut self) -> Self {
+        self.require_documented = true;
         self
     }
 
@@ -935,6 +972,12 @@ impl RegistryBuilder {
                 Err(_) => problems.push(BuildProblem::NothingToReplace { name, site: by }),
             }
         }
+        crate::register::lint::tenant_data(tools.iter(), &mut problems);
+        if self.require_documented {
+            for tool in &tools {
+                crate::register::lint::documented_parameters(tool, &mut problems);
+            }
+        }
         let mut gate = self.gate;
         match self.rate_limit {
             Some((Ok(limit), _)) => gate.rate_limit = Some(limit),
@@ -1005,6 +1048,7 @@ impl RegistryBuilder {
                 self.blocking_wait.unwrap_or(pool::DEFAULT_WAIT),
             ),
             waits: self.waits,
+            require_documented: self.require_documented,
         });
         // The policy sets are checked against the registry as built (every tool's schema and
         // attributes known); their problems are listed with the others below.

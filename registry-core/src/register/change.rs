@@ -85,3 +85,65 @@ pub struct Change {
     /// restoration, the restored one; `None` for a revocation.
     pub new_version: Option<Fingerprint>,
 }
+
+/// What became of a run opened before the registry changed under it, in a [`RunEnd`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunEndKind {
+    /// It ended (was dropped) without being reopened, and could still call every tool it
+    /// was shown, in the version it was shown (a replacement kept its version).
+    Finished,
+    /// It was reopened ([`Registry::reopen`](crate::Registry::reopen)) as the run named in
+    /// [`RunEnd::reopened_as`]: its subject goes on with what the registry has now.
+    Migrated,
+    /// It ended without being reopened while a tool it was shown was revoked or not ready:
+    /// its calls to that tool were answered `Revoked` or `Unavailable`.
+    Stopped,
+}
+
+impl RunEndKind {
+    /// The kind as a snake_case word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunEndKind::Finished => "finished",
+            RunEndKind::Migrated => "migrated",
+            RunEndKind::Stopped => "stopped",
+        }
+    }
+}
+
+/// The record of a run that was no longer current
+/// ([`Run::is_current`](crate::Run::is_current)) when it ended or was reopened: kept by the
+/// registry ([`Registry::run_ends`](crate::Registry::run_ends), the most recent
+/// [`RUN_ENDS_KEPT`]) and audited ([`AuditEvent::RunEnd`](crate::audit::AuditEvent::RunEnd)).
+/// A run reopened while still current is recorded too, as [`RunEndKind::Migrated`]; a run
+/// that ends while current is not recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct RunEnd {
+    /// When it ended or was reopened (serialized as milliseconds since the Unix epoch).
+    #[serde(
+        rename = "at_unix_ms",
+        serialize_with = "crate::gate::unix_ms::serialize"
+    )]
+    pub at: SystemTime,
+    /// The run's id.
+    pub run_id: String,
+    /// The subject's tenant.
+    pub tenant: String,
+    /// The subject's principal, if it names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// The fingerprint of what the run was shown
+    /// ([`AllowedSet::fingerprint`](crate::AllowedSet::fingerprint)).
+    pub fingerprint: Fingerprint,
+    /// What became of it.
+    pub kind: RunEndKind,
+    /// For [`RunEndKind::Migrated`], the id of the run that took over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reopened_as: Option<String>,
+}
+
+/// How many [`RunEnd`] records a registry keeps: the oldest goes first.
+pub const RUN_ENDS_KEPT: usize = 1024;

@@ -228,6 +228,68 @@ pub enum BuildProblem {
         /// What was found, the rule and how to fix it.
         finding: String,
     },
+    /// A text the model reads names a tenant (one that some tool names in its `tenants`), in
+    /// a tool that subjects of other tenants may see: the tool is not restricted to that
+    /// tenant alone. The texts are the name and those of [`UnsafeDescription`](Self::UnsafeDescription);
+    /// a tenant is found as a word, case-insensitively. A tool with `allow_description` is
+    /// not checked.
+    ///
+    /// ```
+    /// use registry_core::{BuildProblem, DynamicTool, Registry};
+    /// use serde_json::json;
+    ///
+    /// let report = |name: &str, description: &str| {
+    ///     DynamicTool::new(name, description).scopes(["report:read"])
+    ///         .handler(|_ctx, _args| Ok::<_, String>(json!("done")))
+    /// };
+    /// let error = Registry::builder()
+    ///     .tool(report("acme_report", "Build the monthly report.").tenants(["acme"]))
+    ///     .tool(report("report", "Build the monthly report, as ACME asked."))
+    ///     .build()
+    ///     .unwrap_err();
+    /// let [BuildProblem::TenantInText { tool, field, tenant, .. }] = error.problems() else {
+    ///     panic!("{error}");
+    /// };
+    /// assert_eq!((tool.as_str(), field.as_str(), tenant.as_str()), ("report", "description", "acme"));
+    /// ```
+    #[error(
+        "tool {tool:?}: the {field}{} names the tenant {tenant:?}, and subjects of other tenants \
+         may see this tool; keep tenant data out of shared texts: reword it, restrict the tool \
+         to that tenant alone ({}), or, if the word is not tenant data, say why with {} ({site})",
+        at_pointer(pointer),
+        tenants_fix(tenant, site),
+        allow_fix(site)
+    )]
+    TenantInText {
+        /// The tool.
+        tool: String,
+        /// Where the tool was built.
+        site: Source,
+        /// Which text: `name`, `description`, `title`, `parameters schema` or `output schema`.
+        field: String,
+        /// In a schema, the JSON pointer of the text in it.
+        pointer: Option<String>,
+        /// The tenant named, as a tool's `tenants` spells it.
+        tenant: String,
+    },
+    /// With [`RegistryBuilder::require_documented_parameters`](crate::RegistryBuilder::require_documented_parameters):
+    /// parameters of a tool, or fields of its parameters schema (nested objects, array items
+    /// and `$ref`s followed), have no description, and a model can only guess what they
+    /// mean. Each is named by its path: `project`, `filter.status`, `rows[].id`, `labels.*`.
+    #[error(
+        "tool {tool:?}: {} with no description: {}; describe each, {} ({site})",
+        if paths.len() == 1 { "a parameter" } else { "parameters" },
+        paths.join(", "),
+        describe_fix(site)
+    )]
+    UndocumentedParameters {
+        /// The tool.
+        tool: String,
+        /// Where the tool was built.
+        site: Source,
+        /// The path of each parameter or field with no description, sorted.
+        paths: Vec<String>,
+    },
     /// `DynamicTool::allow_description` was given an empty reason.
     #[error(
         "tool {tool:?}: `allow_description` needs a reason, which is kept with the tool for \
@@ -387,13 +449,41 @@ fn at_pointer(pointer: &Option<String>) -> String {
 
 /// What to do about a finding of the description lint besides what its rule says: a secret
 /// must go, anything else may be allowed with a reason.
-fn lint_fix(rule: &str, site: &Source) -> &'static str {
+fn lint_fix(rule: &str, site: &Source) -> String {
     if rule.starts_with("secret/") {
-        "`allow_description` does not lift the secret rules"
-    } else if site.is_declared() {
-        "if the text is meant to be there, say why with `#[tool(allow_description = \"...\")]`"
+        "`allow_description` does not lift the secret rules".to_owned()
     } else {
-        "if the text is meant to be there, say why with `DynamicTool::allow_description(\"...\")`"
+        format!(
+            "if the text is meant to be there, say why with {}",
+            allow_fix(site)
+        )
+    }
+}
+
+/// How to restrict a tool to `tenant`, as it was declared.
+fn tenants_fix(tenant: &str, site: &Source) -> String {
+    if site.is_declared() {
+        format!("`#[tool(tenants = {tenant:?})]`")
+    } else {
+        format!("`.tenants([{tenant:?}])`")
+    }
+}
+
+/// How to describe a parameter, as the tool was declared.
+fn describe_fix(site: &Source) -> &'static str {
+    if site.is_declared() {
+        "with a doc comment on the parameter (`/// The project's id.`) or on the field of its type"
+    } else {
+        "with a \"description\" in the parameters schema given to `DynamicTool::parameters`, or a doc comment on the field of the type it was derived from"
+    }
+}
+
+/// How to say why a tool's texts are safe to show, as it was declared.
+fn allow_fix(site: &Source) -> &'static str {
+    if site.is_declared() {
+        "`#[tool(allow_description = \"...\")]`"
+    } else {
+        "`DynamicTool::allow_description(\"...\")`"
     }
 }
 

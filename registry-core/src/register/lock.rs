@@ -90,6 +90,15 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
         );
     }
 
+    // The reason a tool's texts are exempt from the description lint and the tenant-data
+    // rule, so that an exemption shows in review. Only a tool with one has the line: a lock
+    // file without it reads as before, as no exemption.
+    if let Some(reason) = &policy.allow_description {
+        // A string always serializes; as JSON, on one line.
+        let reason = serde_json::to_string(reason).unwrap_or_default();
+        let _ = writeln!(text, "allow_description = {reason}");
+    }
+
     let mut gate = Vec::new();
     if policy.needs_approval {
         gate.push("needs_approval".to_owned());

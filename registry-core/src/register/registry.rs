@@ -21,7 +21,7 @@ use crate::discover::subject::Subject;
 use crate::execute::host::CallHost;
 use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
 use crate::present::profile::{CompatibilityError, Profile};
-use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
+use crate::register::change::{Change, ChangeKind, OldRuns, RUN_ENDS_KEPT, ReplaceOptions, RunEnd};
 use crate::register::error::{BuildProblem, RegistryError};
 use crate::register::state::AppState;
 use crate::register::tool::Tool;
@@ -41,6 +41,11 @@ use crate::resolve::guard::ArgumentLimits;
 /// - [`replace`](Self::replace): a new version for new runs, while open runs keep calling the
 ///   version they were shown or get `Revoked`, as its
 ///   [`ReplaceOptions`](crate::change::ReplaceOptions) say.
+///
+/// A run learns whether any of these changed what its subject may see or call
+/// ([`Run::is_current`](crate::Run::is_current)), and [`reopen`](Self::reopen) opens its
+/// successor on the registry as it is now; what became of the runs a change caught is in
+/// [`run_ends`](Self::run_ends).
 ///
 /// Besides these, a server can hold every call, of every run, until it resumes
 /// ([`RegistryExt::suspend`](crate::server::RegistryExt::suspend)), and a tool that stops
@@ -84,6 +89,9 @@ struct Inner {
     changes: Mutex<Vec<Change>>,
     /// How many changes were made: read without a lock by whoever watches for them.
     generation: AtomicU64,
+    /// What became of the runs that were no longer current when they ended or were
+    /// reopened, the most recent [`RUN_ENDS_KEPT`].
+    run_ends: Mutex<std::collections::VecDeque<RunEnd>>,
     replacements: Vec<Replacement>,
     state: AppState,
     /// The access policies, all applied: one that hides a tool hides it.
@@ -110,6 +118,9 @@ struct Inner {
     held: std::sync::atomic::AtomicBool,
     /// Why they are held.
     suspended: RwLock<Option<Arc<str>>>,
+    /// [`RegistryBuilder::require_documented_parameters`](crate::RegistryBuilder::require_documented_parameters)
+    /// was given: replacements are held to it.
+    require_documented: bool,
 }
 
 /// A record of one tool replaced while the registry was built.
@@ -150,6 +161,8 @@ pub(crate) struct RegistryParts {
     pub(crate) readiness_timeout: Duration,
     pub(crate) pool: BlockingPool,
     pub(crate) waits: HostWaits,
+    /// Whether every parameter must have a description, in replacements too.
+    pub(crate) require_documented: bool,
 }
 
 impl Registry {
@@ -172,6 +185,7 @@ impl Registry {
                 snapshot: RwLock::new(Arc::new(Snapshot::new(parts.tools, versions))),
                 changes: Mutex::new(Vec::new()),
                 generation: AtomicU64::new(0),
+                run_ends: Mutex::new(std::collections::VecDeque::new()),
                 replacements: parts.replacements,
                 state: parts.state,
                 access_rules: parts.access_rules,
@@ -189,6 +203,7 @@ impl Registry {
                 waits: parts.waits,
                 held: std::sync::atomic::AtomicBool::new(false),
                 suspended: RwLock::new(None),
+                require_documented: parts.require_documented,
             }),
         }
     }
@@ -213,6 +228,7 @@ impl Registry {
             readiness_timeout: crate::gate::DEFAULT_TIMEOUT,
             pool: BlockingPool::new(1, Duration::ZERO),
             waits: HostWaits::default(),
+            require_documented: false,
         })
     }
 
@@ -520,8 +536,12 @@ impl Registry {
     /// opened before either keep calling exactly the version they were shown, or get
     /// `Revoked`, as `policy` says; a run never calls a version it was not shown.
     ///
-    /// `tool` meets the checks of the builder; a problem is an error and changes nothing, and
-    /// is audited as a [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
+    /// `tool` meets the checks of the builder, the tenant-data rule
+    /// ([`BuildProblem::TenantInText`]) against the other tools and
+    /// [`require_documented_parameters`](crate::RegistryBuilder::require_documented_parameters)
+    /// if the builder was given it included; a problem is an
+    /// error and changes nothing, and is audited as a
+    /// [`ChangeRefused`](crate::audit::AuditEvent::ChangeRefused) event.
     ///
     /// Every [`PolicySet`](crate::policy::PolicySet) given to the builder is checked against
     /// the registry as the replacement would leave it
@@ -559,6 +579,18 @@ impl Registry {
         let new_tool_version = new_tool.version_fingerprint();
         let next = current.with_replaced(slot, new_tool, old_version + 1);
         drop(current);
+        // The tenant-data rule holds across tools: checked on the registry as the
+        // replacement would leave it; and the builder's opt-in rules.
+        let mut problems = Vec::new();
+        crate::register::lint::tenant_data(next.tools(), &mut problems);
+        if self.inner.require_documented {
+            crate::register::lint::documented_parameters(next.tool(slot), &mut problems);
+        }
+        if !problems.is_empty() {
+            drop(changes);
+            let error = RegistryError::Build(problems);
+            return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
+        }
         if !self.inner.policy_sets.is_empty() {
             // Every policy set must hold for the registry as the replacement leaves it (an
             // argument a policy reads must not disappear or change type); otherwise nothing
@@ -799,6 +831,40 @@ impl Registry {
     /// Every revocation and replacement since the registry was built, in order.
     pub fn changes(&self) -> Vec<Change> {
         self.lock_changes().clone()
+    }
+
+    /// What became of the runs that were no longer current
+    /// ([`Run::is_current`](crate::Run::is_current)) when they ended, and of every run
+    /// reopened ([`reopen`](Self::reopen)): finished, migrated or stopped, oldest first, the
+    /// most recent [`RUN_ENDS_KEPT`](crate::change::RUN_ENDS_KEPT). Each is also audited as an
+    /// [`AuditEvent::RunEnd`](crate::audit::AuditEvent::RunEnd) event.
+    pub fn run_ends(&self) -> Vec<RunEnd> {
+        self.inner
+            .run_ends
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// Keeps `end` (dropping the oldest past the bound) and audits it.
+    pub(crate) fn record_run_end(&self, end: RunEnd) {
+        {
+            let mut ends = self
+                .inner
+                .run_ends
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if ends.len() == RUN_ENDS_KEPT {
+                ends.pop_front();
+            }
+            ends.push_back(end.clone());
+        }
+        let sink = self.audit_sink();
+        if audit::wanted(sink) {
+            audit::emit(sink, AuditEvent::RunEnd(end));
+        }
     }
 
     fn lock_changes(&self) -> std::sync::MutexGuard<'_, Vec<Change>> {
