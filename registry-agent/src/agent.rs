@@ -508,12 +508,12 @@ impl Agent {
     /// use registry_agent::{Agent, Api, ModelConfig};
     ///
     /// let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "m"))?
-    ///     .record_content(true);
+    ///     .record_content();
     /// # Ok::<(), registry_agent::AgentError>(())
     /// ```
     #[must_use]
-    pub fn record_content(mut self, record: bool) -> Self {
-        self.record_content = record;
+    pub fn record_content(mut self) -> Self {
+        self.record_content = true;
         self
     }
 

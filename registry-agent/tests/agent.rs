@@ -224,7 +224,7 @@ fn registry(deploys: Arc<AtomicUsize>) -> Registry {
             DynamicTool::new("deploy", "Deploy a project.")
                 .scopes(["deploy:write"])
                 .destructive()
-                .needs_approval(true)
+                .needs_approval()
                 .parameters(json!({
                     "type": "object",
                     "properties": {"project": {"type": "string"}},
@@ -1256,7 +1256,7 @@ fn large_registry_of(
             )
             .scopes(["deploy:write"])
             .destructive()
-            .needs_approval(true)
+            .needs_approval()
             .parameters(json!({
                 "type": "object",
                 "properties": {"project": {"type": "string"}},

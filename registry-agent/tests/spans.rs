@@ -160,7 +160,7 @@ async fn the_spans_follow_the_genai_conventions_and_hold_no_values() {
     capture.0.lock().unwrap().clear();
     let run = registry.open_run("run-8", &Subject::new("acme").with_scopes(["read"]));
     let outcome = agent
-        .record_content(true)
+        .record_content()
         .run(&run, "Look it up.")
         .await
         .unwrap();

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use registry_core::{
     DynamicTool, ErrorKind, Registry, RegistryBuilder, Subject, ToolCall,
+    access::Access,
     audit::{AUDIT_TARGET, AuditEvent, CallEvent, ChangeEvent, ProjectionEvent},
     change::ReplaceOptions,
 };
@@ -153,7 +154,7 @@ fn opening_a_run_emits_its_projection() {
     let (registry, events) = registry();
     let run = registry.open_run(
         "run-1",
-        &Subject::new("tenant-a").with_agent("helper").read_only(),
+        &Subject::new("tenant-a").with_agent("helper").with_access(Access::ReadOnly),
     );
     let reader = registry.open_run("run-2", &Subject::new("tenant-b"));
     let events = events.lock().unwrap();
@@ -498,12 +499,12 @@ mod result_checks {
         let registry = Registry::builder()
             .tool(counted("plain"))
             .tool(counted("secret"))
-            .tool(counted("approved").needs_approval(true))
+            .tool(counted("approved").needs_approval())
             .tool(counted("background").task())
             .tool(
                 DynamicTool::new("blocks", "Say one in blocks.")
                     .public()
-                    .content_handler(|_, _| {
+                    .handler(|_, _| {
                         Ok::<_, String>(vec![
                             Content::text("one"),
                             Content::embedded_text("mem://x", "text/plain", "one"),
@@ -702,7 +703,7 @@ mod result_checks {
             .tool(
                 DynamicTool::new("log", "Read the log.")
                     .public()
-                    .content_handler(|_, _| {
+                    .handler(|_, _| {
                         Ok::<_, String>(vec![
                             Content::text(format!("using {KEY} now")),
                             Content::embedded_text("log://1", "text/plain", format!("t={TOKEN}")),
@@ -970,7 +971,7 @@ mod callers {
         let tool = |name: &str| {
             DynamicTool::new(name, "Restart the service.")
                 .public()
-                .needs_approval(true)
+                .needs_approval()
                 .handler(|_, _| Ok::<_, String>(json!("restarted")))
         };
         let registry = Registry::builder()

@@ -608,7 +608,7 @@ impl RegistryBuilder {
     /// let registry = Registry::builder()
     ///     .tool(DynamicTool::new("tail_log", "Read the last lines of the log.")
     ///         .public()
-    ///         .content_handler(|_, _| Ok::<_, String>(Content::text(
+    ///         .handler(|_, _| Ok::<_, String>(Content::text(
     ///             "connecting with sk-4fG7hJ2kL9mN3pQ8rS1tU6vW... ok",
     ///         ))))
     ///     .redact_secrets()
@@ -1145,7 +1145,7 @@ fn declared_tool(
         Some(namespace) => Some(Cow::Borrowed(namespace)),
         None => default_namespace(&scopes),
     };
-    let policy = ToolSettings {
+    let settings = ToolSettings {
         scopes,
         tenants: declaration
             .tenants
@@ -1178,7 +1178,7 @@ fn declared_tool(
     };
     // The macro checked them; a declaration written by other means is checked here.
     let attribute_problems = crate::declare::settings::attribute_problems(
-        policy
+        settings
             .attributes
             .iter()
             .map(|(key, values)| (key.as_str(), values.as_slice())),
@@ -1193,7 +1193,7 @@ fn declared_tool(
         }
         valid = false;
     }
-    let tool = Tool::declared(declaration, policy);
+    let tool = Tool::declared(declaration, settings);
     // The macro linted the description, the title and the parameters' docs, with the same
     // rules (registry-lint, pinned to one version for both crates), and a `#[tool]` with a
     // finding does not compile: they are not linted again here (they were most of the time
