@@ -33,7 +33,7 @@
 //!   [`Registry::replace`] (recorded in [`Registry::changes`]) and served without a restart.
 //!   A tool without a place (a name nobody gave at start) is withheld and, once accepted,
 //!   served from the next start.
-//! - **Policy.** Each tool's scopes, tenants, `needs_approval`, rate limit and timeout are the
+//! - **Settings.** Each tool's scopes, tenants, `needs_approval`, rate limit and timeout are the
 //!   file's ([`UpstreamsConfig`]): per tool, else per upstream. A tool without scopes needs
 //!   the upstream's default scope `upstream:{name}`; only `public = true` makes one
 //!   unrestricted. Upstream annotations are hints shown to clients and never grant anything:

@@ -34,3 +34,4 @@ mod search_answers;
 mod search_embedder;
 mod search_invariants;
 mod tasks;
+mod words;
