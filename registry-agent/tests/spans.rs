@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use axum::response::IntoResponse;
-use registry_agent::{Agent, AgentOutcome, Api, ModelConfig};
+use registry_agent::{Agent, AgentEnd, Api, ModelConfig};
 use registry_core::{DynamicTool, Registry, Subject};
 use serde_json::json;
 use tracing::Subscriber;
@@ -105,7 +105,7 @@ async fn the_spans_follow_the_genai_conventions_and_hold_no_values() {
     let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, &url, "m-1")).unwrap();
     let outcome = agent.run(&run, "Look it up.").await.unwrap();
     assert!(
-        matches!(outcome, AgentOutcome::Answered { .. }),
+        matches!(outcome, AgentEnd::Answered { .. }),
         "{outcome:?}"
     );
 
@@ -164,7 +164,7 @@ async fn the_spans_follow_the_genai_conventions_and_hold_no_values() {
         .run(&run, "Look it up.")
         .await
         .unwrap();
-    assert!(matches!(outcome, AgentOutcome::Answered { .. }));
+    assert!(matches!(outcome, AgentEnd::Answered { .. }));
     let spans = capture.0.lock().unwrap().clone();
     let tools: Vec<&Span> = spans.iter().filter(|s| s.name == "execute_tool").collect();
     assert_eq!(tools.len(), 2);

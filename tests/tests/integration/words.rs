@@ -58,6 +58,13 @@ const RETIRED: &[Retired] = &[
         use_instead: "`with_access(Access::ReadOnly)` for a subject (`.read_only()` is a tool's hint)",
         only_with: &["Subject::new", "subject"],
     },
+    // registry-agent: how a loop ended, as a task's `TaskEnd`; its bounds named as the core's.
+    retired("AgentOutcome", "`registry_agent::AgentEnd`"),
+    Retired {
+        word: "Limits",
+        use_instead: "`registry_agent::AgentLimits`",
+        only_with: &["registry_agent"],
+    },
     // Parse errors say `Parse<Thing>Error`, as `ParseProfileError` and std's `ParseIntError`.
     retired("TraceParseError", "`call::ParseTraceError`"),
 ];
