@@ -44,6 +44,7 @@ const MIN_AUDIT_KEY: usize = 16;
 ///
 /// ```standalone_crate
 /// use registry_core::{tool, DynamicTool, Registry};
+/// use serde_json::json;
 ///
 /// /// Search the documentation.
 /// #[tool(public, read_only)]
@@ -53,14 +54,14 @@ const MIN_AUDIT_KEY: usize = 16;
 ///
 /// let registry = Registry::builder()
 ///     .declared_in(["rust_out"]) // the doctest's crate: every tool declared in it
-///     .tool(DynamicTool::new("ping", "Answer pong.").public().handler(|_, _| Ok::<_, String>("pong".into())))
+///     .tool(DynamicTool::new("ping", "Answer pong.").public().handler(|_, _| Ok::<_, String>(json!("pong"))))
 ///     .require(["search_docs", "ping"])
 ///     .build()?;
 /// assert_eq!(registry.names().collect::<Vec<_>>(), ["ping", "search_docs"]);
 ///
 /// let duplicate = Registry::builder()
-///     .tool(DynamicTool::new("ping", "One.").public().handler(|_, _| Ok::<_, String>("1".into())))
-///     .tool(DynamicTool::new("ping", "Two.").public().handler(|_, _| Ok::<_, String>("2".into())))
+///     .tool(DynamicTool::new("ping", "One.").public().handler(|_, _| Ok::<_, String>(json!("1"))))
+///     .tool(DynamicTool::new("ping", "Two.").public().handler(|_, _| Ok::<_, String>(json!("2"))))
 ///     .build();
 /// assert!(duplicate.unwrap_err().to_string().contains("two tools are named \"ping\""));
 /// # Ok::<(), registry_core::RegistryError>(())

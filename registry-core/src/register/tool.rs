@@ -239,11 +239,12 @@ impl Tool {
     ///
     /// ```
     /// use registry_core::{DynamicTool, Registry};
+    /// use serde_json::json;
     ///
     /// let tool = |scope: &str| {
     ///     DynamicTool::new("ping", "Answer pong.")
     ///         .scopes([scope])
-    ///         .handler(|_, _| Ok::<_, String>("pong".into()))
+    ///         .handler(|_, _| Ok::<_, String>(json!("pong")))
     /// };
     /// let a = Registry::builder().tool(tool("ops:read")).build()?.get("ping").unwrap();
     /// let b = Registry::builder().tool(tool("ops:admin")).build()?.get("ping").unwrap();
