@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use registry_agent::{
-    Agent, AgentError, AgentEnd, AgentState, Api, Budget, AgentLimits, ModelConfig, Retries, Spent,
+    Agent, AgentEnd, AgentError, AgentLimits, AgentState, Api, Budget, ModelConfig, Retries, Spent,
     ToolChoice,
 };
 use registry_core::approval::Verdict;
@@ -412,8 +412,7 @@ async fn a_denied_approval_is_told_to_the_model_and_nothing_runs() {
     let registry = registry(deploys.clone());
     let run = registry.open_run("r", &subject());
     let agent = agent(api, &url);
-    let AgentEnd::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap()
-    else {
+    let AgentEnd::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap() else {
         panic!("not paused")
     };
     let outcome = agent
@@ -427,10 +426,7 @@ async fn a_denied_approval_is_told_to_the_model_and_nothing_runs() {
         )
         .await
         .unwrap();
-    assert!(
-        matches!(outcome, AgentEnd::Answered { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, AgentEnd::Answered { .. }), "{outcome:?}");
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert_eq!(outcome.state().calls()[0].outcome, "denied");
     let requests = script.requests.lock().unwrap();
@@ -540,10 +536,7 @@ async fn a_429_is_retried_as_told_and_a_persistent_one_is_an_error() {
     .await;
     let run = registry(Arc::default()).open_run("r", &subject());
     let outcome = agent(api, &url).run(&run, "Hi.").await.unwrap();
-    assert!(
-        matches!(outcome, AgentEnd::Answered { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, AgentEnd::Answered { .. }), "{outcome:?}");
     assert_eq!(script.requests.lock().unwrap().len(), 3);
 
     let (url, script) = fake(vec![
@@ -1521,8 +1514,7 @@ async fn an_approval_decided_elsewhere_is_told_to_the_model_without_who_decided(
     let registry = registry(deploys.clone());
     let run = registry.open_run("r", &subject());
     let agent = agent(api, &url);
-    let AgentEnd::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap()
-    else {
+    let AgentEnd::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap() else {
         panic!("not paused")
     };
     let id = requests[0].id().to_owned();
@@ -1538,10 +1530,7 @@ async fn an_approval_decided_elsewhere_is_told_to_the_model_without_who_decided(
         .resume(&run, state, [(id.clone(), Verdict::approve())])
         .await
         .unwrap();
-    assert!(
-        matches!(outcome, AgentEnd::Answered { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, AgentEnd::Answered { .. }), "{outcome:?}");
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert_eq!(outcome.state().calls()[0].outcome, "approval_failed");
     let requests = script.requests.lock().unwrap();

@@ -104,10 +104,7 @@ async fn the_spans_follow_the_genai_conventions_and_hold_no_values() {
     let run = registry.open_run("run-7", &Subject::new("acme").with_scopes(["read"]));
     let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, &url, "m-1")).unwrap();
     let outcome = agent.run(&run, "Look it up.").await.unwrap();
-    assert!(
-        matches!(outcome, AgentEnd::Answered { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, AgentEnd::Answered { .. }), "{outcome:?}");
 
     let spans = capture.0.lock().unwrap().clone();
     let named = |name: &str| -> Vec<&Span> { spans.iter().filter(|s| s.name == name).collect() };

@@ -154,7 +154,9 @@ fn opening_a_run_emits_its_projection() {
     let (registry, events) = registry();
     let run = registry.open_run(
         "run-1",
-        &Subject::new("tenant-a").with_agent("helper").with_access(Access::ReadOnly),
+        &Subject::new("tenant-a")
+            .with_agent("helper")
+            .with_access(Access::ReadOnly),
     );
     let reader = registry.open_run("run-2", &Subject::new("tenant-b"));
     let events = events.lock().unwrap();

@@ -9,8 +9,8 @@ mod upstreams;
 
 use std::path::PathBuf;
 
-use registry_core::approval::Verdict;
 use registry_core::access::Access;
+use registry_core::approval::Verdict;
 use registry_core::content::Content;
 use registry_core::{ErrorKind, Profile, Registry, Subject, ToolCall};
 use registry_mcp::upstream::{Federation, UpstreamLock, UpstreamsConfig};

@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use registry_agent::{
-    Agent, AgentFailure, AgentEnd, AgentState, Api, Budget, ModelConfig, ToolChoice,
+    Agent, AgentEnd, AgentFailure, AgentState, Api, Budget, ModelConfig, ToolChoice,
 };
 use registry_core::Subject;
 use registry_core::approval::Verdict;

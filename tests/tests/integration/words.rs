@@ -29,10 +29,16 @@ const fn retired(word: &'static str, use_instead: &'static str) -> Retired {
 const RETIRED: &[Retired] = &[
     // A tool's version.
     retired("definition_fingerprint", "`ApprovalRequest::tool_version`"),
-    retired("definition fingerprint", "\"tool version\" (`Tool::version_fingerprint`)"),
+    retired(
+        "definition fingerprint",
+        "\"tool version\" (`Tool::version_fingerprint`)",
+    ),
     // A tool's settings are not a policy.
     retired("ToolPolicy", "`registry_mcp::upstream::ToolSettings`"),
-    retired("PolicyOverride", "`registry_mcp::upstream::SettingsOverride`"),
+    retired(
+        "PolicyOverride",
+        "`registry_mcp::upstream::SettingsOverride`",
+    ),
     retired("policy_of", "`UpstreamConfig::settings_of`"),
     retired("policy: ReplaceOptions", "`options: ReplaceOptions`"),
     retired("tool's policy", "\"tool's settings\""),
@@ -43,16 +49,28 @@ const RETIRED: &[Retired] = &[
         only_with: &[".field("],
     },
     // One way per job.
-    retired("content_handler", "`DynamicTool::handler`, which takes content too"),
+    retired(
+        "content_handler",
+        "`DynamicTool::handler`, which takes content too",
+    ),
     retired(
         "async_content_handler",
         "`DynamicTool::async_handler`, which takes content too",
     ),
     retired("needs_approval(true)", "`needs_approval()`"),
-    retired("needs_approval(false)", "nothing: no approval is the default"),
+    retired(
+        "needs_approval(false)",
+        "nothing: no approval is the default",
+    ),
     retired("record_content(true)", "`Agent::record_content()`"),
-    retired("record_content(false)", "nothing: not recording is the default"),
-    retired("Subject::read_only", "`Subject::with_access(Access::ReadOnly)`"),
+    retired(
+        "record_content(false)",
+        "nothing: not recording is the default",
+    ),
+    retired(
+        "Subject::read_only",
+        "`Subject::with_access(Access::ReadOnly)`",
+    ),
     Retired {
         word: ".read_only()",
         use_instead: "`with_access(Access::ReadOnly)` for a subject (`.read_only()` is a tool's hint)",
@@ -151,7 +169,9 @@ fn no_retired_word_is_back_in_the_sources_or_the_docs() {
     let mut paths = Vec::new();
     files(&root, Path::new(""), false, &mut paths);
     assert!(
-        paths.iter().any(|path| path.starts_with("registry-core/src"))
+        paths
+            .iter()
+            .any(|path| path.starts_with("registry-core/src"))
             && paths.iter().any(|path| path.starts_with("docs/guide")),
         "the walk missed the sources or the docs: {paths:?}"
     );
