@@ -134,8 +134,9 @@ fn has_word(line: &str, word: &str) -> bool {
         let after = line[at + word.len()..].chars().next();
         let starts_a_word = word.starts_with(is_ident);
         let ends_a_word = word.ends_with(is_ident);
-        !(starts_a_word && before.is_some_and(is_ident))
-            && !(ends_a_word && after.is_some_and(is_ident))
+        let joined_before = starts_a_word && before.is_some_and(is_ident);
+        let joined_after = ends_a_word && after.is_some_and(is_ident);
+        !joined_before && !joined_after
     })
 }
 
