@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::response::IntoResponse;
-use registry_agent::{Agent, AgentOutcome, Api, ModelConfig};
+use registry_agent::{Agent, AgentEnd, Api, ModelConfig};
 use registry_core::{DynamicTool, Registry, Subject};
 use serde_json::{Value, json};
 
@@ -104,7 +104,7 @@ async fn measure(runtime: &str) {
     // The two request bodies the loop sends, captured once, for the round trip alone.
     let run = registry.open_run("capture", &subject);
     let outcome = agent.run(&run, "What does tool_3 say?").await.unwrap();
-    let AgentOutcome::Answered { state, .. } = outcome else {
+    let AgentEnd::Answered { state, .. } = outcome else {
         panic!("{outcome:?}")
     };
     let tools = run.export(Api::OpenAiChat.profile()).unwrap();
@@ -147,7 +147,7 @@ async fn measure(runtime: &str) {
         let started = Instant::now();
         let outcome = agent.run(&run, "What does tool_3 say?").await.unwrap();
         looped.push(started.elapsed() / 2);
-        assert!(matches!(outcome, AgentOutcome::Answered { .. }));
+        assert!(matches!(outcome, AgentEnd::Answered { .. }));
     }
     let alone = median(alone);
     let looped = median(looped);

@@ -167,9 +167,15 @@ impl ModelConfig {
 }
 
 /// The bounds of what the loop accepts from the model.
+#[deprecated(note = "use `AgentLimits`")]
+pub type Limits = AgentLimits;
+
+/// The bounds of what the loop accepts from the model (as
+/// [`ArgumentLimits`](registry_core::call::ArgumentLimits) and
+/// [`TaskLimits`](registry_core::task::TaskLimits) bound arguments and tasks).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Limits {
+pub struct AgentLimits {
     /// The largest response body, in bytes (default 8 MiB).
     pub max_body: usize,
     /// The most tool calls in one response (default 64): more is an error, and none runs.
@@ -178,9 +184,9 @@ pub struct Limits {
     pub max_conversation: usize,
 }
 
-impl Default for Limits {
+impl Default for AgentLimits {
     fn default() -> Self {
-        Limits {
+        AgentLimits {
             max_body: 8 << 20,
             max_calls_per_turn: 64,
             max_conversation: 16 << 20,
@@ -188,7 +194,7 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
+impl AgentLimits {
     /// The largest response body, in bytes.
     #[must_use]
     pub fn max_body(mut self, bytes: usize) -> Self {
@@ -337,9 +343,13 @@ impl AgentState {
 }
 
 /// How a loop ended.
+#[deprecated(note = "use `AgentEnd`")]
+pub type AgentOutcome = AgentEnd;
+
+/// How a loop ended (as [`TaskEnd`](registry_core::task::TaskEnd) says how a task ended).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum AgentOutcome {
+pub enum AgentEnd {
     /// The model answered without calling a tool.
     Answered {
         /// Its answer's text.
@@ -364,13 +374,13 @@ pub enum AgentOutcome {
     },
 }
 
-impl AgentOutcome {
+impl AgentEnd {
     /// The state, however the loop ended.
     pub fn state(&self) -> &AgentState {
         match self {
-            AgentOutcome::Answered { state, .. }
-            | AgentOutcome::Paused { state, .. }
-            | AgentOutcome::BudgetSpent { state, .. } => state,
+            AgentEnd::Answered { state, .. }
+            | AgentEnd::Paused { state, .. }
+            | AgentEnd::BudgetSpent { state, .. } => state,
         }
     }
 }
@@ -380,7 +390,7 @@ impl AgentOutcome {
 /// [`Run::call`](registry_core::Run::call) (the gate, the arguments' schema, the policies),
 /// calls of one turn run concurrently and are answered in the model's order, and the loop
 /// repeats until the model answers without calling a tool, a call waits for a person
-/// ([`AgentOutcome::Paused`]), or a [`Budget`] is spent.
+/// ([`AgentEnd::Paused`]), or a [`Budget`] is spent.
 ///
 /// The model's output is untrusted: an unknown or hidden tool, malformed or invalid
 /// arguments come back to the model as the run's observation; what a tool returns changes
@@ -394,7 +404,7 @@ impl AgentOutcome {
 pub struct Agent {
     config: ModelConfig,
     budget: Budget,
-    limits: Limits,
+    limits: AgentLimits,
     instructions: Option<String>,
     defer_above: usize,
     deferred: DeferredOptions,
@@ -469,7 +479,7 @@ impl Agent {
         Ok(Agent {
             config,
             budget: Budget::default(),
-            limits: Limits::default(),
+            limits: AgentLimits::default(),
             instructions: None,
             defer_above: DEFER_ABOVE,
             deferred: DeferredOptions::new(),
@@ -508,12 +518,12 @@ impl Agent {
     /// use registry_agent::{Agent, Api, ModelConfig};
     ///
     /// let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, "http://127.0.0.1:8080/v1", "m"))?
-    ///     .record_content(true);
+    ///     .record_content();
     /// # Ok::<(), registry_agent::AgentError>(())
     /// ```
     #[must_use]
-    pub fn record_content(mut self, record: bool) -> Self {
-        self.record_content = record;
+    pub fn record_content(mut self) -> Self {
+        self.record_content = true;
         self
     }
 
@@ -534,7 +544,7 @@ impl Agent {
 
     /// The bounds on what the model sends.
     #[must_use]
-    pub fn limits(mut self, limits: Limits) -> Self {
+    pub fn limits(mut self, limits: AgentLimits) -> Self {
         self.limits = limits;
         self
     }
@@ -580,7 +590,7 @@ impl Agent {
     }
 
     /// Runs the loop over `run` from `prompt`.
-    pub async fn run(&self, run: &Run, prompt: &str) -> Result<AgentOutcome, AgentFailure> {
+    pub async fn run(&self, run: &Run, prompt: &str) -> Result<AgentEnd, AgentFailure> {
         let state = AgentState {
             api: self.config.api,
             conversation: self.config.api.start(prompt),
@@ -624,7 +634,7 @@ impl Agent {
         run: &Run,
         state: AgentState,
         verdicts: impl IntoIterator<Item = (String, Verdict)>,
-    ) -> Result<AgentOutcome, AgentFailure> {
+    ) -> Result<AgentEnd, AgentFailure> {
         let verdicts: HashMap<String, Verdict> = verdicts.into_iter().collect();
         self.resume_in_span(run, state, verdicts)
             .instrument(self.agent_span(run))
@@ -636,7 +646,7 @@ impl Agent {
         run: &Run,
         mut state: AgentState,
         mut verdicts: HashMap<String, Verdict>,
-    ) -> Result<AgentOutcome, AgentFailure> {
+    ) -> Result<AgentEnd, AgentFailure> {
         if state.api != self.config.api {
             let error = AgentError::Resume(format!(
                 "the state is of {}, this agent speaks {}",
@@ -722,7 +732,7 @@ impl Agent {
         self.drive(run, state).await
     }
 
-    async fn drive(&self, run: &Run, mut state: AgentState) -> Result<AgentOutcome, AgentFailure> {
+    async fn drive(&self, run: &Run, mut state: AgentState) -> Result<AgentEnd, AgentFailure> {
         let api = self.config.api;
         let profile = api.profile();
         let session = (run.allowed().len() > self.defer_above).then(|| {
@@ -758,13 +768,13 @@ impl Agent {
         loop {
             let spent = elapsed(&mut state);
             if state.turns >= self.budget.turns {
-                return Ok(AgentOutcome::BudgetSpent {
+                return Ok(AgentEnd::BudgetSpent {
                     spent: Spent::Turns,
                     state,
                 });
             }
             if self.budget.tokens.is_some_and(|max| state.tokens >= max) {
-                return Ok(AgentOutcome::BudgetSpent {
+                return Ok(AgentEnd::BudgetSpent {
                     spent: Spent::Tokens,
                     state,
                 });
@@ -775,7 +785,7 @@ impl Agent {
                 .checked_sub(spent)
                 .filter(|left| !left.is_zero())
             else {
-                return Ok(AgentOutcome::BudgetSpent {
+                return Ok(AgentEnd::BudgetSpent {
                     spent: Spent::WallTime,
                     state,
                 });
@@ -850,7 +860,7 @@ impl Agent {
                 }
                 Err(_) => {
                     elapsed(&mut state);
-                    return Ok(AgentOutcome::BudgetSpent {
+                    return Ok(AgentEnd::BudgetSpent {
                         spent: Spent::WallTime,
                         state,
                     });
@@ -881,7 +891,7 @@ impl Agent {
             state.conversation.extend(turn.items);
             if calls.is_empty() {
                 elapsed(&mut state);
-                return Ok(AgentOutcome::Answered {
+                return Ok(AgentEnd::Answered {
                     answer: turn.text,
                     state,
                 });
@@ -901,7 +911,7 @@ impl Agent {
                 .count();
             if state.calls.len() + tool_calls > budget {
                 elapsed(&mut state);
-                return Ok(AgentOutcome::BudgetSpent {
+                return Ok(AgentEnd::BudgetSpent {
                     spent: Spent::Calls,
                     state,
                 });
@@ -968,7 +978,7 @@ impl Agent {
             if !requests.is_empty() {
                 state.paused = Some(slots);
                 elapsed(&mut state);
-                return Ok(AgentOutcome::Paused { requests, state });
+                return Ok(AgentEnd::Paused { requests, state });
             }
             let results = slots
                 .into_iter()

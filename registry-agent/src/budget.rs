@@ -1,5 +1,5 @@
 //! Budgets: how much one loop may spend before it stops with
-//! [`AgentOutcome::BudgetSpent`](crate::AgentOutcome::BudgetSpent).
+//! [`AgentEnd::BudgetSpent`](crate::AgentEnd::BudgetSpent).
 
 use std::fmt;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Why the loop stopped without an outcome.
+//! Why the loop stopped without an end of its own ([`AgentEnd`](crate::AgentEnd)).
 
 /// What went wrong talking to the model, or with what it sent. The model's mistakes about
 /// tools are not errors: they go back to it as observations.

@@ -3,7 +3,7 @@
 //! An [`Agent`] sends the model exactly the run's tools, reads the model's calls with the
 //! run's provider profile, calls each through the run (its allowed set, the arguments'
 //! schema, the gate), answers in the model's order, and repeats until the model answers,
-//! a call waits for a person ([`AgentOutcome::Paused`], resumed with [`Agent::resume`]), or a
+//! a call waits for a person ([`AgentEnd::Paused`], resumed with [`Agent::resume`]), or a
 //! [`Budget`] is spent. Model APIs: OpenAI Chat Completions, OpenAI Responses and Anthropic
 //! Messages, at any `https://` base URL or `http://` one on loopback (so any OpenAI-compatible
 //! local server works; plain `http://` elsewhere only with
@@ -14,7 +14,7 @@
 //! recorded unless [`Agent::record_content`] opts in.
 //!
 //! ```no_run
-//! use registry_agent::{Agent, AgentOutcome, Api, Budget, ModelConfig};
+//! use registry_agent::{Agent, AgentEnd, Api, Budget, ModelConfig};
 //! use registry_core::{Registry, Subject};
 //!
 //! # async fn example(registry: Registry) -> Result<(), Box<dyn std::error::Error>> {
@@ -25,9 +25,9 @@
 //! )?
 //! .budget(Budget::default().max_turns(8));
 //! match agent.run(&run, "Is the web build green?").await? {
-//!     AgentOutcome::Answered { answer, .. } => println!("{answer}"),
-//!     AgentOutcome::Paused { requests, .. } => println!("{} calls wait for a person", requests.len()),
-//!     AgentOutcome::BudgetSpent { spent, .. } => println!("stopped: {spent} spent"),
+//!     AgentEnd::Answered { answer, .. } => println!("{answer}"),
+//!     AgentEnd::Paused { requests, .. } => println!("{} calls wait for a person", requests.len()),
+//!     AgentEnd::BudgetSpent { spent, .. } => println!("stopped: {spent} spent"),
 //!     _ => {}
 //! }
 //! # Ok(())
@@ -47,8 +47,10 @@ mod http;
 pub mod rig;
 
 pub use agent::{
-    Agent, AgentFailure, AgentOutcome, AgentState, CallRecord, DEFER_ABOVE, Limits, ModelConfig,
+    Agent, AgentEnd, AgentFailure, AgentLimits, AgentState, CallRecord, DEFER_ABOVE, ModelConfig,
 };
+#[allow(deprecated)]
+pub use agent::{AgentOutcome, Limits};
 pub use api::{Api, ToolChoice};
 pub use budget::{Budget, Spent};
 pub use error::AgentError;

@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use registry_agent::{
-    Agent, AgentError, AgentOutcome, AgentState, Api, Budget, Limits, ModelConfig, Retries, Spent,
+    Agent, AgentEnd, AgentError, AgentLimits, AgentState, Api, Budget, ModelConfig, Retries, Spent,
     ToolChoice,
 };
 use registry_core::approval::Verdict;
@@ -224,7 +224,7 @@ fn registry(deploys: Arc<AtomicUsize>) -> Registry {
             DynamicTool::new("deploy", "Deploy a project.")
                 .scopes(["deploy:write"])
                 .destructive()
-                .needs_approval(true)
+                .needs_approval()
                 .parameters(json!({
                     "type": "object",
                     "properties": {"project": {"type": "string"}},
@@ -276,7 +276,7 @@ async fn every_api_keeps_the_boundary_and_answers_mistakes_as_observations() {
         .await;
         let run = registry(Arc::default()).open_run("r", &subject());
         let outcome = agent(api, &url).run(&run, "Is web green?").await.unwrap();
-        let AgentOutcome::Answered { answer, state } = outcome else {
+        let AgentEnd::Answered { answer, state } = outcome else {
             panic!("{api}: {outcome:?}")
         };
         assert_eq!(answer, "web is green.", "{api}");
@@ -339,7 +339,7 @@ async fn an_approval_pauses_the_loop_and_resume_runs_the_call_once() {
         let run = registry.open_run("r", &subject());
         let agent = agent(api, &url);
         let outcome = agent.run(&run, "Deploy web.").await.unwrap();
-        let AgentOutcome::Paused { requests, state } = outcome else {
+        let AgentEnd::Paused { requests, state } = outcome else {
             panic!("{api}: {outcome:?}")
         };
         assert_eq!(requests.len(), 1);
@@ -378,7 +378,7 @@ async fn an_approval_pauses_the_loop_and_resume_runs_the_call_once() {
             )
             .await
             .unwrap();
-        let AgentOutcome::Answered { answer, state } = outcome else {
+        let AgentEnd::Answered { answer, state } = outcome else {
             panic!("{api}: {outcome:?}")
         };
         assert_eq!(answer, "Deployed.");
@@ -412,8 +412,7 @@ async fn a_denied_approval_is_told_to_the_model_and_nothing_runs() {
     let registry = registry(deploys.clone());
     let run = registry.open_run("r", &subject());
     let agent = agent(api, &url);
-    let AgentOutcome::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap()
-    else {
+    let AgentEnd::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap() else {
         panic!("not paused")
     };
     let outcome = agent
@@ -427,10 +426,7 @@ async fn a_denied_approval_is_told_to_the_model_and_nothing_runs() {
         )
         .await
         .unwrap();
-    assert!(
-        matches!(outcome, AgentOutcome::Answered { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, AgentEnd::Answered { .. }), "{outcome:?}");
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert_eq!(outcome.state().calls()[0].outcome, "denied");
     let requests = script.requests.lock().unwrap();
@@ -457,7 +453,7 @@ async fn a_model_that_never_stops_calling_hits_the_budget() {
     assert!(
         matches!(
             outcome,
-            AgentOutcome::BudgetSpent {
+            AgentEnd::BudgetSpent {
                 spent: Spent::Turns,
                 ..
             }
@@ -475,7 +471,7 @@ async fn a_model_that_never_stops_calling_hits_the_budget() {
     assert!(
         matches!(
             outcome,
-            AgentOutcome::BudgetSpent {
+            AgentEnd::BudgetSpent {
                 spent: Spent::Calls,
                 ..
             }
@@ -498,7 +494,7 @@ async fn a_model_that_never_stops_calling_hits_the_budget() {
     assert!(
         matches!(
             outcome,
-            AgentOutcome::BudgetSpent {
+            AgentEnd::BudgetSpent {
                 spent: Spent::WallTime,
                 ..
             }
@@ -515,7 +511,7 @@ async fn a_model_that_never_stops_calling_hits_the_budget() {
     assert!(
         matches!(
             outcome,
-            AgentOutcome::BudgetSpent {
+            AgentEnd::BudgetSpent {
                 spent: Spent::Tokens,
                 ..
             }
@@ -540,10 +536,7 @@ async fn a_429_is_retried_as_told_and_a_persistent_one_is_an_error() {
     .await;
     let run = registry(Arc::default()).open_run("r", &subject());
     let outcome = agent(api, &url).run(&run, "Hi.").await.unwrap();
-    assert!(
-        matches!(outcome, AgentOutcome::Answered { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, AgentEnd::Answered { .. }), "{outcome:?}");
     assert_eq!(script.requests.lock().unwrap().len(), 3);
 
     let (url, script) = fake(vec![
@@ -625,7 +618,7 @@ async fn the_bounds_hold() {
         .map(|_| call("c", "get_status", json!({"project": "web"})))
         .collect();
     let (url, _) = fake(vec![calling(api, &many)]).await;
-    let limits = Limits::default().max_calls_per_turn(4);
+    let limits = AgentLimits::default().max_calls_per_turn(4);
     let error = agent(api, &url)
         .limits(limits)
         .run(&run, "Hi.")
@@ -638,7 +631,7 @@ async fn the_bounds_hold() {
     );
     // A body past its bound.
     let (url, _) = fake(vec![answering(api, &"x".repeat(10_000))]).await;
-    let limits = Limits::default().max_body(4_096);
+    let limits = AgentLimits::default().max_body(4_096);
     let error = agent(api, &url)
         .limits(limits)
         .run(&run, "Hi.")
@@ -649,7 +642,7 @@ async fn the_bounds_hold() {
     // A conversation past its bound: refused before it is sent.
     let (url, script) = fake(vec![answering(api, "never sent")]).await;
     let failure = agent(api, &url)
-        .limits(Limits::default().max_conversation(200))
+        .limits(AgentLimits::default().max_conversation(200))
         .run(&run, "Hi.")
         .await
         .unwrap_err();
@@ -823,7 +816,7 @@ async fn the_opt_out_sends_over_plain_http_and_without_it_nothing_is_sent() {
         .await
         .unwrap();
     assert!(
-        matches!(&outcome, AgentOutcome::Answered { answer, .. } if answer == "over a trusted path"),
+        matches!(&outcome, AgentEnd::Answered { answer, .. } if answer == "over a trusted path"),
         "{outcome:?}"
     );
     let requests = script.requests.lock().unwrap();
@@ -902,7 +895,7 @@ async fn a_server_that_validates_content_as_a_string_takes_every_turn() {
     let outcome = agent(api, &url).run(&run, "Is web green?").await;
     let outcome = outcome.unwrap_or_else(|failure| panic!("{}", failure.error));
     assert!(
-        matches!(&outcome, AgentOutcome::Answered { answer, .. } if answer == "web is green"),
+        matches!(&outcome, AgentEnd::Answered { answer, .. } if answer == "web is green"),
         "{outcome:?}"
     );
     let requests = script.requests.lock().unwrap();
@@ -1064,7 +1057,7 @@ async fn tool_choice_is_sent_in_each_apis_shape_and_first_turn_only_when_asked()
             .run(&run, "Hi.")
             .await
             .unwrap();
-        assert!(matches!(outcome, AgentOutcome::Answered { .. }), "{api}");
+        assert!(matches!(outcome, AgentEnd::Answered { .. }), "{api}");
         assert_eq!(choices(&script), [named, auto], "{api}");
 
         // First turn only: later requests say nothing.
@@ -1256,7 +1249,7 @@ fn large_registry_of(
             )
             .scopes(["deploy:write"])
             .destructive()
-            .needs_approval(true)
+            .needs_approval()
             .parameters(json!({
                 "type": "object",
                 "properties": {"project": {"type": "string"}},
@@ -1308,7 +1301,7 @@ async fn a_run_of_many_tools_is_sent_deferred_and_searches_load_only_allowed_too
         let run = large_registry(rollbacks.clone()).open_run("r", &subject());
         assert_eq!(run.allowed().len(), 151);
         let outcome = agent(api, &url).run(&run, "Roll web back.").await.unwrap();
-        let AgentOutcome::Paused { requests, state } = outcome else {
+        let AgentEnd::Paused { requests, state } = outcome else {
             panic!("{api}: {outcome:?}")
         };
         assert_eq!(rollbacks.load(Ordering::SeqCst), 0, "{api}: ran unapproved");
@@ -1335,7 +1328,7 @@ async fn a_run_of_many_tools_is_sent_deferred_and_searches_load_only_allowed_too
             .resume(&run, state, verdicts)
             .await
             .unwrap();
-        let AgentOutcome::Answered { answer, state } = outcome else {
+        let AgentEnd::Answered { answer, state } = outcome else {
             panic!("{api}: {outcome:?}")
         };
         assert_eq!(answer, "web is rolled back.");
@@ -1490,7 +1483,7 @@ async fn a_search_with_a_slow_embedder_does_not_block_the_runtime() {
     });
     let outcome = agent(api, &url).run(&run, "Roll web back.").await.unwrap();
     ticker.abort();
-    let AgentOutcome::Answered { answer, state } = outcome else {
+    let AgentEnd::Answered { answer, state } = outcome else {
         panic!("{outcome:?}")
     };
     assert_eq!(answer, "found it.");
@@ -1521,8 +1514,7 @@ async fn an_approval_decided_elsewhere_is_told_to_the_model_without_who_decided(
     let registry = registry(deploys.clone());
     let run = registry.open_run("r", &subject());
     let agent = agent(api, &url);
-    let AgentOutcome::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap()
-    else {
+    let AgentEnd::Paused { requests, state } = agent.run(&run, "Deploy web.").await.unwrap() else {
         panic!("not paused")
     };
     let id = requests[0].id().to_owned();
@@ -1538,10 +1530,7 @@ async fn an_approval_decided_elsewhere_is_told_to_the_model_without_who_decided(
         .resume(&run, state, [(id.clone(), Verdict::approve())])
         .await
         .unwrap();
-    assert!(
-        matches!(outcome, AgentOutcome::Answered { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, AgentEnd::Answered { .. }), "{outcome:?}");
     assert_eq!(deploys.load(Ordering::SeqCst), 0);
     assert_eq!(outcome.state().calls()[0].outcome, "approval_failed");
     let requests = script.requests.lock().unwrap();

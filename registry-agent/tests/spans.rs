@@ -7,7 +7,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 
 use axum::response::IntoResponse;
-use registry_agent::{Agent, AgentOutcome, Api, ModelConfig};
+use registry_agent::{Agent, AgentEnd, Api, ModelConfig};
 use registry_core::{DynamicTool, Registry, Subject};
 use serde_json::json;
 use tracing::Subscriber;
@@ -104,10 +104,7 @@ async fn the_spans_follow_the_genai_conventions_and_hold_no_values() {
     let run = registry.open_run("run-7", &Subject::new("acme").with_scopes(["read"]));
     let agent = Agent::new(ModelConfig::new(Api::OpenAiChat, &url, "m-1")).unwrap();
     let outcome = agent.run(&run, "Look it up.").await.unwrap();
-    assert!(
-        matches!(outcome, AgentOutcome::Answered { .. }),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, AgentEnd::Answered { .. }), "{outcome:?}");
 
     let spans = capture.0.lock().unwrap().clone();
     let named = |name: &str| -> Vec<&Span> { spans.iter().filter(|s| s.name == name).collect() };
@@ -160,11 +157,11 @@ async fn the_spans_follow_the_genai_conventions_and_hold_no_values() {
     capture.0.lock().unwrap().clear();
     let run = registry.open_run("run-8", &Subject::new("acme").with_scopes(["read"]));
     let outcome = agent
-        .record_content(true)
+        .record_content()
         .run(&run, "Look it up.")
         .await
         .unwrap();
-    assert!(matches!(outcome, AgentOutcome::Answered { .. }));
+    assert!(matches!(outcome, AgentEnd::Answered { .. }));
     let spans = capture.0.lock().unwrap().clone();
     let tools: Vec<&Span> = spans.iter().filter(|s| s.name == "execute_tool").collect();
     assert_eq!(tools.len(), 2);

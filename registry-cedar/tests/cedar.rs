@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use registry_cedar::{AttributeType, CedarError, CedarPolicies};
+use registry_core::access::Access;
 use registry_core::audit::AuditEvent;
 use registry_core::call::Caller;
 use registry_core::{DynamicTool, ErrorKind, Registry, RegistryError, Subject, ToolCall};
@@ -131,7 +132,7 @@ fn each_policy_allows_and_refuses_what_it_says() {
     assert_eq!(names(&ops()), ["deploy", "server_time"]);
     // The finance team in a read-only run: the write tool is hidden by the registry.
     assert_eq!(
-        names(&finance().read_only()),
+        names(&finance().with_access(Access::ReadOnly)),
         ["ledger_balance", "server_time"]
     );
     // A subject of another data domain: Cedar denies by default.

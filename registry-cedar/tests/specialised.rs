@@ -10,7 +10,7 @@ use cedar_policy::{
 };
 use registry_cedar::CedarPolicies;
 use registry_core::call::Caller;
-use registry_core::{DynamicTool, Registry, Subject, ToolCall};
+use registry_core::{DynamicTool, Registry, Subject, ToolCall, access::Access};
 use serde_json::{Value, json};
 
 fn tools() -> Vec<DynamicTool> {
@@ -92,7 +92,7 @@ fn subjects() -> Vec<Subject> {
                     }
                     subjects.push(subject.clone());
                     if principal == Some("alice") {
-                        subjects.push(subject.clone().read_only());
+                        subjects.push(subject.clone().with_access(Access::ReadOnly));
                         subjects.push(subject.with_agent("crawler"));
                     }
                 }

@@ -29,7 +29,9 @@ mod task;
 
 pub use crate::execute::cancel::{Cancellation, Cancelled};
 pub use crate::execute::context::CallOptions;
-pub use crate::execute::trace::{TraceContext, TraceParseError};
+#[allow(deprecated)]
+pub use crate::execute::trace::TraceParseError;
+pub use crate::execute::trace::{ParseTraceError, TraceContext};
 pub use crate::resolve::call::Caller;
 pub use crate::resolve::guard::{ArgumentLimits, MAX_ARGUMENT_DEPTH};
 pub use crate::resolve::tool_error::{ArgumentProblem, ToolError};

@@ -144,7 +144,7 @@ pub trait RunExt: sealed::Sealed {
     ///
     /// ```standalone_crate
     /// use registry_core::server::RunExt;
-    /// use registry_core::{Registry, Subject, tool};
+    /// use registry_core::{Registry, Subject, access::Access, tool};
     ///
     /// /// Deploy the last build.
     /// #[tool(scopes = "deploy:write, build:read")]
@@ -156,7 +156,7 @@ pub trait RunExt: sealed::Sealed {
     /// let names: Vec<&str> = scopes.iter().map(|scope| scope.as_str()).collect();
     /// assert_eq!(names, ["deploy:write", "build:read"]);
     /// // Read-only access hides it anyway: more scopes would not help.
-    /// let read_only = Subject::new("acme").read_only();
+    /// let read_only = Subject::new("acme").with_access(Access::ReadOnly);
     /// assert!(registry.open_run("r2", &read_only).needs_only_scopes("deploy_for_scopes_doc").is_none());
     /// ```
     fn needs_only_scopes(&self, name: &str) -> Option<Vec<Scope>>;

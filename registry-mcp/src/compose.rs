@@ -54,7 +54,7 @@ use crate::result_type::completed;
 /// [`McpServer::http_router_with`]: crate::McpServer::http_router_with
 ///
 /// ```
-/// use registry_core::{Registry, Subject};
+/// use registry_core::{Registry, Subject, access::Access};
 /// use registry_mcp::{McpServer, ServerOptions};
 /// use registry_mcp::rmcp::model::{
 ///     ListResourcesResult, PaginatedRequestParams, Resource, ServerCapabilities, ServerConfig,
@@ -85,7 +85,7 @@ use crate::result_type::completed;
 /// let server = McpServer::new(registry, ServerOptions::default())?;
 /// // stdio: the registry's tools and the application's resources, one server.
 /// let (read, write) = registry_mcp::rmcp::transport::stdio_pipes();
-/// let subject = Subject::new("acme").read_only();
+/// let subject = Subject::new("acme").with_access(Access::ReadOnly);
 /// server
 ///     .serve_io_with("stdio", subject, read, write, |tools| tools.with_handler(Docs))
 ///     .await?;

@@ -7,14 +7,14 @@
 //! registry's runs. `registry-core` itself stays free of rmcp and of any async runtime.
 //!
 //! ```no_run
-//! use registry_core::{Registry, Subject};
+//! use registry_core::{Registry, Subject, access::Access};
 //! use registry_mcp::{HttpConfig, McpServer, ServerOptions, Tokens};
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let registry = Registry::from_inventory()?;
 //!     // One client over stdin/stdout, acting for a subject from configuration:
-//!     let subject = Subject::new("acme").with_scopes(["build:read"]).read_only();
+//!     let subject = Subject::new("acme").with_scopes(["build:read"]).with_access(Access::ReadOnly);
 //!     registry_mcp::serve_stdio(registry.clone(), subject).await?;
 //!     // Or many over HTTP, each bearer token standing for a subject:
 //!     let config = HttpConfig::new(Tokens::load("tokens.json")?);

@@ -19,12 +19,12 @@ use crate::{McpServer, RegistryServer, ServeError, ServerOptions};
 /// serving after each.
 ///
 /// ```no_run
-/// use registry_core::{Registry, Subject};
+/// use registry_core::{Registry, Subject, access::Access};
 ///
 /// #[tokio::main]
 /// async fn main() -> Result<(), Box<dyn std::error::Error>> {
 ///     let registry = Registry::from_inventory()?;
-///     let subject = Subject::new("acme").with_scopes(["build:read"]).read_only();
+///     let subject = Subject::new("acme").with_scopes(["build:read"]).with_access(Access::ReadOnly);
 ///     registry_mcp::serve_stdio(registry, subject).await?;
 ///     Ok(())
 /// }

@@ -33,7 +33,7 @@
 //!   [`Registry::replace`] (recorded in [`Registry::changes`]) and served without a restart.
 //!   A tool without a place (a name nobody gave at start) is withheld and, once accepted,
 //!   served from the next start.
-//! - **Policy.** Each tool's scopes, tenants, `needs_approval`, rate limit and timeout are the
+//! - **Settings.** Each tool's scopes, tenants, `needs_approval`, rate limit and timeout are the
 //!   file's ([`UpstreamsConfig`]): per tool, else per upstream. A tool without scopes needs
 //!   the upstream's default scope `upstream:{name}`; only `public = true` makes one
 //!   unrestricted. Upstream annotations are hints shown to clients and never grant anything:
@@ -104,9 +104,11 @@ pub use client::{MAX_LIST_PAGES, MAX_LISTING_BYTES, MAX_TOOL_BYTES, MAX_TOOLS_PE
 pub(crate) use config::UPSTREAM_SCOPE_PREFIX;
 pub use config::{BASE_ENV, MAX_ENV_VARIABLES};
 pub use config::{
-    ConfigError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, MAX_UPSTREAMS, PolicyOverride,
-    ToolPolicy, Transport, UpstreamConfig, UpstreamsConfig,
+    ConfigError, DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, MAX_UPSTREAMS, SettingsOverride,
+    ToolSettings, Transport, UpstreamConfig, UpstreamsConfig,
 };
+#[allow(deprecated)]
+pub use config::{PolicyOverride, ToolPolicy};
 pub use lock::{LockError, MAX_PINS, Pin, UpstreamLock};
 
 use client::{Events, Link};
@@ -813,14 +815,14 @@ impl Federation {
         name: &str,
         entry: &Entry,
     ) -> (DynamicTool, Option<(String, String)>) {
-        let policy = upstream.config.policy_of(&entry.upstream_tool);
+        let settings = upstream.config.settings_of(&entry.upstream_tool);
         let Some(offer) = entry.served() else {
-            let tool = placeholder(name, &policy).async_result_handler(|_, _| async {
+            let tool = placeholder(name, &settings).async_result_handler(|_, _| async {
                 Err::<Value, _>(ToolError::unavailable("this upstream tool is withheld"))
             });
             return (tool, None);
         };
-        let tool = definition_of(name, &offer.tool, &policy);
+        let tool = definition_of(name, &offer.tool, &settings);
         let structured = offer.tool.output_schema.is_some();
         let (upstream, tool_name, digest) = (
             upstream.clone(),
@@ -1231,8 +1233,8 @@ fn offer_of(config: &UpstreamConfig, tool: &rmcp::model::Tool) -> Option<(String
         tracing::warn!(upstream = %crate::logging::escape(&config.name), tool = %crate::logging::escape(&tool.name), %error, "an upstream tool whose name the registry refuses is left out");
         return None;
     }
-    let policy = config.policy_of(&tool.name);
-    let definition = definition_of(&name, tool, &policy);
+    let settings = config.settings_of(&tool.name);
+    let definition = definition_of(&name, tool, &settings);
     let refused = definition
         .problems()
         .iter()
@@ -1268,8 +1270,8 @@ fn problem_text(problem: &BuildProblem) -> String {
     }
 }
 
-/// The registry tool of an upstream's definition and the file's policy, without a handler.
-fn definition_of(name: &str, tool: &rmcp::model::Tool, policy: &ToolPolicy) -> DynamicTool {
+/// The registry tool of an upstream's definition and the file's settings, without a handler.
+fn definition_of(name: &str, tool: &rmcp::model::Tool, settings: &ToolSettings) -> DynamicTool {
     let description = tool.description.as_deref().unwrap_or_default();
     let mut definition = DynamicTool::new(name, description)
         .parameters(as_2020_12(Value::Object((*tool.input_schema).clone())));
@@ -1285,7 +1287,7 @@ fn definition_of(name: &str, tool: &rmcp::model::Tool, policy: &ToolPolicy) -> D
     }
     if let Some(annotations) = &tool.annotations {
         // Hints, never grants: `readOnlyHint` would make the tool visible in read-only runs.
-        if annotations.destructive_hint == Some(true) && !policy.read_only {
+        if annotations.destructive_hint == Some(true) && !settings.read_only {
             definition = definition.destructive();
         }
         if annotations.idempotent_hint == Some(true) {
@@ -1295,10 +1297,10 @@ fn definition_of(name: &str, tool: &rmcp::model::Tool, policy: &ToolPolicy) -> D
             definition = definition.open_world();
         }
     }
-    if let Some(reason) = &policy.allow_description {
+    if let Some(reason) = &settings.allow_description {
         definition = definition.allow_description(reason.as_str());
     }
-    with_policy(definition, policy)
+    with_settings(definition, settings)
 }
 
 /// The draft-07 dialect, which many servers still declare (zod-to-json-schema writes it).
@@ -1334,30 +1336,32 @@ fn as_2020_12(mut schema: Value) -> Value {
 }
 
 /// What the registry holds in place of a tool it would refuse: nothing of the upstream's
-/// texts, the same policy, never callable.
-fn placeholder(name: &str, policy: &ToolPolicy) -> DynamicTool {
-    with_policy(
+/// texts, the same settings, never callable.
+fn placeholder(name: &str, settings: &ToolSettings) -> DynamicTool {
+    with_settings(
         DynamicTool::new(
             name,
             "Withheld: this upstream tool is not served (not offered yet, changed, or refused); see the server's explanation.",
         ),
-        policy,
+        settings,
     )
 }
 
-fn with_policy(mut tool: DynamicTool, policy: &ToolPolicy) -> DynamicTool {
-    if policy.public {
+fn with_settings(mut tool: DynamicTool, settings: &ToolSettings) -> DynamicTool {
+    if settings.public {
         tool = tool.public();
     }
     tool = tool
-        .scopes(policy.scopes.iter().cloned())
-        .tenants(policy.tenants.iter().cloned())
-        .needs_approval(policy.needs_approval)
-        .timeout(policy.timeout);
-    if policy.read_only {
+        .scopes(settings.scopes.iter().cloned())
+        .tenants(settings.tenants.iter().cloned())
+        .timeout(settings.timeout);
+    if settings.needs_approval {
+        tool = tool.needs_approval();
+    }
+    if settings.read_only {
         tool = tool.read_only();
     }
-    if let Some(limit) = &policy.rate_limit {
+    if let Some(limit) = &settings.rate_limit {
         tool = tool.rate_limit(limit.as_str());
     }
     tool

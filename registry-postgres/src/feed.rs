@@ -201,17 +201,17 @@ impl ChangeFeed {
     pub async fn replace(
         &self,
         tool: DynamicTool,
-        policy: ReplaceOptions,
+        options: ReplaceOptions,
     ) -> Result<ChangeRecord, Error> {
         // Its snake_case name as registry-core serializes it (`keep_shown_version`, `revoke`),
         // whatever kinds `OldRuns` comes to have.
-        let old_runs = serde_json::to_value(policy.old_runs)
+        let old_runs = serde_json::to_value(options.old_runs)
             .ok()
             .and_then(|name| name.as_str().map(str::to_owned));
-        let reason = policy.reason.clone();
+        let reason = options.reason.clone();
         // Until the record is known as this replica's own, the feed applies nothing.
         let recording = self.shared.recording.lock().await;
-        let change = self.registry.replace(tool, policy)?;
+        let change = self.registry.replace(tool, options)?;
         let new_fingerprint = known(&self.registry, &change.name)?.fingerprint();
         let recorded = self
             .plane

@@ -499,7 +499,7 @@ fn a_run_time_tool_returns_content() {
         .tool(
             DynamicTool::new("snapshot", "Take a snapshot of the dashboard.")
                 .public()
-                .content_handler(|_ctx, _args| Ok::<_, String>(sample("image"))),
+                .handler(|_ctx, _args| Ok::<_, String>(sample("image"))),
         )
         .tool(
             DynamicTool::new("plot", "Plot the build times.")
@@ -507,7 +507,7 @@ fn a_run_time_tool_returns_content() {
                 .output_schema(
                     json!({"type": "object", "properties": {"width": {"type": "integer"}}}),
                 )
-                .async_content_handler(|_ctx, _args| async {
+                .async_handler(|_ctx, _args| async {
                     Ok::<_, String>(ToolOutput::new(json!({"width": 640})).with(sample("image")))
                 }),
         )

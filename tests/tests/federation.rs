@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use registry_core::access::Access;
 use registry_core::change::ChangeKind;
 use registry_core::content::{Content, ResourceLink};
 use registry_core::host::{CallHost, CallInfo, Progress};
@@ -166,7 +167,7 @@ async fn upstream_tools_are_listed_per_subject_with_the_files_policy() {
 
     // Annotations are hints: readOnlyHint grants nothing (a read-only run sees nothing),
     // the others are shown.
-    assert!(names(&registry, &reader().read_only()).is_empty());
+    assert!(names(&registry, &reader().with_access(Access::ReadOnly)).is_empty());
     let export = registry.open_run("x", &admin).export(Profile::Mcp).unwrap();
     assert_eq!(export[0]["annotations"]["destructiveHint"], true);
     let echo = registry.get("notes_echo").unwrap();

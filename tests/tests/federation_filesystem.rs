@@ -9,6 +9,7 @@ mod upstreams;
 
 use std::path::PathBuf;
 
+use registry_core::access::Access;
 use registry_core::approval::Verdict;
 use registry_core::content::Content;
 use registry_core::{ErrorKind, Profile, Registry, Subject, ToolCall};
@@ -103,7 +104,7 @@ async fn the_filesystem_server_reads_through_the_gate_and_writes_only_once_appro
         ]
     );
     assert!(names(&registry, &Subject::new("acme")).is_empty());
-    assert!(names(&registry, &reader.clone().read_only()).is_empty());
+    assert!(names(&registry, &reader.clone().with_access(Access::ReadOnly)).is_empty());
 
     // A read, forwarded: the content comes back byte for byte.
     let run = registry.open_run("r1", &reader);

@@ -119,7 +119,7 @@ fn tools(executions: &Executions) -> Vec<DynamicTool> {
             .parameters(env_schema())
             .scopes(["deploy:write"])
             .destructive()
-            .needs_approval(true)
+            .needs_approval()
             .handler(counted("deploy")),
         DynamicTool::new("release", "Release a project to an environment.")
             .parameters(env_schema())
@@ -186,7 +186,7 @@ fn a_call_that_needs_approval_runs_nothing_and_says_so() {
         );
         assert_eq!(request.allowed_set(), run.allowed().fingerprint());
         assert_eq!(
-            request.definition_fingerprint(),
+            request.tool_version(),
             registry.get("deploy").unwrap().version_fingerprint()
         );
         assert!(request.reason().contains("marked as needing approval"));
@@ -342,7 +342,7 @@ fn a_request_whose_tool_was_revoked_or_replaced_never_runs() {
                 let new = DynamicTool::new("deploy", "Deploy a project, v2.")
                     .parameters(env_schema())
                     .scopes(["deploy:write"])
-                    .needs_approval(true)
+                    .needs_approval()
                     .handler(|_, _| Ok::<_, String>(json!("v2 ran")));
                 registry
                     .replace(new, ReplaceOptions::keep_old_runs("v2"))
@@ -1188,7 +1188,7 @@ fn stored_arguments_are_bounded_by_the_argument_limits() {
                 DynamicTool::new("annotate", "Annotate a release.")
                     .parameters(free_text.clone())
                     .scopes(["deploy:write"])
-                    .needs_approval(true)
+                    .needs_approval()
                     .handler({
                         let executions = executions.clone();
                         move |_: &registry_core::ToolContext, args: Value| {

@@ -135,12 +135,14 @@ fn registry(change: Change) -> Registry {
             _ => vec!["deploy:write", "build:read"],
         })
         .destructive()
-        .needs_approval(change != Change::NeedsApproval)
         .rate_limit(match change {
             Change::RateLimit => "100/min",
             _ => "10/min",
         })
         .handler(|_ctx, _args| Ok::<_, String>(json!("deploying")));
+    if change != Change::NeedsApproval {
+        deploy = deploy.needs_approval();
+    }
     if change == Change::Tenant {
         deploy = deploy.tenants(["acme"]);
     }

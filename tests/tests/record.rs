@@ -94,7 +94,7 @@ fn the_version_fingerprint_covers_scopes_tenants_and_every_gate_flag() {
             lookup("a").scopes(["records:read", "records:audit"]),
         ),
         ("tenants", lookup("a").tenants(["acme"])),
-        ("needs_approval", lookup("a").needs_approval(true)),
+        ("needs_approval", lookup("a").needs_approval()),
         ("rate_limit", lookup("a").rate_limit("10/min")),
         ("timeout", lookup("a").timeout(Duration::from_secs(3))),
         ("namespace", lookup("a").namespace("archive")),
@@ -301,7 +301,7 @@ fn a_projection_lists_at_most_its_bound_of_tools() {
 fn approvals_are_bound_to_the_version_and_their_events_carry_it() {
     let store = Arc::new(MemoryApprovalStore::default());
     let (sink, events) = recording();
-    let gated = |limit: &str| lookup("ran").needs_approval(true).rate_limit(limit);
+    let gated = |limit: &str| lookup("ran").needs_approval().rate_limit(limit);
     let a = Registry::builder()
         .tool(gated("10/min"))
         .approval_store(store.clone())
@@ -321,7 +321,7 @@ fn approvals_are_bound_to_the_version_and_their_events_carry_it() {
     let asked = run_a.call_blocking(call("c1"));
     assert_eq!(asked.error_kind(), Some(ErrorKind::ApprovalRequired));
     let request = asked.approval().unwrap().clone();
-    assert_eq!(request.definition_fingerprint(), version);
+    assert_eq!(request.tool_version(), version);
     let run_b = b.open_run("run-1", &reader());
     assert_eq!(run_b.allowed().fingerprint(), run_a.allowed().fingerprint());
     // The version that would run there is not the one asked for: nothing runs.

@@ -174,7 +174,9 @@ fn a_tenant_restriction_admits_only_its_tenants() {
 fn a_read_only_run_sees_only_read_only_tools_whatever_its_scopes() {
     let registry = registry();
     let all = ["build:read", "logs:read", "deploy:write"];
-    let subject = Subject::new("tenant-a").with_scopes(all).read_only();
+    let subject = Subject::new("tenant-a")
+        .with_scopes(all)
+        .with_access(Access::ReadOnly);
     assert_eq!(subject.access(), Access::ReadOnly);
     assert_eq!(
         visible(&registry, &subject),
@@ -189,7 +191,12 @@ fn a_read_only_run_sees_only_read_only_tools_whatever_its_scopes() {
     );
 
     // Calling a write tool from a read-only run is refused like any hidden tool.
-    let run = registry.open_run("ro", &Subject::new("tenant-a").with_scopes(all).read_only());
+    let run = registry.open_run(
+        "ro",
+        &Subject::new("tenant-a")
+            .with_scopes(all)
+            .with_access(Access::ReadOnly),
+    );
     let observation = run.call_blocking(ToolCall::new("1", "restart", json!({})));
     assert_eq!(observation.error_kind(), Some(ErrorKind::NotAllowed));
 }
@@ -244,7 +251,7 @@ fn a_policy_can_only_narrow() {
         Subject::new("tenant-b").with_scopes(["build:read"]),
         Subject::new("tenant-a")
             .with_scopes(["build:read", "deploy:write"])
-            .read_only(),
+            .with_access(Access::ReadOnly),
     ] {
         assert_eq!(visible(&open, &subject), visible(&registry(), &subject));
     }
@@ -365,7 +372,10 @@ fn the_allowed_set_records_its_source() {
     assert_eq!(fingerprint.len(), 32);
     assert!(fingerprint.chars().all(|c| c.is_ascii_hexdigit()));
 
-    let run = registry.open_run("run-43", &Subject::new("tenant-b").read_only());
+    let run = registry.open_run(
+        "run-43",
+        &Subject::new("tenant-b").with_access(Access::ReadOnly),
+    );
     assert_eq!(
         serde_json::to_value(run.allowed()).unwrap(),
         json!({
@@ -413,7 +423,11 @@ fn the_fingerprint_identifies_what_was_shown() {
     assert_ne!(shown, fingerprint(&registry, &writer, "run-5"));
     assert_ne!(
         shown,
-        fingerprint(&registry, &reader.clone().read_only(), "run-6")
+        fingerprint(
+            &registry,
+            &reader.clone().with_access(Access::ReadOnly),
+            "run-6"
+        )
     );
     // A definition that differs only in its schema, or only in its description: a
     // different fingerprint.
@@ -510,7 +524,7 @@ fn explain_gives_every_reason_for_every_hidden_tool() {
     registry.revoke("gone", "it leaked data").unwrap();
     let subject = Subject::new("tenant-a")
         .with_scopes(["build:read"])
-        .read_only();
+        .with_access(Access::ReadOnly);
     let run = registry.open_run("run-1", &subject);
     assert_eq!(
         run.allowed().names().collect::<Vec<_>>(),
@@ -850,7 +864,7 @@ fn needs_only_scopes_is_some_only_when_scopes_alone_hide_the_tool() {
     ] {
         assert!(run.needs_only_scopes(name).is_none(), "{name}");
     }
-    let read_only = registry.open_run("run-ro", &subject.clone().read_only());
+    let read_only = registry.open_run("run-ro", &subject.clone().with_access(Access::ReadOnly));
     assert!(read_only.needs_only_scopes("ship").is_none());
 }
 

@@ -111,7 +111,7 @@ fn tools() -> RegistryBuilder {
                     "required": ["project"],
                     "additionalProperties": false
                 }))
-                .needs_approval(true)
+                .needs_approval()
                 .handler(|_, _| Ok::<_, String>(json!("deployed"))),
         )
 }

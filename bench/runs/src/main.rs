@@ -78,7 +78,7 @@ fn content() {
             DynamicTool::new("chart", "Draw the chart.")
                 .public()
                 .parameters(json!({"type": "object", "properties": {}}))
-                .content_handler(move |_, _| Ok::<_, String>(image.clone())),
+                .handler(move |_, _| Ok::<_, String>(image.clone())),
         )
         .build()
         .expect("the benchmark registry builds");

@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use registry_agent::{
-    Agent, AgentFailure, AgentOutcome, AgentState, Api, Budget, ModelConfig, ToolChoice,
+    Agent, AgentEnd, AgentFailure, AgentState, Api, Budget, ModelConfig, ToolChoice,
 };
 use registry_core::Subject;
 use registry_core::approval::Verdict;
@@ -223,7 +223,7 @@ async fn run(args: &Args) -> Result<(ExitCode, serde_json::Value), Box<dyn std::
     let mut outcome = agent.run(&run, &args.prompt).await;
     loop {
         match outcome {
-            Ok(AgentOutcome::Paused { requests, state }) => {
+            Ok(AgentEnd::Paused { requests, state }) => {
                 // The person's verdicts: `--approve` decides them all.
                 let verdicts = requests.iter().map(|request| {
                     let verdict = if args.approve {
@@ -245,11 +245,11 @@ async fn run(args: &Args) -> Result<(ExitCode, serde_json::Value), Box<dyn std::
                     .resume(&run, state, verdicts.collect::<Vec<_>>())
                     .await;
             }
-            Ok(AgentOutcome::Answered { answer, state }) => {
+            Ok(AgentEnd::Answered { answer, state }) => {
                 println!("{answer}");
                 return Ok((ExitCode::SUCCESS, transcript("answered", &state, &answer)));
             }
-            Ok(AgentOutcome::BudgetSpent { spent, state }) => {
+            Ok(AgentEnd::BudgetSpent { spent, state }) => {
                 eprintln!("agent: the {spent} budget is spent");
                 return Ok((ExitCode::from(3), transcript("budget_spent", &state, "")));
             }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use registry_core::approval::Verdict;
-use registry_core::{Profile, Run, Subject, audit::AuditEvent};
+use registry_core::{Profile, Run, Subject, access::Access, audit::AuditEvent};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -96,7 +96,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (name, spec) in &transcript.subjects {
         let mut subject = Subject::new(spec.tenant.as_str()).with_scopes(spec.scopes.clone());
         if spec.read_only {
-            subject = subject.read_only();
+            subject = subject.with_access(Access::ReadOnly);
         }
         if let Some(agent) = &spec.agent {
             subject = subject.with_agent(agent.as_str());

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::Duration;
 
-use registry_core::{Registry, Subject};
+use registry_core::{Registry, Subject, access::Access};
 use registry_mcp::logging::{self, LogFormat};
 use registry_mcp::upstream::{
     Federation, FederationError, UpstreamLock, UpstreamsConfig, Withheld,
@@ -411,7 +411,7 @@ impl Args {
     fn subject(&self) -> Subject {
         let mut subject = Subject::new(self.tenant.as_str()).with_scopes(self.scopes.clone());
         if self.read_only {
-            subject = subject.read_only();
+            subject = subject.with_access(Access::ReadOnly);
         }
         if let Some(agent) = &self.agent {
             subject = subject.with_agent(agent.as_str());

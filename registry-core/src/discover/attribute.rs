@@ -414,7 +414,7 @@ mod tests {
     fn approval_tool(callable_from_code: bool) -> DynamicTool {
         let tool = DynamicTool::new("restart", "Restart a service.")
             .scopes(["ops:write"])
-            .needs_approval(true)
+            .needs_approval()
             .handler(|_, _| Ok::<_, String>(json!("restarted")));
         if callable_from_code {
             tool.callable_from_code()

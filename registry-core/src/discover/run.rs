@@ -359,12 +359,13 @@ impl Run {
     ///
     /// ```
     /// use registry_core::{DynamicTool, Profile, Registry, Subject};
+    /// use serde_json::json;
     ///
     /// let registry = Registry::builder()
     ///     .tool(
     ///         DynamicTool::new("get_status", "Read a build's status.")
     ///             .scopes(["build:read"])
-    ///             .handler(|_, _| Ok::<_, String>("green".into())),
+    ///             .handler(|_, _| Ok::<_, String>(json!("green"))),
     ///     )
     ///     .build()
     ///     .unwrap();

@@ -35,7 +35,7 @@ pub enum Access {
 ///
 /// let subject = Subject::new("tenant-a")
 ///     .with_scopes(["build:read", "deploy:write"])
-///     .read_only()
+///     .with_access(Access::ReadOnly)
 ///     .with_agent("release-bot")
 ///     .with_principal("alice@example.com");
 /// assert_eq!(subject.tenant(), "tenant-a");
@@ -88,13 +88,14 @@ impl Subject {
     }
 
     /// Restricts the run to tools declared `read_only`.
+    #[deprecated(note = "use `with_access(Access::ReadOnly)`")]
     #[must_use = "returns the subject; it changes nothing in place"]
-    pub fn read_only(mut self) -> Self {
-        self.access = Access::ReadOnly;
-        self
+    pub fn read_only(self) -> Self {
+        self.with_access(Access::ReadOnly)
     }
 
-    /// Sets the access level.
+    /// Sets the access level: [`Access::ReadOnly`] restricts the run to tools declared
+    /// `read_only`.
     #[must_use = "returns the subject; it changes nothing in place"]
     pub fn with_access(mut self, access: Access) -> Self {
         self.access = access;

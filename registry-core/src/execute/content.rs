@@ -601,7 +601,7 @@ impl<T> ToolOutput<T> {
 ///
 /// `#[tool]` functions never name it: the macro converts what they return. A
 /// [`DynamicTool`](crate::DynamicTool)'s
-/// [`content_handler`](crate::DynamicTool::content_handler) returns anything that converts
+/// [`handler`](crate::DynamicTool::handler) returns anything that converts
 /// into it: a [`Value`], a [`Content`], a `Vec<Content>`, or a `ToolOutput<Value>`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {

@@ -108,23 +108,24 @@ impl fmt::Display for ErrorKind {
 
 /// The answer to one call, carrying the call id and the tool name as the model sent them.
 ///
-/// On success its content is the tool's JSON result; on error, the text the model reads.
-/// It serializes as `{"call_id", "tool_name", "is_error", "error_kind"?, "content"}`.
+/// On success its [`json`](Self::json) is the tool's JSON result; on error, the text the model
+/// reads. It serializes as `{"call_id", "tool_name", "is_error", "error_kind"?, "content"}`
+/// (`content` holding the JSON: the key stays for what was stored with it).
 ///
 /// A tool that returns [`Content`] (a `Content`, a `Vec<Content>` or a
 /// [`ToolOutput`](crate::content::ToolOutput)) gives an observation whose [`blocks`](Self::blocks) are
 /// those blocks, which every profile renders ([`Profile::render`](crate::Profile::render));
-/// its [`content`](Self::json) is then the structured value of a `ToolOutput`, or else a
-/// JSON view of the blocks without their bytes (see [`content`](Self::json)).
+/// its [`json`](Self::json) is then the structured value of a `ToolOutput`, or else a
+/// JSON view of the blocks without their bytes (see [`json`](Self::json)).
 #[derive(Debug, Clone, PartialEq)]
 #[must_use = "an observation is the model's answer to its call: render it for the model (`Profile::render`) or check it"]
 pub struct Observation {
     pub(crate) call_id: String,
     pub(crate) tool_name: String,
-    pub(crate) content: Value,
+    pub(crate) json: Value,
     /// The blocks of a result made of content; empty otherwise.
     pub(crate) blocks: Vec<Content>,
-    /// Whether `content` is the tool's value, rather than a view of its blocks.
+    /// Whether `json` is the tool's value, rather than a view of its blocks.
     pub(crate) has_value: bool,
     /// Boxed: an error is the rarer answer, and a smaller observation is moved without a
     /// call of `memcpy` (120 bytes, against 168 with the error inline: issue 22's profile).
@@ -145,11 +146,11 @@ impl Observation {
     pub(crate) fn success(call_id: String, tool_name: String, payload: Payload) -> Self {
         let (value, blocks) = payload.into_parts();
         let has_value = value.is_some();
-        let content = value.unwrap_or_else(|| content::view(&blocks));
+        let json = value.unwrap_or_else(|| content::view(&blocks));
         Observation {
             call_id,
             tool_name,
-            content,
+            json,
             blocks,
             has_value,
             error: None,
@@ -162,7 +163,7 @@ impl Observation {
         Observation {
             call_id,
             tool_name,
-            content: Value::String(text),
+            json: Value::String(text),
             blocks: Vec::new(),
             has_value: false,
             error: Some(Box::new(ErrorDetail {
@@ -183,7 +184,7 @@ impl Observation {
 
     pub(crate) fn with_structured(mut self, structured: bool) -> Self {
         self.structured =
-            structured && self.error.is_none() && self.has_value && self.content.is_object();
+            structured && self.error.is_none() && self.has_value && self.json.is_object();
         self
     }
 
@@ -194,7 +195,7 @@ impl Observation {
         self.generated_id
     }
 
-    /// Whether the content is a structured result that conforms to the tool's output schema
+    /// Whether the JSON is a structured result that conforms to the tool's output schema
     /// (MCP's `structuredContent`).
     pub fn is_structured(&self) -> bool {
         self.structured
@@ -281,7 +282,7 @@ impl Observation {
     /// assert_eq!(observation.blocks(), [Content::image(vec![0; 2048], "image/png")]);
     /// ```
     pub fn json(&self) -> &Value {
-        &self.content
+        &self.json
     }
 
     /// The blocks of a result made of [`Content`], in order, bytes included; empty for a
@@ -297,7 +298,7 @@ impl Observation {
     /// A renderer shows, after the [`blocks`](Self::blocks), this value's JSON text; with no
     /// blocks, the value alone, as for any plain result.
     pub fn value(&self) -> Option<&Value> {
-        (self.error.is_none() && self.has_value).then_some(&self.content)
+        (self.error.is_none() && self.has_value).then_some(&self.json)
     }
 
     /// For a result the renderers show as content (blocks, or content alone even without
@@ -330,7 +331,7 @@ impl Observation {
 
     /// The error text for the model; `None` on success.
     pub fn error_text(&self) -> Option<&str> {
-        self.error.as_ref().and(self.content.as_str())
+        self.error.as_ref().and(self.json.as_str())
     }
 
     /// For invalid arguments, each problem found (pointer and message).
@@ -338,9 +339,9 @@ impl Observation {
         self.error.as_ref().map_or(&[], |error| &error.problems)
     }
 
-    /// The content, taken out.
+    /// The JSON ([`json`](Self::json)), taken out.
     pub fn into_json(self) -> Value {
-        self.content
+        self.json
     }
 }
 
@@ -355,7 +356,7 @@ impl Serialize for Observation {
         if let Some(error) = &self.error {
             state.serialize_field("error_kind", &error.kind)?;
         }
-        state.serialize_field("content", &self.content)?;
+        state.serialize_field("content", &self.json)?;
         state.end()
     }
 }

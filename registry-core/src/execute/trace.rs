@@ -37,9 +37,9 @@ pub struct TraceContext {
 
 /// Why a `traceparent` was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceParseError(&'static str);
+pub struct ParseTraceError(&'static str);
 
-impl fmt::Display for TraceParseError {
+impl fmt::Display for ParseTraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -49,7 +49,11 @@ impl fmt::Display for TraceParseError {
     }
 }
 
-impl std::error::Error for TraceParseError {}
+impl std::error::Error for ParseTraceError {}
+
+/// Why a `traceparent` was not used.
+#[deprecated(note = "use `ParseTraceError`")]
+pub type TraceParseError = ParseTraceError;
 
 /// The longest `tracestate` kept (the W3C limit is 32 members of at most 256 characters
 /// each; longer ones are dropped, not cut).
@@ -61,10 +65,10 @@ impl TraceContext {
     pub fn parse(
         traceparent: &str,
         tracestate: Option<&str>,
-    ) -> Result<TraceContext, TraceParseError> {
+    ) -> Result<TraceContext, ParseTraceError> {
         let parts: Vec<&str> = traceparent.trim().split('-').collect();
         let [version, trace_id, parent_id, flags] = parts[..] else {
-            return Err(TraceParseError(
+            return Err(ParseTraceError(
                 "it does not have four fields separated by `-`",
             ));
         };
@@ -75,23 +79,23 @@ impl TraceContext {
                     .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         };
         if version != "00" {
-            return Err(TraceParseError("only version 00 is understood"));
+            return Err(ParseTraceError("only version 00 is understood"));
         }
         if !hex(trace_id, 32) || trace_id.bytes().all(|b| b == b'0') {
-            return Err(TraceParseError(
+            return Err(ParseTraceError(
                 "the trace id is not 32 lowercase hex digits, not all zero",
             ));
         }
         if !hex(parent_id, 16) || parent_id.bytes().all(|b| b == b'0') {
-            return Err(TraceParseError(
+            return Err(ParseTraceError(
                 "the parent id is not 16 lowercase hex digits, not all zero",
             ));
         }
         if !hex(flags, 2) {
-            return Err(TraceParseError("the flags are not 2 hex digits"));
+            return Err(ParseTraceError("the flags are not 2 hex digits"));
         }
         let flags =
-            u8::from_str_radix(flags, 16).map_err(|_| TraceParseError("the flags are not hex"))?;
+            u8::from_str_radix(flags, 16).map_err(|_| ParseTraceError("the flags are not hex"))?;
         let tracestate = tracestate
             .map(str::trim)
             .filter(|state| {

@@ -191,8 +191,14 @@ impl ApprovalRequest {
     /// model was shown it, and its hints, scopes, tenants and gate flags. A run whose tool is
     /// another version cannot decide the request (it is revoked). A request stored by an
     /// earlier release, bound to the definition and hints only, is revoked when decided.
-    pub fn definition_fingerprint(&self) -> Fingerprint {
+    pub fn tool_version(&self) -> Fingerprint {
         self.definition
+    }
+
+    /// The version of the tool the request is bound to.
+    #[deprecated(note = "use `ApprovalRequest::tool_version`")]
+    pub fn definition_fingerprint(&self) -> Fingerprint {
+        self.tool_version()
     }
 
     /// When the call was made.

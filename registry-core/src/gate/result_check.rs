@@ -183,7 +183,7 @@ impl<'a> ToolResult<'a> {
     /// let registry = Registry::builder()
     ///     .tool(DynamicTool::new("read_env", "Read the environment.")
     ///         .public()
-    ///         .content_handler(|_, _| Ok::<_, String>(vec![Content::text("HOME=/root"), Content::text("PASSWORD=hunter2")])))
+    ///         .handler(|_, _| Ok::<_, String>(vec![Content::text("HOME=/root"), Content::text("PASSWORD=hunter2")])))
     ///     .result_check(|result: &mut ToolResult<'_>| {
     ///         result.redact_strings(|text| {
     ///             text.split_once("PASSWORD=").map(|(before, _)| format!("{before}PASSWORD=[redacted]"))

@@ -44,6 +44,7 @@ const MIN_AUDIT_KEY: usize = 16;
 ///
 /// ```standalone_crate
 /// use registry_core::{tool, DynamicTool, Registry};
+/// use serde_json::json;
 ///
 /// /// Search the documentation.
 /// #[tool(public, read_only)]
@@ -53,14 +54,14 @@ const MIN_AUDIT_KEY: usize = 16;
 ///
 /// let registry = Registry::builder()
 ///     .declared_in(["rust_out"]) // the doctest's crate: every tool declared in it
-///     .tool(DynamicTool::new("ping", "Answer pong.").public().handler(|_, _| Ok::<_, String>("pong".into())))
+///     .tool(DynamicTool::new("ping", "Answer pong.").public().handler(|_, _| Ok::<_, String>(json!("pong"))))
 ///     .require(["search_docs", "ping"])
 ///     .build()?;
 /// assert_eq!(registry.names().collect::<Vec<_>>(), ["ping", "search_docs"]);
 ///
 /// let duplicate = Registry::builder()
-///     .tool(DynamicTool::new("ping", "One.").public().handler(|_, _| Ok::<_, String>("1".into())))
-///     .tool(DynamicTool::new("ping", "Two.").public().handler(|_, _| Ok::<_, String>("2".into())))
+///     .tool(DynamicTool::new("ping", "One.").public().handler(|_, _| Ok::<_, String>(json!("1"))))
+///     .tool(DynamicTool::new("ping", "Two.").public().handler(|_, _| Ok::<_, String>(json!("2"))))
 ///     .build();
 /// assert!(duplicate.unwrap_err().to_string().contains("two tools are named \"ping\""));
 /// # Ok::<(), registry_core::RegistryError>(())
@@ -645,7 +646,7 @@ impl RegistryBuilder {
     /// let registry = Registry::builder()
     ///     .tool(DynamicTool::new("tail_log", "Read the last lines of the log.")
     ///         .public()
-    ///         .content_handler(|_, _| Ok::<_, String>(Content::text(
+    ///         .handler(|_, _| Ok::<_, String>(Content::text(
     ///             "connecting with sk-4fG7hJ2kL9mN3pQ8rS1tU6vW... ok",
     ///         ))))
     ///     .redact_secrets()
@@ -1189,7 +1190,7 @@ fn declared_tool(
         Some(namespace) => Some(Cow::Borrowed(namespace)),
         None => default_namespace(&scopes),
     };
-    let policy = ToolSettings {
+    let settings = ToolSettings {
         scopes,
         tenants: declaration
             .tenants
@@ -1222,7 +1223,7 @@ fn declared_tool(
     };
     // The macro checked them; a declaration written by other means is checked here.
     let attribute_problems = crate::declare::settings::attribute_problems(
-        policy
+        settings
             .attributes
             .iter()
             .map(|(key, values)| (key.as_str(), values.as_slice())),
@@ -1237,7 +1238,7 @@ fn declared_tool(
         }
         valid = false;
     }
-    let tool = Tool::declared(declaration, policy);
+    let tool = Tool::declared(declaration, settings);
     // The macro linted the description, the title and the parameters' docs, with the same
     // rules (registry-lint, pinned to one version for both crates), and a `#[tool]` with a
     // finding does not compile: they are not linted again here (they were most of the time

@@ -110,7 +110,8 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
     }
     let _ = writeln!(text, "gate = {}", list(gate.into_iter()));
 
-    let _ = writeln!(text, "definition = {}", definition_fingerprint(tool));
+    let definition = definition_digest(tool.definition_ref(), tool.output_schema());
+    let _ = writeln!(text, "definition = {definition}");
     for &profile in Profile::ALL {
         match tool.digest(profile) {
             Ok(digest) => {
@@ -123,13 +124,8 @@ fn tool_block(text: &mut String, tool: &Tool, default_rate_limit: Option<RateLim
     }
 }
 
-/// The digest of the provider-neutral definition: name, title, description, the canonical
-/// parameters schema and the output schema.
-fn definition_fingerprint(tool: &Tool) -> String {
-    definition_digest(tool.definition_ref(), tool.output_schema())
-}
-
-/// The `definition` line's digest of a definition and its output schema.
+/// The `definition` line's digest of the provider-neutral definition (name, title,
+/// description, the canonical parameters schema) and its output schema.
 pub(crate) fn definition_digest(
     definition: &crate::declare::definition::ToolDefinition,
     output_schema: Option<&Value>,

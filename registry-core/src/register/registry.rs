@@ -534,7 +534,7 @@ impl Registry {
 
     /// Replaces the tool of the same name with `tool` for runs opened from now on. Runs
     /// opened before either keep calling exactly the version they were shown, or get
-    /// `Revoked`, as `policy` says; a run never calls a version it was not shown.
+    /// `Revoked`, as `options` say; a run never calls a version it was not shown.
     ///
     /// `tool` meets the checks of the builder, the tenant-data rule
     /// ([`BuildProblem::TenantInText`]) against the other tools and
@@ -552,21 +552,21 @@ impl Registry {
     pub fn replace(
         &self,
         tool: DynamicTool,
-        policy: ReplaceOptions,
+        options: ReplaceOptions,
     ) -> Result<Change, RegistryError> {
         let mut problems = Vec::new();
         let name = tool.name().to_owned();
         let parts = tool.check(&mut problems);
         let Some(parts) = parts else {
             let error = RegistryError::Build(problems);
-            return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
+            return Err(self.refused(ChangeAttempt::Replace, &name, &options.reason, error));
         };
         let Some(slot) = self.slot(&name) else {
             let error = RegistryError::Build(vec![crate::BuildProblem::NothingToReplace {
                 name: name.clone(),
                 site: parts.source,
             }]);
-            return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
+            return Err(self.refused(ChangeAttempt::Replace, &name, &options.reason, error));
         };
         let changes = self.lock_changes();
         // Only a change writes the snapshot, and changes are serialized by `changes`: the
@@ -617,11 +617,11 @@ impl Registry {
                         .map(|message| BuildProblem::Policy { message })
                         .collect(),
                 );
-                return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
+                return Err(self.refused(ChangeAttempt::Replace, &name, &options.reason, error));
             }
         }
         let mut current = self.write_snapshot();
-        if policy.old_runs == OldRuns::Revoke {
+        if options.old_runs == OldRuns::Revoke {
             self.inner.slots[slot]
                 .revoked_through
                 .fetch_max(old_version, Ordering::AcqRel);
@@ -633,8 +633,8 @@ impl Registry {
         let change = Change {
             at: audit::now(),
             name,
-            kind: ChangeKind::Replaced(policy.old_runs),
-            reason: policy.reason,
+            kind: ChangeKind::Replaced(options.old_runs),
+            reason: options.reason,
             old_fingerprint,
             old_version: old_tool_version,
             new_version: Some(new_tool_version),

@@ -34,7 +34,7 @@ struct ToolInner {
     name: Cow<'static, str>,
     description: Cow<'static, str>,
     title: Option<Cow<'static, str>>,
-    policy: ToolSettings,
+    settings: ToolSettings,
     source: Source,
     parameters: Parameters,
     /// A dynamic tool's parameters mirrored into HTTP headers (a declared tool's are in its
@@ -112,7 +112,7 @@ pub(crate) struct ToolParts {
     pub(crate) name: Cow<'static, str>,
     pub(crate) description: Cow<'static, str>,
     pub(crate) title: Option<Cow<'static, str>>,
-    pub(crate) policy: ToolSettings,
+    pub(crate) settings: ToolSettings,
     pub(crate) source: Source,
     pub(crate) parameters: Value,
     /// Parameters mirrored into HTTP headers on MCP ([`DynamicTool::header`]).
@@ -124,12 +124,12 @@ pub(crate) struct ToolParts {
 
 impl Tool {
     /// The tool of a `#[tool]` declaration, whose scopes were checked at compile time.
-    pub(crate) fn declared(declaration: &'static Declaration, policy: ToolSettings) -> Self {
+    pub(crate) fn declared(declaration: &'static Declaration, settings: ToolSettings) -> Self {
         Tool(Arc::new(ToolInner {
             name: Cow::Borrowed(declaration.name),
             description: Cow::Borrowed(declaration.description),
             title: declaration.title.map(Cow::Borrowed),
-            policy,
+            settings,
             source: declaration.location,
             parameters: Parameters::Declared(declaration.params),
             headers: Default::default(),
@@ -155,7 +155,7 @@ impl Tool {
             name: parts.name,
             description: parts.description,
             title: parts.title,
-            policy: parts.policy,
+            settings: parts.settings,
             source: parts.source,
             parameters: Parameters::Given(parts.parameters),
             headers: parts.headers,
@@ -217,7 +217,7 @@ impl Tool {
     /// [`version_fingerprint`](Self::version_fingerprint).
     pub fn fingerprint(&self) -> Fingerprint {
         *self.0.fingerprint.get_or_init(|| {
-            let shown = (&**self.definition_ref(), &self.0.policy.hints);
+            let shown = (&**self.definition_ref(), &self.0.settings.hints);
             // A definition is strings and JSON values: it always serializes.
             let json = serde_json::to_vec(&shown).unwrap_or_default();
             Fingerprint::of_bytes(&json)
@@ -239,11 +239,12 @@ impl Tool {
     ///
     /// ```
     /// use registry_core::{DynamicTool, Registry};
+    /// use serde_json::json;
     ///
     /// let tool = |scope: &str| {
     ///     DynamicTool::new("ping", "Answer pong.")
     ///         .scopes([scope])
-    ///         .handler(|_, _| Ok::<_, String>("pong".into()))
+    ///         .handler(|_, _| Ok::<_, String>(json!("pong")))
     /// };
     /// let a = Registry::builder().tool(tool("ops:read")).build()?.get("ping").unwrap();
     /// let b = Registry::builder().tool(tool("ops:admin")).build()?.get("ping").unwrap();
@@ -257,12 +258,15 @@ impl Tool {
             struct Version<'a> {
                 definition: &'a ToolDefinition,
                 output_schema: Option<&'a Value>,
-                policy: &'a ToolSettings,
+                // The name a version has been fingerprinted with since the first release: renamed,
+                // every stored approval would be revoked.
+                #[serde(rename = "policy")]
+                settings: &'a ToolSettings,
             }
             let version = Version {
                 definition: self.definition_ref(),
                 output_schema: self.output_schema(),
-                policy: &self.0.policy,
+                settings: &self.0.settings,
             };
             // Strings, numbers and JSON values: it always serializes.
             let json = serde_json::to_vec(&version).unwrap_or_default();
@@ -313,7 +317,7 @@ impl Tool {
 
     /// The scopes it requires and the behaviour hints it declares.
     pub fn settings(&self) -> &ToolSettings {
-        &self.0.policy
+        &self.0.settings
     }
 
     /// Where it was declared.
@@ -505,7 +509,7 @@ impl fmt::Debug for Tool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tool")
             .field("name", &self.0.name)
-            .field("policy", &self.0.policy)
+            .field("settings", &self.0.settings)
             .field("source", &self.0.source)
             .finish_non_exhaustive()
     }

@@ -1,5 +1,5 @@
 //! The upstreams file (TOML): which MCP servers to federate, how to reach them, and the
-//! policy of their tools. A file that cannot work is refused whole, with the line and the fix.
+//! settings of their tools. A file that cannot work is refused whole, with the line and the fix.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -56,11 +56,11 @@ pub const BASE_ENV: [&str; 9] = [
 /// "#).unwrap();
 /// let notes = &config.upstreams[0];
 /// assert_eq!(notes.name, "notes");
-/// let delete_all = notes.policy_of("delete_all");
+/// let delete_all = notes.settings_of("delete_all");
 /// assert_eq!(delete_all.scopes, ["notes:admin"]);
 /// assert!(delete_all.needs_approval);
 /// // A tool the file does not name takes the upstream's scopes.
-/// assert_eq!(notes.policy_of("search").scopes, ["notes:read"]);
+/// assert_eq!(notes.settings_of("search").scopes, ["notes:read"]);
 ///
 /// let error = UpstreamsConfig::from_toml("[[upstream]]\nname = \"notes\"\n").unwrap_err();
 /// assert_eq!(error.line, 1);
@@ -88,9 +88,9 @@ pub struct UpstreamConfig {
     /// How long connecting and listing may take.
     pub connect_timeout: Duration,
     /// The upstream-wide defaults.
-    pub defaults: PolicyOverride,
+    pub defaults: SettingsOverride,
     /// Per-tool overrides, by the upstream's name of the tool.
-    pub tools: BTreeMap<String, PolicyOverride>,
+    pub tools: BTreeMap<String, SettingsOverride>,
 }
 
 /// How an upstream is reached.
@@ -178,11 +178,11 @@ impl fmt::Debug for Transport {
     }
 }
 
-/// What the file says of a tool's policy (or of every tool of an upstream); unset keys take
+/// What the file says of a tool's settings (or of every tool of an upstream); unset keys take
 /// the upstream's value, then the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct PolicyOverride {
+pub struct SettingsOverride {
     /// The scopes a subject must hold.
     pub scopes: Option<Vec<String>>,
     /// The tenants whose subjects may use it.
@@ -202,11 +202,11 @@ pub struct PolicyOverride {
     pub allow_description: Option<String>,
 }
 
-/// The policy a tool of an upstream gets: the file's override, else the upstream's, else the
+/// The settings a tool of an upstream gets: the file's override, else the upstream's, else the
 /// defaults. Never unrestricted unless the file says `public = true`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct ToolPolicy {
+pub struct ToolSettings {
     /// The scopes a subject must hold; when the file names none, the upstream's default scope
     /// `upstream:{name}`; empty only when `public`.
     pub scopes: Vec<String>,
@@ -225,6 +225,14 @@ pub struct ToolPolicy {
     /// The lint exemption and its reason.
     pub allow_description: Option<String>,
 }
+
+/// The settings a tool of an upstream gets.
+#[deprecated(note = "use `ToolSettings`")]
+pub type ToolPolicy = ToolSettings;
+
+/// What the file says of a tool's settings.
+#[deprecated(note = "use `SettingsOverride`")]
+pub type PolicyOverride = SettingsOverride;
 
 /// The prefix of an upstream's default scope, `upstream:{name}`: a scope that names an
 /// upstream, and that the OAuth metadata's `scopes_supported` therefore leaves out.
@@ -246,9 +254,15 @@ impl UpstreamConfig {
         }
     }
 
-    /// The policy of the upstream's tool `tool`.
-    pub fn policy_of(&self, tool: &str) -> ToolPolicy {
-        let empty = PolicyOverride::default();
+    /// The settings of the upstream's tool `tool`.
+    #[deprecated(note = "use `UpstreamConfig::settings_of`")]
+    pub fn policy_of(&self, tool: &str) -> ToolSettings {
+        self.settings_of(tool)
+    }
+
+    /// The settings of the upstream's tool `tool`.
+    pub fn settings_of(&self, tool: &str) -> ToolSettings {
+        let empty = SettingsOverride::default();
         let own = self.tools.get(tool).unwrap_or(&empty);
         let up = &self.defaults;
         // A tool given its own scopes or tenants is restricted by them, whatever the
@@ -275,7 +289,7 @@ impl UpstreamConfig {
                 .unwrap_or_default();
             (scopes, tenants)
         };
-        ToolPolicy {
+        ToolSettings {
             scopes,
             tenants,
             public,
@@ -678,7 +692,7 @@ fn check_upstream(
         None => DEFAULT_CONNECT_TIMEOUT,
         Some(ms) => positive_ms(text, &name, "connect_timeout_ms", ms)?,
     };
-    let defaults = check_policy(
+    let defaults = check_settings(
         text,
         &name,
         "upstream",
@@ -698,8 +712,8 @@ fn check_upstream(
     let mut tools = BTreeMap::new();
     for (tool, raw) in raw.tools {
         let what = format!("tool {tool:?}");
-        let policy = check_policy(text, &name, &what, raw.into_inner())?;
-        tools.insert(tool, policy);
+        let settings = check_settings(text, &name, &what, raw.into_inner())?;
+        tools.insert(tool, settings);
     }
     Ok(UpstreamConfig {
         name,
@@ -822,12 +836,12 @@ fn positive_ms(
     Ok(Duration::from_millis(*ms.get_ref()))
 }
 
-fn check_policy(
+fn check_settings(
     text: &str,
     upstream: &str,
     what: &str,
     fields: RawTool,
-) -> Result<PolicyOverride, ConfigError> {
+) -> Result<SettingsOverride, ConfigError> {
     let scopes = match fields.scopes {
         Some(scopes) => {
             let span = scopes.span();
@@ -906,7 +920,7 @@ fn check_policy(
         Some(reason) => Some(reason.into_inner()),
         None => None,
     };
-    Ok(PolicyOverride {
+    Ok(SettingsOverride {
         scopes,
         tenants,
         public,
@@ -1076,13 +1090,13 @@ mod tests {
         )
         .unwrap();
         let fs = &config.upstreams[0];
-        let read = fs.policy_of("read");
+        let read = fs.settings_of("read");
         assert_eq!(read.scopes, ["upstream:fs"]);
         assert!(!read.public);
         assert_eq!(read.timeout, DEFAULT_CALL_TIMEOUT);
-        assert!(fs.policy_of("stat").public);
-        assert!(fs.policy_of("stat").scopes.is_empty());
-        let write = fs.policy_of("write");
+        assert!(fs.settings_of("stat").public);
+        assert!(fs.settings_of("stat").scopes.is_empty());
+        let write = fs.settings_of("write");
         assert_eq!(write.scopes, ["upstream:fs"]);
         assert_eq!(write.tenants, ["acme"]);
         assert_eq!(fs.tool_name("read"), "fs_read");
@@ -1093,10 +1107,10 @@ mod tests {
         )
         .unwrap();
         let time = &public.upstreams[0];
-        assert!(time.policy_of("now").public);
+        assert!(time.settings_of("now").public);
         assert_eq!(time.tool_name("now"), "now");
         // A tool given its own scopes is not public because its upstream is.
-        assert!(!time.policy_of("set").public);
-        assert_eq!(time.policy_of("set").scopes, ["time:admin"]);
+        assert!(!time.settings_of("set").public);
+        assert_eq!(time.settings_of("set").scopes, ["time:admin"]);
     }
 }

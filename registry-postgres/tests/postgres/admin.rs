@@ -92,7 +92,7 @@ fn registry_builder() -> RegistryBuilder {
                     "required": ["env"],
                     "additionalProperties": false
                 }))
-                .needs_approval(true)
+                .needs_approval()
                 .handler(|_: &registry_core::ToolContext, args: Value| {
                     Ok::<_, String>(json!(format!("deployed {args}")))
                 }),

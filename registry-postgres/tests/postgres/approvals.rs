@@ -746,7 +746,7 @@ fn stash(counter: &Counter) -> registry_core::DynamicTool {
             "required": ["text"],
             "additionalProperties": false
         }))
-        .needs_approval(true)
+        .needs_approval()
         .handler(
             move |_: &registry_core::ToolContext, args: serde_json::Value| {
                 counter.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

@@ -62,7 +62,7 @@ fn tools(spin: &Spin) -> Vec<DynamicTool> {
     let quick = DynamicTool::new("quick", "Answer at once.")
         .public()
         .task()
-        .content_handler(|_: &ToolContext, _: Value| {
+        .handler(|_: &ToolContext, _: Value| {
             Ok::<_, String>(vec![
                 Content::text(HOSTILE),
                 Content::image(vec![0u8, 1, 2, 255, b'\n'], "image/png"),

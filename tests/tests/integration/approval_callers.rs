@@ -19,7 +19,7 @@ fn a_call_from_code_keeps_its_caller_through_an_approval() {
     let tool = |name: &str| {
         DynamicTool::new(name, "Restart the service.")
             .public()
-            .needs_approval(true)
+            .needs_approval()
             .handler(|_, _| Ok::<_, String>(json!("restarted")))
     };
     let registry = Registry::builder()

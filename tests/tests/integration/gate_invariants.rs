@@ -99,7 +99,6 @@ proptest! {
                     "additionalProperties": false
                 }))
                 .scopes(spec.scopes.iter().map(|&s| SCOPES[s]))
-                .needs_approval(spec.needs_approval)
                 .handler(move |_, args: Value| {
                     let x = args["x"].as_u64().unwrap() as u8;
                     executed.lock().unwrap().push((index, x));
@@ -107,6 +106,9 @@ proptest! {
                 });
             if spec.scopes.is_empty() {
                 tool = tool.public();
+            }
+            if spec.needs_approval {
+                tool = tool.needs_approval();
             }
             if let Some(limit) = spec.limit {
                 tool = tool.rate_limit(format!("{limit}/h").as_str());

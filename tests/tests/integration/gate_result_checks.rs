@@ -39,12 +39,12 @@ fn registry(ran: Arc<AtomicUsize>) -> (Registry, Events) {
     let registry = Registry::builder()
         .tool(counted("plain"))
         .tool(counted("secret"))
-        .tool(counted("approved").needs_approval(true))
+        .tool(counted("approved").needs_approval())
         .tool(counted("background").task())
         .tool(
             DynamicTool::new("blocks", "Say one in blocks.")
                 .public()
-                .content_handler(|_, _| {
+                .handler(|_, _| {
                     Ok::<_, String>(vec![
                         Content::text("one"),
                         Content::embedded_text("mem://x", "text/plain", "one"),
@@ -243,7 +243,7 @@ fn secrets_are_redacted_in_json_and_text_content_and_audited() {
         .tool(
             DynamicTool::new("log", "Read the log.")
                 .public()
-                .content_handler(|_, _| {
+                .handler(|_, _| {
                     Ok::<_, String>(vec![
                         Content::text(format!("using {KEY} now")),
                         Content::embedded_text("log://1", "text/plain", format!("t={TOKEN}")),

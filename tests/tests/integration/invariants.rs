@@ -13,7 +13,7 @@ use proptest::prelude::*;
 use proptest::sample::subsequence;
 use registry_core::{
     DynamicTool, ErrorKind, Registry, Subject, Tool, ToolCall,
-    access::{HiddenReason, Visibility},
+    access::{Access, HiddenReason, Visibility},
 };
 use serde_json::json;
 
@@ -207,7 +207,7 @@ fn build(specs: &[Spec]) -> World {
 fn subject(spec: &SubjectSpec) -> Subject {
     let subject = Subject::new(spec.tenant).with_scopes(spec.scopes.iter().copied());
     if spec.read_only {
-        subject.read_only()
+        subject.with_access(Access::ReadOnly)
     } else {
         subject
     }

@@ -40,3 +40,4 @@ mod search_embedder;
 mod search_invariants;
 mod tasks;
 mod workspace_lints;
+mod words;

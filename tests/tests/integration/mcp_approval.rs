@@ -123,7 +123,7 @@ fn tools() -> Tools {
                 .public()
                 .parameters(env_parameters.clone())
                 .destructive()
-                .needs_approval(true)
+                .needs_approval()
                 .handler(counted(&deploys, "deployed")),
         )
         .tool(
@@ -675,7 +675,7 @@ async fn a_failing_approval_store_is_not_named_to_the_client() {
                                    "required": ["env"], "additionalProperties": false}),
                 )
                 .destructive()
-                .needs_approval(true)
+                .needs_approval()
                 .handler(move |_ctx, _args| {
                     counted.fetch_add(1, Ordering::SeqCst);
                     Ok::<_, String>(json!("deployed"))

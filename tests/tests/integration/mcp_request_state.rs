@@ -46,7 +46,7 @@ fn registry(deploys: &Arc<AtomicUsize>) -> Registry {
                     "additionalProperties": false,
                 }))
                 .destructive()
-                .needs_approval(true)
+                .needs_approval()
                 .handler(move |_ctx, args: Value| {
                     deploys.fetch_add(1, Ordering::SeqCst);
                     Ok::<_, String>(json!(format!("deployed {}", args["env"].as_str().unwrap())))

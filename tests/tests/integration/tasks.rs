@@ -179,7 +179,7 @@ fn gated(
     let store = Arc::new(MemoryTaskStore::new());
     let builder = Registry::builder()
         .tool(quick("count", executions))
-        .tool(quick("count_approved", executions).needs_approval(true))
+        .tool(quick("count_approved", executions).needs_approval())
         .tool(quick("count_limited", executions).rate_limit("1/min"))
         .task_store(store.clone());
     (shape(builder).build().unwrap(), store)

@@ -163,7 +163,7 @@ impl KeptResult {
         Ok(Observation {
             call_id: self.call_id,
             tool_name: self.tool_name,
-            content: self.content,
+            json: self.content,
             blocks,
             has_value: self.has_value,
             error,
@@ -200,7 +200,7 @@ impl From<&Observation> for KeptResult {
         KeptResult {
             call_id: observation.call_id.clone(),
             tool_name: observation.tool_name.clone(),
-            content: observation.content.clone(),
+            content: observation.json.clone(),
             blocks: observation.blocks.iter().map(KeptBlock::of).collect(),
             has_value: observation.has_value,
             error: observation.error.as_ref().map(|error| KeptError {

@@ -141,7 +141,7 @@ pub(crate) fn deploy(counter: &Counter) -> DynamicTool {
     DynamicTool::new("deploy", "Deploy a project.")
         .public()
         .parameters(project_schema())
-        .needs_approval(true)
+        .needs_approval()
         .handler(move |_: &ToolContext, args: Value| {
             counter.0.fetch_add(1, Ordering::SeqCst);
             Ok::<_, String>(json!(format!("deployed {}", args["project"])))
