@@ -14,7 +14,7 @@ use super::answer::{
 use crate::audit::{self, ApprovalEventKind, argument_fingerprint, truncate};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
-use crate::execute::context::CallOptions;
+use crate::execute::context::{CallOptions, ToolContext};
 use crate::execute::deadline::with_deadline;
 use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
@@ -84,24 +84,8 @@ impl Run {
             return refuse(kind, self.unknown_tool_text(&name), None, None);
         };
         let version = Some(entry.tool.version_fingerprint());
-        if let Some(reason) = self.registry.suspension() {
-            return refuse(
-                ErrorKind::Unavailable,
-                unavailable_text(&name),
-                Some(reason),
-                version,
-            );
-        }
-        if self.registry.is_revoked(entry.slot, entry.version) {
-            return refuse(ErrorKind::Revoked, revoked_text(&name), None, version);
-        }
-        if let Some(reason) = self.registry.not_ready(entry.slot) {
-            return refuse(
-                ErrorKind::Unavailable,
-                unavailable_text(&name),
-                Some(reason),
-                version,
-            );
+        if let Err((kind, text, detail)) = self.available(entry) {
+            return refuse(kind, text, detail, version);
         }
         let parsed = match pending {
             Pending::Text(text) => match entry.tool.shape() {
@@ -155,41 +139,96 @@ impl Run {
         })
     }
 
-    /// Step 4, the policies: allow (`Ok(None)`), ask a person (`Ok(Some(reason))`), or deny.
+    /// Steps 1 to 3 of a call's availability, on every path: the registry is not suspended,
+    /// the tool is not revoked, and it is ready. A refusal is its kind, the text the model
+    /// reads and what only the audit log gets.
+    #[inline]
+    pub(super) fn available(
+        &self,
+        entry: &Entry,
+    ) -> Result<(), (ErrorKind, String, Option<String>)> {
+        let name = entry.tool.name();
+        if let Some(reason) = self.registry.suspension() {
+            return Err((ErrorKind::Unavailable, unavailable_text(name), Some(reason)));
+        }
+        if self.registry.is_revoked(entry.slot, entry.version) {
+            return Err((ErrorKind::Revoked, revoked_text(name), None));
+        }
+        if let Some(reason) = self.registry.not_ready(entry.slot) {
+            return Err((ErrorKind::Unavailable, unavailable_text(name), Some(reason)));
+        }
+        Ok(())
+    }
+
+    /// The admission of a resolved call, the one sequence every path takes after
+    /// [`resolve`](Self::resolve) (calls, blocking calls, tasks, and calls a person
+    /// approved, which enter here with the arguments approved): step 4, the policies
+    /// (synchronous, then asynchronous, each within its deadline) and the rule that code
+    /// cannot wait for a person; step 5, a person's approval (asked for, or, for an approved
+    /// call, recorded); step 6, the run's budget and the tool's rate limit, then revocation
+    /// and suspension once more. `Ok` when the tool may run; else the call's answer.
+    ///
     /// The call is borrowed, not moved through: it is a few hundred bytes, and the hot path
-    /// used to copy it in and out of this step (issue 22's profile: copies were a sixth of a
-    /// call's time).
-    pub(super) fn gate(&self, resolved: &mut Resolved) -> Result<Option<String>, Box<Decided>> {
-        let ruling = self.ruling(resolved);
-        self.rule(resolved, ruling)
-    }
-
-    /// [`gate`](Self::gate) with the asynchronous call policies too, asked after the others
-    /// unless they denied, each within its deadline.
-    pub(super) async fn gate_async(
+    /// used to copy it in and out of each step (issue 22's profile: copies were a sixth of a
+    /// call's time). A blocking call drives this on its own thread
+    /// ([`drive_here`](super::run::drive_here)): without asynchronous policies or stores,
+    /// every step is ready at once.
+    pub(super) async fn admit(
         &self,
         resolved: &mut Resolved,
-    ) -> Result<Option<String>, Box<Decided>> {
-        let ruling = self.ruling(resolved);
-        let ruling = match ruling {
-            Ruling::Deny { .. } => ruling,
-            Ruling::Allow | Ruling::Approval(_) => self.ask_async_policies(resolved, ruling).await,
-        };
-        self.rule(resolved, ruling)
+        approval: Approval<'_>,
+    ) -> Result<(), Box<Decided>> {
+        // The synchronous policies, then, unless they denied, the asynchronous ones (boxed:
+        // only a registry with asynchronous policies pays for their future, and every other
+        // call's future stays small to move).
+        let mut ruling = self.ruling(resolved);
+        if !self.registry.async_call_policies().is_empty() && !matches!(ruling, Ruling::Deny { .. })
+        {
+            ruling = Box::pin(self.ask_async_policies(resolved, ruling)).await;
+        }
+        match approval {
+            Approval::Ask => {
+                if let Some(reason) = self.rule(resolved, ruling)? {
+                    // Boxed: the request's future is most of a call's, and a person's approval
+                    // is rare; every other call's future stays small to move.
+                    let waiting = self.take_resolved(resolved);
+                    let decided = Box::pin(self.request_approval(waiting, reason)).await;
+                    return Err(Box::new(decided));
+                }
+            }
+            Approval::Given(given) => {
+                Box::pin(self.record_approval(resolved, ruling, given)).await?;
+            }
+        }
+        // Step 6 (here, not in a future of its own: each layer of future keeps its own copy
+        // of the call's borrows, and a call's future is moved whole).
+        match self.admission(resolved) {
+            Admission::Granted => {}
+            Admission::Refused(decided) => return Err(decided),
+            Admission::Ask(limit) => {
+                let store = self.registry.gate().quotas.store();
+                let answer = store.acquire(self.quota_key(&resolved.entry), limit).await;
+                self.quota_answer(resolved, answer)?;
+            }
+        }
+        self.still_callable(resolved)
     }
 
-    /// The gate of the async paths (calls and tasks): [`gate`](Self::gate), or
-    /// [`gate_async`](Self::gate_async) when the registry has asynchronous policies. Boxed:
-    /// only a registry with asynchronous policies pays for their future, and every other
-    /// call's future stays small to move.
-    pub(super) async fn gate_any(
-        &self,
-        resolved: &mut Resolved,
-    ) -> Result<Option<String>, Box<Decided>> {
-        if self.registry.async_call_policies().is_empty() {
-            self.gate(resolved)
-        } else {
-            Box::pin(self.gate_async(resolved)).await
+    /// The call out of `resolved`, for an approval request (which keeps it), leaving what
+    /// no one reads again.
+    #[cold]
+    fn take_resolved(&self, resolved: &mut Resolved) -> Resolved {
+        Resolved {
+            entry: resolved.entry.clone(),
+            context: std::mem::replace(
+                &mut resolved.context,
+                ToolContext::unread(self.scope.clone()),
+            ),
+            arguments: std::mem::replace(
+                &mut resolved.arguments,
+                CheckedArguments::Value(Value::Null),
+            ),
+            ticket: std::mem::take(&mut resolved.ticket),
         }
     }
 
@@ -240,7 +279,7 @@ impl Run {
     /// What the policies decided, made the call's answer: allow (`Ok(None)`), ask a person
     /// (`Ok(Some(reason))`), or refuse.
     #[inline]
-    fn rule(
+    pub(super) fn rule(
         &self,
         resolved: &mut Resolved,
         ruling: Ruling,
@@ -426,37 +465,6 @@ impl Run {
             }
             Err(error) => approval_unavailable(ticket, &name, &error),
         }
-    }
-
-    /// The last step before the tool runs, on every path (calls, blocking calls, approved
-    /// calls, tasks): the run's budget and the tool's rate limit, where a store must be
-    /// asked; then revocation and suspension once more ([`still_callable`](Self::still_callable)).
-    pub(crate) async fn admit(&self, resolved: &Resolved) -> Result<(), Box<Decided>> {
-        match self.admission(resolved) {
-            Admission::Granted => {}
-            Admission::Refused(decided) => return Err(decided),
-            Admission::Ask(limit) => {
-                let store = self.registry.gate().quotas.store();
-                let answer = store.acquire(self.quota_key(&resolved.entry), limit).await;
-                self.quota_answer(resolved, answer)?;
-            }
-        }
-        self.still_callable(resolved)
-    }
-
-    /// [`admit`](Self::admit) on this thread, without an async runtime.
-    pub(super) fn admit_blocking(&self, resolved: &Resolved) -> Result<(), Box<Decided>> {
-        match self.admission(resolved) {
-            Admission::Granted => {}
-            Admission::Refused(decided) => return Err(decided),
-            Admission::Ask(limit) => {
-                let store = self.registry.gate().quotas.store();
-                let answer =
-                    pollster::block_on(store.acquire(self.quota_key(&resolved.entry), limit));
-                self.quota_answer(resolved, answer)?;
-            }
-        }
-        self.still_callable(resolved)
     }
 
     /// Revocation and suspension checked again after the gate: the asynchronous policies (up
@@ -691,6 +699,17 @@ pub(crate) enum Ruling {
         detail: Option<String>,
     },
     Approval(String),
+}
+
+/// Whether a call may ask for a person's approval (step 5), or comes with one.
+pub(super) enum Approval<'a> {
+    /// A call from the model or its code: if the gate wants a person's approval, it is
+    /// asked for, and the call ends there.
+    Ask,
+    /// A call a person approved, entering the gate again with the arguments approved (as
+    /// requested, or edited): every rule applies, but the approval is not asked for again;
+    /// the person's verdict is recorded instead.
+    Given(&'a mut super::approvals::Approved),
 }
 
 /// Whether the budget and rate limit admit a call.

@@ -4,7 +4,7 @@ use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::admit::{Ruling, decide_async, validate};
+use super::admit::{Approval, Ruling, validate};
 use super::answer::{
     Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text, unavailable_text,
 };
@@ -12,11 +12,11 @@ use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
+use crate::execute::execution;
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::execute::task::record::Task;
 use crate::gate::approval::{Verdict, VerdictKind};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
-use crate::gate::{CallRequest, PolicyArguments};
 
 /// A settled request: the call's answer, or the call approved and admitted, to run.
 enum Settled {
@@ -31,12 +31,15 @@ struct Admitted {
     options: CallOptions,
 }
 
-/// How an approved call runs: who approved, the edited arguments, the call's host and
-/// cancellation.
-struct Approved {
+/// A person's approval of a call, as the gate sees it again
+/// ([`Approval::Given`](super::admit::Approval::Given)): the request, who approved, whether
+/// the arguments were edited; and, if the verdict could not be recorded (the request was
+/// decided meanwhile, the store failed), why, for [`Run::decide`] to return.
+pub(super) struct Approved {
+    id: String,
     by: Option<String>,
-    edited: Option<Value>,
-    options: CallOptions,
+    edited: bool,
+    unsettled: Option<ApprovalError>,
 }
 
 impl Run {
@@ -124,10 +127,15 @@ impl Run {
                     started,
                     options,
                 } = *admitted;
-                let outcome = self
-                    .execute(&resolved.entry, resolved.context, resolved.arguments)
-                    .await;
-                Ok(self.answer(
+                let outcome = execution::start(
+                    &resolved.entry.tool,
+                    resolved.context,
+                    resolved.arguments,
+                    self.deadline(&resolved.entry),
+                    self.registry.blocking_pool(),
+                )
+                .await;
+                Ok(self.conclude(
                     &resolved.entry,
                     resolved.ticket,
                     outcome,
@@ -289,30 +297,25 @@ impl Run {
                 )))
             }
             VerdictKind::Approve => {
-                let approved = Approved {
-                    by,
-                    edited: arguments,
-                    options,
-                };
-                self.run_approved(id, entry, request, approved, started)
+                self.run_approved(entry, request, by, arguments, options, started)
                     .await
             }
         }
     }
 
+    /// An approved call: its arguments (as requested, or edited) checked against the limits
+    /// and the schema, then through the gate again ([`admit`](Self::admit)), which records
+    /// the verdict.
     async fn run_approved(
         &self,
-        id: &str,
         entry: &Entry,
         request: ApprovalRequest,
-        approved: Approved,
+        by: Option<String>,
+        edited: Option<Value>,
+        options: CallOptions,
         started: Option<Instant>,
     ) -> Result<Settled, ApprovalError> {
-        let Approved {
-            by,
-            edited,
-            options,
-        } = approved;
+        let id = request.id.as_str();
         let was_edited = edited.is_some();
         let arguments = match edited {
             None => {
@@ -352,60 +355,9 @@ impl Run {
                         problems,
                     });
                 }
-                let mut ruling = self
-                    .ask_policies(
-                        entry,
-                        &request.call_id,
-                        PolicyArguments::Value(&arguments),
-                        request.caller,
-                    )
-                    .0;
-                // The asynchronous policies see the edited arguments too.
-                let asynchronous = self.origin().async_call_policies();
-                if !asynchronous.is_empty() && !matches!(ruling, Ruling::Deny { .. }) {
-                    let call = CallRequest {
-                        subject: &self.scope.subject,
-                        run_id: &self.scope.run_id,
-                        call_id: &request.call_id,
-                        tool_name: entry.tool.name(),
-                        policy: entry.tool.settings(),
-                        arguments: PolicyArguments::Value(&arguments),
-                        caller: request.caller,
-                    };
-                    ruling = Box::pin(decide_async(asynchronous, call, Ruling::Allow))
-                        .await
-                        .0;
-                }
-                if let Ruling::Deny { reason, detail } = ruling {
-                    let state = ApprovalState::Denied {
-                        by: None,
-                        reason: reason.clone(),
-                    };
-                    let request = self.transition(id, state).await?;
-                    self.audit_approval(&request, ApprovalEventKind::Denied, None);
-                    let text = denied_text(&request.tool_name, &reason);
-                    let mut decided = self.ticket(&request).refused(ErrorKind::Denied, text);
-                    decided.detail = detail.or(Some(reason));
-                    return Ok(Settled::Answered(self.finish_traced(
-                        decided,
-                        started,
-                        options.trace.as_ref(),
-                    )));
-                }
                 arguments
             }
         };
-        let state = ApprovalState::Approved {
-            by: by.clone(),
-            edited: was_edited,
-        };
-        let request = self.transition(id, state).await?;
-        let kind = if was_edited {
-            ApprovalEventKind::Edited
-        } else {
-            ApprovalEventKind::Approved
-        };
-        self.audit_approval(&request, kind, by.as_deref());
         let mut ticket = self.ticket(&request);
         if was_edited && crate::audit::wanted(self.origin().audit_sink()) {
             ticket.arguments = Some(crate::audit::argument_fingerprint(
@@ -413,45 +365,97 @@ impl Run {
                 &arguments,
             ));
         }
-        let resolved = Resolved {
+        let mut resolved = Resolved {
             entry: entry.clone(),
             context: self.context(&request.call_id, entry, &options),
             arguments: arguments.into(),
             ticket,
         };
-        let trace = options.trace.clone();
-        let answered = |decided| {
-            Ok(Settled::Answered(self.finish_traced(
-                decided,
-                started,
-                trace.as_ref(),
-            )))
+        let mut approved = Approved {
+            id: request.id,
+            by,
+            edited: was_edited,
+            unsettled: None,
         };
-        if let Some(reason) = self.origin().suspension() {
-            let text = unavailable_text(entry.tool.name());
-            let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
-            decided.detail = Some(reason);
-            return answered(decided);
+        match self
+            .admit(&mut resolved, Approval::Given(&mut approved))
+            .await
+        {
+            Ok(()) => Ok(Settled::Admitted(Box::new(Admitted {
+                resolved,
+                started,
+                options,
+            }))),
+            Err(refused) => match approved.unsettled {
+                Some(error) => Err(error),
+                None => Ok(Settled::Answered(self.finish_traced(
+                    *refused,
+                    started,
+                    options.trace.as_ref(),
+                ))),
+            },
         }
-        // Revoked while the person decided: the approval is spent, and nothing runs.
-        if self.origin().is_revoked(entry.slot, entry.version) {
-            let text = revoked_text(entry.tool.name());
-            return answered(resolved.ticket.refused(ErrorKind::Revoked, text));
+    }
+
+    /// Step 5 of an approved call ([`admit`](Self::admit)): the person's verdict recorded,
+    /// after the policies ruled on the arguments approved. Denied by them (or by the rule
+    /// that code cannot wait for a person), the request is denied and the call refused;
+    /// else it is approved (the policies' asking for an approval is the person's, answered)
+    /// and the call goes on, unless the registry was suspended, or the tool revoked or not
+    /// ready, while the person decided (the approval is spent, and nothing runs).
+    pub(super) async fn record_approval(
+        &self,
+        resolved: &mut Resolved,
+        ruling: Ruling,
+        approved: &mut Approved,
+    ) -> Result<(), Box<Decided>> {
+        let denial = match &ruling {
+            Ruling::Deny { reason, .. } => Some(reason.clone()),
+            Ruling::Allow | Ruling::Approval(_) => None,
+        };
+        let ruled = self.rule(resolved, ruling).map(|_| ());
+        let (state, kind) = match (&ruled, denial) {
+            (Ok(()), _) => {
+                let state = ApprovalState::Approved {
+                    by: approved.by.clone(),
+                    edited: approved.edited,
+                };
+                let kind = if approved.edited {
+                    ApprovalEventKind::Edited
+                } else {
+                    ApprovalEventKind::Approved
+                };
+                (state, kind)
+            }
+            (Err(refused), denial) => {
+                let reason = denial
+                    .or_else(|| refused.detail.clone())
+                    .unwrap_or_default();
+                let state = ApprovalState::Denied { by: None, reason };
+                (state, ApprovalEventKind::Denied)
+            }
+        };
+        let request = match self.transition(&approved.id, state).await {
+            Ok(request) => request,
+            Err(error) => {
+                approved.unsettled = Some(error);
+                let name = resolved.entry.tool.name();
+                let unsettled = resolved
+                    .ticket
+                    .copy()
+                    .refused(ErrorKind::Unavailable, unavailable_text(name));
+                return Err(ruled.err().unwrap_or_else(|| Box::new(unsettled)));
+            }
+        };
+        let by = ruled.is_ok().then_some(approved.by.as_deref()).flatten();
+        self.audit_approval(&request, kind, by);
+        ruled?;
+        if let Err((kind, text, detail)) = self.available(&resolved.entry) {
+            let mut decided = std::mem::take(&mut resolved.ticket).refused(kind, text);
+            decided.detail = detail;
+            return Err(Box::new(decided));
         }
-        if let Some(reason) = self.origin().not_ready(entry.slot) {
-            let text = unavailable_text(entry.tool.name());
-            let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
-            decided.detail = Some(reason);
-            return answered(decided);
-        }
-        if let Err(refused) = self.admit(&resolved).await {
-            return answered(*refused);
-        }
-        Ok(Settled::Admitted(Box::new(Admitted {
-            resolved,
-            started,
-            options,
-        })))
+        Ok(())
     }
 
     /// Refuses an approved request whose stored arguments do not validate: it is denied (so

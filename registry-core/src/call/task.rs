@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::admit::Approval;
 use super::answer::{Decided, Resolved, unavailable_text};
 use crate::audit::{self, AuditEvent, TaskEvent, TaskEventKind};
 use crate::discover::run::Run;
@@ -111,15 +112,7 @@ impl Run {
             Ok(resolved) => resolved,
             Err(refused) => return Err(self.finish(*refused, started)),
         };
-        match self.gate_any(&mut resolved).await {
-            Ok(None) => {}
-            Ok(Some(reason)) => {
-                let decided = self.request_approval(resolved, reason).await;
-                return Err(self.finish(decided, started));
-            }
-            Err(refused) => return Err(self.finish(*refused, started)),
-        }
-        if let Err(refused) = self.admit(&resolved).await {
+        if let Err(refused) = self.admit(&mut resolved, Approval::Ask).await {
             return Err(self.finish(*refused, started));
         }
         self.launch(resolved, options, started).await
@@ -605,12 +598,8 @@ impl Job {
         );
         let duration = clock.elapsed();
         // The result checks see a task's result before it is kept for the model.
-        let checks = registry.result_checks();
-        let decided = if checks.is_empty() {
-            ticket.outcome(outcome)
-        } else {
-            super::check::checked(checks, &scope, &entry, ticket, outcome)
-        };
+        let decided =
+            super::check::decided(registry.result_checks(), &scope, &entry, ticket, outcome);
         let tasks = registry.tasks();
         let end = end_now(&task, &decided, &tasks.limits);
         let outcome = end.result.error_kind();
