@@ -8,10 +8,11 @@ use serde_json::Value;
 
 use super::answer::{
     Decided, Resolved, Ticket, approval_required_text, approval_share_full_text,
-    approval_too_large_text, approval_unavailable, code_cannot_wait_text, denied_text, humane,
-    humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
+    approval_too_large_text, approval_unavailable, budget_spent_text, code_cannot_wait_text,
+    denied_text, humane, rate_limited_text, revoked_text, too_many_approvals_text,
+    unavailable_text, unknown_tool_text,
 };
-use crate::audit::{self, ApprovalEventKind, argument_fingerprint, truncate};
+use crate::audit::{self, ApprovalEventKind, argument_fingerprint};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
 use crate::execute::context::{CallOptions, ToolContext};
@@ -27,9 +28,6 @@ use crate::resolve::call::{CallHeader, Caller, Given, ToolCall};
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::fast;
 use crate::resolve::tool_error::{ArgumentProblem, ToolError};
-
-/// At most this many tool names are listed to a model that called an unknown tool.
-const LISTED_NAMES: usize = 50;
 
 impl Run {
     /// Steps 1 to 3: the allowed set, revocation and readiness, the arguments.
@@ -81,7 +79,7 @@ impl Run {
             } else {
                 ErrorKind::UnknownTool
             };
-            return refuse(kind, self.unknown_tool_text(&name), None, None);
+            return refuse(kind, unknown_tool_text(&name, &self.allowed), None, None);
         };
         let version = Some(entry.tool.version_fingerprint());
         if let Err((kind, text, detail)) = self.available(entry) {
@@ -511,10 +509,7 @@ impl Run {
         if let Some(budget) = &self.budget
             && !budget.take()
         {
-            let text = format!(
-                "this run has made all {} tool calls it may make; no more tools can be called in it",
-                budget.limit
-            );
+            let text = budget_spent_text(budget.limit);
             let decided = resolved.ticket.copy().refused(ErrorKind::RateLimited, text);
             return Admission::Refused(Box::new(decided));
         }
@@ -551,10 +546,7 @@ impl Run {
         let refused = match answer {
             Ok(QuotaDecision::Granted) => return Ok(()),
             Ok(QuotaDecision::Exhausted { retry_after }) => {
-                let text = format!(
-                    "the tool \"{name}\" was called too often; try again in {}",
-                    humane_wait(retry_after)
-                );
+                let text = rate_limited_text(name, retry_after);
                 let mut decided = resolved.ticket.copy().refused(ErrorKind::RateLimited, text);
                 decided.observation = decided.observation.with_retry_after(Some(retry_after));
                 decided
@@ -572,21 +564,6 @@ impl Run {
             budget.refund();
         }
         Err(Box::new(refused))
-    }
-
-    pub(super) fn unknown_tool_text(&self, name: &str) -> String {
-        let shown = truncate(name, 80);
-        if self.allowed.is_empty() {
-            return format!("unknown tool {shown:?}; this run has no tools to call");
-        }
-        let mut names: Vec<&str> = self.allowed.names().take(LISTED_NAMES).collect();
-        if self.allowed.len() > LISTED_NAMES {
-            names.push("...");
-        }
-        format!(
-            "unknown tool {shown:?}; the tools you can call are: {}",
-            names.join(", ")
-        )
     }
 }
 

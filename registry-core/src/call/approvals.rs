@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::admit::{Approval, Ruling, validate};
 use super::answer::{
-    Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text, unavailable_text,
+    Decided, Resolved, Ticket, denied_text, expired_text, invalid_arguments_text, revoked_text,
+    unavailable_text,
 };
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
@@ -247,10 +248,7 @@ impl Run {
         if SystemTime::now() > request.expires_at {
             let request = self.transition(id, ApprovalState::Expired).await?;
             self.audit_approval(&request, ApprovalEventKind::Expired, None);
-            let text = format!(
-                "no one approved the call to \"{}\" in time; nothing was done",
-                request.tool_name
-            );
+            let text = expired_text(&request.tool_name);
             return Ok(Settled::Answered(self.settle(
                 &request,
                 ErrorKind::Denied,

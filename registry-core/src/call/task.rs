@@ -7,7 +7,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::admit::Approval;
-use super::answer::{Decided, Resolved, unavailable_text};
+use super::answer::{
+    Decided, Resolved, not_a_task_text, principal_tasks_full_text, task_cancelled_text,
+    task_not_started_text, task_result_too_large_text, tasks_full_text, unavailable_text,
+};
 use crate::audit::{self, AuditEvent, TaskEvent, TaskEventKind};
 use crate::discover::run::Run;
 use crate::execute::cancel::Cancellation;
@@ -124,9 +127,7 @@ impl Run {
             return Ok(resolved);
         }
         let name = resolved.entry.tool.name();
-        let text = format!(
-            "the tool \"{name}\" is not declared long-running, so it cannot be started as a task; nothing was done. Call it as an ordinary call"
-        );
+        let text = not_a_task_text(name);
         Err(Box::new(resolved.ticket.refused(ErrorKind::Denied, text)))
     }
 
@@ -176,18 +177,14 @@ impl Run {
             Ok(Insertion::PrincipalFull { running }) => {
                 let per = tasks.limits.per_principal();
                 Some((
-                    format!(
-                        "the task of \"{name}\" was not started: you run {running} tasks already, the most one may run at once ({per}); nothing was done. Wait until one ends, or cancel one, then start it again"
-                    ),
+                    principal_tasks_full_text(&name, running, per),
                     format!("{running} tasks of this principal run (at most {per})"),
                 ))
             }
             Ok(Insertion::Full { running }) => {
                 let total = tasks.limits.total();
                 Some((
-                    format!(
-                        "the task of \"{name}\" was not started: the server runs as many tasks as it may ({total}); nothing was done. Try again once one has ended"
-                    ),
+                    tasks_full_text(&name, "the server", total),
                     format!("{running} tasks run in the task store (at most {total})"),
                 ))
             }
@@ -205,9 +202,7 @@ impl Run {
         };
         if !tasks.live.add(&task.id, live.clone(), tasks.limits.total()) {
             let total = tasks.limits.total();
-            let text = format!(
-                "the task of \"{name}\" was not started: this server runs as many tasks as it may ({total}); nothing was done. Try again once one has ended"
-            );
+            let text = tasks_full_text(&name, "this server", total);
             let detail = format!("{total} tasks run in this process");
             let decided = full(text, detail);
             let ended = end_now(&task, &decided, &tasks.limits);
@@ -265,9 +260,7 @@ impl Run {
         if let Err(error) = spawned {
             tasks.live.remove(&task.id);
             tasks.store.stopped(&task.id);
-            let text = format!(
-                "the task of \"{name}\" could not start because the server is busy; nothing was done. Try again later"
-            );
+            let text = task_not_started_text(&name);
             let mut decided =
                 Decided::refused(task.call_id.clone(), name, ErrorKind::Unavailable, text);
             decided.detail = Some(format!("no thread for the task: {error}"));
@@ -366,10 +359,7 @@ impl Run {
             });
         }
         let tasks = self.registry.tasks();
-        let text = format!(
-            "the task of \"{}\" was cancelled before it finished; its result, if any, was discarded",
-            task.tool_name
-        );
+        let text = task_cancelled_text(&task.tool_name);
         let result = Observation::error(
             task.call_id.clone(),
             task.tool_name.clone(),
@@ -658,11 +648,7 @@ fn end_now(task: &Task, decided: &Decided, limits: &TaskLimits) -> TaskEnd {
         .with_generated_id(decided.generated_id);
     let bytes = kept_bytes(&observation);
     if bytes > limits.result_bytes() {
-        let text = format!(
-            "the result of the task of \"{}\" was not kept: it is {bytes} bytes, more than a task's result may be ({} bytes). Have the tool return less (a link to the content, or a part of it), or raise the bound with TaskLimits::with_result_bytes",
-            task.tool_name,
-            limits.result_bytes()
-        );
+        let text = task_result_too_large_text(&task.tool_name, bytes, limits.result_bytes());
         observation = Observation::error(
             task.call_id.clone(),
             task.tool_name.clone(),
