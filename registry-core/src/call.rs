@@ -21,7 +21,7 @@
 
 mod admit;
 mod answer;
-mod approvals;
+pub(crate) mod approvals;
 mod check;
 mod run;
 mod task;

@@ -150,7 +150,11 @@ fn on_every_path(run: &Run, project_name: &str) -> [(&'static str, Observation);
     let edited = Verdict::approve()
         .by("ana")
         .with_arguments(json!({ "project": project_name }));
-    let approved = run.decide_blocking(&id, edited).expect("settled");
+    let approved = run
+        .decide_blocking(&id, edited)
+        .expect("settled")
+        .into_answer()
+        .unwrap();
     [
         ("Run::call", called),
         ("Run::call_blocking", blocking),
@@ -247,7 +251,9 @@ fn a_rule_that_changed_while_a_person_decided_holds_for_the_approved_call() {
     freeze.store(true, Ordering::SeqCst);
     let answer = run
         .decide_blocking(&id, Verdict::approve().by("ana"))
-        .expect("settled");
+        .expect("settled")
+        .into_answer()
+        .unwrap();
     assert_eq!(answer.error_kind(), Some(ErrorKind::Denied), "{answer:?}");
     assert!(answer.error_text().unwrap().contains("deploys are frozen"));
     assert!(executions.all().is_empty(), "the frozen deploy ran");

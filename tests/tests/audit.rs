@@ -553,7 +553,11 @@ mod result_checks {
         assert_eq!(hooked.json(), &REDACTED());
         let pending = run.call_blocking(ToolCall::new("c4", "approved", json!({})));
         let id = pending.approval().unwrap().id().to_owned();
-        let decided = run.decide_blocking(&id, Verdict::approve()).unwrap();
+        let decided = run
+            .decide_blocking(&id, Verdict::approve())
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert_eq!(decided.json(), &REDACTED());
         let task = run
             .start_task_blocking(ToolCall::new("c5", "background", json!({})))
@@ -994,6 +998,8 @@ mod callers {
         assert_eq!(request.caller(), Caller::Code);
         let done = run
             .decide_blocking(request.id(), Verdict::approve())
+            .unwrap()
+            .into_answer()
             .unwrap();
         assert_eq!(done.json(), &json!("restarted"));
 

@@ -1,5 +1,8 @@
-//! Steps 1 to 4 of a call: the allowed set, revocation and readiness, the arguments, then the
-//! gate (the policies, a person's approval, the budget and the rate limit).
+//! Steps 1 to 4 of a call, written once for every path (calls, blocking calls, tasks, and
+//! calls a person approved): [`Run::resolve`] (the allowed set, suspension, revocation and
+//! readiness, the arguments), then [`Run::admit`], the gate (the policies, the rule that code
+//! cannot wait for a person, a person's approval, the budget and the rate limit, then
+//! revocation and suspension once more). An approved call enters at the gate.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, SystemTime};
@@ -133,13 +136,15 @@ impl Run {
                 tool_version: version,
                 caller,
                 policies: Vec::new(),
+                task: false,
             },
         })
     }
 
-    /// Steps 1 to 3 of a call's availability, on every path: the registry is not suspended,
-    /// the tool is not revoked, and it is ready. A refusal is its kind, the text the model
-    /// reads and what only the audit log gets.
+    /// Whether a call's tool may be called now, on every path: the registry is not suspended,
+    /// the tool is not revoked, and it is ready (checked by [`resolve`](Self::resolve), and
+    /// again for a call a person approved). A refusal is its kind, the text the model reads
+    /// and what only the audit log gets.
     #[inline]
     pub(super) fn available(
         &self,
@@ -160,10 +165,10 @@ impl Run {
 
     /// The admission of a resolved call, the one sequence every path takes after
     /// [`resolve`](Self::resolve) (calls, blocking calls, tasks, and calls a person
-    /// approved, which enter here with the arguments approved): step 4, the policies
-    /// (synchronous, then asynchronous, each within its deadline) and the rule that code
-    /// cannot wait for a person; step 5, a person's approval (asked for, or, for an approved
-    /// call, recorded); step 6, the run's budget and the tool's rate limit, then revocation
+    /// approved, which enter here with the arguments approved): step 4, the gate. In order:
+    /// the policies (synchronous, then asynchronous, each within its deadline) and the rule
+    /// that code cannot wait for a person; a person's approval (asked for, or, for an
+    /// approved call, recorded); the run's budget and the tool's rate limit; then revocation
     /// and suspension once more. `Ok` when the tool may run; else the call's answer.
     ///
     /// The call is borrowed, not moved through: it is a few hundred bytes, and the hot path
@@ -198,8 +203,9 @@ impl Run {
                 Box::pin(self.record_approval(resolved, ruling, given)).await?;
             }
         }
-        // Step 6 (here, not in a future of its own: each layer of future keeps its own copy
-        // of the call's borrows, and a call's future is moved whole).
+        // The budget and the rate limit (here, not in a future of its own: each layer of
+        // future keeps its own copy of the call's borrows, and a call's future is moved
+        // whole).
         match self.admission(resolved) {
             Admission::Granted => {}
             Admission::Refused(decided) => return Err(decided),
@@ -417,6 +423,7 @@ impl Run {
             requested_at: now,
             expires_at: now + gate.approval_ttl,
             caller: ticket.caller,
+            task: ticket.task,
         });
         let name = entry.tool.name().to_owned();
         let request = match request {
@@ -678,7 +685,7 @@ pub(crate) enum Ruling {
     Approval(String),
 }
 
-/// Whether a call may ask for a person's approval (step 5), or comes with one.
+/// Whether a call may ask for a person's approval, or comes with one.
 pub(super) enum Approval<'a> {
     /// A call from the model or its code: if the gate wants a person's approval, it is
     /// asked for, and the call ends there.

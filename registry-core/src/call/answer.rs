@@ -37,6 +37,9 @@ pub(crate) struct Ticket {
     pub(crate) caller: Caller,
     /// The ids of the policies that decided the call, for the audit log.
     pub(crate) policies: Vec<String>,
+    /// Whether the call asked to start as a task: a person's approval, if it needs one,
+    /// starts the task.
+    pub(crate) task: bool,
 }
 
 impl Ticket {
@@ -51,6 +54,7 @@ impl Ticket {
             tool_version: self.tool_version,
             caller: self.caller,
             policies: self.policies.clone(),
+            task: self.task,
         }
     }
 

@@ -19,8 +19,59 @@ use crate::execute::task::record::Task;
 use crate::gate::approval::{Verdict, VerdictKind};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
 
+/// What a person's verdict settled ([`Run::decide`]): the model's answer to its call, or,
+/// for a call that asked to start as a task ([`ApprovalRequest::is_task`]) and was approved,
+/// the task that started.
+///
+/// ```
+/// use registry_core::approval::Settled;
+///
+/// fn show(settled: Settled) -> String {
+///     match settled {
+///         Settled::Answered(observation) => format!("answered: {:?}", observation.error_kind()),
+///         Settled::Started(task) => format!("task {} started", task.id()),
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a settled request is the model's answer to its call, or the task that started"]
+pub enum Settled {
+    /// The call's answer: its result, or why it did not run (denied, expired, revoked,
+    /// refused by the gate, or a task that could not start).
+    Answered(Observation),
+    /// The call asked to start as a task, was approved, and started with exactly the
+    /// arguments approved; follow it with [`Run::task`] and [`Run::wait_task`].
+    Started(Task),
+}
+
+impl Settled {
+    /// The call's answer, if it was answered (`None` for a task that started).
+    pub fn answer(&self) -> Option<&Observation> {
+        match self {
+            Settled::Answered(observation) => Some(observation),
+            Settled::Started(_) => None,
+        }
+    }
+
+    /// [`answer`](Self::answer), taken.
+    pub fn into_answer(self) -> Option<Observation> {
+        match self {
+            Settled::Answered(observation) => Some(observation),
+            Settled::Started(_) => None,
+        }
+    }
+
+    /// The task that started, if one did.
+    pub fn task(&self) -> Option<&Task> {
+        match self {
+            Settled::Started(task) => Some(task),
+            Settled::Answered(_) => None,
+        }
+    }
+}
+
 /// A settled request: the call's answer, or the call approved and admitted, to run.
-enum Settled {
+enum Settling {
     Answered(Observation),
     Admitted(Box<Admitted>),
 }
@@ -47,13 +98,21 @@ impl Run {
     /// Applies a person's [`Verdict`] to the pending approval request `id` (from
     /// [`Observation::approval`]).
     ///
-    /// **`Ok` whenever the call is settled**, with the observation that is the model's
-    /// answer to its call:
+    /// The one way to decide a request, sync ([`decide_blocking`](Self::decide_blocking)) or
+    /// async, for a call ([`call`](Self::call), [`call_blocking`](Self::call_blocking)) or a
+    /// task ([`start_task`](Self::start_task)) alike; `registry-mcp` gives the approved call
+    /// the host of its `tools/call` with [`RunExt::decide_with`](crate::server::RunExt::decide_with).
+    ///
+    /// **`Ok` whenever the call is settled**: [`Settled::Answered`] with the observation that
+    /// is the model's answer to its call, or [`Settled::Started`] with the task a call that
+    /// asked to start as a task started once approved (after the same checks, and the task
+    /// bounds; a task that cannot start is answered):
     ///
     /// - approved: the call ran (once, even when approved concurrently), with exactly the
     ///   arguments requested or the edited ones; the observation is its result, or the gate's
-    ///   refusal if the edited arguments are denied by a policy or the tool stopped being
-    ///   available while the person decided;
+    ///   refusal: an approved call passes the same gate as every call (the policies on the
+    ///   arguments approved, a policy's denial denying the request; the budget and the rate
+    ///   limit; suspension, revocation and readiness), only its approval is not asked again;
     /// - denied: [`ErrorKind::Denied`], with the person's reason; nothing ran;
     /// - expired before the decision: [`ErrorKind::Denied`], saying no one approved in time;
     ///   nothing ran;
@@ -88,7 +147,8 @@ impl Run {
     /// assert_eq!(request.arguments(), &json!({"project": "web"}));
     ///
     /// // A person says yes: the call runs, once.
-    /// let done = run.decide_blocking(request.id(), Verdict::approve().by("ana")).unwrap();
+    /// let settled = run.decide_blocking(request.id(), Verdict::approve().by("ana")).unwrap();
+    /// let done = settled.answer().unwrap();
     /// assert_eq!(done.call_id(), "c1");
     /// assert_eq!(done.json(), &json!("web deleted"));
     /// assert!(matches!(
@@ -96,7 +156,7 @@ impl Run {
     ///     Err(ApprovalError::AlreadyDecided { .. })
     /// ));
     /// ```
-    pub async fn decide(&self, id: &str, verdict: Verdict) -> Result<Observation, ApprovalError> {
+    pub async fn decide(&self, id: &str, verdict: Verdict) -> Result<Settled, ApprovalError> {
         self.decide_with_options(id, verdict, CallOptions::default())
             .await
     }
@@ -104,11 +164,7 @@ impl Run {
     /// [`decide`](Self::decide) on this thread, without an async runtime (an approved async
     /// tool is driven by a small local executor). Inside an async task, `.await`
     /// [`decide`](Self::decide) instead: this blocks the thread until the call ends.
-    pub fn decide_blocking(
-        &self,
-        id: &str,
-        verdict: Verdict,
-    ) -> Result<Observation, ApprovalError> {
+    pub fn decide_blocking(&self, id: &str, verdict: Verdict) -> Result<Settled, ApprovalError> {
         pollster::block_on(self.decide(id, verdict))
     }
 
@@ -119,15 +175,21 @@ impl Run {
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> Result<Observation, ApprovalError> {
+    ) -> Result<Settled, ApprovalError> {
         match self.settle_request(id, verdict, options).await? {
-            Settled::Answered(observation) => Ok(observation),
-            Settled::Admitted(admitted) => {
+            Settling::Answered(observation) => Ok(Settled::Answered(observation)),
+            Settling::Admitted(admitted) => {
                 let Admitted {
                     resolved,
                     started,
                     options,
                 } = *admitted;
+                if resolved.ticket.task {
+                    return Ok(match self.launch(resolved, options, started).await {
+                        Ok(task) => Settled::Started(task),
+                        Err(refused) => Settled::Answered(refused),
+                    });
+                }
                 let outcome = execution::start(
                     &resolved.entry.tool,
                     resolved.context,
@@ -136,65 +198,31 @@ impl Run {
                     self.registry.blocking_pool(),
                 )
                 .await;
-                Ok(self.conclude(
+                Ok(Settled::Answered(self.conclude(
                     &resolved.entry,
                     resolved.ticket,
                     outcome,
                     started,
                     options.trace.as_ref(),
-                ))
+                )))
             }
         }
     }
 
-    /// [`decide`](Self::decide) for a call that asked to start as a task
-    /// ([`start_task`](Self::start_task) answered [`ErrorKind::ApprovalRequired`]): approved,
-    /// the task starts (`Ok(Ok(task))`) with exactly the arguments approved, after the same
-    /// checks as [`decide`](Self::decide) (and the task bounds); denied, expired, revoked or
-    /// refused, `Ok(Err(observation))` says why and nothing started. `Err` when nothing was
-    /// settled, as for [`decide`](Self::decide). Deciding such a request with
-    /// [`decide`](Self::decide) instead runs the tool as an ordinary call.
-    ///
-    /// ```standalone_crate
-    /// use registry_core::approval::Verdict;
-    /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
-    /// use serde_json::json;
-    ///
-    /// /// Migrate a database to a new schema.
-    /// #[tool(scopes = "db:admin", needs_approval, task)]
-    /// fn migrate(database: String) -> String {
-    ///     format!("{database} migrated")
-    /// }
-    ///
-    /// let registry = Registry::from_inventory().unwrap();
-    /// let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["db:admin"]));
-    /// let pending = run.start_task_blocking(ToolCall::new("c1", "migrate", json!({"database": "orders"}))).unwrap_err();
-    /// assert_eq!(pending.error_kind(), Some(ErrorKind::ApprovalRequired));
-    ///
-    /// let id = pending.approval().unwrap().id();
-    /// let task = pollster::block_on(run.decide_task(id, Verdict::approve().by("ana"))).unwrap().unwrap();
-    /// let answer = pollster::block_on(run.wait_task(task.id())).unwrap();
-    /// assert_eq!(answer.json(), &json!("orders migrated"));
-    /// ```
+    /// [`decide`](Self::decide), its answer as it was before [`Settled`]: `Ok(Ok(task))` for a
+    /// task that started, `Ok(Err(observation))` for a call answered.
+    #[deprecated(
+        note = "use Run::decide: approved, a request made by start_task starts its task (Settled::Started)"
+    )]
     pub async fn decide_task(
         &self,
         id: &str,
         verdict: Verdict,
     ) -> Result<Result<Task, Observation>, ApprovalError> {
-        match self
-            .settle_request(id, verdict, CallOptions::default())
-            .await?
-        {
-            Settled::Answered(observation) => Ok(Err(observation)),
-            Settled::Admitted(admitted) => {
-                let Admitted {
-                    resolved,
-                    started,
-                    options,
-                } = *admitted;
-                Ok(self.launch(resolved, options, started).await)
-            }
-        }
+        Ok(match self.decide(id, verdict).await? {
+            Settled::Started(task) => Ok(task),
+            Settled::Answered(observation) => Err(observation),
+        })
     }
 
     /// Settles request `id`: the call's answer, or the call admitted to run.
@@ -203,7 +231,7 @@ impl Run {
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> Result<Settled, ApprovalError> {
+    ) -> Result<Settling, ApprovalError> {
         if !verdict.is_approval() && verdict.arguments.is_some() {
             return Err(ApprovalError::ArgumentsOnDenial { id: id.to_owned() });
         }
@@ -215,7 +243,7 @@ impl Run {
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> Result<Settled, ApprovalError> {
+    ) -> Result<Settling, ApprovalError> {
         crate::audit::ready(self.origin().audit_sink()).await;
         let started = self.clock();
         let store = &self.origin().gate().approvals;
@@ -249,7 +277,7 @@ impl Run {
             let request = self.transition(id, ApprovalState::Expired).await?;
             self.audit_approval(&request, ApprovalEventKind::Expired, None);
             let text = expired_text(&request.tool_name);
-            return Ok(Settled::Answered(self.settle(
+            return Ok(Settling::Answered(self.settle(
                 &request,
                 ErrorKind::Denied,
                 text,
@@ -263,7 +291,7 @@ impl Run {
             let request = self.transition(id, ApprovalState::Revoked).await?;
             self.audit_approval(&request, ApprovalEventKind::Revoked, None);
             let text = revoked_text(&request.tool_name);
-            return Ok(Settled::Answered(self.settle(
+            return Ok(Settling::Answered(self.settle(
                 &request,
                 ErrorKind::Revoked,
                 text,
@@ -287,7 +315,7 @@ impl Run {
                     &request.tool_name,
                     &format!("a person denied it ({reason})"),
                 );
-                Ok(Settled::Answered(self.settle(
+                Ok(Settling::Answered(self.settle(
                     &request,
                     ErrorKind::Denied,
                     text,
@@ -312,7 +340,7 @@ impl Run {
         edited: Option<Value>,
         options: CallOptions,
         started: Option<Instant>,
-    ) -> Result<Settled, ApprovalError> {
+    ) -> Result<Settling, ApprovalError> {
         let id = request.id.as_str();
         let was_edited = edited.is_some();
         let arguments = match edited {
@@ -379,14 +407,14 @@ impl Run {
             .admit(&mut resolved, Approval::Given(&mut approved))
             .await
         {
-            Ok(()) => Ok(Settled::Admitted(Box::new(Admitted {
+            Ok(()) => Ok(Settling::Admitted(Box::new(Admitted {
                 resolved,
                 started,
                 options,
             }))),
             Err(refused) => match approved.unsettled {
                 Some(error) => Err(error),
-                None => Ok(Settled::Answered(self.finish_traced(
+                None => Ok(Settling::Answered(self.finish_traced(
                     *refused,
                     started,
                     options.trace.as_ref(),
@@ -465,7 +493,7 @@ impl Run {
         problems: Vec<crate::resolve::tool_error::ArgumentProblem>,
         started: Option<Instant>,
         options: &CallOptions,
-    ) -> Result<Settled, ApprovalError> {
+    ) -> Result<Settling, ApprovalError> {
         let reason = "the arguments read back from the approval store do not validate against the tool's schema";
         let state = ApprovalState::Denied {
             by: None,
@@ -486,7 +514,7 @@ impl Run {
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
-        Ok(Settled::Answered(self.finish_traced(
+        Ok(Settling::Answered(self.finish_traced(
             decided,
             started,
             options.trace.as_ref(),
@@ -531,6 +559,7 @@ impl Run {
             // The call resumed after the approval keeps who made it.
             caller: request.caller,
             policies: Vec::new(),
+            task: request.task,
         }
     }
 

@@ -1,5 +1,6 @@
 //! `Run::call` and `Run::call_blocking`: a call from the model to its answer, through
-//! resolution ([`admit`](super::admit)), the gate and execution, audited once it is decided.
+//! resolution and the gate ([`admit`](super::admit), the one sequence of every path),
+//! execution and [`conclude`](Run::conclude), audited once it is decided.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -54,7 +54,8 @@ impl Run {
     ///   [`ErrorKind::Denied`], saying to call it as an ordinary call;
     /// - any refusal of the gate; a call that needs a person's approval is
     ///   [`ErrorKind::ApprovalRequired`], and starts only when
-    ///   [`decide_task`](Self::decide_task) approves it;
+    ///   [`decide`](Self::decide) approves it
+    ///   ([`Settled::Started`](crate::approval::Settled::Started));
     /// - the principal runs [`TaskLimits::per_principal`](crate::task::TaskLimits::per_principal)
     ///   tasks already, or [`TaskLimits::total`](crate::task::TaskLimits::total) tasks run in
     ///   all (ended tasks do not count): [`ErrorKind::RateLimited`];
@@ -122,8 +123,9 @@ impl Run {
     }
 
     /// Refuses a call to a tool that is not declared long-running.
-    fn as_task(&self, resolved: Resolved) -> Result<Resolved, Box<Decided>> {
+    fn as_task(&self, mut resolved: Resolved) -> Result<Resolved, Box<Decided>> {
         if resolved.entry.tool.settings().task {
+            resolved.ticket.task = true;
             return Ok(resolved);
         }
         let name = resolved.entry.tool.name();
