@@ -4,11 +4,13 @@ use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::admit::{Approval, Ruling, validate};
+use super::admit::Approval;
 use super::answer::{
     Decided, Resolved, Ticket, denied_text, expired_text, invalid_arguments_text, revoked_text,
     unavailable_text,
 };
+use super::policies::Ruling;
+use super::resolve::validate;
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
