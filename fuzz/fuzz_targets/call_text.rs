@@ -71,8 +71,10 @@ fuzz_target!(|data: &[u8]| {
             },
         };
         let first_decided = match decided {
-            Ok(observation) => {
-                look_at(&observation);
+            Ok(settled) => {
+                if let Some(observation) = settled.answer() {
+                    look_at(observation);
+                }
                 true
             }
             Err(error) => {
@@ -83,9 +85,11 @@ fuzz_target!(|data: &[u8]| {
         // A decided request cannot be decided again (after edited arguments that were
         // invalid, the request is still pending, and this approves it as it is).
         match run.decide_blocking(&id, Verdict::approve()) {
-            Ok(observation) => {
+            Ok(settled) => {
                 assert!(!first_decided, "request {id} was decided twice");
-                look_at(&observation);
+                if let Some(observation) = settled.answer() {
+                    look_at(observation);
+                }
             }
             Err(error) => {
                 std::hint::black_box(error.to_string());

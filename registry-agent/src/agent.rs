@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use registry_core::approval::{ApprovalRequest, Verdict};
+use registry_core::approval::{ApprovalRequest, Settled, Verdict};
 use registry_core::deferred::{
     DeferredOptions, DeferredSession, EmbeddedQuery, QueryEmbedding, SearchAnswer, SessionCall,
 };
@@ -702,6 +702,16 @@ impl Agent {
                     let record = state.calls.iter_mut().rev().find(|record| {
                         record.id == call_id && record.outcome == "approval_required"
                     });
+                    // The agent calls its tools, it starts no tasks: a request answered by
+                    // a task that started is not this conversation's call.
+                    let decided = match decided {
+                        Ok(Settled::Answered(observation)) => Ok(observation),
+                        Ok(Settled::Started(task)) => Err(format!(
+                            "the request started task {}, not a call of this conversation",
+                            task.id()
+                        )),
+                        Err(error) => Err(error.to_string()),
+                    };
                     match decided {
                         Ok(observation) => {
                             if let Some(record) = record {
@@ -719,7 +729,7 @@ impl Agent {
                             tracing::warn!(
                                 approval = ?approval_id,
                                 call_id = ?call_id,
-                                error = ?error.to_string(),
+                                error = ?error,
                                 "the approval could not be applied"
                             );
                             results.push(api.refusal(&call_id, APPROVAL_NOT_APPLIED));

@@ -1524,6 +1524,8 @@ async fn an_approval_decided_elsewhere_is_told_to_the_model_without_who_decided(
             Verdict::deny("change freeze").by("ana@ops.example.com"),
         )
         .await
+        .unwrap()
+        .into_answer()
         .unwrap();
     assert!(elsewhere.is_error());
     let outcome = agent

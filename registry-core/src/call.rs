@@ -16,14 +16,21 @@
 //! - 5.4 **check** (`call/check.rs`): the result checks
 //!   ([`ResultCheck`](crate::gate::ResultCheck)) pass, redact or withhold what it gave back.
 //!
-//! The orchestration lives here (`call/run.rs`, `call/admit.rs`, `call/approvals.rs`,
-//! `call/task.rs`, `call/check.rs`, `call/answer.rs`); the steps it reaches stay in their
-//! folders. The numbering is that of `ARCHITECTURE.md`.
+//! The orchestration lives here, one file a step: `call/resolve.rs` (step 5.1),
+//! `call/admit.rs` (step 5.2, the gate, one sequence for every path: calls,
+//! blocking calls, tasks and approved calls) with `call/policies.rs` and `call/quota.rs`, `call/run.rs` (a call from
+//! the model to its answer), `call/approvals.rs` (a person's verdict), `call/task.rs`,
+//! `call/check.rs`, and `call/answer.rs` (the answer and every text the model reads); the
+//! steps it reaches stay in their folders. The numbering is that of
+//! `ARCHITECTURE.md`.
 
 mod admit;
 mod answer;
-mod approvals;
+pub(crate) mod approvals;
 mod check;
+mod policies;
+mod quota;
+mod resolve;
 mod run;
 mod task;
 

@@ -132,10 +132,11 @@ pub mod approval {
     //! observation is [`ErrorKind::ApprovalRequired`](crate::ErrorKind::ApprovalRequired) and
     //! carries an [`ApprovalRequest`] ([`Observation::approval`](crate::Observation::approval)).
     //! A person decides it with a [`Verdict`], given to [`Run::decide`](crate::Run::decide) or
-    //! [`Run::decide_blocking`](crate::Run::decide_blocking), whose observation is the model's
-    //! answer to its call. Requests wait in an [`ApprovalStore`] (in memory by default,
+    //! [`Run::decide_blocking`](crate::Run::decide_blocking), the one way for a call or a task:
+    //! [`Settled`] is the model's answer to its call, or the task that started. Requests wait in an [`ApprovalStore`] (in memory by default,
     //! [`MemoryApprovalStore`]; `registry-postgres` shares one between replicas).
 
+    pub use crate::call::approvals::Settled;
     pub use crate::gate::approval::{
         ApprovalError, ApprovalRequest, ApprovalState, ArgumentDigest, Verdict,
     };
@@ -158,7 +159,8 @@ pub mod task {
     //! [`Run::task_result`](crate::Run::task_result) and
     //! [`Run::wait_task`](crate::Run::wait_task) give the observation a call would have
     //! answered. A task that needs approval starts when
-    //! [`Run::decide_task`](crate::Run::decide_task) approves it.
+    //! [`Run::decide`](crate::Run::decide) approves it
+    //! ([`Settled::Started`](crate::approval::Settled::Started)).
     //!
     //! A task belongs to its subject's [principal](crate::Subject::principal): another
     //! principal can neither read nor cancel it. Tasks are bounded per principal and in

@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::call::approvals::Settled;
 use crate::declare::settings::Scope;
 use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
@@ -66,14 +67,16 @@ pub trait RunExt: sealed::Sealed {
     /// [`call_with`](Self::call_with)).
     fn call_blocking_with(&self, call: ToolCall, options: CallOptions) -> Observation;
 
-    /// [`Run::decide`], with the host and cancellation of the call that runs if the verdict
-    /// approves: `registry-mcp` gives the approved call those of the `tools/call` it answers.
+    /// [`Run::decide`] (the one way to decide a request), with the host and cancellation of
+    /// the call that runs if the verdict approves, as [`call_with`](Self::call_with) is
+    /// [`Run::call`] with them: `registry-mcp` gives the approved call those of the
+    /// `tools/call` it answers.
     fn decide_with(
         &self,
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> impl Future<Output = Result<Observation, ApprovalError>> + Send;
+    ) -> impl Future<Output = Result<Settled, ApprovalError>> + Send;
 
     /// [`Run::start_task`], with the host the task's tool reaches (its progress and
     /// questions are recorded in the task store first, then passed to `options`' host) and a
@@ -180,7 +183,7 @@ impl RunExt for Run {
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> impl Future<Output = Result<Observation, ApprovalError>> + Send {
+    ) -> impl Future<Output = Result<Settled, ApprovalError>> + Send {
         self.decide_with_options(id, verdict, options)
     }
 

@@ -43,8 +43,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use registry_core::Observation;
-use registry_core::approval::{ApprovalError, ApprovalRequest, Verdict};
+use registry_core::approval::{ApprovalError, ApprovalRequest, Settled, Verdict};
 use registry_core::call::CallOptions;
 use registry_core::server::{RegistryExt, RunExt};
 use rmcp::model::{
@@ -402,9 +401,14 @@ async fn cannot_ask(
 
 /// The answer to a decided request: its observation (whatever settled the call), or the
 /// error's text (nothing was settled).
-fn settled(decided: Result<Observation, ApprovalError>) -> Result<CallToolResult, ErrorData> {
+fn settled(decided: Result<Settled, ApprovalError>) -> Result<CallToolResult, ErrorData> {
     match decided {
-        Ok(observation) => call_result(&observation),
+        Ok(Settled::Answered(observation)) => call_result(&observation),
+        // A `tools/call` asks for no task; a request that started one was another's.
+        Ok(Settled::Started(task)) => Ok(tool_error(format!(
+            "the approved call started as task {}; its result comes with the task",
+            task.id()
+        ))),
         Err(ApprovalError::Store(error)) => {
             // The store's text (a database's error, its address) is for the operator's log,
             // never for the client.

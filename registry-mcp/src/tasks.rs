@@ -66,7 +66,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// as an ordinary call, whose approval is asked of the person at the client, unless it runs
 /// only as a task (`task = "required"`): then it is started as a task, and the gate's
 /// `ApprovalRequired` is answered as any refusal (its approval is decided with
-/// `Run::decide_task`).
+/// `Run::decide`, which starts it).
 pub(crate) fn wanted(
     slot: &RunSlot,
     request: &CallToolRequestParams,

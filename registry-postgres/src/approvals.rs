@@ -112,6 +112,12 @@ impl ControlPlane {
     /// A denial decides the request at once: nothing will run. An approval is applied by the
     /// replica whose client waits on the request (it runs the call once, through its run,
     /// which checks the tool was neither revoked nor replaced since).
+    ///
+    /// This is not a second way to decide a request: it writes an operator's verdict to the
+    /// database, for another process to act on. The one way to decide a request in the
+    /// process whose run made it is [`Run::decide`](registry_core::Run::decide), which the
+    /// waiting replica calls with this verdict (and which passes the call through the gate
+    /// again).
     pub async fn give_verdict(&self, id: &str, verdict: &Verdict) -> Result<VerdictOutcome, Error> {
         // Every text stored as PostgreSQL can store it (the id too, as it was stored).
         let id = text::text(id);

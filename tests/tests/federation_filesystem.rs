@@ -178,7 +178,12 @@ async fn the_filesystem_server_reads_through_the_gate_and_writes_only_once_appro
         .expect("an approval request")
         .id()
         .to_owned();
-    let written = writing.decide(&id, Verdict::approve()).await.unwrap();
+    let written = writing
+        .decide(&id, Verdict::approve())
+        .await
+        .unwrap()
+        .into_answer()
+        .unwrap();
     assert_eq!(written.error_kind(), None, "{:?}", written.error_text());
     assert_eq!(std::fs::read_to_string(&target).unwrap(), NOTES);
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use registry_core::approval::Verdict;
+use registry_core::approval::{Settled, Verdict};
 use registry_core::server::RegistryExt;
 use registry_core::{
     DynamicTool, ErrorKind, Observation, Registry, RegistryBuilder, Run, Subject, ToolCall,
@@ -43,11 +43,17 @@ fn call(mode: Mode, run: &Run, call: ToolCall) -> Observation {
     }
 }
 
+/// The answer a call's request was settled with.
+fn answered(settled: Settled) -> Observation {
+    settled.into_answer().expect("a call's request is answered")
+}
+
 fn approve(mode: Mode, run: &Run, id: &str) -> Result<Observation, ApprovalError> {
     match mode {
         Mode::Sync => run.decide_blocking(id, Verdict::approve()),
         Mode::Async => runtime().block_on(run.decide(id, Verdict::approve())),
     }
+    .map(answered)
 }
 
 fn approve_with(
@@ -62,6 +68,7 @@ fn approve_with(
             runtime().block_on(run.decide(id, Verdict::approve().with_arguments(arguments)))
         }
     }
+    .map(answered)
 }
 
 fn deny(mode: Mode, run: &Run, id: &str, reason: &str) -> Result<Observation, ApprovalError> {
@@ -69,6 +76,7 @@ fn deny(mode: Mode, run: &Run, id: &str, reason: &str) -> Result<Observation, Ap
         Mode::Sync => run.decide_blocking(id, Verdict::deny(reason)),
         Mode::Async => runtime().block_on(run.decide(id, Verdict::deny(reason))),
     }
+    .map(answered)
 }
 
 /// Every execution of the test tools: (tool, arguments).
@@ -643,6 +651,8 @@ fn an_edited_approval_still_meets_the_policy() {
             request.id(),
             Verdict::approve().with_arguments(json!({"project": "billing", "env": "staging"})),
         )
+        .unwrap()
+        .into_answer()
         .unwrap();
     assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
     assert!(denied.error_text().unwrap().contains("billing is frozen"));
@@ -676,6 +686,8 @@ fn a_request_survives_a_restart_with_a_shared_store() {
     let reopened = second.open_run("run-1", &subject());
     let done = reopened
         .decide_blocking(request.id(), Verdict::approve().by("alice"))
+        .unwrap()
+        .into_answer()
         .unwrap();
     assert!(!done.is_error(), "{done:?}");
     assert_eq!(executions.of("deploy").len(), 1);
@@ -708,6 +720,8 @@ fn every_step_of_an_approval_is_audited_without_argument_values() {
     let first = pending(Mode::Sync, &run, "c1");
     let _ = run
         .decide_blocking(first.id(), Verdict::approve().by("alice"))
+        .unwrap()
+        .into_answer()
         .unwrap();
     let second = pending(Mode::Sync, &run, "c2");
     let _ = run
@@ -715,10 +729,14 @@ fn every_step_of_an_approval_is_audited_without_argument_values() {
             second.id(),
             Verdict::approve().with_arguments(json!({"project": "web", "env": "staging"})),
         )
+        .unwrap()
+        .into_answer()
         .unwrap();
     let third = pending(Mode::Sync, &run, "c3");
     let denied = run
         .decide_blocking(third.id(), Verdict::deny("no"))
+        .unwrap()
+        .into_answer()
         .unwrap();
     assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
 
@@ -1261,6 +1279,8 @@ fn audit_events_carry_the_principal() {
     let request = pending(Mode::Sync, &alice, "c1");
     let _ = alice
         .decide_blocking(request.id(), Verdict::approve())
+        .unwrap()
+        .into_answer()
         .unwrap();
     let unnamed = registry.open_run("run-agent", &subject());
     let _ = call(
@@ -1684,7 +1704,11 @@ fn a_request_decided_already_does_not_name_who_decided() {
             Verdict::deny("no").by("ana@example.com"),
         ] {
             let request = pending(mode, &run, "c1");
-            let decided = run.decide_blocking(request.id(), verdict).unwrap();
+            let decided = run
+                .decide_blocking(request.id(), verdict)
+                .unwrap()
+                .into_answer()
+                .unwrap();
             assert_eq!(decided.call_id(), "c1");
             let error = approve(mode, &run, request.id()).unwrap_err();
             let text = error.to_string();

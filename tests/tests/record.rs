@@ -327,6 +327,8 @@ fn approvals_are_bound_to_the_version_and_their_events_carry_it() {
     // The version that would run there is not the one asked for: nothing runs.
     let refused = run_b
         .decide_blocking(request.id(), Verdict::approve())
+        .unwrap()
+        .into_answer()
         .unwrap();
     assert_eq!(
         refused.error_kind(),
@@ -336,7 +338,11 @@ fn approvals_are_bound_to_the_version_and_their_events_carry_it() {
 
     let second = run_a.call_blocking(call("c2"));
     let id = second.approval().unwrap().id().to_owned();
-    let done = run_a.decide_blocking(&id, Verdict::approve()).unwrap();
+    let done = run_a
+        .decide_blocking(&id, Verdict::approve())
+        .unwrap()
+        .into_answer()
+        .unwrap();
     assert_eq!(done.json(), &json!("ran"));
     let approvals: Vec<(String, Fingerprint)> = events
         .lock()

@@ -437,7 +437,12 @@ async fn approvals(url: &str, options: &Options) {
             .id()
             .to_owned();
         let stored = Instant::now();
-        let done = run_b.decide(&id, Verdict::approve()).await.unwrap();
+        let done = run_b
+            .decide(&id, Verdict::approve())
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert_eq!(done.error_kind(), None);
         approved.push(stored.elapsed());
         asked.push(stored - started);

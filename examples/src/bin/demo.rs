@@ -120,10 +120,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .into());
                 };
                 println!("[{by}] approves {approve}");
-                let observation = runs[&call.run]
+                let settled = runs[&call.run]
                     .decide_blocking(&call.id, Verdict::approve().by(by.as_str()))?;
+                let Some(observation) = settled.answer() else {
+                    return Err(format!("{approve:?} started a task, not a call").into());
+                };
                 show_answer(
-                    &observation,
+                    observation,
                     provider(&transcript.subjects[&call.run].provider),
                 );
                 println!();
@@ -135,10 +138,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     );
                 };
                 println!("[{by}] denies {deny}: {reason}");
-                let observation =
+                let settled =
                     runs[&call.run].decide_blocking(&call.id, Verdict::deny(reason.as_str()))?;
+                let Some(observation) = settled.answer() else {
+                    return Err(format!("{deny:?} started a task, not a call").into());
+                };
                 show_answer(
-                    &observation,
+                    observation,
                     provider(&transcript.subjects[&call.run].provider),
                 );
                 println!();

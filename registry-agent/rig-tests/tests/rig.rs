@@ -313,6 +313,8 @@ async fn a_rig_agent_sees_only_the_run_and_every_call_goes_through_it() {
     let decided = run
         .decide(request, Verdict::approve().by("ana"))
         .await
+        .unwrap()
+        .into_answer()
         .unwrap();
     assert_eq!(decided.error_kind(), None);
     assert_eq!(DEPLOYS.load(Ordering::SeqCst), 1);

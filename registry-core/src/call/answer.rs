@@ -4,6 +4,8 @@
 use crate::resolve::call::Caller;
 use std::time::Duration;
 
+use crate::audit::truncate;
+use crate::discover::allowed::AllowedSet;
 use crate::discover::discovery::Entry;
 use crate::execute::content::Payload;
 use crate::execute::context::ToolContext;
@@ -35,6 +37,9 @@ pub(crate) struct Ticket {
     pub(crate) caller: Caller,
     /// The ids of the policies that decided the call, for the audit log.
     pub(crate) policies: Vec<String>,
+    /// Whether the call asked to start as a task: a person's approval, if it needs one,
+    /// starts the task.
+    pub(crate) task: bool,
 }
 
 impl Ticket {
@@ -49,6 +54,7 @@ impl Ticket {
             tool_version: self.tool_version,
             caller: self.caller,
             policies: self.policies.clone(),
+            task: self.task,
         }
     }
 
@@ -286,5 +292,87 @@ pub(crate) fn code_cannot_wait_text(name: &str) -> String {
 pub(crate) fn withheld_text(name: &str, reason: &str) -> String {
     format!(
         "the tool \"{name}\" ran, but its result was withheld by a check: {reason}. Do not repeat the same call"
+    )
+}
+
+/// At most this many tool names are listed to a model that called an unknown tool.
+const LISTED_NAMES: usize = 50;
+
+/// What the model reads when it called a tool its run does not have: the tools it has.
+pub(super) fn unknown_tool_text(name: &str, allowed: &AllowedSet) -> String {
+    let shown = truncate(name, 80);
+    if allowed.is_empty() {
+        return format!("unknown tool {shown:?}; this run has no tools to call");
+    }
+    let mut names: Vec<&str> = allowed.names().take(LISTED_NAMES).collect();
+    if allowed.len() > LISTED_NAMES {
+        names.push("...");
+    }
+    format!(
+        "unknown tool {shown:?}; the tools you can call are: {}",
+        names.join(", ")
+    )
+}
+
+/// What the model reads when its run has made all the calls its budget allows.
+pub(super) fn budget_spent_text(limit: u64) -> String {
+    format!(
+        "this run has made all {limit} tool calls it may make; no more tools can be called in it"
+    )
+}
+
+/// What the model reads when a tool's rate limit refused its call.
+pub(super) fn rate_limited_text(name: &str, retry_after: Duration) -> String {
+    format!(
+        "the tool \"{name}\" was called too often; try again in {}",
+        humane_wait(retry_after)
+    )
+}
+
+/// What the model reads when no one approved its call in time.
+pub(super) fn expired_text(name: &str) -> String {
+    format!("no one approved the call to \"{name}\" in time; nothing was done")
+}
+
+/// What the model reads when it started a task of a tool that is not long-running.
+pub(super) fn not_a_task_text(name: &str) -> String {
+    format!(
+        "the tool \"{name}\" is not declared long-running, so it cannot be started as a task; nothing was done. Call it as an ordinary call"
+    )
+}
+
+/// What the model reads when its principal runs as many tasks as one may.
+pub(super) fn principal_tasks_full_text(name: &str, running: usize, per: usize) -> String {
+    format!(
+        "the task of \"{name}\" was not started: you run {running} tasks already, the most one may run at once ({per}); nothing was done. Wait until one ends, or cancel one, then start it again"
+    )
+}
+
+/// What the model reads when `server` (the server, or this server) runs as many tasks as it
+/// may.
+pub(super) fn tasks_full_text(name: &str, server: &str, total: usize) -> String {
+    format!(
+        "the task of \"{name}\" was not started: {server} runs as many tasks as it may ({total}); nothing was done. Try again once one has ended"
+    )
+}
+
+/// What the model reads when no thread could run its task.
+pub(super) fn task_not_started_text(name: &str) -> String {
+    format!(
+        "the task of \"{name}\" could not start because the server is busy; nothing was done. Try again later"
+    )
+}
+
+/// What the model reads of a task that was cancelled.
+pub(super) fn task_cancelled_text(name: &str) -> String {
+    format!(
+        "the task of \"{name}\" was cancelled before it finished; its result, if any, was discarded"
+    )
+}
+
+/// What the model reads of a task whose result was too large to keep.
+pub(super) fn task_result_too_large_text(name: &str, bytes: usize, max: usize) -> String {
+    format!(
+        "the result of the task of \"{name}\" was not kept: it is {bytes} bytes, more than a task's result may be ({max} bytes). Have the tool return less (a link to the content, or a part of it), or raise the bound with TaskLimits::with_result_bytes"
     )
 }

@@ -4,22 +4,77 @@ use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::admit::{Ruling, decide_async, validate};
+use super::admit::Approval;
 use super::answer::{
-    Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text, unavailable_text,
+    Decided, Resolved, Ticket, denied_text, expired_text, invalid_arguments_text, revoked_text,
+    unavailable_text,
 };
+use super::policies::Ruling;
+use super::resolve::validate;
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
 use crate::execute::context::CallOptions;
+use crate::execute::execution;
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::execute::task::record::Task;
 use crate::gate::approval::{Verdict, VerdictKind};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
-use crate::gate::{CallRequest, PolicyArguments};
+
+/// What a person's verdict settled ([`Run::decide`]): the model's answer to its call, or,
+/// for a call that asked to start as a task ([`ApprovalRequest::is_task`]) and was approved,
+/// the task that started.
+///
+/// ```
+/// use registry_core::approval::Settled;
+///
+/// fn show(settled: Settled) -> String {
+///     match settled {
+///         Settled::Answered(observation) => format!("answered: {:?}", observation.error_kind()),
+///         Settled::Started(task) => format!("task {} started", task.id()),
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a settled request is the model's answer to its call, or the task that started"]
+pub enum Settled {
+    /// The call's answer: its result, or why it did not run (denied, expired, revoked,
+    /// refused by the gate, or a task that could not start).
+    Answered(Observation),
+    /// The call asked to start as a task, was approved, and started with exactly the
+    /// arguments approved; follow it with [`Run::task`] and [`Run::wait_task`]. (Boxed: the
+    /// rarer answer, and a task is three times an observation's size.)
+    Started(Box<Task>),
+}
+
+impl Settled {
+    /// The call's answer, if it was answered (`None` for a task that started).
+    pub fn answer(&self) -> Option<&Observation> {
+        match self {
+            Settled::Answered(observation) => Some(observation),
+            Settled::Started(_) => None,
+        }
+    }
+
+    /// [`answer`](Self::answer), taken.
+    pub fn into_answer(self) -> Option<Observation> {
+        match self {
+            Settled::Answered(observation) => Some(observation),
+            Settled::Started(_) => None,
+        }
+    }
+
+    /// The task that started, if one did.
+    pub fn task(&self) -> Option<&Task> {
+        match self {
+            Settled::Started(task) => Some(task),
+            Settled::Answered(_) => None,
+        }
+    }
+}
 
 /// A settled request: the call's answer, or the call approved and admitted, to run.
-enum Settled {
+enum Settling {
     Answered(Observation),
     Admitted(Box<Admitted>),
 }
@@ -31,25 +86,36 @@ struct Admitted {
     options: CallOptions,
 }
 
-/// How an approved call runs: who approved, the edited arguments, the call's host and
-/// cancellation.
-struct Approved {
+/// A person's approval of a call, as the gate sees it again
+/// ([`Approval::Given`](super::admit::Approval::Given)): the request, who approved, whether
+/// the arguments were edited; and, if the verdict could not be recorded (the request was
+/// decided meanwhile, the store failed), why, for [`Run::decide`] to return.
+pub(super) struct Approved {
+    id: String,
     by: Option<String>,
-    edited: Option<Value>,
-    options: CallOptions,
+    edited: bool,
+    unsettled: Option<ApprovalError>,
 }
 
 impl Run {
     /// Applies a person's [`Verdict`] to the pending approval request `id` (from
     /// [`Observation::approval`]).
     ///
-    /// **`Ok` whenever the call is settled**, with the observation that is the model's
-    /// answer to its call:
+    /// The one way to decide a request, sync ([`decide_blocking`](Self::decide_blocking)) or
+    /// async, for a call ([`call`](Self::call), [`call_blocking`](Self::call_blocking)) or a
+    /// task ([`start_task`](Self::start_task)) alike; `registry-mcp` gives the approved call
+    /// the host of its `tools/call` with [`RunExt::decide_with`](crate::server::RunExt::decide_with).
+    ///
+    /// **`Ok` whenever the call is settled**: [`Settled::Answered`] with the observation that
+    /// is the model's answer to its call, or [`Settled::Started`] with the task a call that
+    /// asked to start as a task started once approved (after the same checks, and the task
+    /// bounds; a task that cannot start is answered):
     ///
     /// - approved: the call ran (once, even when approved concurrently), with exactly the
     ///   arguments requested or the edited ones; the observation is its result, or the gate's
-    ///   refusal if the edited arguments are denied by a policy or the tool stopped being
-    ///   available while the person decided;
+    ///   refusal: an approved call passes the same gate as every call (the policies on the
+    ///   arguments approved, a policy's denial denying the request; the budget and the rate
+    ///   limit; suspension, revocation and readiness), only its approval is not asked again;
     /// - denied: [`ErrorKind::Denied`], with the person's reason; nothing ran;
     /// - expired before the decision: [`ErrorKind::Denied`], saying no one approved in time;
     ///   nothing ran;
@@ -84,7 +150,8 @@ impl Run {
     /// assert_eq!(request.arguments(), &json!({"project": "web"}));
     ///
     /// // A person says yes: the call runs, once.
-    /// let done = run.decide_blocking(request.id(), Verdict::approve().by("ana")).unwrap();
+    /// let settled = run.decide_blocking(request.id(), Verdict::approve().by("ana")).unwrap();
+    /// let done = settled.answer().unwrap();
     /// assert_eq!(done.call_id(), "c1");
     /// assert_eq!(done.json(), &json!("web deleted"));
     /// assert!(matches!(
@@ -92,7 +159,7 @@ impl Run {
     ///     Err(ApprovalError::AlreadyDecided { .. })
     /// ));
     /// ```
-    pub async fn decide(&self, id: &str, verdict: Verdict) -> Result<Observation, ApprovalError> {
+    pub async fn decide(&self, id: &str, verdict: Verdict) -> Result<Settled, ApprovalError> {
         self.decide_with_options(id, verdict, CallOptions::default())
             .await
     }
@@ -100,11 +167,7 @@ impl Run {
     /// [`decide`](Self::decide) on this thread, without an async runtime (an approved async
     /// tool is driven by a small local executor). Inside an async task, `.await`
     /// [`decide`](Self::decide) instead: this blocks the thread until the call ends.
-    pub fn decide_blocking(
-        &self,
-        id: &str,
-        verdict: Verdict,
-    ) -> Result<Observation, ApprovalError> {
+    pub fn decide_blocking(&self, id: &str, verdict: Verdict) -> Result<Settled, ApprovalError> {
         pollster::block_on(self.decide(id, verdict))
     }
 
@@ -115,77 +178,54 @@ impl Run {
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> Result<Observation, ApprovalError> {
+    ) -> Result<Settled, ApprovalError> {
         match self.settle_request(id, verdict, options).await? {
-            Settled::Answered(observation) => Ok(observation),
-            Settled::Admitted(admitted) => {
+            Settling::Answered(observation) => Ok(Settled::Answered(observation)),
+            Settling::Admitted(admitted) => {
                 let Admitted {
                     resolved,
                     started,
                     options,
                 } = *admitted;
-                let outcome = self
-                    .execute(&resolved.entry, resolved.context, resolved.arguments)
-                    .await;
-                Ok(self.answer(
+                if resolved.ticket.task {
+                    return Ok(match self.launch(resolved, options, started).await {
+                        Ok(task) => Settled::Started(Box::new(task)),
+                        Err(refused) => Settled::Answered(refused),
+                    });
+                }
+                let outcome = execution::start(
+                    &resolved.entry.tool,
+                    resolved.context,
+                    resolved.arguments,
+                    self.deadline(&resolved.entry),
+                    self.registry.blocking_pool(),
+                )
+                .await;
+                Ok(Settled::Answered(self.conclude(
                     &resolved.entry,
                     resolved.ticket,
                     outcome,
                     started,
                     options.trace.as_ref(),
-                ))
+                )))
             }
         }
     }
 
-    /// [`decide`](Self::decide) for a call that asked to start as a task
-    /// ([`start_task`](Self::start_task) answered [`ErrorKind::ApprovalRequired`]): approved,
-    /// the task starts (`Ok(Ok(task))`) with exactly the arguments approved, after the same
-    /// checks as [`decide`](Self::decide) (and the task bounds); denied, expired, revoked or
-    /// refused, `Ok(Err(observation))` says why and nothing started. `Err` when nothing was
-    /// settled, as for [`decide`](Self::decide). Deciding such a request with
-    /// [`decide`](Self::decide) instead runs the tool as an ordinary call.
-    ///
-    /// ```standalone_crate
-    /// use registry_core::approval::Verdict;
-    /// use registry_core::{tool, ErrorKind, Registry, Subject, ToolCall};
-    /// use serde_json::json;
-    ///
-    /// /// Migrate a database to a new schema.
-    /// #[tool(scopes = "db:admin", needs_approval, task)]
-    /// fn migrate(database: String) -> String {
-    ///     format!("{database} migrated")
-    /// }
-    ///
-    /// let registry = Registry::from_inventory().unwrap();
-    /// let run = registry.open_run("run-1", &Subject::new("acme").with_scopes(["db:admin"]));
-    /// let pending = run.start_task_blocking(ToolCall::new("c1", "migrate", json!({"database": "orders"}))).unwrap_err();
-    /// assert_eq!(pending.error_kind(), Some(ErrorKind::ApprovalRequired));
-    ///
-    /// let id = pending.approval().unwrap().id();
-    /// let task = pollster::block_on(run.decide_task(id, Verdict::approve().by("ana"))).unwrap().unwrap();
-    /// let answer = pollster::block_on(run.wait_task(task.id())).unwrap();
-    /// assert_eq!(answer.json(), &json!("orders migrated"));
-    /// ```
+    /// [`decide`](Self::decide), its answer as it was before [`Settled`]: `Ok(Ok(task))` for a
+    /// task that started, `Ok(Err(observation))` for a call answered.
+    #[deprecated(
+        note = "use Run::decide: approved, a request made by start_task starts its task (Settled::Started)"
+    )]
     pub async fn decide_task(
         &self,
         id: &str,
         verdict: Verdict,
     ) -> Result<Result<Task, Observation>, ApprovalError> {
-        match self
-            .settle_request(id, verdict, CallOptions::default())
-            .await?
-        {
-            Settled::Answered(observation) => Ok(Err(observation)),
-            Settled::Admitted(admitted) => {
-                let Admitted {
-                    resolved,
-                    started,
-                    options,
-                } = *admitted;
-                Ok(self.launch(resolved, options, started).await)
-            }
-        }
+        Ok(match self.decide(id, verdict).await? {
+            Settled::Started(task) => Ok(*task),
+            Settled::Answered(observation) => Err(observation),
+        })
     }
 
     /// Settles request `id`: the call's answer, or the call admitted to run.
@@ -194,7 +234,7 @@ impl Run {
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> Result<Settled, ApprovalError> {
+    ) -> Result<Settling, ApprovalError> {
         if !verdict.is_approval() && verdict.arguments.is_some() {
             return Err(ApprovalError::ArgumentsOnDenial { id: id.to_owned() });
         }
@@ -206,7 +246,7 @@ impl Run {
         id: &str,
         verdict: Verdict,
         options: CallOptions,
-    ) -> Result<Settled, ApprovalError> {
+    ) -> Result<Settling, ApprovalError> {
         crate::audit::ready(self.origin().audit_sink()).await;
         let started = self.clock();
         let store = &self.origin().gate().approvals;
@@ -239,11 +279,8 @@ impl Run {
         if SystemTime::now() > request.expires_at {
             let request = self.transition(id, ApprovalState::Expired).await?;
             self.audit_approval(&request, ApprovalEventKind::Expired, None);
-            let text = format!(
-                "no one approved the call to \"{}\" in time; nothing was done",
-                request.tool_name
-            );
-            return Ok(Settled::Answered(self.settle(
+            let text = expired_text(&request.tool_name);
+            return Ok(Settling::Answered(self.settle(
                 &request,
                 ErrorKind::Denied,
                 text,
@@ -257,7 +294,7 @@ impl Run {
             let request = self.transition(id, ApprovalState::Revoked).await?;
             self.audit_approval(&request, ApprovalEventKind::Revoked, None);
             let text = revoked_text(&request.tool_name);
-            return Ok(Settled::Answered(self.settle(
+            return Ok(Settling::Answered(self.settle(
                 &request,
                 ErrorKind::Revoked,
                 text,
@@ -281,7 +318,7 @@ impl Run {
                     &request.tool_name,
                     &format!("a person denied it ({reason})"),
                 );
-                Ok(Settled::Answered(self.settle(
+                Ok(Settling::Answered(self.settle(
                     &request,
                     ErrorKind::Denied,
                     text,
@@ -289,30 +326,25 @@ impl Run {
                 )))
             }
             VerdictKind::Approve => {
-                let approved = Approved {
-                    by,
-                    edited: arguments,
-                    options,
-                };
-                self.run_approved(id, entry, request, approved, started)
+                self.run_approved(entry, request, by, arguments, options, started)
                     .await
             }
         }
     }
 
+    /// An approved call: its arguments (as requested, or edited) checked against the limits
+    /// and the schema, then through the gate again ([`admit`](Self::admit)), which records
+    /// the verdict.
     async fn run_approved(
         &self,
-        id: &str,
         entry: &Entry,
         request: ApprovalRequest,
-        approved: Approved,
+        by: Option<String>,
+        edited: Option<Value>,
+        options: CallOptions,
         started: Option<Instant>,
-    ) -> Result<Settled, ApprovalError> {
-        let Approved {
-            by,
-            edited,
-            options,
-        } = approved;
+    ) -> Result<Settling, ApprovalError> {
+        let id = request.id.as_str();
         let was_edited = edited.is_some();
         let arguments = match edited {
             None => {
@@ -352,60 +384,9 @@ impl Run {
                         problems,
                     });
                 }
-                let mut ruling = self
-                    .ask_policies(
-                        entry,
-                        &request.call_id,
-                        PolicyArguments::Value(&arguments),
-                        request.caller,
-                    )
-                    .0;
-                // The asynchronous policies see the edited arguments too.
-                let asynchronous = self.origin().async_call_policies();
-                if !asynchronous.is_empty() && !matches!(ruling, Ruling::Deny { .. }) {
-                    let call = CallRequest {
-                        subject: &self.scope.subject,
-                        run_id: &self.scope.run_id,
-                        call_id: &request.call_id,
-                        tool_name: entry.tool.name(),
-                        policy: entry.tool.settings(),
-                        arguments: PolicyArguments::Value(&arguments),
-                        caller: request.caller,
-                    };
-                    ruling = Box::pin(decide_async(asynchronous, call, Ruling::Allow))
-                        .await
-                        .0;
-                }
-                if let Ruling::Deny { reason, detail } = ruling {
-                    let state = ApprovalState::Denied {
-                        by: None,
-                        reason: reason.clone(),
-                    };
-                    let request = self.transition(id, state).await?;
-                    self.audit_approval(&request, ApprovalEventKind::Denied, None);
-                    let text = denied_text(&request.tool_name, &reason);
-                    let mut decided = self.ticket(&request).refused(ErrorKind::Denied, text);
-                    decided.detail = detail.or(Some(reason));
-                    return Ok(Settled::Answered(self.finish_traced(
-                        decided,
-                        started,
-                        options.trace.as_ref(),
-                    )));
-                }
                 arguments
             }
         };
-        let state = ApprovalState::Approved {
-            by: by.clone(),
-            edited: was_edited,
-        };
-        let request = self.transition(id, state).await?;
-        let kind = if was_edited {
-            ApprovalEventKind::Edited
-        } else {
-            ApprovalEventKind::Approved
-        };
-        self.audit_approval(&request, kind, by.as_deref());
         let mut ticket = self.ticket(&request);
         if was_edited && crate::audit::wanted(self.origin().audit_sink()) {
             ticket.arguments = Some(crate::audit::argument_fingerprint(
@@ -413,45 +394,97 @@ impl Run {
                 &arguments,
             ));
         }
-        let resolved = Resolved {
+        let mut resolved = Resolved {
             entry: entry.clone(),
             context: self.context(&request.call_id, entry, &options),
             arguments: arguments.into(),
             ticket,
         };
-        let trace = options.trace.clone();
-        let answered = |decided| {
-            Ok(Settled::Answered(self.finish_traced(
-                decided,
-                started,
-                trace.as_ref(),
-            )))
+        let mut approved = Approved {
+            id: request.id,
+            by,
+            edited: was_edited,
+            unsettled: None,
         };
-        if let Some(reason) = self.origin().suspension() {
-            let text = unavailable_text(entry.tool.name());
-            let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
-            decided.detail = Some(reason);
-            return answered(decided);
+        match self
+            .admit(&mut resolved, Approval::Given(&mut approved))
+            .await
+        {
+            Ok(()) => Ok(Settling::Admitted(Box::new(Admitted {
+                resolved,
+                started,
+                options,
+            }))),
+            Err(refused) => match approved.unsettled {
+                Some(error) => Err(error),
+                None => Ok(Settling::Answered(self.finish_traced(
+                    *refused,
+                    started,
+                    options.trace.as_ref(),
+                ))),
+            },
         }
-        // Revoked while the person decided: the approval is spent, and nothing runs.
-        if self.origin().is_revoked(entry.slot, entry.version) {
-            let text = revoked_text(entry.tool.name());
-            return answered(resolved.ticket.refused(ErrorKind::Revoked, text));
+    }
+
+    /// The approval step (5.2) of an approved call ([`admit`](Self::admit)): the person's verdict recorded,
+    /// after the policies ruled on the arguments approved. Denied by them (or by the rule
+    /// that code cannot wait for a person), the request is denied and the call refused;
+    /// else it is approved (the policies' asking for an approval is the person's, answered)
+    /// and the call goes on, unless the registry was suspended, or the tool revoked or not
+    /// ready, while the person decided (the approval is spent, and nothing runs).
+    pub(super) async fn record_approval(
+        &self,
+        resolved: &mut Resolved,
+        ruling: Ruling,
+        approved: &mut Approved,
+    ) -> Result<(), Box<Decided>> {
+        let denial = match &ruling {
+            Ruling::Deny { reason, .. } => Some(reason.clone()),
+            Ruling::Allow | Ruling::Approval(_) => None,
+        };
+        let ruled = self.rule(resolved, ruling).map(|_| ());
+        let (state, kind) = match (&ruled, denial) {
+            (Ok(()), _) => {
+                let state = ApprovalState::Approved {
+                    by: approved.by.clone(),
+                    edited: approved.edited,
+                };
+                let kind = if approved.edited {
+                    ApprovalEventKind::Edited
+                } else {
+                    ApprovalEventKind::Approved
+                };
+                (state, kind)
+            }
+            (Err(refused), denial) => {
+                let reason = denial
+                    .or_else(|| refused.detail.clone())
+                    .unwrap_or_default();
+                let state = ApprovalState::Denied { by: None, reason };
+                (state, ApprovalEventKind::Denied)
+            }
+        };
+        let request = match self.transition(&approved.id, state).await {
+            Ok(request) => request,
+            Err(error) => {
+                approved.unsettled = Some(error);
+                let name = resolved.entry.tool.name();
+                let unsettled = resolved
+                    .ticket
+                    .copy()
+                    .refused(ErrorKind::Unavailable, unavailable_text(name));
+                return Err(ruled.err().unwrap_or_else(|| Box::new(unsettled)));
+            }
+        };
+        let by = ruled.is_ok().then_some(approved.by.as_deref()).flatten();
+        self.audit_approval(&request, kind, by);
+        ruled?;
+        if let Err((kind, text, detail)) = self.available(&resolved.entry) {
+            let mut decided = std::mem::take(&mut resolved.ticket).refused(kind, text);
+            decided.detail = detail;
+            return Err(Box::new(decided));
         }
-        if let Some(reason) = self.origin().not_ready(entry.slot) {
-            let text = unavailable_text(entry.tool.name());
-            let mut decided = resolved.ticket.refused(ErrorKind::Unavailable, text);
-            decided.detail = Some(reason);
-            return answered(decided);
-        }
-        if let Err(refused) = self.admit(&resolved).await {
-            return answered(*refused);
-        }
-        Ok(Settled::Admitted(Box::new(Admitted {
-            resolved,
-            started,
-            options,
-        })))
+        Ok(())
     }
 
     /// Refuses an approved request whose stored arguments do not validate: it is denied (so
@@ -463,7 +496,7 @@ impl Run {
         problems: Vec<crate::resolve::tool_error::ArgumentProblem>,
         started: Option<Instant>,
         options: &CallOptions,
-    ) -> Result<Settled, ApprovalError> {
+    ) -> Result<Settling, ApprovalError> {
         let reason = "the arguments read back from the approval store do not validate against the tool's schema";
         let state = ApprovalState::Denied {
             by: None,
@@ -484,7 +517,7 @@ impl Run {
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
-        Ok(Settled::Answered(self.finish_traced(
+        Ok(Settling::Answered(self.finish_traced(
             decided,
             started,
             options.trace.as_ref(),
@@ -529,6 +562,7 @@ impl Run {
             // The call resumed after the approval keeps who made it.
             caller: request.caller,
             policies: Vec::new(),
+            task: request.task,
         }
     }
 

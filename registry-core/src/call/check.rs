@@ -11,10 +11,27 @@ use crate::execute::execution::{self, Failure};
 use crate::execute::observation::ErrorKind;
 use crate::gate::{ResultCheck, ResultDecision, ToolResult};
 
+/// The decision of a call to `entry`'s tool that ran in `scope`: its result through `checks`
+/// if there are any (see [`checked`]). Every path that ran a tool comes here (a call's
+/// through [`Run::conclude`](crate::Run), a task's on its own thread).
+pub(crate) fn decided(
+    checks: &[Box<dyn ResultCheck>],
+    scope: &RunScope,
+    entry: &Entry,
+    ticket: Ticket,
+    outcome: Result<Payload, Failure>,
+) -> Decided {
+    if checks.is_empty() {
+        ticket.outcome(outcome)
+    } else {
+        checked(checks, scope, entry, ticket, outcome)
+    }
+}
+
 /// The decision of a call to `entry`'s tool that ran in `scope`, its result through `checks`
 /// (in order): passed, redacted, or withheld (by a check's decision, or a check that
 /// panicked). A failure is not shown to them.
-pub(crate) fn checked(
+fn checked(
     checks: &[Box<dyn ResultCheck>],
     scope: &RunScope,
     entry: &Entry,

@@ -1,9 +1,11 @@
 //! `Run::call` and `Run::call_blocking`: a call from the model to its answer, through
-//! resolution ([`admit`](super::admit)), the gate and execution, audited once it is decided.
+//! resolution and the gate ([`admit`](super::admit), the one sequence of every path),
+//! execution and [`conclude`](Run::conclude), audited once it is decided.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::admit::Approval;
 use super::answer::{Decided, Ticket};
 use crate::audit::{self, AUDITED_NAME, AuditEvent, CallEvent, truncate};
 use crate::discover::discovery::Entry;
@@ -14,7 +16,6 @@ use crate::execute::context::{CallOptions, HostWaits, ToolContext};
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::resolve::call::ToolCall;
-use crate::resolve::checked::CheckedArguments;
 
 impl Run {
     /// Resolves `call`, passes it through the gate and executes it.
@@ -63,24 +64,13 @@ impl Run {
                     return self.finish_traced(*refused, started, options.trace.as_ref());
                 }
             };
-            match self.gate_any(&mut resolved).await {
-                Ok(None) => {}
-                Ok(Some(reason)) => {
-                    // Boxed: the request's future is most of a call's, and a person's approval
-                    // is rare; every other call's future stays small to move.
-                    let decided = Box::pin(self.request_approval(resolved, reason)).await;
-                    return self.finish_traced(decided, started, options.trace.as_ref());
-                }
-                Err(refused) => {
-                    return self.finish_traced(*refused, started, options.trace.as_ref());
-                }
-            }
-            if let Err(refused) = self.admit(&resolved).await {
+            if let Err(refused) = self.admit(&mut resolved, Approval::Ask).await {
                 return self.finish_traced(*refused, started, options.trace.as_ref());
             }
-            // What `execute` does, here: its future in this one would keep the arguments
-            // twice, and returned as a future of its own (a map of `execution::start`'s) it
-            // cost 67 instructions a call more (4,130 against 4,063, 2026-12-04).
+            // `execution::start` here, not a function of its own around it: its future in
+            // this one would keep the arguments twice, and returned as a future of its own (a
+            // map of `execution::start`'s) it cost 67 instructions a call more (4,130 against
+            // 4,063, 2026-12-04).
             let outcome = execution::start(
                 &resolved.entry.tool,
                 resolved.context,
@@ -89,8 +79,7 @@ impl Run {
                 self.registry.blocking_pool(),
             )
             .await;
-            let outcome = self.refund_unrun(outcome);
-            self.answer(
+            self.conclude(
                 &resolved.entry,
                 resolved.ticket,
                 outcome,
@@ -120,22 +109,9 @@ impl Run {
             Ok(resolved) => resolved,
             Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
         };
-        // The asynchronous policies are waited for here, on this thread, within their
-        // deadlines.
-        let gated = if self.registry.async_call_policies().is_empty() {
-            self.gate(&mut resolved)
-        } else {
-            self.gate_blocking(&mut resolved)
-        };
-        match gated {
-            Ok(None) => {}
-            Ok(Some(reason)) => {
-                let decided = pollster::block_on(self.request_approval(resolved, reason));
-                return self.finish_traced(decided, started, options.trace.as_ref());
-            }
-            Err(refused) => return self.finish_traced(*refused, started, options.trace.as_ref()),
-        }
-        if let Err(refused) = self.admit_blocking(&resolved) {
+        // The asynchronous steps of the gate (asynchronous policies, the approval store, a
+        // quota store) are waited for here, on this thread, within their deadlines.
+        if let Err(refused) = drive_here(self.admit(&mut resolved, Approval::Ask)) {
             return self.finish_traced(*refused, started, options.trace.as_ref());
         }
         let timeout = self.deadline(&resolved.entry);
@@ -146,8 +122,7 @@ impl Run {
             timeout,
             self.registry.blocking_pool(),
         );
-        let outcome = self.refund_unrun(outcome);
-        self.answer(
+        self.conclude(
             &resolved.entry,
             resolved.ticket,
             outcome,
@@ -156,23 +131,20 @@ impl Run {
         )
     }
 
-    /// Runs a call that passed the gate (approved calls; [`call`](Self::call) does the same in
-    /// its own future).
-    pub(crate) async fn execute(
+    /// The end of every call that ran, on every path (a task's is
+    /// [`check::decided`](super::check::decided), on its own thread): the run's budget given
+    /// back if the tool never started, the result through the result checks, the answer.
+    #[inline]
+    pub(super) fn conclude(
         &self,
         entry: &Entry,
-        context: ToolContext,
-        arguments: CheckedArguments,
-    ) -> Result<Payload, Failure> {
-        let outcome = execution::start(
-            &entry.tool,
-            context,
-            arguments,
-            self.deadline(entry),
-            self.registry.blocking_pool(),
-        )
-        .await;
-        self.refund_unrun(outcome)
+        ticket: Ticket,
+        outcome: Result<Payload, Failure>,
+        started: Option<Instant>,
+        trace: Option<&crate::execute::trace::TraceContext>,
+    ) -> Observation {
+        let outcome = self.refund_unrun(outcome);
+        self.answer(entry, ticket, outcome, started, trace)
     }
 
     /// `outcome`, with the run's budget refunded if the tool never started.
@@ -280,19 +252,8 @@ impl Run {
         trace: Option<&crate::execute::trace::TraceContext>,
     ) -> Observation {
         let checks = self.registry.result_checks();
-        let decided = super::check::checked(checks, &self.scope, entry, ticket, outcome);
+        let decided = super::check::decided(checks, &self.scope, entry, ticket, outcome);
         self.finish_traced(decided, started, trace)
-    }
-
-    /// The gate with the asynchronous call policies, waited for on this thread within their
-    /// deadlines (out of line, as above).
-    #[cold]
-    #[inline(never)]
-    fn gate_blocking(
-        &self,
-        resolved: &mut super::answer::Resolved,
-    ) -> Result<Option<String>, Box<Decided>> {
-        pollster::block_on(self.gate_async(resolved))
     }
 
     /// Audits the decision and makes the observation.
@@ -338,6 +299,19 @@ impl Run {
             );
         }
         decided.observation.with_generated_id(decided.generated_id)
+    }
+}
+
+/// `future`'s output, driven on this thread: polled once, and, if it is not ready (an
+/// asynchronous policy, the approval store or a quota store waits), waited for with a parker
+/// of this thread. Without anything to wait for, nothing is allocated and nothing parks.
+#[inline]
+pub(super) fn drive_here<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => pollster::block_on(future),
     }
 }
 

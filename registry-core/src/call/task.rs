@@ -6,7 +6,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::answer::{Decided, Resolved, unavailable_text};
+use super::admit::Approval;
+use super::answer::{
+    Decided, Resolved, not_a_task_text, principal_tasks_full_text, task_cancelled_text,
+    task_not_started_text, task_result_too_large_text, tasks_full_text, unavailable_text,
+};
 use crate::audit::{self, AuditEvent, TaskEvent, TaskEventKind};
 use crate::discover::run::Run;
 use crate::execute::cancel::Cancellation;
@@ -50,7 +54,8 @@ impl Run {
     ///   [`ErrorKind::Denied`], saying to call it as an ordinary call;
     /// - any refusal of the gate; a call that needs a person's approval is
     ///   [`ErrorKind::ApprovalRequired`], and starts only when
-    ///   [`decide_task`](Self::decide_task) approves it;
+    ///   [`decide`](Self::decide) approves it
+    ///   ([`Settled::Started`](crate::approval::Settled::Started));
     /// - the principal runs [`TaskLimits::per_principal`](crate::task::TaskLimits::per_principal)
     ///   tasks already, or [`TaskLimits::total`](crate::task::TaskLimits::total) tasks run in
     ///   all (ended tasks do not count): [`ErrorKind::RateLimited`];
@@ -111,29 +116,20 @@ impl Run {
             Ok(resolved) => resolved,
             Err(refused) => return Err(self.finish(*refused, started)),
         };
-        match self.gate_any(&mut resolved).await {
-            Ok(None) => {}
-            Ok(Some(reason)) => {
-                let decided = self.request_approval(resolved, reason).await;
-                return Err(self.finish(decided, started));
-            }
-            Err(refused) => return Err(self.finish(*refused, started)),
-        }
-        if let Err(refused) = self.admit(&resolved).await {
+        if let Err(refused) = self.admit(&mut resolved, Approval::Ask).await {
             return Err(self.finish(*refused, started));
         }
         self.launch(resolved, options, started).await
     }
 
     /// Refuses a call to a tool that is not declared long-running.
-    fn as_task(&self, resolved: Resolved) -> Result<Resolved, Box<Decided>> {
+    fn as_task(&self, mut resolved: Resolved) -> Result<Resolved, Box<Decided>> {
         if resolved.entry.tool.settings().task {
+            resolved.ticket.task = true;
             return Ok(resolved);
         }
         let name = resolved.entry.tool.name();
-        let text = format!(
-            "the tool \"{name}\" is not declared long-running, so it cannot be started as a task; nothing was done. Call it as an ordinary call"
-        );
+        let text = not_a_task_text(name);
         Err(Box::new(resolved.ticket.refused(ErrorKind::Denied, text)))
     }
 
@@ -183,18 +179,14 @@ impl Run {
             Ok(Insertion::PrincipalFull { running }) => {
                 let per = tasks.limits.per_principal();
                 Some((
-                    format!(
-                        "the task of \"{name}\" was not started: you run {running} tasks already, the most one may run at once ({per}); nothing was done. Wait until one ends, or cancel one, then start it again"
-                    ),
+                    principal_tasks_full_text(&name, running, per),
                     format!("{running} tasks of this principal run (at most {per})"),
                 ))
             }
             Ok(Insertion::Full { running }) => {
                 let total = tasks.limits.total();
                 Some((
-                    format!(
-                        "the task of \"{name}\" was not started: the server runs as many tasks as it may ({total}); nothing was done. Try again once one has ended"
-                    ),
+                    tasks_full_text(&name, "the server", total),
                     format!("{running} tasks run in the task store (at most {total})"),
                 ))
             }
@@ -212,9 +204,7 @@ impl Run {
         };
         if !tasks.live.add(&task.id, live.clone(), tasks.limits.total()) {
             let total = tasks.limits.total();
-            let text = format!(
-                "the task of \"{name}\" was not started: this server runs as many tasks as it may ({total}); nothing was done. Try again once one has ended"
-            );
+            let text = tasks_full_text(&name, "this server", total);
             let detail = format!("{total} tasks run in this process");
             let decided = full(text, detail);
             let ended = end_now(&task, &decided, &tasks.limits);
@@ -272,9 +262,7 @@ impl Run {
         if let Err(error) = spawned {
             tasks.live.remove(&task.id);
             tasks.store.stopped(&task.id);
-            let text = format!(
-                "the task of \"{name}\" could not start because the server is busy; nothing was done. Try again later"
-            );
+            let text = task_not_started_text(&name);
             let mut decided =
                 Decided::refused(task.call_id.clone(), name, ErrorKind::Unavailable, text);
             decided.detail = Some(format!("no thread for the task: {error}"));
@@ -373,10 +361,7 @@ impl Run {
             });
         }
         let tasks = self.registry.tasks();
-        let text = format!(
-            "the task of \"{}\" was cancelled before it finished; its result, if any, was discarded",
-            task.tool_name
-        );
+        let text = task_cancelled_text(&task.tool_name);
         let result = Observation::error(
             task.call_id.clone(),
             task.tool_name.clone(),
@@ -605,12 +590,8 @@ impl Job {
         );
         let duration = clock.elapsed();
         // The result checks see a task's result before it is kept for the model.
-        let checks = registry.result_checks();
-        let decided = if checks.is_empty() {
-            ticket.outcome(outcome)
-        } else {
-            super::check::checked(checks, &scope, &entry, ticket, outcome)
-        };
+        let decided =
+            super::check::decided(registry.result_checks(), &scope, &entry, ticket, outcome);
         let tasks = registry.tasks();
         let end = end_now(&task, &decided, &tasks.limits);
         let outcome = end.result.error_kind();
@@ -669,11 +650,7 @@ fn end_now(task: &Task, decided: &Decided, limits: &TaskLimits) -> TaskEnd {
         .with_generated_id(decided.generated_id);
     let bytes = kept_bytes(&observation);
     if bytes > limits.result_bytes() {
-        let text = format!(
-            "the result of the task of \"{}\" was not kept: it is {bytes} bytes, more than a task's result may be ({} bytes). Have the tool return less (a link to the content, or a part of it), or raise the bound with TaskLimits::with_result_bytes",
-            task.tool_name,
-            limits.result_bytes()
-        );
+        let text = task_result_too_large_text(&task.tool_name, bytes, limits.result_bytes());
         observation = Observation::error(
             task.call_id.clone(),
             task.tool_name.clone(),

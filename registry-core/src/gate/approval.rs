@@ -61,6 +61,10 @@ pub struct ApprovalRequest {
     /// so that the call resumed after the approval keeps it.
     #[serde(default, skip_serializing_if = "is_model")]
     pub(crate) caller: Caller,
+    /// Whether the call asked to start as a task (absent: an ordinary call, as in requests
+    /// stored before tasks were asked for).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) task: bool,
 }
 
 fn is_model(caller: &Caller) -> bool {
@@ -83,6 +87,13 @@ impl ApprovalRequest {
     /// code cannot ask for a person's approval otherwise).
     pub fn caller(&self) -> Caller {
         self.caller
+    }
+
+    /// Whether the call asked to start as a task ([`Run::start_task`](crate::Run::start_task)):
+    /// approved, [`Run::decide`](crate::Run::decide) starts the task
+    /// ([`Settled::Started`](crate::approval::Settled::Started)).
+    pub fn is_task(&self) -> bool {
+        self.task
     }
 
     /// The arguments it would run with, validated against the tool's schema; `null` once

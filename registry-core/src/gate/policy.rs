@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::declare::settings::ToolSettings;
 use crate::discover::subject::Subject;
 use crate::resolve::call::Caller;
-use crate::resolve::checked::{CheckedArguments, argument_of};
+use crate::resolve::checked::CheckedArguments;
 
 /// One validated call, as a [`CallPolicy`] sees it.
 ///
@@ -23,12 +23,11 @@ pub struct CallRequest<'a> {
     pub(crate) caller: Caller,
 }
 
-/// The arguments a policy is shown: a call's, made a value only if a policy asks for the
-/// whole of them, or a value already (an approval's edited arguments).
+/// The arguments a policy is shown: a call's (an approved call's too, as approved), made a
+/// value only if a policy asks for the whole of them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum PolicyArguments<'a> {
     Checked(&'a CheckedArguments),
-    Value(&'a Value),
 }
 
 impl<'a> CallRequest<'a> {
@@ -71,7 +70,6 @@ impl<'a> CallRequest<'a> {
     pub fn arguments(&self) -> &'a Value {
         match self.arguments {
             PolicyArguments::Checked(arguments) => arguments.value(),
-            PolicyArguments::Value(arguments) => arguments,
         }
     }
 
@@ -115,7 +113,6 @@ impl<'a> CallRequest<'a> {
     ) -> Result<Option<T>, serde_json::Error> {
         match self.arguments {
             PolicyArguments::Checked(arguments) => arguments.argument(name),
-            PolicyArguments::Value(arguments) => argument_of(arguments, name),
         }
     }
 }

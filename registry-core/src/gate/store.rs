@@ -706,6 +706,7 @@ mod tests {
             requested_at: expires_at,
             expires_at,
             caller: crate::resolve::call::Caller::Model,
+            task: false,
         }
     }
 

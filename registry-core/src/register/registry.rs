@@ -589,7 +589,7 @@ impl Registry {
         if !problems.is_empty() {
             drop(changes);
             let error = RegistryError::Build(problems);
-            return Err(self.refused(ChangeAttempt::Replace, &name, &policy.reason, error));
+            return Err(self.refused(ChangeAttempt::Replace, &name, &options.reason, error));
         }
         if !self.inner.policy_sets.is_empty() {
             // Every policy set must hold for the registry as the replacement leaves it (an

@@ -89,6 +89,8 @@ async fn a_request_made_on_one_replica_is_approved_on_another_and_runs_once() {
         let done = run_b
             .decide(&id, Verdict::approve().by("alice"))
             .await
+            .unwrap()
+            .into_answer()
             .unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(done.call_id(), "c1");
@@ -211,7 +213,12 @@ async fn an_expired_request_is_settled_on_any_replica() {
 
         let run_b = registry_b.open_run("run-b", &subject());
         // Expired: the call is settled, and the model is told no one approved in time.
-        let observation = run_b.decide(&id, Verdict::approve()).await.unwrap();
+        let observation = run_b
+            .decide(&id, Verdict::approve())
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert_eq!(observation.error_kind(), Some(ErrorKind::Denied));
         assert!(
             observation.error_text().unwrap().contains("in time"),
@@ -337,6 +344,8 @@ async fn operators_verdicts_are_given_once() {
         let done = run
             .decide(&approved, Verdict::approve().by("alice"))
             .await
+            .unwrap()
+            .into_answer()
             .unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(counter.get(), 1);
@@ -405,8 +414,18 @@ async fn the_pending_list_holds_pending_requests_only() {
             ids.push(ask(&registry_a, &format!("c{index}")).await);
         }
         let run = registry_a.open_run("run-a", &subject());
-        let _ = run.decide(&ids[0], Verdict::approve()).await.unwrap();
-        let denied = run.decide(&ids[1], Verdict::deny("no")).await.unwrap();
+        let _ = run
+            .decide(&ids[0], Verdict::approve())
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
+        let denied = run
+            .decide(&ids[1], Verdict::deny("no"))
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
         let pending = plane_a.approvals(&pending_only()).await.unwrap();
         let mut listed: Vec<&str> = pending.iter().map(|record| record.id.as_str()).collect();
@@ -466,7 +485,7 @@ async fn a_database_that_is_down_refuses_approvals_and_runs_nothing() {
                 let id = waiting.clone();
                 async move {
                     match run.decide(&id, Verdict::approve()).await {
-                        Ok(done) => !done.is_error(),
+                        Ok(done) => done.answer().is_some_and(|done| !done.is_error()),
                         Err(ApprovalError::Store(_)) => false,
                         Err(other) => panic!("{other:?}"),
                     }
@@ -681,7 +700,12 @@ async fn a_request_denied_or_expired_keeps_only_the_digest_of_its_arguments() {
         let digest = denied.argument_digest();
 
         let run = registry.open_run("run-a", &subject());
-        let answer = run.decide(denied.id(), Verdict::deny("no")).await.unwrap();
+        let answer = run
+            .decide(denied.id(), Verdict::deny("no"))
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert_eq!(answer.error_kind(), Some(ErrorKind::Denied));
         let outcome = plane
             .give_verdict(by_operator.id(), &Verdict::deny("freeze").by("ops"))
@@ -689,7 +713,12 @@ async fn a_request_denied_or_expired_keeps_only_the_digest_of_its_arguments() {
             .unwrap();
         assert_eq!(outcome, VerdictOutcome::Given);
         tokio::time::sleep(ttl + Duration::from_millis(100)).await;
-        let answer = run.decide(expired.id(), Verdict::approve()).await.unwrap();
+        let answer = run
+            .decide(expired.id(), Verdict::approve())
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert_eq!(answer.error_kind(), Some(ErrorKind::Denied));
         assert_eq!(counter.get(), 0);
 
@@ -785,7 +814,12 @@ async fn approved_arguments_come_back_byte_for_byte() {
             .await;
         let id = asked.approval().expect("a request").id().to_owned();
         let run_b = registries[1].1.open_run("run-b", &subject());
-        let done = run_b.decide(&id, Verdict::approve()).await.unwrap();
+        let done = run_b
+            .decide(&id, Verdict::approve())
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(done.json(), &json!(text));
         assert_eq!(counter.get(), 1);
@@ -842,11 +876,11 @@ async fn a_row_written_before_the_exact_columns_is_still_decided() {
         assert!(request.arguments().is_null());
         assert!(request.discarded().is_some());
         let run = registry.open_run("run-old", &subject());
-        let done = run.decide(&old, Verdict::approve()).await.unwrap();
+        let done = run.decide(&old, Verdict::approve()).await.unwrap().into_answer().unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(counter.get(), 1);
         // Without arguments, an approval runs nothing.
-        let refused = run.decide(&dropped, Verdict::approve()).await.unwrap();
+        let refused = run.decide(&dropped, Verdict::approve()).await.unwrap().into_answer().unwrap();
         assert_eq!(refused.error_kind(), Some(ErrorKind::InvalidArguments));
         assert_eq!(counter.get(), 1);
     })

@@ -91,7 +91,7 @@ async fn events_of_real_calls_are_written_without_argument_values() {
             .call(ToolCall::new("c3", "deploy", json!({"project": SECRET})))
             .await;
         let id = asked.approval().unwrap().id().to_owned();
-        let denied = run.decide(&id, Verdict::deny("no")).await.unwrap();
+        let denied = run.decide(&id, Verdict::deny("no")).await.unwrap().into_answer().unwrap();
         assert_eq!(denied.error_kind(), Some(registry_core::ErrorKind::Denied));
         assert!(writer.flush(Duration::from_secs(10)).await);
 
@@ -415,7 +415,12 @@ async fn nul_everywhere_is_written_escaped_and_what_follows_too() {
         // Kept byte for byte (its body is `bytea`; only the operators' columns are escaped),
         // the request still names this run exactly: the run decides it (before issue 45 it
         // could not, and the request expired).
-        let denied = run.decide(&id, Verdict::deny("no\0way")).await.unwrap();
+        let denied = run
+            .decide(&id, Verdict::deny("no\0way"))
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert_eq!(
             denied.error_kind(),
             Some(registry_core::ErrorKind::Denied),

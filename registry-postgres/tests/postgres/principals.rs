@@ -113,7 +113,12 @@ async fn another_principal_cannot_decide_a_request_on_another_replica() {
 
         // Alice on the other replica does.
         let alices = replica_b.open_run("run-alice-b", &alice);
-        let done = alices.decide(&id, Verdict::approve()).await.unwrap();
+        let done = alices
+            .decide(&id, Verdict::approve())
+            .await
+            .unwrap()
+            .into_answer()
+            .unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(counter.get(), 1);
         assert_eq!(row_of(&url, &id).await.0, "approved");
@@ -171,6 +176,8 @@ async fn a_request_stored_before_principals_is_decided_only_without_one() {
             .open_run("run-old", &unnamed)
             .decide(&id, Verdict::approve())
             .await
+            .unwrap()
+            .into_answer()
             .unwrap();
         assert!(!done.is_error(), "{done:?}");
         assert_eq!(counter.get(), 1);
@@ -219,6 +226,8 @@ async fn the_bound_on_pending_requests_holds_across_replicas() {
             .open_run("run-alice", &alice)
             .decide(&first, Verdict::deny("no"))
             .await
+            .unwrap()
+            .into_answer()
             .unwrap();
         assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
         ask(&replica_a, &alice, "c6").await;

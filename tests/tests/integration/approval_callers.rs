@@ -43,6 +43,8 @@ fn a_call_from_code_keeps_its_caller_through_an_approval() {
     assert_eq!(request.caller(), Caller::Code);
     let done = run
         .decide_blocking(request.id(), Verdict::approve())
+        .unwrap()
+        .into_answer()
         .unwrap();
     assert_eq!(done.json(), &json!("restarted"));
 

@@ -186,7 +186,7 @@ proptest! {
                     }
                     request.decided = true;
                     let tool = request.tool;
-                    let observation = outcome.unwrap();
+                    let observation = outcome.unwrap().into_answer().unwrap();
                     let x = match edit {
                         Some(x) => x,
                         None => {
@@ -210,7 +210,8 @@ proptest! {
                         prop_assert!(is_decided, "{:?}", outcome);
                     } else {
                         request.decided = true;
-                        prop_assert_eq!(outcome.unwrap().error_kind(), Some(ErrorKind::Denied));
+                        let observation = outcome.unwrap().into_answer().unwrap();
+                        prop_assert_eq!(observation.error_kind(), Some(ErrorKind::Denied));
                     }
                 }
             }

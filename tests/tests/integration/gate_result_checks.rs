@@ -94,7 +94,11 @@ fn checks_run_in_order_on_every_path_that_produces_a_result() {
     assert_eq!(hooked.json(), &REDACTED());
     let pending = run.call_blocking(ToolCall::new("c4", "approved", json!({})));
     let id = pending.approval().unwrap().id().to_owned();
-    let decided = run.decide_blocking(&id, Verdict::approve()).unwrap();
+    let decided = run
+        .decide_blocking(&id, Verdict::approve())
+        .unwrap()
+        .into_answer()
+        .unwrap();
     assert_eq!(decided.json(), &REDACTED());
     let task = run
         .start_task_blocking(ToolCall::new("c5", "background", json!({})))

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use registry_core::approval::Verdict;
+use registry_core::approval::{Settled, Verdict};
 use registry_core::audit::{AuditEvent, TaskEventKind};
 use registry_core::definition::BoxFuture;
 use registry_core::gate::{CallRequest, Decision, StoreError};
@@ -248,9 +248,10 @@ fn a_task_that_needs_approval_starts_only_when_approved() {
     assert!(store.is_empty(), "a task waiting for approval was kept");
 
     // Denied: nothing starts, and the answer says a person denied it.
-    let denied = pollster::block_on(run.decide_task(request.id(), Verdict::deny("not today")))
+    let denied = pollster::block_on(run.decide(request.id(), Verdict::deny("not today")))
         .unwrap()
-        .unwrap_err();
+        .into_answer()
+        .unwrap();
     assert_eq!(denied.error_kind(), Some(ErrorKind::Denied));
     assert_eq!(executions.get(), 0);
     assert!(store.is_empty());
@@ -258,14 +259,15 @@ fn a_task_that_needs_approval_starts_only_when_approved() {
     // Approved: the task starts, once, with exactly the arguments approved.
     let pending = start(&run, "c2", "count_approved", json!({"n": 2})).unwrap_err();
     let id = pending.approval().unwrap().id().to_owned();
-    let task = pollster::block_on(run.decide_task(&id, Verdict::approve().by("bo")))
-        .unwrap()
-        .unwrap();
+    let settled = pollster::block_on(run.decide(&id, Verdict::approve().by("bo"))).unwrap();
+    let Settled::Started(task) = settled else {
+        panic!("approved, the task did not start: {settled:?}");
+    };
     assert_eq!(task.call_id(), "c2");
     assert_eq!(wait(&run, task.id()).json(), &json!({"done": 2}));
     assert_eq!(executions.get(), 1);
     // A second approval of the same request starts nothing more.
-    assert!(pollster::block_on(run.decide_task(&id, Verdict::approve())).is_err());
+    assert!(pollster::block_on(run.decide(&id, Verdict::approve())).is_err());
     assert_eq!(executions.get(), 1);
     assert_eq!(store.len(), 1);
 }
