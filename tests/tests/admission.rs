@@ -107,7 +107,7 @@ fn registry(executions: &Executions, calls: &Calls, store: Arc<MemoryApprovalSto
             DynamicTool::new("deploy", "Deploy a project.")
                 .parameters(schema())
                 .public()
-                .needs_approval(true)
+                .needs_approval()
                 .handler(counted()),
         )
         .call_policy(FrozenBilling)
@@ -238,7 +238,7 @@ fn a_rule_that_changed_while_a_person_decided_holds_for_the_approved_call() {
             DynamicTool::new("deploy", "Deploy a project.")
                 .parameters(schema())
                 .public()
-                .needs_approval(true)
+                .needs_approval()
                 .handler(counted),
         )
         .call_policy(Freeze(freeze.clone()))

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use registry_core::{
     DynamicTool, ErrorKind, Registry, RegistryBuilder, Subject, ToolCall,
+    access::Access,
     audit::{AUDIT_TARGET, AuditEvent, CallEvent, ChangeEvent, ProjectionEvent},
     change::ReplaceOptions,
 };
@@ -141,7 +142,9 @@ fn opening_a_run_emits_its_projection() {
     let (registry, events) = registry();
     let run = registry.open_run(
         "run-1",
-        &Subject::new("tenant-a").with_agent("helper").read_only(),
+        &Subject::new("tenant-a")
+            .with_agent("helper")
+            .with_access(Access::ReadOnly),
     );
     let reader = registry.open_run("run-2", &Subject::new("tenant-b"));
     let events = events.lock().unwrap();
