@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::discover::fingerprint::Fingerprint;
+use crate::shared::fingerprint::Fingerprint;
 use crate::execute::observation::ErrorKind;
 
 /// The `tracing` target of audit events.
@@ -418,7 +418,7 @@ pub struct CallEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
     /// Who made the call: the model, or code it wrote ([`Caller`](crate::call::Caller)).
-    pub caller: crate::resolve::call::Caller,
+    pub caller: crate::shared::caller::Caller,
     /// The ids of the policies that decided the call, when a policy names them
     /// ([`CallPolicy::determine`](crate::gate::CallPolicy::determine): a Cedar policy set's).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -464,12 +464,12 @@ impl ResultChecked {
 #[non_exhaustive]
 pub struct ChangeEvent {
     /// What happened.
-    pub change: crate::register::change::Change,
+    pub change: crate::change::Change,
 }
 
 #[cfg(test)]
 mod logged_tests {
-    use super::Logged;
+    use crate::shared::logged::Logged;
 
     #[test]
     fn plain_words_stay_and_the_rest_is_quoted() {
@@ -723,10 +723,10 @@ pub(crate) fn refused(
     attempt: ChangeAttempt,
     tool: Option<&str>,
     reason: Option<&str>,
-    error: &crate::register::error::RegistryError,
+    error: &crate::declare::error::RegistryError,
 ) {
     let all: Vec<String> = match error {
-        crate::register::error::RegistryError::Build(problems) => {
+        crate::declare::error::RegistryError::Build(problems) => {
             problems.iter().map(ToString::to_string).collect()
         }
         other => vec![other.to_string()],

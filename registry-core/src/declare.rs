@@ -3,13 +3,12 @@
 //! run time. Each has a definition (name, description, parameters schema), a policy (scopes,
 //! tenants, hints, gate flags) and the place it was declared.
 
-pub(crate) mod bounds;
 pub(crate) mod declaration;
 pub(crate) mod definition;
-pub(crate) mod dynamic;
 pub(crate) mod header;
 pub(crate) mod link;
 pub(crate) mod name;
 pub(crate) mod schema;
 pub(crate) mod settings;
 pub(crate) mod source;
+pub(crate) mod error;

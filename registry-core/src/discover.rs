@@ -5,15 +5,7 @@
 //! embedder (`embed`). The run is also where every call is
 //! resolved, gated and executed.
 
-pub(crate) mod access;
 pub(crate) mod allowed;
-pub(crate) mod attribute;
-pub(crate) mod bits;
-pub(crate) mod discovery;
-pub(crate) mod embed;
 pub(crate) mod explain;
-pub(crate) mod fingerprint;
-pub(crate) mod index;
 pub(crate) mod run;
 pub(crate) mod search;
-pub(crate) mod subject;

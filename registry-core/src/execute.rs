@@ -4,15 +4,8 @@
 //! every outcome is an [`Observation`](observation::Observation), whose result may hold
 //! blocks of [`Content`](content::Content).
 
-pub(crate) mod cancel;
-pub(crate) mod content;
-pub(crate) mod context;
-pub(crate) mod deadline;
 pub(crate) mod execution;
-pub(crate) mod form;
-pub(crate) mod host;
 pub(crate) mod inline;
 pub(crate) mod observation;
 pub(crate) mod pool;
-pub(crate) mod task;
-pub(crate) mod trace;
+pub(crate) mod tool;

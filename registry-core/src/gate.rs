@@ -14,29 +14,26 @@
 //!
 //! Approvals have a module of their own, [`approval`](crate::approval).
 
-pub(crate) mod approval;
 pub(crate) mod async_policy;
 mod policy;
 mod quota;
-mod rate_limit;
 pub(crate) mod readiness;
 pub(crate) mod result_check;
-pub(crate) mod store;
 
-pub use approval::StoreError;
+pub use crate::approval::request::StoreError;
 pub use async_policy::AsyncCallPolicy;
 pub use policy::{CallPolicy, CallRequest, Decision, Determined};
 pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
-pub use rate_limit::{RateLimit, RateLimitError};
+pub use crate::shared::rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{ReadinessCheck, ToolReadiness};
 pub use result_check::{RedactSecrets, ResultCheck, ResultDecision, ToolResult};
 
-pub(crate) use approval::{ApprovalError, ApprovalRequest, ApprovalState};
+pub(crate) use crate::approval::request::{ApprovalError, ApprovalRequest, ApprovalState};
 pub(crate) use policy::PolicyArguments;
 pub(crate) use readiness::Check;
-pub(crate) use store::{ApprovalStore, Insertion, MemoryApprovalStore, Transition};
+pub(crate) use crate::approval::store::{ApprovalStore, Insertion, MemoryApprovalStore, Transition};
 
-pub(crate) use approval::{DEFAULT_MAX_PENDING, DEFAULT_TTL, new_id, unix_ms};
+pub(crate) use crate::approval::request::{DEFAULT_MAX_PENDING, DEFAULT_TTL, new_id, unix_ms};
 pub(crate) use quota::Budget;
 pub(crate) use readiness::{DEFAULT_TIMEOUT, ReadyState};
 

@@ -92,25 +92,36 @@ pub mod call;
 pub mod gate;
 pub mod server;
 
-pub use present::compat;
+pub use compat;
 
 #[doc(hidden)]
 pub mod __private;
+mod shared;
+pub mod content;
+pub mod task;
+pub mod approval;
+pub mod host;
+pub mod deferred;
+pub mod change;
+pub mod compat;
+pub mod access;
+pub mod search;
+mod project;
 
 pub use declare::definition::ToolDefinition;
-pub use declare::dynamic::DynamicTool;
+pub use register::dynamic::DynamicTool;
 pub use discover::allowed::AllowedSet;
-pub use discover::fingerprint::Fingerprint;
+pub use shared::fingerprint::Fingerprint;
 pub use discover::run::Run;
-pub use discover::subject::Subject;
-pub use execute::context::ToolContext;
+pub use shared::subject::Subject;
+pub use host::context::ToolContext;
 pub use execute::observation::{ErrorKind, Observation};
-pub use present::profile::{ParseProfileError, Profile};
+pub use shared::profile::{ParseProfileError, Profile};
 pub use present::reader::ParseError;
 pub use register::builder::RegistryBuilder;
-pub use register::error::{BuildProblem, RegistryError};
+pub use declare::error::{BuildProblem, RegistryError};
 pub use register::registry::Registry;
-pub use register::tool::Tool;
+pub use execute::tool::Tool;
 pub use resolve::call::ToolCall;
 
 #[doc = include_str!("declare/tool_macro.md")]
@@ -128,12 +139,8 @@ pub mod approval {
     //! answer to its call. Requests wait in an [`ApprovalStore`] (in memory by default,
     //! [`MemoryApprovalStore`]; `registry-postgres` shares one between replicas).
 
-    pub use crate::gate::approval::{
-        ApprovalError, ApprovalRequest, ApprovalState, ArgumentDigest, Verdict,
-    };
-    pub use crate::gate::store::{
-        ApprovalStore, ApprovalWatchers, Insertion, MemoryApprovalStore, Transition,
-    };
+    pub use crate::approval::request::{ApprovalError, ApprovalRequest, ApprovalState, ArgumentDigest, Verdict};
+    pub use crate::approval::store::{ApprovalStore, ApprovalWatchers, Insertion, MemoryApprovalStore, Transition};
 }
 
 pub mod task {
@@ -159,15 +166,10 @@ pub mod task {
     //! cancellation is audited ([`TaskEvent`](crate::audit::TaskEvent)). Over MCP,
     //! `registry-mcp` serves the same tasks through the tasks extension.
 
-    pub use crate::execute::task::host::MAX_TASK_QUESTIONS;
-    pub use crate::execute::task::kept::{KeptResult, KeptResultError};
-    pub use crate::execute::task::record::{
-        MAX_ANSWER_BYTES, Task, TaskAnswers, TaskError, TaskLimits, TaskQuestion, TaskStatus,
-    };
-    pub use crate::execute::task::store::{
-        Answering, Finish, Insertion, MemoryTaskStore, TaskEnd, TaskStore, TaskUpdate,
-        answer_questions, questions_status, take_answer,
-    };
+    pub use crate::task::host::MAX_TASK_QUESTIONS;
+    pub use crate::task::kept::{KeptResult, KeptResultError};
+    pub use crate::task::record::{MAX_ANSWER_BYTES, Task, TaskAnswers, TaskError, TaskLimits, TaskQuestion, TaskStatus};
+    pub use crate::task::store::{Answering, Finish, Insertion, MemoryTaskStore, TaskEnd, TaskStore, TaskUpdate, answer_questions, questions_status, take_answer};
 }
 
 pub mod definition {
@@ -175,10 +177,12 @@ pub mod definition {
     //! settings (scopes, tenants, hints, gate flags), where it was declared, and the rule its
     //! name follows.
 
-    pub use crate::declare::declaration::{BoxFuture, Outcome};
+    pub use crate::shared::future::BoxFuture;
+    pub use crate::declare::declaration::Outcome;
     pub use crate::declare::header::{MAX_HEADER_NAME, check_header_name};
     pub use crate::declare::name::{MAX_NAME_LEN, NameError, check_tool_name};
-    pub use crate::declare::settings::{Hints, Scope, ScopeError, ToolSettings};
+    pub use crate::shared::hints::Hints;
+    pub use crate::declare::settings::{Scope, ScopeError, ToolSettings};
     pub use crate::declare::source::Source;
 }
 
@@ -187,14 +191,11 @@ pub mod access {
     //! why a tool is hidden from a subject ([`Explanation`], from
     //! [`Run::explain`](crate::Run::explain)).
 
-    pub use crate::discover::access::{AccessRule, Visibility};
-    pub use crate::discover::attribute::{
-        AttributeValue, MAX_ATTRIBUTE_KEY, MAX_ATTRIBUTE_VALUE, MAX_ATTRIBUTE_VALUES,
-        MAX_SUBJECT_ATTRIBUTES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text,
-    };
+    pub use crate::access::rule::{AccessRule, Visibility};
+    pub use crate::shared::attribute::{AttributeValue, MAX_ATTRIBUTE_KEY, MAX_ATTRIBUTE_VALUE, MAX_ATTRIBUTE_VALUES, MAX_SUBJECT_ATTRIBUTES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text};
     pub use crate::discover::explain::{Explanation, HiddenReason, HiddenTool};
     pub use crate::discover::run::Capability;
-    pub use crate::discover::subject::Access;
+    pub use crate::shared::subject::Access;
 }
 
 pub mod policy {
@@ -209,41 +210,30 @@ pub mod content {
     //! The blocks of content a tool's result may hold: text, images, audio, links and embedded
     //! resources ([`Content`]), with a structured value beside them ([`ToolOutput`]).
 
-    pub use crate::execute::content::{
-        Content, Embedded, EmbeddedResource, Media, Payload, ResourceLink, ToolOutput,
-    };
+    pub use crate::content::{Content, Embedded, EmbeddedResource, Media, Payload, ResourceLink, ToolOutput};
 }
 
 pub mod host {
     //! What a running tool reaches through its [`ToolContext`](crate::ToolContext): progress,
     //! logs, questions to the user (elicitation) and sampling, answered by a [`CallHost`].
 
-    pub use crate::execute::form::form_schema;
-    pub use crate::execute::host::{
-        CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, ElicitError,
-        ElicitRequest, Elicitation, FormError, LogLevel, Progress, SampleContent, SampleError,
-        SampleMessage, SampleReply, SampleRequest, SampleRole, TOOL_EVENT_TARGET,
-    };
+    pub use crate::host::form::form_schema;
+    pub use crate::host::call_host::{CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, ElicitError, ElicitRequest, Elicitation, FormError, LogLevel, Progress, SampleContent, SampleError, SampleMessage, SampleReply, SampleRequest, SampleRole, TOOL_EVENT_TARGET};
 }
 
 pub mod deferred {
     //! Deferred loading: a model shown a few tools and a search tool, loading what it finds
     //! ([`Run::deferred`](crate::Run::deferred)).
 
-    pub use crate::present::deferred::{
-        DeferredOptions, DeferredSession, EmbeddedQuery, GOOD_SIMILARITY, NO_MATCH_COVERAGE,
-        QueryEmbedding, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall, WEAK_COVERAGE,
-    };
+    pub use crate::deferred::{DeferredOptions, DeferredSession, EmbeddedQuery, GOOD_SIMILARITY, NO_MATCH_COVERAGE, QueryEmbedding, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall, WEAK_COVERAGE};
 }
 
 pub mod search {
     //! Finding tools of a run's allowed set by what they do ([`Run::search`](crate::Run::search)).
 
     #[cfg(feature = "openai-embeddings")]
-    pub use crate::discover::embed::openai::OpenAiEmbedder;
-    pub use crate::discover::embed::{
-        EmbedError, Embedder, MAX_BATCH, MAX_DIMENSIONS, MAX_TEXT_BYTES,
-    };
+    pub use crate::search::embed::openai::OpenAiEmbedder;
+    pub use crate::search::embed::{EmbedError, Embedder, MAX_BATCH, MAX_DIMENSIONS, MAX_TEXT_BYTES};
     pub use crate::discover::search::SearchHit;
 }
 
@@ -251,8 +241,8 @@ pub mod change {
     //! Changes to a built registry: revocations, restorations and replacements, each recorded
     //! ([`Registry::changes`](crate::Registry::changes)).
 
-    pub use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
-    pub use crate::register::registry::Replacement;
+    pub use crate::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
+    pub use crate::change::Replacement;
 }
 
 pub mod lockfile {

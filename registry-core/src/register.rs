@@ -3,12 +3,10 @@
 //! (revocation, replacement) and its lockfile.
 
 pub(crate) mod builder;
-pub(crate) mod change;
-pub(crate) mod error;
 pub(crate) mod lint;
 pub(crate) mod lock;
 pub(crate) mod policies;
 pub(crate) mod registry;
 pub(crate) mod schemas;
-pub(crate) mod state;
-pub(crate) mod tool;
+pub(crate) mod dynamic;
+pub(crate) mod bounds;

@@ -11,11 +11,12 @@ use super::answer::{
     approval_too_large_text, approval_unavailable, code_cannot_wait_text, denied_text, humane,
     humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
 };
-use crate::audit::{self, ApprovalEventKind, argument_fingerprint, truncate};
-use crate::discover::discovery::Entry;
+use crate::audit::{self, ApprovalEventKind, truncate};
+use crate::shared::audit_key::argument_fingerprint;
+use crate::project::discovery::Entry;
 use crate::discover::run::Run;
-use crate::execute::context::CallOptions;
-use crate::execute::deadline::with_deadline;
+use crate::host::context::CallOptions;
+use crate::shared::deadline::with_deadline;
 use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
 use crate::gate::async_policy::CatchUnwind;
@@ -23,10 +24,11 @@ use crate::gate::{
     ApprovalRequest, AsyncCallPolicy, CallRequest, Decision, Insertion, PolicyArguments,
     QuotaDecision, QuotaKey, RateLimit,
 };
-use crate::resolve::call::{CallHeader, Caller, Given, ToolCall};
+use crate::resolve::call::{CallHeader, Given, ToolCall};
+use crate::shared::caller::Caller;
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::fast;
-use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+use crate::shared::tool_error::{ArgumentProblem, ToolError};
 
 /// At most this many tool names are listed to a model that called an unknown tool.
 const LISTED_NAMES: usize = 50;
@@ -361,7 +363,7 @@ impl Run {
         let now = SystemTime::now();
         let arguments = arguments.into_value();
         let digest =
-            crate::gate::approval::ArgumentDigest::keyed(self.registry.audit_key(), &arguments);
+            crate::approval::request::ArgumentDigest::keyed(self.registry.audit_key(), &arguments);
         let request = crate::gate::new_id().map(|id| ApprovalRequest {
             id,
             run_id: self.id().to_owned(),

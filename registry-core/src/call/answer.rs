@@ -1,16 +1,16 @@
 //! How a call is answered: what is kept of it while it runs, the observation it ends as, and
 //! the texts the model reads.
 
-use crate::resolve::call::Caller;
+use crate::shared::caller::Caller;
 use std::time::Duration;
 
-use crate::discover::discovery::Entry;
-use crate::execute::content::Payload;
-use crate::execute::context::ToolContext;
+use crate::project::discovery::Entry;
+use crate::content::Payload;
+use crate::host::context::ToolContext;
 use crate::execute::execution::Failure;
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::resolve::checked::CheckedArguments;
-use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+use crate::shared::tool_error::{ArgumentProblem, ToolError};
 
 /// A call that passed the gate, ready to run.
 pub(crate) struct Resolved {

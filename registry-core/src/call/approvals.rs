@@ -9,12 +9,12 @@ use super::answer::{
     Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text, unavailable_text,
 };
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
-use crate::discover::discovery::Entry;
+use crate::project::discovery::Entry;
 use crate::discover::run::Run;
-use crate::execute::context::CallOptions;
+use crate::host::context::CallOptions;
 use crate::execute::observation::{ErrorKind, Observation};
-use crate::execute::task::record::Task;
-use crate::gate::approval::{Verdict, VerdictKind};
+use crate::task::record::Task;
+use crate::approval::request::{Verdict, VerdictKind};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
 use crate::gate::{CallRequest, PolicyArguments};
 
@@ -321,7 +321,7 @@ impl Run {
                 // store) cannot run what was never validated.
                 let mut arguments = request.arguments.clone();
                 let checked = if request.discarded.is_some() {
-                    Err(vec![crate::resolve::tool_error::ArgumentProblem::new(
+                    Err(vec![crate::shared::tool_error::ArgumentProblem::new(
                         "",
                         "the approval store kept no arguments for this request",
                     )])
@@ -408,7 +408,7 @@ impl Run {
         self.audit_approval(&request, kind, by.as_deref());
         let mut ticket = self.ticket(&request);
         if was_edited && crate::audit::wanted(self.origin().audit_sink()) {
-            ticket.arguments = Some(crate::audit::argument_fingerprint(
+            ticket.arguments = Some(crate::shared::audit_key::argument_fingerprint(
                 self.origin().audit_key(),
                 &arguments,
             ));
@@ -460,7 +460,7 @@ impl Run {
         &self,
         id: &str,
         request: &ApprovalRequest,
-        problems: Vec<crate::resolve::tool_error::ArgumentProblem>,
+        problems: Vec<crate::shared::tool_error::ArgumentProblem>,
         started: Option<Instant>,
         options: &CallOptions,
     ) -> Result<Settled, ApprovalError> {

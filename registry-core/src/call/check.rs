@@ -4,9 +4,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::answer::{Decided, Ticket, withheld_text};
 use crate::audit::ResultChecked;
-use crate::discover::discovery::Entry;
-use crate::execute::content::Payload;
-use crate::execute::context::RunScope;
+use crate::project::discovery::Entry;
+use crate::content::Payload;
+use crate::host::context::RunScope;
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::ErrorKind;
 use crate::gate::{ResultCheck, ResultDecision, ToolResult};

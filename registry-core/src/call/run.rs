@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use super::answer::{Decided, Ticket};
 use crate::audit::{self, AUDITED_NAME, AuditEvent, CallEvent, truncate};
-use crate::discover::discovery::Entry;
+use crate::project::discovery::Entry;
 use crate::discover::run::Run;
-use crate::execute::cancel::Cancellation;
-use crate::execute::content::Payload;
-use crate::execute::context::{CallOptions, HostWaits, ToolContext};
+use crate::shared::cancel::Cancellation;
+use crate::content::Payload;
+use crate::host::context::{CallOptions, HostWaits, ToolContext};
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::resolve::call::ToolCall;
@@ -255,7 +255,7 @@ impl Run {
         ticket: Ticket,
         outcome: Result<Payload, Failure>,
         started: Option<Instant>,
-        trace: Option<&crate::execute::trace::TraceContext>,
+        trace: Option<&crate::shared::trace::TraceContext>,
     ) -> Observation {
         if !self.registry.result_checks().is_empty() {
             return self.answer_checked(entry, ticket, outcome, started, trace);
@@ -277,7 +277,7 @@ impl Run {
         ticket: Ticket,
         outcome: Result<Payload, Failure>,
         started: Option<Instant>,
-        trace: Option<&crate::execute::trace::TraceContext>,
+        trace: Option<&crate::shared::trace::TraceContext>,
     ) -> Observation {
         let checks = self.registry.result_checks();
         let decided = super::check::checked(checks, &self.scope, entry, ticket, outcome);
@@ -305,7 +305,7 @@ impl Run {
         &self,
         decided: Decided,
         started: Option<Instant>,
-        trace: Option<&crate::execute::trace::TraceContext>,
+        trace: Option<&crate::shared::trace::TraceContext>,
     ) -> Observation {
         let sink = self.registry.audit_sink();
         if audit::wanted(sink) {

@@ -9,12 +9,12 @@ use std::pin::Pin;
 
 use schemars::{Schema, SchemaGenerator};
 
-use crate::declare::settings::Hints;
+use crate::shared::hints::Hints;
 use crate::declare::source::Source;
-use crate::execute::content::Payload;
-use crate::execute::context::ToolContext;
+use crate::content::Payload;
+use crate::host::context::ToolContext;
 use crate::resolve::arguments::Arguments;
-use crate::resolve::tool_error::ToolError;
+use crate::shared::tool_error::ToolError;
 
 /// What running a tool gives: its result (a JSON value, content, or both), or why there is
 /// none.

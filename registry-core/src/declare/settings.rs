@@ -302,9 +302,7 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), String> {
 pub(crate) fn attribute_problems<'a>(
     attributes: impl ExactSizeIterator<Item = (&'a str, &'a [String])>,
 ) -> Vec<String> {
-    use crate::discover::attribute::{
-        MAX_ATTRIBUTE_VALUES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text,
-    };
+    use crate::shared::attribute::{MAX_ATTRIBUTE_VALUES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text};
     let mut problems = Vec::new();
     if attributes.len() > MAX_TOOL_ATTRIBUTES {
         problems.push(format!(

@@ -8,14 +8,14 @@ use serde_json::Value;
 
 use crate::audit::{self, AuditEvent, ProjectionEvent};
 use crate::declare::definition::ToolDefinition;
-use crate::declare::settings::Hints;
+use crate::shared::hints::Hints;
 use crate::discover::allowed::AllowedSet;
-use crate::discover::discovery::Snapshot;
-use crate::discover::subject::Subject;
-use crate::execute::context::{RunScope, default_host};
-use crate::execute::host::CallHost;
+use crate::project::discovery::Snapshot;
+use crate::shared::subject::Subject;
+use crate::host::context::{RunScope, default_host};
+use crate::host::call_host::CallHost;
 use crate::gate::{Budget, CallPolicy};
-use crate::present::profile::{CompatibilityError, Profile};
+use crate::shared::profile::{CompatibilityError, Profile};
 use crate::register::registry::Registry;
 
 /// One run: the tools a subject was shown, frozen, and the gate every call passes.

@@ -2,12 +2,12 @@
 //! the run's registry snapshot (`index.rs`).
 
 use crate::discover::allowed::AllowedSet;
-use crate::discover::discovery::Snapshot;
-use crate::discover::embed::{Vectors, cut};
-use crate::discover::index::{Found, MAX_QUERY_BYTES, Ranked};
+use crate::project::discovery::Snapshot;
+use crate::search::embed::{Vectors, cut};
+use crate::project::index::{Found, MAX_QUERY_BYTES, Ranked};
 use crate::discover::run::{Capability, Run};
 use crate::register::registry::Registry;
-use crate::register::tool::Tool;
+use crate::execute::tool::Tool;
 
 /// One tool a search found: its name, its score and what a model may know of it.
 ///
@@ -235,7 +235,7 @@ fn semantic<'a>(
         (
             vectors,
             vector.vector.as_slice(),
-            crate::discover::embed::weight_of(embedder),
+            crate::search::embed::weight_of(embedder),
         )
     })
 }

@@ -5,7 +5,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::declare::declaration::BoxFuture;
+use crate::shared::future::BoxFuture;
 use crate::gate::{CallRequest, Determined};
 
 /// Decides, per call, whether a validated call may run, asynchronously: the policy of a remote

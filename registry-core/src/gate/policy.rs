@@ -4,8 +4,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::declare::settings::ToolSettings;
-use crate::discover::subject::Subject;
-use crate::resolve::call::Caller;
+use crate::shared::subject::Subject;
+use crate::shared::caller::Caller;
 use crate::resolve::checked::{CheckedArguments, argument_of};
 
 /// One validated call, as a [`CallPolicy`] sees it.

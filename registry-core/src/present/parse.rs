@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::present::profile::Profile;
+use crate::shared::profile::Profile;
 use crate::present::reader::{ParseError, Parsed, Reader};
 use crate::resolve::call::ToolCall;
 

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::execute::observation::Observation;
-use crate::present::profile::Profile;
+use crate::shared::profile::Profile;
 use crate::present::provider::{anthropic, gemini, mcp, openai};
 
 impl Profile {

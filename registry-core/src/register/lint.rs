@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::declare::source::Source;
-use crate::register::error::BuildProblem;
+use crate::declare::error::BuildProblem;
 
 /// The texts of a tool that a model reads.
 pub(crate) struct Texts<'a> {

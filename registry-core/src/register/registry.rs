@@ -4,27 +4,26 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::discover::access::AccessRule;
-use crate::execute::context::HostWaits;
+use crate::access::rule::AccessRule;
+use crate::host::context::HostWaits;
 use crate::execute::pool::BlockingPool;
-use crate::execute::task::TaskConfig;
+use crate::task::TaskConfig;
 use std::time::Duration;
 
-use crate::audit::{
-    self, AuditEvent, AuditKey, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent,
-};
-use crate::declare::dynamic::DynamicTool;
+use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
+use crate::shared::audit_key::AuditKey;
+use crate::register::dynamic::DynamicTool;
 use crate::declare::source::Source;
-use crate::discover::discovery::{SlotState, Snapshot, Unavailable};
-use crate::discover::embed::Embedder;
-use crate::discover::subject::Subject;
-use crate::execute::host::CallHost;
+use crate::project::discovery::{SlotState, Snapshot, Unavailable};
+use crate::search::embed::Embedder;
+use crate::shared::subject::Subject;
+use crate::host::call_host::CallHost;
 use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
-use crate::present::profile::{CompatibilityError, Profile};
-use crate::register::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
-use crate::register::error::{BuildProblem, RegistryError};
-use crate::register::state::AppState;
-use crate::register::tool::Tool;
+use crate::shared::profile::{CompatibilityError, Profile};
+use crate::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
+use crate::declare::error::{BuildProblem, RegistryError};
+use crate::host::state::AppState;
+use crate::execute::tool::Tool;
 use crate::resolve::guard::ArgumentLimits;
 
 /// Every tool the system has, in name order.
@@ -455,7 +454,7 @@ impl Registry {
     pub(crate) fn approval_watch(
         &self,
         id: &str,
-    ) -> Option<crate::declare::declaration::BoxFuture<'static, ()>> {
+    ) -> Option<crate::shared::future::BoxFuture<'static, ()>> {
         self.inner.gate.approvals.watch(id)
     }
 
@@ -616,7 +615,7 @@ impl Registry {
     pub fn check(&self, profile: Profile) -> Result<(), CompatibilityError> {
         let snapshot = self.snapshot();
         let (list, mut problems) = crate::present::export::export_all(profile, snapshot.tools());
-        problems.extend(crate::present::compat::check_tools(profile, &list));
+        problems.extend(crate::compat::check_tools(profile, &list));
         if problems.is_empty() {
             Ok(())
         } else {

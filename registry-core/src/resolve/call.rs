@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use crate::resolve::guard::ArgumentLimits;
 use crate::resolve::json_text;
-use crate::resolve::tool_error::ArgumentProblem;
+use crate::shared::tool_error::ArgumentProblem;
 
 /// One tool call as the model made it: its id, the tool's name and the arguments.
 ///

@@ -4,7 +4,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use crate::discover::fingerprint::Fingerprint;
+use crate::shared::fingerprint::Fingerprint;
 
 /// What happens to runs opened before a tool is replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::discover::fingerprint::Fingerprint;
-use crate::discover::subject::Subject;
-use crate::execute::host::{Elicitation, Progress};
+use crate::shared::fingerprint::Fingerprint;
+use crate::shared::subject::Subject;
+use crate::host::call_host::{Elicitation, Progress};
 use crate::gate::StoreError;
 
 /// Where a task is: running ([`Working`](Self::Working)), waiting for an answer to its

@@ -8,17 +8,18 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::declare::bounds;
+use crate::register::bounds;
 use crate::declare::schema::empty_parameters_schema;
-use crate::declare::settings::{Hints, Scope, ToolSettings, check_namespace, default_namespace};
+use crate::shared::hints::Hints;
+use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
-use crate::execute::content::Payload;
-use crate::execute::context::ToolContext;
+use crate::content::Payload;
+use crate::host::context::ToolContext;
 use crate::gate::RateLimit;
-use crate::register::error::BuildProblem;
+use crate::declare::error::BuildProblem;
 use crate::register::lint::Texts;
-use crate::register::tool::{Handler, ToolParts};
-use crate::resolve::tool_error::ToolError;
+use crate::execute::tool::{Handler, ToolParts};
+use crate::shared::tool_error::ToolError;
 use crate::resolve::validate::ArgumentValidator;
 
 /// A tool assembled at run time: name, description, JSON Schema, handler and policy.

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use crate::declare::declaration::BoxFuture;
-use crate::execute::cancel::Cancellation;
-use crate::execute::host::Progress;
+use crate::shared::future::BoxFuture;
+use crate::shared::cancel::Cancellation;
+use crate::host::call_host::Progress;
 use crate::execute::observation::Observation;
-use crate::execute::task::record::{Task, TaskAnswers, TaskLimits, TaskQuestion, TaskStatus};
+use crate::task::record::{Task, TaskAnswers, TaskLimits, TaskQuestion, TaskStatus};
 use crate::gate::StoreError;
 
 /// What the store did with a new task ([`TaskStore::insert`]).

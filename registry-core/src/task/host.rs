@@ -9,14 +9,11 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::declare::declaration::BoxFuture;
-use crate::execute::host::{
-    CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress, SampleError,
-    SampleReply, SampleRequest,
-};
-use crate::execute::task::Bell;
-use crate::execute::task::record::{TaskQuestion, TaskStatus, answer_of};
-use crate::execute::task::store::{TaskStore, TaskUpdate};
+use crate::shared::future::BoxFuture;
+use crate::host::call_host::{CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress, SampleError, SampleReply, SampleRequest};
+use crate::task::Bell;
+use crate::task::record::{TaskQuestion, TaskStatus, answer_of};
+use crate::task::store::{TaskStore, TaskUpdate};
 
 /// How many questions a task's tool may ask its caller at once
 /// ([`CallOptions::with_task_questions_for_caller`](crate::call::CallOptions::with_task_questions_for_caller)):
@@ -78,7 +75,7 @@ impl TaskHost {
         if let Err(error) = recorded {
             tracing::warn!(
                 target: crate::host::TOOL_EVENT_TARGET,
-                task = %crate::audit::Logged(&self.id),
+                task = %crate::shared::logged::Logged(&self.id),
                 %error,
                 "the task store did not record the task's progress"
             );

@@ -8,15 +8,12 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::discover::subject::Subject;
-use crate::execute::cancel::{Cancellation, Cancelled};
-use crate::execute::deadline::with_deadline;
-use crate::execute::form::{check_answer, form_schema};
-use crate::execute::host::{
-    CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, DefaultHost, ElicitError,
-    ElicitRequest, Elicitation, LogLevel, Progress, SampleError, SampleReply, SampleRequest,
-};
-use crate::register::state::AppState;
+use crate::shared::subject::Subject;
+use crate::shared::cancel::{Cancellation, Cancelled};
+use crate::shared::deadline::with_deadline;
+use crate::host::form::{check_answer, form_schema};
+use crate::host::call_host::{CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, DefaultHost, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress, SampleError, SampleReply, SampleRequest};
+use crate::host::state::AppState;
 
 /// The context of one call, given to any tool that takes a `&ToolContext` parameter: the run,
 /// the call, the subject (tenant and scopes) and the application's shared state; and what the
@@ -109,7 +106,7 @@ pub struct CallOptions {
     pub(crate) sample_timeout: Option<Duration>,
     /// What a task's thread runs its job inside ([`with_task_context`](Self::with_task_context)).
     pub(crate) task_context: Option<TaskContext>,
-    pub(crate) trace: Option<crate::execute::trace::TraceContext>,
+    pub(crate) trace: Option<crate::shared::trace::TraceContext>,
     /// A task's questions wait for its caller ([`with_task_questions_for_caller`](Self::with_task_questions_for_caller)).
     pub(crate) task_questions: bool,
 }
@@ -207,7 +204,7 @@ impl CallOptions {
 
     /// The distributed trace the call belongs to (from the caller's `traceparent`): the
     /// parent of the call's `tool_call` span, and the trace id of its audit event.
-    pub fn with_trace(mut self, trace: crate::execute::trace::TraceContext) -> CallOptions {
+    pub fn with_trace(mut self, trace: crate::shared::trace::TraceContext) -> CallOptions {
         self.trace = Some(trace);
         self
     }

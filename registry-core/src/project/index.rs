@@ -54,7 +54,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::register::tool::Tool;
+use crate::execute::tool::Tool;
 
 pub(crate) use terms::Terms;
 
@@ -479,7 +479,7 @@ fn schema_texts(schema: &Value, add: &mut dyn FnMut(&str, f32)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::declare::dynamic::DynamicTool;
+    use crate::register::dynamic::DynamicTool;
     use serde_json::json;
 
     fn tool(name: &str, description: &str, parameters: Value) -> Tool {

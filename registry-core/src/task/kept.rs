@@ -9,10 +9,10 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::execute::content::{Content, Embedded, ResourceLink};
+use crate::content::{Content, Embedded, ResourceLink};
 use crate::execute::observation::{ErrorDetail, ErrorKind, Observation};
 use crate::gate::ApprovalRequest;
-use crate::resolve::tool_error::ArgumentProblem;
+use crate::shared::tool_error::ArgumentProblem;
 
 /// An ended task's result ([`Observation`]), whole, in a form that serializes (to JSON, or
 /// any serde format) and deserializes back to an equal observation: its content blocks with
@@ -309,9 +309,9 @@ mod tests {
 
     use super::KeptResult;
     use crate::content::{Content, ResourceLink};
-    use crate::execute::content::Payload;
+    use crate::content::Payload;
     use crate::execute::observation::{ErrorKind, Observation};
-    use crate::resolve::tool_error::ArgumentProblem;
+    use crate::shared::tool_error::ArgumentProblem;
 
     fn round_trip(observation: &Observation) -> Observation {
         let bytes = serde_json::to_vec(&KeptResult::from(observation)).unwrap();

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::discover::subject::Subject;
-use crate::resolve::tool_error::ToolError;
+use crate::shared::subject::Subject;
+use crate::shared::tool_error::ToolError;
 
 /// The `tracing` target of the progress and log events of tools, when no host takes them.
 pub const TOOL_EVENT_TARGET: &str = "registry_core::tool";
@@ -71,12 +71,12 @@ pub trait CallHost: Send + Sync + 'static {
     fn progress(&self, call: &CallInfo<'_>, progress: &Progress) {
         tracing::info!(
             target: TOOL_EVENT_TARGET,
-            run_id = %crate::audit::Logged(call.run_id),
-            call_id = %crate::audit::Logged(call.call_id),
-            tool = %crate::audit::Logged(call.tool_name),
+            run_id = %crate::shared::logged::Logged(call.run_id),
+            call_id = %crate::shared::logged::Logged(call.call_id),
+            tool = %crate::shared::logged::Logged(call.tool_name),
             done = progress.done,
             total = progress.total,
-            message = progress.message.as_deref().map(crate::audit::Logged::field),
+            message = progress.message.as_deref().map(crate::shared::logged::Logged::field),
             "progress"
         );
     }
@@ -88,9 +88,9 @@ pub trait CallHost: Send + Sync + 'static {
             ($macro:ident) => {
                 tracing::$macro!(
                     target: TOOL_EVENT_TARGET,
-                    run_id = %crate::audit::Logged(call.run_id),
-                    call_id = %crate::audit::Logged(call.call_id),
-                    tool = %crate::audit::Logged(call.tool_name),
+                    run_id = %crate::shared::logged::Logged(call.run_id),
+                    call_id = %crate::shared::logged::Logged(call.call_id),
+                    tool = %crate::shared::logged::Logged(call.tool_name),
                     level = level.as_str(),
                     "{}",
                     message.escape_debug()

@@ -2,8 +2,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::discover::subject::Subject;
-use crate::register::tool::Tool;
+use crate::shared::subject::Subject;
+use crate::execute::tool::Tool;
 
 /// What an [`AccessRule`] decides for one tool and one subject.
 #[derive(Debug, Clone, PartialEq, Eq)]

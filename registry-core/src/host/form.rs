@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
-use crate::execute::host::FormError;
+use crate::host::call_host::FormError;
 use crate::resolve::validate::ArgumentValidator;
 
 /// The MCP form (`requestedSchema`) that asks for a `T`, or why `T` cannot be one.

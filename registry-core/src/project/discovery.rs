@@ -11,13 +11,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use crate::discover::access::{AccessRule, hidden_by};
-use crate::discover::bits::{AtomicBits, Bits, Members};
-use crate::discover::embed::{Embedder, Vectors};
-use crate::discover::index::SearchIndex;
-use crate::discover::subject::{Access, Subject};
+use crate::access::rule::{AccessRule, hidden_by};
+use crate::project::bits::{AtomicBits, Bits, Members};
+use crate::search::embed::{Embedder, Vectors};
+use crate::project::index::SearchIndex;
+use crate::shared::subject::{Access, Subject};
 use crate::gate::ReadyState;
-use crate::register::tool::Tool;
+use crate::execute::tool::Tool;
 
 /// The per-tool state that changes after build: which versions are revoked.
 #[derive(Debug, Default)]

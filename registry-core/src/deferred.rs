@@ -17,18 +17,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value, json};
 
 use crate::audit::{AuditEvent, DiscoveryEvent, DiscoveryKind};
-use crate::declare::dynamic::DynamicTool;
+use crate::register::dynamic::DynamicTool;
 use crate::discover::allowed::AllowedSet;
-use crate::discover::discovery::Snapshot;
+use crate::project::discovery::Snapshot;
 use crate::discover::run::Run;
 use crate::discover::search::{QueryVector, SearchHit, query_vector, search_with};
 use crate::execute::observation::{ErrorKind, Observation};
 use crate::present::export::{exported_object, tool_list};
-use crate::present::profile::{CompatibilityError, Incompatibility, Profile};
+use crate::shared::profile::{CompatibilityError, Incompatibility, Profile};
 use crate::present::provider::{anthropic, openai};
 use crate::present::reader::{ParseError, Reader};
 use crate::register::registry::Registry;
-use crate::register::tool::Tool;
+use crate::execute::tool::Tool;
 use crate::resolve::call::ToolCall;
 
 /// The name of the search tool unless the options name another.
@@ -760,7 +760,7 @@ impl DeferredSession {
     /// this one if it found nothing; keeps this one's tools to see if one is called.
     fn audit_search(&self, call: &SearchCall, query: &str, hits: &[SearchHit]) {
         let (query_bytes, query_hash) =
-            crate::audit::argument_fingerprint(self.registry.audit_key(), &json!(query));
+            crate::shared::audit_key::argument_fingerprint(self.registry.audit_key(), &json!(query));
         let event = DiscoveryEvent {
             run_id: self.allowed.run_id().to_owned(),
             tenant: self.tenant.clone(),

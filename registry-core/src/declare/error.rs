@@ -345,7 +345,7 @@ pub enum BuildProblem {
     },
     /// A tool cannot be exported to a profile the builder was told to require.
     #[error("{0}")]
-    Incompatible(crate::present::profile::Incompatibility),
+    Incompatible(crate::shared::profile::Incompatibility),
     /// The registry would have no tools, and the builder did not say
     /// [`allow_empty`](crate::RegistryBuilder::allow_empty).
     #[error("{}", no_tools(*.declared))]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::discover::attribute::{AttributeValue, MAX_SUBJECT_ATTRIBUTES, check_attribute_key};
+use crate::shared::attribute::{AttributeValue, MAX_SUBJECT_ATTRIBUTES, check_attribute_key};
 
 /// How much a run may change.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]

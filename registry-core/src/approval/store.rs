@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use crate::declare::declaration::BoxFuture;
-use crate::gate::approval::{ApprovalRequest, ApprovalState, StoreError};
+use crate::shared::future::BoxFuture;
+use crate::approval::request::{ApprovalRequest, ApprovalState, StoreError};
 
 /// What the store did with a decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -681,7 +681,7 @@ impl<S: ApprovalStore> ApprovalStore for std::sync::Arc<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discover::fingerprint::Fingerprint;
+    use crate::shared::fingerprint::Fingerprint;
 
     fn request(id: usize, expired_ago: Duration) -> ApprovalRequest {
         let expires_at = SystemTime::now() - expired_ago;
@@ -702,7 +702,7 @@ mod tests {
             definition: Fingerprint::of_bytes(b"definition"),
             requested_at: expires_at,
             expires_at,
-            caller: crate::resolve::call::Caller::Model,
+            caller: crate::shared::caller::Caller::Model,
         }
     }
 

@@ -9,18 +9,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param, RunToken};
+use crate::shared::future::BoxFuture;
+use crate::declare::declaration::{Declaration, Execute, Outcome, Param, RunToken};
 use crate::declare::definition::ToolDefinition;
 use crate::declare::schema;
 use crate::declare::settings::ToolSettings;
 use crate::declare::source::Source;
-use crate::discover::fingerprint::Fingerprint;
-use crate::execute::context::ToolContext;
-use crate::present::profile::{Incompatibility, Profile};
+use crate::shared::fingerprint::Fingerprint;
+use crate::host::context::ToolContext;
+use crate::shared::profile::{Incompatibility, Profile};
 use crate::resolve::arguments::Arguments;
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::shape::Shape;
-use crate::resolve::tool_error::ToolError;
+use crate::shared::tool_error::ToolError;
 use crate::resolve::validate::ArgumentValidator;
 
 /// A registered tool.

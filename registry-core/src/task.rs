@@ -15,7 +15,7 @@ pub(crate) mod store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::execute::cancel::Cancellation;
+use crate::shared::cancel::Cancellation;
 use crate::gate::StoreError;
 use record::TaskLimits;
 use store::{MemoryTaskStore, TaskStore};

@@ -16,7 +16,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::register::tool::Tool;
+use crate::execute::tool::Tool;
 
 /// Turns texts into vectors whose cosine similarity says how close their meanings are: a
 /// local model, or a client of a hosted one

@@ -4,7 +4,7 @@
 //! ([`lower`](crate::present::lower)), exports the tool list in the consumer's exact format
 //! ([`export`](crate::present::export)), reads the consumer's tool calls ([`parse`](crate::present::parse)) and
 //! renders observations as the consumer's result messages ([`render`](crate::present::render)). The
-//! rules are those of `docs/providers.md`; [`compat`](crate::present::compat) checks them.
+//! rules are those of `docs/providers.md`; [`compat`](crate::compat) checks them.
 
 use std::fmt;
 use std::str::FromStr;

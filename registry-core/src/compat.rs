@@ -31,9 +31,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use crate::present::profile::Profile;
+use crate::shared::profile::Profile;
 
-pub use crate::present::profile::{CompatibilityError, Incompatibility};
+pub use crate::shared::profile::{CompatibilityError, Incompatibility};
 use crate::present::provider::{
     Formats, Holder, Keywords, Null, References, Rules, StrictFlag, ToolList,
 };

@@ -1,0 +1,2 @@
+pub(crate) mod request;
+pub(crate) mod store;

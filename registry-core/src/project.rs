@@ -1,0 +1,3 @@
+pub(crate) mod discovery;
+pub(crate) mod index;
+pub(crate) mod bits;

@@ -1,0 +1,9 @@
+pub(crate) mod tool_error;
+pub(crate) mod rate_limit;
+pub(crate) mod cancel;
+pub(crate) mod trace;
+pub(crate) mod deadline;
+pub(crate) mod fingerprint;
+pub(crate) mod attribute;
+pub(crate) mod subject;
+pub(crate) mod profile;
