@@ -4,6 +4,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
+use crate::declare::source::Source;
 use crate::shared::fingerprint::Fingerprint;
 
 /// What happens to runs opened before a tool is replaced.
@@ -84,4 +85,18 @@ pub struct Change {
     /// The version new runs get from now on: for a replacement, the new one; for a
     /// restoration, the restored one; `None` for a revocation.
     pub new_version: Option<Fingerprint>,
+}
+
+/// A record of one tool replaced while the registry was built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Replacement {
+    /// The tool's name.
+    pub name: String,
+    /// Where the replaced tool was declared.
+    pub replaced: Source,
+    /// Where its replacement was built.
+    pub by: Source,
+    /// Why, as the application said.
+    pub reason: String,
 }

@@ -4,11 +4,10 @@
 //!
 //! [`Registry`]: crate::Registry
 
-use std::future::Future;
-use std::pin::Pin;
 
 use schemars::{Schema, SchemaGenerator};
 
+use crate::shared::future::BoxFuture;
 use crate::shared::hints::Hints;
 use crate::declare::source::Source;
 use crate::content::Payload;
@@ -19,9 +18,6 @@ use crate::shared::tool_error::ToolError;
 /// What running a tool gives: its result (a JSON value, content, or both), or why there is
 /// none.
 pub type Outcome = Result<Payload, ToolError>;
-
-/// A boxed future that can move between threads.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One `#[tool]` function, as the macro declares it.
 #[doc(hidden)]

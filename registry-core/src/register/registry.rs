@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
+use crate::change::Replacement;
 use crate::access::rule::AccessRule;
 use crate::host::context::HostWaits;
 use crate::execute::pool::BlockingPool;
@@ -13,7 +14,6 @@ use std::time::Duration;
 use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
 use crate::shared::audit_key::AuditKey;
 use crate::register::dynamic::DynamicTool;
-use crate::declare::source::Source;
 use crate::project::discovery::{SlotState, Snapshot, Unavailable};
 use crate::search::embed::Embedder;
 use crate::shared::subject::Subject;
@@ -109,20 +109,6 @@ struct Inner {
     held: std::sync::atomic::AtomicBool,
     /// Why they are held.
     suspended: RwLock<Option<Arc<str>>>,
-}
-
-/// A record of one tool replaced while the registry was built.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Replacement {
-    /// The tool's name.
-    pub name: String,
-    /// Where the replaced tool was declared.
-    pub replaced: Source,
-    /// Where its replacement was built.
-    pub by: Source,
-    /// Why, as the application said.
-    pub reason: String,
 }
 
 /// The check of one policy set against a registry
