@@ -5,15 +5,15 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
-pub use crate::shared::future::BoxFuture;
 pub use crate::declare::declaration::{Declaration, Execute, Outcome, Param, RunToken};
-pub use crate::shared::hints::Hints;
 pub use crate::declare::source::Source;
-pub use crate::host::context::ToolContext;
+pub use crate::execute::tool::CallThroughARun;
 pub use crate::gate::RateLimit;
 pub use crate::gate::readiness::{AsyncCheck, Check, SyncCheck};
-pub use crate::execute::tool::CallThroughARun;
+pub use crate::host::context::ToolContext;
 pub use crate::resolve::arguments::Arguments;
+pub use crate::shared::future::BoxFuture;
+pub use crate::shared::hints::Hints;
 pub use schemars::{Schema, SchemaGenerator};
 
 use std::fmt::Display;

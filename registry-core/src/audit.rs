@@ -8,12 +8,11 @@
 
 use std::time::{Duration, SystemTime};
 
-
 use serde::Serialize;
 
-pub(crate) use crate::shared::logged::Logged;
-use crate::shared::fingerprint::Fingerprint;
 use crate::execute::observation::ErrorKind;
+use crate::shared::fingerprint::Fingerprint;
+pub(crate) use crate::shared::logged::Logged;
 
 /// The `tracing` target of audit events.
 pub const AUDIT_TARGET: &str = "registry_core::audit";

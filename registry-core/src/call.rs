@@ -26,9 +26,9 @@ mod check;
 mod run;
 mod task;
 
-pub use crate::shared::cancel::{Cancellation, Cancelled};
 pub use crate::host::context::CallOptions;
-pub use crate::shared::trace::{TraceContext, TraceParseError};
-pub use crate::shared::caller::Caller;
 pub use crate::resolve::guard::{ArgumentLimits, MAX_ARGUMENT_DEPTH};
+pub use crate::shared::caller::Caller;
+pub use crate::shared::cancel::{Cancellation, Cancelled};
 pub use crate::shared::tool_error::{ArgumentProblem, ToolError};
+pub use crate::shared::trace::{TraceContext, TraceParseError};

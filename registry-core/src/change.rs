@@ -1,4 +1,5 @@
-//! Revocations and replacements of tools in a built registry, and their records.
+//! Changes to a built registry: revocations, restorations and replacements, each recorded
+//! ([`Registry::changes`](crate::Registry::changes)).
 
 use std::time::SystemTime;
 

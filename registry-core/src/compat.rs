@@ -33,11 +33,11 @@ use serde_json::{Map, Value};
 
 use crate::shared::profile::Profile;
 
-pub use crate::shared::profile::{CompatibilityError, Incompatibility};
 use crate::present::provider::{
     Formats, Holder, Keywords, Null, References, Rules, StrictFlag, ToolList,
 };
 use crate::present::rules::{BOUNDS, COMPOSITION};
+pub use crate::shared::profile::{CompatibilityError, Incompatibility};
 
 mod keywords;
 mod limits;

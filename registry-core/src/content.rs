@@ -1,5 +1,5 @@
-//! What a tool may give back besides one JSON value: blocks of content (text, images, audio,
-//! links to resources, embedded resources), alone or beside a structured value.
+//! The blocks of content a tool's result may hold: text, images, audio, links and embedded
+//! resources ([`Content`]), with a structured value beside them ([`ToolOutput`]).
 //!
 //! Binary data is kept as bytes ([`Bytes`], cheap to clone and to share); it is encoded to
 //! base64 only where a consumer's format wants text, once, straight into the message.

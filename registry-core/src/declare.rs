@@ -5,10 +5,10 @@
 
 pub(crate) mod declaration;
 pub(crate) mod definition;
+pub(crate) mod error;
 pub(crate) mod header;
 pub(crate) mod link;
 pub(crate) mod name;
 pub(crate) mod schema;
 pub(crate) mod settings;
 pub(crate) mod source;
-pub(crate) mod error;

@@ -9,6 +9,8 @@
 //!
 //! The search tool is `search_tools` unless [`DeferredOptions::search_tool_name`] says
 //! otherwise; it takes `{"query": "..."}`.
+//!
+//! A session is opened with [`Run::deferred`](crate::Run::deferred).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,19 +19,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Map, Value, json};
 
 use crate::audit::{AuditEvent, DiscoveryEvent, DiscoveryKind};
-use crate::register::dynamic::DynamicTool;
 use crate::discover::allowed::AllowedSet;
-use crate::project::discovery::Snapshot;
 use crate::discover::run::Run;
 use crate::discover::search::{QueryVector, SearchHit, query_vector, search_with};
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::execute::tool::Tool;
 use crate::present::export::{exported_object, tool_list};
-use crate::shared::profile::{CompatibilityError, Incompatibility, Profile};
 use crate::present::provider::{anthropic, openai};
 use crate::present::reader::{ParseError, Reader};
+use crate::project::discovery::Snapshot;
+use crate::register::dynamic::DynamicTool;
 use crate::register::registry::Registry;
-use crate::execute::tool::Tool;
 use crate::resolve::call::ToolCall;
+use crate::shared::profile::{CompatibilityError, Incompatibility, Profile};
 
 /// The name of the search tool unless the options name another.
 pub const SEARCH_TOOL_NAME: &str = "search_tools";
@@ -759,8 +761,10 @@ impl DeferredSession {
     /// Records what became of the previous search, if none of its tools was called, and of
     /// this one if it found nothing; keeps this one's tools to see if one is called.
     fn audit_search(&self, call: &SearchCall, query: &str, hits: &[SearchHit]) {
-        let (query_bytes, query_hash) =
-            crate::shared::audit_key::argument_fingerprint(self.registry.audit_key(), &json!(query));
+        let (query_bytes, query_hash) = crate::shared::audit_key::argument_fingerprint(
+            self.registry.audit_key(),
+            &json!(query),
+        );
         let event = DiscoveryEvent {
             run_id: self.allowed.run_id().to_owned(),
             tenant: self.tenant.clone(),

@@ -21,17 +21,19 @@ pub(crate) mod readiness;
 pub(crate) mod result_check;
 
 pub use crate::approval::request::StoreError;
+pub use crate::shared::rate_limit::{RateLimit, RateLimitError};
 pub use async_policy::AsyncCallPolicy;
 pub use policy::{CallPolicy, CallRequest, Decision, Determined};
 pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
-pub use crate::shared::rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{ReadinessCheck, ToolReadiness};
 pub use result_check::{RedactSecrets, ResultCheck, ResultDecision, ToolResult};
 
 pub(crate) use crate::approval::request::{ApprovalError, ApprovalRequest, ApprovalState};
+pub(crate) use crate::approval::store::{
+    ApprovalStore, Insertion, MemoryApprovalStore, Transition,
+};
 pub(crate) use policy::PolicyArguments;
 pub(crate) use readiness::Check;
-pub(crate) use crate::approval::store::{ApprovalStore, Insertion, MemoryApprovalStore, Transition};
 
 pub(crate) use crate::approval::request::{DEFAULT_MAX_PENDING, DEFAULT_TTL, new_id, unix_ms};
 pub(crate) use quota::Budget;

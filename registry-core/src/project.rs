@@ -1,3 +1,3 @@
+pub(crate) mod bits;
 pub(crate) mod discovery;
 pub(crate) mod index;
-pub(crate) mod bits;

@@ -2,11 +2,11 @@
 //! [`RegistryBuilder`](builder::RegistryBuilder) with every problem reported at once; its changes
 //! (revocation, replacement) and its lockfile.
 
+pub(crate) mod bounds;
 pub(crate) mod builder;
+pub(crate) mod dynamic;
 pub(crate) mod lint;
 pub(crate) mod lock;
 pub(crate) mod policies;
 pub(crate) mod registry;
 pub(crate) mod schemas;
-pub(crate) mod dynamic;
-pub(crate) mod bounds;

@@ -7,16 +7,16 @@
 
 use std::sync::Arc;
 
+use crate::approval::request::Verdict;
 use crate::declare::settings::Scope;
 use crate::discover::run::Run;
-use crate::host::context::CallOptions;
-use crate::host::call_host::CallHost;
 use crate::execute::observation::Observation;
-use crate::task::record::Task;
-use crate::approval::request::Verdict;
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, StoreError};
+use crate::host::call_host::CallHost;
+use crate::host::context::CallOptions;
 use crate::register::registry::Registry;
 use crate::resolve::call::ToolCall;
+use crate::task::record::Task;
 
 mod sealed {
     pub trait Sealed {}

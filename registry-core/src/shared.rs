@@ -5,8 +5,8 @@
 
 pub(crate) mod attribute;
 pub(crate) mod audit_key;
-pub(crate) mod cancel;
 pub(crate) mod caller;
+pub(crate) mod cancel;
 pub(crate) mod deadline;
 pub(crate) mod fingerprint;
 pub(crate) mod future;

@@ -1,5 +1,24 @@
-//! Tasks: a call to a long-running tool that passed the gate and runs on its own thread,
-//! followed by id instead of awaited ([`Run::start_task`](crate::Run::start_task)).
+//! Tasks: a call to a long-running tool, started and followed instead of awaited.
+//!
+//! A tool declared `#[tool(task)]` (or [`DynamicTool::task`](crate::DynamicTool::task))
+//! can be started as a task with [`Run::start_task`](crate::Run::start_task): the call
+//! passes the same gate as [`Run::call`](crate::Run::call) (resolution, arguments,
+//! policies, a person's approval, the budget and the rate limit) **before** anything
+//! starts, then its tool runs on a thread of its own and the caller gets a [`Task`] at
+//! once. [`Run::task`](crate::Run::task) polls its [`TaskStatus`] and progress,
+//! [`Run::cancel_task`](crate::Run::cancel_task) cancels it (the tool sees
+//! [`ToolContext::cancelled`](crate::ToolContext::cancelled)),
+//! [`Run::task_result`](crate::Run::task_result) and
+//! [`Run::wait_task`](crate::Run::wait_task) give the observation a call would have
+//! answered. A task that needs approval starts when
+//! [`Run::decide_task`](crate::Run::decide_task) approves it.
+//!
+//! A task belongs to its subject's [principal](crate::Subject::principal): another
+//! principal can neither read nor cancel it. Tasks are bounded per principal and in
+//! total, and an ended task's result is kept for a TTL ([`TaskLimits`]), in a
+//! [`TaskStore`] (in memory by default, [`MemoryTaskStore`]). Each start, end and
+//! cancellation is audited ([`TaskEvent`](crate::audit::TaskEvent)). Over MCP,
+//! `registry-mcp` serves the same tasks through the tasks extension.
 //!
 //! What a task is and what it may become (`record.rs`), where tasks are kept
 //! (`store.rs`: the [`TaskStore`](store::TaskStore) trait and its bounded in-memory
@@ -15,10 +34,8 @@ pub(crate) mod store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::shared::cancel::Cancellation;
 use crate::gate::StoreError;
-use record::TaskLimits;
-use store::{MemoryTaskStore, TaskStore};
+use crate::shared::cancel::Cancellation;
 
 /// The registry's tasks: where they are kept, their bounds, and the ones running in this
 /// process.
@@ -119,3 +136,13 @@ pub(crate) fn new_task_id() -> Result<String, StoreError> {
         .map_err(|error| StoreError::new(format!("no randomness for a task id: {error}")))?;
     Ok(format!("task_{:032x}", u128::from_le_bytes(bytes)))
 }
+
+pub use host::MAX_TASK_QUESTIONS;
+pub use kept::{KeptResult, KeptResultError};
+pub use record::{
+    MAX_ANSWER_BYTES, Task, TaskAnswers, TaskError, TaskLimits, TaskQuestion, TaskStatus,
+};
+pub use store::{
+    Answering, Finish, Insertion, MemoryTaskStore, TaskEnd, TaskStore, TaskUpdate,
+    answer_questions, questions_status, take_answer,
+};

@@ -2,8 +2,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::shared::subject::Subject;
 use crate::execute::tool::Tool;
+use crate::shared::subject::Subject;
 
 /// What an [`AccessRule`] decides for one tool and one subject.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::shared::fingerprint::Fingerprint;
 use crate::shared::caller::Caller;
+use crate::shared::fingerprint::Fingerprint;
 use crate::shared::tool_error::ArgumentProblem;
 
 /// A call that waits for a person: exactly what would run, for whom, and why it needs
@@ -243,7 +243,10 @@ pub struct ArgumentDigest {
 
 impl ArgumentDigest {
     /// The digest of `arguments` under the registry's audit key.
-    pub(crate) fn keyed(key: &crate::shared::audit_key::AuditKey, arguments: &Value) -> ArgumentDigest {
+    pub(crate) fn keyed(
+        key: &crate::shared::audit_key::AuditKey,
+        arguments: &Value,
+    ) -> ArgumentDigest {
         let (size, hash) = crate::shared::audit_key::argument_fingerprint(key, arguments);
         ArgumentDigest {
             size: u64::try_from(size).unwrap_or(u64::MAX),

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use crate::shared::future::BoxFuture;
 use crate::approval::request::{ApprovalRequest, ApprovalState, StoreError};
+use crate::shared::future::BoxFuture;
 
 /// What the store did with a decision.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,11 +12,7 @@ use super::answer::{
     humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
 };
 use crate::audit::{self, ApprovalEventKind, truncate};
-use crate::shared::audit_key::argument_fingerprint;
-use crate::project::discovery::Entry;
 use crate::discover::run::Run;
-use crate::host::context::CallOptions;
-use crate::shared::deadline::with_deadline;
 use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
 use crate::gate::async_policy::CatchUnwind;
@@ -24,10 +20,14 @@ use crate::gate::{
     ApprovalRequest, AsyncCallPolicy, CallRequest, Decision, Insertion, PolicyArguments,
     QuotaDecision, QuotaKey, RateLimit,
 };
+use crate::host::context::CallOptions;
+use crate::project::discovery::Entry;
 use crate::resolve::call::{CallHeader, Given, ToolCall};
-use crate::shared::caller::Caller;
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::fast;
+use crate::shared::audit_key::argument_fingerprint;
+use crate::shared::caller::Caller;
+use crate::shared::deadline::with_deadline;
 use crate::shared::tool_error::{ArgumentProblem, ToolError};
 
 /// At most this many tool names are listed to a model that called an unknown tool.

@@ -4,11 +4,11 @@
 use crate::shared::caller::Caller;
 use std::time::Duration;
 
-use crate::project::discovery::Entry;
 use crate::content::Payload;
-use crate::host::context::ToolContext;
 use crate::execute::execution::Failure;
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::host::context::ToolContext;
+use crate::project::discovery::Entry;
 use crate::resolve::checked::CheckedArguments;
 use crate::shared::tool_error::{ArgumentProblem, ToolError};
 

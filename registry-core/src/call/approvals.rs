@@ -8,15 +8,15 @@ use super::admit::{Ruling, decide_async, validate};
 use super::answer::{
     Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text, unavailable_text,
 };
-use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
-use crate::project::discovery::Entry;
-use crate::discover::run::Run;
-use crate::host::context::CallOptions;
-use crate::execute::observation::{ErrorKind, Observation};
-use crate::task::record::Task;
 use crate::approval::request::{Verdict, VerdictKind};
+use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
+use crate::discover::run::Run;
+use crate::execute::observation::{ErrorKind, Observation};
 use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
 use crate::gate::{CallRequest, PolicyArguments};
+use crate::host::context::CallOptions;
+use crate::project::discovery::Entry;
+use crate::task::record::Task;
 
 /// A settled request: the call's answer, or the call approved and admitted, to run.
 enum Settled {

@@ -4,12 +4,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::answer::{Decided, Ticket, withheld_text};
 use crate::audit::ResultChecked;
-use crate::project::discovery::Entry;
 use crate::content::Payload;
-use crate::host::context::RunScope;
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::ErrorKind;
 use crate::gate::{ResultCheck, ResultDecision, ToolResult};
+use crate::host::context::RunScope;
+use crate::project::discovery::Entry;
 
 /// The decision of a call to `entry`'s tool that ran in `scope`, its result through `checks`
 /// (in order): passed, redacted, or withheld (by a check's decision, or a check that

@@ -6,15 +6,15 @@ use std::time::{Duration, Instant};
 
 use super::answer::{Decided, Ticket};
 use crate::audit::{self, AUDITED_NAME, AuditEvent, CallEvent, truncate};
-use crate::project::discovery::Entry;
-use crate::discover::run::Run;
-use crate::shared::cancel::Cancellation;
 use crate::content::Payload;
-use crate::host::context::{CallOptions, HostWaits, ToolContext};
+use crate::discover::run::Run;
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::host::context::{CallOptions, HostWaits, ToolContext};
+use crate::project::discovery::Entry;
 use crate::resolve::call::ToolCall;
 use crate::resolve::checked::CheckedArguments;
+use crate::shared::cancel::Cancellation;
 
 impl Run {
     /// Resolves `call`, passes it through the gate and executes it.

@@ -9,11 +9,13 @@ use std::time::{Duration, Instant, SystemTime};
 use super::answer::{Decided, Resolved, unavailable_text};
 use crate::audit::{self, AuditEvent, TaskEvent, TaskEventKind};
 use crate::discover::run::Run;
-use crate::shared::cancel::Cancellation;
-use crate::host::context::CallOptions;
 use crate::execute::execution;
-use crate::host::call_host::Elicitation;
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::host::call_host::Elicitation;
+use crate::host::context::CallOptions;
+use crate::register::registry::Registry;
+use crate::resolve::call::ToolCall;
+use crate::shared::cancel::Cancellation;
 use crate::task::host::MAX_TASK_QUESTIONS;
 use crate::task::host::{Questions, TaskHost};
 use crate::task::kept::kept_bytes;
@@ -21,8 +23,6 @@ use crate::task::record::{MAX_ANSWER_BYTES, TaskAnswers, answer_json};
 use crate::task::record::{Task, TaskError, TaskLimits, TaskStatus};
 use crate::task::store::{Answering, Finish, Insertion, TaskEnd};
 use crate::task::{Bell, Live, new_task_id};
-use crate::register::registry::Registry;
-use crate::resolve::call::ToolCall;
 use serde_json::Value;
 
 /// The longest pause between two reads of a task that runs in another process.

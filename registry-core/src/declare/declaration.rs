@@ -4,15 +4,14 @@
 //!
 //! [`Registry`]: crate::Registry
 
-
 use schemars::{Schema, SchemaGenerator};
 
-use crate::shared::future::BoxFuture;
-use crate::shared::hints::Hints;
-use crate::declare::source::Source;
 use crate::content::Payload;
+use crate::declare::source::Source;
 use crate::host::context::ToolContext;
 use crate::resolve::arguments::Arguments;
+use crate::shared::future::BoxFuture;
+use crate::shared::hints::Hints;
 use crate::shared::tool_error::ToolError;
 
 /// What running a tool gives: its result (a JSON value, content, or both), or why there is

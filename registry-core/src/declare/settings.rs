@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use crate::shared::hints::Hints;
 use crate::gate::RateLimit;
+use crate::shared::hints::Hints;
 
 /// A permission a subject must hold to use a tool, such as `build:read`.
 ///
@@ -237,7 +237,9 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), String> {
 pub(crate) fn attribute_problems<'a>(
     attributes: impl ExactSizeIterator<Item = (&'a str, &'a [String])>,
 ) -> Vec<String> {
-    use crate::shared::attribute::{MAX_ATTRIBUTE_VALUES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text};
+    use crate::shared::attribute::{
+        MAX_ATTRIBUTE_VALUES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text,
+    };
     let mut problems = Vec::new();
     if attributes.len() > MAX_TOOL_ATTRIBUTES {
         problems.push(format!(

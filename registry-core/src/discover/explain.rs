@@ -5,10 +5,10 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::declare::settings::Scope;
 use crate::access::rule::hidden_by;
-use crate::project::discovery::Snapshot;
+use crate::declare::settings::Scope;
 use crate::discover::run::Run;
+use crate::project::discovery::Snapshot;
 use crate::shared::subject::Access;
 
 /// Why each registered tool is not visible to a run.

@@ -8,15 +8,15 @@ use serde_json::Value;
 
 use crate::audit::{self, AuditEvent, ProjectionEvent};
 use crate::declare::definition::ToolDefinition;
-use crate::shared::hints::Hints;
 use crate::discover::allowed::AllowedSet;
-use crate::project::discovery::Snapshot;
-use crate::shared::subject::Subject;
-use crate::host::context::{RunScope, default_host};
-use crate::host::call_host::CallHost;
 use crate::gate::{Budget, CallPolicy};
-use crate::shared::profile::{CompatibilityError, Profile};
+use crate::host::call_host::CallHost;
+use crate::host::context::{RunScope, default_host};
+use crate::project::discovery::Snapshot;
 use crate::register::registry::Registry;
+use crate::shared::hints::Hints;
+use crate::shared::profile::{CompatibilityError, Profile};
+use crate::shared::subject::Subject;
 
 /// One run: the tools a subject was shown, frozen, and the gate every call passes.
 ///

@@ -2,12 +2,12 @@
 //! the run's registry snapshot (`index.rs`).
 
 use crate::discover::allowed::AllowedSet;
-use crate::project::discovery::Snapshot;
-use crate::search::embed::{Vectors, cut};
-use crate::project::index::{Found, MAX_QUERY_BYTES, Ranked};
 use crate::discover::run::{Capability, Run};
-use crate::register::registry::Registry;
 use crate::execute::tool::Tool;
+use crate::project::discovery::Snapshot;
+use crate::project::index::{Found, MAX_QUERY_BYTES, Ranked};
+use crate::register::registry::Registry;
+use crate::search::embed::{Vectors, cut};
 
 /// One tool a search found: its name, its score and what a model may know of it.
 ///

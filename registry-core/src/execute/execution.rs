@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use futures_timer::Delay;
 
-use crate::shared::future::BoxFuture;
-use crate::declare::declaration::Outcome;
-use crate::shared::cancel::{Cancellation, Cancelled};
 use crate::content::Payload;
-use crate::host::context::ToolContext;
+use crate::declare::declaration::Outcome;
 use crate::execute::observation::ErrorKind;
 use crate::execute::pool::{self, BlockingPool, Refusal};
 use crate::execute::tool::{Invocation, Tool};
+use crate::host::context::ToolContext;
 use crate::resolve::checked::CheckedArguments;
+use crate::shared::cancel::{Cancellation, Cancelled};
+use crate::shared::future::BoxFuture;
 use crate::shared::tool_error::ToolError;
 
 /// A call that produced no result: the kind, the text for the model, and what only the audit

@@ -9,20 +9,20 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::shared::future::BoxFuture;
 use crate::declare::declaration::{Declaration, Execute, Outcome, Param, RunToken};
 use crate::declare::definition::ToolDefinition;
 use crate::declare::schema;
 use crate::declare::settings::ToolSettings;
 use crate::declare::source::Source;
-use crate::shared::fingerprint::Fingerprint;
 use crate::host::context::ToolContext;
-use crate::shared::profile::{Incompatibility, Profile};
 use crate::resolve::arguments::Arguments;
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::shape::Shape;
-use crate::shared::tool_error::ToolError;
 use crate::resolve::validate::ArgumentValidator;
+use crate::shared::fingerprint::Fingerprint;
+use crate::shared::future::BoxFuture;
+use crate::shared::profile::{Incompatibility, Profile};
+use crate::shared::tool_error::ToolError;
 
 /// A registered tool.
 ///

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::shared::future::BoxFuture;
 use crate::approval::request::StoreError;
+use crate::shared::future::BoxFuture;
 use crate::shared::rate_limit::RateLimit;
 
 /// Whose calls a rate limit counts: one subject (tenant, agent and, when it names one,

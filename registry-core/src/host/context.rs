@@ -8,12 +8,15 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use crate::shared::subject::Subject;
+use crate::host::call_host::{
+    CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, DefaultHost, ElicitError,
+    ElicitRequest, Elicitation, LogLevel, Progress, SampleError, SampleReply, SampleRequest,
+};
+use crate::host::form::{check_answer, form_schema};
+use crate::host::state::AppState;
 use crate::shared::cancel::{Cancellation, Cancelled};
 use crate::shared::deadline::with_deadline;
-use crate::host::form::{check_answer, form_schema};
-use crate::host::call_host::{CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, DefaultHost, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress, SampleError, SampleReply, SampleRequest};
-use crate::host::state::AppState;
+use crate::shared::subject::Subject;
 
 /// The context of one call, given to any tool that takes a `&ToolContext` parameter: the run,
 /// the call, the subject (tenant and scopes) and the application's shared state; and what the

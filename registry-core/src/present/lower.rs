@@ -43,8 +43,8 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use self::merge::nullable_keyword;
-use crate::shared::profile::{Incompatibility, Profile};
 use crate::present::provider::{Null, Rules};
+use crate::shared::profile::{Incompatibility, Profile};
 
 /// The parameters schema of the tool `tool` as `profile` takes it.
 pub(crate) fn lower(

@@ -16,8 +16,8 @@ pub(crate) mod openai;
 use serde_json::Value;
 
 use crate::declare::definition::ToolDefinition;
-use crate::shared::hints::Hints;
 use crate::execute::observation::Observation;
+use crate::shared::hints::Hints;
 use crate::shared::profile::Profile;
 
 /// One tool as it is exported: its definition with the profile's lowered parameters.

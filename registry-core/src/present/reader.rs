@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::shared::profile::Profile;
-use crate::shared::caller::Caller;
 use crate::resolve::call::ToolCall;
+use crate::shared::caller::Caller;
+use crate::shared::profile::Profile;
 
 /// A response that is not of the provider's shape.
 ///

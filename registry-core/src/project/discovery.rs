@@ -12,12 +12,12 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use crate::access::rule::{AccessRule, hidden_by};
-use crate::project::bits::{AtomicBits, Bits, Members};
-use crate::search::embed::{Embedder, Vectors};
-use crate::project::index::SearchIndex;
-use crate::shared::subject::{Access, Subject};
-use crate::gate::ReadyState;
 use crate::execute::tool::Tool;
+use crate::gate::ReadyState;
+use crate::project::bits::{AtomicBits, Bits, Members};
+use crate::project::index::SearchIndex;
+use crate::search::embed::{Embedder, Vectors};
+use crate::shared::subject::{Access, Subject};
 
 /// The per-tool state that changes after build: which versions are revoked.
 #[derive(Debug, Default)]

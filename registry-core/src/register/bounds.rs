@@ -25,10 +25,10 @@
 
 use serde_json::{Map, Value};
 
+use crate::declare::error::BuildProblem;
 use crate::declare::source::Source;
 use crate::pointer::{child, local_target};
 use crate::present::rules::{COMPOSITION, SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_SINGLES};
-use crate::declare::error::BuildProblem;
 
 /// How many levels of subschemas a schema may nest, the root being the first.
 pub(crate) const MAX_DEPTH: usize = 64;

@@ -7,32 +7,32 @@ use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::access::rule::AccessRule;
 use crate::audit::AuditSink;
+use crate::change::Replacement;
 use crate::declare::declaration::{Declaration, Execute, declarations};
-use crate::register::dynamic::DynamicTool;
+use crate::declare::error::{BuildProblem, RegistryError};
 use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
-use crate::access::rule::AccessRule;
-use crate::search::embed::Embedder;
-use crate::host::context::HostWaits;
-use crate::host::call_host::CallHost;
 use crate::execute::pool::{self, BlockingPool};
-use crate::task::TaskConfig;
-use crate::task::record::TaskLimits;
-use crate::task::store::TaskStore;
+use crate::execute::tool::Tool;
 use crate::gate::{
     ApprovalStore, CallPolicy, Check, GateConfig, QuotaStore, Quotas, RateLimit, ReadinessCheck,
 };
-use crate::shared::profile::Profile;
-use crate::declare::error::{BuildProblem, RegistryError};
+use crate::host::call_host::CallHost;
+use crate::host::context::HostWaits;
+use crate::host::state::AppState;
+use crate::register::dynamic::DynamicTool;
 use crate::register::lint::Lint;
 use crate::register::policies::PolicySet;
 use crate::register::registry::{PolicyCheck, Registry, RegistryParts};
-use crate::change::Replacement;
 use crate::register::schemas::SchemaChecks;
-use crate::host::state::AppState;
-use crate::execute::tool::Tool;
 use crate::resolve::guard::ArgumentLimits;
+use crate::search::embed::Embedder;
+use crate::shared::profile::Profile;
+use crate::task::TaskConfig;
+use crate::task::record::TaskLimits;
+use crate::task::store::TaskStore;
 
 /// The shortest key [`RegistryBuilder::audit_hash_key`] takes, in bytes.
 const MIN_AUDIT_KEY: usize = 16;

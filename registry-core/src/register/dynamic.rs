@@ -8,19 +8,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::register::bounds;
+use crate::content::Payload;
+use crate::declare::error::BuildProblem;
 use crate::declare::schema::empty_parameters_schema;
-use crate::shared::hints::Hints;
 use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
-use crate::content::Payload;
-use crate::host::context::ToolContext;
-use crate::gate::RateLimit;
-use crate::declare::error::BuildProblem;
-use crate::register::lint::Texts;
 use crate::execute::tool::{Handler, ToolParts};
-use crate::shared::tool_error::ToolError;
+use crate::gate::RateLimit;
+use crate::host::context::ToolContext;
+use crate::register::bounds;
+use crate::register::lint::Texts;
 use crate::resolve::validate::ArgumentValidator;
+use crate::shared::hints::Hints;
+use crate::shared::tool_error::ToolError;
 
 /// A tool assembled at run time: name, description, JSON Schema, handler and policy.
 ///

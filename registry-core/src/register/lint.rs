@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use crate::declare::source::Source;
 use crate::declare::error::BuildProblem;
+use crate::declare::source::Source;
 
 /// The texts of a tool that a model reads.
 pub(crate) struct Texts<'a> {

@@ -4,27 +4,27 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::change::Replacement;
 use crate::access::rule::AccessRule;
-use crate::host::context::HostWaits;
+use crate::change::Replacement;
 use crate::execute::pool::BlockingPool;
+use crate::host::context::HostWaits;
 use crate::task::TaskConfig;
 use std::time::Duration;
 
 use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
-use crate::shared::audit_key::AuditKey;
-use crate::register::dynamic::DynamicTool;
-use crate::project::discovery::{SlotState, Snapshot, Unavailable};
-use crate::search::embed::Embedder;
-use crate::shared::subject::Subject;
-use crate::host::call_host::CallHost;
-use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
-use crate::shared::profile::{CompatibilityError, Profile};
 use crate::change::{Change, ChangeKind, OldRuns, ReplaceOptions};
 use crate::declare::error::{BuildProblem, RegistryError};
-use crate::host::state::AppState;
 use crate::execute::tool::Tool;
+use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
+use crate::host::call_host::CallHost;
+use crate::host::state::AppState;
+use crate::project::discovery::{SlotState, Snapshot, Unavailable};
+use crate::register::dynamic::DynamicTool;
 use crate::resolve::guard::ArgumentLimits;
+use crate::search::embed::Embedder;
+use crate::shared::audit_key::AuditKey;
+use crate::shared::profile::{CompatibilityError, Profile};
+use crate::shared::subject::Subject;
 
 /// Every tool the system has, in name order.
 ///

@@ -4,9 +4,9 @@ use serde_json::Value;
 
 use std::sync::OnceLock;
 
-use crate::shared::caller::Caller;
 use crate::resolve::guard::ArgumentLimits;
 use crate::resolve::json_text;
+use crate::shared::caller::Caller;
 use crate::shared::tool_error::ArgumentProblem;
 
 /// One tool call as the model made it: its id, the tool's name and the arguments.

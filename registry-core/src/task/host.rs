@@ -9,8 +9,11 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use crate::host::call_host::{
+    CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress, SampleError,
+    SampleReply, SampleRequest,
+};
 use crate::shared::future::BoxFuture;
-use crate::host::call_host::{CallHost, CallInfo, ElicitError, ElicitRequest, Elicitation, LogLevel, Progress, SampleError, SampleReply, SampleRequest};
 use crate::task::Bell;
 use crate::task::record::{TaskQuestion, TaskStatus, answer_of};
 use crate::task::store::{TaskStore, TaskUpdate};

@@ -308,8 +308,8 @@ mod tests {
     use std::time::Duration;
 
     use super::KeptResult;
-    use crate::content::{Content, ResourceLink};
     use crate::content::Payload;
+    use crate::content::{Content, ResourceLink};
     use crate::execute::observation::{ErrorKind, Observation};
     use crate::shared::tool_error::ArgumentProblem;
 

@@ -6,10 +6,10 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::gate::StoreError;
+use crate::host::call_host::{Elicitation, Progress};
 use crate::shared::fingerprint::Fingerprint;
 use crate::shared::subject::Subject;
-use crate::host::call_host::{Elicitation, Progress};
-use crate::gate::StoreError;
 
 /// Where a task is: running ([`Working`](Self::Working)), waiting for an answer to its
 /// tool's question ([`InputRequired`](Self::InputRequired)), or ended

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
-use crate::shared::future::BoxFuture;
-use crate::shared::cancel::Cancellation;
-use crate::host::call_host::Progress;
 use crate::execute::observation::Observation;
-use crate::task::record::{Task, TaskAnswers, TaskLimits, TaskQuestion, TaskStatus};
 use crate::gate::StoreError;
+use crate::host::call_host::Progress;
+use crate::shared::cancel::Cancellation;
+use crate::shared::future::BoxFuture;
+use crate::task::record::{Task, TaskAnswers, TaskLimits, TaskQuestion, TaskStatus};
 
 /// What the store did with a new task ([`TaskStore::insert`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
