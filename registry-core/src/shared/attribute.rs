@@ -248,7 +248,7 @@ mod tests {
 
     fn ledger() -> Registry {
         Registry::builder()
-            .declared_in(["registry_core::discover::attribute"])
+            .declared_in(["registry_core::shared::attribute"])
             .build()
             .unwrap()
     }
@@ -319,7 +319,7 @@ mod tests {
     fn the_projection_event_records_keys_never_values_and_the_refusals() {
         let (events, sink) = events();
         let registry = Registry::builder()
-            .declared_in(["registry_core::discover::attribute"])
+            .declared_in(["registry_core::shared::attribute"])
             .audit_sink(sink)
             .build()
             .unwrap();
