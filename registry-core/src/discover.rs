@@ -1,9 +1,9 @@
 //! Step 3, **discover**: a [`Run`](run::Run) projects the registry onto one
-//! [`Subject`](subject::Subject) and freezes the [`AllowedSet`](allowed::AllowedSet); `explain`
-//! says why the rest is hidden; `search` finds tools of the allowed set by what they do, in an
-//! index (`index`) built once per registry snapshot, and by meaning with an application's
-//! embedder (`embed`). The run is also where every call is
-//! resolved, gated and executed.
+//! [`Subject`](crate::Subject) and freezes the [`AllowedSet`](allowed::AllowedSet); `explain`
+//! says why the rest is hidden; `search` finds tools of the allowed set by what they do, in the
+//! index the registry's snapshot keeps (`project/index.rs`), and by meaning with an
+//! application's embedder (`search/embed.rs`). The run is also where every call is resolved,
+//! gated and executed (`call/`).
 
 pub(crate) mod allowed;
 pub(crate) mod explain;

@@ -1,8 +1,9 @@
 //! Step 7, **execute**: a call that passed the gate runs, its panics caught, its deadline
-//! kept and its cancellation honoured, with a [`ToolContext`](context::ToolContext) through
-//! which it reaches its [`CallHost`](host::CallHost) (progress, logs, questions, sampling);
-//! every outcome is an [`Observation`](observation::Observation), whose result may hold
-//! blocks of [`Content`](content::Content).
+//! kept and its cancellation honoured, through the [`Tool`](tool::Tool) it was registered as
+//! and with a [`ToolContext`](crate::ToolContext) through which it reaches its
+//! [`CallHost`](crate::host::CallHost) (the `host` module: progress, logs, questions,
+//! sampling); every outcome is an [`Observation`](observation::Observation), whose result may
+//! hold blocks of [`Content`](crate::content::Content).
 
 pub(crate) mod execution;
 pub(crate) mod inline;

@@ -21,7 +21,7 @@
 //! `registry-mcp` serves the same tasks through the tasks extension.
 //!
 //! What a task is and what it may become (`record.rs`), where tasks are kept
-//! (`store.rs`: the [`TaskStore`](store::TaskStore) trait and its bounded in-memory
+//! (`store.rs`: the [`TaskStore`] trait and its bounded in-memory
 //! implementation), and the host a running task's tool reaches (`host.rs`: progress and
 //! questions recorded in the store). Starting, polling and cancelling are the call path's
 //! (`call/task.rs`).
