@@ -8,12 +8,12 @@ pub use serde_json;
 pub use crate::declare::declaration::{Declaration, Execute, Outcome, Param, RunToken};
 pub use crate::declare::source::Source;
 pub use crate::execute::tool::CallThroughARun;
-pub use crate::gate::RateLimit;
 pub use crate::gate::readiness::{AsyncCheck, Check, SyncCheck};
 pub use crate::host::context::ToolContext;
 pub use crate::resolve::arguments::Arguments;
 pub use crate::shared::future::BoxFuture;
 pub use crate::shared::hints::Hints;
+pub use crate::shared::rate_limit::RateLimit;
 pub use schemars::{Schema, SchemaGenerator};
 
 use std::fmt::Display;

@@ -68,7 +68,7 @@ pub struct Change {
     /// When it took effect (serialized as milliseconds since the Unix epoch).
     #[serde(
         rename = "at_unix_ms",
-        serialize_with = "crate::gate::unix_ms::serialize"
+        serialize_with = "crate::approval::request::unix_ms::serialize"
     )]
     pub at: SystemTime,
     /// The tool.

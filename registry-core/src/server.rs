@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use crate::approval::request::Verdict;
+use crate::approval::request::{ApprovalError, ApprovalRequest, ApprovalState, StoreError};
 use crate::declare::settings::Scope;
 use crate::discover::run::Run;
 use crate::execute::observation::Observation;
-use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, StoreError};
 use crate::host::call_host::CallHost;
 use crate::host::context::CallOptions;
 use crate::register::registry::Registry;

@@ -34,7 +34,7 @@ pub(crate) mod store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::gate::StoreError;
+use crate::approval::request::StoreError;
 use crate::shared::cancel::Cancellation;
 
 /// The registry's tasks: where they are kept, their bounds, and the ones running in this

@@ -11,14 +11,15 @@ use super::answer::{
     approval_too_large_text, approval_unavailable, code_cannot_wait_text, denied_text, humane,
     humane_wait, revoked_text, too_many_approvals_text, unavailable_text,
 };
+use crate::approval::request::ApprovalRequest;
+use crate::approval::store::Insertion;
 use crate::audit::{self, ApprovalEventKind, truncate};
 use crate::discover::run::Run;
 use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
 use crate::gate::async_policy::CatchUnwind;
 use crate::gate::{
-    ApprovalRequest, AsyncCallPolicy, CallRequest, Decision, Insertion, PolicyArguments,
-    QuotaDecision, QuotaKey, RateLimit,
+    AsyncCallPolicy, CallRequest, Decision, PolicyArguments, QuotaDecision, QuotaKey,
 };
 use crate::host::context::CallOptions;
 use crate::project::discovery::Entry;
@@ -28,6 +29,7 @@ use crate::resolve::fast;
 use crate::shared::audit_key::argument_fingerprint;
 use crate::shared::caller::Caller;
 use crate::shared::deadline::with_deadline;
+use crate::shared::rate_limit::RateLimit;
 use crate::shared::tool_error::{ArgumentProblem, ToolError};
 
 /// At most this many tool names are listed to a model that called an unknown tool.
@@ -364,7 +366,7 @@ impl Run {
         let arguments = arguments.into_value();
         let digest =
             crate::approval::request::ArgumentDigest::keyed(self.registry.audit_key(), &arguments);
-        let request = crate::gate::new_id().map(|id| ApprovalRequest {
+        let request = crate::approval::request::new_id().map(|id| ApprovalRequest {
             id,
             run_id: self.id().to_owned(),
             tenant: self.subject().tenant().to_owned(),
@@ -539,7 +541,7 @@ impl Run {
     pub(super) fn quota_answer(
         &self,
         resolved: &Resolved,
-        answer: Result<QuotaDecision, crate::gate::StoreError>,
+        answer: Result<QuotaDecision, crate::approval::request::StoreError>,
     ) -> Result<(), Box<Decided>> {
         let name = resolved.entry.tool.name();
         let refused = match answer {

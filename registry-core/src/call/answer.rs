@@ -203,7 +203,7 @@ pub(super) fn approval_too_large_text(name: &str, max: usize) -> String {
 pub(super) fn approval_unavailable(
     ticket: Ticket,
     name: &str,
-    error: &crate::gate::StoreError,
+    error: &crate::approval::request::StoreError,
 ) -> Decided {
     let text = format!(
         "the call to \"{name}\" needs a person's approval, which cannot be asked for right now; nothing was done"

@@ -8,11 +8,12 @@ use super::admit::{Ruling, decide_async, validate};
 use super::answer::{
     Decided, Resolved, Ticket, denied_text, invalid_arguments_text, revoked_text, unavailable_text,
 };
+use crate::approval::request::{ApprovalError, ApprovalRequest, ApprovalState};
 use crate::approval::request::{Verdict, VerdictKind};
+use crate::approval::store::Transition;
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
 use crate::discover::run::Run;
 use crate::execute::observation::{ErrorKind, Observation};
-use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
 use crate::gate::{CallRequest, PolicyArguments};
 use crate::host::context::CallOptions;
 use crate::project::discovery::Entry;
@@ -213,9 +214,9 @@ impl Run {
         let unknown = || ApprovalError::UnknownId { id: id.to_owned() };
         if let Some(reason) = self.origin().suspension() {
             // Whether the tool was revoked elsewhere cannot be known: decide nothing.
-            return Err(ApprovalError::Store(crate::gate::StoreError::new(format!(
-                "calls are held: {reason}"
-            ))));
+            return Err(ApprovalError::Store(
+                crate::approval::request::StoreError::new(format!("calls are held: {reason}")),
+            ));
         }
         let (request, state) = store.get(id).await?.ok_or_else(unknown)?;
         // Whose it is comes first: another principal learns nothing of the request, not even

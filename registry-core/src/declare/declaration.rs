@@ -36,7 +36,7 @@ pub struct Declaration {
     /// Every call waits for a person's approval (`needs_approval`).
     pub needs_approval: bool,
     /// Calls per subject and period (`rate_limit = "10/min"`).
-    pub rate_limit: Option<crate::gate::RateLimit>,
+    pub rate_limit: Option<crate::shared::rate_limit::RateLimit>,
     pub hints: Hints,
     /// The namespace (`namespace = "builds"`); `None`: derived from the first scope.
     pub namespace: Option<&'static str>,

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use crate::gate::RateLimit;
 use crate::shared::hints::Hints;
+use crate::shared::rate_limit::RateLimit;
 
 /// A permission a subject must hold to use a tool, such as `build:read`.
 ///

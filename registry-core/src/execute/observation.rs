@@ -6,8 +6,8 @@ use std::time::Duration;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use crate::approval::request::ApprovalRequest;
 use crate::content::{self, Content, Payload};
-use crate::gate::ApprovalRequest;
 use crate::shared::tool_error::ArgumentProblem;
 
 /// Why a call produced no result. Every kind reaches the model as an error observation with

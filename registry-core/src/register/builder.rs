@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::access::rule::AccessRule;
+use crate::approval::store::ApprovalStore;
 use crate::audit::AuditSink;
 use crate::change::Replacement;
 use crate::declare::declaration::{Declaration, Execute, declarations};
@@ -16,9 +17,7 @@ use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_nam
 use crate::declare::source::Source;
 use crate::execute::pool::{self, BlockingPool};
 use crate::execute::tool::Tool;
-use crate::gate::{
-    ApprovalStore, CallPolicy, Check, GateConfig, QuotaStore, Quotas, RateLimit, ReadinessCheck,
-};
+use crate::gate::{CallPolicy, Check, GateConfig, QuotaStore, Quotas, ReadinessCheck};
 use crate::host::call_host::CallHost;
 use crate::host::context::HostWaits;
 use crate::host::state::AppState;
@@ -30,6 +29,7 @@ use crate::register::schemas::SchemaChecks;
 use crate::resolve::guard::ArgumentLimits;
 use crate::search::embed::Embedder;
 use crate::shared::profile::Profile;
+use crate::shared::rate_limit::RateLimit;
 use crate::task::TaskConfig;
 use crate::task::record::TaskLimits;
 use crate::task::store::TaskStore;

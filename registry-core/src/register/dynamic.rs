@@ -14,12 +14,12 @@ use crate::declare::schema::empty_parameters_schema;
 use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
 use crate::execute::tool::{Handler, ToolParts};
-use crate::gate::RateLimit;
 use crate::host::context::ToolContext;
 use crate::register::bounds;
 use crate::register::lint::Texts;
 use crate::resolve::validate::ArgumentValidator;
 use crate::shared::hints::Hints;
+use crate::shared::rate_limit::RateLimit;
 use crate::shared::tool_error::ToolError;
 
 /// A tool assembled at run time: name, description, JSON Schema, handler and policy.

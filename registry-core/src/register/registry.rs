@@ -430,7 +430,7 @@ impl Registry {
             crate::approval::ApprovalRequest,
             crate::approval::ApprovalState,
         )>,
-        crate::gate::StoreError,
+        crate::approval::request::StoreError,
     > {
         self.inner.gate.approvals.get(id).await
     }
@@ -449,7 +449,7 @@ impl Registry {
     pub(crate) async fn approver_outside(
         &self,
         id: &str,
-    ) -> Result<Option<String>, crate::gate::StoreError> {
+    ) -> Result<Option<String>, crate::approval::request::StoreError> {
         self.inner.gate.approvals.approved_outside(id).await
     }
 

@@ -9,9 +9,9 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::approval::request::ApprovalRequest;
 use crate::content::{Content, Embedded, ResourceLink};
 use crate::execute::observation::{ErrorDetail, ErrorKind, Observation};
-use crate::gate::ApprovalRequest;
 use crate::shared::tool_error::ArgumentProblem;
 
 /// An ended task's result ([`Observation`]), whole, in a form that serializes (to JSON, or

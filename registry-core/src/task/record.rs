@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::gate::StoreError;
+use crate::approval::request::StoreError;
 use crate::host::call_host::{Elicitation, Progress};
 use crate::shared::fingerprint::Fingerprint;
 use crate::shared::subject::Subject;

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::SystemTime;
 
+use crate::approval::request::StoreError;
 use crate::execute::observation::Observation;
-use crate::gate::StoreError;
 use crate::host::call_host::Progress;
 use crate::shared::cancel::Cancellation;
 use crate::shared::future::BoxFuture;
