@@ -1,33 +1,5 @@
 //! A text from outside, written safely into a log line.
 
-#[cfg(test)]
-mod tests {
-    use super::Logged;
-
-    #[test]
-    fn plain_words_stay_and_the_rest_is_quoted() {
-        assert_eq!(Logged("run-1").to_string(), "run-1");
-        assert_eq!(Logged("a\nb").to_string(), "\"a\\nb\"");
-        assert_eq!(Logged("x outcome=ok").to_string(), "\"x outcome=ok\"");
-        assert_eq!(Logged("n\0").to_string(), "\"n\\0\"");
-        assert_eq!(Logged("").to_string(), "\"\"");
-        assert_eq!(Logged("a\rb").to_string(), "\"a\\rb\"");
-        assert_eq!(Logged("say \"hi\"").to_string(), "\"say \\\"hi\\\"\"");
-        assert_eq!(Logged("it's").to_string(), "\"it's\"");
-        // Invisible characters are never written as they are, not even in letters.
-        assert_eq!(
-            Logged("get\u{3164}status").to_string(),
-            "\"get\\u{3164}status\""
-        );
-        assert_eq!(Logged("a\u{AD}b").to_string(), "\"a\\u{ad}b\"");
-        assert_eq!(Logged("a\u{FE0F}b").to_string(), "\"a\\u{fe0f}b\"");
-        assert_eq!(Logged("a\u{202E}b").to_string(), "\"a\\u{202e}b\"");
-        assert_eq!(Logged("a\u{2066}b").to_string(), "\"a\\u{2066}b\"");
-        assert_eq!(Logged("a\u{85}b").to_string(), "\"a\\u{85}b\"");
-        assert_eq!(Logged("é").to_string(), "é");
-    }
-}
-
 /// A text from outside (a tool name, a call id, a reason) as a log field: as it is when it is
 /// a plain word (letters, digits, `_ - . : / @ +`), quoted otherwise, with `"`, `\`, line
 /// breaks, NUL and every other control character escaped, and every character the
@@ -64,5 +36,33 @@ impl std::fmt::Display for Logged<'_> {
             }
         }
         f.write_char('"')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Logged;
+
+    #[test]
+    fn plain_words_stay_and_the_rest_is_quoted() {
+        assert_eq!(Logged("run-1").to_string(), "run-1");
+        assert_eq!(Logged("a\nb").to_string(), "\"a\\nb\"");
+        assert_eq!(Logged("x outcome=ok").to_string(), "\"x outcome=ok\"");
+        assert_eq!(Logged("n\0").to_string(), "\"n\\0\"");
+        assert_eq!(Logged("").to_string(), "\"\"");
+        assert_eq!(Logged("a\rb").to_string(), "\"a\\rb\"");
+        assert_eq!(Logged("say \"hi\"").to_string(), "\"say \\\"hi\\\"\"");
+        assert_eq!(Logged("it's").to_string(), "\"it's\"");
+        // Invisible characters are never written as they are, not even in letters.
+        assert_eq!(
+            Logged("get\u{3164}status").to_string(),
+            "\"get\\u{3164}status\""
+        );
+        assert_eq!(Logged("a\u{AD}b").to_string(), "\"a\\u{ad}b\"");
+        assert_eq!(Logged("a\u{FE0F}b").to_string(), "\"a\\u{fe0f}b\"");
+        assert_eq!(Logged("a\u{202E}b").to_string(), "\"a\\u{202e}b\"");
+        assert_eq!(Logged("a\u{2066}b").to_string(), "\"a\\u{2066}b\"");
+        assert_eq!(Logged("a\u{85}b").to_string(), "\"a\\u{85}b\"");
+        assert_eq!(Logged("é").to_string(), "é");
     }
 }
