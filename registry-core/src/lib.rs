@@ -79,8 +79,11 @@
 // Every public type can be printed (and prints no secret).
 #![warn(missing_debug_implementations)]
 
-// The modules in their order, bottom to top: each imports only modules above it in this list
-// (`shared`, the leaf, first). `tests/tests/integration/architecture.rs` checks it (`ORDER`).
+// The modules stand in one order, bottom to top, each importing only those before it:
+// pointer, shared (the leaf), content, resolve, host, declare, approval, execute, task,
+// change, audit, gate, access, search, project, present, compat, register, discover,
+// deferred, server, call, __private; definition, lockfile and policy only gather items
+// defined in the others. `ORDER` in `tests/tests/integration/architecture.rs` checks it.
 pub mod access;
 pub mod approval;
 pub mod audit;
@@ -103,7 +106,7 @@ pub mod search;
 pub mod server;
 mod shared;
 pub mod task;
-// Public modules that gather items defined in the modules above, and define none.
+// Public modules that only gather items defined in the others.
 pub mod definition;
 pub mod lockfile;
 pub mod policy;
