@@ -5,14 +5,15 @@ pub use schemars;
 pub use serde;
 pub use serde_json;
 
-pub use crate::declare::declaration::{BoxFuture, Declaration, Execute, Outcome, Param, RunToken};
-pub use crate::declare::settings::Hints;
+pub use crate::declare::declaration::{Declaration, Execute, Outcome, Param, RunToken};
 pub use crate::declare::source::Source;
-pub use crate::execute::context::ToolContext;
-pub use crate::gate::RateLimit;
+pub use crate::execute::tool::CallThroughARun;
 pub use crate::gate::readiness::{AsyncCheck, Check, SyncCheck};
-pub use crate::register::tool::CallThroughARun;
+pub use crate::host::context::ToolContext;
 pub use crate::resolve::arguments::Arguments;
+pub use crate::shared::future::BoxFuture;
+pub use crate::shared::hints::Hints;
+pub use crate::shared::rate_limit::RateLimit;
 pub use schemars::{Schema, SchemaGenerator};
 
 use std::fmt::Display;
@@ -21,8 +22,8 @@ use std::future::Future;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::execute::content::{Content, Payload, ToolOutput};
-use crate::resolve::tool_error::ToolError;
+use crate::content::{Content, Payload, ToolOutput};
+use crate::shared::tool_error::ToolError;
 
 /// The schema of one parameter type.
 pub fn schema<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {

@@ -8,17 +8,13 @@
 //!
 //! Tests: `tests/tests/audit.rs`.
 
-use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::{Digest, Sha256};
-
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::discover::fingerprint::Fingerprint;
 use crate::execute::observation::ErrorKind;
+use crate::shared::fingerprint::Fingerprint;
+pub(crate) use crate::shared::logged::Logged;
 
 /// The `tracing` target of audit events.
 pub const AUDIT_TARGET: &str = "registry_core::audit";
@@ -423,7 +419,7 @@ pub struct CallEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
     /// Who made the call: the model, or code it wrote ([`Caller`](crate::call::Caller)).
-    pub caller: crate::resolve::call::Caller,
+    pub caller: crate::shared::caller::Caller,
     /// The ids of the policies that decided the call, when a policy names them
     /// ([`CallPolicy::determine`](crate::gate::CallPolicy::determine): a Cedar policy set's).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -469,35 +465,7 @@ impl ResultChecked {
 #[non_exhaustive]
 pub struct ChangeEvent {
     /// What happened.
-    pub change: crate::register::change::Change,
-}
-
-#[cfg(test)]
-mod logged_tests {
-    use super::Logged;
-
-    #[test]
-    fn plain_words_stay_and_the_rest_is_quoted() {
-        assert_eq!(Logged("run-1").to_string(), "run-1");
-        assert_eq!(Logged("a\nb").to_string(), "\"a\\nb\"");
-        assert_eq!(Logged("x outcome=ok").to_string(), "\"x outcome=ok\"");
-        assert_eq!(Logged("n\0").to_string(), "\"n\\0\"");
-        assert_eq!(Logged("").to_string(), "\"\"");
-        assert_eq!(Logged("a\rb").to_string(), "\"a\\rb\"");
-        assert_eq!(Logged("say \"hi\"").to_string(), "\"say \\\"hi\\\"\"");
-        assert_eq!(Logged("it's").to_string(), "\"it's\"");
-        // Invisible characters are never written as they are, not even in letters.
-        assert_eq!(
-            Logged("get\u{3164}status").to_string(),
-            "\"get\\u{3164}status\""
-        );
-        assert_eq!(Logged("a\u{AD}b").to_string(), "\"a\\u{ad}b\"");
-        assert_eq!(Logged("a\u{FE0F}b").to_string(), "\"a\\u{fe0f}b\"");
-        assert_eq!(Logged("a\u{202E}b").to_string(), "\"a\\u{202e}b\"");
-        assert_eq!(Logged("a\u{2066}b").to_string(), "\"a\\u{2066}b\"");
-        assert_eq!(Logged("a\u{85}b").to_string(), "\"a\\u{85}b\"");
-        assert_eq!(Logged("é").to_string(), "é");
-    }
+    pub change: crate::change::Change,
 }
 
 mod micros {
@@ -687,45 +655,6 @@ pub(crate) fn emit(sink: Option<&dyn AuditSink>, event: AuditEvent) {
     }
 }
 
-/// A text from outside (a tool name, a call id, a reason) as a log field: as it is when it is
-/// a plain word (letters, digits, `_ - . : / @ +`), quoted otherwise, with `"`, `\`, line
-/// breaks, NUL and every other control character escaped, and every character the
-/// description lint calls invisible (soft hyphen, bidi controls, variation selectors...)
-/// written `\u{...}`, so that it can neither start a line, nor forge a field, nor read
-/// differently from what it is.
-pub(crate) struct Logged<'a>(pub(crate) &'a str);
-
-impl Logged<'_> {
-    /// `text` as a field value, for an optional field.
-    pub(crate) fn field(text: &str) -> tracing::field::DisplayValue<Logged<'_>> {
-        tracing::field::display(Logged(text))
-    }
-}
-
-impl std::fmt::Display for Logged<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use std::fmt::Write;
-        let plain = !self.0.is_empty()
-            && self.0.chars().all(|c| {
-                (c.is_alphanumeric() || "_-.:/@+".contains(c)) && !registry_lint::is_invisible(c)
-            });
-        if plain {
-            return f.write_str(self.0);
-        }
-        f.write_char('"')?;
-        for c in self.0.chars() {
-            if c == '\'' {
-                f.write_char(c)?;
-            } else if registry_lint::is_invisible(c) && !c.is_ascii() {
-                write!(f, "\\u{{{:x}}}", u32::from(c))?;
-            } else {
-                write!(f, "{}", c.escape_debug())?;
-            }
-        }
-        f.write_char('"')
-    }
-}
-
 /// Whether anyone listens: a sink, or a `tracing` subscriber for audit events.
 pub(crate) fn wanted(sink: Option<&dyn AuditSink>) -> bool {
     sink.is_some() || tracing::enabled!(target: AUDIT_TARGET, tracing::Level::INFO)
@@ -738,10 +667,10 @@ pub(crate) fn refused(
     attempt: ChangeAttempt,
     tool: Option<&str>,
     reason: Option<&str>,
-    error: &crate::register::error::RegistryError,
+    error: &crate::declare::error::RegistryError,
 ) {
     let all: Vec<String> = match error {
-        crate::register::error::RegistryError::Build(problems) => {
+        crate::declare::error::RegistryError::Build(problems) => {
             problems.iter().map(ToString::to_string).collect()
         }
         other => vec![other.to_string()],
@@ -767,61 +696,6 @@ pub(crate) fn now() -> SystemTime {
 
 /// How many characters of a model-chosen name or call id the audit log keeps.
 pub(crate) const AUDITED_NAME: usize = 256;
-
-/// The key of the audit log's hashes of arguments and queries: HMAC-SHA-256, so that a
-/// reader of the log cannot find low-entropy arguments (a yes or no, a small number, a name
-/// from a short list) by hashing guesses, as an unkeyed hash would let them. The registry's
-/// ([`RegistryBuilder::audit_hash_key`](crate::RegistryBuilder::audit_hash_key)), or one
-/// drawn at random once per process.
-#[derive(Clone)]
-pub(crate) struct AuditKey(Hmac<Sha256>);
-
-impl AuditKey {
-    /// HMAC under `key`.
-    pub(crate) fn new(key: &[u8]) -> AuditKey {
-        match <Hmac<Sha256> as KeyInit>::new_from_slice(key) {
-            Ok(keyed) => AuditKey(keyed),
-            Err(_) => unreachable!("HMAC takes a key of any length"),
-        }
-    }
-
-    /// The key of this process, drawn at random the first time it is asked for. Without an
-    /// operating-system random source, a digest of the time and an address: hashes are then
-    /// still keyed by a value no reader of the log is given.
-    pub(crate) fn of_process() -> AuditKey {
-        static KEY: OnceLock<AuditKey> = OnceLock::new();
-        KEY.get_or_init(|| {
-            let mut key = [0u8; 32];
-            if getrandom::fill(&mut key).is_err() {
-                let fallback = Sha256::digest(format!("{:p}{:?}", &key, SystemTime::now()));
-                key.copy_from_slice(&fallback);
-                tracing::error!("no random source for the audit hash key; using a fallback");
-            }
-            AuditKey::new(&key)
-        })
-        .clone()
-    }
-
-    /// The first 8 bytes of `bytes`' HMAC, in hex (16 digits).
-    fn hash(&self, bytes: &[u8]) -> String {
-        let mut keyed = self.0.clone();
-        keyed.update(bytes);
-        let tag = keyed.finalize().into_bytes();
-        tag[..8].iter().map(|byte| format!("{byte:02x}")).collect()
-    }
-}
-
-impl std::fmt::Debug for AuditKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AuditKey(..)")
-    }
-}
-
-/// The size and keyed hash of the arguments as compact JSON, for the audit log.
-pub(crate) fn argument_fingerprint(key: &AuditKey, arguments: &Value) -> (usize, String) {
-    let json = serde_json::to_vec(arguments).unwrap_or_default();
-    (json.len(), key.hash(&json))
-}
 
 /// At most `max` characters of `text`, for echoing untrusted names.
 pub(crate) fn truncate(text: &str, max: usize) -> String {

@@ -26,7 +26,7 @@
 
 mod admit;
 mod answer;
-pub(crate) mod approvals;
+mod approvals;
 mod check;
 mod policies;
 mod quota;
@@ -34,11 +34,11 @@ mod resolve;
 mod run;
 mod task;
 
-pub use crate::execute::cancel::{Cancellation, Cancelled};
-pub use crate::execute::context::CallOptions;
-#[allow(deprecated)]
-pub use crate::execute::trace::TraceParseError;
-pub use crate::execute::trace::{ParseTraceError, TraceContext};
-pub use crate::resolve::call::Caller;
+pub use crate::host::context::CallOptions;
 pub use crate::resolve::guard::{ArgumentLimits, MAX_ARGUMENT_DEPTH};
-pub use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+pub use crate::shared::caller::Caller;
+pub use crate::shared::cancel::{Cancellation, Cancelled};
+pub use crate::shared::tool_error::{ArgumentProblem, ToolError};
+#[allow(deprecated)]
+pub use crate::shared::trace::TraceParseError;
+pub use crate::shared::trace::{ParseTraceError, TraceContext};

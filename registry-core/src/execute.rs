@@ -1,18 +1,12 @@
 //! Step 5.3 of a call, **execute**: a call that passed the gate runs, its panics caught, its deadline
-//! kept and its cancellation honoured, with a [`ToolContext`](context::ToolContext) through
-//! which it reaches its [`CallHost`](host::CallHost) (progress, logs, questions, sampling);
-//! every outcome is an [`Observation`](observation::Observation), whose result may hold
-//! blocks of [`Content`](content::Content).
+//! kept and its cancellation honoured, through the [`Tool`](tool::Tool) it was registered as
+//! and with a [`ToolContext`](crate::ToolContext) through which it reaches its
+//! [`CallHost`](crate::host::CallHost) (the `host` module: progress, logs, questions,
+//! sampling); every outcome is an [`Observation`](observation::Observation), whose result may
+//! hold blocks of [`Content`](crate::content::Content).
 
-pub(crate) mod cancel;
-pub(crate) mod content;
-pub(crate) mod context;
-pub(crate) mod deadline;
 pub(crate) mod execution;
-pub(crate) mod form;
-pub(crate) mod host;
 pub(crate) mod inline;
 pub(crate) mod observation;
 pub(crate) mod pool;
-pub(crate) mod task;
-pub(crate) mod trace;
+pub(crate) mod tool;

@@ -3,7 +3,7 @@
 //!
 //! - a per-call policy ([`CallPolicy`]) that allows, denies or asks for approval, and
 //!   asynchronous ones ([`AsyncCallPolicy`]: a remote engine, within a deadline);
-//! - human approval ([`ApprovalRequest`]), bound to exactly what was shown and approved, kept
+//! - human approval ([`ApprovalRequest`](crate::approval::ApprovalRequest)), bound to exactly what was shown and approved, kept
 //!   in an [`ApprovalStore`];
 //! - quotas: a [`RateLimit`] per subject and tool, counted in a [`QuotaStore`], and a run's
 //!   call budget;
@@ -16,29 +16,26 @@
 //!
 //! Tests: `tests/tests/gate.rs` and `tests/tests/integration/gate_*.rs`, one file per feature.
 
-pub(crate) mod approval;
 pub(crate) mod async_policy;
 mod policy;
 mod quota;
-mod rate_limit;
 pub(crate) mod readiness;
 pub(crate) mod result_check;
-pub(crate) mod store;
+pub(crate) mod settled;
 
-pub use approval::StoreError;
+pub use crate::approval::request::StoreError;
+pub use crate::shared::rate_limit::{RateLimit, RateLimitError};
 pub use async_policy::AsyncCallPolicy;
 pub use policy::{CallPolicy, CallRequest, Decision, Determined};
 pub use quota::{MemoryQuotaStore, QuotaDecision, QuotaKey, QuotaStore};
-pub use rate_limit::{RateLimit, RateLimitError};
 pub use readiness::{ReadinessCheck, ToolReadiness};
 pub use result_check::{RedactSecrets, ResultCheck, ResultDecision, ToolResult};
 
-pub(crate) use approval::{ApprovalError, ApprovalRequest, ApprovalState};
+pub(crate) use crate::approval::store::{ApprovalStore, MemoryApprovalStore};
 pub(crate) use policy::PolicyArguments;
 pub(crate) use readiness::Check;
-pub(crate) use store::{ApprovalStore, Insertion, MemoryApprovalStore, Transition};
 
-pub(crate) use approval::{DEFAULT_MAX_PENDING, DEFAULT_TTL, new_id, unix_ms};
+pub(crate) use crate::approval::request::{DEFAULT_MAX_PENDING, DEFAULT_TTL};
 pub(crate) use quota::Budget;
 pub(crate) use readiness::{DEFAULT_TIMEOUT, ReadyState};
 

@@ -87,195 +87,59 @@
 // [workspace.lints]: see the root Cargo.toml.
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
-mod declare;
-mod discover;
-mod execute;
-mod pointer;
-mod present;
-mod register;
-mod resolve;
-
+// The modules stand in one order, bottom to top, each importing only those before it:
+// pointer, shared (the leaf), content, resolve, host, declare, approval, execute, task,
+// change, audit, gate, access, search, project, present, compat, register, discover,
+// deferred, server, call, __private; definition, lockfile and policy only gather items
+// defined in the others. `ORDER` in `tests/tests/integration/architecture.rs` checks it.
+pub mod access;
+pub mod approval;
 pub mod audit;
 pub mod call;
+pub mod change;
+pub mod compat;
+pub mod content;
+mod declare;
+pub mod deferred;
+mod discover;
+mod execute;
 pub mod gate;
+pub mod host;
+mod pointer;
+mod present;
+mod project;
+mod register;
+mod resolve;
+pub mod search;
 pub mod server;
-
-pub use present::compat;
+mod shared;
+pub mod task;
+// Public modules that only gather items defined in the others.
+pub mod definition;
+pub mod lockfile;
+pub mod policy;
 
 #[doc(hidden)]
 pub mod __private;
 
 pub use declare::definition::ToolDefinition;
-pub use declare::dynamic::DynamicTool;
+pub use declare::error::{BuildProblem, RegistryError};
 pub use discover::allowed::AllowedSet;
-pub use discover::fingerprint::Fingerprint;
 pub use discover::run::Run;
-pub use discover::subject::Subject;
-pub use execute::context::ToolContext;
 pub use execute::observation::{ErrorKind, Observation};
-pub use present::profile::{ParseProfileError, Profile};
+pub use execute::tool::Tool;
+pub use host::context::ToolContext;
 pub use present::reader::ParseError;
 pub use register::builder::RegistryBuilder;
-pub use register::error::{BuildProblem, RegistryError};
+pub use register::dynamic::DynamicTool;
 pub use register::registry::Registry;
-pub use register::tool::Tool;
 pub use resolve::call::ToolCall;
+pub use shared::fingerprint::Fingerprint;
+pub use shared::profile::{ParseProfileError, Profile};
+pub use shared::subject::Subject;
 
 #[doc = include_str!("declare/tool_macro.md")]
 pub use registry_macros::tool;
-
-pub mod approval {
-    //! Approvals: a call that waits for a person, and what the person decides.
-    //!
-    //! A tool declared `needs_approval`, or a call a [`CallPolicy`](crate::gate::CallPolicy)
-    //! answers [`RequireApproval`](crate::gate::Decision::RequireApproval), is not run: its
-    //! observation is [`ErrorKind::ApprovalRequired`](crate::ErrorKind::ApprovalRequired) and
-    //! carries an [`ApprovalRequest`] ([`Observation::approval`](crate::Observation::approval)).
-    //! A person decides it with a [`Verdict`], given to [`Run::decide`](crate::Run::decide) or
-    //! [`Run::decide_blocking`](crate::Run::decide_blocking), the one way for a call or a task:
-    //! [`Settled`] is the model's answer to its call, or the task that started. Requests wait in an [`ApprovalStore`] (in memory by default,
-    //! [`MemoryApprovalStore`]; `registry-postgres` shares one between replicas).
-
-    pub use crate::call::approvals::Settled;
-    pub use crate::gate::approval::{
-        ApprovalError, ApprovalRequest, ApprovalState, ArgumentDigest, Verdict,
-    };
-    pub use crate::gate::store::{
-        ApprovalStore, ApprovalWatchers, Insertion, MemoryApprovalStore, Transition,
-    };
-}
-
-pub mod task {
-    //! Tasks: a call to a long-running tool, started and followed instead of awaited.
-    //!
-    //! A tool declared `#[tool(task)]` (or [`DynamicTool::task`](crate::DynamicTool::task))
-    //! can be started as a task with [`Run::start_task`](crate::Run::start_task): the call
-    //! passes the same gate as [`Run::call`](crate::Run::call) (resolution, arguments,
-    //! policies, a person's approval, the budget and the rate limit) **before** anything
-    //! starts, then its tool runs on a thread of its own and the caller gets a [`Task`] at
-    //! once. [`Run::task`](crate::Run::task) polls its [`TaskStatus`] and progress,
-    //! [`Run::cancel_task`](crate::Run::cancel_task) cancels it (the tool sees
-    //! [`ToolContext::cancelled`](crate::ToolContext::cancelled)),
-    //! [`Run::task_result`](crate::Run::task_result) and
-    //! [`Run::wait_task`](crate::Run::wait_task) give the observation a call would have
-    //! answered. A task that needs approval starts when
-    //! [`Run::decide`](crate::Run::decide) approves it
-    //! ([`Settled::Started`](crate::approval::Settled::Started)).
-    //!
-    //! A task belongs to its subject's [principal](crate::Subject::principal): another
-    //! principal can neither read nor cancel it. Tasks are bounded per principal and in
-    //! total, and an ended task's result is kept for a TTL ([`TaskLimits`]), in a
-    //! [`TaskStore`] (in memory by default, [`MemoryTaskStore`]). Each start, end and
-    //! cancellation is audited ([`TaskEvent`](crate::audit::TaskEvent)). Over MCP,
-    //! `registry-mcp` serves the same tasks through the tasks extension.
-
-    pub use crate::execute::task::host::MAX_TASK_QUESTIONS;
-    pub use crate::execute::task::kept::{KeptResult, KeptResultError};
-    pub use crate::execute::task::record::{
-        MAX_ANSWER_BYTES, Task, TaskAnswers, TaskError, TaskLimits, TaskQuestion, TaskStatus,
-    };
-    pub use crate::execute::task::store::{
-        Answering, Finish, Insertion, MemoryTaskStore, TaskEnd, TaskStore, TaskUpdate,
-        answer_questions, questions_status, take_answer,
-    };
-}
-
-pub mod definition {
-    //! What a tool is declared with, besides its [`ToolDefinition`](crate::ToolDefinition): its
-    //! settings (scopes, tenants, hints, gate flags), where it was declared, and the rule its
-    //! name follows.
-
-    pub use crate::declare::declaration::{BoxFuture, Outcome};
-    pub use crate::declare::header::{MAX_HEADER_NAME, check_header_name};
-    pub use crate::declare::name::{MAX_NAME_LEN, NameError, check_tool_name};
-    pub use crate::declare::settings::{Hints, Scope, ScopeError, ToolSettings};
-    pub use crate::declare::source::Source;
-}
-
-pub mod access {
-    //! Who sees which tools: a run's [`Access`] level, the application's [`AccessRule`]s, and
-    //! why a tool is hidden from a subject ([`Explanation`], from
-    //! [`Run::explain`](crate::Run::explain)).
-
-    pub use crate::discover::access::{AccessRule, Visibility};
-    pub use crate::discover::attribute::{
-        AttributeValue, MAX_ATTRIBUTE_KEY, MAX_ATTRIBUTE_VALUE, MAX_ATTRIBUTE_VALUES,
-        MAX_SUBJECT_ATTRIBUTES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text,
-    };
-    pub use crate::discover::explain::{Explanation, HiddenReason, HiddenTool};
-    pub use crate::discover::run::Capability;
-    pub use crate::discover::subject::Access;
-}
-
-pub mod policy {
-    //! Rules kept apart from the program: a [`PolicySet`] (Cedar's, with `registry-cedar`) is
-    //! an access rule and a call policy in one, checked against the registry when it is built
-    //! ([`RegistryBuilder::policies`](crate::RegistryBuilder::policies)).
-
-    pub use crate::register::policies::PolicySet;
-}
-
-pub mod content {
-    //! The blocks of content a tool's result may hold: text, images, audio, links and embedded
-    //! resources ([`Content`]), with a structured value beside them ([`ToolOutput`]).
-
-    pub use crate::execute::content::{
-        Content, Embedded, EmbeddedResource, Media, Payload, ResourceLink, ToolOutput,
-    };
-}
-
-pub mod host {
-    //! What a running tool reaches through its [`ToolContext`](crate::ToolContext): progress,
-    //! logs, questions to the user (elicitation) and sampling, answered by a [`CallHost`].
-
-    pub use crate::execute::form::form_schema;
-    pub use crate::execute::host::{
-        CallHost, CallInfo, DEFAULT_ELICIT_TIMEOUT, DEFAULT_SAMPLE_TIMEOUT, ElicitError,
-        ElicitRequest, Elicitation, FormError, LogLevel, Progress, SampleContent, SampleError,
-        SampleMessage, SampleReply, SampleRequest, SampleRole, TOOL_EVENT_TARGET,
-    };
-}
-
-pub mod deferred {
-    //! Deferred loading: a model shown a few tools and a search tool, loading what it finds
-    //! ([`Run::deferred`](crate::Run::deferred)).
-
-    pub use crate::present::deferred::{
-        DeferredOptions, DeferredSession, EmbeddedQuery, GOOD_SIMILARITY, NO_MATCH_COVERAGE,
-        QueryEmbedding, SEARCH_TOOL_NAME, SearchAnswer, SearchCall, SessionCall, WEAK_COVERAGE,
-    };
-}
-
-pub mod search {
-    //! Finding tools of a run's allowed set by what they do ([`Run::search`](crate::Run::search)).
-
-    #[cfg(feature = "openai-embeddings")]
-    pub use crate::discover::embed::openai::OpenAiEmbedder;
-    pub use crate::discover::embed::{
-        EmbedError, Embedder, MAX_BATCH, MAX_DIMENSIONS, MAX_TEXT_BYTES,
-    };
-    pub use crate::discover::search::SearchHit;
-}
-
-pub mod change {
-    //! Changes to a built registry: revocations, restorations and replacements, each recorded
-    //! ([`Registry::changes`](crate::Registry::changes)); and what became of the runs they
-    //! caught ([`Registry::run_ends`](crate::Registry::run_ends)).
-
-    pub use crate::register::change::{
-        Change, ChangeKind, OldRuns, RUN_ENDS_KEPT, ReplaceOptions, RunEnd, RunEndKind,
-    };
-    pub use crate::register::registry::Replacement;
-}
-
-pub mod lockfile {
-    //! Pinned definitions: the lockfile of what each provider is shown
-    //! ([`Registry::lock`](crate::Registry::lock),
-    //! [`Registry::assert_lockfile`](crate::Registry::assert_lockfile)), whose digests MCP
-    //! clients also find in each tool's `_meta`.
-
-    pub use crate::present::export::DIGEST_META_KEY;
-}
 
 /// The crate README's example, compiled and run as a doc test. (The workspace README's are
 /// run by the `registry-tests` package: a published crate holds only its own directory.)

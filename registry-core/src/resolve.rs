@@ -13,5 +13,4 @@ pub(crate) mod guard;
 pub(crate) mod json_text;
 pub(crate) mod shape;
 pub(crate) mod slice;
-pub(crate) mod tool_error;
 pub(crate) mod validate;

@@ -7,17 +7,17 @@
 
 use std::sync::Arc;
 
-use crate::call::approvals::Settled;
+use crate::approval::request::Verdict;
+use crate::approval::request::{ApprovalError, ApprovalRequest, ApprovalState, StoreError};
 use crate::declare::settings::Scope;
 use crate::discover::run::Run;
-use crate::execute::context::CallOptions;
-use crate::execute::host::CallHost;
 use crate::execute::observation::Observation;
-use crate::execute::task::record::Task;
-use crate::gate::approval::Verdict;
-use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, StoreError};
+use crate::gate::settled::Settled;
+use crate::host::call_host::CallHost;
+use crate::host::context::CallOptions;
 use crate::register::registry::Registry;
 use crate::resolve::call::ToolCall;
+use crate::task::record::Task;
 
 mod sealed {
     pub trait Sealed {}

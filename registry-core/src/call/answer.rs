@@ -1,18 +1,18 @@
 //! How a call is answered: what is kept of it while it runs, the observation it ends as, and
 //! the texts the model reads.
 
-use crate::resolve::call::Caller;
 use std::time::Duration;
 
 use crate::audit::truncate;
+use crate::content::Payload;
 use crate::discover::allowed::AllowedSet;
-use crate::discover::discovery::Entry;
-use crate::execute::content::Payload;
-use crate::execute::context::ToolContext;
 use crate::execute::execution::Failure;
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::host::context::ToolContext;
+use crate::project::discovery::Entry;
 use crate::resolve::checked::CheckedArguments;
-use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+use crate::shared::caller::Caller;
+use crate::shared::tool_error::{ArgumentProblem, ToolError};
 
 /// A call that passed the gate, ready to run.
 pub(crate) struct Resolved {
@@ -209,7 +209,7 @@ pub(super) fn approval_too_large_text(name: &str, max: usize) -> String {
 pub(super) fn approval_unavailable(
     ticket: Ticket,
     name: &str,
-    error: &crate::gate::StoreError,
+    error: &crate::approval::request::StoreError,
 ) -> Decided {
     let text = format!(
         "the call to \"{name}\" needs a person's approval, which cannot be asked for right now; nothing was done"

@@ -4,74 +4,24 @@ use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 
-use super::admit::Approval;
+use super::admit::{Approval, Approved};
 use super::answer::{
     Decided, Resolved, Ticket, denied_text, expired_text, invalid_arguments_text, revoked_text,
     unavailable_text,
 };
 use super::policies::Ruling;
 use super::resolve::validate;
+use crate::approval::request::{ApprovalError, ApprovalRequest, ApprovalState};
+use crate::approval::request::{Verdict, VerdictKind};
+use crate::approval::store::Transition;
 use crate::audit::{self, ApprovalEvent, ApprovalEventKind, AuditEvent};
-use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
-use crate::execute::context::CallOptions;
 use crate::execute::execution;
 use crate::execute::observation::{ErrorKind, Observation};
-use crate::execute::task::record::Task;
-use crate::gate::approval::{Verdict, VerdictKind};
-use crate::gate::{ApprovalError, ApprovalRequest, ApprovalState, Transition};
-
-/// What a person's verdict settled ([`Run::decide`]): the model's answer to its call, or,
-/// for a call that asked to start as a task ([`ApprovalRequest::is_task`]) and was approved,
-/// the task that started.
-///
-/// ```
-/// use registry_core::approval::Settled;
-///
-/// fn show(settled: Settled) -> String {
-///     match settled {
-///         Settled::Answered(observation) => format!("answered: {:?}", observation.error_kind()),
-///         Settled::Started(task) => format!("task {} started", task.id()),
-///     }
-/// }
-/// ```
-#[derive(Debug, Clone)]
-#[must_use = "a settled request is the model's answer to its call, or the task that started"]
-pub enum Settled {
-    /// The call's answer: its result, or why it did not run (denied, expired, revoked,
-    /// refused by the gate, or a task that could not start).
-    Answered(Observation),
-    /// The call asked to start as a task, was approved, and started with exactly the
-    /// arguments approved; follow it with [`Run::task`] and [`Run::wait_task`]. (Boxed: the
-    /// rarer answer, and a task is three times an observation's size.)
-    Started(Box<Task>),
-}
-
-impl Settled {
-    /// The call's answer, if it was answered (`None` for a task that started).
-    pub fn answer(&self) -> Option<&Observation> {
-        match self {
-            Settled::Answered(observation) => Some(observation),
-            Settled::Started(_) => None,
-        }
-    }
-
-    /// [`answer`](Self::answer), taken.
-    pub fn into_answer(self) -> Option<Observation> {
-        match self {
-            Settled::Answered(observation) => Some(observation),
-            Settled::Started(_) => None,
-        }
-    }
-
-    /// The task that started, if one did.
-    pub fn task(&self) -> Option<&Task> {
-        match self {
-            Settled::Started(task) => Some(task),
-            Settled::Answered(_) => None,
-        }
-    }
-}
+use crate::gate::settled::Settled;
+use crate::host::context::CallOptions;
+use crate::project::discovery::Entry;
+use crate::task::record::Task;
 
 /// A settled request: the call's answer, or the call approved and admitted, to run.
 enum Settling {
@@ -84,17 +34,6 @@ struct Admitted {
     resolved: Resolved,
     started: Option<Instant>,
     options: CallOptions,
-}
-
-/// A person's approval of a call, as the gate sees it again
-/// ([`Approval::Given`](super::admit::Approval::Given)): the request, who approved, whether
-/// the arguments were edited; and, if the verdict could not be recorded (the request was
-/// decided meanwhile, the store failed), why, for [`Run::decide`] to return.
-pub(super) struct Approved {
-    id: String,
-    by: Option<String>,
-    edited: bool,
-    unsettled: Option<ApprovalError>,
 }
 
 impl Run {
@@ -253,9 +192,9 @@ impl Run {
         let unknown = || ApprovalError::UnknownId { id: id.to_owned() };
         if let Some(reason) = self.origin().suspension() {
             // Whether the tool was revoked elsewhere cannot be known: decide nothing.
-            return Err(ApprovalError::Store(crate::gate::StoreError::new(format!(
-                "calls are held: {reason}"
-            ))));
+            return Err(ApprovalError::Store(
+                crate::approval::request::StoreError::new(format!("calls are held: {reason}")),
+            ));
         }
         let (request, state) = store.get(id).await?.ok_or_else(unknown)?;
         // Whose it is comes first: another principal learns nothing of the request, not even
@@ -353,7 +292,7 @@ impl Run {
                 // store) cannot run what was never validated.
                 let mut arguments = request.arguments.clone();
                 let checked = if request.discarded.is_some() {
-                    Err(vec![crate::resolve::tool_error::ArgumentProblem::new(
+                    Err(vec![crate::shared::tool_error::ArgumentProblem::new(
                         "",
                         "the approval store kept no arguments for this request",
                     )])
@@ -389,7 +328,7 @@ impl Run {
         };
         let mut ticket = self.ticket(&request);
         if was_edited && crate::audit::wanted(self.origin().audit_sink()) {
-            ticket.arguments = Some(crate::audit::argument_fingerprint(
+            ticket.arguments = Some(crate::shared::audit_key::argument_fingerprint(
                 self.origin().audit_key(),
                 &arguments,
             ));
@@ -493,7 +432,7 @@ impl Run {
         &self,
         id: &str,
         request: &ApprovalRequest,
-        problems: Vec<crate::resolve::tool_error::ArgumentProblem>,
+        problems: Vec<crate::shared::tool_error::ArgumentProblem>,
         started: Option<Instant>,
         options: &CallOptions,
     ) -> Result<Settling, ApprovalError> {

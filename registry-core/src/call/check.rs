@@ -4,12 +4,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::answer::{Decided, Ticket, withheld_text};
 use crate::audit::ResultChecked;
-use crate::discover::discovery::Entry;
-use crate::execute::content::Payload;
-use crate::execute::context::RunScope;
+use crate::content::Payload;
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::ErrorKind;
 use crate::gate::{ResultCheck, ResultDecision, ToolResult};
+use crate::host::context::RunScope;
+use crate::project::discovery::Entry;
 
 /// The decision of a call to `entry`'s tool that ran in `scope`: its result through `checks`
 /// if there are any (see [`checked`]). Every path that ran a tool comes here (a call's

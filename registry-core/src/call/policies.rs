@@ -7,14 +7,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use super::answer::{Decided, Resolved, code_cannot_wait_text, denied_text, humane};
-use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
-use crate::execute::deadline::with_deadline;
 use crate::execute::execution;
 use crate::execute::observation::ErrorKind;
 use crate::gate::async_policy::CatchUnwind;
 use crate::gate::{AsyncCallPolicy, CallRequest, Decision, PolicyArguments};
-use crate::resolve::call::Caller;
+use crate::project::discovery::Entry;
+use crate::shared::caller::Caller;
+use crate::shared::deadline::with_deadline;
 
 impl Run {
     /// What the synchronous policies and the tool's `needs_approval` decide; the ids of the

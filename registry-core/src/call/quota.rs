@@ -4,10 +4,11 @@
 use super::answer::{
     Decided, Resolved, budget_spent_text, rate_limited_text, revoked_text, unavailable_text,
 };
-use crate::discover::discovery::Entry;
 use crate::discover::run::Run;
 use crate::execute::observation::ErrorKind;
-use crate::gate::{QuotaDecision, QuotaKey, RateLimit};
+use crate::gate::{QuotaDecision, QuotaKey};
+use crate::project::discovery::Entry;
+use crate::shared::rate_limit::RateLimit;
 
 impl Run {
     /// Revocation and suspension checked again after the gate: the asynchronous policies (up
@@ -85,7 +86,7 @@ impl Run {
     pub(super) fn quota_answer(
         &self,
         resolved: &Resolved,
-        answer: Result<QuotaDecision, crate::gate::StoreError>,
+        answer: Result<QuotaDecision, crate::approval::request::StoreError>,
     ) -> Result<(), Box<Decided>> {
         let name = resolved.entry.tool.name();
         let refused = match answer {

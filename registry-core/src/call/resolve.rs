@@ -5,15 +5,16 @@
 use serde_json::Value;
 
 use super::answer::{Decided, Resolved, Ticket, revoked_text, unavailable_text, unknown_tool_text};
-use crate::audit::{self, argument_fingerprint};
-use crate::discover::discovery::Entry;
+use crate::audit::{self};
 use crate::discover::run::Run;
-use crate::execute::context::CallOptions;
 use crate::execute::observation::ErrorKind;
+use crate::host::context::CallOptions;
+use crate::project::discovery::Entry;
 use crate::resolve::call::{CallHeader, Given, ToolCall};
 use crate::resolve::checked::CheckedArguments;
 use crate::resolve::fast;
-use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+use crate::shared::audit_key::argument_fingerprint;
+use crate::shared::tool_error::{ArgumentProblem, ToolError};
 
 impl Run {
     /// Step 5.1: the allowed set, revocation and readiness, the arguments.

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 use super::admit::Approval;
 use super::answer::{Decided, Ticket};
 use crate::audit::{self, AUDITED_NAME, AuditEvent, CallEvent, truncate};
-use crate::discover::discovery::Entry;
+use crate::content::Payload;
 use crate::discover::run::Run;
-use crate::execute::cancel::Cancellation;
-use crate::execute::content::Payload;
-use crate::execute::context::{CallOptions, HostWaits, ToolContext};
 use crate::execute::execution::{self, Failure};
 use crate::execute::observation::{ErrorKind, Observation};
+use crate::host::context::{CallOptions, HostWaits, ToolContext};
+use crate::project::discovery::Entry;
 use crate::resolve::call::ToolCall;
+use crate::shared::cancel::Cancellation;
 
 impl Run {
     /// Resolves `call`, passes it through the gate and executes it.
@@ -141,7 +141,7 @@ impl Run {
         ticket: Ticket,
         outcome: Result<Payload, Failure>,
         started: Option<Instant>,
-        trace: Option<&crate::execute::trace::TraceContext>,
+        trace: Option<&crate::shared::trace::TraceContext>,
     ) -> Observation {
         let outcome = self.refund_unrun(outcome);
         self.answer(entry, ticket, outcome, started, trace)
@@ -227,7 +227,7 @@ impl Run {
         ticket: Ticket,
         outcome: Result<Payload, Failure>,
         started: Option<Instant>,
-        trace: Option<&crate::execute::trace::TraceContext>,
+        trace: Option<&crate::shared::trace::TraceContext>,
     ) -> Observation {
         if !self.registry.result_checks().is_empty() {
             return self.answer_checked(entry, ticket, outcome, started, trace);
@@ -249,7 +249,7 @@ impl Run {
         ticket: Ticket,
         outcome: Result<Payload, Failure>,
         started: Option<Instant>,
-        trace: Option<&crate::execute::trace::TraceContext>,
+        trace: Option<&crate::shared::trace::TraceContext>,
     ) -> Observation {
         let checks = self.registry.result_checks();
         let decided = super::check::decided(checks, &self.scope, entry, ticket, outcome);
@@ -266,7 +266,7 @@ impl Run {
         &self,
         decided: Decided,
         started: Option<Instant>,
-        trace: Option<&crate::execute::trace::TraceContext>,
+        trace: Option<&crate::shared::trace::TraceContext>,
     ) -> Observation {
         let sink = self.registry.audit_sink();
         if audit::wanted(sink) {

@@ -13,20 +13,20 @@ use super::answer::{
 };
 use crate::audit::{self, AuditEvent, TaskEvent, TaskEventKind};
 use crate::discover::run::Run;
-use crate::execute::cancel::Cancellation;
-use crate::execute::context::CallOptions;
 use crate::execute::execution;
-use crate::execute::host::Elicitation;
 use crate::execute::observation::{ErrorKind, Observation};
-use crate::execute::task::host::MAX_TASK_QUESTIONS;
-use crate::execute::task::host::{Questions, TaskHost};
-use crate::execute::task::kept::kept_bytes;
-use crate::execute::task::record::{MAX_ANSWER_BYTES, TaskAnswers, answer_json};
-use crate::execute::task::record::{Task, TaskError, TaskLimits, TaskStatus};
-use crate::execute::task::store::{Answering, Finish, Insertion, TaskEnd};
-use crate::execute::task::{Bell, Live, new_task_id};
+use crate::host::call_host::Elicitation;
+use crate::host::context::CallOptions;
 use crate::register::registry::Registry;
 use crate::resolve::call::ToolCall;
+use crate::shared::cancel::Cancellation;
+use crate::task::host::MAX_TASK_QUESTIONS;
+use crate::task::host::{Questions, TaskHost};
+use crate::task::kept::kept_bytes;
+use crate::task::record::{MAX_ANSWER_BYTES, TaskAnswers, answer_json};
+use crate::task::record::{Task, TaskError, TaskLimits, TaskStatus};
+use crate::task::store::{Answering, Finish, Insertion, TaskEnd};
+use crate::task::{Bell, Live, new_task_id};
 use serde_json::Value;
 
 /// The longest pause between two reads of a task that runs in another process.

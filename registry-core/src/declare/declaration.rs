@@ -4,24 +4,19 @@
 //!
 //! [`Registry`]: crate::Registry
 
-use std::future::Future;
-use std::pin::Pin;
-
 use schemars::{Schema, SchemaGenerator};
 
-use crate::declare::settings::Hints;
+use crate::content::Payload;
 use crate::declare::source::Source;
-use crate::execute::content::Payload;
-use crate::execute::context::ToolContext;
+use crate::host::context::ToolContext;
 use crate::resolve::arguments::Arguments;
-use crate::resolve::tool_error::ToolError;
+use crate::shared::future::BoxFuture;
+use crate::shared::hints::Hints;
+use crate::shared::tool_error::ToolError;
 
 /// What running a tool gives: its result (a JSON value, content, or both), or why there is
 /// none.
 pub type Outcome = Result<Payload, ToolError>;
-
-/// A boxed future that can move between threads.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One `#[tool]` function, as the macro declares it.
 #[doc(hidden)]
@@ -41,7 +36,7 @@ pub struct Declaration {
     /// Every call waits for a person's approval (`needs_approval`).
     pub needs_approval: bool,
     /// Calls per subject and period (`rate_limit = "10/min"`).
-    pub rate_limit: Option<crate::gate::RateLimit>,
+    pub rate_limit: Option<crate::shared::rate_limit::RateLimit>,
     pub hints: Hints,
     /// The namespace (`namespace = "builds"`); `None`: derived from the first scope.
     pub namespace: Option<&'static str>,

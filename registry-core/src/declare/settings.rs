@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde::{Serialize, Serializer};
 
-use crate::gate::RateLimit;
+use crate::shared::hints::Hints;
+use crate::shared::rate_limit::RateLimit;
 
 /// A permission a subject must hold to use a tool, such as `build:read`.
 ///
@@ -72,72 +73,6 @@ impl Serialize for Scope {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ScopeError(String);
-
-/// How a tool behaves, as the MCP behaviour hints describe it.
-///
-/// These are promises of the declaration, set by the `read_only`, `destructive`, `idempotent`
-/// and `open_world` flags of `#[tool]`; each is `false` unless declared. More hints may come:
-/// build one with [`Hints::new`] and its `with_*` methods.
-///
-/// ```
-/// use registry_core::definition::Hints;
-///
-/// let hints = Hints::new().with_read_only(true).with_idempotent(true);
-/// assert!(hints.read_only && hints.idempotent && !hints.destructive);
-/// assert_eq!(Hints::new(), Hints::default());
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
-#[non_exhaustive]
-pub struct Hints {
-    /// The tool does not modify its environment.
-    pub read_only: bool,
-    /// The tool may destroy or overwrite data.
-    pub destructive: bool,
-    /// Calling it again with the same arguments has no further effect.
-    pub idempotent: bool,
-    /// The tool reaches outside the system: the web, other services.
-    pub open_world: bool,
-}
-
-impl Hints {
-    /// No hint: every one `false`.
-    pub const fn new() -> Self {
-        Hints {
-            read_only: false,
-            destructive: false,
-            idempotent: false,
-            open_world: false,
-        }
-    }
-
-    /// Sets [`read_only`](Self::read_only).
-    #[must_use]
-    pub const fn with_read_only(mut self, read_only: bool) -> Self {
-        self.read_only = read_only;
-        self
-    }
-
-    /// Sets [`destructive`](Self::destructive).
-    #[must_use]
-    pub const fn with_destructive(mut self, destructive: bool) -> Self {
-        self.destructive = destructive;
-        self
-    }
-
-    /// Sets [`idempotent`](Self::idempotent).
-    #[must_use]
-    pub const fn with_idempotent(mut self, idempotent: bool) -> Self {
-        self.idempotent = idempotent;
-        self
-    }
-
-    /// Sets [`open_world`](Self::open_world).
-    #[must_use]
-    pub const fn with_open_world(mut self, open_world: bool) -> Self {
-        self.open_world = open_world;
-        self
-    }
-}
 
 /// What a tool requires of a subject, and what it promises about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -304,7 +239,7 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), String> {
 pub(crate) fn attribute_problems<'a>(
     attributes: impl ExactSizeIterator<Item = (&'a str, &'a [String])>,
 ) -> Vec<String> {
-    use crate::discover::attribute::{
+    use crate::shared::attribute::{
         MAX_ATTRIBUTE_VALUES, MAX_TOOL_ATTRIBUTES, check_attribute_key, check_attribute_text,
     };
     let mut problems = Vec::new();

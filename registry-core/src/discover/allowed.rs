@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 
-use crate::discover::discovery::{Entry, FrozenSet, Snapshot};
-use crate::discover::fingerprint::Fingerprint;
-use crate::discover::subject::Subject;
+use crate::project::discovery::{Entry, FrozenSet, Snapshot};
+use crate::shared::fingerprint::Fingerprint;
+use crate::shared::subject::Subject;
 
 /// The tools one run may call: exactly those it was shown, frozen when the run was opened.
 ///
@@ -381,7 +381,7 @@ mod tests {
             .clone();
         assert_eq!(
             snapshot.remembered_sets(),
-            super::super::discovery::RECENT_SETS
+            crate::project::discovery::RECENT_SETS
         );
         // A revocation changes what a subject sees, so its set and fingerprint too.
         let before = registry.open_run("r", &subject(5)).allowed().fingerprint();

@@ -5,11 +5,11 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::access::rule::hidden_by;
 use crate::declare::settings::Scope;
-use crate::discover::access::hidden_by;
-use crate::discover::discovery::Snapshot;
 use crate::discover::run::Run;
-use crate::discover::subject::Access;
+use crate::project::discovery::Snapshot;
+use crate::shared::subject::Access;
 
 /// Why each registered tool is not visible to a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]

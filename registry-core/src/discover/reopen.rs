@@ -2,33 +2,12 @@
 //! what became of the runs the registry changed under (finished, migrated, stopped).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::audit;
+use crate::change::{RunEnd, RunEndKind};
 use crate::discover::run::Run;
-use crate::register::change::{RunEnd, RunEndKind};
 use crate::register::registry::Registry;
-
-/// What a run last found of its currency: the registry's change generation it checked
-/// against, and whether it was current then; and whether it was reopened.
-#[derive(Debug)]
-pub(crate) struct Currency {
-    /// `generation << 1 | current`: one atomic, so that a reader never pairs a result with
-    /// another generation.
-    checked: AtomicU64,
-    /// Set once the run is reopened: its end is recorded then, not when it is dropped.
-    reopened: AtomicBool,
-}
-
-impl Currency {
-    /// A run projected at change `generation`: current against it.
-    pub(crate) fn new(generation: u64) -> Currency {
-        Currency {
-            checked: AtomicU64::new(generation << 1 | 1),
-            reopened: AtomicBool::new(false),
-        }
-    }
-}
 
 impl Run {
     /// Whether nothing changed under this run since it was opened: a run opened now for

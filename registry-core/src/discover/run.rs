@@ -8,15 +8,15 @@ use serde_json::Value;
 
 use crate::audit::{self, AuditEvent, ProjectionEvent};
 use crate::declare::definition::ToolDefinition;
-use crate::declare::settings::Hints;
 use crate::discover::allowed::AllowedSet;
-use crate::discover::discovery::Snapshot;
-use crate::discover::subject::Subject;
-use crate::execute::context::{RunScope, default_host};
-use crate::execute::host::CallHost;
 use crate::gate::{Budget, CallPolicy};
-use crate::present::profile::{CompatibilityError, Profile};
+use crate::host::call_host::CallHost;
+use crate::host::context::{RunScope, default_host};
+use crate::project::discovery::Snapshot;
 use crate::register::registry::Registry;
+use crate::shared::hints::Hints;
+use crate::shared::profile::{CompatibilityError, Profile};
+use crate::shared::subject::Subject;
 
 /// One run: the tools a subject was shown, frozen, and the gate every call passes.
 ///
@@ -96,7 +96,7 @@ pub struct Run {
     pub(crate) host: Option<Arc<dyn CallHost>>,
     /// Whether the run is current, and against which change generation of the registry
     /// that was last found (see [`Run::is_current`]).
-    pub(crate) currency: crate::discover::reopen::Currency,
+    pub(crate) currency: crate::discover::currency::Currency,
     /// The run this one reopened, if it reopened one.
     pub(crate) reopened_from: Option<Arc<str>>,
 }
@@ -229,7 +229,7 @@ impl Run {
             policies: Vec::new(),
             budget: None,
             host: None,
-            currency: crate::discover::reopen::Currency::new(generation),
+            currency: crate::discover::currency::Currency::new(generation),
             reopened_from: None,
         }
     }

@@ -9,15 +9,16 @@ use std::time::Duration;
 
 use futures_timer::Delay;
 
-use crate::declare::declaration::{BoxFuture, Outcome};
-use crate::execute::cancel::{Cancellation, Cancelled};
-use crate::execute::content::Payload;
-use crate::execute::context::ToolContext;
+use crate::content::Payload;
+use crate::declare::declaration::Outcome;
 use crate::execute::observation::ErrorKind;
 use crate::execute::pool::{self, BlockingPool, Refusal};
-use crate::register::tool::{Invocation, Tool};
+use crate::execute::tool::{Invocation, Tool};
+use crate::host::context::ToolContext;
 use crate::resolve::checked::CheckedArguments;
-use crate::resolve::tool_error::ToolError;
+use crate::shared::cancel::{Cancellation, Cancelled};
+use crate::shared::future::BoxFuture;
+use crate::shared::tool_error::ToolError;
 
 /// A call that produced no result: the kind, the text for the model, and what only the audit
 /// log gets.

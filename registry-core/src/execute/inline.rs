@@ -53,7 +53,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::discover::fingerprint::Fingerprint;
+use crate::shared::fingerprint::Fingerprint;
 
 /// The longest run that counts as quick.
 pub(crate) const QUICK: Duration = Duration::from_micros(50);

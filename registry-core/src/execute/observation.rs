@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::execute::content::{self, Content, Payload};
-use crate::gate::ApprovalRequest;
-use crate::resolve::tool_error::ArgumentProblem;
+use crate::approval::request::ApprovalRequest;
+use crate::content::{self, Content, Payload};
+use crate::shared::tool_error::ArgumentProblem;
 
 /// Why a call produced no result. Every kind reaches the model as an error observation with
 /// a text it can act on; the kind itself is for the application and the audit log.

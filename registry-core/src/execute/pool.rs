@@ -235,7 +235,7 @@ impl BlockingPool {
             pool: self.clone(),
             claimed: false,
         };
-        match crate::execute::deadline::with_deadline(&mut waiter, wait).await {
+        match crate::shared::deadline::with_deadline(&mut waiter, wait).await {
             Some(true) => {
                 waiter.claimed = true;
                 Ok(Slot(Some(self.clone())))

@@ -7,8 +7,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::declare::declaration::BoxFuture;
 use crate::gate::{CallRequest, Determined};
+use crate::shared::future::BoxFuture;
 
 /// Decides, per call, whether a validated call may run, asynchronously: the policy of a remote
 /// engine (OPA, a Cedar service, an internal authorization API) asked over the network.

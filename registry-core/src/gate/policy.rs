@@ -4,9 +4,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::declare::settings::ToolSettings;
-use crate::discover::subject::Subject;
-use crate::resolve::call::Caller;
 use crate::resolve::checked::CheckedArguments;
+use crate::shared::caller::Caller;
+use crate::shared::subject::Subject;
 
 /// One validated call, as a [`CallPolicy`] sees it.
 ///

@@ -5,9 +5,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::declare::declaration::BoxFuture;
-use crate::gate::approval::StoreError;
-use crate::gate::rate_limit::RateLimit;
+use crate::approval::request::StoreError;
+use crate::shared::future::BoxFuture;
+use crate::shared::rate_limit::RateLimit;
 
 /// Whose calls a rate limit counts: one subject (tenant, agent and, when it names one,
 /// principal) and one tool. Two principals of the same tenant and agent have buckets of their

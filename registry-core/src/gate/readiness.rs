@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::declare::declaration::BoxFuture;
+use crate::shared::future::BoxFuture;
 
 /// How long one readiness check may take by default before the tool counts as not ready.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -125,7 +125,7 @@ impl Check {
                 Err(payload) => return Err(panicked(&*payload)),
             },
         };
-        match crate::execute::deadline::with_deadline(
+        match crate::shared::deadline::with_deadline(
             crate::execute::execution::CatchUnwind(future),
             timeout,
         )
@@ -217,7 +217,7 @@ async fn run_sync(
             }
         }
     }
-    match crate::execute::deadline::with_deadline(receiver, timeout).await {
+    match crate::shared::deadline::with_deadline(receiver, timeout).await {
         Some(Ok(result)) => result,
         Some(Err(_)) => Err("the readiness check ended without an answer".into()),
         None => Err(format!(

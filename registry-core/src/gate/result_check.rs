@@ -4,10 +4,10 @@
 
 use serde_json::{Map, Value};
 
+use crate::content::{Content, Embedded};
 use crate::declare::settings::ToolSettings;
-use crate::discover::subject::Subject;
-use crate::execute::content::{Content, Embedded};
-use crate::resolve::call::Caller;
+use crate::shared::caller::Caller;
+use crate::shared::subject::Subject;
 
 /// Sees every result of a tool before the model does, and passes it, redacts parts of it, or
 /// withholds it. Any `Fn(&mut ToolResult<'_>) -> ResultDecision + Send + Sync + 'static` is

@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
+use crate::execute::tool::Tool;
 use crate::present::export::unpinned_object;
-use crate::present::profile::{CompatibilityError, Profile};
-use crate::register::tool::Tool;
+use crate::shared::profile::{CompatibilityError, Profile};
 
 /// `sha256:` and the lowercase hexadecimal SHA-256 of `value` as canonical JSON.
 pub(crate) fn digest_of(value: &Value) -> String {

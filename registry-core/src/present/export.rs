@@ -18,9 +18,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::present::profile::{CompatibilityError, Incompatibility, Profile};
+use crate::execute::tool::Tool;
 use crate::present::provider::{Exported, anthropic, gemini, mcp, openai};
-use crate::register::tool::Tool;
+use crate::shared::profile::{CompatibilityError, Incompatibility, Profile};
 
 /// The `_meta` key under which an MCP tool carries its digest ([`Tool::digest`](crate::Tool::digest) for
 /// [`Profile::Mcp`]), in `run.export(Profile::Mcp)` and so in `registry-mcp`'s `tools/list`:

@@ -8,7 +8,7 @@
 //! - **MCP** takes the canonical schema unchanged: the full JSON Schema 2020-12 vocabulary
 //!   (SEP-2106: composition, conditionals, `$anchor`, `$ref`/`$defs`, `$schema`), within the
 //!   resource bounds every tool's schemas are checked against when a registry is built
-//!   ([`bounds`](crate::declare::bounds)).
+//!   ([`bounds`](crate::register::bounds)).
 //! - **OpenAI** (Chat Completions and Responses): no `$schema` nor `$anchor` (a `$ref` to an
 //!   anchor points at its definition in `$defs`); `oneOf` becomes `anyOf`; an
 //!   `allOf` is merged into its schema; a `$ref` keeps no sibling keywords (its definition is
@@ -43,8 +43,8 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use self::merge::nullable_keyword;
-use crate::present::profile::{Incompatibility, Profile};
 use crate::present::provider::{Null, Rules};
+use crate::shared::profile::{Incompatibility, Profile};
 
 /// The parameters schema of the tool `tool` as `profile` takes it.
 pub(crate) fn lower(
@@ -251,7 +251,7 @@ impl<'a> Lowering<'a> {
 
 pub(crate) use crate::pointer::{child, escape};
 
-impl crate::register::tool::Tool {
+impl crate::execute::tool::Tool {
     /// The parameters schema lowered for `profile`, built once per profile.
     pub(crate) fn lowered(&self, profile: Profile) -> &Result<Value, Vec<Incompatibility>> {
         self.lowered_cell(profile)
@@ -264,11 +264,11 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::lower;
-    use crate::present::profile::Profile;
+    use crate::shared::profile::Profile;
 
     /// JSON Schema 2020-12 as SEP-2106 lets MCP take it.
     fn full() -> Value {
-        crate::declare::bounds::tests::scenario()
+        crate::register::bounds::tests::scenario()
     }
 
     /// The keywords of the problems of lowering `schema` for `profile` (the last token of

@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use crate::present::profile::Profile;
 use crate::present::reader::{ParseError, Parsed, Reader};
 use crate::resolve::call::ToolCall;
+use crate::shared::profile::Profile;
 
 impl Profile {
     /// The tool calls in `response`, a provider response (or message) as JSON, in order.

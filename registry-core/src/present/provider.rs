@@ -16,9 +16,9 @@ pub(crate) mod openai;
 use serde_json::Value;
 
 use crate::declare::definition::ToolDefinition;
-use crate::declare::settings::Hints;
 use crate::execute::observation::Observation;
-use crate::present::profile::Profile;
+use crate::shared::hints::Hints;
+use crate::shared::profile::Profile;
 
 /// One tool as it is exported: its definition with the profile's lowered parameters.
 pub(crate) struct Exported<'a> {

@@ -3,8 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::present::profile::Profile;
-use crate::resolve::call::{Caller, ToolCall};
+use crate::resolve::call::ToolCall;
+use crate::shared::caller::Caller;
+use crate::shared::profile::Profile;
 
 /// A response that is not of the provider's shape.
 ///

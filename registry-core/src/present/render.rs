@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use crate::execute::observation::Observation;
-use crate::present::profile::Profile;
 use crate::present::provider::{anthropic, gemini, mcp, openai};
+use crate::shared::profile::Profile;
 
 impl Profile {
     /// The consumer's result message for `observation`.

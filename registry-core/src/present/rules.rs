@@ -40,7 +40,7 @@ pub(crate) const COMPOSITION: &[&str] = &[
 ];
 
 /// The keywords of JSON Schema 2020-12 whose value is an object of subschemas (the checker's
-/// walk, and the bounds of [`bounds`](crate::declare::bounds)).
+/// walk, and the bounds of [`bounds`](crate::register::bounds)).
 pub(crate) const SCHEMA_MAPS: &[&str] = &[
     "properties",
     "patternProperties",

@@ -7,31 +7,32 @@ use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::access::rule::AccessRule;
+use crate::approval::store::ApprovalStore;
 use crate::audit::AuditSink;
+use crate::change::Replacement;
 use crate::declare::declaration::{Declaration, Execute, declarations};
-use crate::declare::dynamic::DynamicTool;
+use crate::declare::error::{BuildProblem, RegistryError};
 use crate::declare::settings::{Scope, ToolSettings, check_namespace, default_namespace};
 use crate::declare::source::Source;
-use crate::discover::access::AccessRule;
-use crate::discover::embed::Embedder;
-use crate::execute::context::HostWaits;
-use crate::execute::host::CallHost;
 use crate::execute::pool::{self, BlockingPool};
-use crate::execute::task::TaskConfig;
-use crate::execute::task::record::TaskLimits;
-use crate::execute::task::store::TaskStore;
-use crate::gate::{
-    ApprovalStore, CallPolicy, Check, GateConfig, QuotaStore, Quotas, RateLimit, ReadinessCheck,
-};
-use crate::present::profile::Profile;
-use crate::register::error::{BuildProblem, RegistryError};
+use crate::execute::tool::Tool;
+use crate::gate::{CallPolicy, Check, GateConfig, QuotaStore, Quotas, ReadinessCheck};
+use crate::host::call_host::CallHost;
+use crate::host::context::HostWaits;
+use crate::host::state::AppState;
+use crate::register::dynamic::DynamicTool;
 use crate::register::lint::Lint;
 use crate::register::policies::PolicySet;
-use crate::register::registry::{PolicyCheck, Registry, RegistryParts, Replacement};
+use crate::register::registry::{PolicyCheck, Registry, RegistryParts};
 use crate::register::schemas::SchemaChecks;
-use crate::register::state::AppState;
-use crate::register::tool::Tool;
 use crate::resolve::guard::ArgumentLimits;
+use crate::search::embed::Embedder;
+use crate::shared::profile::Profile;
+use crate::shared::rate_limit::RateLimit;
+use crate::task::TaskConfig;
+use crate::task::record::TaskLimits;
+use crate::task::store::TaskStore;
 
 /// The shortest key [`RegistryBuilder::audit_hash_key`] takes, in bytes.
 const MIN_AUDIT_KEY: usize = 16;
@@ -79,7 +80,7 @@ pub struct RegistryBuilder {
     /// The methods a policy set was given to instead of `policies`, in order.
     misplaced_policy_sets: Vec<&'static str>,
     audit: Option<Box<dyn AuditSink>>,
-    audit_key: Option<crate::audit::AuditKey>,
+    audit_key: Option<crate::shared::audit_key::AuditKey>,
     /// The length of an audit hash key too short to take.
     short_audit_key: Option<usize>,
     host: Option<Arc<dyn CallHost>>,
@@ -393,7 +394,7 @@ impl RegistryBuilder {
         if key.len() < MIN_AUDIT_KEY {
             self.short_audit_key = Some(key.len());
         }
-        self.audit_key = Some(crate::audit::AuditKey::new(key));
+        self.audit_key = Some(crate::shared::audit_key::AuditKey::new(key));
         self
     }
 
@@ -1034,7 +1035,7 @@ impl RegistryBuilder {
             audit: self.audit,
             audit_key: self
                 .audit_key
-                .unwrap_or_else(crate::audit::AuditKey::of_process),
+                .unwrap_or_else(crate::shared::audit_key::AuditKey::of_process),
             host: self.host,
             embedder: self.embedder,
             limits: self.limits,

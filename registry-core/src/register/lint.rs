@@ -7,9 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
+use crate::declare::error::BuildProblem;
 use crate::declare::source::Source;
-use crate::register::error::BuildProblem;
-use crate::register::tool::Tool;
+use crate::execute::tool::Tool;
 
 /// The texts of a tool that a model reads.
 pub(crate) struct Texts<'a> {

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::gate::RateLimit;
+use crate::execute::tool::Tool;
 use crate::present::digest::digest_of;
-use crate::present::profile::{Incompatibility, Profile};
-use crate::register::tool::Tool;
+use crate::shared::profile::{Incompatibility, Profile};
+use crate::shared::rate_limit::RateLimit;
 
 /// The environment variable that makes [`Registry::assert_lockfile`](crate::Registry::assert_lockfile)
 /// rewrite the lock file instead of checking it, when set to [`LOCK_OVERWRITE`].

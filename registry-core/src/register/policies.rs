@@ -1,7 +1,7 @@
 //! Rules kept outside the program: one set that is both an access rule and a call policy, and
 //! that is checked against the registry it is given to when the registry is built.
 
-use crate::discover::access::AccessRule;
+use crate::access::rule::AccessRule;
 use crate::gate::CallPolicy;
 use crate::register::registry::Registry;
 

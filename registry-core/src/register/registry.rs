@@ -4,28 +4,27 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use crate::discover::access::AccessRule;
-use crate::execute::context::HostWaits;
+use crate::access::rule::AccessRule;
+use crate::change::Replacement;
 use crate::execute::pool::BlockingPool;
-use crate::execute::task::TaskConfig;
+use crate::host::context::HostWaits;
+use crate::task::TaskConfig;
 use std::time::Duration;
 
-use crate::audit::{
-    self, AuditEvent, AuditKey, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent,
-};
-use crate::declare::dynamic::DynamicTool;
-use crate::declare::source::Source;
-use crate::discover::discovery::{SlotState, Snapshot, Unavailable};
-use crate::discover::embed::Embedder;
-use crate::discover::subject::Subject;
-use crate::execute::host::CallHost;
+use crate::audit::{self, AuditEvent, AuditSink, ChangeAttempt, ChangeEvent, ReadinessEvent};
+use crate::change::{Change, ChangeKind, OldRuns, RUN_ENDS_KEPT, ReplaceOptions, RunEnd};
+use crate::declare::error::{BuildProblem, RegistryError};
+use crate::execute::tool::Tool;
 use crate::gate::{CallPolicy, Check, GateConfig, ToolReadiness};
-use crate::present::profile::{CompatibilityError, Profile};
-use crate::register::change::{Change, ChangeKind, OldRuns, RUN_ENDS_KEPT, ReplaceOptions, RunEnd};
-use crate::register::error::{BuildProblem, RegistryError};
-use crate::register::state::AppState;
-use crate::register::tool::Tool;
+use crate::host::call_host::CallHost;
+use crate::host::state::AppState;
+use crate::project::discovery::{SlotState, Snapshot, Unavailable};
+use crate::register::dynamic::DynamicTool;
 use crate::resolve::guard::ArgumentLimits;
+use crate::search::embed::Embedder;
+use crate::shared::audit_key::AuditKey;
+use crate::shared::profile::{CompatibilityError, Profile};
+use crate::shared::subject::Subject;
 
 /// Every tool the system has, in name order.
 ///
@@ -121,20 +120,6 @@ struct Inner {
     /// [`RegistryBuilder::require_documented_parameters`](crate::RegistryBuilder::require_documented_parameters)
     /// was given: replacements are held to it.
     require_documented: bool,
-}
-
-/// A record of one tool replaced while the registry was built.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Replacement {
-    /// The tool's name.
-    pub name: String,
-    /// Where the replaced tool was declared.
-    pub replaced: Source,
-    /// Where its replacement was built.
-    pub by: Source,
-    /// Why, as the application said.
-    pub reason: String,
 }
 
 /// The check of one policy set against a registry
@@ -461,7 +446,7 @@ impl Registry {
             crate::approval::ApprovalRequest,
             crate::approval::ApprovalState,
         )>,
-        crate::gate::StoreError,
+        crate::approval::request::StoreError,
     > {
         self.inner.gate.approvals.get(id).await
     }
@@ -471,7 +456,7 @@ impl Registry {
     pub(crate) fn approval_watch(
         &self,
         id: &str,
-    ) -> Option<crate::declare::declaration::BoxFuture<'static, ()>> {
+    ) -> Option<crate::shared::future::BoxFuture<'static, ()>> {
         self.inner.gate.approvals.watch(id)
     }
 
@@ -480,7 +465,7 @@ impl Registry {
     pub(crate) async fn approver_outside(
         &self,
         id: &str,
-    ) -> Result<Option<String>, crate::gate::StoreError> {
+    ) -> Result<Option<String>, crate::approval::request::StoreError> {
         self.inner.gate.approvals.approved_outside(id).await
     }
 
@@ -648,7 +633,7 @@ impl Registry {
     pub fn check(&self, profile: Profile) -> Result<(), CompatibilityError> {
         let snapshot = self.snapshot();
         let (list, mut problems) = crate::present::export::export_all(profile, snapshot.tools());
-        problems.extend(crate::present::compat::check_tools(profile, &list));
+        problems.extend(crate::compat::check_tools(profile, &list));
         if problems.is_empty() {
             Ok(())
         } else {

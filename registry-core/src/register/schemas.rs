@@ -20,9 +20,9 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use serde_json::Value;
 
-use crate::declare::bounds;
 use crate::declare::declaration::Param;
-use crate::register::error::BuildProblem;
+use crate::declare::error::BuildProblem;
+use crate::register::bounds;
 use crate::register::lint::Lint;
 
 /// The schema function of a `#[tool]` function's return type.

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::resolve::fast::FastArguments;
 use crate::resolve::slice::Slice;
-use crate::resolve::tool_error::{ArgumentProblem, ToolError};
+use crate::shared::tool_error::{ArgumentProblem, ToolError};
 
 /// The arguments object of one call, consumed parameter by parameter by generated code.
 ///

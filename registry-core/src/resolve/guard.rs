@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::resolve::tool_error::ArgumentProblem;
+use crate::shared::tool_error::ArgumentProblem;
 
 /// The deepest nesting of arrays and objects accepted in arguments by default.
 pub const MAX_ARGUMENT_DEPTH: usize = 64;

@@ -7,7 +7,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 use serde_json::{Map, Value};
 
 use crate::resolve::guard::ArgumentLimits;
-use crate::resolve::tool_error::ArgumentProblem;
+use crate::shared::tool_error::ArgumentProblem;
 
 /// Parses `text` as one JSON value, refusing duplicate keys, nesting deeper than `max_depth`
 /// levels (the root is level 1) and text longer than `max_bytes`.

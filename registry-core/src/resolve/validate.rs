@@ -5,7 +5,7 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde_json::Value;
 
-use crate::resolve::tool_error::ArgumentProblem;
+use crate::shared::tool_error::ArgumentProblem;
 
 /// A compiled arguments schema.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
 //! Derives registry-core's hand-written table of related words
-//! (`registry-core/src/discover/index/synonyms.rs`) from the **tuning part** of the labelled
+//! (`registry-core/src/project/index/synonyms.rs`) from the **tuning part** of the labelled
 //! set only, so that no pair of it exists because of a held-out query.
 //!
 //!     cd bench/search-quality

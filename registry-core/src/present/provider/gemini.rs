@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::execute::content::{Content, Embedded, Media};
+use crate::content::{Content, Embedded, Media};
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::{

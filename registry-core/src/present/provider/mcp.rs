@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::execute::content::{Content, Embedded};
+use crate::content::{Content, Embedded};
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::text;
@@ -19,7 +19,7 @@ use crate::resolve::call::ToolCall;
 /// MCP's schema rules: the canonical schema as it is (JSON Schema 2020-12, the whole vocabulary
 /// since 2026-07-28, SEP-2106), under `inputSchema`; an `outputSchema` is an object schema. The
 /// revision's resource bounds (same-document `$ref`s, bounded composition) are checked on every
-/// tool's schemas when a registry is built (`declare/bounds.rs`), whatever the profile.
+/// tool's schemas when a registry is built (`register/bounds.rs`), whatever the profile.
 pub(crate) const RULES: Rules = Rules {
     consumer: "MCP",
     names: NameRule {

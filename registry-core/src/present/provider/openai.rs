@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::execute::content::{Content, Embedded};
+use crate::content::{Content, Embedded};
 use crate::execute::observation::Observation;
 use crate::present::provider::Exported;
 use crate::present::provider::text;
