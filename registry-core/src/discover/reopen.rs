@@ -32,7 +32,7 @@ impl Run {
     /// let status = |text: &'static str| {
     ///     DynamicTool::new("status", "Read the build status.")
     ///         .public()
-    ///         .handler(move |_, _| Ok::<_, String>(text.into()))
+    ///         .handler(move |_, _| Ok::<_, String>(serde_json::json!(text)))
     /// };
     /// let registry = Registry::builder().tool(status("green")).build()?;
     /// let run = registry.open_run("run-1", &Subject::new("acme"));
@@ -122,7 +122,7 @@ impl Registry {
     /// let registry = Registry::builder()
     ///     .tool(DynamicTool::new("status", "Read the build status.")
     ///         .public()
-    ///         .handler(|_, _| Ok::<_, String>("green".into())))
+    ///         .handler(|_, _| Ok::<_, String>(serde_json::json!("green"))))
     ///     .build()?;
     /// let run = registry.open_run("run-1", &Subject::new("acme")).with_call_budget(10);
     /// registry.revoke("status", "incident 42")?;
