@@ -39,5 +39,5 @@ mod search_answers;
 mod search_embedder;
 mod search_invariants;
 mod tasks;
-mod workspace_lints;
 mod words;
+mod workspace_lints;
