@@ -3,9 +3,10 @@
 use crate::execute::observation::Observation;
 use crate::task::record::Task;
 
-/// What a person's verdict settled ([`Run::decide`]): the model's answer to its call, or,
-/// for a call that asked to start as a task ([`ApprovalRequest::is_task`]) and was approved,
-/// the task that started.
+/// What a person's verdict settled ([`Run::decide`](crate::Run::decide)): the model's answer
+/// to its call, or, for a call that asked to start as a task
+/// ([`ApprovalRequest::is_task`](crate::approval::ApprovalRequest::is_task)) and was
+/// approved, the task that started.
 ///
 /// ```
 /// use registry_core::approval::Settled;
@@ -24,8 +25,9 @@ pub enum Settled {
     /// refused by the gate, or a task that could not start).
     Answered(Observation),
     /// The call asked to start as a task, was approved, and started with exactly the
-    /// arguments approved; follow it with [`Run::task`] and [`Run::wait_task`]. (Boxed: the
-    /// rarer answer, and a task is three times an observation's size.)
+    /// arguments approved; follow it with [`Run::task`](crate::Run::task) and
+    /// [`Run::wait_task`](crate::Run::wait_task). (Boxed: the rarer answer, and a task is
+    /// three times an observation's size.)
     Started(Box<Task>),
 }
 
