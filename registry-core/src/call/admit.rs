@@ -22,6 +22,55 @@ use crate::execute::observation::ErrorKind;
 use crate::host::context::ToolContext;
 use crate::resolve::checked::CheckedArguments;
 
+/// The sequence of step 5.2, written once and expanded twice: as the async
+/// [`Run::admit`] (`$wait` awaits) and as the blocking [`Run::admit_here`] (`$wait` drives the
+/// future on this thread). In order: the synchronous policies, then, unless they denied, the
+/// asynchronous ones; the rule that code cannot wait for a person and a person's approval
+/// (asked for, or recorded for an approved call); the run's budget and the tool's rate limit;
+/// then revocation and suspension once more.
+macro_rules! admission {
+    ($run:ident, $resolved:ident, $approval:ident, |$future:ident| $wait:expr) => {{
+        // Boxed: only a registry with asynchronous policies pays for their future, and every
+        // other call's future stays small to move.
+        let mut ruling = $run.ruling($resolved);
+        if !$run.registry.async_call_policies().is_empty() && !matches!(ruling, Ruling::Deny { .. })
+        {
+            let $future = Box::pin($run.ask_async_policies($resolved, ruling));
+            ruling = $wait;
+        }
+        match $approval {
+            Approval::Ask => {
+                if let Some(reason) = $run.rule($resolved, ruling)? {
+                    // Boxed: the request's future is most of a call's, and a person's
+                    // approval is rare; every other call's future stays small to move.
+                    let waiting = $run.take_resolved($resolved);
+                    let $future = Box::pin($run.request_approval(waiting, reason));
+                    let decided = $wait;
+                    return Err(Box::new(decided));
+                }
+            }
+            Approval::Given(given) => {
+                let $future = Box::pin($run.record_approval($resolved, ruling, given));
+                $wait?;
+            }
+        }
+        // The budget and the rate limit (here, not in a future of its own: each layer of
+        // future keeps its own copy of the call's borrows, and a call's future is moved
+        // whole).
+        match $run.admission($resolved) {
+            Admission::Granted => {}
+            Admission::Refused(decided) => return Err(decided),
+            Admission::Ask(limit) => {
+                let store = $run.registry.gate().quotas.store();
+                let $future = store.acquire($run.quota_key(&$resolved.entry), limit);
+                let answer = $wait;
+                $run.quota_answer($resolved, answer)?;
+            }
+        }
+        $run.still_callable($resolved)
+    }};
+}
+
 impl Run {
     /// The admission of a resolved call, the one sequence every path takes after
     /// [`resolve`](Self::resolve) (calls, blocking calls, tasks, and calls a person
@@ -41,41 +90,21 @@ impl Run {
         resolved: &mut Resolved,
         approval: Approval<'_>,
     ) -> Result<(), Box<Decided>> {
-        // The synchronous policies, then, unless they denied, the asynchronous ones (boxed:
-        // only a registry with asynchronous policies pays for their future, and every other
-        // call's future stays small to move).
-        let mut ruling = self.ruling(resolved);
-        if !self.registry.async_call_policies().is_empty() && !matches!(ruling, Ruling::Deny { .. })
-        {
-            ruling = Box::pin(self.ask_async_policies(resolved, ruling)).await;
-        }
-        match approval {
-            Approval::Ask => {
-                if let Some(reason) = self.rule(resolved, ruling)? {
-                    // Boxed: the request's future is most of a call's, and a person's approval
-                    // is rare; every other call's future stays small to move.
-                    let waiting = self.take_resolved(resolved);
-                    let decided = Box::pin(self.request_approval(waiting, reason)).await;
-                    return Err(Box::new(decided));
-                }
-            }
-            Approval::Given(given) => {
-                Box::pin(self.record_approval(resolved, ruling, given)).await?;
-            }
-        }
-        // The budget and the rate limit (here, not in a future of its own: each layer of
-        // future keeps its own copy of the call's borrows, and a call's future is moved
-        // whole).
-        match self.admission(resolved) {
-            Admission::Granted => {}
-            Admission::Refused(decided) => return Err(decided),
-            Admission::Ask(limit) => {
-                let store = self.registry.gate().quotas.store();
-                let answer = store.acquire(self.quota_key(&resolved.entry), limit).await;
-                self.quota_answer(resolved, answer)?;
-            }
-        }
-        self.still_callable(resolved)
+        admission!(self, resolved, approval, |future| future.await)
+    }
+
+    /// [`admit`](Self::admit) on this thread, for a blocking call: the same sequence (one
+    /// macro body, [`admission!`]), each wait driven here
+    /// ([`drive_here`](super::run::drive_here)). Without asynchronous policies or stores
+    /// nothing waits, and no future of the whole sequence is built and polled.
+    pub(super) fn admit_here(
+        &self,
+        resolved: &mut Resolved,
+        approval: Approval<'_>,
+    ) -> Result<(), Box<Decided>> {
+        admission!(self, resolved, approval, |future| super::run::drive_here(
+            future
+        ))
     }
 
     /// The call out of `resolved`, for an approval request (which keeps it), leaving what

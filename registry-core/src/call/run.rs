@@ -111,7 +111,7 @@ impl Run {
         };
         // The asynchronous steps of the gate (asynchronous policies, the approval store, a
         // quota store) are waited for here, on this thread, within their deadlines.
-        if let Err(refused) = drive_here(self.admit(&mut resolved, Approval::Ask)) {
+        if let Err(refused) = self.admit_here(&mut resolved, Approval::Ask) {
             return self.finish_traced(*refused, started, options.trace.as_ref());
         }
         let timeout = self.deadline(&resolved.entry);
