@@ -22,6 +22,19 @@ use crate::execute::observation::ErrorKind;
 use crate::host::context::ToolContext;
 use crate::resolve::checked::CheckedArguments;
 
+/// `future`'s output, driven on this thread: polled once, and, if it is not ready (an
+/// asynchronous policy, the approval store or a quota store waits), waited for with a parker
+/// of this thread. Without anything to wait for, nothing is allocated and nothing parks.
+#[inline]
+fn drive_here<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => pollster::block_on(future),
+    }
+}
+
 /// The sequence of step 5.2, written once and expanded twice: as the async
 /// [`Run::admit`] (`$wait` awaits) and as the blocking [`Run::admit_here`] (`$wait` drives the
 /// future on this thread). In order: the synchronous policies, then, unless they denied, the
@@ -82,9 +95,8 @@ impl Run {
     ///
     /// The call is borrowed, not moved through: it is a few hundred bytes, and the hot path
     /// used to copy it in and out of each step (issue 22's profile: copies were a sixth of a
-    /// call's time). A blocking call drives this on its own thread
-    /// ([`drive_here`](super::run::drive_here)): without asynchronous policies or stores,
-    /// every step is ready at once.
+    /// call's time). A blocking call takes the same sequence through
+    /// [`admit_here`](Self::admit_here).
     pub(super) async fn admit(
         &self,
         resolved: &mut Resolved,
@@ -94,17 +106,15 @@ impl Run {
     }
 
     /// [`admit`](Self::admit) on this thread, for a blocking call: the same sequence (one
-    /// macro body, [`admission!`]), each wait driven here
-    /// ([`drive_here`](super::run::drive_here)). Without asynchronous policies or stores
-    /// nothing waits, and no future of the whole sequence is built and polled.
+    /// macro body, [`admission!`]), each wait driven here ([`drive_here`]). Without
+    /// asynchronous policies or stores nothing waits, and no future of the whole sequence is
+    /// built and polled.
     pub(super) fn admit_here(
         &self,
         resolved: &mut Resolved,
         approval: Approval<'_>,
     ) -> Result<(), Box<Decided>> {
-        admission!(self, resolved, approval, |future| super::run::drive_here(
-            future
-        ))
+        admission!(self, resolved, approval, |future| drive_here(future))
     }
 
     /// The call out of `resolved`, for an approval request (which keeps it), leaving what

@@ -302,19 +302,6 @@ impl Run {
     }
 }
 
-/// `future`'s output, driven on this thread: polled once, and, if it is not ready (an
-/// asynchronous policy, the approval store or a quota store waits), waited for with a parker
-/// of this thread. Without anything to wait for, nothing is allocated and nothing parks.
-#[inline]
-pub(super) fn drive_here<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-    match future.as_mut().poll(&mut context) {
-        std::task::Poll::Ready(output) => output,
-        std::task::Poll::Pending => pollster::block_on(future),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::CallOptions;
