@@ -1,0 +1,159 @@
+//! Vectors already computed, in memory and in a file, keyed by the model's digest and each
+//! text's digest (SHA-256): a restart embeds only the texts that changed.
+//!
+//! The file: a header (`MAGIC`, the format's version, the model's digest, the vectors'
+//! length), then one record per text (its digest, then its vector as little-endian `f32`s),
+//! appended as texts are embedded. A file of another model or format is started afresh; a
+//! record cut short by a crash is dropped at load. One process writes a cache file at a time.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use registry_core::search::EmbedError;
+use sha2::{Digest, Sha256};
+
+const MAGIC: &[u8; 24] = b"registry-embed vectors\n\0";
+const VERSION: u32 = 1;
+const HEADER: usize = 24 + 4 + 32 + 4;
+
+/// The most vectors a cache holds: past it, new vectors are computed but not kept (at 384
+/// dimensions, about 100 MB in memory and on disk).
+pub const MAX_CACHED: usize = 65_536;
+
+/// A text's key: the SHA-256 of its bytes.
+pub(crate) type Key = [u8; 32];
+
+pub(crate) fn key(text: &str) -> Key {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+#[derive(Debug)]
+pub(crate) struct Cache {
+    path: PathBuf,
+    dimensions: usize,
+    vectors: HashMap<Key, Box<[f32]>>,
+    file: File,
+    full_logged: bool,
+}
+
+impl Cache {
+    /// Opens (or creates) the cache file at `path` for vectors of `dimensions` values by the
+    /// model whose digest is `model`, loading the vectors it holds.
+    pub(crate) fn open(
+        path: &Path,
+        model: &[u8; 32],
+        dimensions: usize,
+    ) -> Result<Cache, EmbedError> {
+        let fail = |what: &str, error: std::io::Error| {
+            EmbedError::new(format!(
+                "the vector cache {}: {what}: {error}",
+                path.display()
+            ))
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| fail("its directory cannot be made", e))?;
+        }
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| fail("cannot be opened", e))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| fail("cannot be read", e))?;
+        let record = 32 + 4 * dimensions;
+        let mut header = Vec::with_capacity(HEADER);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(model);
+        header.extend_from_slice(&u32::try_from(dimensions).unwrap_or(u32::MAX).to_le_bytes());
+        let mut vectors = HashMap::new();
+        let mut valid = 0;
+        if bytes.len() >= HEADER && bytes[..HEADER] == header[..] {
+            valid = HEADER;
+            for chunk in bytes[HEADER..].chunks_exact(record) {
+                if vectors.len() >= MAX_CACHED {
+                    break;
+                }
+                let mut digest = [0u8; 32];
+                digest.copy_from_slice(&chunk[..32]);
+                let vector: Box<[f32]> = chunk[32..]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
+                if vector.iter().any(|v| !v.is_finite()) {
+                    tracing::warn!(cache = %path.display(), "a cached vector holds a value that is not a finite number: the cache is started afresh");
+                    vectors.clear();
+                    valid = 0;
+                    break;
+                }
+                vectors.insert(digest, vector);
+                valid += record;
+            }
+        } else if !bytes.is_empty() {
+            tracing::info!(cache = %path.display(), "the vector cache is of another model or format: started afresh");
+        }
+        if valid == 0 {
+            file.set_len(0).map_err(|e| fail("cannot be emptied", e))?;
+            file.seek(SeekFrom::Start(0))
+                .map_err(|e| fail("cannot be written", e))?;
+            file.write_all(&header)
+                .map_err(|e| fail("cannot be written", e))?;
+        } else {
+            // Drops a record cut short, so that the next one is appended whole.
+            file.set_len(valid as u64)
+                .map_err(|e| fail("cannot be cut", e))?;
+            file.seek(SeekFrom::Start(valid as u64))
+                .map_err(|e| fail("cannot be written", e))?;
+        }
+        file.flush().map_err(|e| fail("cannot be written", e))?;
+        Ok(Cache {
+            path: path.to_owned(),
+            dimensions,
+            vectors,
+            file,
+            full_logged: false,
+        })
+    }
+
+    pub(crate) fn get(&self, key: &Key) -> Option<&[f32]> {
+        self.vectors.get(key).map(|v| &v[..])
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.vectors.len()
+    }
+
+    /// Keeps `vectors` (new ones, each of the cache's length), appending them to the file in
+    /// one write. A failure to write is logged: the vectors are right, only not kept.
+    pub(crate) fn put(&mut self, vectors: &[(Key, &[f32])]) {
+        let mut bytes = Vec::new();
+        for (key, vector) in vectors {
+            if vector.len() != self.dimensions || self.vectors.contains_key(key) {
+                continue;
+            }
+            if self.vectors.len() >= MAX_CACHED {
+                if !self.full_logged {
+                    tracing::warn!(cache = %self.path.display(), kept = MAX_CACHED, "the vector cache is full: new vectors are computed but not kept");
+                    self.full_logged = true;
+                }
+                break;
+            }
+            bytes.extend_from_slice(key);
+            vector
+                .iter()
+                .for_each(|v| bytes.extend_from_slice(&v.to_le_bytes()));
+            self.vectors
+                .insert(*key, vector.to_vec().into_boxed_slice());
+        }
+        if !bytes.is_empty() {
+            if let Err(error) = self.file.write_all(&bytes).and_then(|()| self.file.flush()) {
+                tracing::warn!(cache = %self.path.display(), %error, "the vector cache cannot be written: its vectors are kept in memory only");
+            }
+        }
+    }
+}
