@@ -273,6 +273,10 @@ fn add(values: &mut [f32], residual: &[f32]) {
 }
 
 /// Layer normalisation of each row, its statistics in `f64`.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "f64 statistics rounded back to f32 values"
+)]
 fn normalize(x: &mut [f32], norm: &Norm, epsilon: f32) {
     let h = norm.weight.len();
     for row in x.chunks_exact_mut(h) {
@@ -307,6 +311,10 @@ fn gelu(x: f32) -> f32 {
 /// The sentence vector of `states` (one row of `hidden` values per token) as `pooling` says:
 /// its modes side by side in sentence-transformers' order (CLS, max, mean, mean·√n), then
 /// normalised to length 1 if it says so.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "f64 sums rounded back to f32 values"
+)]
 pub(crate) fn pool(states: &[f32], hidden: usize, pooling: &Pooling) -> Vec<f32> {
     let n = states.len() / hidden;
     let mut out = Vec::with_capacity(hidden * pooling.parts());

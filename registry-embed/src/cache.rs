@@ -150,10 +150,10 @@ impl Cache {
             self.vectors
                 .insert(*key, vector.to_vec().into_boxed_slice());
         }
-        if !bytes.is_empty() {
-            if let Err(error) = self.file.write_all(&bytes).and_then(|()| self.file.flush()) {
-                tracing::warn!(cache = %self.path.display(), %error, "the vector cache cannot be written: its vectors are kept in memory only");
-            }
+        if !bytes.is_empty()
+            && let Err(error) = self.file.write_all(&bytes).and_then(|()| self.file.flush())
+        {
+            tracing::warn!(cache = %self.path.display(), %error, "the vector cache cannot be written: its vectors are kept in memory only");
         }
     }
 }

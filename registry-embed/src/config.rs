@@ -210,6 +210,10 @@ impl ModelConfig {
     }
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "layer_norm_eps is read as f64, used as f32"
+)]
 fn encoder(path: &Path, value: &Value) -> Result<Encoder, EmbedError> {
     let raw: RawEncoder = serde_json::from_value(value.clone())
         .map_err(|error| EmbedError::new(format!("{}: {error}", path.display())))?;

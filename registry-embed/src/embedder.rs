@@ -285,6 +285,12 @@ impl LocalEmbedder {
         self.model.bert.bytes()
     }
 
+    /// Whether `other` computes with the same weights in memory as this one: a clone, or a
+    /// [`load`](LocalEmbedder::load) of the same files while this one is alive.
+    pub fn shares_weights_with(&self, other: &LocalEmbedder) -> bool {
+        Arc::ptr_eq(&self.model, &other.model)
+    }
+
     /// What it has done since it was loaded.
     pub fn stats(&self) -> EmbedStats {
         EmbedStats {

@@ -194,7 +194,7 @@ impl WithSimd for Product<'_> {
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
         let lanes = S::F32_LANES;
-        if !(4..=PANEL).contains(&lanes) || PANEL % lanes != 0 {
+        if !(4..=PANEL).contains(&lanes) || !PANEL.is_multiple_of(lanes) {
             return plain(self);
         }
         let Product {

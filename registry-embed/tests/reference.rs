@@ -2,6 +2,8 @@
 //! weights, tokenized by Hugging Face's Python `tokenizers` (`tests/reference/`), on 100
 //! varied texts; and pairs whose order any sentence model must keep.
 
+#![allow(clippy::cast_possible_truncation)] // reference values are read as f64, compared as f32
+
 mod common;
 
 use registry_core::search::Embedder;
