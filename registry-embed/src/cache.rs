@@ -2,9 +2,12 @@
 //! text's digest (SHA-256): a restart embeds only the texts that changed.
 //!
 //! The file: a header (`MAGIC`, the format's version, the model's digest, the vectors'
-//! length), then one record per text (its digest, then its vector as little-endian `f32`s),
-//! appended as texts are embedded. A file of another model or format is started afresh; a
-//! record cut short by a crash is dropped at load. One process writes a cache file at a time.
+//! length), then one record per text (its digest, its vector as little-endian `f32`s, and a
+//! check: the first 8 bytes of the SHA-256 of both), appended as texts are embedded. A file
+//! of another model or format is started afresh. At load, the first record cut short (a
+//! crash while writing) or failing its check (a file damaged or tampered with) ends the
+//! file: it is cut there, and what followed is computed again when asked for. One process
+//! writes a cache file at a time.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -15,7 +18,9 @@ use registry_core::search::EmbedError;
 use sha2::{Digest, Sha256};
 
 const MAGIC: &[u8; 24] = b"registry-embed vectors\n\0";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// Bytes of a record's check.
+const CHECK: usize = 8;
 const HEADER: usize = 24 + 4 + 32 + 4;
 
 /// The most vectors a cache holds: past it, new vectors are computed but not kept (at 384
@@ -65,7 +70,7 @@ impl Cache {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|e| fail("cannot be read", e))?;
-        let record = 32 + 4 * dimensions;
+        let record = 32 + 4 * dimensions + CHECK;
         let mut header = Vec::with_capacity(HEADER);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -79,9 +84,14 @@ impl Cache {
                 if vectors.len() >= MAX_CACHED {
                     break;
                 }
+                let (body, check) = chunk.split_at(record - CHECK);
+                if Sha256::digest(body)[..CHECK] != *check {
+                    tracing::warn!(cache = %path.display(), kept = vectors.len(), "a cached vector fails its check: the cache is cut there");
+                    break;
+                }
                 let mut digest = [0u8; 32];
-                digest.copy_from_slice(&chunk[..32]);
-                let vector: Box<[f32]> = chunk[32..]
+                digest.copy_from_slice(&body[..32]);
+                let vector: Box<[f32]> = body[32..]
                     .chunks_exact(4)
                     .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                     .collect();
@@ -143,10 +153,13 @@ impl Cache {
                 }
                 break;
             }
+            let start = bytes.len();
             bytes.extend_from_slice(key);
             vector
                 .iter()
                 .for_each(|v| bytes.extend_from_slice(&v.to_le_bytes()));
+            let check = Sha256::digest(&bytes[start..]);
+            bytes.extend_from_slice(&check[..CHECK]);
             self.vectors
                 .insert(*key, vector.to_vec().into_boxed_slice());
         }

@@ -146,3 +146,46 @@ fn the_weights_are_in_memory_once() {
         a.weight_bytes()
     );
 }
+
+#[test]
+fn a_hostile_cache_file_is_never_trusted_blindly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("vectors.cache");
+    let embedder = LocalEmbedder::load(model_dir()).unwrap();
+    let good = embedder.clone().with_cache(&path).unwrap();
+    let vectors = good.embed(&TEXTS).unwrap();
+    drop(good);
+    let bytes = std::fs::read(&path).unwrap();
+    // Cuts, bits flipped, values made NaN: opening never fails or panics, and every vector
+    // answered is the right one (read from the file, or computed afresh where the file was
+    // damaged).
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut kept = 0;
+    for round in 0..60 {
+        let mut hostile = bytes.clone();
+        if round % 2 == 0 {
+            hostile.truncate(usize::try_from(next() % bytes.len() as u64).unwrap());
+        } else {
+            let at = usize::try_from(next() % bytes.len() as u64).unwrap();
+            hostile[at] ^= 1 << (next() % 8);
+            if round % 3 == 0 {
+                // A value past the header made NaN.
+                let at = (64 + at % (bytes.len() - 64)) & !3;
+                hostile[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+            }
+        }
+        std::fs::write(&path, &hostile).unwrap();
+        let reopened = embedder.clone().with_cache(&path).unwrap();
+        let answered = reopened.embed(&TEXTS).unwrap();
+        assert_eq!(answered, vectors, "round {round}");
+        kept += reopened.stats().from_cache;
+    }
+    // The damage fell on some records, not all: the others were read, not recomputed.
+    assert!(kept > 30, "{kept} vectors of 180 read from damaged files");
+}
