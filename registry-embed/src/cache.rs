@@ -36,14 +36,24 @@ pub(crate) fn key(text: &str) -> Key {
 
 #[derive(Debug)]
 pub(crate) struct Cache {
-    path: PathBuf,
+    /// The file, if the vectors are kept past the process.
+    file: Option<(PathBuf, File)>,
     dimensions: usize,
     vectors: HashMap<Key, Box<[f32]>>,
-    file: File,
     full_logged: bool,
 }
 
 impl Cache {
+    /// A cache in memory only.
+    pub(crate) fn memory(dimensions: usize) -> Cache {
+        Cache {
+            file: None,
+            dimensions,
+            vectors: HashMap::new(),
+            full_logged: false,
+        }
+    }
+
     /// Opens (or creates) the cache file at `path` for vectors of `dimensions` values by the
     /// model whose digest is `model`, loading the vectors it holds.
     pub(crate) fn open(
@@ -122,10 +132,9 @@ impl Cache {
         }
         file.flush().map_err(|e| fail("cannot be written", e))?;
         Ok(Cache {
-            path: path.to_owned(),
+            file: Some((path.to_owned(), file)),
             dimensions,
             vectors,
-            file,
             full_logged: false,
         })
     }
@@ -138,8 +147,8 @@ impl Cache {
         self.vectors.len()
     }
 
-    /// Keeps `vectors` (new ones, each of the cache's length), appending them to the file in
-    /// one write. A failure to write is logged: the vectors are right, only not kept.
+    /// Keeps `vectors` (new ones, each of the cache's length), appending them to the file (if
+    /// any) in one write. A failure to write is logged: the vectors are right, only not kept.
     pub(crate) fn put(&mut self, vectors: &[(Key, &[f32])]) {
         let mut bytes = Vec::new();
         for (key, vector) in vectors {
@@ -148,7 +157,10 @@ impl Cache {
             }
             if self.vectors.len() >= MAX_CACHED {
                 if !self.full_logged {
-                    tracing::warn!(cache = %self.path.display(), kept = MAX_CACHED, "the vector cache is full: new vectors are computed but not kept");
+                    tracing::warn!(
+                        kept = MAX_CACHED,
+                        "the vector cache is full: new vectors are computed but not kept"
+                    );
                     self.full_logged = true;
                 }
                 break;
@@ -163,10 +175,11 @@ impl Cache {
             self.vectors
                 .insert(*key, vector.to_vec().into_boxed_slice());
         }
-        if !bytes.is_empty()
-            && let Err(error) = self.file.write_all(&bytes).and_then(|()| self.file.flush())
+        if let Some((path, file)) = &mut self.file
+            && !bytes.is_empty()
+            && let Err(error) = file.write_all(&bytes).and_then(|()| file.flush())
         {
-            tracing::warn!(cache = %self.path.display(), %error, "the vector cache cannot be written: its vectors are kept in memory only");
+            tracing::warn!(cache = %path.display(), %error, "the vector cache cannot be written: its vectors are kept in memory only");
         }
     }
 }

@@ -42,8 +42,11 @@ pub const MAX_THREADS: usize = 64;
 ///   an async worker.
 /// - **Weights once.** Clones share the weights, and so does a second `load` of the same
 ///   files while the first is alive: many registries, one copy in memory.
-/// - **Cache.** [`with_cache`](LocalEmbedder::with_cache) keeps every vector in a file, keyed
-///   by the model's digest and the text's, so a restart embeds only the tools that changed.
+/// - **Cache.** Every tool's vector is kept in memory (at most [`MAX_CACHED`](crate::MAX_CACHED),
+///   keyed by the text's SHA-256), so a new snapshot of the registry (a tool replaced) embeds
+///   only the tools whose text changed. [`with_cache`](LocalEmbedder::with_cache) keeps them in
+///   a file too, keyed by the model's digest as well, so a restart embeds only what changed.
+///   Queries ([`Embedder::embed_query`]) are never cached.
 ///
 /// ```no_run
 /// use registry_core::{DynamicTool, Registry, Subject};
@@ -70,7 +73,9 @@ pub const MAX_THREADS: usize = 64;
 pub struct LocalEmbedder {
     model: Arc<Model>,
     workers: Arc<Workers>,
-    cache: Option<Arc<Mutex<Cache>>>,
+    cache: Arc<Mutex<Cache>>,
+    /// Whether the cache is kept in a file.
+    persistent: bool,
     weight: f64,
     stats: Arc<Counters>,
 }
@@ -83,6 +88,8 @@ pub struct EmbedStats {
     pub computed: u64,
     /// Texts answered from the cache.
     pub from_cache: u64,
+    /// Queries embedded ([`Embedder::embed_query`]: never cached).
+    pub queries: u64,
     /// Vectors the cache holds.
     pub cached: usize,
 }
@@ -91,6 +98,7 @@ pub struct EmbedStats {
 struct Counters {
     computed: AtomicU64,
     from_cache: AtomicU64,
+    queries: AtomicU64,
 }
 
 /// The model: shared by every clone, and by every load of the same files.
@@ -213,17 +221,18 @@ impl LocalEmbedder {
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         Ok(LocalEmbedder {
+            cache: Arc::new(Mutex::new(Cache::memory(model.dimensions))),
+            persistent: false,
             model,
             workers: Arc::new(Workers::new(threads)?),
-            cache: None,
             weight: DEFAULT_WEIGHT,
             stats: Arc::default(),
         })
     }
 
-    /// Keeps every vector in the file `path` (made if missing), keyed by the model's digest
-    /// and each text's SHA-256: a restart, or another registry of this process, embeds only
-    /// the texts it has not seen. A file of another model is started afresh. At most
+    /// Keeps every tool's vector in the file `path` too (made if missing), keyed by the
+    /// model's digest and each text's SHA-256: a restart embeds only the texts it has not
+    /// seen. It takes the place of the cache in memory (and of what it held). A file of another model is started afresh. At most
     /// [`MAX_CACHED`](crate::MAX_CACHED) vectors are kept; one process writes a file at a time.
     ///
     /// # Errors
@@ -231,7 +240,8 @@ impl LocalEmbedder {
     /// If the file cannot be made, read or written.
     pub fn with_cache(mut self, path: impl AsRef<Path>) -> Result<LocalEmbedder, EmbedError> {
         let cache = Cache::open(path.as_ref(), &self.model.digest, self.model.dimensions)?;
-        self.cache = Some(Arc::new(Mutex::new(cache)));
+        self.cache = Arc::new(Mutex::new(cache));
+        self.persistent = true;
         Ok(self)
     }
 
@@ -296,9 +306,8 @@ impl LocalEmbedder {
         EmbedStats {
             computed: self.stats.computed.load(Ordering::Relaxed),
             from_cache: self.stats.from_cache.load(Ordering::Relaxed),
-            cached: self.cache.as_ref().map_or(0, |cache| {
-                cache.lock().unwrap_or_else(|e| e.into_inner()).len()
-            }),
+            queries: self.stats.queries.load(Ordering::Relaxed),
+            cached: self.cache.lock().unwrap_or_else(|e| e.into_inner()).len(),
         }
     }
 
@@ -319,7 +328,7 @@ impl std::fmt::Debug for LocalEmbedder {
             .field("dimensions", &self.model.dimensions)
             .field("max_tokens", &self.model.max_tokens)
             .field("threads", &self.workers.threads)
-            .field("cache", &self.cache.is_some())
+            .field("persistent_cache", &self.persistent)
             .field("weight", &self.weight)
             .finish_non_exhaustive()
     }
@@ -336,8 +345,8 @@ impl Embedder for LocalEmbedder {
         let model = &self.model;
         let keys: Vec<cache::Key> = texts.iter().map(|text| cache::key(text)).collect();
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
-        if let Some(cache) = &self.cache {
-            let cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             for (slot, key) in vectors.iter_mut().zip(&keys) {
                 *slot = cache.get(key).map(<[f32]>::to_vec);
             }
@@ -348,15 +357,8 @@ impl Embedder for LocalEmbedder {
                 missing.push((index, model.words.ids(text, index, texts.len())?));
             }
         }
-        let vocabulary = model.bert.vocabulary();
-        if let Some((index, id)) = missing.iter().find_map(|(index, ids)| {
-            ids.iter()
-                .find(|id| **id as usize >= vocabulary)
-                .map(|id| (index, id))
-        }) {
-            return Err(EmbedError::new(format!(
-                "text {index}: the tokenizer gave id {id}, past the model's vocabulary of {vocabulary}"
-            )));
+        for (index, ids) in &missing {
+            model.check_ids(ids, *index)?;
         }
         let threads = self.workers.threads;
         let computed: Vec<Vec<f32>> = self.workers.pool.install(|| {
@@ -375,21 +377,54 @@ impl Embedder for LocalEmbedder {
         self.stats
             .from_cache
             .fetch_add((texts.len() - computed.len()) as u64, Ordering::Relaxed);
-        if let Some(cache) = &self.cache {
-            let new: Vec<(cache::Key, &[f32])> = missing
-                .iter()
-                .zip(&computed)
-                .map(|((index, _), vector)| (keys[*index], vector.as_slice()))
-                .collect();
-            cache.lock().unwrap_or_else(|e| e.into_inner()).put(&new);
-        }
+        let new: Vec<(cache::Key, &[f32])> = missing
+            .iter()
+            .zip(&computed)
+            .map(|((index, _), vector)| (keys[*index], vector.as_slice()))
+            .collect();
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .put(&new);
         for ((index, _), vector) in missing.into_iter().zip(computed) {
             vectors[index] = Some(vector);
         }
         Ok(vectors.into_iter().map(Option::unwrap_or_default).collect())
     }
 
+    /// The query's unit vector, its products shared among the pool; never cached (a query
+    /// is seldom asked twice, and queries would crowd the tools out of the cache).
+    ///
+    /// # Errors
+    ///
+    /// If the query is empty, only whitespace, or has no word the tokenizer reads.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let model = &self.model;
+        let ids = model.words.ids(query, 0, 1)?;
+        model.check_ids(&ids, 0)?;
+        let threads = self.workers.threads;
+        let vector = self
+            .workers
+            .pool
+            .install(|| model.bert.embed(&ids, &model.pooling, threads));
+        self.stats.queries.fetch_add(1, Ordering::Relaxed);
+        Ok(vector)
+    }
+
     fn weight(&self) -> f64 {
         self.weight
+    }
+}
+
+impl Model {
+    /// An error if a token id is past the model's vocabulary (a tokenizer of another model).
+    fn check_ids(&self, ids: &[u32], index: usize) -> Result<(), EmbedError> {
+        let vocabulary = self.bert.vocabulary();
+        match ids.iter().find(|id| **id as usize >= vocabulary) {
+            Some(id) => Err(EmbedError::new(format!(
+                "text {index}: the tokenizer gave id {id}, past the model's vocabulary of {vocabulary}"
+            ))),
+            None => Ok(()),
+        }
     }
 }

@@ -189,3 +189,43 @@ fn a_hostile_cache_file_is_never_trusted_blindly() {
     // The damage fell on some records, not all: the others were read, not recomputed.
     assert!(kept > 30, "{kept} vectors of 180 read from damaged files");
 }
+
+#[test]
+fn a_tool_replaced_is_the_only_one_embedded_again() {
+    use registry_core::change::ReplaceOptions;
+    use registry_core::{DynamicTool, Registry, Subject};
+    use serde_json::Value;
+
+    let tool = |name: &str, description: &str| {
+        DynamicTool::new(name, description)
+            .public()
+            .handler(|_ctx, _args| Ok::<_, String>(Value::Null))
+    };
+    // No cache file: the vectors are kept in memory by default.
+    let embedder = LocalEmbedder::load(model_dir()).unwrap();
+    let registry = Registry::builder()
+        .tool(tool("create_issue", "Create an issue."))
+        .tool(tool("send_message", "Send a message to a channel."))
+        .tool(tool("get_forecast", "The weather forecast of a city."))
+        .embedder(embedder.clone())
+        .build()
+        .unwrap();
+    let run = registry.open_run("r", &Subject::new("acme"));
+    assert_eq!(run.search("post to the team", 1)[0].name(), "send_message");
+    assert_eq!(embedder.stats().computed, 3);
+    assert_eq!(embedder.stats().queries, 1);
+    registry
+        .replace(
+            tool("send_message", "Post a message in a chat room."),
+            ReplaceOptions::keep_old_runs("reworded"),
+        )
+        .unwrap();
+    let run = registry.open_run("s", &Subject::new("acme"));
+    assert_eq!(run.search("post to the team", 1)[0].name(), "send_message");
+    assert_eq!(
+        embedder.stats().computed,
+        4,
+        "the new snapshot embedded the replaced tool only"
+    );
+    assert_eq!(embedder.stats().from_cache, 2);
+}

@@ -33,7 +33,7 @@ fn a_hundred_texts_match_the_numpy_reference_within_1e_4_cosine() {
         .map(|t| t["text"].as_str().unwrap())
         .collect();
     assert_eq!(texts.len(), 100);
-    // One batch (texts spread over the pool), and each text alone (one text's products
+    // One batch (texts spread over the pool), and each text as a query (one text's products
     // shared among the pool): both paths are checked.
     let batch = embedder.embed(&texts).unwrap();
     let mut worst = (0.0f64, 0usize);
@@ -62,7 +62,8 @@ fn a_hundred_texts_match_the_numpy_reference_within_1e_4_cosine() {
             .iter()
             .map(|v| v.as_f64().unwrap() as f32)
             .collect();
-        let alone = embedder.embed(&[texts[index]]).unwrap().remove(0);
+        // As a query: alone, never cached, its products shared among the pool.
+        let alone = embedder.embed_query(texts[index]).unwrap();
         for (how, got) in [("in a batch", vector), ("alone", &alone)] {
             let norm: f64 = got
                 .iter()

@@ -23,8 +23,9 @@ use crate::execute::tool::Tool;
 /// (`search::OpenAiEmbedder`, with the feature `openai-embeddings`).
 ///
 /// `embed` returns one vector per text, in order, all of one length. It is called once per
-/// registry snapshot for its tools, in batches of at most [`MAX_BATCH`] texts, and once per
-/// search for the query. It must be deterministic for search to be: the same text, the same
+/// registry snapshot for its tools, in batches of at most [`MAX_BATCH`] texts;
+/// [`embed_query`](Embedder::embed_query) (by default `embed` of one text) once per search
+/// for the query. It must be deterministic for search to be: the same text, the same
 /// vector.
 ///
 /// It may block (a local model computing, a blocking HTTP client waiting), and must not need
@@ -69,6 +70,43 @@ pub trait Embedder: Send + Sync + 'static {
     ///
     /// Whatever keeps it from embedding: search is then lexical, and the error is logged.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// The vector of a search's query: [`embed`](Embedder::embed) of the one text unless
+    /// overridden. Tools' texts come through `embed`, queries through this, so an embedder can
+    /// treat them apart: keep tools' vectors and not every query's (`registry-embed`'s cache
+    /// does), or prefix queries as a model was trained to (e5's `"query: "`).
+    ///
+    /// ```
+    /// use registry_core::search::{EmbedError, Embedder};
+    ///
+    /// /// Counts the queries it is asked, apart from the tools.
+    /// struct Marked;
+    ///
+    /// impl Embedder for Marked {
+    ///     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    ///         Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+    ///     }
+    ///
+    ///     fn embed_query(&self, _query: &str) -> Result<Vec<f32>, EmbedError> {
+    ///         Ok(vec![0.0, 1.0])
+    ///     }
+    /// }
+    /// assert_eq!(Marked.embed_query("x").unwrap(), [0.0, 1.0]);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Whatever keeps it from embedding: search is then lexical, and the error is logged.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut vectors = self.embed(&[query])?;
+        match (vectors.pop(), vectors.is_empty()) {
+            (Some(vector), true) => Ok(vector),
+            (popped, _) => Err(EmbedError::new(format!(
+                "the embedder answered {} vectors for 1 query: one is needed",
+                vectors.len() + usize::from(popped.is_some())
+            ))),
+        }
+    }
 
     /// How much this embedder's ranking counts in the fusion, against the lexical ranking's
     /// 1: a tool at rank `r` of the nearest tools scores `weight / (10 + r)`, at rank `r` of
@@ -265,7 +303,7 @@ impl Vectors {
         embedder: &dyn Embedder,
         query: &str,
     ) -> Result<Vec<f32>, EmbedError> {
-        let mut vectors = checked(embedder.embed(&[query])?, 1)?;
+        let mut vectors = checked(vec![embedder.embed_query(query)?], 1)?;
         let vector = vectors.pop().unwrap_or_default();
         if vector.len() != self.dimensions {
             return Err(EmbedError::new(format!(
