@@ -9,13 +9,11 @@ use crate::config::{Encoder, Pooling};
 use crate::matmul::Linear;
 
 /// A layer normalisation's scale and shift.
-#[derive(Debug)]
 struct Norm {
     weight: Vec<f32>,
     bias: Vec<f32>,
 }
 
-#[derive(Debug)]
 struct Layer {
     /// Query, key and value as one product (their outputs side by side).
     qkv: Linear,
@@ -27,7 +25,6 @@ struct Layer {
 }
 
 /// The weights of an encoder, and its forward pass.
-#[derive(Debug)]
 pub(crate) struct Bert {
     encoder: Encoder,
     words: Vec<f32>,
@@ -36,6 +33,14 @@ pub(crate) struct Bert {
     token_type: Vec<f32>,
     norm: Norm,
     layers: Vec<Layer>,
+}
+
+impl std::fmt::Debug for Bert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bert")
+            .field("encoder", &self.encoder)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The tensors of a safetensors file, by name, with or without a `bert.` prefix.
@@ -208,6 +213,7 @@ impl Bert {
     /// vocabulary: the caller checked), its products shared among `threads` threads of the
     /// current rayon pool.
     pub(crate) fn embed(&self, ids: &[u32], pooling: &Pooling, threads: usize) -> Vec<f32> {
+        let ids = &ids[..ids.len().min(self.encoder.positions)];
         let states = self.forward(ids, threads);
         pool(&states, self.encoder.hidden, pooling)
     }

@@ -76,6 +76,8 @@ pub struct LocalEmbedder {
     cache: Arc<Mutex<Cache>>,
     /// Whether the cache is kept in a file.
     persistent: bool,
+    /// Put before every query and every tool's text (e5's `"query: "` and `"passage: "`).
+    prefixes: Arc<(String, String)>,
     weight: f64,
     stats: Arc<Counters>,
 }
@@ -223,6 +225,7 @@ impl LocalEmbedder {
         Ok(LocalEmbedder {
             cache: Arc::new(Mutex::new(Cache::memory(model.dimensions))),
             persistent: false,
+            prefixes: Arc::default(),
             model,
             workers: Arc::new(Workers::new(threads)?),
             weight: DEFAULT_WEIGHT,
@@ -254,6 +257,23 @@ impl LocalEmbedder {
     pub fn with_threads(mut self, threads: usize) -> Result<LocalEmbedder, EmbedError> {
         self.workers = Arc::new(Workers::new(threads)?);
         Ok(self)
+    }
+
+    /// Puts `query` before every query and `tool` before every tool's text, as some models
+    /// were trained to read them: e5 (`"query: "`, `"passage: "`), bge (`"Represent this
+    /// sentence for searching relevant passages: "`, `""`). all-MiniLM-L6-v2 takes none (the
+    /// default).
+    ///
+    /// ```no_run
+    /// use registry_embed::LocalEmbedder;
+    ///
+    /// let e5 = LocalEmbedder::load("models/e5-small-v2")?.with_prefixes("query: ", "passage: ");
+    /// # Ok::<(), registry_embed::EmbedError>(())
+    /// ```
+    #[must_use]
+    pub fn with_prefixes(mut self, query: &str, tool: &str) -> LocalEmbedder {
+        self.prefixes = Arc::new((query.to_owned(), tool.to_owned()));
+        self
     }
 
     /// Sets how much the model's ranking counts in search's fusion against the words' 1
@@ -343,6 +363,22 @@ impl Embedder for LocalEmbedder {
     /// names which.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let model = &self.model;
+        for (index, text) in texts.iter().enumerate() {
+            if text.trim().is_empty() {
+                // The error that names it (a prefix is not a word of the text).
+                model.words.ids(text, index, texts.len())?;
+            }
+        }
+        let prefixed: Vec<String>;
+        let texts: &[&str] = if self.prefixes.1.is_empty() {
+            texts
+        } else {
+            prefixed = texts
+                .iter()
+                .map(|text| format!("{}{text}", self.prefixes.1))
+                .collect();
+            &prefixed.iter().map(String::as_str).collect::<Vec<_>>()
+        };
         let keys: Vec<cache::Key> = texts.iter().map(|text| cache::key(text)).collect();
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         {
@@ -400,7 +436,13 @@ impl Embedder for LocalEmbedder {
     /// If the query is empty, only whitespace, or has no word the tokenizer reads.
     fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
         let model = &self.model;
-        let ids = model.words.ids(query, 0, 1)?;
+        if query.trim().is_empty() {
+            // The prefix is not a word of the query.
+            model.words.ids(query, 0, 1)?;
+        }
+        let ids = model
+            .words
+            .ids(&format!("{}{query}", self.prefixes.0), 0, 1)?;
         model.check_ids(&ids, 0)?;
         let threads = self.workers.threads;
         let vector = self

@@ -21,7 +21,6 @@ const TILE: usize = 4;
 
 /// A matrix `W` (`outputs × inputs`) with its bias, packed: panel `p` holds, for each input
 /// `k`, the [`PANEL`] values `W[p·PANEL + c][k]` (zero past the last output).
-#[derive(Debug)]
 pub(crate) struct Linear {
     inputs: usize,
     outputs: usize,
@@ -176,6 +175,12 @@ impl Linear {
     /// Bytes of memory the packed matrix and its bias hold.
     pub(crate) fn bytes(&self) -> usize {
         (self.packed.len() + self.bias.len()) * std::mem::size_of::<f32>()
+    }
+}
+
+impl std::fmt::Debug for Linear {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Linear({} -> {})", self.inputs, self.outputs)
     }
 }
 

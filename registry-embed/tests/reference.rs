@@ -123,3 +123,25 @@ fn nearer_meanings_are_nearer() {
     assert!(cosine(&v[0], &v[1]) > 0.8);
     assert!(cosine(&v[0], &v[1]) > cosine(&v[0], &v[2]) + 0.5);
 }
+
+#[test]
+fn prefixes_are_put_before_queries_and_tools() {
+    let plain = LocalEmbedder::load(model_dir()).unwrap();
+    let e5 = plain.clone().with_prefixes("query: ", "passage: ");
+    assert_eq!(
+        e5.embed_query("open a pull request").unwrap(),
+        plain.embed(&["query: open a pull request"]).unwrap()[0]
+    );
+    assert_eq!(
+        e5.embed(&["create_pull_request"]).unwrap(),
+        plain.embed(&["passage: create_pull_request"]).unwrap()
+    );
+    // A prefix is not a word of an empty text.
+    assert!(e5.embed_query(" ").unwrap_err().message().contains("empty"));
+    assert!(
+        e5.embed(&["a", ""])
+            .unwrap_err()
+            .message()
+            .contains("text 1 (of 2) is empty")
+    );
+}
