@@ -34,7 +34,7 @@
 //! run's allowed set only. `--model-dir DIR` makes those searches rank by meaning as well as
 //! by words, with the sentence-transformers model in DIR run in this process
 //! (`registry_embed::LocalEmbedder`; `bash .ci/fetch-model DIR` fetches all-MiniLM-L6-v2),
-//! the tools embedded before the loop starts; `--embed-cache FILE` keeps their vectors
+//! the tools embedded before the loop starts; `--embed-cache FILE` keeps the vectors
 //! between runs. A DIR that is not such a model is a bad flag (status 2).
 //!
 //! `--otlp ENDPOINT` (an OTLP/HTTP collector's base URL, e.g. `http://127.0.0.1:4318`)
@@ -92,7 +92,8 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
                  sentence-transformers model in DIR (config.json, tokenizer.json,
                  model.safetensors) run in this process; `bash .ci/fetch-model DIR`
                  fetches all-MiniLM-L6-v2 (a DIR that is not such a model: status 2)
-  --embed-cache  keep the tools' vectors in FILE between runs (needs --model-dir)
+  --embed-cache  keep the vectors the model computes (the tools', and the queries') in
+                 FILE between runs, keyed by SHA-256 digests (needs --model-dir)
   --allow-insecure-http
                  accept a plain http:// base URL to a host that is not loopback (the key
                  and the conversation travel in clear); redirects are never followed
