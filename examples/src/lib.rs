@@ -1,10 +1,11 @@
 //! Tools shared by the example programs, declared in three modules of this crate; more live
-//! in the separate crate `build-tools`.
+//! in the separate crate `build-tools`. `embed` holds the programs' `--model-dir` flag.
 
 pub mod chat;
 pub mod conformance;
 pub mod deploy;
 pub mod docs;
+pub mod embed;
 
 use registry_core::{Registry, RegistryBuilder};
 

@@ -436,3 +436,135 @@ async fn malformed_input_gets_a_protocol_error_and_the_server_keeps_serving() {
     assert!(!seen.iter().any(|line| line.contains("raw-3")));
     within("shutdown", client.cancel()).await.unwrap();
 }
+
+/// With `--deferred --model-dir DIR`, `search_tools` ranks by meaning as well as by words:
+/// a query that shares no word with a tool, and that words alone do not find it by, finds
+/// it. The tools were embedded once, at start, into the `--embed-cache` file.
+#[tokio::test]
+async fn model_dir_finds_by_meaning_what_words_do_not() {
+    const QUERY: &str = "nuke ephemeral env";
+    const ANSWER: &str = "drop_preview";
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    // No word of the query is in the tool's definition (name, description, parameters), and
+    // a search by words alone does not find it.
+    let registry = registry_examples::registry().build().unwrap();
+    let definition = serde_json::to_string(&*registry.get(ANSWER).unwrap().definition()).unwrap();
+    let defined = words(&definition.replace('_', " "));
+    for word in words(QUERY) {
+        assert!(!defined.contains(&word), "{word:?} is in {definition}");
+    }
+    let subject = Subject::new("acme").with_scopes(["build:read", "build:write", "deploy:write"]);
+    let lexical = registry.open_run("words", &subject).search(QUERY, 10);
+    assert!(
+        lexical.iter().all(|hit| hit.name() != ANSWER),
+        "words alone found it: {:?}",
+        lexical.iter().map(|hit| hit.name()).collect::<Vec<_>>()
+    );
+
+    let cache =
+        std::env::temp_dir().join(format!("mcp-stdio-vectors-{}.cache", std::process::id()));
+    let _ = std::fs::remove_file(&cache);
+    let mut command = tokio::process::Command::new(server_binary());
+    command
+        .args(["--log", "info,rmcp=warn", "--deferred", "--model-dir"])
+        .arg(model_dir())
+        .arg("--embed-cache")
+        .arg(&cache)
+        .args(WRITER);
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the server starts");
+    let mut stderr = BufReader::new(stderr.expect("stderr is piped")).lines();
+    let client = within("initialize", ().serve(transport))
+        .await
+        .expect("the server initializes");
+
+    // Every tool of the registry, hidden ones too, was embedded before the server answered.
+    let prepared = within("the log of the start", async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if line.contains("search prepared") {
+                return line;
+            }
+        }
+        panic!("the server's log ended before the search was prepared");
+    })
+    .await;
+    assert!(prepared.contains("the tools are embedded"), "{prepared}");
+    let count = registry.len();
+    assert!(
+        prepared.contains(&format!("tools={count} computed={count} from_cache=0")),
+        "{prepared}"
+    );
+    tokio::spawn(async move { while let Ok(Some(_)) = stderr.next_line().await {} });
+
+    let (before, _) = list_all(&client).await;
+    assert!(!names(&before).contains(&ANSWER.to_owned()));
+    let found = call(&client, "search_tools", json!({"query": QUERY}))
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_str(&text(&found)).unwrap();
+    let hits: Vec<&str> = answer["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|namespace| namespace["tools"].as_array().unwrap())
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(hits.contains(&ANSWER), "{answer}");
+    let (after, _) = list_all(&client).await;
+    assert!(names(&after).contains(&ANSWER.to_owned()), "loaded");
+    within("shutdown", client.cancel()).await.unwrap();
+
+    // The cache holds every tool's vector (384 values each, after its key).
+    let bytes = std::fs::metadata(&cache).unwrap().len();
+    assert!(bytes >= (count * 384 * 4) as u64, "{bytes} bytes");
+    std::fs::remove_file(&cache).unwrap();
+}
+
+/// A `--model-dir` that is not a model's directory is a bad flag: status 2, and the
+/// loader's reason, before anything is served.
+#[tokio::test]
+async fn a_bad_model_dir_is_refused_at_start() {
+    let missing = workspace().join("target/no-such-model");
+    let not_a_model = workspace().join("examples");
+    for (dir, why) in [
+        (&missing, "no such directory"),
+        (&not_a_model, "config.json: no such file"),
+    ] {
+        let output = within(
+            "the server refuses",
+            tokio::process::Command::new(server_binary())
+                .arg("--model-dir")
+                .arg(dir)
+                .stdin(Stdio::null())
+                .output(),
+        )
+        .await
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("mcp_server: --model-dir {}: ", dir.display())),
+            "{stderr}"
+        );
+        assert!(stderr.contains(why), "{stderr}");
+        assert!(output.stdout.is_empty());
+    }
+    // --embed-cache alone is a bad flag too.
+    let output = tokio::process::Command::new(server_binary())
+        .args(["--embed-cache", "vectors.cache"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--embed-cache needs --model-dir DIR")
+    );
+}

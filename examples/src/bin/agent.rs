@@ -29,6 +29,14 @@
 //! model that answers around its tools: `--first-turn-tool-choice required`). A NAME the run
 //! may not call is refused before any request (status 1).
 //!
+//! `--deferred` sends the run in its deferred form (registry-agent's `Agent::defer_above(0)`):
+//! the model is shown a search tool (`search_tools`) and the tools its searches load, from the
+//! run's allowed set only. `--model-dir DIR` makes those searches rank by meaning as well as
+//! by words, with the sentence-transformers model in DIR run in this process
+//! (`registry_embed::LocalEmbedder`; `bash .ci/fetch-model DIR` fetches all-MiniLM-L6-v2),
+//! the tools embedded before the loop starts; `--embed-cache FILE` keeps the vectors
+//! between runs. A DIR that is not such a model is a bad flag (status 2).
+//!
 //! `--otlp ENDPOINT` (an OTLP/HTTP collector's base URL, e.g. `http://127.0.0.1:4318`)
 //! exports the loop's spans (`invoke_agent`, `chat {model}`, `execute_tool {name}`, with the
 //! GenAI semantic conventions' attributes) as OTLP protobuf to `ENDPOINT/v1/traces`, service
@@ -45,6 +53,8 @@ use registry_agent::{
 };
 use registry_core::Subject;
 use registry_core::approval::Verdict;
+use registry_embed::LocalEmbedder;
+use registry_examples::embed::{self, EmbedFlags};
 use serde_json::json;
 
 const USAGE: &str = "\
@@ -53,6 +63,7 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
              --prompt TEXT [--transcript FILE] [--otlp ENDPOINT] [--allow-insecure-http]
              [--tool-choice auto|required|none|NAME] [--first-turn-tool-choice ...]
              [--max-output-tokens N] [--legacy-max-tokens]
+             [--deferred] [--model-dir DIR [--embed-cache FILE]]
 
   --api          the model API the server speaks
   --base-url     its base URL, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1
@@ -75,6 +86,14 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
   --legacy-max-tokens
                  also send that bound as max_tokens (openai-chat), for servers that read
                  only the older name (llama-cpp-python's)
+  --deferred     send the run in its deferred form: the model is shown search_tools
+                 and the tools its searches load (from the run's tools only)
+  --model-dir    rank those searches by meaning as well as by words, with the
+                 sentence-transformers model in DIR (config.json, tokenizer.json,
+                 model.safetensors) run in this process; `bash .ci/fetch-model DIR`
+                 fetches all-MiniLM-L6-v2 (a DIR that is not such a model: status 2)
+  --embed-cache  keep the vectors the model computes (the tools', and the queries') in
+                 FILE between runs, keyed by SHA-256 digests (needs --model-dir)
   --allow-insecure-http
                  accept a plain http:// base URL to a host that is not loopback (the key
                  and the conversation travel in clear); redirects are never followed
@@ -97,6 +116,8 @@ struct Args {
     legacy_max_tokens: bool,
     tool_choice: Option<ToolChoice>,
     first_turn_tool_choice: Option<ToolChoice>,
+    deferred: bool,
+    embed: EmbedFlags,
 }
 
 fn args() -> Result<Args, String> {
@@ -115,6 +136,8 @@ fn args() -> Result<Args, String> {
     let mut legacy_max_tokens = false;
     let mut tool_choice = None;
     let mut first_turn_tool_choice = None;
+    let mut deferred = false;
+    let mut embed = EmbedFlags::default();
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -160,10 +183,14 @@ fn args() -> Result<Args, String> {
             "--first-turn-tool-choice" => {
                 first_turn_tool_choice = Some(value()?.parse::<ToolChoice>()?);
             }
+            "--deferred" => deferred = true,
+            "--model-dir" => embed.model_dir = Some(PathBuf::from(value()?)),
+            "--embed-cache" => embed.cache = Some(PathBuf::from(value()?)),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown flag {other:?}")),
         }
     }
+    embed.check()?;
     Ok(Args {
         api: api.ok_or("--api is required")?,
         base_url: base_url.ok_or("--base-url is required")?,
@@ -180,6 +207,8 @@ fn args() -> Result<Args, String> {
         legacy_max_tokens,
         tool_choice,
         first_turn_tool_choice,
+        deferred,
+        embed,
     })
 }
 
@@ -193,8 +222,20 @@ fn transcript(outcome: &str, state: &AgentState, answer: &str) -> serde_json::Va
     })
 }
 
-async fn run(args: &Args) -> Result<(ExitCode, serde_json::Value), Box<dyn std::error::Error>> {
-    let registry = registry_examples::registry().build()?;
+async fn run(
+    args: &Args,
+    embedder: Option<LocalEmbedder>,
+) -> Result<(ExitCode, serde_json::Value), Box<dyn std::error::Error>> {
+    let mut builder = registry_examples::registry();
+    if let Some(embedder) = &embedder {
+        builder = builder.embedder(embedder.clone());
+    }
+    let registry = builder.build()?;
+    if let Some(embedder) = embedder {
+        // The tools are embedded now, on a blocking thread, rather than by the first search.
+        let registry = registry.clone();
+        tokio::task::spawn_blocking(move || embed::prepare(&registry, &embedder)).await?;
+    }
     let subject = Subject::new(args.tenant.as_str())
         .with_scopes(args.scopes.iter().map(String::as_str))
         .with_agent("example-agent");
@@ -214,6 +255,9 @@ async fn run(args: &Args) -> Result<(ExitCode, serde_json::Value), Box<dyn std::
     let mut agent = Agent::new(config)?
         .budget(Budget::default().max_turns(args.max_turns))
         .instructions("You operate the build and deploy tools of this project. Use a tool when it helps; answer briefly.");
+    if args.deferred {
+        agent = agent.defer_above(0);
+    }
     if let Some(choice) = &args.tool_choice {
         agent = agent.tool_choice(choice.clone());
     }
@@ -300,7 +344,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let code = finish(&args, &runtime);
+    // The model's weights are read and checked before the loop; a bad --model-dir is a bad
+    // flag.
+    let code = match args.embed.load() {
+        Ok(embedder) => finish(&args, &runtime, embedder),
+        Err(message) => {
+            eprintln!("agent: {message}");
+            ExitCode::from(2)
+        }
+    };
     // Every exit from here on: the spans still queued go out (or a warning says why not)
     // while the runtime that sends them is still there.
     if let Some(exporter) = exporter {
@@ -310,8 +362,12 @@ fn main() -> ExitCode {
 }
 
 /// Runs the loop and writes the transcript; the exit status.
-fn finish(args: &Args, runtime: &tokio::runtime::Runtime) -> ExitCode {
-    let (code, written) = match runtime.block_on(run(args)) {
+fn finish(
+    args: &Args,
+    runtime: &tokio::runtime::Runtime,
+    embedder: Option<LocalEmbedder>,
+) -> ExitCode {
+    let (code, written) = match runtime.block_on(run(args, embedder)) {
         Ok(result) => result,
         Err(error) => {
             eprintln!("agent: {error}");

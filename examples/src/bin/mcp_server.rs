@@ -7,6 +7,9 @@
 //! cargo run -p registry-examples --bin mcp_server -- --tenant acme --scopes build:read --read-only
 //! # HTTP on 127.0.0.1:8750, with the bundled development tokens:
 //! cargo run -p registry-examples --bin mcp_server -- --http --tokens examples/mcp-tokens.json
+//! # stdio, with deferred loading (`search_tools`) ranked by a sentence model run in-process:
+//! cargo run -p registry-examples --bin mcp_server -- --scopes build:read --deferred \
+//!     --model-dir target/models/all-MiniLM-L6-v2 --embed-cache target/models/vectors.cache
 //! # HTTP as an OAuth 2.1 resource server, accepting an identity provider's JWT access tokens:
 //! cargo run -p registry-examples --bin mcp_server -- --http 127.0.0.1:8750 \
 //!     --issuer https://idp.example.com/ --audience http://127.0.0.1:8750/mcp \
@@ -23,7 +26,10 @@ use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::Duration;
 
+use registry_core::deferred::DeferredOptions;
 use registry_core::{Registry, Subject, access::Access};
+use registry_embed::LocalEmbedder;
+use registry_examples::embed::{self, EmbedFlags};
 use registry_mcp::logging::{self, LogFormat};
 use registry_mcp::upstream::{
     Federation, FederationError, UpstreamLock, UpstreamsConfig, Withheld,
@@ -35,8 +41,6 @@ use registry_mcp::{
 use registry_postgres::{
     AuditConfig, AuditWriter, ChangeFeed, ControlPlane, UpstreamOffer, WhenFull,
 };
-
-use registry_examples as _;
 
 const USAGE: &str = "\
 usage: mcp_server [--tenant T] [--scopes A,B] [--read-only] [--agent NAME]   (stdio)
@@ -85,6 +89,21 @@ both:
   --call-timeout-ms N   a deadline for every call
   --max-message-bytes N largest message accepted (default 8 MiB)
   --rate-limit SPEC a rate limit for every tool, per subject, e.g. 5/min
+
+Search (the deferred form's `search_tools`):
+  --deferred        deferred loading: tools/list holds the loaded tools and
+                    search_tools, and calling search_tools loads what it finds (in the
+                    client's allowed set only)
+  --model-dir DIR   rank search results by meaning as well as by words, with the
+                    sentence-transformers model in DIR (config.json, tokenizer.json,
+                    model.safetensors) run in this process; `bash .ci/fetch-model DIR`
+                    fetches all-MiniLM-L6-v2. The tools are embedded at start (the log
+                    says how many and how long). A DIR that is not such a model is
+                    refused (status 2). Without it, search ranks by words only
+  --embed-cache FILE   keep the vectors the model computes (the tools', and the
+                    queries') in FILE (made if missing), keyed by the model's digest and
+                    each text's SHA-256, never the text: a restart embeds only the tools
+                    that changed (needs --model-dir)
 
 Upstream MCP servers, their tools served beside this server's own, through the same gate:
   --upstreams FILE  the upstream servers and their tools' scopes, tenants, approvals,
@@ -168,6 +187,10 @@ struct Args {
     upstreams: Option<PathBuf>,
     upstreams_lock: Option<PathBuf>,
     accept_upstreams: Vec<String>,
+    /// `--model-dir` and `--embed-cache`.
+    embed: EmbedFlags,
+    /// The model `--model-dir` names, loaded by `main` before the registry is built.
+    embedder: Option<LocalEmbedder>,
 }
 
 /// Where `--postgres` or `--postgres-url-file` says the database is.
@@ -211,6 +234,8 @@ impl Args {
             upstreams: None,
             upstreams_lock: None,
             accept_upstreams: Vec::new(),
+            embed: EmbedFlags::default(),
+            embedder: None,
         };
         let mut postgres_flags = Vec::new();
         let mut pending: Option<String> = None;
@@ -318,6 +343,11 @@ impl Args {
                 "--replica" => parsed.replica = Some(value("--replica")?),
                 "--no-retention" => parsed.no_retention = true,
                 "--rate-limit" => parsed.rate_limit = Some(value("--rate-limit")?),
+                "--deferred" => {
+                    parsed.options = parsed.options.with_deferred_loading(DeferredOptions::new());
+                }
+                "--model-dir" => parsed.embed.model_dir = Some(value("--model-dir")?.into()),
+                "--embed-cache" => parsed.embed.cache = Some(value("--embed-cache")?.into()),
                 "--upstreams" => parsed.upstreams = Some(value("--upstreams")?.into()),
                 "--upstreams-lock" => {
                     parsed.upstreams_lock = Some(value("--upstreams-lock")?.into());
@@ -376,6 +406,7 @@ impl Args {
         {
             return Err("--upstreams-lock and --accept-upstream need --upstreams FILE".to_owned());
         }
+        parsed.embed.check()?;
         if parsed.jwks.is_some() && (parsed.issuer.is_none() || parsed.audience.is_none()) {
             return Err("--jwks and --jwks-uri need --issuer and --audience".to_owned());
         }
@@ -435,7 +466,7 @@ fn number<T: FromStr>(text: &str) -> Result<T, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match Args::parse(std::env::args().skip(1)) {
+    let mut args = match Args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
         Err(message) if message.is_empty() => {
             println!("{USAGE}");
@@ -455,6 +486,20 @@ async fn main() -> ExitCode {
     // A panicking tool is caught by the run and its message goes to the audit log; keep the
     // default hook from printing it (and a backtrace) as well.
     std::panic::set_hook(Box::new(|info| tracing::debug!("{info}")));
+    // The model's weights are read and checked off the async workers; a bad --model-dir is
+    // a bad flag.
+    let flags = args.embed.clone();
+    args.embedder = match tokio::task::spawn_blocking(move || flags.load()).await {
+        Ok(Ok(embedder)) => embedder,
+        Ok(Err(message)) => {
+            eprintln!("mcp_server: {}", logging::escape(&message));
+            return ExitCode::from(2);
+        }
+        Err(error) => {
+            eprintln!("mcp_server: the model could not be loaded: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -532,6 +577,9 @@ impl Replica {
 /// replicas through the PostgreSQL control plane at `--postgres`.
 async fn build(args: &Args) -> Result<(Registry, Option<Replica>), Box<dyn std::error::Error>> {
     let mut builder = registry_examples::registry();
+    if let Some(embedder) = &args.embedder {
+        builder = builder.embedder(embedder.clone());
+    }
     if let Some(limit) = &args.rate_limit {
         builder = builder.rate_limit(limit.as_str());
     }
@@ -790,6 +838,11 @@ fn reload_lock_on_hangup(federation: Federation, path: PathBuf) {
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let (registry, replica) = build(&args).await?;
+    if let Some(embedder) = args.embedder.clone() {
+        // The tools are embedded now, on a blocking thread, rather than by the first search.
+        let registry = registry.clone();
+        tokio::task::spawn_blocking(move || embed::prepare(&registry, &embedder)).await?;
+    }
     let result = serve(args, registry).await;
     if let Some(replica) = replica {
         replica.shutdown().await;

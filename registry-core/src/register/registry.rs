@@ -21,6 +21,7 @@ use crate::host::state::AppState;
 use crate::project::discovery::{SlotState, Snapshot, Unavailable};
 use crate::register::dynamic::DynamicTool;
 use crate::resolve::guard::ArgumentLimits;
+use crate::search::PreparedSearch;
 use crate::search::embed::Embedder;
 use crate::shared::audit_key::AuditKey;
 use crate::shared::profile::{CompatibilityError, Profile};
@@ -1031,6 +1032,55 @@ impl Registry {
     /// The embedder search ranks by meaning with, if the application gave one.
     pub(crate) fn embedder(&self) -> Option<&dyn Embedder> {
         self.inner.embedder.as_deref()
+    }
+
+    /// Builds now what the first search of a run would otherwise build: the search index of
+    /// the current tools and, if the registry has an [embedder](crate::RegistryBuilder::embedder),
+    /// their vectors (every tool's text embedded, in batches). Each is built once per snapshot
+    /// of the tools and shared by every run opened from it; without this call, the first
+    /// search pays for the whole catalog.
+    ///
+    /// It calls the embedder on this thread and may block as long as the whole catalog takes
+    /// (a local model: seconds for hundreds of tools): call it at start, on a thread where
+    /// blocking is allowed (`tokio::task::spawn_blocking`), never on an async worker. A
+    /// change that replaces a tool makes a new snapshot, whose first search embeds again (an
+    /// embedder with a cache answers the unchanged tools from it).
+    ///
+    /// Every tool is embedded, those hidden from some run too: the vectors stay in this
+    /// process, in the snapshot, and a search ranks only its run's allowed set, so a hidden
+    /// tool neither is found nor changes another's score.
+    ///
+    /// ```
+    /// use registry_core::search::{EmbedError, Embedder};
+    /// use registry_core::{DynamicTool, Registry};
+    ///
+    /// struct Length;
+    ///
+    /// impl Embedder for Length {
+    ///     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    ///         Ok(texts.iter().map(|text| vec![text.len() as f32, 1.0]).collect())
+    ///     }
+    /// }
+    ///
+    /// let registry = Registry::builder()
+    ///     .tool(DynamicTool::new("rollback", "Roll a deployment back.").public()
+    ///         .handler(|_ctx, _args| Ok::<_, String>(serde_json::json!("done"))))
+    ///     .embedder(Length)
+    ///     .build()
+    ///     .unwrap();
+    /// let prepared = registry.prepare_search();
+    /// assert_eq!((prepared.tools, prepared.by_meaning), (1, true));
+    /// ```
+    pub fn prepare_search(&self) -> PreparedSearch {
+        let snapshot = self.snapshot();
+        snapshot.index();
+        let by_meaning = self
+            .embedder()
+            .is_some_and(|embedder| snapshot.vectors(embedder).is_some());
+        PreparedSearch {
+            tools: snapshot.len(),
+            by_meaning,
+        }
     }
 
     /// The registry's access policies, in the order they were given; all apply.

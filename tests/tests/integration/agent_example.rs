@@ -338,6 +338,69 @@ fn tool_choice_flags_reach_the_request_and_a_hidden_name_is_refused_with_status_
     }
 }
 
+/// `--deferred` shows the model the search tool; with `--model-dir DIR`, a search that
+/// shares no word with `drop_preview` (and that words alone do not answer with it) loads it
+/// by meaning.
+#[test]
+fn deferred_searches_rank_by_meaning_with_a_model_dir() {
+    let search = || calling(&[("s1", "search_tools", json!({"query": "nuke ephemeral env"}))]);
+    let model = mcp_support::model_dir().to_str().unwrap().to_owned();
+    let mut loaded = Vec::new();
+    for extra in [
+        vec!["--deferred"],
+        vec!["--deferred", "--model-dir", model.as_str()],
+    ] {
+        let (url, script) = fake(vec![search(), answering("found it")]);
+        let ran = agent_with(&url, "build:read,deploy:write", "never", "4", &extra);
+        assert_eq!(ran.code, 0, "{extra:?}: {}", ran.stderr);
+        let requests = script.requests.lock().unwrap();
+        assert_eq!(requests.len(), 2, "{extra:?}");
+        assert_eq!(offered(&requests[0]), ["search_tools"], "{extra:?}");
+        loaded.push(offered(&requests[1]));
+    }
+    assert!(
+        !loaded[0].contains(&"drop_preview".to_owned()),
+        "words alone: {:?}",
+        loaded[0]
+    );
+    assert!(
+        loaded[1].contains(&"drop_preview".to_owned()),
+        "by meaning: {:?}",
+        loaded[1]
+    );
+}
+
+/// A `--model-dir` that is not a model's directory is a bad flag (status 2), with the
+/// loader's reason, before any request; so is `--embed-cache` without it.
+#[test]
+fn a_bad_model_dir_is_a_bad_flag() {
+    let (url, script) = fake(vec![answering("ok")]);
+    let missing = mcp_support::workspace().join("target/no-such-model");
+    let missing = missing.to_str().unwrap();
+    for (flags, why) in [
+        (
+            vec!["--model-dir", missing],
+            format!("agent: --model-dir {missing}: {missing}: no such directory"),
+        ),
+        (
+            vec!["--embed-cache", "vectors.cache"],
+            "agent: --embed-cache needs --model-dir DIR".to_owned(),
+        ),
+    ] {
+        let output = std::process::Command::new(mcp_support::example_binary("agent"))
+            .args(["--api", "openai-chat", "--base-url", &url, "--model", "m"])
+            .args(["--prompt", "hello", "--deferred"])
+            .args(&flags)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(&why), "{flags:?}: {stderr}");
+    }
+    assert!(script.requests.lock().unwrap().is_empty());
+}
+
 /// Everything a second server received: method, headers, raw body.
 type Collected = Arc<Mutex<Vec<(String, HeaderMap, Vec<u8>)>>>;
 

@@ -178,6 +178,40 @@ fn tools_are_embedded_once_per_snapshot_and_the_query_once_per_search() {
 }
 
 #[test]
+fn prepare_search_embeds_the_catalog_before_the_first_search() {
+    let shared = SharedEmbedder::default();
+    let counter = Arc::clone(&shared.0);
+    let embedded = registry(Registry::builder().embedder(shared));
+    let prepared = embedded.prepare_search();
+    assert_eq!((prepared.tools, prepared.by_meaning), (7, true));
+    // One batch of the 7 tools, hidden ones too, and nothing else.
+    assert_eq!(counter.calls.load(Ordering::Relaxed), 1);
+    assert_eq!(counter.texts.load(Ordering::Relaxed), 7);
+    // Again: nothing is embedded twice.
+    assert_eq!(embedded.prepare_search(), prepared);
+    assert_eq!(counter.texts.load(Ordering::Relaxed), 7);
+    // The first search embeds its query alone, and ranks by meaning.
+    let run = embedded.open_run("r", &Subject::new("acme"));
+    let found = run.search("zorp it", 3);
+    assert_eq!(found[0].name(), "delete_record", "{:?}", names(&found));
+    assert!(found[0].similarity().is_some());
+    assert_eq!(counter.calls.load(Ordering::Relaxed), 2);
+    assert_eq!(counter.texts.load(Ordering::Relaxed), 8);
+    // The hidden tool was embedded, but the run never finds it.
+    assert!(
+        run.search("deploy the admin console", 7)
+            .iter()
+            .all(|hit| hit.name() != "deploy_admin")
+    );
+
+    // Without an embedder, the index alone; with one that fails, no vectors.
+    let lexical = registry(Registry::builder()).prepare_search();
+    assert_eq!((lexical.tools, lexical.by_meaning), (7, false));
+    let broken = registry(Registry::builder().embedder(Broken("error"))).prepare_search();
+    assert_eq!((broken.tools, broken.by_meaning), (7, false));
+}
+
+#[test]
 fn only_the_allowed_set_and_hidden_tools_change_no_score() {
     let embedded = registry(Registry::builder().embedder(WordEmbedder::default()));
     let run = embedded.open_run("r", &Subject::new("acme"));

@@ -417,3 +417,34 @@ where
         .expect("the server prints its address");
     ExampleServer { url, lines, child }
 }
+
+/// The directory of the sentence model all-MiniLM-L6-v2, for the tests of `--model-dir`:
+/// `REGISTRY_EMBED_MODEL_DIR` if set (`.ci/run` sets it), else the one the repository's own
+/// script fetches (`bash .ci/fetch-model`, which does nothing once the model is there and
+/// checked), as registry-embed's own tests find it (`registry-embed/tests/common/mod.rs`).
+pub fn model_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("REGISTRY_EMBED_MODEL_DIR") {
+            return PathBuf::from(dir);
+        }
+        let output = Command::new("bash")
+            .arg(workspace().join(".ci/fetch-model"))
+            .output()
+            .expect("bash runs .ci/fetch-model");
+        assert!(
+            output.status.success(),
+            "`bash .ci/fetch-model` failed: the model all-MiniLM-L6-v2 could not be fetched \
+             (set REGISTRY_EMBED_MODEL_DIR to an unpacked copy instead):\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8(output.stdout).expect("the script prints UTF-8");
+        PathBuf::from(
+            stdout
+                .lines()
+                .last()
+                .expect("the script prints the directory")
+                .trim(),
+        )
+    })
+}
