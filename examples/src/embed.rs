@@ -13,7 +13,7 @@ use registry_embed::LocalEmbedder;
 pub struct EmbedFlags {
     /// `--model-dir DIR`: the sentence-transformers model's directory.
     pub model_dir: Option<PathBuf>,
-    /// `--embed-cache FILE`: where the vectors the model computes (the tools', and the
+    /// `--embed-cache FILE`: where the tools' vectors the model computes (never the
     /// queries') are kept between starts.
     pub cache: Option<PathBuf>,
 }

@@ -92,7 +92,7 @@ usage: agent --api openai-chat|openai-responses|anthropic --base-url URL --model
                  sentence-transformers model in DIR (config.json, tokenizer.json,
                  model.safetensors) run in this process; `bash .ci/fetch-model DIR`
                  fetches all-MiniLM-L6-v2 (a DIR that is not such a model: status 2)
-  --embed-cache  keep the vectors the model computes (the tools', and the queries') in
+  --embed-cache  keep the tools' vectors the model computes (never the queries') in
                  FILE between runs, keyed by SHA-256 digests (needs --model-dir)
   --allow-insecure-http
                  accept a plain http:// base URL to a host that is not loopback (the key

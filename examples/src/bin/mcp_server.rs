@@ -100,7 +100,7 @@ Search (the deferred form's `search_tools`):
                     fetches all-MiniLM-L6-v2. The tools are embedded at start (the log
                     says how many and how long). A DIR that is not such a model is
                     refused (status 2). Without it, search ranks by words only
-  --embed-cache FILE   keep the vectors the model computes (the tools', and the
+  --embed-cache FILE   keep the tools' vectors the model computes (never the
                     queries') in FILE (made if missing), keyed by the model's digest and
                     each text's SHA-256, never the text: a restart embeds only the tools
                     that changed (needs --model-dir)
