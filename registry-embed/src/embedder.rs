@@ -16,8 +16,11 @@ use crate::tokenize::Words;
 
 /// How much the model's ranking counts in search's fusion by default, against the words' 1
 /// ([`Embedder::weight`]): chosen for all-MiniLM-L6-v2 on `bench/search-quality`'s tuning
-/// part (`docs/guide/search.md` has the figures).
-pub const DEFAULT_WEIGHT: f64 = 2.0;
+/// part, where 1 did best of 1, 1.5, 2, 2.5, 3 and 4 (recall@5 0.916 at 1, 0.905 at 2,
+/// 0.883 at 4; its README's section for issue 47 has the figures and the held-out part).
+/// A model that ranks better than this one may earn more: measure it on labelled queries
+/// of your own, then [`with_weight`](LocalEmbedder::with_weight).
+pub const DEFAULT_WEIGHT: f64 = 1.0;
 
 /// The most threads a [`LocalEmbedder`] computes on, whatever
 /// [`with_threads`](LocalEmbedder::with_threads) asks.

@@ -98,6 +98,17 @@ fn tool(entry: &Entry, allow: Option<&str>) -> DynamicTool {
     tool
 }
 
+/// The embedder a registry ranks by meaning with, besides the words.
+#[derive(Debug, Clone)]
+pub enum Meaning<'a> {
+    /// An OpenAI-compatible embeddings endpoint (its base URL, `http://127.0.0.1:8089/v1`),
+    /// through [`registry_core::search::OpenAiEmbedder`], and the weight of its ranking in
+    /// the fusion.
+    Endpoint(&'a str, f64),
+    /// A model run in this process ([`registry_embed::LocalEmbedder`]), its weight set.
+    Local(registry_embed::LocalEmbedder),
+}
+
 /// What loading did with the catalog.
 pub struct Loaded {
     pub registry: Registry,
@@ -112,21 +123,23 @@ pub struct Loaded {
 /// with `allow_description` — or skipped when `strict_lint` — and one with any other problem
 /// (e.g. a schema that does not compile) is skipped; both are reported.
 ///
-/// With `embedder` (an OpenAI-compatible embeddings base URL, `http://127.0.0.1:8089/v1`,
-/// and the weight of its ranking in the fusion), the registry ranks by meaning too
-/// ([`registry_core::search::OpenAiEmbedder`]).
+/// With `embedder`, the registry ranks by meaning too ([`Meaning`]).
 pub fn load_registry(
     catalog: &[Entry],
     strict_lint: bool,
-    embedder: Option<(&str, f64)>,
+    embedder: Option<Meaning<'_>>,
 ) -> Loaded {
     let mut builder = Registry::builder();
-    if let Some((url, weight)) = embedder {
-        let embedder = registry_core::search::OpenAiEmbedder::new(url, "all-MiniLM-L6-v2")
-            .unwrap_or_else(|e| panic!("--embedder {url}: {e}"))
-            .timeout(std::time::Duration::from_secs(600))
-            .with_weight(weight);
-        builder = builder.embedder(embedder);
+    match embedder {
+        Some(Meaning::Endpoint(url, weight)) => {
+            let embedder = registry_core::search::OpenAiEmbedder::new(url, "all-MiniLM-L6-v2")
+                .unwrap_or_else(|e| panic!("--embedder {url}: {e}"))
+                .timeout(std::time::Duration::from_secs(600))
+                .with_weight(weight);
+            builder = builder.embedder(embedder);
+        }
+        Some(Meaning::Local(embedder)) => builder = builder.embedder(embedder),
+        None => {}
     }
     let (mut allowed, mut skipped) = (Vec::new(), Vec::new());
     for entry in catalog {

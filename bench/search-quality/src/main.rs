@@ -10,9 +10,12 @@
 //! back), `--strict-lint` (leave out the tools the description lint refuses instead of keeping
 //! them with `allow_description`), `--embedder BASE_URL` (rank by meaning too, with an
 //! OpenAI-compatible embeddings endpoint: `scripts/minilm_server.py` serves all-MiniLM-L6-v2
-//! offline, `scripts/mpnet_server.py` all-mpnet-base-v2), `--embedder-weight W` (how much
-//! the embedder's ranking counts in the fusion, `OpenAiEmbedder::with_weight`; 1 unless
-//! given), `--parts P,...` (evaluate only these parts, e.g. `tuning` while choosing
+//! offline, `scripts/mpnet_server.py` all-mpnet-base-v2), `--model-dir DIR` (rank by meaning
+//! too, with the model of `DIR` run in this process, `registry_embed::LocalEmbedder`, its
+//! vectors kept in `/tmp/search-quality-vectors.cache` so that a second run embeds only the
+//! texts it has not seen), `--embedder-weight W` (how much the embedder's ranking counts in
+//! the fusion, `with_weight`; unless given, 1 for `--embedder` and
+//! `registry_embed::DEFAULT_WEIGHT` for `--model-dir`), `--parts P,...` (evaluate only these parts, e.g. `tuning` while choosing
 //! something, so that the held-out figures are not seen until the choice is made; all three
 //! unless given), `--catalog PATH`, `--queries PATH`.
 //!
@@ -25,12 +28,17 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use bench_search_quality::{
-    Entry, Query, here, load_catalog, load_queries, load_registry, overlap, score, server, split,
+    Entry, Meaning, Query, here, load_catalog, load_queries, load_registry, overlap, score, server,
+    split,
 };
 use registry_core::Subject;
 
 /// The share of the queries the held-out part has (at least).
 const HELD_OUT_SHARE: f64 = 0.4;
+
+/// Where `--model-dir`'s vectors are kept between runs (keyed by the model's digest and each
+/// text's, so a file of another model or text is no harm).
+const VECTOR_CACHE: &str = "/tmp/search-quality-vectors.cache";
 
 struct Part<'a> {
     name: &'static str,
@@ -41,7 +49,7 @@ struct Part<'a> {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut k, mut failures, mut strict) = (5usize, None::<String>, false);
-    let (mut embedder, mut weight) = (None::<String>, 1.0);
+    let (mut embedder, mut model_dir, mut weight) = (None::<String>, None::<PathBuf>, None::<f64>);
     let mut only = None::<Vec<String>>;
     let (mut catalog_path, mut queries_path) = (here("catalog.json"), here("queries.json"));
     while let Some(arg) = args.next() {
@@ -50,11 +58,13 @@ fn main() {
             "--failures" => failures = Some(args.next().expect("--failures tuning|held-out|all")),
             "--strict-lint" => strict = true,
             "--embedder" => embedder = Some(args.next().expect("--embedder BASE_URL")),
+            "--model-dir" => model_dir = Some(PathBuf::from(args.next().expect("--model-dir DIR"))),
             "--embedder-weight" => {
-                weight = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .expect("--embedder-weight W")
+                weight = Some(
+                    args.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--embedder-weight W"),
+                )
             }
             "--parts" => {
                 let list = args.next().expect("--parts tuning,held-out,all");
@@ -72,6 +82,22 @@ fn main() {
             other => panic!("unknown argument {other:?}"),
         }
     }
+    assert!(
+        embedder.is_none() || model_dir.is_none(),
+        "--embedder and --model-dir: one embedder at a time"
+    );
+    let local = model_dir.map(|dir| {
+        let local = registry_embed::LocalEmbedder::load(&dir)
+            .and_then(|e| e.with_cache(VECTOR_CACHE))
+            .unwrap_or_else(|e| panic!("--model-dir {}: {e}", dir.display()));
+        let weight = weight.unwrap_or(registry_embed::DEFAULT_WEIGHT);
+        println!(
+            "model: {} (digest {}), weight {weight}, vectors cached in {VECTOR_CACHE}",
+            dir.display(),
+            &local.model_digest()[..16]
+        );
+        local.with_weight(weight)
+    });
     let catalog = load_catalog(&catalog_path);
     let queries = load_queries(&queries_path);
     let parts = split(&catalog, &queries, HELD_OUT_SHARE);
@@ -115,12 +141,24 @@ fn main() {
             .is_none_or(|only| only.iter().any(|p| p == part.name))
     };
     for part in parts.iter().filter(|part| wanted(part)) {
+        let meaning = match (&embedder, &local) {
+            (Some(url), _) => Some(Meaning::Endpoint(url, weight.unwrap_or(1.0))),
+            (None, Some(local)) => Some(Meaning::Local(local.clone())),
+            (None, None) => None,
+        };
         evaluate(
             part,
             k,
             strict,
-            embedder.as_deref().map(|url| (url, weight)),
+            meaning,
             failures.as_deref() == Some(part.name),
+        );
+    }
+    if let Some(local) = &local {
+        let stats = local.stats();
+        eprintln!(
+            "embedder: {} texts computed, {} from the cache",
+            stats.computed, stats.from_cache
         );
     }
 }
@@ -129,7 +167,7 @@ fn evaluate(
     part: &Part<'_>,
     k: usize,
     strict: bool,
-    embedder: Option<(&str, f64)>,
+    embedder: Option<Meaning<'_>>,
     show_failures: bool,
 ) {
     let entries: Vec<Entry> = part.catalog.iter().map(|e| (*e).clone()).collect();
