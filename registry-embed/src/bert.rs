@@ -264,7 +264,7 @@ impl Bert {
             normalize(&mut projected, &layer.output_norm, self.encoder.epsilon);
             std::mem::swap(&mut x, &mut projected);
             layer.up.forward_on(&x, &mut up, threads);
-            up.iter_mut().for_each(|value| *value = gelu(*value));
+            gelu(&mut up);
             layer.down.forward_on(&up, &mut down, threads);
             add(&mut down, &x);
             normalize(&mut down, &layer.down_norm, self.encoder.epsilon);
@@ -309,9 +309,36 @@ fn softmax(row: &mut [f32]) {
     row.iter_mut().for_each(|value| *value /= sum);
 }
 
-/// BERT's exact GELU: `x · Φ(x)`, through the error function.
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+/// BERT's exact GELU, `x · Φ(x) = x/2 · (1 + erf(x/√2))`, on every value: the error function
+/// as the rational function Eigen and XLA use for `f32` (within 4.2e-7 of `erf` everywhere,
+/// `gelu_is_the_exact_one` checks it against `libm::erff`). A plain loop of products and one
+/// division, which the compiler turns into vector instructions: `libm::erff` a value at a
+/// time cost a tenth of a query's time.
+fn gelu(values: &mut [f32]) {
+    const P: [f32; 7] = [
+        -2.726_142_3e-10,
+        2.770_681_4e-8,
+        -2.101_024e-6,
+        -5.692_506_4e-5,
+        -7.349_906_3e-4,
+        -2.954_6e-3,
+        -1.609_603_3e-2,
+    ];
+    const Q: [f32; 5] = [
+        -1.456_607_2e-5,
+        -2.133_740_6e-4,
+        -1.682_827e-3,
+        -7.373_329_2e-3,
+        -1.426_474e-2,
+    ];
+    for value in values {
+        let x = *value;
+        let t = (x * std::f32::consts::FRAC_1_SQRT_2).clamp(-4.0, 4.0);
+        let t2 = t * t;
+        let p = P.iter().skip(1).fold(P[0], |p, c| p * t2 + c) * t;
+        let q = Q.iter().skip(1).fold(Q[0], |q, c| q * t2 + c);
+        *value = 0.5 * x * (1.0 + p / q);
+    }
 }
 
 /// The sentence vector of `states` (one row of `hidden` values per token) as `pooling` says:
@@ -406,9 +433,23 @@ mod tests {
 
     #[test]
     fn gelu_is_the_exact_one() {
+        let xs: Vec<f32> = (-12_000..=12_000).map(|i| i as f32 / 1000.0).collect();
+        let mut values = xs.clone();
+        gelu(&mut values);
+        for (x, value) in xs.iter().zip(&values) {
+            let exact = f64::from(*x)
+                * 0.5
+                * (1.0 + f64::from(libm::erff(x * std::f32::consts::FRAC_1_SQRT_2)));
+            assert!(
+                (f64::from(*value) - exact).abs() <= 4e-6 * f64::from(x.abs()).max(1e-3),
+                "gelu({x}) = {value}, not {exact}"
+            );
+        }
+        let mut one = [1.0f32, 0.0, -3.0];
+        gelu(&mut one);
         // x · Φ(x) at 1: Φ(1) = 0.841344746.
-        assert!((gelu(1.0) - 0.841_344_7).abs() < 1e-6);
-        assert_eq!(gelu(0.0), 0.0);
-        assert!((gelu(-3.0) + 0.004_049_5).abs() < 1e-6);
+        assert!((one[0] - 0.841_344_7).abs() < 1e-6);
+        assert_eq!(one[1], 0.0);
+        assert!((one[2] + 0.004_049_5).abs() < 1e-6);
     }
 }

@@ -16,8 +16,9 @@ use pulp::{Arch, Simd, WithSimd};
 
 /// Output columns per panel of a packed matrix.
 pub(crate) const PANEL: usize = 16;
-/// Rows of `x` computed together.
-const TILE: usize = 4;
+/// Rows of `x` computed together: with [`PANEL`] columns, 6 rows of 2 AVX2 vectors are 12
+/// accumulators, which with 2 weights and 1 broadcast value fill the 16 registers.
+const TILE: usize = 6;
 
 /// A matrix `W` (`outputs × inputs`) with its bias, packed: panel `p` holds, for each input
 /// `k`, the [`PANEL`] values `W[p·PANEL + c][k]` (zero past the last output).
@@ -224,23 +225,32 @@ impl WithSimd for Product<'_> {
                 let tile = TILE.min(rows - row);
                 let mut sums = [[simd.splat_f32s(0.0); 4]; TILE];
                 let xs = &x[row * inputs..(row + tile) * inputs];
-                match (vectors, tile) {
-                    (2, TILE) => tile_of::<S, TILE, 2>(simd, xs, inputs, panel, &mut sums),
-                    (4, TILE) => tile_of::<S, TILE, 4>(simd, xs, inputs, panel, &mut sums),
-                    (1, TILE) => tile_of::<S, TILE, 1>(simd, xs, inputs, panel, &mut sums),
-                    _ => {
-                        for (r, sum) in sums.iter_mut().enumerate().take(tile) {
-                            let xs = &xs[r * inputs..(r + 1) * inputs];
-                            for (value, weights) in xs.iter().zip(panel.chunks_exact(PANEL)) {
-                                let (weights, _) = S::as_simd_f32s(weights);
-                                let value = simd.splat_f32s(*value);
-                                for v in 0..vectors {
-                                    sum[v] = simd.mul_add_e_f32s(value, weights[v], sum[v]);
-                                }
-                            }
+                macro_rules! tiles {
+                    ($(($v:literal, $r:literal)),*) => {
+                        match (vectors, tile) {
+                            $(($v, $r) => tile_of::<S, $r, $v>(simd, xs, inputs, panel, &mut sums),)*
+                            _ => row_by_row(simd, xs, inputs, panel, &mut sums, tile, vectors),
                         }
-                    }
+                    };
                 }
+                tiles!(
+                    (2, 1),
+                    (2, 2),
+                    (2, 3),
+                    (2, 4),
+                    (2, 5),
+                    (2, 6),
+                    (1, 1),
+                    (1, 2),
+                    (1, 3),
+                    (1, 4),
+                    (1, 5),
+                    (1, 6),
+                    (4, 1),
+                    (4, 2),
+                    (4, 3),
+                    (4, 4)
+                );
                 for (r, sum) in sums.iter().enumerate().take(tile) {
                     let mut values = [0.0f32; PANEL];
                     let (out, _) = S::as_mut_simd_f32s(&mut values);
@@ -264,7 +274,7 @@ fn tile_of<S: Simd, const R: usize, const V: usize>(
     xs: &[f32],
     inputs: usize,
     panel: &[f32],
-    sums: &mut [[S::f32s; 4]; R],
+    sums: &mut [[S::f32s; 4]; TILE],
 ) {
     let rows: [&[f32]; R] = std::array::from_fn(|r| &xs[r * inputs..(r + 1) * inputs]);
     let mut acc = [[simd.splat_f32s(0.0); V]; R];
@@ -280,6 +290,30 @@ fn tile_of<S: Simd, const R: usize, const V: usize>(
     }
     for r in 0..R {
         sums[r][..V].copy_from_slice(&acc[r]);
+    }
+}
+
+/// Any other tile (4 vectors a panel with more than 4 rows: too many accumulators for the
+/// registers), row by row.
+#[inline(always)]
+fn row_by_row<S: Simd>(
+    simd: S,
+    xs: &[f32],
+    inputs: usize,
+    panel: &[f32],
+    sums: &mut [[S::f32s; 4]; TILE],
+    tile: usize,
+    vectors: usize,
+) {
+    for (r, sum) in sums.iter_mut().enumerate().take(tile) {
+        let xs = &xs[r * inputs..(r + 1) * inputs];
+        for (value, weights) in xs.iter().zip(panel.chunks_exact(PANEL)) {
+            let (weights, _) = S::as_simd_f32s(weights);
+            let value = simd.splat_f32s(*value);
+            for v in 0..vectors {
+                sum[v] = simd.mul_add_e_f32s(value, weights[v], sum[v]);
+            }
+        }
     }
 }
 
