@@ -271,6 +271,35 @@ fn fnv(text: &str) -> u64 {
     })
 }
 
+/// One of `count` folds of a part's queries, for cross-fitting inside the tuning part: a
+/// query is in fold `index` (0-based) when the upper 32 bits of the FNV-1a hash of its text
+/// (the bytes of `queries.json`'s `query`, as they are) modulo `count` are `index` (the upper
+/// bits, as FNV-1a's lowest bit is only the parity of the text's odd bytes). The rule is fixed
+/// (chosen before any figure of a fold was read), so a fold is the same in every process:
+/// `derive-related --leave-out I/N` derives the related-word table without fold `I`'s queries,
+/// and `search-quality --fold I/N` evaluates fold `I`'s queries only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fold {
+    /// Which fold, `0..count`.
+    pub index: u64,
+    /// How many folds.
+    pub count: u64,
+}
+
+impl Fold {
+    /// `I/N` (`0/2`, `1/2`): fold `I` of `N`, `I < N`; `None` if it is not of that form.
+    pub fn parse(text: &str) -> Option<Fold> {
+        let (index, count) = text.split_once('/')?;
+        let (index, count) = (index.trim().parse().ok()?, count.trim().parse().ok()?);
+        (index < count).then_some(Fold { index, count })
+    }
+
+    /// Whether `query` (its text) is in this fold.
+    pub fn contains(&self, query: &str) -> bool {
+        (fnv(query) >> 32) % self.count == self.index
+    }
+}
+
 /// Splits the servers of `catalog` in two, so that no query has relevant tools in both parts.
 ///
 /// Servers that a query's relevant tools join (the web searches, the issue trackers) are one

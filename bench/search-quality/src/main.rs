@@ -17,7 +17,10 @@
 //! the fusion, `with_weight`; unless given, 1 for `--embedder` and
 //! `registry_embed::DEFAULT_WEIGHT` for `--model-dir`), `--parts P,...` (evaluate only these parts, e.g. `tuning` while choosing
 //! something, so that the held-out figures are not seen until the choice is made; all three
-//! unless given), `--catalog PATH`, `--queries PATH`.
+//! unless given), `--fold I/N` (evaluate only the queries of fold `I` of `N`, [`Fold`]: a fixed
+//! hash of the query's text; each part's registry still holds all its tools; for
+//! cross-fitting inside the tuning part with a related-word table derived by
+//! `derive-related --leave-out I/N`), `--catalog PATH`, `--queries PATH`.
 //!
 //! Metrics (k = 5 by default; see README.md):
 //! - recall@k: fraction of queries with at least one relevant tool in the top k;
@@ -28,8 +31,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use bench_search_quality::{
-    Entry, Meaning, Query, here, load_catalog, load_queries, load_registry, overlap, score, server,
-    split,
+    Entry, Fold, Meaning, Query, here, load_catalog, load_queries, load_registry, overlap, score,
+    server, split,
 };
 use registry_core::Subject;
 
@@ -51,6 +54,7 @@ fn main() {
     let (mut k, mut failures, mut strict) = (5usize, None::<String>, false);
     let (mut embedder, mut model_dir, mut weight) = (None::<String>, None::<PathBuf>, None::<f64>);
     let mut only = None::<Vec<String>>;
+    let mut fold = None::<Fold>;
     let (mut catalog_path, mut queries_path) = (here("catalog.json"), here("queries.json"));
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -77,6 +81,14 @@ fn main() {
                 }
                 only = Some(list);
             }
+            "--fold" => {
+                fold = Some(
+                    args.next()
+                        .as_deref()
+                        .and_then(Fold::parse)
+                        .expect("--fold I/N (fold I of N, I < N)"),
+                )
+            }
             "--catalog" => catalog_path = PathBuf::from(args.next().expect("--catalog PATH")),
             "--queries" => queries_path = PathBuf::from(args.next().expect("--queries PATH")),
             other => panic!("unknown argument {other:?}"),
@@ -102,7 +114,14 @@ fn main() {
     let queries = load_queries(&queries_path);
     let parts = split(&catalog, &queries, HELD_OUT_SHARE);
     println!("tuning servers: {}", parts.tuning.join(", "));
-    println!("held-out servers: {}\n", parts.held_out.join(", "));
+    println!("held-out servers: {}", parts.held_out.join(", "));
+    if let Some(fold) = fold {
+        println!(
+            "queries of fold {}/{} only (upper 32 bits of FNV-1a of the query's text, mod {})",
+            fold.index, fold.count, fold.count
+        );
+    }
+    println!();
     let of = |servers: &[String]| -> (Vec<&Entry>, Vec<&Query>) {
         let inside = |name: &str| servers.iter().any(|s| s == server(name));
         (
@@ -110,6 +129,7 @@ fn main() {
             queries
                 .iter()
                 .filter(|q| q.relevant.iter().all(|n| inside(n)))
+                .filter(|q| fold.is_none_or(|fold| fold.contains(&q.query)))
                 .collect(),
         )
     };
@@ -129,7 +149,10 @@ fn main() {
         Part {
             name: "all",
             catalog: catalog.iter().collect(),
-            queries: queries.iter().collect(),
+            queries: queries
+                .iter()
+                .filter(|q| fold.is_none_or(|fold| fold.contains(&q.query)))
+                .collect(),
         },
     ];
     println!(

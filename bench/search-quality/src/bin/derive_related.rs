@@ -15,13 +15,18 @@
 //! run, no held-out query or tool is read (they are filtered out before any word is looked
 //! at).
 //!
+//! `--leave-out I/N` (cross-fitting inside the tuning part, [`Fold`]): the tuning queries of
+//! fold `I` of `N` are left out too, so the table is derived from the other folds' queries
+//! alone and fold `I` can be evaluated on queries it did not see
+//! (`search-quality --parts tuning --fold I/N`).
+//!
 //! The output is the Rust `RELATED` array, `(word, &[related words])`, sorted, each line with
 //! the number of tuning queries that evidence it (`cargo fmt` aligns it).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use bench_search_quality::{
-    Entry, here, load_catalog, load_queries, server, split, tool_words, words,
+    Entry, Fold, here, load_catalog, load_queries, server, split, tool_words, words,
 };
 use pagefind_stem::{Algorithm, Stemmer};
 
@@ -29,6 +34,21 @@ use pagefind_stem::{Algorithm, Stemmer};
 const HELD_OUT_SHARE: f64 = 0.4;
 
 fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut leave_out = None::<Fold>;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--leave-out" => {
+                leave_out = Some(
+                    args.next()
+                        .as_deref()
+                        .and_then(Fold::parse)
+                        .expect("--leave-out I/N (fold I of N, I < N)"),
+                )
+            }
+            other => panic!("unknown argument {other:?}"),
+        }
+    }
     let catalog = load_catalog(&here("catalog.json"));
     let queries = load_queries(&here("queries.json"));
     let parts = split(&catalog, &queries, HELD_OUT_SHARE);
@@ -42,6 +62,7 @@ fn main() {
     let queries: Vec<_> = queries
         .iter()
         .filter(|q| q.relevant.iter().all(|n| tuning(n)))
+        .filter(|q| leave_out.is_none_or(|fold| !fold.contains(&q.query)))
         .collect();
     let stemmer = Stemmer::create(Algorithm::English);
     let stems = |list: Vec<String>| -> BTreeSet<String> {
@@ -102,9 +123,12 @@ fn main() {
     println!(
         "// Derived by bench/search-quality's `derive-related` from {groups} candidate groups"
     );
+    let left_out = leave_out.map_or(String::new(), |fold| {
+        format!(" (fold {}/{} left out)", fold.index, fold.count)
+    });
     println!(
         "// ({pairs} ordered pairs): {kept_pairs} pairs kept, evidenced by the tuning part's {} \
-         queries over {} tools.",
+         queries{left_out} over {} tools.",
         queries.len(),
         tools.len()
     );
