@@ -2,6 +2,7 @@
 //! process's stdio or streamable HTTP, listing its tools, forwarding a call (its progress
 //! relayed back, its cancellation relayed forward), and its result as registry content.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -71,9 +72,15 @@ struct Routes {
 
 /// One forwarded call's progress: where it goes, when it was last relayed, and the latest
 /// one not relayed yet (coalesced), relayed by a timer of its own once the interval is over.
+///
+/// Relayed in order: a progress no greater than one taken before (notifications are handled
+/// concurrently, so they may come out of order) is dropped, and every relay happens under the
+/// routes' lock, so two relays of one call never cross.
 struct Route {
     ctx: ToolContext,
     last: Option<Instant>,
+    /// The greatest progress taken (relayed or pending).
+    highest: Option<f64>,
     pending: Option<ProgressNotificationParam>,
     /// Whether a timer will relay `pending`.
     timer: bool,
@@ -84,14 +91,23 @@ impl Route {
         Route {
             ctx,
             last: None,
+            highest: None,
             pending: None,
             timer: false,
         }
     }
 
     /// `params` relayed now if the last one was relayed long enough ago; otherwise kept as
-    /// the pending one, in place of any earlier.
+    /// the pending one, in place of any earlier. Dropped if it is no greater than a progress
+    /// taken before.
     fn take(&mut self, params: ProgressNotificationParam) -> Option<ProgressNotificationParam> {
+        if self
+            .highest
+            .is_some_and(|highest| params.progress.partial_cmp(&highest) != Some(Ordering::Greater))
+        {
+            return None;
+        }
+        self.highest = Some(params.progress);
         let now = Instant::now();
         if self
             .last
@@ -123,7 +139,7 @@ fn relay_later(progress: Arc<Mutex<Routes>>, token: ProgressToken, last: Option<
     runtime.spawn(async move {
         loop {
             tokio::time::sleep_until(at.into()).await;
-            let flushed = {
+            {
                 let mut routes = progress.lock().unwrap_or_else(PoisonError::into_inner);
                 let Some(route) = routes.routes.get_mut(&token) else {
                     return;
@@ -137,10 +153,9 @@ fn relay_later(progress: Arc<Mutex<Routes>>, token: ProgressToken, last: Option<
                     continue;
                 }
                 route.timer = false;
-                route.flush().map(|params| (route.ctx.clone(), params))
-            };
-            if let Some((ctx, params)) = flushed {
-                relay(&ctx, params);
+                if let Some(params) = route.flush() {
+                    relay(&route.ctx, params);
+                }
             }
             return;
         }
@@ -199,28 +214,23 @@ impl ClientHandler for Events {
         // escaped.
         params.message = params.message.map(|message| progress_message(&message));
         let token = params.progress_token.clone();
-        let (ctx, params) = {
-            let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
-            match routes.routes.get_mut(&token) {
-                Some(route) => match route.take(params) {
-                    Some(params) => (route.ctx.clone(), params),
-                    None => {
-                        if !std::mem::replace(&mut route.timer, true) {
-                            relay_later(self.progress.clone(), token, route.last);
-                        }
-                        return;
-                    }
-                },
+        let mut routes = self.progress.lock().unwrap_or_else(PoisonError::into_inner);
+        match routes.routes.get_mut(&token) {
+            Some(route) => match route.take(params) {
+                Some(params) => relay(&route.ctx, params),
                 None => {
-                    if routes.early.len() >= MAX_EARLY_PROGRESS {
-                        routes.early.pop_front();
+                    if route.pending.is_some() && !std::mem::replace(&mut route.timer, true) {
+                        relay_later(self.progress.clone(), token, route.last);
                     }
-                    routes.early.push_back(params);
-                    return;
                 }
+            },
+            None => {
+                if routes.early.len() >= MAX_EARLY_PROGRESS {
+                    routes.early.pop_front();
+                }
+                routes.early.push_back(params);
             }
-        };
-        relay(&ctx, params);
+        }
     }
 }
 
@@ -405,7 +415,7 @@ impl Link {
             token: handle.progress_token.clone(),
             events: self.events.clone(),
         };
-        let early: Vec<ProgressNotificationParam> = {
+        {
             let mut routes = self
                 .events
                 .progress
@@ -419,35 +429,30 @@ impl Link {
                 routes.early = rest.into();
                 let mut route = Route::new(ctx.clone());
                 // Coalesced as if they came now: the first relayed, the latest pending.
-                let early = early
-                    .into_iter()
-                    .filter_map(|params| route.take(params))
-                    .collect();
+                for params in early {
+                    if let Some(params) = route.take(params) {
+                        relay(&ctx, params);
+                    }
+                }
                 if route.pending.is_some() {
                     route.timer = true;
                     relay_later(self.events.progress.clone(), token.clone(), route.last);
                 }
                 routes.routes.insert(token, route);
-                early
-            } else {
-                Vec::new()
             }
-        };
-        for params in early {
-            relay(&ctx, params);
         }
         let answer = handle.await_response().await;
         guard.id = None;
         // The latest progress held back is relayed before the answer.
-        let pending = self
+        if let Some(route) = self
             .events
             .progress
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .routes
             .get_mut(&guard.token)
-            .and_then(Route::flush);
-        if let Some(params) = pending {
+            && let Some(params) = route.flush()
+        {
             relay(&ctx, params);
         }
         match answer {
@@ -586,6 +591,26 @@ fn block(value: &Value) -> Content {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn progress_is_taken_in_order_and_a_stale_one_dropped() {
+        let param = |progress: f64| {
+            ProgressNotificationParam::new(
+                ProgressToken(rmcp::model::NumberOrString::Number(7)),
+                progress,
+            )
+        };
+        let mut route = Route::new(ToolContext::new("c1", "notes_chatty"));
+        assert_eq!(route.take(param(1.0)).map(|p| p.progress), Some(1.0));
+        // Within the interval: held back.
+        assert!(route.take(param(3.0)).is_none());
+        // Older than what was taken (handled out of order): dropped, the pending one kept.
+        assert!(route.take(param(2.0)).is_none());
+        assert!(route.take(param(3.0)).is_none());
+        assert!(route.take(param(f64::NAN)).is_none());
+        assert_eq!(route.flush().map(|p| p.progress), Some(3.0));
+        assert!(route.flush().is_none());
+    }
 
     #[test]
     fn every_kind_of_block_comes_through() {
