@@ -34,18 +34,9 @@ impl Linear {
     /// Packs `weight` (`outputs × inputs`, row-major: a PyTorch `Linear`'s layout) and
     /// `bias` (`outputs` values). The caller has checked the lengths.
     pub(crate) fn new(weight: &[f32], bias: Vec<f32>, outputs: usize, inputs: usize) -> Linear {
-        let mut packed = vec![0.0; outputs.div_ceil(PANEL) * inputs * PANEL];
-        for (row, values) in weight.chunks_exact(inputs).take(outputs).enumerate() {
-            let base = (row / PANEL) * inputs * PANEL + row % PANEL;
-            for (k, value) in values.iter().enumerate() {
-                packed[base + k * PANEL] = *value;
-            }
-        }
         Linear {
-            inputs,
-            outputs,
-            packed,
             bias,
+            ..Linear::rows_of(weight, inputs, 0, outputs, inputs)
         }
     }
 
@@ -112,8 +103,8 @@ impl Linear {
         Linear::new(&weight, bias, parts.len() * outputs, inputs)
     }
 
-    /// `y = x · Wᵀ + b` for the rows of `x` (each [`inputs`](Self::inputs) long), on this
-    /// thread: `y` gets a row of [`outputs`](Self::outputs) values per row of `x`.
+    /// `y = x · Wᵀ + b` for the rows of `x` (each `inputs` long), on this thread: `y` gets a
+    /// row of `outputs` values per row of `x`.
     pub(crate) fn forward(&self, x: &[f32], y: &mut Vec<f32>) {
         let rows = x.len() / self.inputs;
         y.clear();
